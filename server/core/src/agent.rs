@@ -1,0 +1,403 @@
+//! The turn loop: the user's input goes to the model, the model's calls go
+//! to the person for approval and then to bash, their results go back to
+//! the model, until it answers without calls or a limit, an error or a cancel
+//! ends the turn.
+//!
+//! Every step is recorded at the journal's save points before the next one
+//! happens, and emitted as an [`AgentEvent`] in order, numbered by a `seq`
+//! that counts up across the session. The events are the only way out of
+//! here; a transport forwards them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::bash::{self, BashTool, Stream};
+use crate::journal::record::{ApprovalDecision, ToolStatus, TurnStatus};
+use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
+use crate::session::{Session, SessionError};
+use crate::transcript::function_calls;
+
+pub const DEFAULT_MAX_REQUESTS: u32 = 8;
+pub const DEFAULT_MAX_CALLS: u32 = 16;
+
+#[derive(Debug, Clone, Copy)]
+pub struct TurnLimits {
+    pub max_requests: u32,
+    pub max_calls: u32,
+}
+
+impl Default for TurnLimits {
+    fn default() -> Self {
+        Self { max_requests: DEFAULT_MAX_REQUESTS, max_calls: DEFAULT_MAX_CALLS }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentEvent {
+    TurnStarted { turn_id: String, input: String },
+    TextDelta { turn_id: String, delta: String },
+    ApprovalRequest {
+        turn_id: String,
+        call_id: String,
+        command: String,
+        directory: String,
+        environment: BTreeMap<String, String>,
+        limits: bash::Limits,
+    },
+    ToolStarted { turn_id: String, call_id: String, command: String },
+    ToolOutput { turn_id: String, call_id: String, stream: Stream, chunk: String },
+    ToolResult { turn_id: String, call_id: String, status: ToolStatus, output: String, exit_code: Option<i32> },
+    TurnEnded { turn_id: String, status: TurnStatus, reason: Option<String>, text: Option<String> },
+}
+
+/// An event with its place in the session's order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Numbered {
+    pub seq: u64,
+    pub event: AgentEvent,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error("no call {0} is waiting for approval")]
+    NoPendingApproval(String),
+    #[error("no running turn {0}")]
+    UnknownTurn(String),
+}
+
+/// Output for results the turn itself decides.
+pub mod outputs {
+    pub const REFUSED: &str = "The user denied this command; it was not run.";
+    pub const CANCELLED_BEFORE_START: &str = "The turn was cancelled before this command was approved; it was not run.";
+    pub const NOT_RUN_AFTER_CANCEL: &str = "The turn was cancelled before this call; it was not run.";
+}
+
+struct RunningTurn {
+    turn_id: String,
+    cancel: CancellationToken,
+    approvals: HashMap<String, oneshot::Sender<ApprovalDecision>>,
+}
+
+struct Emitter {
+    next_seq: u64,
+    sender: mpsc::UnboundedSender<Numbered>,
+}
+
+struct Inner {
+    session: Mutex<Session>,
+    model: ModelClient,
+    bash: BashTool,
+    instructions: String,
+    limits: TurnLimits,
+    emitter: Mutex<Emitter>,
+    running: Mutex<Option<RunningTurn>>,
+}
+
+/// One session's agent. Cheap to clone; all clones drive the same session.
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<Inner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves data that was valid
+    // between statements; carrying on is better than wedging the session.
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Agent {
+    pub fn new(
+        session: Session,
+        model: ModelClient,
+        bash: BashTool,
+        instructions: String,
+        limits: TurnLimits,
+    ) -> (Agent, mpsc::UnboundedReceiver<Numbered>) {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let inner = Inner {
+            session: Mutex::new(session),
+            model,
+            bash,
+            instructions,
+            limits,
+            emitter: Mutex::new(Emitter { next_seq: 1, sender }),
+            running: Mutex::new(None),
+        };
+        (Agent { inner: Arc::new(inner) }, receiver)
+    }
+
+    /// Runs `f` with the session locked (never across an await).
+    pub fn with_session<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
+        f(&mut lock(&self.inner.session))
+    }
+
+    pub fn bash(&self) -> &BashTool {
+        &self.inner.bash
+    }
+
+    pub fn model(&self) -> &ModelClient {
+        &self.inner.model
+    }
+
+    /// The running turn, if any.
+    pub fn running_turn(&self) -> Option<String> {
+        lock(&self.inner.running).as_ref().map(|t| t.turn_id.clone())
+    }
+
+    /// Starts a turn: the user's record is synced when this returns its id;
+    /// the rest happens in a spawned task and is reported through events.
+    pub fn chat(&self, text: &str) -> Result<String, AgentError> {
+        let mut running = lock(&self.inner.running);
+        if let Some(turn) = running.as_ref() {
+            return Err(SessionError::TurnInProgress(turn.turn_id.clone()).into());
+        }
+        let turn_id = lock(&self.inner.session).begin_turn(text)?;
+        let cancel = CancellationToken::new();
+        *running = Some(RunningTurn { turn_id: turn_id.clone(), cancel: cancel.clone(), approvals: HashMap::new() });
+        drop(running);
+        self.emit(AgentEvent::TurnStarted { turn_id: turn_id.clone(), input: text.to_string() });
+        let agent = self.clone();
+        let id = turn_id.clone();
+        tokio::spawn(async move { agent.run_turn(id, cancel).await });
+        Ok(turn_id)
+    }
+
+    /// Delivers the person's decision on a pending call.
+    pub fn approve(&self, call_id: &str, decision: ApprovalDecision) -> Result<(), AgentError> {
+        let sender = lock(&self.inner.running)
+            .as_mut()
+            .and_then(|turn| turn.approvals.remove(call_id))
+            .ok_or_else(|| AgentError::NoPendingApproval(call_id.to_string()))?;
+        sender.send(decision).map_err(|_| AgentError::NoPendingApproval(call_id.to_string()))
+    }
+
+    /// Cancels the running turn; it ends `cancelled` through its own events.
+    pub fn cancel(&self, turn_id: &str) -> Result<(), AgentError> {
+        match lock(&self.inner.running).as_ref() {
+            Some(turn) if turn.turn_id == turn_id => {
+                turn.cancel.cancel();
+                Ok(())
+            }
+            _ => Err(AgentError::UnknownTurn(turn_id.to_string())),
+        }
+    }
+
+    /// Cancels whatever runs (the client is gone).
+    pub fn cancel_all(&self) {
+        if let Some(turn) = lock(&self.inner.running).as_ref() {
+            turn.cancel.cancel();
+        }
+    }
+
+    pub fn acknowledge(&self, turn_ids: Option<&[String]>) -> Result<Vec<String>, AgentError> {
+        Ok(lock(&self.inner.session).acknowledge(turn_ids)?)
+    }
+
+    fn emit(&self, event: AgentEvent) {
+        let mut emitter = lock(&self.inner.emitter);
+        let seq = emitter.next_seq;
+        emitter.next_seq += 1;
+        // A closed receiver means nobody listens any more; the journal still
+        // records everything, so the event is safely dropped.
+        let _ = emitter.sender.send(Numbered { seq, event });
+    }
+
+    async fn run_turn(self, turn_id: String, cancel: CancellationToken) {
+        let end = self.turn_steps(&turn_id, &cancel).await;
+        let (status, reason) = match end {
+            Ok((status, reason)) => (status, reason),
+            Err(e) => {
+                // A failed save: the turn stops here, and nothing claims an
+                // outcome the disk does not hold (no turn_end is written).
+                tracing::error!(turn_id, error = %e, "turn stopped by a journal failure");
+                lock(&self.inner.running).take();
+                self.emit(AgentEvent::TurnEnded {
+                    turn_id,
+                    status: TurnStatus::Failed,
+                    reason: Some(format!("The session could not be saved, so the turn stopped: {e}")),
+                    text: None,
+                });
+                return;
+            }
+        };
+        let saved = lock(&self.inner.session).end_turn(&turn_id, status, reason.clone());
+        let text = self.with_session(|s| s.transcript().turn(&turn_id).map(|t| t.text())).filter(|t| !t.is_empty());
+        lock(&self.inner.running).take();
+        let (status, reason) = match saved {
+            Ok(()) => (status, reason),
+            Err(e) => (TurnStatus::Failed, Some(format!("The end of the turn could not be saved: {e}"))),
+        };
+        self.emit(AgentEvent::TurnEnded { turn_id, status, reason, text });
+    }
+
+    /// The turn's steps; returns how it ends, or the save that failed.
+    async fn turn_steps(&self, turn_id: &str, cancel: &CancellationToken) -> Result<(TurnStatus, Option<String>), SessionError> {
+        let limits = self.inner.limits;
+        let mut requests = 0u32;
+        let mut calls_seen = 0u32;
+        loop {
+            if requests == limits.max_requests {
+                return Ok((TurnStatus::Failed, Some(format!("limit reached: at most {} model requests per turn", limits.max_requests))));
+            }
+            requests += 1;
+            let input = self.with_session(|s| s.context());
+            let response = {
+                let request = ModelRequest { instructions: &self.inner.instructions, input: &input };
+                let mut on_event = |event: ModelEvent<'_>| match event {
+                    ModelEvent::TextDelta(delta) => {
+                        self.emit(AgentEvent::TextDelta { turn_id: turn_id.to_string(), delta: delta.to_string() })
+                    }
+                    ModelEvent::Retrying { attempt, delay, reason } => {
+                        tracing::warn!(turn_id, attempt, ?delay, reason, "retrying the model request");
+                    }
+                };
+                self.inner.model.respond(&request, &mut on_event, cancel).await
+            };
+            let response = match response {
+                Ok(response) => response,
+                Err(ModelError::Cancelled) => return Ok((TurnStatus::Cancelled, Some("cancelled by the user".into()))),
+                Err(e) => return Ok((TurnStatus::Failed, Some(e.to_string()))),
+            };
+            let calls = function_calls(&response.items);
+            self.with_session(|s| s.record_response(turn_id, response.items))?;
+            if calls.is_empty() {
+                return Ok(match response.incomplete {
+                    Some(why) => (TurnStatus::Failed, Some(format!("the model's answer was cut short ({why})"))),
+                    None => (TurnStatus::Completed, None),
+                });
+            }
+            let mut over_limit = false;
+            let mut cancelled = false;
+            for (call_id, name, arguments) in calls {
+                if cancelled || over_limit || calls_seen == limits.max_calls {
+                    over_limit |= !cancelled;
+                    let output = if cancelled {
+                        outputs::NOT_RUN_AFTER_CANCEL.to_string()
+                    } else {
+                        format!("Not executed: the turn reached its limit of {} tool calls.", limits.max_calls)
+                    };
+                    self.save_result(turn_id, &call_id, ToolStatus::NotExecuted, &output, None)?;
+                    continue;
+                }
+                calls_seen += 1;
+                cancelled = self.handle_call(turn_id, &call_id, &name, &arguments, cancel).await?;
+            }
+            if cancelled {
+                return Ok((TurnStatus::Cancelled, Some("cancelled by the user".into())));
+            }
+            if over_limit {
+                return Ok((TurnStatus::Failed, Some(format!("limit reached: at most {} tool calls per turn", limits.max_calls))));
+            }
+        }
+    }
+
+    /// One call, from approval to saved result. Returns whether the turn was
+    /// cancelled during it.
+    async fn handle_call(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        name: &str,
+        arguments: &str,
+        cancel: &CancellationToken,
+    ) -> Result<bool, SessionError> {
+        if name != "bash" {
+            let output = format!("Unknown tool `{name}`; the only tool is `bash`.");
+            self.save_result(turn_id, call_id, ToolStatus::Failed, &output, None)?;
+            return Ok(false);
+        }
+        let command = match bash::command_of(arguments) {
+            Ok(command) => command,
+            Err(why) => {
+                self.save_result(turn_id, call_id, ToolStatus::Failed, &why, None)?;
+                return Ok(false);
+            }
+        };
+        if cancel.is_cancelled() {
+            self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::NOT_RUN_AFTER_CANCEL, None)?;
+            return Ok(true);
+        }
+
+        let (sender, receiver) = oneshot::channel();
+        if let Some(turn) = lock(&self.inner.running).as_mut() {
+            turn.approvals.insert(call_id.to_string(), sender);
+        }
+        let bash = &self.inner.bash;
+        self.emit(AgentEvent::ApprovalRequest {
+            turn_id: turn_id.to_string(),
+            call_id: call_id.to_string(),
+            command: command.clone(),
+            directory: bash.cwd().display().to_string(),
+            environment: bash.environment().clone(),
+            limits: bash.limits(),
+        });
+        let decision = tokio::select! {
+            decision = receiver => decision.ok(),
+            _ = cancel.cancelled() => None,
+        };
+        if let Some(turn) = lock(&self.inner.running).as_mut() {
+            turn.approvals.remove(call_id);
+        }
+        match decision {
+            None => {
+                self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::CANCELLED_BEFORE_START, None)?;
+                Ok(true)
+            }
+            Some(ApprovalDecision::Denied) => {
+                self.with_session(|s| s.record_decision(turn_id, call_id, ApprovalDecision::Denied))?;
+                self.save_result(turn_id, call_id, ToolStatus::Refused, outputs::REFUSED, None)?;
+                Ok(false)
+            }
+            Some(ApprovalDecision::Approved) => {
+                let directory = bash.cwd().display().to_string();
+                self.with_session(|s| {
+                    s.record_decision(turn_id, call_id, ApprovalDecision::Approved)?;
+                    s.record_tool_start(turn_id, call_id, &command, &directory)
+                })?;
+                // The approval and tool_start are on disk: only now may it run.
+                self.emit(AgentEvent::ToolStarted {
+                    turn_id: turn_id.to_string(),
+                    call_id: call_id.to_string(),
+                    command: command.clone(),
+                });
+                fail::fail_point!("agent::before_spawn");
+                let mut on_output = |stream: Stream, chunk: &str| {
+                    self.emit(AgentEvent::ToolOutput {
+                        turn_id: turn_id.to_string(),
+                        call_id: call_id.to_string(),
+                        stream,
+                        chunk: chunk.to_string(),
+                    })
+                };
+                let outcome = bash.run(&command, &mut on_output, cancel).await;
+                fail::fail_point!("agent::before_tool_result");
+                self.save_result(turn_id, call_id, outcome.status, &outcome.output, outcome.exit_code)?;
+                Ok(outcome.status == ToolStatus::Cancelled)
+            }
+        }
+    }
+
+    fn save_result(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        status: ToolStatus,
+        output: &str,
+        exit_code: Option<i32>,
+    ) -> Result<(), SessionError> {
+        self.with_session(|s| s.record_tool_result(turn_id, call_id, status, output, exit_code))?;
+        self.emit(AgentEvent::ToolResult {
+            turn_id: turn_id.to_string(),
+            call_id: call_id.to_string(),
+            status,
+            output: output.to_string(),
+            exit_code,
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,130 @@
+//! `$MINO_HOME`: where sessions and SOUL.md live (default `~/.mino`).
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct MinoHome {
+    root: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HomeError {
+    #[error("invalid session id {0:?}: use 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit (no paths)")]
+    InvalidSessionId(String),
+    #[error("neither MINO_HOME nor HOME is set; set MINO_HOME to the directory Mino should keep its sessions in")]
+    NoHome,
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+}
+
+impl MinoHome {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// `MINO_HOME`, else `$HOME/.mino`.
+    pub fn from_env() -> Result<Self, HomeError> {
+        if let Some(dir) = std::env::var_os("MINO_HOME").filter(|v| !v.is_empty()) {
+            return Ok(Self::new(dir));
+        }
+        let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).ok_or(HomeError::NoHome)?;
+        Ok(Self::new(PathBuf::from(home).join(".mino")))
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.root.join("sessions")
+    }
+
+    pub fn soul_path(&self) -> PathBuf {
+        self.root.join("SOUL.md")
+    }
+
+    /// The file of a session. The id cannot name anything outside the
+    /// sessions directory: no separators, no `..`, no leading dot.
+    pub fn session_path(&self, id: &str) -> Result<PathBuf, HomeError> {
+        validate_session_id(id)?;
+        Ok(self.sessions_dir().join(format!("{id}.jsonl")))
+    }
+
+    pub fn ensure_sessions_dir(&self) -> Result<PathBuf, HomeError> {
+        let dir = self.sessions_dir();
+        std::fs::create_dir_all(&dir).map_err(|source| HomeError::Io { path: dir.clone(), source })?;
+        Ok(dir)
+    }
+
+    /// The most recently written session, if any.
+    pub fn latest_session(&self) -> Result<Option<String>, HomeError> {
+        let dir = self.sessions_dir();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(HomeError::Io { path: dir, source }),
+        };
+        let mut best: Option<(std::time::SystemTime, String)> = None;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else { continue };
+            if validate_session_id(id).is_err() {
+                continue;
+            }
+            // symlink_metadata: a link is not a session (and is refused on open).
+            let Ok(meta) = entry.path().symlink_metadata() else { continue };
+            if !meta.is_file() {
+                continue;
+            }
+            let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+            let candidate = (modified, id.to_string());
+            if best.as_ref().is_none_or(|b| candidate > *b) {
+                best = Some(candidate);
+            }
+        }
+        Ok(best.map(|(_, id)| id))
+    }
+}
+
+pub fn validate_session_id(id: &str) -> Result<(), HomeError> {
+    let ok = (1..=128).contains(&id.len())
+        && id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && !id.contains("..");
+    if ok {
+        Ok(())
+    } else {
+        Err(HomeError::InvalidSessionId(id.to_string()))
+    }
+}
+
+/// A new session id: UTC time (sortable) plus randomness.
+pub fn new_session_id() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let stamp = now
+        .format(time::macros::format_description!("[year][month][day]T[hour][minute][second]"))
+        .unwrap_or_else(|_| now.unix_timestamp().to_string());
+    format!("{stamp}-{:06x}", fastrand::u32(..0x100_0000))
+}
+
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_cannot_escape_the_sessions_directory() {
+        let home = MinoHome::new("/h");
+        for bad in ["../x", "/etc/passwd", "a/b", "..", ".hidden", "", "a..b", "x\0y"] {
+            assert!(home.session_path(bad).is_err(), "{bad:?} accepted");
+        }
+        assert_eq!(home.session_path("2026-a_b.c").unwrap(), PathBuf::from("/h/sessions/2026-a_b.c.jsonl"));
+        validate_session_id(&new_session_id()).unwrap();
+    }
+}

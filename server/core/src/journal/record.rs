@@ -1,0 +1,292 @@
+//! The `v: 2` record kinds of a session file, and how one record becomes one
+//! line and back.
+//!
+//! A line is the record's JSON object with a checksum as its last member:
+//! `{"v":2,"seq":7,"kind":"tool_start",…,"crc":"1c291ca3"}`. The checksum is
+//! CRC-32 over the bytes of the line before `,"crc":`, so verifying it needs
+//! no re-serialisation and detects any garbling of what it covers.
+
+use serde::{Deserialize, Serialize};
+
+/// The only format version this build writes; files with a higher `v` were
+/// written by a newer Mino and are refused untouched.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// Every record kind this version knows. A kind outside this list means the
+/// file was written by a newer Mino.
+pub const KNOWN_KINDS: [&str; 8] = [
+    "session",
+    "user",
+    "response",
+    "approval",
+    "tool_start",
+    "tool_result",
+    "turn_end",
+    "recovery_ack",
+];
+
+const CRC_PREFIX: &[u8] = b",\"crc\":\"";
+/// `,"crc":"` + 8 hex digits + `"}`
+const CRC_SUFFIX_LEN: usize = CRC_PREFIX.len() + 8 + 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    Completed,
+    Failed,
+    Cancelled,
+    Interrupted,
+}
+
+impl TurnStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Interrupted => "interrupted",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Success,
+    Failed,
+    Refused,
+    TimedOut,
+    Cancelled,
+    NotExecuted,
+    Unknown,
+}
+
+impl ToolStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Failed => "failed",
+            Self::Refused => "refused",
+            Self::TimedOut => "timed_out",
+            Self::Cancelled => "cancelled",
+            Self::NotExecuted => "not_executed",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    Approved,
+    Denied,
+}
+
+/// What a record says. The `kind` tag and field names are the file format:
+/// renaming anything here breaks every existing session file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RecordBody {
+    /// First record of every file.
+    Session { session_id: String, created_at: String, cwd: String, mino_version: String },
+    /// The user's input; opens a turn.
+    User { turn_id: String, text: String },
+    /// One finished model response: every output item as received, reasoning
+    /// items with their `encrypted_content`.
+    Response { turn_id: String, items: Vec<serde_json::Value> },
+    /// The person's decision on one call.
+    Approval { turn_id: String, call_id: String, decision: ApprovalDecision },
+    /// The execution boundary: synced before the command is spawned.
+    ToolStart { turn_id: String, call_id: String, command: String, cwd: String },
+    /// A call's outcome. `recovered` marks results written by recovery, not by a run.
+    ToolResult {
+        turn_id: String,
+        call_id: String,
+        status: ToolStatus,
+        output: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        recovered: bool,
+    },
+    TurnEnd {
+        turn_id: String,
+        status: TurnStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The person confirmed they understand the turn's commands may have run.
+    RecoveryAck { turn_id: String },
+}
+
+impl RecordBody {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Session { .. } => "session",
+            Self::User { .. } => "user",
+            Self::Response { .. } => "response",
+            Self::Approval { .. } => "approval",
+            Self::ToolStart { .. } => "tool_start",
+            Self::ToolResult { .. } => "tool_result",
+            Self::TurnEnd { .. } => "turn_end",
+            Self::RecoveryAck { .. } => "recovery_ack",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    pub v: u32,
+    pub seq: u64,
+    #[serde(flatten)]
+    pub body: RecordBody,
+}
+
+/// The envelope fields every version agrees on; read when a full parse fails,
+/// to tell "newer Mino" from "garbled".
+#[derive(Deserialize)]
+struct Envelope {
+    v: u32,
+    seq: u64,
+    kind: String,
+}
+
+/// Why one line could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineError {
+    /// Not a record of any version: bad JSON, missing checksum, wrong shape.
+    Garbled(String),
+    /// The checksum does not match the bytes.
+    Checksum { stored: String, computed: String },
+    /// Well-formed, but written by a newer Mino (unknown kind or `v` above ours).
+    Newer { v: u32, kind: String },
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Garbled(why) => write!(f, "not a valid record: {why}"),
+            Self::Checksum { stored, computed } => {
+                write!(f, "checksum mismatch (stored {stored}, computed {computed})")
+            }
+            Self::Newer { v, kind } => {
+                write!(f, "record kind `{kind}` with v {v} was written by a newer Mino")
+            }
+        }
+    }
+}
+
+/// Serialises a record into one line, checksum and trailing newline included.
+pub fn encode_line(seq: u64, body: &RecordBody) -> Vec<u8> {
+    let record = Record { v: FORMAT_VERSION, seq, body: body.clone() };
+    encode_record(&record)
+}
+
+fn encode_record(record: &Record) -> Vec<u8> {
+    // Serialising our own types to a Vec cannot fail: no maps with non-string
+    // keys, no fallible Serialize impls.
+    let mut line = serde_json::to_vec(record).unwrap_or_default();
+    debug_assert_eq!(line.last(), Some(&b'}'));
+    line.pop();
+    let crc = crc32fast::hash(&line);
+    line.extend_from_slice(format!(",\"crc\":\"{crc:08x}\"}}\n").as_bytes());
+    line
+}
+
+/// Parses and verifies one line (without its newline).
+pub fn decode_line(line: &[u8]) -> Result<Record, LineError> {
+    let (covered, stored) = split_checksum(line)?;
+    let computed = format!("{:08x}", crc32fast::hash(covered));
+    if stored != computed.as_bytes() {
+        // A newer Mino might checksum differently; say so if the envelope says so.
+        if let Some(err) = newer_version(line) {
+            return Err(err);
+        }
+        return Err(LineError::Checksum {
+            stored: String::from_utf8_lossy(stored).into_owned(),
+            computed,
+        });
+    }
+    match serde_json::from_slice::<Record>(line) {
+        Ok(record) if record.v <= FORMAT_VERSION => Ok(record),
+        Ok(record) => Err(LineError::Newer { v: record.v, kind: record.body.kind().to_string() }),
+        Err(e) => Err(newer_version(line).unwrap_or_else(|| LineError::Garbled(e.to_string()))),
+    }
+}
+
+fn split_checksum(line: &[u8]) -> Result<(&[u8], &[u8]), LineError> {
+    let garbled = || LineError::Garbled("no checksum at the end of the line".into());
+    if line.len() < CRC_SUFFIX_LEN || !line.ends_with(b"\"}") {
+        return Err(garbled());
+    }
+    let start = line.len() - CRC_SUFFIX_LEN;
+    if &line[start..start + CRC_PREFIX.len()] != CRC_PREFIX {
+        return Err(garbled());
+    }
+    let stored = &line[start + CRC_PREFIX.len()..line.len() - 2];
+    Ok((&line[..start], stored))
+}
+
+fn newer_version(line: &[u8]) -> Option<LineError> {
+    let env: Envelope = serde_json::from_slice(line).ok()?;
+    let _ = env.seq;
+    if env.v > FORMAT_VERSION || !KNOWN_KINDS.contains(&env.kind.as_str()) {
+        Some(LineError::Newer { v: env.v, kind: env.kind })
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user() -> RecordBody {
+        RecordBody::User { turn_id: "turn-1".into(), text: "Add milk to shopping.txt.".into() }
+    }
+
+    #[test]
+    fn a_line_round_trips_and_ends_with_its_checksum() {
+        let line = encode_line(2, &user());
+        assert_eq!(line.last(), Some(&b'\n'));
+        let text = std::str::from_utf8(&line).unwrap();
+        assert!(text.starts_with(r#"{"v":2,"seq":2,"kind":"user","turn_id":"turn-1""#), "{text}");
+        let record = decode_line(&line[..line.len() - 1]).unwrap();
+        assert_eq!(record.seq, 2);
+        assert!(matches!(record.body, RecordBody::User { ref text, .. } if text == "Add milk to shopping.txt."));
+    }
+
+    #[test]
+    fn a_flipped_byte_is_a_checksum_mismatch() {
+        let mut line = encode_line(2, &user());
+        line.pop();
+        let at = line.iter().position(|&b| b == b'm').unwrap();
+        line[at] = b'n';
+        assert!(matches!(decode_line(&line), Err(LineError::Checksum { .. })));
+    }
+
+    #[test]
+    fn an_unknown_kind_with_a_valid_checksum_is_newer() {
+        let mut line = br#"{"v":2,"seq":3,"kind":"checkpoint","turn_id":"turn-1""#.to_vec();
+        let crc = crc32fast::hash(&line);
+        line.extend_from_slice(format!(",\"crc\":\"{crc:08x}\"}}").as_bytes());
+        assert_eq!(
+            decode_line(&line),
+            Err(LineError::Newer { v: 2, kind: "checkpoint".into() })
+        );
+    }
+
+    #[test]
+    fn a_higher_version_is_newer() {
+        let mut line = br#"{"v":3,"seq":3,"kind":"user","turn_id":"turn-1","text":"x""#.to_vec();
+        let crc = crc32fast::hash(&line);
+        line.extend_from_slice(format!(",\"crc\":\"{crc:08x}\"}}").as_bytes());
+        assert!(matches!(decode_line(&line), Err(LineError::Newer { v: 3, .. })));
+    }
+
+    #[test]
+    fn a_cut_line_is_garbled() {
+        let line = encode_line(2, &user());
+        assert!(matches!(decode_line(&line[..20]), Err(LineError::Garbled(_))));
+    }
+}

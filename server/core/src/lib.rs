@@ -1,0 +1,29 @@
+//! Mino's domain core: everything that must be correct, and nothing about how
+//! clients talk to it.
+//!
+//! - [`journal`]: the session file on disk (records, checksums, save points, locking).
+//! - [`transcript`]: the conversation as the records establish it.
+//! - [`recovery`]: closing interrupted turns by Table 04-1, executing nothing.
+//! - [`context`]: the model's `input`, rebuilt from the transcript.
+//! - [`session`]: one open conversation: journal + transcript + the acknowledgement gate.
+//! - [`model`]: the streamed Responses API client.
+//! - [`bash`]: the approved `bash` tool: environment, limits, process groups.
+//! - [`agent`]: the turn loop tying them together, emitting [`agent::AgentEvent`]s.
+//!
+//! The JSON-RPC server and the clients live elsewhere; this crate is testable
+//! without a network or a transport.
+
+pub mod agent;
+pub mod bash;
+pub mod context;
+pub mod home;
+pub mod journal;
+pub mod model;
+pub mod recovery;
+pub mod session;
+pub mod soul;
+pub mod transcript;
+
+pub use home::MinoHome;
+pub use journal::record::{ApprovalDecision, ToolStatus, TurnStatus};
+pub use session::{Session, SessionError};

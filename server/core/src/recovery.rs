@@ -1,0 +1,129 @@
+//! Closing an interrupted turn by what the records establish (Table 04-1),
+//! executing nothing.
+//!
+//! | saved evidence          | result        |
+//! |-------------------------|---------------|
+//! | call without a start    | `not_executed`|
+//! | start without a result  | `unknown`     |
+//! | call with a result      | kept          |
+//!
+//! The turn then ends `interrupted`. Recovery is idempotent: a crash while
+//! its records are being written leaves a turn that the next open closes the
+//! same way.
+
+use crate::journal::record::{RecordBody, ToolStatus, TurnStatus};
+use crate::journal::TornTail;
+use crate::transcript::{Transcript, Turn};
+
+/// The output of a recovered `unknown` result, fixed by the specification.
+pub const UNKNOWN_OUTPUT: &str =
+    "Execution was started but its result was not saved. The operation may have happened. Do not automatically retry it.";
+
+/// The output of a recovered `not_executed` result.
+pub const NOT_EXECUTED_OUTPUT: &str =
+    "The command was not executed: Mino stopped before this call reached its execution boundary.";
+
+/// The reason recorded on a turn that recovery ends.
+pub const INTERRUPTED_REASON: &str = "Mino stopped before the turn ended; the turn was recovered without executing commands";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveredCall {
+    pub call_id: String,
+    pub command: String,
+    pub status: ToolStatus,
+    pub output: String,
+    pub exit_code: Option<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveredTurn {
+    pub turn_id: String,
+    pub status: TurnStatus,
+    pub calls: Vec<RecoveredCall>,
+}
+
+impl RecoveredTurn {
+    pub fn of(turn: &Turn) -> RecoveredTurn {
+        RecoveredTurn {
+            turn_id: turn.id.clone(),
+            status: turn.end.as_ref().map_or(TurnStatus::Interrupted, |e| e.status),
+            calls: turn
+                .calls
+                .iter()
+                .filter_map(|call| {
+                    let result = call.result.as_ref()?;
+                    Some(RecoveredCall {
+                        call_id: call.call_id.clone(),
+                        command: call.command(),
+                        status: result.status,
+                        output: result.output.clone(),
+                        exit_code: result.exit_code,
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What opening a session found and did, for clients to show.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Turns this open closed as `interrupted`.
+    pub recovered: Vec<RecoveredTurn>,
+    /// Turns (recovered now or earlier) with an `unknown` result and no `recovery_ack`.
+    pub unacknowledged: Vec<RecoveredTurn>,
+    pub torn_tail: Option<TornTail>,
+}
+
+impl RecoveryReport {
+    pub fn acknowledgement_required(&self) -> bool {
+        !self.unacknowledged.is_empty()
+    }
+
+    /// Every turn a client should be told about: recovered now, or still
+    /// awaiting acknowledgement; each once, in session order.
+    pub fn turns(&self) -> Vec<&RecoveredTurn> {
+        let mut turns: Vec<&RecoveredTurn> = self.recovered.iter().collect();
+        for turn in &self.unacknowledged {
+            if !turns.iter().any(|t| t.turn_id == turn.turn_id) {
+                turns.push(turn);
+            }
+        }
+        turns
+    }
+
+    pub fn repairs(&self) -> Vec<String> {
+        self.torn_tail.iter().map(ToString::to_string).collect()
+    }
+}
+
+/// The records that close the open turn, if there is one.
+pub fn closing_records(transcript: &Transcript) -> Vec<RecordBody> {
+    let Some(turn) = transcript.open_turn() else { return Vec::new() };
+    let mut records: Vec<RecordBody> = turn
+        .calls
+        .iter()
+        .filter(|call| call.result.is_none())
+        .map(|call| {
+            let (status, output) = if call.started {
+                (ToolStatus::Unknown, UNKNOWN_OUTPUT)
+            } else {
+                (ToolStatus::NotExecuted, NOT_EXECUTED_OUTPUT)
+            };
+            RecordBody::ToolResult {
+                turn_id: turn.id.clone(),
+                call_id: call.call_id.clone(),
+                status,
+                output: output.to_string(),
+                exit_code: None,
+                recovered: true,
+            }
+        })
+        .collect();
+    records.push(RecordBody::TurnEnd {
+        turn_id: turn.id.clone(),
+        status: TurnStatus::Interrupted,
+        reason: Some(INTERRUPTED_REASON.to_string()),
+    });
+    records
+}

@@ -1,0 +1,247 @@
+//! One open conversation: its journal, its transcript, and the rules that
+//! hold between them: records are applied to the transcript only once they
+//! are written, save points are synced before the next step, and no turn
+//! starts while an unknown result awaits acknowledgement.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::context;
+use crate::home::{self, HomeError, MinoHome};
+use crate::journal::record::{ApprovalDecision, RecordBody, ToolStatus, TurnStatus};
+use crate::journal::{Journal, JournalError};
+use crate::recovery::{self, RecoveredTurn, RecoveryReport};
+use crate::transcript::Transcript;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error(transparent)]
+    Home(#[from] HomeError),
+    #[error("no session {id} in {dir}")]
+    NotFound { id: String, dir: PathBuf },
+    #[error("{path}, line {line}: {reason}; the file was left unchanged")]
+    Inconsistent { path: PathBuf, line: u64, reason: String },
+    #[error("Acknowledge unknown tool results before continuing")]
+    AcknowledgementRequired,
+    #[error("turn {0} is still running; wait for it to end or cancel it")]
+    TurnInProgress(String),
+    #[error("turn {0} has no unknown result awaiting acknowledgement")]
+    NothingToAcknowledge(String),
+    #[error("{0}")]
+    Usage(String),
+}
+
+pub struct Session {
+    journal: Journal,
+    transcript: Transcript,
+}
+
+impl Session {
+    /// Starts a new session whose commands run in `cwd`.
+    pub fn create(home: &MinoHome, cwd: &Path) -> Result<Session, SessionError> {
+        home.ensure_sessions_dir()?;
+        let session_id = home::new_session_id();
+        let path = home.session_path(&session_id)?;
+        let header = RecordBody::Session {
+            session_id,
+            created_at: home::now_rfc3339(),
+            cwd: cwd.display().to_string(),
+            mino_version: env!("CARGO_PKG_VERSION").to_string(),
+        };
+        let journal = Journal::create(&path, &header)?;
+        let records = [crate::journal::Record { v: 2, seq: 1, body: header }];
+        let transcript = Transcript::from_records(&records)
+            .map_err(|(line, reason)| SessionError::Inconsistent { path: path.clone(), line, reason })?;
+        Ok(Session { journal, transcript })
+    }
+
+    /// Opens a session, verifies it, and closes an interrupted turn by
+    /// Table 04-1. Nothing is executed. Recovery's records are synced
+    /// before this returns.
+    pub fn open(home: &MinoHome, id: &str) -> Result<(Session, RecoveryReport), SessionError> {
+        let path = home.session_path(id)?;
+        if !path.exists() && path.symlink_metadata().is_err() {
+            return Err(SessionError::NotFound { id: id.to_string(), dir: home.sessions_dir() });
+        }
+        Self::open_path(&path)
+    }
+
+    pub fn open_path(path: &Path) -> Result<(Session, RecoveryReport), SessionError> {
+        let opened = Journal::open(path)?;
+        let transcript = Transcript::from_records(&opened.records).map_err(|(line, reason)| {
+            SessionError::Inconsistent { path: path.to_path_buf(), line, reason }
+        })?;
+        let mut session = Session { journal: opened.journal, transcript };
+        let mut report = RecoveryReport { torn_tail: opened.torn_tail, ..Default::default() };
+        let closing = recovery::closing_records(&session.transcript);
+        if !closing.is_empty() {
+            for body in &closing {
+                session.append(body)?;
+            }
+            session.journal.sync()?;
+            if let Some(turn) = session.transcript.turns.last() {
+                report.recovered.push(RecoveredTurn::of(turn));
+            }
+        }
+        report.unacknowledged = session.transcript.unacknowledged().into_iter().map(RecoveredTurn::of).collect();
+        Ok((session, report))
+    }
+
+    /// The named session, else the most recent one, else a new one.
+    pub fn open_or_create(
+        home: &MinoHome,
+        id: Option<&str>,
+        cwd: &Path,
+    ) -> Result<(Session, RecoveryReport), SessionError> {
+        match id {
+            Some(id) => Self::open(home, id),
+            None => match home.latest_session()? {
+                Some(id) => Self::open(home, &id),
+                None => Ok((Self::create(home, cwd)?, RecoveryReport::default())),
+            },
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.transcript.header.session_id
+    }
+
+    pub fn path(&self) -> &Path {
+        self.journal.path()
+    }
+
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// For fault injection in tests.
+    pub fn journal_mut(&mut self) -> &mut Journal {
+        &mut self.journal
+    }
+
+    /// The model's `input` as the records stand.
+    pub fn context(&self) -> Vec<Value> {
+        context::build(&self.transcript)
+    }
+
+    /// Turns with an `unknown` result and no `recovery_ack`.
+    pub fn pending_acknowledgement(&self) -> Vec<String> {
+        self.transcript.unacknowledged().into_iter().map(|t| t.id.clone()).collect()
+    }
+
+    /// Appends and syncs one `recovery_ack` per turn (all pending ones when
+    /// `turn_ids` is `None`). Returns the acknowledged turns.
+    pub fn acknowledge(&mut self, turn_ids: Option<&[String]>) -> Result<Vec<String>, SessionError> {
+        let pending = self.pending_acknowledgement();
+        let chosen: Vec<String> = match turn_ids {
+            None => pending,
+            Some(ids) => {
+                if let Some(bad) = ids.iter().find(|id| !pending.contains(id)) {
+                    return Err(SessionError::NothingToAcknowledge(bad.clone()));
+                }
+                let mut ids = ids.to_vec();
+                ids.dedup();
+                ids
+            }
+        };
+        for turn_id in &chosen {
+            self.append(&RecordBody::RecoveryAck { turn_id: turn_id.clone() })?;
+        }
+        self.journal.sync()?;
+        Ok(chosen)
+    }
+
+    /// Opens a turn with the user's input, synced before anything is asked
+    /// of the model. Refused while acknowledgement is pending or a turn runs.
+    pub fn begin_turn(&mut self, text: &str) -> Result<String, SessionError> {
+        if let Some(cause) = self.journal.is_broken() {
+            return Err(JournalError::Broken { path: self.path().to_path_buf(), cause: cause.to_string() }.into());
+        }
+        if let Some(open) = self.transcript.open_turn() {
+            return Err(SessionError::TurnInProgress(open.id.clone()));
+        }
+        if !self.pending_acknowledgement().is_empty() {
+            return Err(SessionError::AcknowledgementRequired);
+        }
+        let turn_id = format!("turn-{}", self.transcript.turns.len() + 1);
+        self.append(&RecordBody::User { turn_id: turn_id.clone(), text: text.to_string() })?;
+        self.journal.sync()?;
+        Ok(turn_id)
+    }
+
+    /// A finished model response, written through but not synced: if it is
+    /// lost, its calls were never started and the turn recovers honestly.
+    pub fn record_response(&mut self, turn_id: &str, items: Vec<Value>) -> Result<(), SessionError> {
+        self.append(&RecordBody::Response { turn_id: turn_id.to_string(), items })
+    }
+
+    /// The person's decision, written through; synced with `tool_start`
+    /// (approve) or with the `refused` result (deny).
+    pub fn record_decision(&mut self, turn_id: &str, call_id: &str, decision: ApprovalDecision) -> Result<(), SessionError> {
+        self.append(&RecordBody::Approval { turn_id: turn_id.into(), call_id: call_id.into(), decision })
+    }
+
+    /// The execution boundary: the approval and this start are on disk when
+    /// this returns Ok, and only then may the command be spawned.
+    pub fn record_tool_start(&mut self, turn_id: &str, call_id: &str, command: &str, cwd: &str) -> Result<(), SessionError> {
+        self.append(&RecordBody::ToolStart {
+            turn_id: turn_id.into(),
+            call_id: call_id.into(),
+            command: command.into(),
+            cwd: cwd.into(),
+        })?;
+        fail::fail_point!("journal::after_tool_start_append");
+        self.journal.sync()?;
+        fail::fail_point!("journal::after_tool_start_sync");
+        Ok(())
+    }
+
+    /// A call's outcome, synced before this returns (and so before the next
+    /// model request).
+    pub fn record_tool_result(
+        &mut self,
+        turn_id: &str,
+        call_id: &str,
+        status: ToolStatus,
+        output: &str,
+        exit_code: Option<i32>,
+    ) -> Result<(), SessionError> {
+        self.append(&RecordBody::ToolResult {
+            turn_id: turn_id.into(),
+            call_id: call_id.into(),
+            status,
+            output: output.into(),
+            exit_code,
+            recovered: false,
+        })?;
+        fail::fail_point!("journal::after_tool_result_append");
+        self.journal.sync()?;
+        Ok(())
+    }
+
+    /// Ends the turn, synced.
+    pub fn end_turn(&mut self, turn_id: &str, status: TurnStatus, reason: Option<String>) -> Result<(), SessionError> {
+        self.append(&RecordBody::TurnEnd { turn_id: turn_id.into(), status, reason })?;
+        self.journal.sync()?;
+        Ok(())
+    }
+
+    /// Writes a record through, then applies it: the transcript never holds
+    /// what the file does not.
+    fn append(&mut self, body: &RecordBody) -> Result<(), SessionError> {
+        self.transcript
+            .check(body)
+            .map_err(|reason| SessionError::Usage(format!("refusing to write an inconsistent record: {reason}")))?;
+        self.journal.append(body)?;
+        // Checked above, so this cannot fail.
+        let _ = self.transcript.apply(body);
+        Ok(())
+    }
+}

@@ -1,0 +1,317 @@
+//! The conversation as the journal's records establish it: turns, the calls
+//! the model asked for, what was decided, started and saved for each.
+//!
+//! A [`Transcript`] is only ever built by applying records in file order, so
+//! it cannot claim anything the file does not hold.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::bash;
+use crate::journal::record::{ApprovalDecision, Record, RecordBody, ToolStatus, TurnStatus};
+
+#[derive(Debug, Clone)]
+pub struct SessionHeader {
+    pub session_id: String,
+    pub created_at: String,
+    pub cwd: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallResult {
+    pub status: ToolStatus,
+    pub output: String,
+    pub exit_code: Option<i32>,
+    /// Written by recovery rather than by a run.
+    pub recovered: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub call_id: String,
+    pub name: String,
+    /// The arguments exactly as the model sent them (a JSON text).
+    pub arguments: String,
+    /// Which response of the turn asked for it.
+    pub response_index: usize,
+    pub decision: Option<ApprovalDecision>,
+    pub started: bool,
+    pub result: Option<CallResult>,
+}
+
+impl Call {
+    /// The command for display: the `command` argument, or the raw arguments
+    /// when the model sent something that is not a bash call.
+    pub fn command(&self) -> String {
+        bash::command_of(&self.arguments).unwrap_or_else(|_| self.arguments.clone())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnEnd {
+    pub status: TurnStatus,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Turn {
+    pub id: String,
+    pub input: String,
+    /// Each model response's output items, as received.
+    pub responses: Vec<Vec<Value>>,
+    pub calls: Vec<Call>,
+    pub end: Option<TurnEnd>,
+    pub acknowledged: bool,
+}
+
+impl Turn {
+    pub fn has_calls(&self) -> bool {
+        !self.calls.is_empty()
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.end.is_none()
+    }
+
+    /// An `unknown` result not yet acknowledged: the gate stays shut.
+    pub fn awaits_acknowledgement(&self) -> bool {
+        !self.acknowledged && self.has_unknown_result()
+    }
+
+    pub fn has_unknown_result(&self) -> bool {
+        self.calls
+            .iter()
+            .any(|c| c.result.as_ref().is_some_and(|r| r.status == ToolStatus::Unknown))
+    }
+
+    /// The assistant's text of the whole turn, responses joined by blank lines.
+    pub fn text(&self) -> String {
+        let mut parts = Vec::new();
+        for item in self.responses.iter().flatten() {
+            if let Some(text) = message_text(item) {
+                if !text.is_empty() {
+                    parts.push(text);
+                }
+            }
+        }
+        parts.join("\n\n")
+    }
+
+    pub fn call(&self, call_id: &str) -> Option<&Call> {
+        self.calls.iter().find(|c| c.call_id == call_id)
+    }
+
+    fn call_mut(&mut self, call_id: &str) -> Option<&mut Call> {
+        self.calls.iter_mut().find(|c| c.call_id == call_id)
+    }
+}
+
+/// The text of an assistant `message` output item.
+pub fn message_text(item: &Value) -> Option<String> {
+    if item.get("type")?.as_str()? != "message" {
+        return None;
+    }
+    let mut text = String::new();
+    for part in item.get("content")?.as_array()? {
+        match part.get("type").and_then(Value::as_str) {
+            Some("output_text") => text.push_str(part.get("text").and_then(Value::as_str).unwrap_or("")),
+            Some("refusal") => text.push_str(part.get("refusal").and_then(Value::as_str).unwrap_or("")),
+            _ => {}
+        }
+    }
+    Some(text)
+}
+
+/// The function calls among a response's output items: `(call_id, name, arguments)`.
+pub fn function_calls(items: &[Value]) -> Vec<(String, String, String)> {
+    items
+        .iter()
+        .filter(|item| item.get("type").and_then(Value::as_str) == Some("function_call"))
+        .map(|item| {
+            let field = |name: &str| item.get(name).and_then(Value::as_str).unwrap_or("").to_string();
+            (field("call_id"), field("name"), field("arguments"))
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone)]
+pub struct Transcript {
+    pub header: SessionHeader,
+    pub turns: Vec<Turn>,
+    by_id: HashMap<String, usize>,
+}
+
+impl Transcript {
+    /// Builds the transcript from a file's records; the first must be the header.
+    pub fn from_records(records: &[Record]) -> Result<Transcript, (u64, String)> {
+        let Some(Record { body: RecordBody::Session { session_id, created_at, cwd, .. }, .. }) = records.first() else {
+            return Err((1, "the session header must be record 1".into()));
+        };
+        let mut transcript = Transcript {
+            header: SessionHeader { session_id: session_id.clone(), created_at: created_at.clone(), cwd: cwd.clone() },
+            turns: Vec::new(),
+            by_id: HashMap::new(),
+        };
+        for record in &records[1..] {
+            transcript.apply(&record.body).map_err(|why| (record.seq, why))?;
+        }
+        Ok(transcript)
+    }
+
+    pub fn turn(&self, turn_id: &str) -> Option<&Turn> {
+        self.by_id.get(turn_id).map(|&i| &self.turns[i])
+    }
+
+    /// The last turn, if it has not ended.
+    pub fn open_turn(&self) -> Option<&Turn> {
+        self.turns.last().filter(|t| t.is_open())
+    }
+
+    pub fn unacknowledged(&self) -> Vec<&Turn> {
+        self.turns.iter().filter(|t| t.awaits_acknowledgement()).collect()
+    }
+
+    /// Applies one record; on error (naming what is inconsistent) nothing changed.
+    pub fn apply(&mut self, body: &RecordBody) -> Result<(), String> {
+        self.check(body)?;
+        match body {
+            RecordBody::Session { .. } => {}
+            RecordBody::User { turn_id, text } => {
+                self.by_id.insert(turn_id.clone(), self.turns.len());
+                self.turns.push(Turn {
+                    id: turn_id.clone(),
+                    input: text.clone(),
+                    responses: Vec::new(),
+                    calls: Vec::new(),
+                    end: None,
+                    acknowledged: false,
+                });
+            }
+            RecordBody::Response { items, .. } => {
+                let Some(turn) = self.turns.last_mut() else { return Ok(()) };
+                let response_index = turn.responses.len();
+                for (call_id, name, arguments) in function_calls(items) {
+                    turn.calls.push(Call {
+                        call_id,
+                        name,
+                        arguments,
+                        response_index,
+                        decision: None,
+                        started: false,
+                        result: None,
+                    });
+                }
+                turn.responses.push(items.clone());
+            }
+            RecordBody::Approval { call_id, decision, .. } => {
+                if let Some(call) = self.last_call_mut(call_id) {
+                    call.decision = Some(*decision);
+                }
+            }
+            RecordBody::ToolStart { call_id, .. } => {
+                if let Some(call) = self.last_call_mut(call_id) {
+                    call.started = true;
+                }
+            }
+            RecordBody::ToolResult { call_id, status, output, exit_code, recovered, .. } => {
+                if let Some(call) = self.last_call_mut(call_id) {
+                    call.result = Some(CallResult {
+                        status: *status,
+                        output: output.clone(),
+                        exit_code: *exit_code,
+                        recovered: *recovered,
+                    });
+                }
+            }
+            RecordBody::TurnEnd { status, reason, .. } => {
+                if let Some(turn) = self.turns.last_mut() {
+                    turn.end = Some(TurnEnd { status: *status, reason: reason.clone() });
+                }
+            }
+            RecordBody::RecoveryAck { turn_id } => {
+                if let Some(&i) = self.by_id.get(turn_id) {
+                    self.turns[i].acknowledged = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `body` may follow the records applied so far.
+    pub fn check(&self, body: &RecordBody) -> Result<(), String> {
+        match body {
+            RecordBody::Session { .. } => Err("a second session header".into()),
+            RecordBody::User { turn_id, .. } => {
+                if let Some(open) = self.open_turn() {
+                    return Err(format!("turn {turn_id} opens while turn {} has not ended", open.id));
+                }
+                if self.by_id.contains_key(turn_id) {
+                    return Err(format!("turn {turn_id} opens twice"));
+                }
+                Ok(())
+            }
+            RecordBody::Response { turn_id, items } => {
+                let turn = self.open_turn_named(turn_id)?;
+                let calls = function_calls(items);
+                for (i, (call_id, _, _)) in calls.iter().enumerate() {
+                    if turn.call(call_id).is_some() || calls[..i].iter().any(|c| &c.0 == call_id) {
+                        return Err(format!("call {call_id} appears twice in turn {turn_id}"));
+                    }
+                }
+                Ok(())
+            }
+            RecordBody::Approval { turn_id, call_id, .. } => {
+                let call = self.open_call(turn_id, call_id)?;
+                if call.decision.is_some() {
+                    return Err(format!("call {call_id} decided twice"));
+                }
+                Ok(())
+            }
+            RecordBody::ToolStart { turn_id, call_id, .. } => {
+                let call = self.open_call(turn_id, call_id)?;
+                if call.decision != Some(ApprovalDecision::Approved) {
+                    return Err(format!("call {call_id} started without a recorded approval"));
+                }
+                if call.started {
+                    return Err(format!("call {call_id} started twice"));
+                }
+                Ok(())
+            }
+            RecordBody::ToolResult { turn_id, call_id, .. } => {
+                if self.open_call(turn_id, call_id)?.result.is_some() {
+                    return Err(format!("call {call_id} has two results"));
+                }
+                Ok(())
+            }
+            RecordBody::TurnEnd { turn_id, .. } => {
+                let turn = self.open_turn_named(turn_id)?;
+                if let Some(call) = turn.calls.iter().find(|c| c.result.is_none()) {
+                    return Err(format!("turn {turn_id} ends while call {} has no result", call.call_id));
+                }
+                Ok(())
+            }
+            RecordBody::RecoveryAck { turn_id } => match self.turn(turn_id) {
+                Some(turn) if turn.end.is_some() => Ok(()),
+                Some(_) => Err(format!("acknowledges turn {turn_id} before it ended")),
+                None => Err(format!("acknowledges unknown turn {turn_id}")),
+            },
+        }
+    }
+
+    fn open_turn_named(&self, turn_id: &str) -> Result<&Turn, String> {
+        match self.turns.last() {
+            Some(turn) if turn.id == turn_id && turn.is_open() => Ok(turn),
+            _ => Err(format!("record for turn {turn_id}, which is not the open turn")),
+        }
+    }
+
+    fn open_call(&self, turn_id: &str, call_id: &str) -> Result<&Call, String> {
+        let turn = self.open_turn_named(turn_id)?;
+        turn.call(call_id).ok_or_else(|| format!("record for call {call_id}, which turn {turn_id} never asked for"))
+    }
+
+    fn last_call_mut(&mut self, call_id: &str) -> Option<&mut Call> {
+        self.turns.last_mut()?.call_mut(call_id)
+    }
+}
