@@ -1,0 +1,385 @@
+//! A scripted OpenAI Responses API server on loopback.
+//!
+//! Mino talks to a model only through `POST {OPENAI_BASE_URL}/responses` with `stream: true`.
+//! Tests (and the offline demo, `mino --demo`) need that endpoint to behave exactly like the real
+//! service — same server-sent event framing, same event order, same error shapes — but
+//! deterministically and without a network. This crate is that stand-in:
+//!
+//! * a test builds a script of [`Reply`] values, one per expected model request;
+//! * [`MockModel::start`] serves it on `127.0.0.1:<ephemeral>` and every request to
+//!   `POST /v1/responses` pops exactly one reply (when the script runs dry the answer is the text
+//!   [`NO_REPLY_LEFT`], so a test fails visibly instead of hanging);
+//! * every request is recorded *before* it is answered, so a test can assert on what Mino sent
+//!   (history replay, tool outputs, headers) with [`MockModel::requests`].
+//!
+//! The `mino-mock-model` binary serves the same thing for the Node and Lua tests of the editor
+//! clients. They drive it over HTTP control endpoints:
+//!
+//! | endpoint | effect |
+//! |---|---|
+//! | `GET /_mock/requests` | JSON array of [`RecordedRequest`] |
+//! | `POST /_mock/script` | body: JSON array of [`Reply`] (or one reply); appended to the script |
+//! | `POST /_mock/reset` | clears the script, the recorded requests and the id counters |
+//!
+//! Replies serialize with an internal `type` tag in snake case, e.g.
+//! `{"type":"text","deltas":["Hi"," there!"]}` or
+//! `{"type":"calls","calls":[{"call_id":"call_1","command":"ls"}]}`.
+//!
+//! Any other path answers 404 with an OpenAI-style error body.
+
+mod render;
+mod server;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+/// The text answered once the script is exhausted.
+pub const NO_REPLY_LEFT: &str = "mock model: no scripted reply left";
+
+/// One request received on `POST /v1/responses`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordedRequest {
+    /// The request body; a JSON string holding the raw text if the body was not valid JSON.
+    pub body: serde_json::Value,
+    /// The `Authorization` header, e.g. `Bearer sk-test`.
+    pub authorization: Option<String>,
+    /// The request path, e.g. `/v1/responses`.
+    pub path: String,
+}
+
+/// One scripted answer to one model request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Reply {
+    /// Streams a text answer as these deltas (joined = full text).
+    Text {
+        deltas: Vec<String>,
+        #[serde(default)]
+        delay_ms: u64,
+    },
+    /// Optional leading text deltas, then one function call item per entry (call ids as given,
+    /// name `bash`, arguments = the JSON text `{"command": ...}` unless `raw_arguments` is given).
+    Calls {
+        #[serde(default)]
+        text: Vec<String>,
+        calls: Vec<ScriptedCall>,
+        #[serde(default)]
+        delay_ms: u64,
+    },
+    /// A reasoning item (with `encrypted_content` and a summary) before a text answer.
+    ReasoningThenText {
+        encrypted_content: String,
+        deltas: Vec<String>,
+    },
+    /// An HTTP error before any stream: status code, OpenAI error body
+    /// `{"error":{"message","type","param","code"}}`, optional `Retry-After` header (seconds).
+    HttpError {
+        status: u16,
+        code: Option<String>,
+        message: String,
+        #[serde(default)]
+        retry_after: Option<u64>,
+    },
+    /// 200 stream that sends `response.created` and these deltas, then drops the connection
+    /// mid-body (the chunked body is never terminated, so the client sees a transport error).
+    CutStream { deltas: Vec<String> },
+    /// 200 stream that sends `response.created` and these deltas, then ends the body cleanly
+    /// without a terminal event — the other way a stream can stop short (e.g. behind a proxy).
+    EndWithoutTerminal { deltas: Vec<String> },
+    /// 200 stream that sends `response.created` (and these deltas) then goes silent, keeping the
+    /// connection open for `stall_ms` (default 60 s), after which the connection is dropped.
+    Stall {
+        #[serde(default)]
+        deltas: Vec<String>,
+        #[serde(default)]
+        stall_ms: Option<u64>,
+    },
+    /// 200 stream ending in `response.failed` with `response.error {code, message}`.
+    Failed { code: String, message: String },
+    /// 200 stream with a bare `error` event `{type:"error", code, message, param:null}`.
+    ErrorEvent { code: String, message: String },
+    /// 200 stream of text deltas ending in `response.incomplete` with
+    /// `incomplete_details.reason`.
+    Incomplete { deltas: Vec<String>, reason: String },
+}
+
+/// One `bash` function call in a [`Reply::Calls`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScriptedCall {
+    pub call_id: String,
+    pub command: String,
+    /// Sent verbatim as the call's `arguments`, to test malformed or unexpected arguments.
+    #[serde(default)]
+    pub raw_arguments: Option<String>,
+}
+
+impl ScriptedCall {
+    pub fn new(call_id: impl Into<String>, command: impl Into<String>) -> Self {
+        ScriptedCall {
+            call_id: call_id.into(),
+            command: command.into(),
+            raw_arguments: None,
+        }
+    }
+}
+
+impl Reply {
+    /// A text answer streamed as word-sized deltas (`"Hi there!"` → `"Hi"`, `" there!"`).
+    pub fn text(text: &str) -> Reply {
+        Reply::Text {
+            deltas: split_words(text),
+            delay_ms: 0,
+        }
+    }
+
+    /// One `bash` call running `command`.
+    pub fn call(call_id: &str, command: &str) -> Reply {
+        Reply::calls(&[(call_id, command)])
+    }
+
+    /// Several `bash` calls in one response, as `(call_id, command)` pairs.
+    pub fn calls(calls: &[(&str, &str)]) -> Reply {
+        Reply::Calls {
+            text: Vec::new(),
+            calls: calls
+                .iter()
+                .map(|(id, command)| ScriptedCall::new(*id, *command))
+                .collect(),
+            delay_ms: 0,
+        }
+    }
+
+    /// An HTTP error before any stream. `code` accepts `"rate_limit_exceeded"`,
+    /// `Some("...")` or `None`.
+    pub fn http_error<'a>(
+        status: u16,
+        code: impl Into<Option<&'a str>>,
+        message: impl Into<String>,
+    ) -> Reply {
+        Reply::HttpError {
+            status,
+            code: code.into().map(str::to_owned),
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// Sets `retry_after` on an [`Reply::HttpError`]; other replies are returned unchanged.
+    pub fn with_retry_after(mut self, seconds: u64) -> Reply {
+        if let Reply::HttpError { retry_after, .. } = &mut self {
+            *retry_after = Some(seconds);
+        }
+        self
+    }
+
+    /// Sets `delay_ms` on a [`Reply::Text`] or [`Reply::Calls`]; other replies are returned
+    /// unchanged.
+    pub fn with_delay_ms(mut self, ms: u64) -> Reply {
+        if let Reply::Text { delay_ms, .. } | Reply::Calls { delay_ms, .. } = &mut self {
+            *delay_ms = ms;
+        }
+        self
+    }
+}
+
+/// Splits before each run of whitespace, so deltas look like model tokens and join back exactly.
+pub fn split_words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut prev_ws = false;
+    for c in text.chars() {
+        let ws = c.is_whitespace();
+        if ws && !prev_ws && !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+        current.push(c);
+        prev_ws = ws;
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Per-server counters behind `resp_N`, `msg_N`, `fc_N`, `rs_N`.
+#[derive(Default)]
+pub(crate) struct IdCounters {
+    resp: AtomicU64,
+    msg: AtomicU64,
+    fc: AtomicU64,
+    rs: AtomicU64,
+}
+
+impl IdCounters {
+    pub(crate) fn resp(&self) -> String {
+        format!("resp_{}", self.resp.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+    pub(crate) fn msg(&self) -> String {
+        format!("msg_{}", self.msg.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+    pub(crate) fn fc(&self) -> String {
+        format!("fc_{}", self.fc.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+    pub(crate) fn rs(&self) -> String {
+        format!("rs_{}", self.rs.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+    fn reset(&self) {
+        for c in [&self.resp, &self.msg, &self.fc, &self.rs] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    script: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    /// Number of recorded requests, so waiters wake without polling.
+    received: watch::Sender<usize>,
+    pub(crate) ids: IdCounters,
+}
+
+/// A poisoned lock only means a test thread panicked; the data is still usable for reporting.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    fn new(script: Vec<Reply>) -> Shared {
+        Shared {
+            script: Mutex::new(script.into()),
+            requests: Mutex::new(Vec::new()),
+            received: watch::Sender::new(0),
+            ids: IdCounters::default(),
+        }
+    }
+
+    pub(crate) fn record(&self, request: RecordedRequest) {
+        let mut requests = lock(&self.requests);
+        requests.push(request);
+        // Updated under the lock so the count never runs ahead of, or behind, the list.
+        self.received.send_replace(requests.len());
+    }
+
+    pub(crate) fn pop(&self) -> Option<Reply> {
+        lock(&self.script).pop_front()
+    }
+
+    pub(crate) fn push(&self, replies: impl IntoIterator<Item = Reply>) -> usize {
+        let mut script = lock(&self.script);
+        script.extend(replies);
+        script.len()
+    }
+
+    pub(crate) fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.requests).clone()
+    }
+
+    pub(crate) fn reset(&self) {
+        lock(&self.script).clear();
+        let mut requests = lock(&self.requests);
+        requests.clear();
+        self.received.send_replace(0);
+        self.ids.reset();
+    }
+}
+
+/// Handle to a running mock server. Cheap to clone; the server keeps running until the tokio
+/// runtime it was started on shuts down or [`MockModel::shutdown`] is called, so dropping the
+/// handle early never pulls the endpoint out from under a client.
+#[derive(Clone)]
+pub struct MockModel {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    server: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+}
+
+impl std::fmt::Debug for MockModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockModel")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl MockModel {
+    /// Binds 127.0.0.1:0 and serves in a tokio task on the current runtime.
+    pub async fn start(script: Vec<Reply>) -> std::io::Result<MockModel> {
+        MockModel::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), script).await
+    }
+
+    /// Like [`MockModel::start`] on a chosen address (the binary's `--port`).
+    pub async fn start_on(addr: SocketAddr, script: Vec<Reply>) -> std::io::Result<MockModel> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::new(script));
+        let app = server::router(shared.clone());
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!("mock model server stopped: {e}");
+            }
+        });
+        tracing::debug!("mock model listening on {addr}");
+        Ok(MockModel {
+            shared,
+            addr,
+            server: Arc::new(Mutex::new(Some(task))),
+        })
+    }
+
+    /// e.g. `http://127.0.0.1:41234/v1` — what `OPENAI_BASE_URL` should be set to.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The bound socket address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Appends replies to the script.
+    pub fn push(&self, reply: Reply) {
+        self.shared.push([reply]);
+    }
+
+    /// Number of scripted replies not yet consumed.
+    pub fn remaining(&self) -> usize {
+        lock(&self.shared.script).len()
+    }
+
+    /// Every request received on `POST /v1/responses` so far, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.requests()
+    }
+
+    /// Waits until at least `n` requests were received, or the timeout elapses (then returns
+    /// what is there).
+    pub async fn wait_for_requests(&self, n: usize, timeout: Duration) -> Vec<RecordedRequest> {
+        let mut rx = self.shared.received.subscribe();
+        // The sender lives in `shared`, which we hold, so `wait_for` cannot fail on a closed
+        // channel; a timeout simply falls through to reporting what arrived.
+        let _ = tokio::time::timeout(timeout, rx.wait_for(|&count| count >= n)).await;
+        self.requests()
+    }
+
+    /// Clears the script, the recorded requests and the id counters.
+    pub fn reset(&self) {
+        self.shared.reset();
+    }
+
+    /// Stops accepting connections; once this returns, new connects are refused (to test an
+    /// unreachable model). Streams already in flight run to their scripted end.
+    pub async fn shutdown(&self) {
+        let task = lock(&self.server).take();
+        if let Some(task) = task {
+            task.abort();
+            // Awaiting the aborted task guarantees the listener has been dropped.
+            let _ = task.await;
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! HTTP routes: the Responses endpoint, the `/_mock` control endpoints, and OpenAI-style 404s.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use crate::render::{error_response, render, RequestCtx};
+use crate::{RecordedRequest, Reply, Shared, NO_REPLY_LEFT};
+
+type AppState = Arc<Shared>;
+
+pub(crate) fn router(shared: AppState) -> Router {
+    Router::new()
+        .route("/v1/responses", post(responses).fallback(not_found))
+        .route("/_mock/requests", get(list_requests).fallback(not_found))
+        .route("/_mock/script", post(push_script).fallback(not_found))
+        .route("/_mock/reset", post(reset).fallback(not_found))
+        .fallback(not_found)
+        // Replayed histories with big tool outputs can exceed axum's 2 MB default.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(shared)
+}
+
+async fn responses(
+    State(shared): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    let parsed = serde_json::from_slice::<Value>(&body);
+    let recorded_body = match &parsed {
+        Ok(value) => value.clone(),
+        Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
+    };
+    // Recorded before answering so a test that sees the reply can already see the request.
+    shared.record(RecordedRequest {
+        body: recorded_body,
+        authorization: headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        path: uri.path().to_owned(),
+    });
+    let body_value = match parsed {
+        Ok(value) => value,
+        Err(e) => {
+            // Like the real service; the script is left alone since no model call happened.
+            tracing::warn!("mock model: request body is not JSON: {e}");
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                None,
+                &format!("We could not parse the JSON body of your request. ({e})"),
+            );
+        }
+    };
+    let reply = shared.pop().unwrap_or_else(|| {
+        tracing::warn!("mock model: script exhausted, answering {NO_REPLY_LEFT:?}");
+        Reply::text(NO_REPLY_LEFT)
+    });
+    tracing::debug!("mock model: answering with {reply:?}");
+    let ctx = RequestCtx::from_body(&body_value, body.len());
+    render(reply, &ctx, &shared.ids)
+}
+
+async fn list_requests(State(shared): State<AppState>) -> Json<Vec<RecordedRequest>> {
+    Json(shared.requests())
+}
+
+async fn push_script(State(shared): State<AppState>, body: Bytes) -> Response {
+    // Accepting a lone reply as well saves non-Rust tests from wrapping single replies.
+    let replies = match serde_json::from_slice::<Vec<Reply>>(&body) {
+        Ok(replies) => replies,
+        Err(list_err) => match serde_json::from_slice::<Reply>(&body) {
+            Ok(reply) => vec![reply],
+            Err(_) => {
+                return error_response(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request_error",
+                    None,
+                    &format!("mock model: expected a JSON array of replies: {list_err}"),
+                )
+            }
+        },
+    };
+    let added = replies.len();
+    let queued = shared.push(replies);
+    Json(json!({ "added": added, "queued": queued })).into_response()
+}
+
+async fn reset(State(shared): State<AppState>) -> Json<Value> {
+    shared.reset();
+    Json(json!({ "ok": true }))
+}
+
+async fn not_found(method: Method, uri: Uri) -> Response {
+    error_response(
+        StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        None,
+        &format!("Invalid URL ({method} {})", uri.path()),
+    )
+}
