@@ -1,0 +1,411 @@
+//! The turn loop against the mock model over real HTTP on loopback, with
+//! real bash commands in a temporary directory.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mino_core::agent::{Agent, AgentEvent, Numbered, TurnLimits};
+use mino_core::bash::{BashTool, Limits};
+use mino_core::journal::{Fault, FaultPlan, FaultyFile};
+use mino_core::model::{ModelClient, ModelConfig, RetryPolicy};
+use mino_core::{ApprovalDecision, MinoHome, Session, ToolStatus, TurnStatus};
+use mino_mock_model::{MockModel, Reply, ScriptedCall};
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+const SENTINEL_KEY: &str = "sk-test-SENTINEL-0123456789";
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    cwd: PathBuf,
+    journal: PathBuf,
+    mock: MockModel,
+    agent: Agent,
+    events: UnboundedReceiver<Numbered>,
+    last_seq: u64,
+}
+
+async fn harness_with(script: Vec<Reply>, limits: TurnLimits, bash_limits: Limits) -> Harness {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cwd = dir.path().join("work");
+    std::fs::create_dir_all(&cwd).expect("cwd");
+    let home = MinoHome::new(dir.path().join("home"));
+    let session = Session::create(&home, &cwd).expect("session");
+    let journal = session.path().to_path_buf();
+    let mock = MockModel::start(script).await.expect("mock");
+    let config = ModelConfig {
+        base_url: mock.base_url(),
+        api_key: Some(SENTINEL_KEY.into()),
+        model: "test-model".into(),
+        retry: RetryPolicy { max_retries: 2, initial_backoff: Duration::from_millis(1), max_backoff: Duration::from_millis(20) },
+        stall_timeout: Duration::from_millis(500),
+        connect_timeout: Duration::from_secs(5),
+    };
+    let model = ModelClient::new(config).expect("client");
+    let bash = BashTool::new(cwd.clone(), bash_limits);
+    let (agent, events) = Agent::new(session, model, bash, "Be careful.".into(), limits);
+    Harness { _dir: dir, cwd, journal, mock, agent, events, last_seq: 0 }
+}
+
+async fn harness(script: Vec<Reply>) -> Harness {
+    harness_with(script, TurnLimits::default(), Limits::default()).await
+}
+
+impl Harness {
+    async fn next(&mut self) -> AgentEvent {
+        let numbered = tokio::time::timeout(Duration::from_secs(20), self.events.recv())
+            .await
+            .expect("an event within 20 s")
+            .expect("events open");
+        assert!(numbered.seq > self.last_seq, "seq counts up: {} after {}", numbered.seq, self.last_seq);
+        self.last_seq = numbered.seq;
+        numbered.event
+    }
+
+    /// Collects events to the turn's end, answering approvals with `decide`.
+    async fn run(&mut self, decide: Option<ApprovalDecision>) -> Vec<AgentEvent> {
+        let mut events = Vec::new();
+        loop {
+            let event = self.next().await;
+            if let (AgentEvent::ApprovalRequest { call_id, .. }, Some(d)) = (&event, decide) {
+                self.agent.approve(call_id, d).expect("approve");
+            }
+            let end = matches!(event, AgentEvent::TurnEnded { .. });
+            events.push(event);
+            if end {
+                return events;
+            }
+        }
+    }
+
+    fn input_of_request(&self, n: usize) -> Vec<Value> {
+        let requests = self.mock.requests();
+        requests[n].body["input"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+fn ended(events: &[AgentEvent]) -> (TurnStatus, Option<String>, Option<String>) {
+    match events.last() {
+        Some(AgentEvent::TurnEnded { status, reason, text, .. }) => (*status, reason.clone(), text.clone()),
+        other => panic!("last event is not TurnEnded: {other:?}"),
+    }
+}
+
+fn results(events: &[AgentEvent]) -> Vec<(String, ToolStatus, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolResult { call_id, status, output, .. } => Some((call_id.clone(), *status, output.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn output_of(item: &Value) -> Value {
+    serde_json::from_str(item["output"].as_str().expect("output")).expect("json output")
+}
+
+#[tokio::test]
+async fn text_streams_in_order_and_the_turn_completes() {
+    let mut h = harness(vec![Reply::Text { deltas: vec!["Hi".into(), " there!".into()], delay_ms: 0 }]).await;
+    let turn = h.agent.chat("Hello").expect("chat");
+    let events = h.run(None).await;
+    assert_eq!(events[0], AgentEvent::TurnStarted { turn_id: turn.clone(), input: "Hello".into() });
+    let deltas: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TextDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, ["Hi", " there!"]);
+    assert_eq!(ended(&events), (TurnStatus::Completed, None, Some("Hi there!".into())));
+
+    let body = &h.mock.requests()[0].body;
+    assert_eq!(body["store"], false);
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["instructions"], "Be careful.");
+    assert_eq!(body["include"][0], "reasoning.encrypted_content");
+    assert_eq!(body["tools"][0]["name"], "bash");
+    assert_eq!(body["input"][0]["content"][0]["text"], "Hello");
+    assert_eq!(h.mock.requests()[0].authorization.as_deref(), Some(format!("Bearer {SENTINEL_KEY}").as_str()));
+    let journal = std::fs::read_to_string(&h.journal).expect("journal");
+    assert!(journal.contains("\"kind\":\"turn_end\""));
+    assert!(!journal.contains(SENTINEL_KEY), "the API key is never written to the journal");
+}
+
+#[tokio::test]
+async fn an_approved_call_runs_and_the_next_request_holds_the_pair() {
+    let mut h = harness(vec![Reply::call("call_1", "echo hello"), Reply::text("It printed hello.")]).await;
+    h.agent.chat("Say hello").expect("chat");
+    let events = h.run(Some(ApprovalDecision::Approved)).await;
+    let request = events.iter().find_map(|e| match e {
+        AgentEvent::ApprovalRequest { command, directory, environment, limits, .. } => {
+            Some((command.clone(), directory.clone(), environment.clone(), *limits))
+        }
+        _ => None,
+    });
+    let (command, directory, environment, limits) = request.expect("approval requested");
+    assert_eq!(command, "echo hello");
+    assert_eq!(directory, h.cwd.display().to_string());
+    assert!(environment.contains_key("PATH"));
+    assert_eq!(limits, Limits::default());
+    let order: Vec<&str> = events
+        .iter()
+        .map(|e| match e {
+            AgentEvent::TurnStarted { .. } => "started",
+            AgentEvent::TextDelta { .. } => "text",
+            AgentEvent::ApprovalRequest { .. } => "approval",
+            AgentEvent::ToolStarted { .. } => "tool_started",
+            AgentEvent::ToolOutput { .. } => "output",
+            AgentEvent::ToolResult { .. } => "result",
+            AgentEvent::TurnEnded { .. } => "ended",
+        })
+        .collect();
+    let first_text = order.iter().position(|e| *e == "text").expect("text");
+    assert_eq!(&order[..first_text], ["started", "approval", "tool_started", "output", "result"]);
+    assert_eq!(results(&events), [("call_1".to_string(), ToolStatus::Success, "hello\n".to_string())]);
+    assert_eq!(ended(&events).0, TurnStatus::Completed);
+
+    let input = h.input_of_request(1);
+    assert_eq!(input.len(), 3);
+    assert_eq!(input[1]["type"], "function_call");
+    assert_eq!(input[1]["call_id"], "call_1");
+    assert!(input[1].get("id").is_none());
+    assert_eq!(input[2]["type"], "function_call_output");
+    assert_eq!(input[2]["call_id"], "call_1");
+    assert_eq!(output_of(&input[2]), serde_json::json!({"status": "success", "output": "hello\n"}));
+}
+
+#[tokio::test]
+async fn a_denied_call_is_refused_and_the_turn_goes_on() {
+    let mut h = harness(vec![Reply::call("call_1", "touch denied.txt"), Reply::text("Understood.")]).await;
+    h.agent.chat("Make a file").expect("chat");
+    let events = h.run(Some(ApprovalDecision::Denied)).await;
+    assert_eq!(results(&events)[0].1, ToolStatus::Refused);
+    assert!(!events.iter().any(|e| matches!(e, AgentEvent::ToolStarted { .. })));
+    assert!(!h.cwd.join("denied.txt").exists(), "nothing ran");
+    assert_eq!(ended(&events).0, TurnStatus::Completed);
+    assert_eq!(output_of(&h.input_of_request(1)[2])["status"], "refused");
+}
+
+#[tokio::test]
+async fn bad_arguments_become_a_failed_result_the_model_reads() {
+    let call = ScriptedCall { call_id: "call_1".into(), command: String::new(), raw_arguments: Some("{not json".into()) };
+    let mut h = harness(vec![Reply::Calls { text: vec![], calls: vec![call], delay_ms: 0 }, Reply::text("Sorry.")]).await;
+    h.agent.chat("Do it").expect("chat");
+    let events = h.run(None).await;
+    assert!(!events.iter().any(|e| matches!(e, AgentEvent::ApprovalRequest { .. })), "nothing to approve");
+    let (_, status, output) = &results(&events)[0];
+    assert_eq!(*status, ToolStatus::Failed);
+    assert!(output.contains("not valid JSON"), "{output}");
+    assert_eq!(ended(&events).0, TurnStatus::Completed);
+}
+
+#[tokio::test]
+async fn the_request_limit_ends_the_turn_failed() {
+    let script = (0..9).map(|i| Reply::call(&format!("call_{i}"), "true")).collect();
+    let mut h = harness(script).await;
+    h.agent.chat("Loop").expect("chat");
+    let events = h.run(Some(ApprovalDecision::Approved)).await;
+    let (status, reason, _) = ended(&events);
+    assert_eq!(status, TurnStatus::Failed);
+    assert!(reason.unwrap_or_default().contains("8 model requests"));
+    assert_eq!(h.mock.requests().len(), 8);
+    assert_eq!(results(&events).len(), 8, "every call of the eight responses has its result");
+}
+
+#[tokio::test]
+async fn the_call_limit_closes_the_rest_not_executed() {
+    let calls: Vec<(String, String)> = (0..18).map(|i| (format!("call_{i}"), "true".to_string())).collect();
+    let refs: Vec<(&str, &str)> = calls.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let mut h = harness(vec![Reply::calls(&refs)]).await;
+    h.agent.chat("Many").expect("chat");
+    let events = h.run(Some(ApprovalDecision::Approved)).await;
+    let results = results(&events);
+    assert_eq!(results.len(), 18);
+    assert!(results[..16].iter().all(|r| r.1 == ToolStatus::Success));
+    assert!(results[16..].iter().all(|r| r.1 == ToolStatus::NotExecuted));
+    let (status, reason, _) = ended(&events);
+    assert_eq!(status, TurnStatus::Failed);
+    assert!(reason.unwrap_or_default().contains("16 tool calls"));
+    // Replayed next time with every pair and the notice.
+    let input = h.agent.with_session(|s| s.context());
+    assert_eq!(input.len(), 1 + 18 + 18 + 1);
+}
+
+#[tokio::test]
+async fn retryable_failures_are_retried() {
+    for failure in [
+        Reply::http_error(429, "rate_limit_exceeded", "Slow down").with_retry_after(0),
+        Reply::http_error(500, None, "boom"),
+        Reply::CutStream { deltas: vec!["partial".into()] },
+        Reply::Failed { code: "server_error".into(), message: "try later".into() },
+    ] {
+        let mut h = harness(vec![failure.clone(), Reply::text("Recovered.")]).await;
+        h.agent.chat("Hi").expect("chat");
+        let events = h.run(None).await;
+        assert_eq!(ended(&events).0, TurnStatus::Completed, "{failure:?}");
+        assert_eq!(h.mock.requests().len(), 2, "{failure:?}");
+    }
+}
+
+#[tokio::test]
+async fn fatal_errors_are_not_retried_and_say_what_to_do() {
+    for (failure, needle) in [
+        (Reply::http_error(401, "invalid_api_key", "Incorrect API key"), "OPENAI_API_KEY"),
+        (Reply::http_error(400, "context_length_exceeded", "too long"), "too long for the model"),
+        (Reply::http_error(429, "insufficient_quota", "no quota"), "quota"),
+    ] {
+        let mut h = harness(vec![failure.clone(), Reply::text("never")]).await;
+        h.agent.chat("Hi").expect("chat");
+        let events = h.run(None).await;
+        let (status, reason, _) = ended(&events);
+        assert_eq!(status, TurnStatus::Failed, "{failure:?}");
+        let reason = reason.unwrap_or_default();
+        assert!(reason.contains(needle), "{reason}");
+        assert!(!reason.contains(SENTINEL_KEY));
+        assert_eq!(h.mock.requests().len(), 1, "{failure:?} not retried");
+    }
+}
+
+#[tokio::test]
+async fn cancel_while_the_model_streams() {
+    let deltas = (0..50).map(|i| format!("word{i} ")).collect();
+    let mut h = harness(vec![Reply::Text { deltas, delay_ms: 100 }]).await;
+    let turn = h.agent.chat("Tell a story").expect("chat");
+    loop {
+        if let AgentEvent::TextDelta { .. } = h.next().await {
+            break;
+        }
+    }
+    h.agent.cancel(&turn).expect("cancel");
+    let events = h.run(None).await;
+    assert_eq!(ended(&events).0, TurnStatus::Cancelled);
+    // A text-only turn that ended early is left out of later context.
+    assert!(h.agent.with_session(|s| s.context()).is_empty());
+}
+
+#[tokio::test]
+async fn cancel_while_an_approval_is_pending() {
+    let mut h = harness(vec![Reply::call("call_1", "touch never.txt")]).await;
+    let turn = h.agent.chat("Make a file").expect("chat");
+    loop {
+        if let AgentEvent::ApprovalRequest { .. } = h.next().await {
+            break;
+        }
+    }
+    h.agent.cancel(&turn).expect("cancel");
+    let events = h.run(None).await;
+    assert_eq!(results(&events)[0].1, ToolStatus::NotExecuted);
+    assert_eq!(ended(&events).0, TurnStatus::Cancelled);
+    assert!(h.agent.approve("call_1", ApprovalDecision::Approved).is_err(), "approving after cancel runs nothing");
+    assert!(!h.cwd.join("never.txt").exists());
+}
+
+#[tokio::test]
+async fn cancel_while_a_command_runs_kills_its_group() {
+    let mut h = harness(vec![Reply::call("call_1", "echo started; (sleep 30; touch survived.txt) & sleep 30")]).await;
+    let turn = h.agent.chat("Wait").expect("chat");
+    loop {
+        match h.next().await {
+            AgentEvent::ApprovalRequest { call_id, .. } => h.agent.approve(&call_id, ApprovalDecision::Approved).expect("approve"),
+            AgentEvent::ToolOutput { .. } => break,
+            _ => {}
+        }
+    }
+    h.agent.cancel(&turn).expect("cancel");
+    let events = h.run(None).await;
+    let (_, status, output) = &results(&events)[0];
+    assert_eq!(*status, ToolStatus::Cancelled);
+    assert!(output.starts_with("started\n"), "output so far kept: {output}");
+    assert_eq!(ended(&events).0, TurnStatus::Cancelled);
+    let ps = std::process::Command::new("pgrep").args(["-f", "touch survived.txt"]).output();
+    if let Ok(ps) = ps {
+        assert!(ps.stdout.is_empty(), "no child outlives the cancelled turn");
+    }
+}
+
+#[tokio::test]
+async fn a_command_over_its_timeout_is_killed() {
+    let limits = Limits { timeout: Duration::from_millis(500), kill_grace: Duration::from_millis(200), ..Limits::default() };
+    let mut h = harness_with(vec![Reply::call("call_1", "trap '' TERM; echo begun; sleep 30"), Reply::text("It timed out.")], TurnLimits::default(), limits).await;
+    h.agent.chat("Wait").expect("chat");
+    let events = h.run(Some(ApprovalDecision::Approved)).await;
+    let (_, status, output) = &results(&events)[0];
+    assert_eq!(*status, ToolStatus::TimedOut);
+    assert!(output.contains("begun") && output.contains("timed out"), "{output}");
+}
+
+#[tokio::test]
+async fn output_is_capped_keeping_head_and_tail() {
+    let limits = Limits { output_limit: 1000, ..Limits::default() };
+    let mut h = harness_with(vec![Reply::call("call_1", "seq 1 100000"), Reply::text("Long.")], TurnLimits::default(), limits).await;
+    h.agent.chat("Count").expect("chat");
+    let events = h.run(Some(ApprovalDecision::Approved)).await;
+    let (_, status, output) = &results(&events)[0];
+    assert_eq!(*status, ToolStatus::Success);
+    assert!(output.starts_with("1\n2\n3\n"), "{output}");
+    assert!(output.trim_end().ends_with("100000"), "{output}");
+    assert!(output.contains("bytes of output cut"), "{output}");
+    assert!(output.len() < 1200);
+}
+
+#[tokio::test]
+async fn a_failing_command_reports_its_exit_code() {
+    let mut h = harness(vec![Reply::call("call_1", "echo oops >&2; exit 3"), Reply::text("It failed.")]).await;
+    h.agent.chat("Fail").expect("chat");
+    let events = h.run(Some(ApprovalDecision::Approved)).await;
+    let exit = events.iter().find_map(|e| match e {
+        AgentEvent::ToolResult { status, exit_code, output, .. } => Some((*status, *exit_code, output.clone())),
+        _ => None,
+    });
+    let (status, code, output) = exit.expect("result");
+    assert_eq!((status, code), (ToolStatus::Failed, Some(3)));
+    assert!(output.contains("oops") && output.contains("exit code 3"), "{output}");
+}
+
+#[tokio::test]
+async fn the_command_environment_holds_no_api_key() {
+    // The key is in Mino's own environment, as it is in production.
+    std::env::set_var("OPENAI_API_KEY", SENTINEL_KEY);
+    let mut h = harness(vec![Reply::call("call_1", "env"), Reply::text("ok")]).await;
+    h.agent.chat("env").expect("chat");
+    let events = h.run(Some(ApprovalDecision::Approved)).await;
+    let (_, status, output) = &results(&events)[0];
+    assert_eq!(*status, ToolStatus::Success);
+    assert!(output.contains("PATH="), "{output}");
+    assert!(!output.contains(SENTINEL_KEY) && !output.contains("OPENAI_API_KEY"), "{output}");
+    let journal = std::fs::read_to_string(&h.journal).expect("journal");
+    assert!(!journal.contains(SENTINEL_KEY));
+}
+
+#[tokio::test]
+async fn no_command_runs_before_its_tool_start_is_on_file() {
+    let mut h = harness(vec![]).await;
+    let journal = h.journal.display().to_string();
+    h.mock.push(Reply::call("call_1", &format!("grep -c '\"kind\":\"tool_start\"' '{journal}'; grep -c '\"decision\":\"approved\"' '{journal}'")));
+    h.mock.push(Reply::text("checked"));
+    h.agent.chat("Check").expect("chat");
+    let events = h.run(Some(ApprovalDecision::Approved)).await;
+    assert_eq!(results(&events)[0].2, "1\n1\n", "the command saw its approval and tool_start in the file");
+}
+
+#[tokio::test]
+async fn a_failed_save_stops_the_turn_before_anything_runs() {
+    let mut h = harness(vec![Reply::call("call_1", "touch ran.txt"), Reply::text("never")]).await;
+    // Sync 1 is the user record; sync 2 is the approval + tool_start save point.
+    h.agent.with_session(|s| {
+        s.journal_mut().wrap_file(|f| Box::new(FaultyFile::new(f, FaultPlan::Sync { nth: 2, fault: Fault::Io }).0))
+    });
+    h.agent.chat("Touch").expect("chat");
+    let events = h.run(Some(ApprovalDecision::Approved)).await;
+    let (status, reason, _) = ended(&events);
+    assert_eq!(status, TurnStatus::Failed);
+    assert!(reason.unwrap_or_default().contains("could not be saved"));
+    assert!(!h.cwd.join("ran.txt").exists(), "nothing spawned after a failed save");
+    assert!(!events.iter().any(|e| matches!(e, AgentEvent::ToolStarted { .. })));
+    assert_eq!(h.mock.requests().len(), 1, "no model request after a failed save");
+    let refused = h.agent.chat("again");
+    assert!(refused.is_err(), "the session refuses turns until reopened");
+}
