@@ -18,7 +18,6 @@ use crate::bash::{self, BashTool, Stream};
 use crate::journal::record::{ApprovalDecision, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
 use crate::session::{Session, SessionError};
-use crate::transcript::function_calls;
 
 pub const DEFAULT_MAX_REQUESTS: u32 = 8;
 pub const DEFAULT_MAX_CALLS: u32 = 16;
@@ -211,6 +210,11 @@ impl Agent {
         let end = self.turn_steps(&turn_id, &cancel).await;
         let (status, reason) = match end {
             Ok((status, reason)) => (status, reason),
+            // Not a failed save (e.g. the model repeated a call id): the
+            // journal is healthy, so the turn ends on file like any other.
+            Err(e) if !matches!(e, SessionError::Journal(_)) => {
+                (TurnStatus::Failed, Some(format!("The turn stopped: {e}")))
+            }
             Err(e) => {
                 // A failed save: the turn stops here, and nothing claims an
                 // outcome the disk does not hold (no turn_end is written).
@@ -263,7 +267,7 @@ impl Agent {
                 Err(ModelError::Cancelled) => return Ok((TurnStatus::Cancelled, Some("cancelled by the user".into()))),
                 Err(e) => return Ok((TurnStatus::Failed, Some(e.to_string()))),
             };
-            let calls = function_calls(&response.items);
+            let calls = crate::transcript::function_calls_in_values(&response.items);
             self.with_session(|s| s.record_response(turn_id, response.items))?;
             if calls.is_empty() {
                 return Ok(match response.incomplete {

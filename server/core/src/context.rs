@@ -53,7 +53,12 @@ fn append_turn(input: &mut Vec<Value>, turn: &Turn) {
     }
     input.push(user_message(&turn.input));
     for (index, items) in turn.responses.iter().enumerate() {
-        input.extend(items.iter().filter_map(replayable));
+        input.extend(
+            items
+                .iter()
+                .filter_map(|item| serde_json::from_str::<Value>(item.get()).ok())
+                .filter_map(|item| replayable(&item)),
+        );
         for call in turn.calls.iter().filter(|c| c.response_index == index) {
             // Every call of a finished response has a result before the next
             // request (runtime) or the turn's end (recovery); a call still

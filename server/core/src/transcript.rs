@@ -6,6 +6,8 @@
 
 use std::collections::HashMap;
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::bash;
@@ -58,8 +60,9 @@ pub struct TurnEnd {
 pub struct Turn {
     pub id: String,
     pub input: String,
-    /// Each model response's output items, as received.
-    pub responses: Vec<Vec<Value>>,
+    /// Each model response's output items, as received (JSON text, parsed
+    /// only when replayed or shown).
+    pub responses: Vec<Vec<Box<RawValue>>>,
     pub calls: Vec<Call>,
     pub end: Option<TurnEnd>,
     pub acknowledged: bool,
@@ -89,7 +92,8 @@ impl Turn {
     pub fn text(&self) -> String {
         let mut parts = Vec::new();
         for item in self.responses.iter().flatten() {
-            if let Some(text) = message_text(item) {
+            let Ok(item) = serde_json::from_str::<Value>(item.get()) else { continue };
+            if let Some(text) = message_text(&item) {
                 if !text.is_empty() {
                     parts.push(text);
                 }
@@ -123,8 +127,28 @@ pub fn message_text(item: &Value) -> Option<String> {
     Some(text)
 }
 
+/// The fields of an output item that say whether it is a call.
+#[derive(Deserialize)]
+struct ItemHead {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    call_id: Option<String>,
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
 /// The function calls among a response's output items: `(call_id, name, arguments)`.
-pub fn function_calls(items: &[Value]) -> Vec<(String, String, String)> {
+pub fn function_calls(items: &[Box<RawValue>]) -> Vec<(String, String, String)> {
+    items
+        .iter()
+        .filter_map(|item| serde_json::from_str::<ItemHead>(item.get()).ok())
+        .filter(|head| head.kind.as_deref() == Some("function_call"))
+        .map(|head| (head.call_id.unwrap_or_default(), head.name.unwrap_or_default(), head.arguments.unwrap_or_default()))
+        .collect()
+}
+
+/// [`function_calls`] for items already parsed (a fresh model response).
+pub fn function_calls_in_values(items: &[Value]) -> Vec<(String, String, String)> {
     items
         .iter()
         .filter(|item| item.get("type").and_then(Value::as_str) == Some("function_call"))

@@ -181,7 +181,7 @@ impl Journal {
     }
 
     /// Writes one record through to the file (not synced). Returns its `seq`.
-    pub fn append(&mut self, body: &RecordBody) -> Result<Record, JournalError> {
+    pub fn append(&mut self, body: &RecordBody) -> Result<u64, JournalError> {
         self.check_usable()?;
         let seq = self.next_seq;
         let line = encode_line(seq, body);
@@ -198,7 +198,7 @@ impl Journal {
         }
         self.len += line.len() as u64;
         self.next_seq += 1;
-        Ok(Record { v: record::FORMAT_VERSION, seq, body: body.clone() })
+        Ok(seq)
     }
 
     /// A save point: everything appended so far is on disk when this returns Ok.
@@ -218,10 +218,10 @@ impl Journal {
     }
 
     /// Appends and syncs one record: a save point of its own.
-    pub fn append_synced(&mut self, body: &RecordBody) -> Result<Record, JournalError> {
-        let record = self.append(body)?;
+    pub fn append_synced(&mut self, body: &RecordBody) -> Result<u64, JournalError> {
+        let seq = self.append(body)?;
         self.sync()?;
-        Ok(record)
+        Ok(seq)
     }
 
     fn check_usable(&self) -> Result<(), JournalError> {

@@ -7,6 +7,7 @@
 //! no re-serialisation and detects any garbling of what it covers.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 /// The only format version this build writes; files with a higher `v` were
 /// written by a newer Mino and are refused untouched.
@@ -93,7 +94,7 @@ pub enum RecordBody {
     User { turn_id: String, text: String },
     /// One finished model response: every output item as received, reasoning
     /// items with their `encrypted_content`.
-    Response { turn_id: String, items: Vec<serde_json::Value> },
+    Response { turn_id: String, items: Vec<Box<RawValue>> },
     /// The person's decision on one call.
     Approval { turn_id: String, call_id: String, decision: ApprovalDecision },
     /// The execution boundary: synced before the command is spawned.
@@ -134,7 +135,7 @@ impl RecordBody {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Record {
     pub v: u32,
     pub seq: u64,
@@ -142,13 +143,109 @@ pub struct Record {
     pub body: RecordBody,
 }
 
-/// The envelope fields every version agrees on; read when a full parse fails,
-/// to tell "newer Mino" from "garbled".
+/// Every field any kind has, flat: one pass over the line with no
+/// intermediate buffering (an internally tagged enum would buffer the whole
+/// record first), then [`Line::into_record`] checks that the kind has what
+/// it needs. Unknown fields are ignored, as serde does by default.
 #[derive(Deserialize)]
-struct Envelope {
+struct Line {
     v: u32,
     seq: u64,
     kind: String,
+    turn_id: Option<String>,
+    session_id: Option<String>,
+    created_at: Option<String>,
+    cwd: Option<String>,
+    mino_version: Option<String>,
+    text: Option<String>,
+    items: Option<Vec<Box<RawValue>>>,
+    call_id: Option<String>,
+    decision: Option<ApprovalDecision>,
+    command: Option<String>,
+    status: Option<Box<RawValue>>,
+    output: Option<String>,
+    exit_code: Option<i32>,
+    #[serde(default)]
+    recovered: bool,
+    reason: Option<String>,
+}
+
+impl Line {
+    fn into_record(self) -> Result<Record, LineError> {
+        if self.v > FORMAT_VERSION || !KNOWN_KINDS.contains(&self.kind.as_str()) {
+            return Err(LineError::Newer { v: self.v, kind: self.kind });
+        }
+        let kind = self.kind;
+        let missing = |field: &str| LineError::Garbled(format!("`{kind}` record without `{field}`"));
+        let turn_id = || self.turn_id.clone().ok_or_else(|| missing("turn_id"));
+        let call_id = || self.call_id.clone().ok_or_else(|| missing("call_id"));
+        let status = |what: &str| -> Result<&str, LineError> {
+            let raw = self.status.as_deref().ok_or_else(|| missing("status"))?;
+            serde_json::from_str::<&str>(raw.get()).map_err(|_| LineError::Garbled(format!("{what} status is not a string")))
+        };
+        let body = match kind.as_str() {
+            "session" => RecordBody::Session {
+                session_id: self.session_id.clone().ok_or_else(|| missing("session_id"))?,
+                created_at: self.created_at.clone().unwrap_or_default(),
+                cwd: self.cwd.clone().unwrap_or_default(),
+                mino_version: self.mino_version.clone().unwrap_or_default(),
+            },
+            "user" => RecordBody::User { turn_id: turn_id()?, text: self.text.clone().ok_or_else(|| missing("text"))? },
+            "response" => RecordBody::Response { turn_id: turn_id()?, items: self.items.clone().ok_or_else(|| missing("items"))? },
+            "approval" => RecordBody::Approval {
+                turn_id: turn_id()?,
+                call_id: call_id()?,
+                decision: self.decision.ok_or_else(|| missing("decision"))?,
+            },
+            "tool_start" => RecordBody::ToolStart {
+                turn_id: turn_id()?,
+                call_id: call_id()?,
+                command: self.command.clone().ok_or_else(|| missing("command"))?,
+                cwd: self.cwd.clone().unwrap_or_default(),
+            },
+            "tool_result" => RecordBody::ToolResult {
+                turn_id: turn_id()?,
+                call_id: call_id()?,
+                status: tool_status(status("tool_result")?)
+                    .ok_or_else(|| LineError::Garbled("unknown tool_result status".into()))?,
+                output: self.output.clone().unwrap_or_default(),
+                exit_code: self.exit_code,
+                recovered: self.recovered,
+            },
+            "turn_end" => RecordBody::TurnEnd {
+                turn_id: turn_id()?,
+                status: turn_status(status("turn_end")?)
+                    .ok_or_else(|| LineError::Garbled("unknown turn_end status".into()))?,
+                reason: self.reason.clone(),
+            },
+            "recovery_ack" => RecordBody::RecoveryAck { turn_id: turn_id()? },
+            _ => return Err(LineError::Newer { v: self.v, kind }),
+        };
+        Ok(Record { v: self.v, seq: self.seq, body })
+    }
+}
+
+fn tool_status(s: &str) -> Option<ToolStatus> {
+    Some(match s {
+        "success" => ToolStatus::Success,
+        "failed" => ToolStatus::Failed,
+        "refused" => ToolStatus::Refused,
+        "timed_out" => ToolStatus::TimedOut,
+        "cancelled" => ToolStatus::Cancelled,
+        "not_executed" => ToolStatus::NotExecuted,
+        "unknown" => ToolStatus::Unknown,
+        _ => return None,
+    })
+}
+
+fn turn_status(s: &str) -> Option<TurnStatus> {
+    Some(match s {
+        "completed" => TurnStatus::Completed,
+        "failed" => TurnStatus::Failed,
+        "cancelled" => TurnStatus::Cancelled,
+        "interrupted" => TurnStatus::Interrupted,
+        _ => return None,
+    })
 }
 
 /// Why one line could not be read.
@@ -178,14 +275,16 @@ impl std::fmt::Display for LineError {
 
 /// Serialises a record into one line, checksum and trailing newline included.
 pub fn encode_line(seq: u64, body: &RecordBody) -> Vec<u8> {
-    let record = Record { v: FORMAT_VERSION, seq, body: body.clone() };
-    encode_record(&record)
-}
-
-fn encode_record(record: &Record) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Borrowed<'a> {
+        v: u32,
+        seq: u64,
+        #[serde(flatten)]
+        body: &'a RecordBody,
+    }
     // Serialising our own types to a Vec cannot fail: no maps with non-string
     // keys, no fallible Serialize impls.
-    let mut line = serde_json::to_vec(record).unwrap_or_default();
+    let mut line = serde_json::to_vec(&Borrowed { v: FORMAT_VERSION, seq, body }).unwrap_or_default();
     debug_assert_eq!(line.last(), Some(&b'}'));
     line.pop();
     let crc = crc32fast::hash(&line);
@@ -207,9 +306,8 @@ pub fn decode_line(line: &[u8]) -> Result<Record, LineError> {
             computed,
         });
     }
-    match serde_json::from_slice::<Record>(line) {
-        Ok(record) if record.v <= FORMAT_VERSION => Ok(record),
-        Ok(record) => Err(LineError::Newer { v: record.v, kind: record.body.kind().to_string() }),
+    match serde_json::from_slice::<Line>(line) {
+        Ok(parsed) => parsed.into_record(),
         Err(e) => Err(newer_version(line).unwrap_or_else(|| LineError::Garbled(e.to_string()))),
     }
 }
@@ -227,9 +325,16 @@ fn split_checksum(line: &[u8]) -> Result<(&[u8], &[u8]), LineError> {
     Ok((&line[..start], stored))
 }
 
+/// The envelope fields every version agrees on; read when a full parse
+/// fails, to tell "written by a newer Mino" from "garbled".
+#[derive(Deserialize)]
+struct Envelope {
+    v: u32,
+    kind: String,
+}
+
 fn newer_version(line: &[u8]) -> Option<LineError> {
     let env: Envelope = serde_json::from_slice(line).ok()?;
-    let _ = env.seq;
     if env.v > FORMAT_VERSION || !KNOWN_KINDS.contains(&env.kind.as_str()) {
         Some(LineError::Newer { v: env.v, kind: env.kind })
     } else {
@@ -270,10 +375,7 @@ mod tests {
         let mut line = br#"{"v":2,"seq":3,"kind":"checkpoint","turn_id":"turn-1""#.to_vec();
         let crc = crc32fast::hash(&line);
         line.extend_from_slice(format!(",\"crc\":\"{crc:08x}\"}}").as_bytes());
-        assert_eq!(
-            decode_line(&line),
-            Err(LineError::Newer { v: 2, kind: "checkpoint".into() })
-        );
+        assert_eq!(decode_line(&line).err(), Some(LineError::Newer { v: 2, kind: "checkpoint".into() }));
     }
 
     #[test]
