@@ -1,0 +1,613 @@
+//! The model client: one streamed OpenAI Responses API call (`POST {base}/responses`), with
+//! retries, stall detection and cancellation inside.
+//!
+//! [`ModelClient::respond`] sends the request built by [`ModelClient::request_body`], streams
+//! text deltas to a callback as they arrive and returns the finished output items. Retryable
+//! failures (network errors, 429, 5xx, a cut or stalled stream, `response.failed` with a
+//! transient code) are retried with exponential backoff that honours the server's hints; the
+//! callback hears [`ModelEvent::Retrying`] before each retry, after which any text streamed by
+//! the failed attempt is void.
+
+mod request;
+mod retry;
+mod sse;
+
+use std::fmt;
+use std::time::Duration;
+
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::{Stream, StreamExt};
+use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use request::bash_tool;
+pub use retry::parse_retry_hint;
+
+use retry::AttemptError;
+use sse::{ResponseAccumulator, Step};
+
+/// The OpenAI API, used when `OPENAI_BASE_URL` is not set.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The model used when `MINO_MODEL` is not set.
+pub const DEFAULT_MODEL: &str = "gpt-5.1";
+
+/// Where and how to reach the model.
+#[derive(Clone)]
+pub struct ModelConfig {
+    /// `OPENAI_BASE_URL` or [`DEFAULT_BASE_URL`]; a trailing slash is tolerated.
+    pub base_url: String,
+    /// `OPENAI_API_KEY`. Never logged: `Debug` shows it redacted.
+    pub api_key: Option<String>,
+    /// `MINO_MODEL` or [`DEFAULT_MODEL`].
+    pub model: String,
+    pub retry: RetryPolicy,
+    /// No SSE bytes (or no response headers) for this long is a retryable stream failure.
+    pub stall_timeout: Duration,
+    /// Limit on establishing the TCP/TLS connection.
+    pub connect_timeout: Duration,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig {
+            base_url: DEFAULT_BASE_URL.to_string(),
+            api_key: None,
+            model: DEFAULT_MODEL.to_string(),
+            retry: RetryPolicy::default(),
+            stall_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl fmt::Debug for ModelConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .field("retry", &self.retry)
+            .field("stall_timeout", &self.stall_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
+}
+
+impl ModelConfig {
+    /// Reads `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `MINO_MODEL`; unset or blank variables
+    /// give the defaults. Everything else is [`ModelConfig::default`].
+    pub fn from_env() -> Self {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let var = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let defaults = ModelConfig::default();
+        ModelConfig {
+            base_url: var("OPENAI_BASE_URL").unwrap_or(defaults.base_url),
+            api_key: var("OPENAI_API_KEY"),
+            model: var("MINO_MODEL").unwrap_or(defaults.model),
+            ..defaults
+        }
+    }
+
+    fn uses_default_base_url(&self) -> bool {
+        self.base_url.trim_end_matches('/') == DEFAULT_BASE_URL
+    }
+}
+
+/// How often and how patiently to retry.
+#[derive(Clone, Debug)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (default 4, so at most 5 requests).
+    pub max_retries: u32,
+    /// The first backoff (default 200 ms); doubled on each retry, ±10 % jitter.
+    pub initial_backoff: Duration,
+    /// Cap on any wait, the server's hints included (default 30 s).
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 4,
+            initial_backoff: Duration::from_millis(200),
+            max_backoff: Duration::from_secs(30),
+        }
+    }
+}
+
+/// One request: the instructions and the input items (messages, function calls and their
+/// outputs, reasoning items), already in wire form.
+#[derive(Clone, Copy, Debug)]
+pub struct ModelRequest<'a> {
+    pub instructions: &'a str,
+    pub input: &'a [Value],
+}
+
+/// What [`ModelClient::respond`] reports while it works.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ModelEvent<'a> {
+    /// A piece of the assistant's text, as it arrives.
+    TextDelta(&'a str),
+    /// A retry is about to happen after `delay`; any text streamed in the failed attempt is void.
+    /// `attempt` is the number of the retry (1 for the first retry, so request number `attempt + 1`).
+    Retrying {
+        attempt: u32,
+        delay: Duration,
+        reason: &'a str,
+    },
+}
+
+/// One finished model response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelResponse {
+    /// Finished output items exactly as received in `response.output_item.done`, in output_index order
+    /// (messages, function_call, reasoning with encrypted_content...). Ids are kept here; the context builder strips them.
+    pub items: Vec<Value>,
+    /// Some(reason) when the response ended `response.incomplete`.
+    pub incomplete: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("cancelled")]
+    Cancelled,
+    #[error(
+        "OPENAI_API_KEY is not set: export it, or point OPENAI_BASE_URL at a compatible server"
+    )]
+    MissingApiKey,
+    /// Not retried: 400 (context_length_exceeded and other bad requests), 401, 403, 404, insufficient_quota, response.failed/error with a non-retryable code.
+    #[error("{reason}")]
+    Fatal {
+        reason: String,
+        code: Option<String>,
+        status: Option<u16>,
+    },
+    /// Retryable failures that did not succeed within max_retries.
+    #[error("{reason} (gave up after {attempts} attempts)")]
+    RetriesExhausted { reason: String, attempts: u32 },
+}
+
+impl ModelError {
+    fn fatal(reason: impl Into<String>) -> Self {
+        ModelError::Fatal {
+            reason: reason.into(),
+            code: None,
+            status: None,
+        }
+    }
+}
+
+/// A client for the Responses API. Cheap to clone (the HTTP connection pool is shared).
+#[derive(Clone)]
+pub struct ModelClient {
+    config: ModelConfig,
+    http: reqwest::Client,
+    url: reqwest::Url,
+    authorization: Option<HeaderValue>,
+}
+
+impl fmt::Debug for ModelClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelClient")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelClient {
+    /// Builds the client (one HTTP client, reused for every request). Fails with
+    /// [`ModelError::Fatal`] when `base_url` is not a usable URL or the key cannot be sent as
+    /// a header. A missing key is reported by [`ModelClient::respond`] (as
+    /// [`ModelError::MissingApiKey`]), so a server can start and tell the user in the chat.
+    pub fn new(config: ModelConfig) -> Result<Self, ModelError> {
+        let endpoint = format!("{}/responses", config.base_url.trim_end_matches('/'));
+        let url = reqwest::Url::parse(&endpoint).map_err(|err| {
+            ModelError::fatal(format!(
+                "OPENAI_BASE_URL is not a usable URL ({:?}): {err}",
+                config.base_url
+            ))
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ModelError::fatal(format!(
+                "OPENAI_BASE_URL must be an http or https URL, not {:?}",
+                config.base_url
+            )));
+        }
+        let authorization = match &config.api_key {
+            None => None,
+            Some(key) => {
+                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                    ModelError::fatal(
+                        "OPENAI_API_KEY contains characters that cannot be sent in an HTTP header; check its value",
+                    )
+                })?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|err| ModelError::fatal(format!("Could not set up the HTTP client: {err}")))?;
+        Ok(ModelClient {
+            config,
+            http,
+            url,
+            authorization,
+        })
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// The exact JSON body sent (public so tests and docs can show it).
+    pub fn request_body(&self, request: &ModelRequest<'_>) -> Value {
+        request::body(&self.config.model, request)
+    }
+
+    /// One model response, with retries inside. `on_event` is called for every text delta as
+    /// it arrives, and once before each retry.
+    pub async fn respond(
+        &self,
+        request: &ModelRequest<'_>,
+        on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        if cancel.is_cancelled() {
+            return Err(ModelError::Cancelled);
+        }
+        if self.authorization.is_none() && self.config.uses_default_base_url() {
+            return Err(ModelError::MissingApiKey);
+        }
+        let body = match serde_json::to_vec(&self.request_body(request)) {
+            Ok(body) => body,
+            Err(err) => {
+                return Err(ModelError::fatal(format!(
+                    "Could not encode the request: {err}"
+                )))
+            }
+        };
+        let policy = &self.config.retry;
+        let mut retries: u32 = 0;
+        loop {
+            let outcome = self.attempt(&body, on_event, cancel).await;
+            let (reason, hint) = match outcome {
+                Ok(response) => return Ok(response),
+                Err(AttemptError::Cancelled) => return Err(ModelError::Cancelled),
+                Err(AttemptError::Fatal(err)) => {
+                    let err = match err {
+                        ModelError::Fatal {
+                            reason,
+                            code,
+                            status,
+                        } => ModelError::Fatal {
+                            reason: self.scrub(reason),
+                            code,
+                            status,
+                        },
+                        other => other,
+                    };
+                    tracing::warn!(error = %err, "model request failed");
+                    return Err(err);
+                }
+                Err(AttemptError::Retryable { reason, hint }) => (self.scrub(reason), hint),
+            };
+            if retries >= policy.max_retries {
+                tracing::warn!(%reason, attempts = retries + 1, "model request failed; giving up");
+                return Err(ModelError::RetriesExhausted {
+                    reason,
+                    attempts: retries + 1,
+                });
+            }
+            let delay = retry::backoff_delay(policy, retries, hint);
+            retries += 1;
+            tracing::info!(%reason, attempt = retries, ?delay, "model request failed; retrying");
+            on_event(ModelEvent::Retrying {
+                attempt: retries,
+                delay,
+                reason: &reason,
+            });
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+                _ = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    /// One HTTP request and its event stream.
+    async fn attempt(
+        &self,
+        body: &[u8],
+        on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, AttemptError> {
+        let stall = self.config.stall_timeout;
+        let mut builder = self
+            .http
+            .post(self.url.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream")
+            .body(body.to_vec());
+        if let Some(authorization) = &self.authorization {
+            builder = builder.header(AUTHORIZATION, authorization.clone());
+        }
+
+        let sent = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(AttemptError::Cancelled),
+            sent = tokio::time::timeout(stall, builder.send()) => sent,
+        };
+        let response = match sent {
+            Err(_) => {
+                return Err(AttemptError::retryable(format!(
+                    "The model service at {} did not answer within {}",
+                    self.config.base_url,
+                    seconds(stall)
+                )))
+            }
+            Ok(Err(err)) => return Err(self.network_error(err)),
+            Ok(Ok(response)) => response,
+        };
+
+        let status = response.status();
+        if !status.is_success() {
+            return Err(self.http_error(response, cancel).await);
+        }
+        if let Some(content_type) = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+        {
+            let content_type = content_type.to_ascii_lowercase();
+            if content_type.starts_with("application/json") || content_type.starts_with("text/html")
+            {
+                return Err(AttemptError::Fatal(ModelError::fatal(format!(
+                    "The model service at {} answered with {content_type} instead of an event stream; \
+                     does OPENAI_BASE_URL point at a Responses API server?",
+                    self.config.base_url
+                ))));
+            }
+        }
+
+        let mut events = Box::pin(stall_guarded(response.bytes_stream(), stall)).eventsource();
+        let mut accumulator = ResponseAccumulator::default();
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(AttemptError::Cancelled),
+                next = events.next() => next,
+            };
+            match next {
+                None => {
+                    return Err(AttemptError::retryable(
+                        "The model's stream ended before the response was finished",
+                    ))
+                }
+                Some(Err(EventStreamError::Transport(StreamFailure::Stalled))) => {
+                    return Err(AttemptError::retryable(format!(
+                        "The model's stream stalled (no data for {})",
+                        seconds(stall)
+                    )))
+                }
+                Some(Err(EventStreamError::Transport(StreamFailure::Network(err)))) => {
+                    return Err(AttemptError::retryable(format!(
+                        "The model's stream broke off: {}",
+                        error_chain(&err.without_url())
+                    )))
+                }
+                Some(Err(err)) => {
+                    tracing::debug!(error = %err, "unreadable SSE stream from the model");
+                    return Err(AttemptError::retryable(format!(
+                        "The model service sent an unreadable event stream: {err}"
+                    )));
+                }
+                Some(Ok(event)) => {
+                    match accumulator.handle(&event.event, &event.data, &mut *on_event)? {
+                        Step::Continue => {}
+                        Step::Done(response) => return Ok(response),
+                    }
+                }
+            }
+        }
+    }
+
+    fn network_error(&self, err: reqwest::Error) -> AttemptError {
+        let err = err.without_url();
+        let detail = error_chain(&err);
+        if err.is_builder() {
+            return AttemptError::Fatal(ModelError::fatal(format!(
+                "Could not build the request to {}: {detail}",
+                self.config.base_url
+            )));
+        }
+        AttemptError::retryable(format!(
+            "Could not reach the model service at {}: {detail}",
+            self.config.base_url
+        ))
+    }
+
+    /// A non-2xx answer: read `{"error":{"message","type","param","code"}}` and classify it.
+    async fn http_error(
+        &self,
+        response: reqwest::Response,
+        cancel: &CancellationToken,
+    ) -> AttemptError {
+        let status = response.status();
+        let hint = retry::header_hint(response.headers());
+        let text = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return AttemptError::Cancelled,
+            text = tokio::time::timeout(self.config.stall_timeout, response.text()) => text,
+        };
+        let text = match text {
+            Ok(Ok(text)) => text,
+            _ => String::new(),
+        };
+        let parsed: Option<Value> = serde_json::from_str(&text).ok();
+        let error = parsed.as_ref().and_then(|v| v.get("error"));
+        let code = error
+            .and_then(|e| e.get("code"))
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string);
+        let message = match error.and_then(|e| e.get("message")).and_then(Value::as_str) {
+            Some(message) => message.to_string(),
+            None => {
+                let text = text.trim();
+                if text.is_empty() {
+                    status
+                        .canonical_reason()
+                        .unwrap_or("no message")
+                        .to_string()
+                } else {
+                    truncate(text, 300)
+                }
+            }
+        };
+        let message = self.scrub(message);
+        retry::classify(Some(status.as_u16()), code, &message, hint)
+    }
+
+    /// Removes the API key from text that came from elsewhere (a server echoing it back).
+    fn scrub(&self, text: String) -> String {
+        match &self.config.api_key {
+            Some(key) if key.len() >= 4 && text.contains(key.as_str()) => {
+                text.replace(key.as_str(), "<redacted>")
+            }
+            _ => text,
+        }
+    }
+}
+
+/// Why the byte stream under the SSE parser stopped.
+#[derive(Debug)]
+enum StreamFailure {
+    Stalled,
+    Network(reqwest::Error),
+}
+
+impl fmt::Display for StreamFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamFailure::Stalled => f.write_str("stalled"),
+            StreamFailure::Network(err) => write!(f, "{err}"),
+        }
+    }
+}
+
+/// The response body's bytes, failing with `Stalled` when none arrive for `stall`; ends after
+/// the first failure.
+fn stall_guarded<S, B>(bytes: S, stall: Duration) -> impl Stream<Item = Result<B, StreamFailure>>
+where
+    S: Stream<Item = Result<B, reqwest::Error>>,
+{
+    futures::stream::unfold(Some(Box::pin(bytes)), move |state| async move {
+        let mut bytes = state?;
+        match tokio::time::timeout(stall, bytes.next()).await {
+            Err(_) => Some((Err(StreamFailure::Stalled), None)),
+            Ok(None) => None,
+            Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(bytes))),
+            Ok(Some(Err(err))) => Some((Err(StreamFailure::Network(err)), None)),
+        }
+    })
+}
+
+/// "60 s", "0.3 s".
+fn seconds(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
+
+/// An error and its sources, e.g. "client error (Connect): tcp connect error: Connection refused".
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(inner) = source {
+        let inner_text = inner.to_string();
+        if !text.contains(&inner_text) {
+            text.push_str(": ");
+            text.push_str(&inner_text);
+        }
+        source = inner.source();
+    }
+    text
+}
+
+fn truncate(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_from_lookup_and_redacted_debug() {
+        let vars = |name: &str| match name {
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1/".to_string()),
+            "OPENAI_API_KEY" => Some("sk-secret-value\n".to_string()),
+            "MINO_MODEL" => Some("  ".to_string()),
+            _ => None,
+        };
+        let config = ModelConfig::from_lookup(vars);
+        assert_eq!(config.base_url, "http://127.0.0.1:9/v1/");
+        assert_eq!(config.api_key.as_deref(), Some("sk-secret-value"));
+        assert_eq!(config.model, DEFAULT_MODEL);
+        assert!(!config.uses_default_base_url());
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("sk-secret"), "{debug}");
+        assert!(debug.contains("<redacted>"));
+        let client = ModelClient::new(config).unwrap();
+        assert_eq!(client.url.as_str(), "http://127.0.0.1:9/v1/responses");
+        assert!(!format!("{client:?}").contains("sk-secret"));
+
+        let defaults = ModelConfig::from_lookup(|_| None);
+        assert_eq!(defaults.base_url, DEFAULT_BASE_URL);
+        assert_eq!(defaults.api_key, None);
+        assert!(defaults.uses_default_base_url());
+    }
+
+    #[test]
+    fn bad_urls_are_fatal_at_construction() {
+        let config = ModelConfig {
+            base_url: "not a url".into(),
+            ..ModelConfig::default()
+        };
+        assert!(matches!(
+            ModelClient::new(config),
+            Err(ModelError::Fatal { .. })
+        ));
+        let config = ModelConfig {
+            base_url: "ftp://example.com".into(),
+            ..ModelConfig::default()
+        };
+        assert!(matches!(
+            ModelClient::new(config),
+            Err(ModelError::Fatal { .. })
+        ));
+    }
+
+    #[test]
+    fn scrub_removes_the_key() {
+        let config = ModelConfig {
+            api_key: Some("sk-abcdef".into()),
+            ..ModelConfig::default()
+        };
+        let client = ModelClient::new(config).unwrap();
+        assert_eq!(
+            client.scrub("bad key sk-abcdef given".into()),
+            "bad key <redacted> given"
+        );
+    }
+}
