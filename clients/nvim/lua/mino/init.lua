@@ -1,0 +1,630 @@
+--- Mino for Neovim: a chat buffer on top of `mino-server` (JSON-RPC over stdio,
+--- LSP base protocol). The server runs as an LSP client that is attached to no
+--- buffer; Mino's own methods go through `client:request`, its notifications
+--- through the client's handlers.
+local M = {}
+
+local chat = require("mino.chat")
+
+local HAS_011 = vim.fn.has("nvim-0.11") == 1
+
+--- Error codes of the wire contract (server/protocol/src/lib.rs).
+M.errors = {
+  ACKNOWLEDGEMENT_REQUIRED = -32010,
+  TURN_IN_PROGRESS = -32011,
+  NO_PENDING_APPROVAL = -32012,
+  JOURNAL_FAILURE = -32013,
+  UNKNOWN_TURN = -32014,
+  SESSION_UNAVAILABLE = -32015,
+}
+
+M.ACK_QUESTION = "Do you understand that these commands may already have run?"
+
+local defaults = {
+  --- Path or name (looked up on $PATH) of the server binary.
+  server_path = "mino-server",
+  --- Extra arguments for the server.
+  server_args = {},
+  --- Environment added to Neovim's for the server (MINO_HOME, OPENAI_API_KEY,
+  --- OPENAI_BASE_URL, MINO_MODEL, RUST_LOG ...).
+  cmd_env = {},
+  --- Directory bash commands run in; nil = Neovim's current directory at start.
+  cwd = nil,
+  --- Session id to open; nil = the most recent one (or a new one).
+  session = nil,
+  --- Start a new session even if others exist.
+  new_session = false,
+  --- Where the server's stderr goes; nil = stdpath("log") .. "/mino-server.log".
+  log_file = nil,
+  --- "split" or "float".
+  window = "split",
+  --- Command used to open the split (window = "split").
+  split_cmd = "botright vsplit",
+  --- Float geometry (window = "float"), as fractions of the editor size.
+  float = { width = 0.8, height = 0.8, border = "rounded" },
+  --- Enter insert mode at the prompt line when :Mino opens the chat.
+  start_insert = false,
+}
+
+M.config = vim.deepcopy(defaults)
+
+--- Runtime state, reset by M._reset() (tests).
+local function fresh_state()
+  return {
+    client_id = nil,
+    running_turn = nil,
+    history_loaded = false,
+    deferred = {}, -- notifications that arrived before the history was rendered
+    outbox = {}, -- questions asked before the server was ready
+    ended = {}, -- turnId -> true once mino/turnEnded arrived
+    recovery = nil, -- last mino/recovery params while acknowledgement is pending
+    approvals = {}, -- queue of approval requests
+    asking_approval = false,
+    asking_ack = false,
+    capabilities = nil,
+  }
+end
+M.state = fresh_state()
+--- Client ids stopped on purpose (kept across resets: their exit arrives later).
+local stopping = {}
+--- Client ids whose process has exited.
+local exited = {}
+
+local function notify(msg, level)
+  vim.notify("Mino: " .. msg, level or vim.log.levels.INFO, { title = "Mino" })
+end
+M._notify = notify
+
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(defaults), opts or {})
+  if M.config.window ~= "split" and M.config.window ~= "float" then
+    notify("window must be \"split\" or \"float\", got " .. tostring(M.config.window), vim.log.levels.WARN)
+    M.config.window = "split"
+  end
+  return M
+end
+
+--- The file the server's stderr is appended to.
+function M.log_path()
+  return M.config.log_file or (vim.fn.stdpath("log") .. "/mino-server.log")
+end
+
+--- The server binary as an absolute path, or nil and why not.
+function M.server_binary()
+  local path = M.config.server_path
+  local exe = vim.fn.exepath(path)
+  if exe == "" then
+    return nil, ("mino-server not found: %q is not an executable (set server_path in require('mino').setup)"):format(path)
+  end
+  return exe
+end
+
+-- ------------------------------------------------------------ client plumbing
+
+local function client_call(client, name, ...)
+  if HAS_011 then
+    return client[name](client, ...)
+  end
+  return client[name](...)
+end
+
+local function is_stopped(client)
+  return client_call(client, "is_stopped")
+end
+
+--- The running client, or nil.
+function M.client()
+  local id = M.state.client_id
+  if not id then
+    return nil
+  end
+  local client = vim.lsp.get_client_by_id(id)
+  if not client or is_stopped(client) then
+    return nil
+  end
+  return client
+end
+
+local function format_error(err)
+  if type(err) == "table" then
+    local msg = err.message or vim.inspect(err)
+    if err.code == M.errors.ACKNOWLEDGEMENT_REQUIRED then
+      return msg .. " (run :MinoAcknowledge)"
+    end
+    local expected = {
+      [M.errors.TURN_IN_PROGRESS] = true,
+      [M.errors.NO_PENDING_APPROVAL] = true,
+      [M.errors.UNKNOWN_TURN] = true,
+    }
+    if not expected[err.code] then
+      -- Unexpected failures: the server log has the details.
+      return ("%s (log: %s)"):format(msg, M.log_path())
+    end
+    return msg
+  end
+  return ("%s (log: %s)"):format(tostring(err), M.log_path())
+end
+M._format_error = format_error
+
+--- Sends a request; `cb(err, result)` runs on the main loop.
+--- Returns false when there is no running server.
+function M.request(method, params, cb)
+  local client = M.client()
+  if not client then
+    local e = { code = -32099, message = "mino-server is not running (log: " .. M.log_path() .. ")" }
+    if cb then
+      cb(e, nil)
+    end
+    return false
+  end
+  local ok = client_call(client, "request", method, params, function(err, result)
+    if cb then
+      cb(err, result)
+    end
+  end)
+  if not ok and cb then
+    cb({ code = -32099, message = "mino-server is not running (log: " .. M.log_path() .. ")" }, nil)
+  end
+  return ok
+end
+
+-- ------------------------------------------------------------ notifications
+
+local on = {}
+
+local function defer_until_history(method, params)
+  if not M.state.history_loaded then
+    table.insert(M.state.deferred, { method, params })
+    return true
+  end
+  return false
+end
+
+on["mino/recovery"] = function(p)
+  if defer_until_history("mino/recovery", p) then
+    return
+  end
+  chat.render_recovery(p)
+  if p.acknowledgementRequired then
+    chat.reveal(M.config)
+    M.state.recovery = p
+    M.ask_acknowledgement()
+  else
+    M.state.recovery = nil
+  end
+end
+
+on["mino/turnStarted"] = function(p)
+  M.state.running_turn = p.turnId
+  chat.turn_started(p)
+end
+
+on["mino/textDelta"] = function(p)
+  chat.text_delta(p)
+end
+
+on["mino/approvalRequest"] = function(p)
+  chat.approval_request(p)
+  chat.reveal(M.config)
+  table.insert(M.state.approvals, p)
+  M._next_approval()
+end
+
+on["mino/toolStarted"] = function(p)
+  chat.tool_started(p)
+end
+
+on["mino/toolOutput"] = function(p)
+  chat.tool_output(p)
+end
+
+on["mino/toolResult"] = function(p)
+  chat.tool_result(p)
+end
+
+on["mino/turnEnded"] = function(p)
+  M.state.ended[p.turnId] = true
+  if M.state.running_turn == p.turnId then
+    M.state.running_turn = nil
+  end
+  -- Approvals of an ended turn can no longer be answered.
+  M.state.approvals = vim.tbl_filter(function(a)
+    return a.turnId ~= p.turnId
+  end, M.state.approvals)
+  chat.turn_ended(p)
+  if p.status == "failed" then
+    local reason = (p.reason ~= nil and p.reason ~= vim.NIL) and p.reason or "no reason given"
+    notify(("turn failed: %s (log: %s)"):format(reason, M.log_path()), vim.log.levels.ERROR)
+  end
+end
+
+M._on = on
+
+local function make_handlers()
+  local handlers = {}
+  for method, fn in pairs(on) do
+    handlers[method] = function(_, params, _)
+      local ok, e = pcall(fn, params or {})
+      if not ok then
+        notify(("error handling %s: %s"):format(method, e), vim.log.levels.ERROR)
+      end
+    end
+  end
+  return handlers
+end
+
+-- ------------------------------------------------------------ approvals
+
+--- Asks about the next queued approval with vim.ui.select; anything but an
+--- explicit "Approve" (including dismissing the menu) denies.
+function M._next_approval()
+  if M.state.asking_approval then
+    return
+  end
+  local req = table.remove(M.state.approvals, 1)
+  if not req then
+    return
+  end
+  M.state.asking_approval = true
+  local prompt = ("Mino wants to run `%s` in %s. Approve?"):format(req.command, req.directory or "?")
+  vim.schedule(function()
+    vim.ui.select({ "Approve", "Deny" }, { prompt = prompt, kind = "mino.approval" }, function(choice)
+      local decision = choice == "Approve" and "approve" or "deny"
+      M.state.asking_approval = false
+      if M.state.ended[req.turnId] then
+        chat.append({ ("_`%s` no longer awaits a decision: its turn has ended; nothing was run._"):format(req.callId) })
+        M._next_approval()
+        return
+      end
+      chat.approval_decided(req, decision)
+      M.request("mino/approval", { callId = req.callId, decision = decision }, function(err)
+        if err and err.code == M.errors.NO_PENDING_APPROVAL then
+          -- The turn ended (e.g. cancelled) while the question was open.
+          chat.append({ ("_`%s` no longer awaits a decision: %s_"):format(req.callId, err.message or "") })
+        elseif err then
+          notify("approval of " .. req.callId .. " failed: " .. format_error(err), vim.log.levels.ERROR)
+        end
+      end)
+      M._next_approval()
+    end)
+  end)
+end
+
+-- ------------------------------------------------------------ acknowledgement gate
+
+--- Asks the recovery question; only an explicit "Yes" sends mino/acknowledge.
+function M.acknowledge()
+  local rec = M.state.recovery
+  if not rec then
+    notify("no unknown tool results await acknowledgement")
+    return
+  end
+  M.ask_acknowledgement()
+end
+
+function M.ask_acknowledgement()
+  local rec = M.state.recovery
+  if not rec or M.state.asking_ack then
+    return
+  end
+  M.state.asking_ack = true
+  vim.schedule(function()
+    vim.ui.select({ "Yes", "No" }, { prompt = M.ACK_QUESTION, kind = "mino.acknowledge" }, function(choice)
+      M.state.asking_ack = false
+      if choice ~= "Yes" then
+        chat.append({ "", "_Not acknowledged. Mino refuses new questions until you run :MinoAcknowledge and answer Yes._" })
+        notify("unknown tool results not acknowledged; Mino will refuse questions until you run :MinoAcknowledge",
+          vim.log.levels.WARN)
+        return
+      end
+      local ids = rec.unacknowledgedTurnIds
+      local params = (ids and #ids > 0) and { turnIds = ids } or vim.empty_dict()
+      M.request("mino/acknowledge", params, function(err, result)
+        if err then
+          notify("acknowledgement failed: " .. format_error(err), vim.log.levels.ERROR)
+          return
+        end
+        if M.state.recovery == rec then
+          M.state.recovery = nil
+        end
+        local acked = (result and result.acknowledged) or {}
+        chat.append({ "", ("_Acknowledged: %s. You can continue._"):format(table.concat(acked, ", ")) })
+        notify("acknowledged " .. table.concat(acked, ", "))
+      end)
+    end)
+  end)
+end
+
+-- ------------------------------------------------------------ lifecycle
+
+local function make_on_exit(start_ctx)
+  return function(code, signal, client_id)
+    exited[client_id] = true
+    vim.schedule(function()
+      local purposeful = stopping[client_id] or start_ctx.init_failed
+      stopping[client_id] = nil
+      if M.state.client_id == client_id then
+        M.state.client_id = nil
+        M.state.running_turn = nil
+        M.state.approvals = {}
+        if #M.state.outbox > 0 then
+          notify(("%d question(s) not sent: the server is not running"):format(#M.state.outbox), vim.log.levels.WARN)
+          M.state.outbox = {}
+        end
+      end
+      if start_ctx.init_failed then
+        return
+      end
+      chat.server_exited(code, signal, purposeful)
+      if not purposeful then
+        notify(("mino-server exited unexpectedly (code %s, signal %s). Log: %s"):format(code, signal, M.log_path()),
+          vim.log.levels.ERROR)
+      end
+    end)
+  end
+end
+
+--- Waits (briefly) until the process of client `id` has exited.
+local function wait_exit(id, ms)
+  if not id then
+    return true
+  end
+  return vim.wait(ms or 3000, function()
+    return exited[id] == true
+  end, 10)
+end
+
+local function load_history()
+  M.request("mino/history", vim.empty_dict(), function(err, result)
+    if err then
+      notify("cannot load history: " .. format_error(err), vim.log.levels.ERROR)
+    elseif result then
+      chat.render_history(result)
+    end
+    M.state.history_loaded = true
+    local deferred = M.state.deferred
+    M.state.deferred = {}
+    for _, d in ipairs(deferred) do
+      on[d[1]](d[2])
+    end
+    local outbox = M.state.outbox
+    M.state.outbox = {}
+    for _, q in ipairs(outbox) do
+      M.send(q.text, q.opts)
+    end
+  end)
+end
+
+--- Starts mino-server unless it runs already; returns the client id or nil.
+function M.start()
+  if M.client() then
+    return M.state.client_id
+  end
+  -- A server that is still shutting down holds the session lock.
+  if M.state.client_id and not exited[M.state.client_id] then
+    wait_exit(M.state.client_id, 3000)
+  end
+  local exe, why = M.server_binary()
+  if not exe then
+    notify(why, vim.log.levels.ERROR)
+    return nil
+  end
+  local cwd = vim.fn.fnamemodify(M.config.cwd or vim.fn.getcwd(), ":p"):gsub("/$", "")
+  if cwd == "" then
+    cwd = "/"
+  end
+  if vim.fn.isdirectory(cwd) ~= 1 then
+    notify(("cwd %s is not a directory"):format(cwd), vim.log.levels.ERROR)
+    return nil
+  end
+  local log = M.log_path()
+  vim.fn.mkdir(vim.fn.fnamemodify(log, ":h"), "p")
+  local f = io.open(log, "a")
+  if f then
+    f:write(("\n=== %s mino.nvim starting %s (cwd %s) ===\n"):format(os.date("!%Y-%m-%dT%H:%M:%SZ"), exe, cwd))
+    f:close()
+  end
+  -- The shell only redirects stderr to the log and then becomes the server.
+  local cmd = { "sh", "-c", 'log=$1; shift; exec "$@" 2>>"$log"', "mino-server", log, exe }
+  vim.list_extend(cmd, M.config.server_args or {})
+
+  local init_options = { cwd = cwd }
+  if M.config.session then
+    init_options.session = M.config.session
+  end
+  if M.config.new_session then
+    init_options.newSession = true
+  end
+
+  M.state.history_loaded = false
+  M.state.deferred = {}
+  M.state.outbox = M.state.outbox or {}
+  M.state.ended = {}
+  M.state.recovery = nil
+  M.state.running_turn = nil
+  M.state.approvals = {}
+  M.state.asking_approval = false
+  M.state.asking_ack = false
+
+  local start_ctx = { init_failed = false }
+  local env = M.config.cmd_env
+  local config = {
+    name = "mino",
+    -- A function, so that a refused `initialize` (e.g. the session is locked by
+    -- another Mino) is reported with vim.notify instead of an assertion error.
+    cmd = function(dispatchers)
+      local rpc = vim.lsp.rpc.start(cmd, dispatchers, { cwd = cwd, env = env })
+      local request = rpc.request
+      -- Works whether the rpc object is called as rpc.request(...) or rpc:request(...).
+      rpc.request = function(...)
+        local args = { ... }
+        local n = select("#", ...)
+        local i = args[1] == rpc and 2 or 1
+        if args[i] == "initialize" then
+          local orig = args[i + 2]
+          args[i + 2] = function(err, result)
+            if err then
+              start_ctx.init_failed = true
+              local msg = ("mino-server refused to start: %s. Log: %s"):format(format_error(err), log)
+              vim.schedule(function()
+                chat.append({ "", "**" .. msg .. "**" })
+                notify(msg, vim.log.levels.ERROR)
+              end)
+              rpc.terminate(rpc)
+              return
+            end
+            return orig(err, result)
+          end
+        end
+        return request((table.unpack or unpack)(args, 1, n))
+      end
+      return rpc
+    end,
+    root_dir = cwd,
+    init_options = init_options,
+    handlers = make_handlers(),
+    on_init = function(client, result)
+      M.state.capabilities = vim.tbl_get(result or {}, "capabilities", "experimental", "mino")
+      vim.schedule(function()
+        chat.server_started(M.state.capabilities)
+        load_history()
+      end)
+    end,
+    on_error = function(code, err)
+      vim.schedule(function()
+        local name = vim.lsp.rpc.client_errors[code] or tostring(code)
+        notify(("client error %s: %s (log: %s)"):format(name, vim.inspect(err), M.log_path()), vim.log.levels.ERROR)
+      end)
+    end,
+    on_exit = make_on_exit(start_ctx),
+  }
+  local id
+  if HAS_011 then
+    id = vim.lsp.start(config, {
+      attach = false,
+      reuse_client = function()
+        return false
+      end,
+    })
+  else
+    id = vim.lsp.start_client(config)
+  end
+  if not id then
+    notify("could not start " .. exe .. " (log: " .. log .. ")", vim.log.levels.ERROR)
+    return nil
+  end
+  M.state.client_id = id
+  if not M._leave_autocmd then
+    -- Neovim stops every LSP client on exit; that is not a crash.
+    M._leave_autocmd = vim.api.nvim_create_autocmd("VimLeavePre", {
+      group = vim.api.nvim_create_augroup("mino", { clear = true }),
+      callback = function()
+        if M.state.client_id then
+          stopping[M.state.client_id] = true
+        end
+      end,
+    })
+  end
+  return id
+end
+
+--- Stops the server; `force` kills it instead of asking it to shut down.
+function M.stop(force)
+  local client = M.client()
+  if not client then
+    return
+  end
+  stopping[client.id] = true
+  client_call(client, "stop", force)
+end
+
+function M.restart()
+  local old = M.state.client_id
+  M.stop()
+  if old and not wait_exit(old, 3000) then
+    M.stop(true)
+    wait_exit(old, 2000)
+  end
+  M.state.client_id = nil
+  return M.start()
+end
+
+-- ------------------------------------------------------------ user actions
+
+--- Sends a question. `opts.echo` = false when the prompt line already shows it.
+function M.send(text, opts)
+  opts = opts or {}
+  text = vim.trim(text or "")
+  if text == "" then
+    return
+  end
+  if not M.start() then
+    return
+  end
+  if not M.state.history_loaded then
+    -- Sent once the server is initialized and the history is shown, so the
+    -- question appears after the history and before its answer.
+    table.insert(M.state.outbox, { text = text, opts = { echo = true } })
+    return
+  end
+  if opts.echo ~= false then
+    chat.user_input(text)
+  end
+  M.request("mino/chat", { text = text }, function(err, result)
+    if err then
+      chat.refused(err, format_error(err))
+      local level = vim.log.levels.ERROR
+      if err.code == M.errors.ACKNOWLEDGEMENT_REQUIRED or err.code == M.errors.TURN_IN_PROGRESS then
+        level = vim.log.levels.WARN
+      end
+      notify(format_error(err), level)
+      return
+    end
+    -- mino/turnStarted (or even mino/turnEnded) may arrive before this response.
+    if result and result.turnId and not M.state.running_turn and not M.state.ended[result.turnId] then
+      M.state.running_turn = result.turnId
+    end
+  end)
+end
+
+--- Opens the chat window (starting the server if needed) and optionally asks.
+function M.open(opts)
+  opts = opts or {}
+  M.start()
+  chat.open(M.config)
+  if opts.question then
+    M.send(opts.question)
+  end
+end
+
+--- Cancels the running turn.
+function M.cancel()
+  local turn = M.state.running_turn
+  if not turn then
+    notify("no turn is running")
+    return
+  end
+  M.request("mino/cancel", { turnId = turn }, function(err)
+    if err then
+      notify("cancel failed: " .. format_error(err), vim.log.levels.ERROR)
+    end
+  end)
+end
+
+--- Test hook: stops everything and forgets all state.
+function M._reset()
+  local client = M.client()
+  if client then
+    stopping[client.id] = true
+    client_call(client, "stop", true)
+    wait_exit(client.id, 3000)
+  end
+  M.state = fresh_state()
+  chat._reset()
+end
+
+chat._set_sender(function(text)
+  M.send(text, { echo = false })
+end)
+
+return M

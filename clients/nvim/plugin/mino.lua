@@ -1,0 +1,38 @@
+-- Mino: commands only; everything else loads lazily from lua/mino.
+if vim.g.loaded_mino then
+  return
+end
+vim.g.loaded_mino = true
+
+if vim.fn.has("nvim-0.10") ~= 1 then
+  vim.notify("mino.nvim needs Neovim 0.10 or newer", vim.log.levels.ERROR)
+  return
+end
+
+local function mino()
+  return require("mino")
+end
+
+vim.api.nvim_create_user_command("Mino", function(cmd)
+  mino().open({ question = cmd.args ~= "" and cmd.args or nil })
+end, { nargs = "*", desc = "Open the Mino chat buffer; with text, ask Mino" })
+
+vim.api.nvim_create_user_command("MinoCancel", function()
+  mino().cancel()
+end, { desc = "Cancel Mino's running turn" })
+
+vim.api.nvim_create_user_command("MinoAcknowledge", function()
+  mino().acknowledge()
+end, { desc = "Acknowledge unknown tool results of recovered turns" })
+
+vim.api.nvim_create_user_command("MinoRestart", function()
+  mino().restart()
+end, { desc = "Restart mino-server" })
+
+vim.api.nvim_create_user_command("MinoStop", function()
+  mino().stop()
+end, { desc = "Stop mino-server" })
+
+vim.api.nvim_create_user_command("MinoLog", function()
+  vim.cmd.split(vim.fn.fnameescape(mino().log_path()))
+end, { desc = "Open mino-server's log" })
