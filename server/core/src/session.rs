@@ -12,7 +12,7 @@ use crate::home::{self, HomeError, MinoHome};
 use crate::journal::record::{ApprovalDecision, RecordBody, ToolStatus, TurnStatus};
 use crate::journal::{Journal, JournalError};
 use crate::recovery::{self, RecoveredTurn, RecoveryReport};
-use crate::transcript::Transcript;
+use crate::transcript::{SessionHeader, Transcript};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -52,9 +52,10 @@ impl Session {
             mino_version: env!("CARGO_PKG_VERSION").to_string(),
         };
         let journal = Journal::create(&path, &header)?;
-        let records = [crate::journal::Record { v: 2, seq: 1, body: header }];
-        let transcript = Transcript::from_records(&records)
-            .map_err(|(line, reason)| SessionError::Inconsistent { path: path.clone(), line, reason })?;
+        let RecordBody::Session { session_id, created_at, cwd, .. } = header else {
+            unreachable!("the header was built above as a session record")
+        };
+        let transcript = Transcript::new(SessionHeader { session_id, created_at, cwd });
         Ok(Session { journal, transcript })
     }
 
@@ -70,9 +71,19 @@ impl Session {
     }
 
     pub fn open_path(path: &Path) -> Result<(Session, RecoveryReport), SessionError> {
-        let opened = Journal::open(path)?;
-        let transcript = Transcript::from_records(&opened.records).map_err(|(line, reason)| {
-            SessionError::Inconsistent { path: path.to_path_buf(), line, reason }
+        let mut transcript: Option<Transcript> = None;
+        let opened = Journal::open(path, |record| match (&mut transcript, record.body) {
+            (None, RecordBody::Session { session_id, created_at, cwd, .. }) => {
+                transcript = Some(Transcript::new(SessionHeader { session_id, created_at, cwd }));
+                Ok(())
+            }
+            (Some(t), body) => t.apply_owned(body),
+            (None, _) => Err("the session header must be record 1".into()),
+        })?;
+        let transcript = transcript.ok_or_else(|| SessionError::Inconsistent {
+            path: path.to_path_buf(),
+            line: 1,
+            reason: "the file holds no session header".into(),
         })?;
         let mut session = Session { journal: opened.journal, transcript };
         let mut report = RecoveryReport { torn_tail: opened.torn_tail, ..Default::default() };

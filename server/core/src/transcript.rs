@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::bash;
-use crate::journal::record::{ApprovalDecision, Record, RecordBody, ToolStatus, TurnStatus};
+use crate::journal::record::{ApprovalDecision, RecordBody, ToolStatus, TurnStatus};
 
 #[derive(Debug, Clone)]
 pub struct SessionHeader {
@@ -167,20 +167,9 @@ pub struct Transcript {
 }
 
 impl Transcript {
-    /// Builds the transcript from a file's records; the first must be the header.
-    pub fn from_records(records: &[Record]) -> Result<Transcript, (u64, String)> {
-        let Some(Record { body: RecordBody::Session { session_id, created_at, cwd, .. }, .. }) = records.first() else {
-            return Err((1, "the session header must be record 1".into()));
-        };
-        let mut transcript = Transcript {
-            header: SessionHeader { session_id: session_id.clone(), created_at: created_at.clone(), cwd: cwd.clone() },
-            turns: Vec::new(),
-            by_id: HashMap::new(),
-        };
-        for record in &records[1..] {
-            transcript.apply(&record.body).map_err(|why| (record.seq, why))?;
-        }
-        Ok(transcript)
+    /// A transcript holding only the session header.
+    pub fn new(header: SessionHeader) -> Transcript {
+        Transcript { header, turns: Vec::new(), by_id: HashMap::new() }
     }
 
     pub fn turn(&self, turn_id: &str) -> Option<&Turn> {
@@ -199,13 +188,25 @@ impl Transcript {
     /// Applies one record; on error (naming what is inconsistent) nothing changed.
     pub fn apply(&mut self, body: &RecordBody) -> Result<(), String> {
         self.check(body)?;
+        self.apply_checked(body.clone());
+        Ok(())
+    }
+
+    /// [`Transcript::apply`] without a copy, for records read from the file.
+    pub fn apply_owned(&mut self, body: RecordBody) -> Result<(), String> {
+        self.check(&body)?;
+        self.apply_checked(body);
+        Ok(())
+    }
+
+    fn apply_checked(&mut self, body: RecordBody) {
         match body {
             RecordBody::Session { .. } => {}
             RecordBody::User { turn_id, text } => {
                 self.by_id.insert(turn_id.clone(), self.turns.len());
                 self.turns.push(Turn {
-                    id: turn_id.clone(),
-                    input: text.clone(),
+                    id: turn_id,
+                    input: text,
                     responses: Vec::new(),
                     calls: Vec::new(),
                     end: None,
@@ -213,9 +214,9 @@ impl Transcript {
                 });
             }
             RecordBody::Response { items, .. } => {
-                let Some(turn) = self.turns.last_mut() else { return Ok(()) };
+                let Some(turn) = self.turns.last_mut() else { return };
                 let response_index = turn.responses.len();
-                for (call_id, name, arguments) in function_calls(items) {
+                for (call_id, name, arguments) in function_calls(&items) {
                     turn.calls.push(Call {
                         call_id,
                         name,
@@ -226,40 +227,34 @@ impl Transcript {
                         result: None,
                     });
                 }
-                turn.responses.push(items.clone());
+                turn.responses.push(items);
             }
             RecordBody::Approval { call_id, decision, .. } => {
-                if let Some(call) = self.last_call_mut(call_id) {
-                    call.decision = Some(*decision);
+                if let Some(call) = self.last_call_mut(&call_id) {
+                    call.decision = Some(decision);
                 }
             }
             RecordBody::ToolStart { call_id, .. } => {
-                if let Some(call) = self.last_call_mut(call_id) {
+                if let Some(call) = self.last_call_mut(&call_id) {
                     call.started = true;
                 }
             }
             RecordBody::ToolResult { call_id, status, output, exit_code, recovered, .. } => {
-                if let Some(call) = self.last_call_mut(call_id) {
-                    call.result = Some(CallResult {
-                        status: *status,
-                        output: output.clone(),
-                        exit_code: *exit_code,
-                        recovered: *recovered,
-                    });
+                if let Some(call) = self.last_call_mut(&call_id) {
+                    call.result = Some(CallResult { status, output, exit_code, recovered });
                 }
             }
             RecordBody::TurnEnd { status, reason, .. } => {
                 if let Some(turn) = self.turns.last_mut() {
-                    turn.end = Some(TurnEnd { status: *status, reason: reason.clone() });
+                    turn.end = Some(TurnEnd { status, reason });
                 }
             }
             RecordBody::RecoveryAck { turn_id } => {
-                if let Some(&i) = self.by_id.get(turn_id) {
+                if let Some(&i) = self.by_id.get(&turn_id) {
                     self.turns[i].acknowledged = true;
                 }
             }
         }
-        Ok(())
     }
 
     /// Whether `body` may follow the records applied so far.

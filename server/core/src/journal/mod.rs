@@ -59,7 +59,6 @@ impl std::fmt::Display for TornTail {
 /// What opening an existing file found.
 pub struct Opened {
     pub journal: Journal,
-    pub records: Vec<Record>,
     pub torn_tail: Option<TornTail>,
 }
 
@@ -115,10 +114,12 @@ impl Journal {
         })
     }
 
-    /// Opens, locks and verifies an existing session file. A torn last line is
-    /// cut off (and the cut synced); any other damage refuses the file without
-    /// writing a byte.
-    pub fn open(path: &Path) -> Result<Opened, JournalError> {
+    /// Opens, locks and verifies an existing session file, handing each
+    /// record to `visit` in order as it is read (so the file is never held in
+    /// memory whole). `visit` may reject a record with a reason. A torn last
+    /// line is cut off (and the cut synced); any other damage refuses the file
+    /// without writing a byte.
+    pub fn open(path: &Path, visit: impl FnMut(Record) -> Result<(), String>) -> Result<Opened, JournalError> {
         let io_err = |action, source| JournalError::Io { path: path.to_path_buf(), action, source };
         // O_NOFOLLOW: a session file that is a symlink could point anywhere.
         let file = OpenOptions::new()
@@ -134,24 +135,21 @@ impl Journal {
                 _ => io_err("open the session file", e),
             })?;
         lock(&file, path)?;
-        let mut bytes = Vec::new();
-        io::Read::read_to_end(&mut &file, &mut bytes).map_err(|e| io_err("read the session file", e))?;
-        let scan = scan(path, &bytes)?;
+        let scan = scan(path, &file, visit)?;
         if let Some(torn) = &scan.torn_tail {
             file.set_len(torn.offset).map_err(|e| io_err("cut the torn last line", e))?;
             file.sync_data().map_err(|e| io_err("sync the cut", e))?;
         }
-        let next_seq = scan.records.len() as u64 + 1;
         let journal = Journal {
             path: path.to_path_buf(),
             file: Box::new(file),
             len: scan.good_len,
             synced_len: scan.good_len,
-            next_seq,
+            next_seq: scan.records + 1,
             broken: None,
             syncs: 0,
         };
-        Ok(Opened { journal, records: scan.records, torn_tail: scan.torn_tail })
+        Ok(Opened { journal, torn_tail: scan.torn_tail })
     }
 
     pub fn path(&self) -> &Path {
@@ -272,38 +270,39 @@ impl JournalFile for NoFile {
 }
 
 struct Scan {
-    records: Vec<Record>,
+    records: u64,
     good_len: u64,
     torn_tail: Option<TornTail>,
 }
 
-/// Verifies a whole file's bytes: every line parses, checksums match, `seq`
-/// counts up from 1 without gaps, and record 1 is the session header.
-fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, JournalError> {
+/// Reads and verifies a whole file line by line: every line parses,
+/// checksums match, `seq` counts up from 1 without gaps, and record 1 is the
+/// session header.
+fn scan(path: &Path, file: &File, mut visit: impl FnMut(Record) -> Result<(), String>) -> Result<Scan, JournalError> {
     let corrupt = |line: usize, reason: String| JournalError::Corrupt { path: path.to_path_buf(), line, reason };
-    let mut records = Vec::with_capacity(bytes.len() / 256 + 1);
-    let mut offset = 0usize;
+    let io_err = |source| JournalError::Io { path: path.to_path_buf(), action: "read the session file", source };
+    let file_len = file.metadata().map_err(io_err)?.len();
+    let mut reader = io::BufReader::with_capacity(1 << 16, file);
+    let mut line = Vec::with_capacity(4096);
+    let mut offset = 0u64;
     let mut line_no = 0usize;
+    let mut records = 0u64;
     let mut torn_tail = None;
-    while offset < bytes.len() {
+    loop {
+        line.clear();
+        let n = io::BufRead::read_until(&mut reader, b'\n', &mut line).map_err(io_err)?;
+        if n == 0 {
+            break;
+        }
         line_no += 1;
-        let rest = &bytes[offset..];
-        let (line, has_newline) = match memchr_newline(rest) {
-            Some(end) => (&rest[..end], true),
-            None => (rest, false),
-        };
-        let is_last = offset + line.len() + usize::from(has_newline) == bytes.len();
-        let tear = |reason: String| TornTail {
-            line: line_no,
-            offset: offset as u64,
-            bytes: (bytes.len() - offset) as u64,
-            reason,
-        };
+        let has_newline = line.last() == Some(&b'\n');
+        let is_last = offset + n as u64 >= file_len;
+        let tear = |reason: String| TornTail { line: line_no, offset, bytes: file_len.saturating_sub(offset), reason };
         if !has_newline {
             torn_tail = Some(tear("no newline at the end of the file".into()));
             break;
         }
-        let record = match decode_line(line) {
+        let record = match decode_line(&line[..n - 1]) {
             Ok(record) => record,
             Err(LineError::Garbled(why)) if is_last => {
                 torn_tail = Some(tear(format!("unparseable: {why}")));
@@ -314,22 +313,19 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, JournalError> {
             }
             Err(e) => return Err(corrupt(line_no, e.to_string())),
         };
-        let expected = records.len() as u64 + 1;
+        let expected = records + 1;
         if record.seq != expected {
             return Err(corrupt(line_no, format!("seq {} where {expected} was expected (a record is missing or repeated)", record.seq)));
         }
         if (expected == 1) != matches!(record.body, RecordBody::Session { .. }) {
             return Err(corrupt(line_no, "the session header must be record 1, and only record 1".into()));
         }
-        records.push(record);
-        offset += line.len() + 1;
+        visit(record).map_err(|reason| corrupt(line_no, reason))?;
+        records += 1;
+        offset += n as u64;
     }
-    if records.is_empty() {
+    if records == 0 {
         return Err(corrupt(1, "the file holds no session header".into()));
     }
-    Ok(Scan { records, good_len: offset as u64, torn_tail })
-}
-
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    Ok(Scan { records, good_len: offset, torn_tail })
 }

@@ -1,0 +1,85 @@
+//! A realistic session file of a given number of records, written directly
+//! (no syncs): turns of a question, a response with text and a call, its
+//! approval, start and result (a few KiB of output), a final answer, the end.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Result;
+use mino_core::journal::record::{encode_line, ApprovalDecision, RecordBody, ToolStatus, TurnStatus};
+use serde_json::json;
+use serde_json::value::{to_raw_value, RawValue};
+
+fn raw(v: serde_json::Value) -> Result<Box<RawValue>> {
+    Ok(to_raw_value(&v)?)
+}
+
+fn prose(words: usize, salt: usize) -> String {
+    const WORDS: [&str; 12] = ["the", "list", "shopping", "milk", "file", "command", "approve", "result", "model", "turn", "eggs", "bread"];
+    (0..words).map(|i| WORDS[(i * 7 + salt) % WORDS.len()]).collect::<Vec<_>>().join(" ")
+}
+
+/// Writes at least `records` records, ending on a whole turn, and returns the file's size in bytes.
+pub fn write_session(path: &Path, records: usize) -> Result<u64> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut seq = 0u64;
+    let mut bytes = 0u64;
+    let mut put = |body: RecordBody, out: &mut std::io::BufWriter<std::fs::File>| -> Result<()> {
+        seq += 1;
+        let line = encode_line(seq, &body);
+        bytes += line.len() as u64;
+        out.write_all(&line)?;
+        Ok(())
+    };
+    put(
+        RecordBody::Session {
+            session_id: "bench".into(),
+            created_at: "2026-11-29T00:00:00Z".into(),
+            cwd: "/work".into(),
+            mino_version: "bench".into(),
+        },
+        &mut out,
+    )?;
+    let mut written = 1;
+    let mut turn = 0usize;
+    while written < records {
+        turn += 1;
+        let turn_id = format!("turn-{turn}");
+        let call_id = format!("call_{turn}");
+        let command = format!("grep -n milk shopping.txt | head -n {turn}");
+        let bodies = vec![
+            RecordBody::User { turn_id: turn_id.clone(), text: prose(40, turn) },
+            RecordBody::Response {
+                turn_id: turn_id.clone(),
+                items: vec![
+                    raw(json!({"id": format!("rs_{turn}"), "type": "reasoning", "summary": [], "encrypted_content": "gAAAA".repeat(60)}))?,
+                    raw(json!({"id": format!("msg_{turn}a"), "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": prose(60, turn + 1), "annotations": []}]}))?,
+                    raw(json!({"id": format!("fc_{turn}"), "type": "function_call", "status": "completed", "call_id": call_id, "name": "bash", "arguments": json!({"command": command}).to_string()}))?,
+                ],
+            },
+            RecordBody::Approval { turn_id: turn_id.clone(), call_id: call_id.clone(), decision: ApprovalDecision::Approved },
+            RecordBody::ToolStart { turn_id: turn_id.clone(), call_id: call_id.clone(), command, cwd: "/work".into() },
+            RecordBody::ToolResult {
+                turn_id: turn_id.clone(),
+                call_id: call_id.clone(),
+                status: ToolStatus::Success,
+                output: (0..60).map(|i| format!("{i}: milk {}\n", prose(6, i + turn))).collect(),
+                exit_code: Some(0),
+                recovered: false,
+            },
+            RecordBody::Response {
+                turn_id: turn_id.clone(),
+                items: vec![raw(json!({"id": format!("msg_{turn}b"), "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": prose(120, turn + 2), "annotations": []}]}))?],
+            },
+            RecordBody::TurnEnd { turn_id, status: TurnStatus::Completed, reason: None },
+        ];
+        // Whole turns only: a session that ends mid-turn makes opening
+        // append and sync recovery records, a cost measured on its own.
+        for body in bodies {
+            put(body, &mut out)?;
+            written += 1;
+        }
+    }
+    out.flush()?;
+    Ok(bytes)
+}

@@ -1,0 +1,90 @@
+//! Mino's benchmarks. Every figure is a ratio against a floor measured in the
+//! same run, because absolute times on shared machines drift.
+//!
+//! `mino-bench all [--quick]` runs everything and prints a table; it exits
+//! non-zero when a goal is missed. Each measurement runs in a child process of
+//! its own (`mino-bench measure …`) so peak memory (VmHWM) is that
+//! measurement's alone. Run it through `scripts/bench` (release build).
+
+mod journal_gen;
+mod open;
+mod relay;
+mod turn;
+
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+pub struct Goal {
+    pub name: String,
+    pub figure: String,
+    pub goal: String,
+    pub met: bool,
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("all") => run_all(args.iter().any(|a| a == "--quick")),
+        Some("measure") => open::measure(&args[1..]),
+        Some("gen") => {
+            let records: usize = args.get(1).context("gen RECORDS PATH")?.parse()?;
+            let path = args.get(2).context("gen RECORDS PATH")?;
+            let bytes = journal_gen::write_session(std::path::Path::new(path), records)?;
+            println!("wrote {records} records, {bytes} bytes to {path}");
+            Ok(())
+        }
+        _ => {
+            eprintln!("usage: mino-bench all [--quick] | gen RECORDS PATH | measure KIND PATH");
+            std::process::exit(2)
+        }
+    }
+}
+
+/// Runs `mino-bench measure <args>` in a child and returns its JSON answer.
+pub fn child(args: &[&str]) -> Result<serde_json::Value> {
+    let exe = std::env::current_exe()?;
+    let out = Command::new(exe).arg("measure").args(args).output()?;
+    if !out.status.success() {
+        bail!("measure {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+fn run_all(quick: bool) -> Result<()> {
+    let machine = machine_line();
+    println!("machine: {machine}");
+    let mut goals = Vec::new();
+    goals.extend(open::run(quick)?);
+    goals.extend(turn::run(quick)?);
+    goals.extend(relay::run(quick)?);
+    println!();
+    println!("| measurement | figure | goal | met |");
+    println!("|---|---|---|---|");
+    for g in &goals {
+        println!("| {} | {} | {} | {} |", g.name, g.figure, g.goal, if g.met { "yes" } else { "NO" });
+    }
+    let missed = goals.iter().filter(|g| !g.met).count();
+    if missed > 0 {
+        eprintln!("{missed} goal(s) missed");
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn machine_line() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .unwrap_or_else(|| "unknown cpu".into());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    format!("{cpu}, {cores} cores")
+}
+
+pub fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    if xs.is_empty() {
+        return 0.0;
+    }
+    xs[xs.len() / 2]
+}
