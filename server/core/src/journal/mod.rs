@@ -167,6 +167,20 @@ impl Journal {
         self.syncs
     }
 
+    /// Bytes known to be on disk: covered by the last successful sync.
+    pub fn synced_len(&self) -> u64 {
+        self.synced_len
+    }
+
+    /// Bytes written (synced or not).
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     pub fn is_broken(&self) -> Option<&str> {
         self.broken.as_deref()
     }
