@@ -1,0 +1,85 @@
+/**
+ * Mino for VS Code: activation, commands and the chat view.
+ */
+import * as vscode from 'vscode';
+import { ChatViewProvider } from './chatViewProvider';
+import { API_KEY_SECRET, MinoServer } from './server';
+
+export interface MinoExtensionApi {
+  server: MinoServer;
+  view: ChatViewProvider;
+}
+
+let server: MinoServer | undefined;
+
+export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
+  const output = vscode.window.createOutputChannel('Mino Server', { log: true });
+  server = new MinoServer({ context, output });
+  const view = new ChatViewProvider(context.extensionUri, server, output);
+  const s = server;
+
+  context.subscriptions.push(
+    output,
+    s,
+    view,
+    vscode.window.registerWebviewViewProvider(ChatViewProvider.viewType, view, {
+      webviewOptions: { retainContextWhenHidden: true },
+    }),
+    vscode.commands.registerCommand('mino.open', () => openView()),
+    vscode.commands.registerCommand('mino.newQuestion', async () => {
+      await openView();
+      view.focusInput(true);
+    }),
+    vscode.commands.registerCommand('mino.cancelTurn', async () => {
+      const turnId = s.runningTurnId;
+      const conn = s.connection;
+      if (!turnId || !conn) {
+        void vscode.window.showInformationMessage('Mino: no turn is running.');
+        return;
+      }
+      try {
+        await conn.cancel(turnId);
+      } catch (e) {
+        void vscode.window.showErrorMessage(`Mino: could not cancel the turn: ${String((e as Error).message ?? e)}`);
+      }
+    }),
+    vscode.commands.registerCommand('mino.showServerLog', () => output.show(true)),
+    vscode.commands.registerCommand('mino.restartServer', () => s.restart()),
+    vscode.commands.registerCommand('mino.setApiKey', async () => {
+      const key = await vscode.window.showInputBox({
+        title: 'Mino: OpenAI API key',
+        prompt: 'Stored in VS Code SecretStorage. OPENAI_API_KEY in the environment takes precedence.',
+        password: true,
+        ignoreFocusOut: true,
+      });
+      if (key === undefined) return;
+      if (key === '') await context.secrets.delete(API_KEY_SECRET);
+      else await context.secrets.store(API_KEY_SECRET, key);
+      const choice = await vscode.window.showInformationMessage(
+        'Mino: API key saved. Restart the server to use it?',
+        'Restart',
+      );
+      if (choice === 'Restart') await s.restart();
+    }),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('mino')) {
+        void vscode.window
+          .showInformationMessage('Mino settings changed. Restart the server to apply them?', 'Restart')
+          .then((choice) => (choice === 'Restart' ? s.restart() : undefined));
+      }
+    }),
+  );
+
+  void s.start();
+  return { server: s, view };
+}
+
+async function openView(): Promise<void> {
+  await vscode.commands.executeCommand('workbench.view.extension.mino');
+  await vscode.commands.executeCommand(`${ChatViewProvider.viewType}.focus`);
+}
+
+export async function deactivate(): Promise<void> {
+  await server?.stop();
+  server = undefined;
+}

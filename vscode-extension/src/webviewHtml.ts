@@ -1,0 +1,82 @@
+/**
+ * The chat webview's HTML. Kept free of the `vscode` module so that the
+ * webview test can load exactly the page the extension serves.
+ */
+import { randomBytes } from 'node:crypto';
+
+export interface WebviewHtmlOptions {
+  /** `webview.cspSource`: the origin local resources are served from. */
+  cspSource: string;
+  /** URI of media/main.js as the webview sees it. */
+  scriptUri: string;
+  /** URI of media/main.css as the webview sees it. */
+  styleUri: string;
+  /** Per-load nonce; a fresh one when omitted. */
+  nonce?: string;
+}
+
+export function makeNonce(): string {
+  return randomBytes(18).toString('base64').replace(/[^A-Za-z0-9]/g, '');
+}
+
+/**
+ * Strict Content-Security-Policy: nothing by default, styles and images only
+ * from the extension's own files, scripts only with this load's nonce, no
+ * remote origins, no inline styles.
+ */
+export function contentSecurityPolicy(cspSource: string, nonce: string): string {
+  return [
+    "default-src 'none'",
+    `style-src ${cspSource}`,
+    `img-src ${cspSource} data:`,
+    `font-src ${cspSource}`,
+    `script-src 'nonce-${nonce}'`,
+    "connect-src 'none'",
+    "frame-src 'none'",
+    "form-action 'none'",
+    "base-uri 'none'",
+  ].join('; ');
+}
+
+function escapeAttr(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+export function renderChatHtml(opts: WebviewHtmlOptions): string {
+  const nonce = opts.nonce ?? makeNonce();
+  const csp = contentSecurityPolicy(opts.cspSource, nonce);
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${escapeAttr(csp)}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${escapeAttr(opts.styleUri)}">
+<title>Mino</title>
+</head>
+<body>
+<div id="app">
+  <div id="status" class="status" role="status" aria-live="polite"></div>
+  <div id="notices" class="notices" aria-live="polite"></div>
+  <main id="transcript" class="transcript" aria-label="Conversation" aria-live="polite"></main>
+  <section id="ack-gate" class="ack-gate" hidden tabindex="-1" role="alertdialog" aria-labelledby="ack-title" aria-describedby="ack-question">
+    <h2 id="ack-title">An interrupted tool turn was recovered without executing commands.</h2>
+    <p class="ack-explain">A previous command started, but its result is unknown. It may have changed files or external systems. Mino has not rerun it. Review those effects before continuing.</p>
+    <ul id="ack-calls" class="ack-calls"></ul>
+    <p class="ack-question" id="ack-question">Do you understand that these commands may already have run?</p>
+    <div class="ack-actions">
+      <button id="ack-yes" type="button" class="primary">Yes, I understand</button>
+    </div>
+  </section>
+  <form id="composer" class="composer" autocomplete="off">
+    <textarea id="input" rows="3" placeholder="Ask Mino… (Enter to send, Shift+Enter for a new line)" aria-label="Question"></textarea>
+    <div class="composer-actions">
+      <button id="cancel" type="button" class="secondary" hidden>Cancel</button>
+      <button id="send" type="submit" class="primary">Send</button>
+    </div>
+  </form>
+</div>
+<script nonce="${nonce}" src="${escapeAttr(opts.scriptUri)}"></script>
+</body>
+</html>`;
+}

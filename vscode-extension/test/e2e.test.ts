@@ -1,0 +1,140 @@
+/**
+ * The whole extension without VS Code: activate() with a mocked `vscode`
+ * module, a language client that really spawns the real `mino-server`
+ * (test/mocks/languageclient.ts in `process` mode) against the mock model,
+ * and the webview the provider serves, running in chromium. The chapter-04
+ * story end to end: approve a command that kills the server, see the crash,
+ * restart from the view, acknowledge the unknown result, ask again.
+ */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { activate, deactivate } from '../src/extension';
+import { ACKNOWLEDGEMENT_QUESTION } from '../src/protocol';
+import {
+  deliver,
+  launchChromium,
+  newWebviewPage,
+  OUT,
+  requireChromium,
+  SKIP_WEBVIEW,
+  startWebviewHost,
+  type PageProbe,
+  type WebviewHost,
+} from './browser';
+import { missingBinaries, MockModel, SERVER_BIN, tempDir } from './helpers';
+import { clients, settings } from './mocks/languageclient';
+import * as fake from './mocks/vscode';
+
+requireChromium();
+const missing = missingBinaries();
+if (missing.length > 0) throw new Error(`missing binaries: ${missing.join(', ')}`);
+
+let mock: MockModel;
+let webHost: WebviewHost;
+let browser: Browser;
+let page: Page;
+let probe: PageProbe;
+let context: ReturnType<typeof fake.createExtensionContext>;
+const savedEnv = { ...process.env };
+
+beforeAll(async () => {
+  if (SKIP_WEBVIEW) return;
+  mock = await MockModel.start();
+  webHost = await startWebviewHost();
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await deactivate();
+  for (const d of context?.subscriptions ?? []) d.dispose();
+  settings.mode = 'fake';
+  process.env = savedEnv;
+  await browser?.close();
+  await webHost?.close();
+  mock?.stop();
+});
+
+describe.skipIf(SKIP_WEBVIEW)('extension + real mino-server + webview in chromium', () => {
+  it('crash, restart from the view, acknowledgement gate, then chat again', async () => {
+    const home = tempDir('e2e-home');
+    const cwd = tempDir('e2e-cwd');
+    fake.mock.reset();
+    clients.length = 0;
+    settings.mode = 'process';
+    process.env.MINO_HOME = home;
+    process.env.OPENAI_API_KEY = 'sk-e2e';
+    process.env.RUST_LOG = 'info';
+    fake.mock.workspaceFolder = cwd;
+    fake.mock.config.set('mino.serverPath', SERVER_BIN);
+    fake.mock.config.set('mino.baseUrl', mock.baseUrl);
+    fake.mock.config.set('mino.model', 'mock-model');
+    await mock.script([
+      { type: 'calls', text: ['I', ' will', ' append', ' it.'], calls: [{ call_id: 'call_milk', command: 'echo milk >> shopping.txt; kill -9 $PPID' }] },
+    ]);
+
+    // Activate, open the view in chromium, bridge both directions.
+    context = fake.createExtensionContext();
+    const api = activate(context as any);
+    ({ page, probe } = await newWebviewPage(browser));
+    const view = fake.createFakeWebviewView({
+      cspSource: webHost.origin,
+      asWebviewUri: (u) => ({ toString: () => `${webHost.origin}/media/${path.basename(u.fsPath)}` }),
+      onPost: (m) => void deliver(page, m).catch(() => undefined),
+    });
+    await page.exposeFunction('__toHost', (m: unknown) => view.webview.receive(m));
+    fake.mock.viewProviders.get('mino.chat')!.provider.resolveWebviewView(view, {}, {});
+    webHost.html = view.webview.html;
+    await page.goto(`${webHost.origin}/`);
+
+    const input = page.locator('#input');
+    await expect.poll(() => api.server.state, { timeout: 15000 }).toBe('ready');
+    await expect.poll(() => page.locator('#send').isDisabled()).toBe(false);
+
+    // 1. Ask; the model wants to append; approve.
+    await input.fill('Add milk to shopping.txt.');
+    await input.press('Enter');
+    const card = page.locator('.tool-card[data-call-id="call_milk"]');
+    await expect.poll(() => card.getByRole('button', { name: 'Approve' }).isVisible(), { timeout: 15000 }).toBe(true);
+    expect(await page.locator('.assistant-text').first().textContent()).toBe('I will append it.');
+    expect(await card.locator('.tool-meta').innerText()).toContain(cwd);
+    await card.getByRole('button', { name: 'Approve' }).click();
+
+    // 2. The command kills the server: the crash is visible, with a restart action.
+    await expect.poll(() => api.server.state, { timeout: 15000 }).toBe('crashed');
+    expect(fake.mock.errorMessages.map((m) => m.message)).toContain('Mino server stopped unexpectedly.');
+    expect(readFileSync(path.join(cwd, 'shopping.txt'), 'utf8')).toBe('milk\n');
+    await expect.poll(() => page.locator('#status').innerText()).toContain('stopped unexpectedly');
+    await page.locator('#status').getByRole('button', { name: 'Restart' }).click();
+
+    // 3. The restarted server reports the unknown result: the gate blocks the input.
+    await expect.poll(() => api.server.state, { timeout: 15000 }).toBe('ready');
+    const gate = page.locator('#ack-gate');
+    await expect.poll(() => gate.isVisible(), { timeout: 15000 }).toBe(true);
+    expect(await page.locator('#ack-question').textContent()).toBe(ACKNOWLEDGEMENT_QUESTION);
+    expect(await gate.locator('.ack-call code').allTextContents()).toEqual(['echo milk >> shopping.txt; kill -9 $PPID']);
+    expect(await input.isDisabled()).toBe(true);
+    // The restored history shows the interrupted turn.
+    await expect.poll(() => page.locator('.tool-card[data-call-id="call_milk"] .badge').textContent()).toBe('result unknown');
+    await page.screenshot({ path: path.join(OUT, 'e2e-ack-gate.png'), fullPage: true });
+
+    // 4. Yes → mino/acknowledge → the input opens; the next question reaches the model.
+    await gate.getByRole('button', { name: /Yes/ }).click();
+    await expect.poll(() => gate.isVisible()).toBe(false);
+    expect(await input.isDisabled()).toBe(false);
+    await mock.script([{ type: 'text', deltas: ['The', ' earlier', ' append', ' may', ' have', ' run.'] }]);
+    await input.fill('Is milk on the list now?');
+    await input.press('Enter');
+    const answer = page.locator('.turn').last().locator('.assistant-text');
+    await expect.poll(() => answer.textContent(), { timeout: 15000 }).toBe('The earlier append may have run.');
+    const requests = await mock.requests();
+    const last = requests[requests.length - 1].body.input as any[];
+    expect(last.find((i) => i.type === 'function_call_output')?.call_id).toBe('call_milk');
+    expect(readFileSync(path.join(cwd, 'shopping.txt'), 'utf8')).toBe('milk\n');
+    await page.screenshot({ path: path.join(OUT, 'e2e-after-ack.png'), fullPage: true });
+
+    expect(probe.cspViolations).toEqual([]);
+    expect(probe.pageErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,253 @@
+/**
+ * Extension host glue with a mocked `vscode` module and a fake language client
+ * (see vitest.config.ts aliases).
+ */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+// The same modules the source gets for `vscode` and `vscode-languageclient/node` (vitest aliases).
+import * as fake from './mocks/vscode';
+import { clients, CloseAction, LanguageClient, RpcFailure } from './mocks/languageclient';
+import { activate, deactivate, type MinoExtensionApi } from '../src/extension';
+import { API_KEY_SECRET } from '../src/server';
+
+const pkg = JSON.parse(readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'));
+
+const flush = () => new Promise((r) => setTimeout(r, 0));
+
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await flush();
+}
+
+let api: MinoExtensionApi;
+let context: ReturnType<typeof fake.createExtensionContext>;
+
+function client(): LanguageClient {
+  return clients[clients.length - 1];
+}
+
+function openView() {
+  const view = fake.createFakeWebviewView();
+  fake.mock.viewProviders.get('mino.chat')!.provider.resolveWebviewView(view, {}, {});
+  return view;
+}
+
+beforeEach(async () => {
+  fake.mock.reset();
+  clients.length = 0;
+  delete process.env.OPENAI_API_KEY;
+  context = fake.createExtensionContext();
+  api = activate(context as any);
+  await settle();
+});
+
+afterEach(async () => {
+  await deactivate();
+  for (const d of context.subscriptions) d.dispose();
+});
+
+describe('activation', () => {
+  it('registers the chat view and every contributed command', () => {
+    expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
+    const contributed = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
+    expect(contributed).toEqual(
+      ['mino.cancelTurn', 'mino.newQuestion', 'mino.open', 'mino.restartServer', 'mino.setApiKey', 'mino.showServerLog'],
+    );
+    expect([...fake.mock.commands.keys()].sort()).toEqual(contributed);
+    // The view is contributed into its own activity-bar container, with an icon.
+    const container = pkg.contributes.viewsContainers.activitybar[0];
+    expect(container.icon).toMatch(/^media\/.+\.svg$/);
+    expect(pkg.contributes.views[container.id][0]).toMatchObject({ type: 'webview', id: 'mino.chat' });
+    // No plain API key setting.
+    expect(Object.keys(pkg.contributes.configuration.properties).sort()).toEqual(
+      ['mino.baseUrl', 'mino.model', 'mino.serverPath'],
+    );
+  });
+
+  it('starts mino-server through a LanguageClient with an empty selector and the workspace as cwd', async () => {
+    fake.mock.config.set('mino.serverPath', '/opt/mino/mino-server');
+    fake.mock.config.set('mino.model', 'gpt-test');
+    fake.mock.config.set('mino.baseUrl', 'http://127.0.0.1:9/v1');
+    await context.secrets.store(API_KEY_SECRET, 'sk-from-secret-storage');
+    await api.server.restart();
+
+    const c = client();
+    expect(c.started).toBe(true);
+    expect(c.clientOptions.documentSelector).toEqual([]);
+    expect(c.clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace' });
+    expect(c.serverOptions.command).toBe('/opt/mino/mino-server');
+    expect(c.serverOptions.options.cwd).toBe('/tmp/mino-workspace');
+    const env = c.serverOptions.options.env;
+    expect(env.MINO_MODEL).toBe('gpt-test');
+    expect(env.OPENAI_BASE_URL).toBe('http://127.0.0.1:9/v1');
+    expect(env.OPENAI_API_KEY).toBe('sk-from-secret-storage');
+    // Every Mino notification is subscribed before start (recovery follows `initialized`).
+    for (const m of ['mino/recovery', 'mino/turnStarted', 'mino/textDelta', 'mino/approvalRequest',
+      'mino/toolStarted', 'mino/toolOutput', 'mino/toolResult', 'mino/turnEnded']) {
+      expect(c.notificationHandlers.get(m)?.length, m).toBeGreaterThan(0);
+    }
+    expect(api.server.state).toBe('ready');
+  });
+
+  it('prefers OPENAI_API_KEY from the environment', async () => {
+    process.env.OPENAI_API_KEY = 'sk-from-env';
+    await context.secrets.store(API_KEY_SECRET, 'sk-from-secret-storage');
+    await api.server.restart();
+    expect(client().serverOptions.options.env.OPENAI_API_KEY).toBe('sk-from-env');
+  });
+
+  it('mino.setApiKey stores the key in SecretStorage', async () => {
+    fake.mock.inputBoxValue = 'sk-typed';
+    await fake.commands.executeCommand('mino.setApiKey');
+    expect(context.secretValues.get(API_KEY_SECRET)).toBe('sk-typed');
+  });
+});
+
+describe('webview messages reach the right requests', () => {
+  it('serves a webview with a strict CSP and local resources only', () => {
+    const view = openView();
+    const html = view.webview.html;
+    const csp = /http-equiv="Content-Security-Policy" content="([^"]+)"/.exec(html)![1];
+    expect(csp).toContain("default-src 'none'");
+    const nonce = /script-src 'nonce-([A-Za-z0-9]+)'/.exec(csp)![1];
+    expect(html).toContain(`<script nonce="${nonce}" src="vscode-webview://`);
+    expect(html).not.toMatch(/https?:\/\//);
+    expect(view.webview.options).toMatchObject({ enableScripts: true });
+  });
+
+  it('ready → history; send → mino/chat; approval → mino/approval; cancel → mino/cancel', async () => {
+    const c = client();
+    c.replies.set('mino/history', { sessionId: 's1', turns: [] });
+    c.replies.set('mino/chat', { turnId: 't1' });
+    const view = openView();
+
+    view.webview.receive({ type: 'ready' });
+    await settle();
+    expect(c.requests.map((r) => r.method)).toContain('mino/history');
+    expect(view.webview.posted).toContainEqual({ type: 'server', state: 'ready' });
+    expect(view.webview.posted).toContainEqual({ type: 'history', history: { sessionId: 's1', turns: [] } });
+
+    view.webview.receive({ type: 'send', text: 'Hello\nworld' });
+    await settle();
+    expect(c.requests).toContainEqual({ method: 'mino/chat', params: { text: 'Hello\nworld' } });
+
+    // Notifications are forwarded to the view as they come.
+    c.notify('mino/turnStarted', { turnId: 't1', seq: 0, input: 'Hello\nworld' });
+    c.notify('mino/textDelta', { turnId: 't1', seq: 1, delta: 'Hi' });
+    expect(view.webview.posted).toContainEqual({
+      type: 'notification', method: 'mino/textDelta', params: { turnId: 't1', seq: 1, delta: 'Hi' },
+    });
+    expect(api.server.runningTurnId).toBe('t1');
+
+    view.webview.receive({ type: 'approval', callId: 'call_1', decision: 'approve' });
+    view.webview.receive({ type: 'approval', callId: 'call_2', decision: 'deny' });
+    view.webview.receive({ type: 'cancel', turnId: 't1' });
+    await settle();
+    expect(c.requests).toContainEqual({ method: 'mino/approval', params: { callId: 'call_1', decision: 'approve' } });
+    expect(c.requests).toContainEqual({ method: 'mino/approval', params: { callId: 'call_2', decision: 'deny' } });
+    expect(c.requests).toContainEqual({ method: 'mino/cancel', params: { turnId: 't1' } });
+
+    // The palette command cancels the running turn too.
+    c.requests.length = 0;
+    await fake.commands.executeCommand('mino.cancelTurn');
+    expect(c.requests).toEqual([{ method: 'mino/cancel', params: { turnId: 't1' } }]);
+
+    c.notify('mino/turnEnded', { turnId: 't1', seq: 2, status: 'cancelled' });
+    expect(api.server.runningTurnId).toBeUndefined();
+  });
+
+  it('recovery is shown to the view and acknowledge calls mino/acknowledge', async () => {
+    const c = client();
+    c.replies.set('mino/history', { sessionId: 's1', turns: [] });
+    c.replies.set('mino/acknowledge', { acknowledged: ['t9'] });
+    const recovery = {
+      sessionId: 's1',
+      turns: [{ turnId: 't9', status: 'interrupted', calls: [{ callId: 'c', command: 'echo milk >> shopping.txt', result: { status: 'unknown', output: '' } }] }],
+      acknowledgementRequired: true,
+      unacknowledgedTurnIds: ['t9'],
+      repairs: [],
+    };
+    // Recovery arrives before the view is opened; the view gets it on ready.
+    c.notify('mino/recovery', recovery);
+    const view = openView();
+    view.webview.receive({ type: 'ready' });
+    await settle();
+    expect(view.webview.posted).toContainEqual({ type: 'notification', method: 'mino/recovery', params: recovery });
+
+    // A refused chat surfaces the server's error with its code.
+    c.replies.set('mino/chat', () => new RpcFailure(-32010, 'Acknowledge unknown tool results before continuing'));
+    view.webview.receive({ type: 'send', text: 'Is milk on the list?' });
+    await settle();
+    expect(view.webview.posted).toContainEqual(
+      expect.objectContaining({ type: 'error', request: 'send', code: -32010, message: 'Acknowledge unknown tool results before continuing' }),
+    );
+
+    view.webview.receive({ type: 'acknowledge', turnIds: ['t9'] });
+    await settle();
+    expect(c.requests).toContainEqual({ method: 'mino/acknowledge', params: { turnIds: ['t9'] } });
+    expect(view.webview.posted).toContainEqual({ type: 'acknowledged', turnIds: ['t9'] });
+    expect(api.server.recovery?.acknowledgementRequired).toBe(false);
+  });
+
+  it('a server crash shows an error with a Restart action that restarts the server', async () => {
+    const view = openView();
+    view.webview.receive({ type: 'ready' });
+    await settle();
+    const first = client();
+    fake.mock.nextChoice = 'Restart';
+    const action = first.crash() as { action: CloseAction; handled: boolean };
+    expect(action).toEqual({ action: CloseAction.DoNotRestart, handled: true });
+    expect(api.server.state).not.toBe('ready');
+    expect(fake.mock.errorMessages[0]).toEqual({ message: 'Mino server stopped unexpectedly.', items: ['Restart', 'Show Log'] });
+    expect(view.webview.posted).toContainEqual({ type: 'server', state: 'crashed' });
+    await settle();
+    await settle();
+    expect(clients.length).toBe(2);
+    expect(client()).not.toBe(first);
+    expect(client().started).toBe(true);
+    expect(api.server.state).toBe('ready');
+  });
+
+  it('a session held by another Mino (-32015) offers a new session', async () => {
+    await api.server.stop();
+    const failing = new RpcFailure(-32015, 'The session could not be opened: it is open in another Mino process');
+    const origStart = LanguageClient.prototype.start;
+    LanguageClient.prototype.start = async function (this: LanguageClient) {
+      if (clients.indexOf(this) === clients.length - 1 && clients.length === 2) throw failing;
+      return origStart.call(this);
+    };
+    try {
+      fake.mock.nextChoice = 'Start New Session';
+      await api.server.start();
+      expect(api.server.state).toBe('crashed');
+      expect(fake.mock.errorMessages).toHaveLength(1);
+      expect(fake.mock.errorMessages[0].message).toContain('another Mino process');
+      expect(fake.mock.errorMessages[0].items).toEqual(['Start New Session', 'Restart', 'Show Log']);
+      await settle();
+      await settle();
+      expect(clients).toHaveLength(3);
+      expect(client().clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace', newSession: true });
+      expect(api.server.state).toBe('ready');
+    } finally {
+      LanguageClient.prototype.start = origStart;
+    }
+  });
+
+  it('restart and show-log buttons in the view reach the server and the output channel', async () => {
+    const view = openView();
+    view.webview.receive({ type: 'showLog' });
+    await settle();
+    expect(fake.mock.outputChannels.find((o) => o.name === 'Mino Server')!.shown).toBe(1);
+    view.webview.receive({ type: 'restart' });
+    await settle();
+    expect(clients.length).toBe(2);
+    expect(clients[0].stopped).toBe(true);
+  });
+
+  it('mino.newQuestion opens the view and focuses a cleared input', async () => {
+    const view = openView();
+    await fake.commands.executeCommand('mino.newQuestion');
+    expect(fake.mock.executed.map((e) => e.command)).toContain('workbench.view.extension.mino');
+    expect(view.webview.posted).toContainEqual({ type: 'focus', clear: true });
+  });
+});

@@ -1,0 +1,205 @@
+/**
+ * A small stand-in for the `vscode` module: just what the extension uses, with
+ * records the host-glue tests can inspect. Aliased in vitest.config.ts.
+ */
+export interface Disposable { dispose(): unknown }
+
+type Listener<T> = (e: T) => unknown;
+
+export class EventEmitter<T> {
+  private listeners = new Set<Listener<T>>();
+  event = (listener: Listener<T>): Disposable => {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  };
+  fire(e: T): void {
+    for (const l of [...this.listeners]) l(e);
+  }
+  dispose(): void {
+    this.listeners.clear();
+  }
+}
+
+export class Uri {
+  constructor(readonly scheme: string, readonly fsPath: string) {}
+  static file(p: string): Uri {
+    return new Uri('file', p);
+  }
+  static joinPath(base: Uri, ...parts: string[]): Uri {
+    return new Uri(base.scheme, [base.fsPath, ...parts].join('/').replace(/\/+/g, '/'));
+  }
+  get path(): string {
+    return this.fsPath;
+  }
+  toString(): string {
+    return `${this.scheme}://${this.fsPath}`;
+  }
+}
+
+// ---------------------------------------------------------------- records
+
+export interface FakeWebview {
+  options: unknown;
+  html: string;
+  cspSource: string;
+  posted: unknown[];
+  asWebviewUri(u: Uri): Uri;
+  postMessage(m: unknown): Promise<boolean>;
+  onDidReceiveMessage(l: Listener<unknown>): Disposable;
+  /** Test helper: deliver a message as if the webview script posted it. */
+  receive(m: unknown): void;
+}
+
+export interface FakeWebviewView {
+  webview: FakeWebview;
+  visible: boolean;
+  show(preserveFocus?: boolean): void;
+  onDidDispose(l: Listener<void>): Disposable;
+}
+
+export const mock = {
+  commands: new Map<string, (...args: any[]) => any>(),
+  executed: [] as { command: string; args: unknown[] }[],
+  viewProviders: new Map<string, { provider: any; options: unknown }>(),
+  errorMessages: [] as { message: string; items: string[] }[],
+  infoMessages: [] as { message: string; items: string[] }[],
+  /** What showErrorMessage/showInformationMessage resolve to. */
+  nextChoice: undefined as string | undefined,
+  config: new Map<string, unknown>(),
+  outputChannels: [] as { name: string; lines: string[]; shown: number }[],
+  workspaceFolder: '/tmp/mino-workspace' as string | undefined,
+  inputBoxValue: undefined as string | undefined,
+  reset(): void {
+    this.commands.clear();
+    this.executed.length = 0;
+    this.viewProviders.clear();
+    this.errorMessages.length = 0;
+    this.infoMessages.length = 0;
+    this.nextChoice = undefined;
+    this.config.clear();
+    this.outputChannels.length = 0;
+    this.workspaceFolder = '/tmp/mino-workspace';
+    this.inputBoxValue = undefined;
+  },
+};
+
+export interface FakeWebviewOptions {
+  cspSource?: string;
+  asWebviewUri?: (u: Uri) => { toString(): string };
+  /** Called for every message the host posts (after recording it). */
+  onPost?: (m: unknown) => void;
+}
+
+export function createFakeWebviewView(opts: FakeWebviewOptions = {}): FakeWebviewView {
+  const receivers = new Set<Listener<unknown>>();
+  const webview: FakeWebview = {
+    options: undefined,
+    html: '',
+    cspSource: opts.cspSource ?? 'vscode-webview://fake',
+    posted: [],
+    asWebviewUri: (opts.asWebviewUri as FakeWebview['asWebviewUri']) ?? ((u: Uri) => new Uri('vscode-webview', u.fsPath)),
+    postMessage: async (m: unknown) => {
+      webview.posted.push(m);
+      opts.onPost?.(m);
+      return true;
+    },
+    onDidReceiveMessage: (l) => {
+      receivers.add(l);
+      return { dispose: () => receivers.delete(l) };
+    },
+    receive: (m) => {
+      for (const l of receivers) l(m);
+    },
+  };
+  return {
+    webview,
+    visible: true,
+    show: () => undefined,
+    onDidDispose: () => ({ dispose: () => undefined }),
+  };
+}
+
+// ---------------------------------------------------------------- namespaces
+
+export const commands = {
+  registerCommand(id: string, fn: (...args: any[]) => any): Disposable {
+    if (mock.commands.has(id)) throw new Error(`command ${id} already registered`);
+    mock.commands.set(id, fn);
+    return { dispose: () => mock.commands.delete(id) };
+  },
+  async executeCommand(command: string, ...args: unknown[]): Promise<unknown> {
+    mock.executed.push({ command, args });
+    const fn = mock.commands.get(command);
+    return fn ? fn(...args) : undefined;
+  },
+};
+
+function makeOutputChannel(name: string) {
+  const record = { name, lines: [] as string[], shown: 0 };
+  mock.outputChannels.push(record);
+  const log = (m: string) => record.lines.push(m);
+  return {
+    name,
+    logLevel: 2,
+    onDidChangeLogLevel: () => ({ dispose: () => undefined }),
+    append: log,
+    appendLine: log,
+    replace: log,
+    clear: () => (record.lines.length = 0),
+    show: () => void record.shown++,
+    hide: () => undefined,
+    dispose: () => undefined,
+    trace: log,
+    debug: log,
+    info: log,
+    warn: log,
+    error: (m: string | Error) => log(String(m)),
+  };
+}
+
+export const window = {
+  createOutputChannel: (name: string) => makeOutputChannel(name),
+  registerWebviewViewProvider(viewType: string, provider: any, options?: unknown): Disposable {
+    mock.viewProviders.set(viewType, { provider, options });
+    return { dispose: () => mock.viewProviders.delete(viewType) };
+  },
+  async showErrorMessage(message: string, ...items: string[]): Promise<string | undefined> {
+    mock.errorMessages.push({ message, items });
+    return mock.nextChoice;
+  },
+  async showInformationMessage(message: string, ...items: string[]): Promise<string | undefined> {
+    mock.infoMessages.push({ message, items });
+    return mock.nextChoice;
+  },
+  async showInputBox(): Promise<string | undefined> {
+    return mock.inputBoxValue;
+  },
+};
+
+export const workspace = {
+  get workspaceFolders() {
+    return mock.workspaceFolder ? [{ uri: Uri.file(mock.workspaceFolder), name: 'ws', index: 0 }] : undefined;
+  },
+  getConfiguration(section: string) {
+    return {
+      get: <T>(key: string, def?: T): T | undefined =>
+        (mock.config.has(`${section}.${key}`) ? mock.config.get(`${section}.${key}`) : def) as T | undefined,
+    };
+  },
+  onDidChangeConfiguration: (_l: Listener<unknown>): Disposable => ({ dispose: () => undefined }),
+};
+
+export function createExtensionContext() {
+  const secrets = new Map<string, string>();
+  return {
+    subscriptions: [] as Disposable[],
+    extensionUri: Uri.file('/ext/mino'),
+    secrets: {
+      get: async (k: string) => secrets.get(k),
+      store: async (k: string, v: string) => void secrets.set(k, v),
+      delete: async (k: string) => void secrets.delete(k),
+      onDidChange: () => ({ dispose: () => undefined }),
+    },
+    secretValues: secrets,
+  };
+}

@@ -1,0 +1,281 @@
+/**
+ * The protocol layer (src/protocol.ts, no `vscode`) against the real
+ * `mino-server` and the mock model.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ACKNOWLEDGEMENT_REQUIRED_MESSAGE,
+  ErrorCode,
+  isRpcError,
+  type RecoveryNotification,
+} from '../src/protocol';
+import { missingBinaries, MockModel, ServerSession, tempDir } from './helpers';
+
+const missing = missingBinaries();
+if (missing.length > 0) {
+  // Fail loudly rather than skip: these are the point of the suite.
+  throw new Error(
+    `missing binaries: ${missing.join(', ')}; build them with \`cargo build -p mino-server -p mino-mock-model\` ` +
+      'or set MINO_SERVER_BIN / MINO_MOCK_BIN',
+  );
+}
+
+let mock: MockModel;
+const sessions: ServerSession[] = [];
+
+beforeAll(async () => {
+  mock = await MockModel.start();
+});
+
+afterAll(() => {
+  mock?.stop();
+});
+
+afterEach(async () => {
+  for (const s of sessions.splice(0)) await s.stop();
+  await mock.reset();
+});
+
+async function startServer(home = tempDir('home'), cwd = tempDir('cwd')) {
+  const s = await ServerSession.start({ home, cwd, baseUrl: mock.baseUrl });
+  sessions.push(s);
+  return { s, home, cwd };
+}
+
+function inputItems(req: { body: any }): any[] {
+  return Array.isArray(req.body?.input) ? req.body.input : [];
+}
+
+describe('mino-server over vscode-jsonrpc', () => {
+  it('streams a chat answer as text deltas and ends the turn', async () => {
+    await mock.script([{ type: 'text', deltas: ['Hello', ' from', ' the', ' mock.'] }]);
+    const { s } = await startServer();
+
+    const { turnId } = await s.mino.chat('Say hello.');
+    expect(typeof turnId).toBe('string');
+
+    const ended = await s.waitFor('mino/turnEnded', (p) => p.turnId === turnId);
+    expect(ended.status).toBe('completed');
+
+    const started = s.of('mino/turnStarted', turnId);
+    expect(started).toHaveLength(1);
+    expect(started[0].input).toBe('Say hello.');
+
+    const deltas = s.of('mino/textDelta', turnId);
+    expect(deltas.map((d) => d.delta).join('')).toBe('Hello from the mock.');
+    expect(deltas.length).toBeGreaterThanOrEqual(2);
+    // seq grows along the turn.
+    const seqs = [started[0].seq, ...deltas.map((d) => d.seq), ended.seq];
+    expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+    if (ended.text !== undefined) expect(ended.text).toBe('Hello from the mock.');
+
+    const history = await s.mino.history();
+    const turn = history.turns.find((t) => t.turnId === turnId)!;
+    expect(turn.input).toBe('Say hello.');
+    expect(turn.text).toBe('Hello from the mock.');
+    expect(turn.status).toBe('completed');
+
+    const requests = await mock.requests();
+    expect(requests).toHaveLength(1);
+    expect(requests[0].authorization).toBe('Bearer sk-test-vscode');
+    expect(JSON.stringify(inputItems(requests[0]))).toContain('Say hello.');
+  });
+
+  it('asks for approval with command, directory, environment and limits, then runs the approved command', async () => {
+    await mock.script([
+      { type: 'calls', calls: [{ call_id: 'call_1', command: 'echo approved-output; echo hi > made.txt' }] },
+      { type: 'text', deltas: ['Done.'] },
+    ]);
+    const { s, cwd } = await startServer();
+
+    const { turnId } = await s.mino.chat('Make a file.');
+    const req = await s.waitFor('mino/approvalRequest', (p) => p.turnId === turnId);
+    expect(req.callId).toBe('call_1');
+    expect(req.command).toBe('echo approved-output; echo hi > made.txt');
+    expect(path.resolve(req.directory)).toBe(path.resolve(cwd));
+    expect(typeof req.environment).toBe('object');
+    expect(Object.keys(req.environment).length).toBeGreaterThan(0);
+    expect(req.limits.timeoutSeconds).toBeGreaterThan(0);
+    expect(req.limits.outputLimitBytes).toBeGreaterThan(0);
+    // Nothing ran before the decision.
+    expect(existsSync(path.join(cwd, 'made.txt'))).toBe(false);
+
+    await s.mino.approve('call_1');
+    const result = await s.waitFor('mino/toolResult', (p) => p.callId === 'call_1');
+    expect(result.status).toBe('success');
+    expect(result.exitCode).toBe(0);
+    expect(result.output).toContain('approved-output');
+    expect(s.of('mino/toolStarted').map((p) => p.callId)).toContain('call_1');
+    const chunks = s.of('mino/toolOutput').filter((p) => p.callId === 'call_1');
+    expect(chunks.map((c) => c.chunk).join('')).toContain('approved-output');
+
+    const ended = await s.waitFor('mino/turnEnded', (p) => p.turnId === turnId);
+    expect(ended.status).toBe('completed');
+    expect(readFileSync(path.join(cwd, 'made.txt'), 'utf8').trim()).toBe('hi');
+
+    // The second model request carries the call's output.
+    const requests = await mock.requests();
+    expect(requests).toHaveLength(2);
+    const output = inputItems(requests[1]).find((i) => i.type === 'function_call_output');
+    expect(output?.call_id).toBe('call_1');
+
+    // A second decision for the same call is refused.
+    const err = await s.mino.approve('call_1').catch((e) => e);
+    expect(isRpcError(err, ErrorCode.noPendingApproval)).toBe(true);
+  });
+
+  it('denies a command: it never runs and the result is refused', async () => {
+    await mock.script([
+      { type: 'calls', calls: [{ call_id: 'call_d', command: 'echo no > denied.txt' }] },
+      { type: 'text', deltas: ['Understood,', ' not', ' running', ' it.'] },
+    ]);
+    const { s, cwd } = await startServer();
+
+    const { turnId } = await s.mino.chat('Write denied.txt.');
+    await s.waitFor('mino/approvalRequest', (p) => p.callId === 'call_d');
+    await s.mino.deny('call_d');
+
+    const result = await s.waitFor('mino/toolResult', (p) => p.callId === 'call_d');
+    expect(result.status).toBe('refused');
+    const ended = await s.waitFor('mino/turnEnded', (p) => p.turnId === turnId);
+    expect(ended.status).toBe('completed');
+    expect(existsSync(path.join(cwd, 'denied.txt'))).toBe(false);
+    expect(s.of('mino/toolStarted').filter((p) => p.callId === 'call_d')).toHaveLength(0);
+
+    const history = await s.mino.history();
+    const call = history.turns.find((t) => t.turnId === turnId)!.calls[0];
+    expect(call.callId).toBe('call_d');
+    expect(call.result?.status).toBe('refused');
+  });
+
+  it('cancels a running turn', async () => {
+    await mock.script([{ type: 'stall', deltas: ['Thinking'], stall_ms: 30000 }]);
+    const { s } = await startServer();
+
+    const { turnId } = await s.mino.chat('Think for a long time.');
+    await s.waitFor('mino/textDelta', (p) => p.turnId === turnId);
+    // While it runs, another question is refused.
+    const busy = await s.mino.chat('Another one.').catch((e) => e);
+    expect(isRpcError(busy, ErrorCode.turnInProgress)).toBe(true);
+
+    await s.mino.cancel(turnId);
+    const ended = await s.waitFor('mino/turnEnded', (p) => p.turnId === turnId, 10000);
+    expect(ended.status).toBe('cancelled');
+
+    // The session is usable again.
+    await mock.script([{ type: 'text', deltas: ['Back.'] }]);
+    const next = await s.mino.chat('Still there?');
+    const nextEnded = await s.waitFor('mino/turnEnded', (p) => p.turnId === next.turnId);
+    expect(nextEnded.status).toBe('completed');
+  });
+
+  it('cancels a turn waiting for approval without running the command', async () => {
+    await mock.script([{ type: 'calls', calls: [{ call_id: 'call_c', command: 'echo x > cancelled.txt' }] }]);
+    const { s, cwd } = await startServer();
+
+    const { turnId } = await s.mino.chat('Write cancelled.txt.');
+    await s.waitFor('mino/approvalRequest', (p) => p.callId === 'call_c');
+    await s.mino.cancel(turnId);
+    const ended = await s.waitFor('mino/turnEnded', (p) => p.turnId === turnId, 10000);
+    expect(ended.status).toBe('cancelled');
+    expect(existsSync(path.join(cwd, 'cancelled.txt'))).toBe(false);
+    // The pending approval became not_executed, and can no longer be approved.
+    const result = await s.waitFor('mino/toolResult', (p) => p.callId === 'call_c');
+    expect(result.status).toBe('not_executed');
+    const late = await s.mino.approve('call_c').catch((e) => e);
+    expect(isRpcError(late, ErrorCode.noPendingApproval)).toBe(true);
+  });
+
+  it('reports a clean recovery and the opened session in initialize', async () => {
+    const { s, cwd } = await startServer();
+    const recovery: RecoveryNotification = await s.waitFor('mino/recovery');
+    expect(recovery).toMatchObject({ turns: [], acknowledgementRequired: false, unacknowledgedTurnIds: [], repairs: [] });
+    const mino = s.initializeResult.capabilities.experimental.mino;
+    expect(mino.sessionId).toBe(recovery.sessionId);
+    expect(path.resolve(mino.cwd)).toBe(path.resolve(cwd));
+    expect((await s.mino.history()).sessionId).toBe(recovery.sessionId);
+  });
+
+  it('refuses to open a session held by another server with -32015', async () => {
+    const home = tempDir('home');
+    const cwd = tempDir('cwd');
+    await startServer(home, cwd);
+    const err = await ServerSession.start({ home, cwd, baseUrl: mock.baseUrl }).catch((e) => e);
+    expect(isRpcError(err, ErrorCode.sessionUnavailable)).toBe(true);
+    // A new session in the same home works (what the extension offers then).
+    const other = await ServerSession.start({
+      home, cwd, baseUrl: mock.baseUrl, initializationOptions: { cwd, newSession: true },
+    });
+    sessions.push(other);
+    expect((await other.mino.history()).turns).toEqual([]);
+  });
+
+  it('recovers an unknown result after a crash and requires an acknowledgement', async () => {
+    const home = tempDir('home');
+    const cwd = tempDir('cwd');
+    const command = 'echo milk >> shopping.txt; kill -9 $PPID';
+    await mock.script([{ type: 'calls', calls: [{ call_id: 'call_milk', command }] }]);
+
+    // 1. The approved command kills the server before its result is saved.
+    const first = (await startServer(home, cwd)).s;
+    const { turnId } = await first.mino.chat('Add milk to shopping.txt.');
+    await first.waitFor('mino/approvalRequest', (p) => p.callId === 'call_milk');
+    await first.mino.approve('call_milk').catch(() => undefined);
+    const exitCode = await Promise.race([first.exited, new Promise((r) => setTimeout(() => r('alive'), 15000))]);
+    expect(exitCode).not.toBe('alive');
+    expect(readFileSync(path.join(cwd, 'shopping.txt'), 'utf8')).toBe('milk\n');
+
+    // 2. Restarted on the same MINO_HOME: recovery reports the unknown result.
+    const second = (await startServer(home, cwd)).s;
+    const recovery: RecoveryNotification = await second.waitFor('mino/recovery');
+    expect(recovery.acknowledgementRequired).toBe(true);
+    expect(recovery.unacknowledgedTurnIds).toEqual([turnId]);
+    const recovered = recovery.turns.find((t) => t.turnId === turnId)!;
+    expect(recovered.status).toBe('interrupted');
+    expect(recovered.calls).toHaveLength(1);
+    expect(recovered.calls[0].callId).toBe('call_milk');
+    expect(recovered.calls[0].command).toBe(command);
+    expect(recovered.calls[0].result.status).toBe('unknown');
+
+    // The history shows the interrupted turn; nothing was rerun.
+    const history = await second.mino.history();
+    const turn = history.turns.find((t) => t.turnId === turnId)!;
+    expect(turn.status).toBe('interrupted');
+    expect(turn.calls[0].result?.status).toBe('unknown');
+    expect(readFileSync(path.join(cwd, 'shopping.txt'), 'utf8')).toBe('milk\n');
+
+    // 3. A question before the acknowledgement is refused with the fixed message.
+    const refused = await second.mino.chat('Is milk on the list now?').catch((e) => e);
+    expect(isRpcError(refused, ErrorCode.acknowledgementRequired)).toBe(true);
+    expect(refused.message).toBe(ACKNOWLEDGEMENT_REQUIRED_MESSAGE);
+    expect(await mock.requests()).toHaveLength(1);
+
+    // 4. Acknowledge, then the question goes to the model with the replayed call.
+    const ack = await second.mino.acknowledge([turnId]);
+    expect(ack.acknowledged).toEqual([turnId]);
+    await mock.script([{ type: 'text', deltas: ['The', ' earlier', ' append', ' may', ' have', ' run.'] }]);
+    const next = await second.mino.chat('Is milk on the list now?');
+    const ended = await second.waitFor('mino/turnEnded', (p) => p.turnId === next.turnId);
+    expect(ended.status).toBe('completed');
+    const requests = await mock.requests();
+    expect(requests).toHaveLength(2);
+    const items = inputItems(requests[1]);
+    const call = items.find((i) => i.type === 'function_call');
+    expect(call?.call_id).toBe('call_milk');
+    const out = items.find((i) => i.type === 'function_call_output');
+    expect(out?.call_id).toBe('call_milk');
+    expect(String(out?.output)).toContain('unknown');
+    await second.stop();
+
+    // 5. The acknowledgement was saved: the next start does not ask again.
+    const third = (await startServer(home, cwd)).s;
+    await third.mino.history();
+    const again = third.of('mino/recovery');
+    for (const r of again) expect(r.acknowledgementRequired).toBe(false);
+    await mock.script([{ type: 'text', deltas: ['Yes.'] }]);
+    const after = await third.mino.chat('And now?');
+    expect((await third.waitFor('mino/turnEnded', (p) => p.turnId === after.turnId)).status).toBe('completed');
+  });
+});
