@@ -135,7 +135,8 @@ impl Journal {
                 _ => io_err("open the session file", e),
             })?;
         lock(&file, path)?;
-        let scan = scan(path, &file, visit)?;
+        let file_len = file.metadata().map_err(|e| io_err("read the session file", e))?.len();
+        let scan = scan(path, io::BufReader::with_capacity(1 << 16, &file), file_len, visit)?;
         if let Some(torn) = &scan.torn_tail {
             file.set_len(torn.offset).map_err(|e| io_err("cut the torn last line", e))?;
             file.sync_data().map_err(|e| io_err("sync the cut", e))?;
@@ -283,6 +284,14 @@ impl JournalFile for NoFile {
     }
 }
 
+/// Verifies a session file's bytes in memory exactly as opening verifies
+/// the file (without the transcript's consistency checks): the number of
+/// good records and the torn tail that opening would cut. For fuzzing.
+pub fn verify_bytes(bytes: &[u8]) -> Result<(u64, Option<TornTail>), JournalError> {
+    let scan = scan(Path::new("<memory>"), bytes, bytes.len() as u64, |_| Ok(()))?;
+    Ok((scan.records, scan.torn_tail))
+}
+
 struct Scan {
     records: u64,
     good_len: u64,
@@ -292,11 +301,14 @@ struct Scan {
 /// Reads and verifies a whole file line by line: every line parses,
 /// checksums match, `seq` counts up from 1 without gaps, and record 1 is the
 /// session header.
-fn scan(path: &Path, file: &File, mut visit: impl FnMut(Record) -> Result<(), String>) -> Result<Scan, JournalError> {
+fn scan(
+    path: &Path,
+    mut reader: impl io::BufRead,
+    file_len: u64,
+    mut visit: impl FnMut(Record) -> Result<(), String>,
+) -> Result<Scan, JournalError> {
     let corrupt = |line: usize, reason: String| JournalError::Corrupt { path: path.to_path_buf(), line, reason };
     let io_err = |source| JournalError::Io { path: path.to_path_buf(), action: "read the session file", source };
-    let file_len = file.metadata().map_err(io_err)?.len();
-    let mut reader = io::BufReader::with_capacity(1 << 16, file);
     let mut line = Vec::with_capacity(4096);
     let mut offset = 0u64;
     let mut line_no = 0usize;

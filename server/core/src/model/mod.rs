@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use request::bash_tool;
 pub use retry::parse_retry_hint;
+pub use sse::parse_sse_body;
 
 use retry::AttemptError;
 use sse::{ResponseAccumulator, Step};

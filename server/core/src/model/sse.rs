@@ -19,6 +19,28 @@ pub(crate) enum Step {
     Done(ModelResponse),
 }
 
+/// Parses a whole SSE body as a response stream is parsed (split into
+/// uneven chunks, as a network delivers it): `Ok(None)` when it ends without
+/// a terminal event. For fuzzing and tests.
+pub fn parse_sse_body(bytes: &[u8], chunk: usize) -> Result<Option<ModelResponse>, String> {
+    use eventsource_stream::Eventsource;
+    use futures::StreamExt;
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = bytes.chunks(chunk.max(1)).map(|c| Ok(c.to_vec())).collect();
+    let mut events = futures::stream::iter(chunks).eventsource();
+    let mut accumulator = ResponseAccumulator::default();
+    futures::executor::block_on(async {
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|e| e.to_string())?;
+            match accumulator.handle(&event.event, &event.data, &mut |_| {}) {
+                Ok(Step::Continue) => {}
+                Ok(Step::Done(response)) => return Ok(Some(response)),
+                Err(e) => return Err(format!("{e:?}")),
+            }
+        }
+        Ok(None)
+    })
+}
+
 impl ResponseAccumulator {
     /// Handles one SSE event. `event_name` is the SSE `event:` field (used only when the JSON
     /// has no `type`), `data` its data. Unknown event types are ignored.
