@@ -1,0 +1,89 @@
+//! `mino-server`: Mino's agent over stdio, speaking JSON-RPC 2.0 with the
+//! LSP base protocol's `Content-Length` framing. See `docs/protocol.md`.
+//!
+//! stdout carries only protocol frames; logs go to stderr (`RUST_LOG`).
+//! Configuration: `MINO_HOME`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
+//! `MINO_MODEL`; the session is chosen by `initialize`'s options.
+
+#![deny(clippy::print_stdout)]
+
+mod handlers;
+mod transport;
+
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::Context;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("--version" | "-V") => {
+            // Not the protocol stream: the server is not serving.
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{} {}", handlers::SERVER_NAME, handlers::VERSION)?;
+            return Ok(());
+        }
+        Some("--help" | "-h") => {
+            let mut out = std::io::stdout().lock();
+            writeln!(
+                out,
+                "{name} {version}\n\nMino's agent as a JSON-RPC server on stdin/stdout (LSP base protocol).\n\
+                 Started by a client, not by hand. See docs/protocol.md.\n\n\
+                 Environment: MINO_HOME, OPENAI_API_KEY, OPENAI_BASE_URL, MINO_MODEL, RUST_LOG (logs go to stderr).\n\n\
+                 Options:\n  --version  print the version and exit\n  --help     print this help and exit",
+                name = handlers::SERVER_NAME,
+                version = handlers::VERSION,
+            )?;
+            return Ok(());
+        }
+        Some(other) => anyhow::bail!("unknown argument {other:?}; try --help"),
+        None => {}
+    }
+
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
+        .init();
+
+    // A panic anywhere (a turn's task included) is a crash: the agent's state
+    // can no longer be trusted, and a turn task that died would leave the
+    // session wedged with a turn that never ends. Abort instead, so the client
+    // sees the server exit and the next start recovers the session from its
+    // journal, as after any other crash.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        tracing::error!(
+            "panic: {info}; aborting, the session will be recovered when it is next opened"
+        );
+        std::process::abort();
+    }));
+
+    #[cfg(feature = "failpoints")]
+    let _failpoints = fail::FailScenario::setup();
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let (service, socket, handle) = handlers::service();
+        transport::serve(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            service,
+            socket,
+            handle,
+        )
+        .await;
+    });
+    // A blocking stdin read may still be pending (after `exit`); do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    tracing::info!("exiting");
+    Ok(())
+}
