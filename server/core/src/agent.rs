@@ -207,6 +207,16 @@ impl Agent {
     }
 
     async fn run_turn(self, turn_id: String, cancel: CancellationToken) {
+        // Whatever happens to this task (a panic included), the session must
+        // not stay "running" forever; the journal still shows an open turn,
+        // which the next open recovers.
+        struct ClearRunning<'a>(&'a Inner);
+        impl Drop for ClearRunning<'_> {
+            fn drop(&mut self) {
+                lock(&self.0.running).take();
+            }
+        }
+        let _clear = ClearRunning(&self.inner);
         let end = self.turn_steps(&turn_id, &cancel).await;
         let (status, reason) = match end {
             Ok((status, reason)) => (status, reason),
