@@ -1,0 +1,466 @@
+//! The interactive loop: startup gate, banner, history, prompts and turns.
+
+use std::collections::HashSet;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mino_protocol::{
+    error_code, Decision, InitializationOptions, RecoveryNotification, ServerCapabilities,
+};
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::sync::mpsc;
+
+use crate::client::{CallError, Event, Events, Launch, Server};
+use crate::demo::Demo;
+use crate::ui;
+
+/// How long to wait for `mino/recovery` after `initialized` before going on without it.
+const RECOVERY_WAIT: Duration = Duration::from_secs(15);
+
+/// Exit codes.
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILURE: i32 = 1;
+
+/// Writes to stdout and flushes; a closed stdout is not worth a panic.
+pub fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// Lines from stdin, read on their own thread so a pending read never blocks
+/// the runtime or its shutdown.
+pub struct Input {
+    lines: mpsc::UnboundedReceiver<String>,
+    /// stdin is a terminal: it echoes what is typed. Otherwise answers are
+    /// echoed after their prompt so the transcript reads the same.
+    pub interactive: bool,
+}
+
+impl Input {
+    pub fn start() -> Input {
+        // SAFETY: isatty only inspects the descriptor.
+        let interactive = unsafe { libc::isatty(0) } == 1;
+        let (tx, lines) = mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            let stdin = std::io::stdin();
+            let mut lock = stdin.lock();
+            loop {
+                let mut buf = Vec::new();
+                match lock.read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let line = String::from_utf8_lossy(&buf)
+                            .trim_end_matches(['\n', '\r'])
+                            .to_owned();
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Input { lines, interactive }
+    }
+
+    /// Prints `prompt`, then waits for a line; `None` at end of input.
+    async fn recv(&mut self) -> Option<String> {
+        let line = self.lines.recv().await;
+        if !self.interactive {
+            match &line {
+                Some(l) => out(&format!("{l}\n")),
+                None => out("\n"),
+            }
+        }
+        line
+    }
+}
+
+/// What waiting for a line produced.
+enum Answer {
+    Line(String),
+    Eof,
+    Interrupt,
+}
+
+pub struct App {
+    server: Server,
+    events: Events,
+    input: Input,
+    sigint: Signal,
+    demo: Option<Demo>,
+    log_hint: String,
+    capabilities: Option<ServerCapabilities>,
+}
+
+pub struct Options {
+    pub launch: Launch,
+    pub init: InitializationOptions,
+    pub demo: Option<Demo>,
+    pub log_hint: String,
+}
+
+impl App {
+    /// Starts the server and opens the session; an `Err` carries the exit code
+    /// after the reason has been printed.
+    pub async fn start(options: Options) -> Result<App, i32> {
+        let sigint = match signal(SignalKind::interrupt()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("mino: cannot handle Ctrl+C: {e}");
+                return Err(EXIT_FAILURE);
+            }
+        };
+        let program = options.launch.program.clone();
+        let (server, events) = match Server::spawn(options.launch).await {
+            Ok(pair) => pair,
+            Err(e) => {
+                eprintln!("mino: {e:#}");
+                eprintln!("Build it with `cargo build -p mino-server`, put it beside `mino` or on PATH, or set MINO_SERVER to its path (tried {}).", program.display());
+                return Err(EXIT_FAILURE);
+            }
+        };
+        let capabilities = match server.initialize(&options.init).await {
+            Ok(c) => c,
+            Err(e) => {
+                match e {
+                    CallError::Server { message, .. } => eprintln!("mino: {message}"),
+                    CallError::Connection(_) => eprintln!(
+                        "mino: mino-server stopped before the session opened; {}",
+                        options.log_hint
+                    ),
+                }
+                server.shutdown().await;
+                return Err(EXIT_FAILURE);
+            }
+        };
+        if let Err(e) = server.initialized().await {
+            eprintln!("mino: {e}");
+            server.shutdown().await;
+            return Err(EXIT_FAILURE);
+        }
+        Ok(App {
+            server,
+            events,
+            input: Input::start(),
+            sigint,
+            demo: options.demo,
+            log_hint: options.log_hint,
+            capabilities,
+        })
+    }
+
+    /// Runs until the user quits; returns the exit code.
+    pub async fn run(mut self) -> i32 {
+        let code = self.run_inner().await;
+        self.server.shutdown().await;
+        code
+    }
+
+    async fn run_inner(&mut self) -> i32 {
+        // The recovery notice, and the gate, come before the banner.
+        let recovery = self.wait_recovery().await;
+        if let Some(rec) = &recovery {
+            out(&ui::recovery_notice(rec));
+            if rec.acknowledgement_required {
+                if let Err(code) = self.acknowledgement_gate().await {
+                    return code;
+                }
+            }
+        }
+        if let Some(demo) = &self.demo {
+            out(&demo.intro());
+        }
+        let title = match &self.capabilities {
+            Some(c) => format!(
+                "Mino {} - session {}",
+                env!("CARGO_PKG_VERSION"),
+                c.session_id
+            ),
+            None => format!("Mino {}", env!("CARGO_PKG_VERSION")),
+        };
+        out(&format!("{title}\n{}\n\n", ui::BANNER));
+        match self.server.history().await {
+            Ok(h) => out(&ui::history(&h)),
+            Err(e) => eprintln!("mino: could not load history: {e}"),
+        }
+        loop {
+            out(ui::USER_PROMPT);
+            let text = match self.read_answer().await {
+                Answer::Line(l) => l,
+                Answer::Eof => {
+                    // A terminal shows nothing for Ctrl+D; piped input already ended its line.
+                    if self.input.interactive {
+                        out("\n");
+                    }
+                    return EXIT_OK;
+                }
+                Answer::Interrupt => {
+                    out("\n");
+                    return EXIT_OK;
+                }
+            };
+            let text = text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            if text == "/exit" {
+                return EXIT_OK;
+            }
+            if let Some(demo) = &mut self.demo {
+                demo.before_chat(text);
+            }
+            let turn_id = match self.server.chat(text).await {
+                Ok(r) => r.turn_id,
+                Err(CallError::Connection(_)) => return self.server_gone(),
+                Err(e) => {
+                    out(&format!("\nError: {e}\n"));
+                    if e.code() == Some(error_code::ACKNOWLEDGEMENT_REQUIRED) {
+                        out("Restart mino in a terminal to review and acknowledge them.\n");
+                    }
+                    out("\n");
+                    continue;
+                }
+            };
+            out(&format!("\n{}", ui::ASSISTANT.trim_end()));
+            match self.run_turn(&turn_id).await {
+                TurnEnd::Ended => {}
+                TurnEnd::Quit => return EXIT_OK,
+                TurnEnd::ServerGone => return self.server_gone(),
+            }
+        }
+    }
+
+    fn server_gone(&self) -> i32 {
+        out("\n");
+        eprintln!("mino: mino-server stopped unexpectedly; {}", self.log_hint);
+        EXIT_FAILURE
+    }
+
+    /// Waits for the `mino/recovery` notification sent after `initialized`.
+    async fn wait_recovery(&mut self) -> Option<RecoveryNotification> {
+        let deadline = tokio::time::sleep(RECOVERY_WAIT);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                ev = self.events.next() => match ev {
+                    Some(Event::Recovery(r)) => return Some(r),
+                    Some(other) => tracing::debug!("notification before recovery: {other:?}"),
+                    None => return None,
+                },
+                _ = &mut deadline => {
+                    tracing::warn!("no mino/recovery notification within {RECOVERY_WAIT:?}");
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Asks before the banner; only `y`/`yes` acknowledges. `Err(code)` means exit.
+    async fn acknowledgement_gate(&mut self) -> Result<(), i32> {
+        if !self.input.interactive {
+            eprintln!("{}", ui::ACK_NEEDS_TTY);
+            return Err(EXIT_FAILURE);
+        }
+        out(ui::ACK_QUESTION);
+        match self.read_answer().await {
+            Answer::Line(a) if ui::is_yes(&a) => {}
+            Answer::Line(_) => {
+                out("Nothing was acknowledged. Mino will ask again on the next start.\n");
+                return Err(EXIT_FAILURE);
+            }
+            Answer::Eof | Answer::Interrupt => {
+                out("\nNothing was acknowledged. Mino will ask again on the next start.\n");
+                return Err(EXIT_FAILURE);
+            }
+        }
+        match self.server.acknowledge(None).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                eprintln!("mino: the acknowledgement was not saved: {e}");
+                Err(EXIT_FAILURE)
+            }
+        }
+    }
+
+    async fn read_answer(&mut self) -> Answer {
+        tokio::select! {
+            line = self.input.recv() => match line {
+                Some(l) => Answer::Line(l),
+                None => Answer::Eof,
+            },
+            _ = self.sigint.recv() => Answer::Interrupt,
+        }
+    }
+
+    async fn run_turn(&mut self, turn_id: &str) -> TurnEnd {
+        let mut view = TurnView {
+            at_line_start: false,
+            needs_prefix: false,
+            pending_space: true,
+            streamed: HashSet::new(),
+            text_seen: false,
+        };
+        let mut cancelling = false;
+        loop {
+            let ev = tokio::select! {
+                ev = self.events.next() => ev,
+                _ = self.sigint.recv() => {
+                    if cancelling {
+                        out("\n");
+                        return TurnEnd::Quit;
+                    }
+                    cancelling = true;
+                    self.interrupted(&mut view);
+                    self.cancel(turn_id).await;
+                    continue;
+                }
+            };
+            let Some(ev) = ev else {
+                return TurnEnd::ServerGone;
+            };
+            match ev {
+                Event::Recovery(_) | Event::TurnStarted(_) => {}
+                Event::TextDelta(d) if d.turn_id == turn_id => {
+                    if d.delta.is_empty() {
+                        continue;
+                    }
+                    view.text(&d.delta);
+                }
+                Event::ApprovalRequest(req) if req.turn_id == turn_id => {
+                    view.newline();
+                    out(&ui::approval_screen(&req));
+                    out(ui::APPROVE_QUESTION);
+                    view.at_line_start = true;
+                    let decision = match self.read_answer().await {
+                        Answer::Line(a) if ui::is_yes(&a) => Decision::Approve,
+                        Answer::Line(_) | Answer::Eof => Decision::Deny,
+                        Answer::Interrupt => {
+                            view.at_line_start = false;
+                            self.interrupted(&mut view);
+                            cancelling = true;
+                            self.cancel(turn_id).await;
+                            continue;
+                        }
+                    };
+                    if let Some(demo) = &mut self.demo {
+                        demo.before_decision(decision);
+                    }
+                    match self.server.approval(&req.call_id, decision).await {
+                        Ok(_) => {}
+                        Err(CallError::Connection(_)) => return TurnEnd::ServerGone,
+                        Err(e) => out(&format!("Error: {e}\n")),
+                    }
+                }
+                Event::ToolStarted(_) => {}
+                Event::ToolOutput(o) if o.turn_id == turn_id => {
+                    if o.chunk.is_empty() {
+                        continue;
+                    }
+                    view.streamed.insert(o.call_id.clone());
+                    out(&o.chunk);
+                    view.at_line_start = o.chunk.ends_with('\n');
+                }
+                Event::ToolResult(r) if r.turn_id == turn_id => {
+                    if !view.streamed.contains(&r.call_id) && !r.output.is_empty() {
+                        view.newline();
+                        out(&r.output);
+                        view.at_line_start = r.output.ends_with('\n');
+                    }
+                    view.newline();
+                    out(&format!("{}\n", ui::result_line(r.status, r.exit_code)));
+                    view.at_line_start = true;
+                    view.needs_prefix = true;
+                }
+                Event::TurnEnded(end) if end.turn_id == turn_id => {
+                    if !view.text_seen {
+                        if let Some(text) = end.text.as_deref().filter(|t| !t.is_empty()) {
+                            view.text(text);
+                        }
+                    }
+                    view.newline();
+                    if let Some(line) = ui::turn_end_line(end.status, end.reason.as_deref()) {
+                        out(&format!("{line}\n"));
+                    }
+                    out("\n");
+                    return TurnEnd::Ended;
+                }
+                other => tracing::debug!("notification of another turn: {other:?}"),
+            }
+        }
+    }
+
+    /// After Ctrl+C in a turn. A terminal has echoed `^C` where the cursor
+    /// was, so the line is ended whatever was printed before.
+    fn interrupted(&self, view: &mut TurnView) {
+        if self.input.interactive {
+            view.at_line_start = false;
+        }
+        view.newline();
+        out("[cancelling the turn; press Ctrl+C again to quit]\n");
+    }
+
+    async fn cancel(&mut self, turn_id: &str) {
+        match self.server.cancel(turn_id).await {
+            Ok(_) => {}
+            // The turn may have ended on its own meanwhile.
+            Err(e) if e.code() == Some(error_code::UNKNOWN_TURN) => {}
+            Err(e) => out(&format!("Error: {e}\n")),
+        }
+    }
+}
+
+enum TurnEnd {
+    Ended,
+    Quit,
+    ServerGone,
+}
+
+struct TurnView {
+    at_line_start: bool,
+    /// Text after a tool block starts a new `Assistant>` line.
+    needs_prefix: bool,
+    /// `Assistant>` was printed; its space comes with the first text, so a
+    /// line with no text has no trailing blank.
+    pending_space: bool,
+    streamed: HashSet<String>,
+    text_seen: bool,
+}
+
+impl TurnView {
+    fn newline(&mut self) {
+        self.pending_space = false;
+        if !self.at_line_start {
+            out("\n");
+            self.at_line_start = true;
+        }
+    }
+
+    /// Streamed assistant text.
+    fn text(&mut self, text: &str) {
+        if self.needs_prefix {
+            self.newline();
+            out(ui::ASSISTANT.trim_end());
+            self.needs_prefix = false;
+            self.pending_space = true;
+        }
+        if self.pending_space {
+            out(" ");
+            self.pending_space = false;
+        }
+        out(text);
+        self.text_seen = true;
+        self.at_line_start = text.ends_with('\n');
+    }
+}
+
+/// `$MINO_HOME`, else `~/.mino`, as the server resolves it.
+pub fn mino_home() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("MINO_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|h| PathBuf::from(h).join(".mino"))
+}

@@ -1,0 +1,232 @@
+//! `mino`: Mino's terminal client. It starts `mino-server`, talks to it over
+//! stdio (JSON-RPC with `Content-Length` frames) and reproduces the book's
+//! terminal: the recovery gate, the banner, restored history, streamed
+//! answers and command approvals.
+
+mod app;
+mod client;
+mod demo;
+mod transport;
+mod ui;
+
+use std::fs::OpenOptions;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use mino_protocol::InitializationOptions;
+
+use crate::app::{App, Options, EXIT_FAILURE};
+use crate::client::Launch;
+use crate::demo::Demo;
+
+const EXIT_USAGE: i32 = 2;
+
+const HELP: &str = "\
+mino - a coding agent in your terminal
+
+Usage: mino [--demo] [--session ID | --new]
+
+Options:
+  --demo          Run offline against a scripted model in a temporary directory
+                  (no API key, touches none of your files)
+  --session ID    Open session ID (default: the most recent one, or a new one)
+  --new           Start a new session
+  -h, --help      Show this help
+  -V, --version   Show the version
+
+Environment:
+  OPENAI_API_KEY    API key for the model service (required without --demo)
+  OPENAI_BASE_URL   Model service base URL (default: OpenAI)
+  MINO_MODEL        Model name
+  MINO_HOME         Where sessions are kept (default: ~/.mino)
+  MINO_SERVER       Path of mino-server, if it is not beside mino or on PATH
+  RUST_LOG          Show mino-server's log on stderr (otherwise $MINO_HOME/logs/server.log)
+
+Commands run only after you approve them. Use /exit, Ctrl+D, or Ctrl+C to quit;
+Ctrl+C during a turn cancels it.
+";
+
+struct Args {
+    demo: bool,
+    session: Option<String>,
+    new_session: bool,
+}
+
+enum Parsed {
+    Run(Args),
+    Exit(i32),
+}
+
+fn parse_args() -> Parsed {
+    let mut args = Args {
+        demo: false,
+        session: None,
+        new_session: false,
+    };
+    let mut it = std::env::args_os().skip(1);
+    while let Some(arg) = it.next() {
+        let Some(arg) = arg.to_str().map(str::to_owned) else {
+            eprintln!("mino: arguments must be UTF-8\n\n{HELP}");
+            return Parsed::Exit(EXIT_USAGE);
+        };
+        match arg.as_str() {
+            "-h" | "--help" => {
+                print!("{HELP}");
+                return Parsed::Exit(0);
+            }
+            "-V" | "--version" => {
+                println!("mino {}", env!("CARGO_PKG_VERSION"));
+                return Parsed::Exit(0);
+            }
+            "--demo" => args.demo = true,
+            "--new" => args.new_session = true,
+            "--session" => match it.next().and_then(|v| v.to_str().map(str::to_owned)) {
+                Some(id) if !id.is_empty() => args.session = Some(id),
+                _ => {
+                    eprintln!("mino: --session needs a session id");
+                    return Parsed::Exit(EXIT_USAGE);
+                }
+            },
+            other => {
+                if let Some(id) = other.strip_prefix("--session=") {
+                    args.session = Some(id.to_owned());
+                } else {
+                    eprintln!("mino: unknown argument {other:?}\n\n{HELP}");
+                    return Parsed::Exit(EXIT_USAGE);
+                }
+            }
+        }
+    }
+    if args.session.is_some() && args.new_session {
+        eprintln!("mino: use either --session or --new, not both");
+        return Parsed::Exit(EXIT_USAGE);
+    }
+    Parsed::Run(args)
+}
+
+fn env_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty())
+}
+
+/// `mino-server` beside this executable, else `$MINO_SERVER`, else from PATH.
+fn server_program() -> PathBuf {
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(dir) = exe.parent() {
+            let beside = dir.join("mino-server");
+            if beside.is_file() {
+                return beside;
+            }
+        }
+    }
+    if let Some(p) = std::env::var_os("MINO_SERVER").filter(|v| !v.is_empty()) {
+        return PathBuf::from(p);
+    }
+    PathBuf::from("mino-server")
+}
+
+/// The server's stderr: inherited when RUST_LOG asks for logs, else appended
+/// to `<home>/logs/server.log` so it never garbles the terminal.
+fn server_stderr(home: Option<PathBuf>) -> (Stdio, String) {
+    if env_set("RUST_LOG") {
+        return (Stdio::inherit(), "its log is on stderr".to_owned());
+    }
+    let Some(home) = home else {
+        return (Stdio::null(), "set RUST_LOG=info to see its log".to_owned());
+    };
+    let dir = home.join("logs");
+    let path = dir.join("server.log");
+    let file = std::fs::create_dir_all(&dir)
+        .and_then(|_| OpenOptions::new().create(true).append(true).open(&path));
+    match file {
+        Ok(f) => (Stdio::from(f), format!("see {}", path.display())),
+        Err(_) => (Stdio::null(), "set RUST_LOG=info to see its log".to_owned()),
+    }
+}
+
+async fn run(args: Args) -> i32 {
+    let mut env = Vec::new();
+    let mut cwd = None;
+    let demo = if args.demo {
+        match Demo::start().await {
+            Ok(d) => {
+                env.push(("MINO_HOME".to_owned(), d.home().display().to_string()));
+                env.push(("OPENAI_BASE_URL".to_owned(), d.base_url()));
+                env.push(("OPENAI_API_KEY".to_owned(), "demo".to_owned()));
+                cwd = Some(d.work());
+                tracing::debug!("demo in {}", d.root().display());
+                Some(d)
+            }
+            Err(e) => {
+                eprintln!("mino: could not set up the demo: {e:#}");
+                return EXIT_FAILURE;
+            }
+        }
+    } else {
+        if !env_set("OPENAI_API_KEY") && !env_set("OPENAI_BASE_URL") {
+            eprintln!(
+                "mino: no API key. Set one for the model service:\n\n    export OPENAI_API_KEY=...\n\n\
+                 (or OPENAI_BASE_URL for a compatible endpoint), or try Mino offline first:\n\n    mino --demo"
+            );
+            return EXIT_USAGE;
+        }
+        None
+    };
+    let home = match &demo {
+        Some(d) => Some(d.home()),
+        None => app::mino_home(),
+    };
+    let (stderr, log_hint) = server_stderr(home);
+    let cwd_for_init = match &cwd {
+        Some(dir) => Some(dir.clone()),
+        None => std::env::current_dir().ok(),
+    };
+    let init = InitializationOptions {
+        cwd: cwd_for_init.map(|d| d.display().to_string()),
+        session: args.session,
+        new_session: args.new_session,
+    };
+    let launch = Launch {
+        program: server_program(),
+        cwd,
+        env,
+        stderr,
+    };
+    match App::start(Options {
+        launch,
+        init,
+        demo,
+        log_hint,
+    })
+    .await
+    {
+        Ok(app) => app.run().await,
+        Err(code) => code,
+    }
+}
+
+fn main() {
+    let args = match parse_args() {
+        Parsed::Run(a) => a,
+        Parsed::Exit(code) => std::process::exit(code),
+    };
+    if env_set("RUST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .try_init();
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mino: cannot start the async runtime: {e}");
+            std::process::exit(EXIT_FAILURE);
+        }
+    };
+    let code = runtime.block_on(run(args));
+    // The stdin reader thread may be blocked in read(); do not wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    std::process::exit(code);
+}

@@ -1,0 +1,237 @@
+//! What the terminal shows: the book's wording, as plain strings so it can be
+//! tested without a terminal.
+
+use mino_protocol::{ApprovalRequest, HistoryResult, RecoveryNotification, ToolStatus, TurnStatus};
+
+pub const RECOVERED: &str = "An interrupted tool turn was recovered without executing commands.";
+pub const UNKNOWN_RESULT: &str = "A previous command started, but its result is unknown. It may have changed files or external systems. Mino has not rerun it. Review those effects before continuing.";
+pub const ACK_QUESTION: &str = "Do you understand that these commands may already have run? [y/N] ";
+pub const ACK_NEEDS_TTY: &str =
+    "Unknown tool results require acknowledgement in an interactive terminal";
+pub const BANNER: &str = "History is restored on startup. Bash commands require approval. Use /exit, Ctrl+D, or Ctrl+C to quit.";
+pub const USER_PROMPT: &str = "You> ";
+pub const ASSISTANT: &str = "Assistant> ";
+pub const APPROVE_QUESTION: &str = "Approve this operation? [y/N] ";
+
+/// Only `y` or `yes` (any case, surrounding blanks ignored) agrees.
+pub fn is_yes(answer: &str) -> bool {
+    let a = answer.trim();
+    a.eq_ignore_ascii_case("y") || a.eq_ignore_ascii_case("yes")
+}
+
+pub fn tool_status(status: ToolStatus) -> &'static str {
+    match status {
+        ToolStatus::Success => "success",
+        ToolStatus::Failed => "failed",
+        ToolStatus::Refused => "refused",
+        ToolStatus::TimedOut => "timed_out",
+        ToolStatus::Cancelled => "cancelled",
+        ToolStatus::NotExecuted => "not_executed",
+        ToolStatus::Unknown => "unknown",
+    }
+}
+
+pub fn turn_status(status: TurnStatus) -> &'static str {
+    match status {
+        TurnStatus::Completed => "completed",
+        TurnStatus::Failed => "failed",
+        TurnStatus::Cancelled => "cancelled",
+        TurnStatus::Interrupted => "interrupted",
+    }
+}
+
+/// `Command: "echo milk >> shopping.txt"`: debug-quoted, as in the book.
+pub fn command_line(command: &str) -> String {
+    format!("Command: {command:?}")
+}
+
+/// The approval screen, every line but the question.
+pub fn approval_screen(req: &ApprovalRequest) -> String {
+    let env = if req.environment.is_empty() {
+        "(empty)".to_owned()
+    } else {
+        req.environment
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "[Tool: bash]\n{}\nDirectory: {}\nEnvironment: {}\nLimits: timeout {}s, output {} bytes\n",
+        command_line(&req.command),
+        req.directory,
+        env,
+        req.limits.timeout_seconds,
+        req.limits.output_limit_bytes,
+    )
+}
+
+/// `[Result: success, exit code 0]`.
+pub fn result_line(status: ToolStatus, exit_code: Option<i32>) -> String {
+    match exit_code {
+        Some(code) => format!("[Result: {}, exit code {code}]", tool_status(status)),
+        None => format!("[Result: {}]", tool_status(status)),
+    }
+}
+
+/// `[turn cancelled: reason]` for a turn that did not complete.
+pub fn turn_end_line(status: TurnStatus, reason: Option<&str>) -> Option<String> {
+    if status == TurnStatus::Completed {
+        return None;
+    }
+    Some(match reason.filter(|r| !r.is_empty()) {
+        Some(reason) => format!("[turn {}: {reason}]", turn_status(status)),
+        None => format!("[turn {}]", turn_status(status)),
+    })
+}
+
+/// What the recovery notice prints before the gate (empty if nothing was recovered).
+pub fn recovery_notice(rec: &RecoveryNotification) -> String {
+    let mut out = String::new();
+    for repair in &rec.repairs {
+        out.push_str(&format!("Session file repaired: {repair}\n"));
+    }
+    if !rec.turns.is_empty() {
+        out.push_str(RECOVERED);
+        out.push('\n');
+    }
+    if rec.acknowledgement_required {
+        out.push_str(UNKNOWN_RESULT);
+        out.push('\n');
+        for cmd in unknown_commands(rec) {
+            out.push_str(&format!("  {}\n", command_line(&cmd)));
+        }
+    }
+    out
+}
+
+/// Commands whose result is unknown in turns still awaiting acknowledgement.
+pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<String> {
+    let pending = |id: &str| {
+        rec.unacknowledged_turn_ids.is_empty()
+            || rec.unacknowledged_turn_ids.iter().any(|t| t == id)
+    };
+    rec.turns
+        .iter()
+        .filter(|t| pending(&t.turn_id))
+        .flat_map(|t| t.calls.iter())
+        .filter(|c| c.result.status == ToolStatus::Unknown)
+        .map(|c| c.command.clone())
+        .collect()
+}
+
+/// Restored history, in the same shape a live turn is shown.
+pub fn history(h: &HistoryResult) -> String {
+    let mut out = String::new();
+    for turn in &h.turns {
+        out.push_str(&format!("{USER_PROMPT}{}\n\n", turn.input));
+        // The turn's text is all its responses joined, so it cannot be placed
+        // between the calls; it follows them, where the final answer goes.
+        for call in &turn.calls {
+            out.push_str("[Tool: bash]\n");
+            out.push_str(&command_line(&call.command));
+            out.push('\n');
+            match &call.result {
+                Some(r) => out.push_str(&result_line(r.status, r.exit_code)),
+                None => out.push_str("[Result: pending]"),
+            }
+            out.push('\n');
+        }
+        if !turn.text.is_empty() {
+            out.push_str(ASSISTANT);
+            out.push_str(&turn.text);
+            out.push('\n');
+        }
+        if let Some(status) = turn.status {
+            if let Some(line) = turn_end_line(status, turn.reason.as_deref()) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+        for notice in &turn.notices {
+            out.push_str(&format!("[{notice}]\n"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mino_protocol::{Limits, RecoveredCallView, RecoveredTurnView, ToolResultView};
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn yes_means_only_y_or_yes() {
+        for a in ["y", "Y", "yes", " YES \n", "Yes"] {
+            assert!(is_yes(a), "{a:?}");
+        }
+        for a in ["", "n", "no", "yep", "ye", "y y", "sure"] {
+            assert!(!is_yes(a), "{a:?}");
+        }
+    }
+
+    #[test]
+    fn approval_screen_matches_the_book() {
+        let req = ApprovalRequest {
+            turn_id: "t".into(),
+            seq: 1,
+            call_id: "call_1".into(),
+            command: "echo milk >> shopping.txt".into(),
+            directory: "/w".into(),
+            environment: BTreeMap::from([
+                ("HOME".into(), "/h".into()),
+                ("PATH".into(), "/usr/bin".into()),
+            ]),
+            limits: Limits {
+                timeout_seconds: 120,
+                output_limit_bytes: 65536,
+            },
+        };
+        assert_eq!(
+            approval_screen(&req),
+            "[Tool: bash]\nCommand: \"echo milk >> shopping.txt\"\nDirectory: /w\nEnvironment: HOME=/h, PATH=/usr/bin\nLimits: timeout 120s, output 65536 bytes\n"
+        );
+    }
+
+    #[test]
+    fn recovery_notice_lists_unknown_commands() {
+        let rec = RecoveryNotification {
+            session_id: "s".into(),
+            turns: vec![RecoveredTurnView {
+                turn_id: "t1".into(),
+                status: TurnStatus::Interrupted,
+                calls: vec![RecoveredCallView {
+                    call_id: "c".into(),
+                    command: "echo milk >> shopping.txt".into(),
+                    result: ToolResultView {
+                        status: ToolStatus::Unknown,
+                        output: String::new(),
+                        exit_code: None,
+                    },
+                }],
+            }],
+            acknowledgement_required: true,
+            unacknowledged_turn_ids: vec!["t1".into()],
+            repairs: vec![],
+        };
+        let text = recovery_notice(&rec);
+        assert!(text.starts_with(RECOVERED));
+        assert!(text.contains(UNKNOWN_RESULT));
+        assert!(text.contains("  Command: \"echo milk >> shopping.txt\"\n"));
+    }
+
+    #[test]
+    fn turn_end_lines() {
+        assert_eq!(turn_end_line(TurnStatus::Completed, None), None);
+        assert_eq!(
+            turn_end_line(TurnStatus::Cancelled, Some("cancelled by the user")).as_deref(),
+            Some("[turn cancelled: cancelled by the user]")
+        );
+        assert_eq!(
+            turn_end_line(TurnStatus::Failed, None).as_deref(),
+            Some("[turn failed]")
+        );
+    }
+}

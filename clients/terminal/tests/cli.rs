@@ -1,0 +1,257 @@
+//! `mino` without a terminal: flags, the missing API key, a refused session,
+//! and the piped demo (the README's main command and the CI smoke test).
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+
+fn run_piped(mut cmd: Command, input: &str) -> (std::process::ExitStatus, String, String) {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn mino");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).expect("write stdin");
+    drop(stdin);
+    // Read both pipes on threads so a full pipe cannot stall the child.
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut s).ok();
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut s).ok();
+        s
+    });
+    let status = wait_with_timeout(&mut child, Duration::from_secs(120));
+    (
+        status,
+        out.join().expect("stdout thread"),
+        err.join().expect("stderr thread"),
+    )
+}
+
+#[test]
+fn help_and_version() {
+    let out = Command::new(mino())
+        .arg("--help")
+        .output()
+        .expect("mino --help");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("--demo") && text.contains("--session") && text.contains("OPENAI_API_KEY"),
+        "{text}"
+    );
+
+    let out = Command::new(mino())
+        .arg("--version")
+        .output()
+        .expect("mino --version");
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("mino {}", env!("CARGO_PKG_VERSION"))
+    );
+
+    let out = Command::new(mino())
+        .arg("--bogus")
+        .output()
+        .expect("mino --bogus");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn without_an_api_key_it_explains_how_to_set_one_or_try_the_demo() {
+    let scratch = Scratch::new();
+    let out = Command::new(mino())
+        .current_dir(scratch.work())
+        .env("MINO_HOME", scratch.home())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mino");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("export OPENAI_API_KEY="), "{err}");
+    assert!(err.contains("mino --demo"), "{err}");
+    // Nothing was created.
+    assert!(std::fs::read_dir(scratch.home())
+        .expect("home")
+        .next()
+        .is_none());
+}
+
+#[test]
+fn piped_demo_streams_an_answer_asks_for_approval_and_adds_milk() {
+    let scratch = Scratch::new();
+    let mut cmd = Command::new(mino());
+    // The user's own home and settings must stay untouched.
+    cmd.arg("--demo")
+        .current_dir(scratch.work())
+        .env("MINO_HOME", scratch.home())
+        .env("HOME", scratch.dir.path())
+        .env("MINO_SERVER", server())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("RUST_LOG");
+    let (status, out, err) = run_piped(cmd, "Add milk to shopping.txt.\ny\n/exit\n");
+    assert!(
+        status.success(),
+        "exit {status:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    for needle in [
+        "History is restored on startup. Bash commands require approval. Use /exit, Ctrl+D, or Ctrl+C to quit.",
+        "You> Add milk to shopping.txt.",
+        "Assistant> I'll append milk",
+        "[Tool: bash]",
+        "Command: \"echo milk >> shopping.txt\"",
+        "Limits: timeout",
+        "Approve this operation? [y/N] y",
+        "[Result: success, exit code 0]",
+        "Done: milk is now the last line of shopping.txt.",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}\nstderr:\n{err}");
+    }
+    let workspace = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Demo workspace: "))
+        .and_then(|rest| rest.split(" (").next())
+        .unwrap_or_else(|| panic!("no demo workspace line in:\n{out}"));
+    let workspace = std::path::PathBuf::from(workspace);
+    assert!(
+        workspace.starts_with(std::env::temp_dir()),
+        "{}",
+        workspace.display()
+    );
+    let list = read(&workspace.join("work").join("shopping.txt"));
+    assert_eq!(list.matches("milk").count(), 1, "{list}");
+    assert!(std::fs::read_dir(workspace.join("home").join("sessions"))
+        .expect("demo sessions")
+        .next()
+        .is_some());
+    // The demo touched neither MINO_HOME nor the working directory.
+    assert!(std::fs::read_dir(scratch.home())
+        .expect("home")
+        .next()
+        .is_none());
+    assert!(std::fs::read_dir(scratch.work())
+        .expect("work")
+        .next()
+        .is_none());
+    let _ = std::fs::remove_dir_all(&workspace);
+}
+
+#[test]
+fn a_refused_session_prints_the_server_message_and_exits_non_zero() {
+    let scratch = Scratch::new();
+    let mut cmd = scratch.command("http://127.0.0.1:9/v1");
+    cmd.args(["--session", "../escape"]);
+    let (status, out, err) = run_piped(cmd, "");
+    assert_eq!(status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(err.contains("session"), "{err}");
+    assert!(!out.contains("History is restored"), "{out}");
+}
+
+#[test]
+fn piped_turn_keeps_the_server_order_under_heavy_output() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(mino_mock_model::MockModel::start(vec![
+            mino_mock_model::Reply::Calls {
+                text: vec!["Counting".into(), " now.".into()],
+                calls: vec![mino_mock_model::ScriptedCall::new(
+                    "call_1",
+                    "for i in $(seq 1 4000); do echo line-$i; done; echo err-line >&2",
+                )],
+                delay_ms: 0,
+            },
+            mino_mock_model::Reply::text("Counted to four thousand."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let (status, out, err) = run_piped(scratch.command(&mock.base_url()), "Count.\ny\n");
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    let pos = |needle: &str| {
+        out.find(needle)
+            .unwrap_or_else(|| panic!("missing {needle:?} in:\n{out}"))
+    };
+    let text = pos("Assistant> Counting now.");
+    let approval = pos("Approve this operation? [y/N] y");
+    let first = pos("line-1\n");
+    let last = pos("line-4000\n");
+    let result = pos("[Result: success, exit code 0]");
+    let answer = pos("Counted to four thousand.");
+    assert!(
+        text < approval && approval < first && first < last && last < result && result < answer,
+        "out of order:\n{out}"
+    );
+    // Every line, in order.
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("line-")).collect();
+    let expected: Vec<String> = (1..=4000).map(|i| format!("line-{i}")).collect();
+    assert_eq!(lines, expected);
+}
+
+#[test]
+fn a_second_mino_on_an_open_session_is_refused_with_the_servers_message() {
+    let scratch = Scratch::new();
+    let mut first = scratch.command("http://127.0.0.1:9/v1");
+    first
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut first = first.spawn().expect("spawn the first mino");
+    let mut first_out = first.stdout.take().expect("stdout");
+    // Wait until the first one shows its prompt: the session is open and locked.
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("You> ") {
+        let n = std::io::Read::read(&mut first_out, &mut buf).expect("read first mino");
+        assert!(
+            n > 0,
+            "first mino ended early: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let (status, out, err) = run_piped(scratch.command("http://127.0.0.1:9/v1"), "");
+    assert_eq!(status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(err.contains("another Mino process"), "{err}");
+    assert!(!out.contains("You>"), "{out}");
+    drop(first.stdin.take());
+    let status = wait_with_timeout(&mut first, Duration::from_secs(60));
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn piped_demo_declined_command_is_not_run() {
+    let scratch = Scratch::new();
+    let mut cmd = Command::new(mino());
+    cmd.arg("--demo")
+        .current_dir(scratch.work())
+        .env("MINO_HOME", scratch.home())
+        .env("HOME", scratch.dir.path())
+        .env("MINO_SERVER", server())
+        .env_remove("RUST_LOG");
+    let (status, out, err) = run_piped(cmd, "Add milk to shopping.txt.\nno\n");
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("Approve this operation? [y/N] no"), "{out}");
+    assert!(out.contains("[Result: refused]"), "{out}");
+    assert!(out.contains("Okay, I did not run it"), "{out}");
+    let workspace = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Demo workspace: "))
+        .and_then(|rest| rest.split(" (").next())
+        .unwrap_or_else(|| panic!("no demo workspace line in:\n{out}"));
+    let workspace = std::path::PathBuf::from(workspace);
+    assert!(!read(&workspace.join("work").join("shopping.txt")).contains("milk"));
+    let _ = std::fs::remove_dir_all(&workspace);
+}
