@@ -328,6 +328,17 @@ impl App {
                     }
                     view.text(&d.delta);
                 }
+                Event::Retrying(r) if r.turn_id == turn_id => {
+                    // Printed text cannot be taken back; say that what
+                    // follows replaces it.
+                    view.newline();
+                    out(&format!(
+                        "[connection to the model failed ({}); retrying in {:.1}s; the answer starts again below]\n",
+                        r.reason,
+                        r.delay_ms as f64 / 1000.0
+                    ));
+                    view.at_line_start = true;
+                }
                 Event::ApprovalRequest(req) if req.turn_id == turn_id => {
                     view.newline();
                     out(&ui::approval_screen(&req));

@@ -15,7 +15,7 @@ use jsonrpsee::core::traits::ToRpcParams;
 use mino_protocol::{
     method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, ApprovalRequest, CancelParams,
     ChatParams, ChatResult, Decision, EmptyResult, HistoryParams, HistoryResult,
-    InitializationOptions, RecoveryNotification, ServerCapabilities, TextDelta, ToolOutput,
+    InitializationOptions, RecoveryNotification, Retrying, ServerCapabilities, TextDelta, ToolOutput,
     ToolResult, ToolStarted, TurnEnded, TurnStarted,
 };
 use serde::de::DeserializeOwned;
@@ -88,6 +88,7 @@ pub enum Event {
     Recovery(RecoveryNotification),
     TurnStarted(TurnStarted),
     TextDelta(TextDelta),
+    Retrying(Retrying),
     ApprovalRequest(ApprovalRequest),
     ToolStarted(ToolStarted),
     ToolOutput(ToolOutput),
@@ -102,6 +103,7 @@ impl Event {
             Event::Recovery(_) => 0,
             Event::TurnStarted(n) => n.seq,
             Event::TextDelta(n) => n.seq,
+            Event::Retrying(n) => n.seq,
             Event::ApprovalRequest(n) => n.seq,
             Event::ToolStarted(n) => n.seq,
             Event::ToolOutput(n) => n.seq,
@@ -227,6 +229,10 @@ impl Server {
         ));
         streams.push((
             subscribe(&rpc, method::TEXT_DELTA, Event::TextDelta).await?,
+            true,
+        ));
+        streams.push((
+            subscribe(&rpc, method::RETRYING, Event::Retrying).await?,
             true,
         ));
         streams.push((

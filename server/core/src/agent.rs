@@ -21,6 +21,8 @@ use crate::session::{Session, SessionError};
 
 pub const DEFAULT_MAX_REQUESTS: u32 = 8;
 pub const DEFAULT_MAX_CALLS: u32 = 16;
+/// Live output streamed to the client per call; the saved result has its own cap.
+pub const LIVE_OUTPUT_LIMIT: usize = 1024 * 1024;
 
 #[derive(Debug, Clone, Copy)]
 pub struct TurnLimits {
@@ -38,6 +40,9 @@ impl Default for TurnLimits {
 pub enum AgentEvent {
     TurnStarted { turn_id: String, input: String },
     TextDelta { turn_id: String, delta: String },
+    /// The model request failed in a retryable way and is sent again after
+    /// `delay_ms`: text streamed since the last response began is void.
+    Retrying { turn_id: String, attempt: u32, delay_ms: u64, reason: String },
     ApprovalRequest {
         turn_id: String,
         call_id: String,
@@ -74,6 +79,14 @@ pub mod outputs {
     pub const REFUSED: &str = "The user denied this command; it was not run.";
     pub const CANCELLED_BEFORE_START: &str = "The turn was cancelled before this command was approved; it was not run.";
     pub const NOT_RUN_AFTER_CANCEL: &str = "The turn was cancelled before this call; it was not run.";
+    pub const CANCELLED_BEFORE_SPAWN: &str = "The turn was cancelled after this command was approved and before it was started; it was not run.";
+}
+
+struct TurnEnded {
+    turn_id: String,
+    status: TurnStatus,
+    reason: Option<String>,
+    text: Option<String>,
 }
 
 struct RunningTurn {
@@ -170,6 +183,7 @@ impl Agent {
     pub fn approve(&self, call_id: &str, decision: ApprovalDecision) -> Result<(), AgentError> {
         let sender = lock(&self.inner.running)
             .as_mut()
+            .filter(|turn| !turn.cancel.is_cancelled())
             .and_then(|turn| turn.approvals.remove(call_id))
             .ok_or_else(|| AgentError::NoPendingApproval(call_id.to_string()))?;
         sender.send(decision).map_err(|_| AgentError::NoPendingApproval(call_id.to_string()))
@@ -210,43 +224,52 @@ impl Agent {
         // Whatever happens to this task (a panic included), the session must
         // not stay "running" forever; the journal still shows an open turn,
         // which the next open recovers.
-        struct ClearRunning<'a>(&'a Inner);
+        // Only this turn's entry: once it has ended, the client may already
+        // have started the next turn, whose entry must stay.
+        struct ClearRunning<'a>(&'a Inner, String);
         impl Drop for ClearRunning<'_> {
             fn drop(&mut self) {
-                lock(&self.0.running).take();
+                let mut running = lock(&self.0.running);
+                if running.as_ref().is_some_and(|t| t.turn_id == self.1) {
+                    running.take();
+                }
             }
         }
-        let _clear = ClearRunning(&self.inner);
+        let _clear = ClearRunning(&self.inner, turn_id.clone());
         let end = self.turn_steps(&turn_id, &cancel).await;
         let (status, reason) = match end {
             Ok((status, reason)) => (status, reason),
-            // Not a failed save (e.g. the model repeated a call id): the
-            // journal is healthy, so the turn ends on file like any other.
-            Err(e) if !matches!(e, SessionError::Journal(_)) => {
-                (TurnStatus::Failed, Some(format!("The turn stopped: {e}")))
-            }
-            Err(e) => {
+            Err(e @ SessionError::Journal(_)) => {
                 // A failed save: the turn stops here, and nothing claims an
                 // outcome the disk does not hold (no turn_end is written).
                 tracing::error!(turn_id, error = %e, "turn stopped by a journal failure");
-                lock(&self.inner.running).take();
-                self.emit(AgentEvent::TurnEnded {
-                    turn_id,
-                    status: TurnStatus::Failed,
-                    reason: Some(format!("The session could not be saved, so the turn stopped: {e}")),
-                    text: None,
-                });
+                let reason = format!("The session could not be saved, so the turn stopped: {e}");
+                self.finish(TurnEnded { turn_id, status: TurnStatus::Failed, reason: Some(reason), text: None });
                 return;
             }
+            // Not a failed save (e.g. an inconsistent model response): the
+            // journal is healthy, so the turn ends on file like any other.
+            Err(e) => (TurnStatus::Failed, Some(format!("The turn stopped: {e}"))),
         };
-        let saved = lock(&self.inner.session).end_turn(&turn_id, status, reason.clone());
+        let saved = self.with_session(|s| {
+            s.close_unresolved_calls(&turn_id)?;
+            s.end_turn(&turn_id, status, reason.clone())
+        });
         let text = self.with_session(|s| s.transcript().turn(&turn_id).map(|t| t.text())).filter(|t| !t.is_empty());
-        lock(&self.inner.running).take();
         let (status, reason) = match saved {
             Ok(()) => (status, reason),
             Err(e) => (TurnStatus::Failed, Some(format!("The end of the turn could not be saved: {e}"))),
         };
+        self.finish(TurnEnded { turn_id, status, reason, text });
+    }
+
+    /// Announces the turn's end and frees the session for the next turn in
+    /// one step, so no next turn can start (and announce itself) in between.
+    fn finish(&self, ended: TurnEnded) {
+        let mut running = lock(&self.inner.running);
+        let TurnEnded { turn_id, status, reason, text } = ended;
         self.emit(AgentEvent::TurnEnded { turn_id, status, reason, text });
+        running.take();
     }
 
     /// The turn's steps; returns how it ends, or the save that failed.
@@ -260,14 +283,22 @@ impl Agent {
             }
             requests += 1;
             let input = self.with_session(|s| s.context());
+            fail::fail_point!("agent::before_model_request");
             let response = {
                 let request = ModelRequest { instructions: &self.inner.instructions, input: &input };
                 let mut on_event = |event: ModelEvent<'_>| match event {
                     ModelEvent::TextDelta(delta) => {
-                        self.emit(AgentEvent::TextDelta { turn_id: turn_id.to_string(), delta: delta.to_string() })
+                        self.emit(AgentEvent::TextDelta { turn_id: turn_id.to_string(), delta: delta.to_string() });
+                        fail::fail_point!("agent::after_text_delta");
                     }
                     ModelEvent::Retrying { attempt, delay, reason } => {
                         tracing::warn!(turn_id, attempt, ?delay, reason, "retrying the model request");
+                        self.emit(AgentEvent::Retrying {
+                            turn_id: turn_id.to_string(),
+                            attempt,
+                            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                            reason: reason.to_string(),
+                        });
                     }
                 };
                 self.inner.model.respond(&request, &mut on_event, cancel).await
@@ -277,8 +308,23 @@ impl Agent {
                 Err(ModelError::Cancelled) => return Ok((TurnStatus::Cancelled, Some("cancelled by the user".into()))),
                 Err(e) => return Ok((TurnStatus::Failed, Some(e.to_string()))),
             };
-            let calls = crate::transcript::function_calls_in_values(&response.items);
-            self.with_session(|s| s.record_response(turn_id, response.items))?;
+            fail::fail_point!("agent::after_model_response");
+            // The calls are what the transcript made of the recorded response:
+            // one reading of the items, shared with recovery and replay.
+            let calls = self.with_session(|s| -> Result<Vec<(String, String, String)>, SessionError> {
+                s.record_response(turn_id, response.items)?;
+                Ok(s.transcript()
+                    .turn(turn_id)
+                    .map(|turn| {
+                        let last = turn.responses.len().saturating_sub(1);
+                        turn.calls
+                            .iter()
+                            .filter(|c| c.response_index == last)
+                            .map(|c| (c.call_id.clone(), c.name.clone(), c.arguments.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default())
+            })?;
             if calls.is_empty() {
                 return Ok(match response.incomplete {
                     Some(why) => (TurnStatus::Failed, Some(format!("the model's answer was cut short ({why})"))),
@@ -350,10 +396,14 @@ impl Agent {
             environment: bash.environment().clone(),
             limits: bash.limits(),
         });
+        // A cancel wins over an approval that arrives at the same moment:
+        // once `mino/cancel` has answered, nothing of this turn may start.
         let decision = tokio::select! {
-            decision = receiver => decision.ok(),
+            biased;
             _ = cancel.cancelled() => None,
+            decision = receiver => decision.ok(),
         };
+        let decision = decision.filter(|_| !cancel.is_cancelled());
         if let Some(turn) = lock(&self.inner.running).as_mut() {
             turn.approvals.remove(call_id);
         }
@@ -373,6 +423,12 @@ impl Agent {
                     s.record_decision(turn_id, call_id, ApprovalDecision::Approved)?;
                     s.record_tool_start(turn_id, call_id, &command, &directory)
                 })?;
+                if cancel.is_cancelled() {
+                    // Cancelled while the start was being saved: the start is
+                    // on file, so the result says plainly that it never ran.
+                    self.save_result(turn_id, call_id, ToolStatus::Cancelled, outputs::CANCELLED_BEFORE_SPAWN, None)?;
+                    return Ok(true);
+                }
                 // The approval and tool_start are on disk: only now may it run.
                 self.emit(AgentEvent::ToolStarted {
                     turn_id: turn_id.to_string(),
@@ -380,12 +436,27 @@ impl Agent {
                     command: command.clone(),
                 });
                 fail::fail_point!("agent::before_spawn");
+                let mut streamed = 0usize;
                 let mut on_output = |stream: Stream, chunk: &str| {
+                    // The saved result keeps head and tail within the output
+                    // limit; live output stops too, so a runaway command
+                    // cannot flood the client (or the server's queues).
+                    if streamed >= LIVE_OUTPUT_LIMIT {
+                        return;
+                    }
+                    streamed += chunk.len();
+                    let chunk = if streamed >= LIVE_OUTPUT_LIMIT {
+                        format!("{chunk}\n[live output stopped after {LIVE_OUTPUT_LIMIT} bytes; the result keeps the head and tail]\n")
+                    } else {
+                        chunk.to_string()
+                    };
+                    // The command is running (it has written output).
+                    fail::fail_point!("agent::after_spawn");
                     self.emit(AgentEvent::ToolOutput {
                         turn_id: turn_id.to_string(),
                         call_id: call_id.to_string(),
                         stream,
-                        chunk: chunk.to_string(),
+                        chunk,
                     })
                 };
                 let outcome = bash.run(&command, &mut on_output, cancel).await;

@@ -166,11 +166,14 @@ impl BashTool {
                     out_open = false;
                     err_open = false;
                 }
-                _ = &mut deadline, if stopped.is_none() => {
+                // Once the command has exited, its status is settled: a
+                // timeout or cancel while its leftover output drains is not
+                // what happened to it.
+                _ = &mut deadline, if stopped.is_none() && exit.is_none() => {
                     stopped = Some(ToolStatus::TimedOut);
                     self.stop_group(pgid, &mut child).await;
                 }
-                _ = cancel.cancelled(), if stopped.is_none() => {
+                _ = cancel.cancelled(), if stopped.is_none() && exit.is_none() => {
                     stopped = Some(ToolStatus::Cancelled);
                     self.stop_group(pgid, &mut child).await;
                 }
@@ -181,7 +184,7 @@ impl BashTool {
         let exit_code = exit.and_then(|s| s.code());
         let status = match stopped {
             Some(ToolStatus::TimedOut) => {
-                push_note(&mut output, &format!("[timed out after {}s; the command's process group was killed]", self.limits.timeout.as_secs()));
+                push_note(&mut output, &format!("[timed out after {}; the command's process group was killed]", seconds(self.limits.timeout)));
                 ToolStatus::TimedOut
             }
             Some(other) => {
@@ -214,6 +217,14 @@ impl BashTool {
             // The leader exited; children that ignore SIGTERM must not survive it.
             kill_group(pgid, libc::SIGKILL);
         }
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
     }
 }
 

@@ -11,10 +11,14 @@
 //! Output items are sent back without their ids (`store: false` would reject
 //! them), reasoning items with their `encrypted_content`.
 
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::journal::record::TurnStatus;
-use crate::transcript::{CallResult, Transcript, Turn};
+use crate::transcript::{item_call, CallResult, ItemCall, Transcript, Turn};
 
 /// The notice that follows a replayed turn that did not complete.
 pub fn runtime_notice(status: TurnStatus) -> String {
@@ -26,7 +30,15 @@ pub fn runtime_notice(status: TurnStatus) -> String {
 
 /// The `output` string of a `function_call_output`: `{"status":…,"output":…}`.
 pub fn function_output(result: &CallResult) -> String {
-    json!({ "status": result.status.as_str(), "output": result.output }).to_string()
+    // Serialised straight from borrowed fields (no copy of the output into a
+    // `Value` first), in the order a `Value` map would write them.
+    #[derive(Serialize)]
+    struct FunctionOutput<'a> {
+        output: &'a str,
+        status: &'a str,
+    }
+    serde_json::to_string(&FunctionOutput { output: &result.output, status: result.status.as_str() })
+        .unwrap_or_default()
 }
 
 pub fn user_message(text: &str) -> Value {
@@ -53,12 +65,24 @@ fn append_turn(input: &mut Vec<Value>, turn: &Turn) {
     }
     input.push(user_message(&turn.input));
     for (index, items) in turn.responses.iter().enumerate() {
-        input.extend(
-            items
-                .iter()
-                .filter_map(|item| serde_json::from_str::<Value>(item.get()).ok())
-                .filter_map(|item| replayable(&item)),
-        );
+        for item in items {
+            match item_call(item) {
+                // Calls are replayed as the transcript read them, so each
+                // call sent is exactly one whose output follows below.
+                ItemCall::Call(call_id) => {
+                    if let Some(call) = turn.calls.iter().find(|c| c.response_index == index && c.call_id == call_id) {
+                        input.push(json!({
+                            "type": "function_call",
+                            "call_id": call.call_id,
+                            "name": call.name,
+                            "arguments": call.arguments,
+                        }));
+                    }
+                }
+                ItemCall::Unanswerable => {}
+                ItemCall::NotACall => input.extend(replay_item(item)),
+            }
+        }
         for call in turn.calls.iter().filter(|c| c.response_index == index) {
             // Every call of a finished response has a result before the next
             // request (runtime) or the turn's end (recovery); a call still
@@ -75,6 +99,123 @@ fn append_turn(input: &mut Vec<Value>, turn: &Turn) {
     if let Some(status) = ended_early {
         input.push(assistant_message(&runtime_notice(status)));
     }
+}
+
+/// A field present in the JSON text, `null` included (as `Value::get` sees it).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// The members of an output item that replay reads, borrowed from its JSON
+/// text unparsed: the rest of the item (ids, statuses, annotations) is
+/// skipped without being built.
+#[derive(Deserialize)]
+struct ItemFields<'a> {
+    #[serde(rename = "type", default, borrow, deserialize_with = "present")]
+    kind: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    content: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    call_id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    name: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    arguments: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    encrypted_content: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    summary: Option<&'a RawValue>,
+}
+
+/// The members of a message's content part that replay reads.
+#[derive(Deserialize)]
+struct PartFields<'a> {
+    #[serde(rename = "type", default, borrow, deserialize_with = "present")]
+    kind: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    text: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    refusal: Option<&'a RawValue>,
+}
+
+/// The string a JSON text holds, borrowed when it has no escapes.
+fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    match serde_json::from_str::<&str>(raw.get()) {
+        Ok(s) => Some(Cow::Borrowed(s)),
+        Err(_) => serde_json::from_str::<String>(raw.get()).ok().map(Cow::Owned),
+    }
+}
+
+fn json_string(raw: &RawValue) -> Option<String> {
+    serde_json::from_str::<String>(raw.get()).ok()
+}
+
+fn json_value(raw: &RawValue) -> Option<Value> {
+    serde_json::from_str::<Value>(raw.get()).ok()
+}
+
+/// One saved output item as it is sent back (see [`replayable`]), read
+/// straight from its JSON text. Builds the same value as parsing the item
+/// into a `Value` and calling [`replayable`], which it falls back to for a
+/// text the typed reading does not take (a repeated member, a content part
+/// that is not an object).
+fn replay_item(item: &RawValue) -> Option<Value> {
+    match replay_typed(item) {
+        Ok(replayed) => replayed,
+        Err(()) => replayable(&serde_json::from_str::<Value>(item.get()).ok()?),
+    }
+}
+
+fn replay_typed(item: &RawValue) -> Result<Option<Value>, ()> {
+    let fields: ItemFields<'_> = serde_json::from_str(item.get()).map_err(|_| ())?;
+    let Some(kind) = fields.kind.and_then(json_str) else { return Ok(None) };
+    Ok(match kind.as_ref() {
+        "message" => {
+            let Some(parts) = fields.content.and_then(|c| serde_json::from_str::<Vec<&RawValue>>(c.get()).ok()) else {
+                return Ok(None);
+            };
+            let mut content = Vec::with_capacity(parts.len());
+            for part in parts {
+                let part: PartFields<'_> = serde_json::from_str(part.get()).map_err(|_| ())?;
+                let Some(kind) = part.kind.and_then(json_str) else { continue };
+                match kind.as_ref() {
+                    "output_text" => {
+                        if let Some(text) = part.text.and_then(json_string) {
+                            content.push(json!({ "type": "output_text", "text": text }));
+                        }
+                    }
+                    "refusal" => {
+                        if let Some(refusal) = part.refusal.and_then(json_string) {
+                            content.push(json!({ "type": "refusal", "refusal": refusal }));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if content.is_empty() {
+                return Ok(None);
+            }
+            Some(json!({ "type": "message", "role": "assistant", "content": content }))
+        }
+        "function_call" => {
+            let (Some(call_id), Some(name), Some(arguments)) = (fields.call_id, fields.name, fields.arguments) else {
+                return Ok(None);
+            };
+            let (Some(call_id), Some(name), Some(arguments)) = (json_value(call_id), json_value(name), json_value(arguments)) else {
+                return Err(());
+            };
+            Some(json!({ "type": "function_call", "call_id": call_id, "name": name, "arguments": arguments }))
+        }
+        "reasoning" => {
+            let Some(encrypted) = fields.encrypted_content.and_then(json_string) else { return Ok(None) };
+            let summary = match fields.summary {
+                Some(summary) => json_value(summary).ok_or(())?,
+                None => json!([]),
+            };
+            Some(json!({ "type": "reasoning", "summary": summary, "encrypted_content": encrypted }))
+        }
+        _ => None,
+    })
 }
 
 /// An output item as it may be sent back: ids and statuses dropped, only the
@@ -112,5 +253,51 @@ fn replayable(item: &Value) -> Option<Value> {
             }))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::record::ToolStatus;
+
+    #[test]
+    fn typed_replay_builds_what_the_value_replay_builds() {
+        let items = [
+            r#"{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hi \"there\"\n","annotations":[]},{"type":"refusal","refusal":"no"},{"type":"other"},{"type":"output_text"},{"type":"output_text","text":5}]}"#,
+            r#"{"type":"message","content":[]}"#,
+            r#"{"type":"message","content":{"type":"output_text","text":"not an array"}}"#,
+            r#"{"type":"message","content":["not an object",{"type":"output_text","text":"kept"}]}"#,
+            r#"{"type":"message","content":[{"type":"output_text","text":"first","text":"last"}]}"#,
+            r#"{"type":"mess\u0061ge","content":[{"type":"output_text","text":"escaped type"}]}"#,
+            r#"{"id":"fc_1","type":"function_call","status":"completed","call_id":"call_1","name":"bash","arguments":"{\"command\":\"ls\"}"}"#,
+            r#"{"type":"function_call","call_id":null,"name":"bash","arguments":{"command":"ls"}}"#,
+            r#"{"type":"function_call","name":"bash","arguments":"{}"}"#,
+            r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"s"}],"encrypted_content":"gAAAA"}"#,
+            r#"{"type":"reasoning","encrypted_content":"gAAAA"}"#,
+            r#"{"type":"reasoning","summary":null,"encrypted_content":"gAAAA"}"#,
+            r#"{"type":"reasoning","summary":[]}"#,
+            r#"{"type":"reasoning","encrypted_content":7}"#,
+            r#"{"type":"web_search_call","id":"ws_1"}"#,
+            r#"{"type":7}"#,
+            r#"{"kind":"message"}"#,
+            r#"{"type":"message","type":"function_call","call_id":"c","name":"n","arguments":"a"}"#,
+            r#"[1,2]"#,
+            r#""text""#,
+        ];
+        for item in items {
+            let raw: Box<RawValue> = serde_json::from_str(item).unwrap();
+            let expected = serde_json::from_str::<Value>(item).ok().and_then(|v| replayable(&v));
+            assert_eq!(replay_item(&raw), expected, "{item}");
+        }
+    }
+
+    #[test]
+    fn function_output_is_the_json_text_a_value_would_write() {
+        let result = CallResult { status: ToolStatus::Success, output: "a \"quoted\"\nline\u{7}".into(), exit_code: Some(0), recovered: false };
+        assert_eq!(
+            function_output(&result),
+            json!({ "status": "success", "output": result.output }).to_string()
+        );
     }
 }

@@ -91,8 +91,10 @@ impl Session {
         if !closing.is_empty() {
             for body in &closing {
                 session.append(body)?;
+                fail::fail_point!("session::after_recovery_append");
             }
             session.journal.sync()?;
+            fail::fail_point!("session::after_recovery_sync");
             if let Some(turn) = session.transcript.turns.last() {
                 report.recovered.push(RecoveredTurn::of(turn));
             }
@@ -158,14 +160,17 @@ impl Session {
                     return Err(SessionError::NothingToAcknowledge(bad.clone()));
                 }
                 let mut ids = ids.to_vec();
-                ids.dedup();
+                let mut seen = std::collections::HashSet::new();
+                ids.retain(|id| seen.insert(id.clone()));
                 ids
             }
         };
         for turn_id in &chosen {
             self.append(&RecordBody::RecoveryAck { turn_id: turn_id.clone() })?;
+            fail::fail_point!("session::after_ack_append");
         }
-        self.journal.sync()?;
+        self.sync()?;
+        fail::fail_point!("session::after_ack_sync");
         Ok(chosen)
     }
 
@@ -183,7 +188,9 @@ impl Session {
         }
         let turn_id = format!("turn-{}", self.transcript.turns.len() + 1);
         self.append(&RecordBody::User { turn_id: turn_id.clone(), text: text.to_string() })?;
-        self.journal.sync()?;
+        fail::fail_point!("session::after_user_append");
+        self.sync()?;
+        fail::fail_point!("session::after_user_sync");
         Ok(turn_id)
     }
 
@@ -195,13 +202,17 @@ impl Session {
             .map(serde_json::value::to_raw_value)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| SessionError::Usage(format!("a model output item could not be serialised: {e}")))?;
-        self.append(&RecordBody::Response { turn_id: turn_id.to_string(), items })
+        self.append(&RecordBody::Response { turn_id: turn_id.to_string(), items })?;
+        fail::fail_point!("session::after_response_append");
+        Ok(())
     }
 
     /// The person's decision, written through; synced with `tool_start`
     /// (approve) or with the `refused` result (deny).
     pub fn record_decision(&mut self, turn_id: &str, call_id: &str, decision: ApprovalDecision) -> Result<(), SessionError> {
-        self.append(&RecordBody::Approval { turn_id: turn_id.into(), call_id: call_id.into(), decision })
+        self.append(&RecordBody::Approval { turn_id: turn_id.into(), call_id: call_id.into(), decision })?;
+        fail::fail_point!("session::after_approval_append");
+        Ok(())
     }
 
     /// The execution boundary: the approval and this start are on disk when
@@ -214,7 +225,7 @@ impl Session {
             cwd: cwd.into(),
         })?;
         fail::fail_point!("journal::after_tool_start_append");
-        self.journal.sync()?;
+        self.sync()?;
         fail::fail_point!("journal::after_tool_start_sync");
         Ok(())
     }
@@ -238,24 +249,77 @@ impl Session {
             recovered: false,
         })?;
         fail::fail_point!("journal::after_tool_result_append");
-        self.journal.sync()?;
+        self.sync()?;
+        fail::fail_point!("session::after_tool_result_sync");
+        Ok(())
+    }
+
+    /// Closes by Table 04-1 any call of the open turn still without a
+    /// result (a turn that stopped on an error between a response and its
+    /// calls), so the turn can end with every call paired.
+    pub fn close_unresolved_calls(&mut self, turn_id: &str) -> Result<(), SessionError> {
+        let Some(turn) = self.transcript.open_turn().filter(|t| t.id == turn_id) else { return Ok(()) };
+        let open: Vec<(String, bool)> =
+            turn.calls.iter().filter(|c| c.result.is_none()).map(|c| (c.call_id.clone(), c.started)).collect();
+        for (call_id, started) in open {
+            // Table 04-1: a saved start is not evidence of an outcome.
+            let (status, output) = if started {
+                (ToolStatus::Unknown, crate::recovery::UNKNOWN_OUTPUT)
+            } else {
+                (ToolStatus::NotExecuted, crate::recovery::NOT_EXECUTED_OUTPUT)
+            };
+            self.record_tool_result(turn_id, &call_id, status, output, None)?;
+        }
         Ok(())
     }
 
     /// Ends the turn, synced.
     pub fn end_turn(&mut self, turn_id: &str, status: TurnStatus, reason: Option<String>) -> Result<(), SessionError> {
         self.append(&RecordBody::TurnEnd { turn_id: turn_id.into(), status, reason })?;
-        self.journal.sync()?;
+        fail::fail_point!("session::after_turn_end_append");
+        self.sync()?;
+        fail::fail_point!("session::after_turn_end_sync");
         Ok(())
     }
 
     /// Writes a record through, then applies it: the transcript never holds
     /// what the file does not.
+    /// A save point. If it fails, the journal has cut the file back to what
+    /// was synced, and the transcript follows it.
+    fn sync(&mut self) -> Result<(), SessionError> {
+        if let Err(e) = self.journal.sync() {
+            self.forget_unsaved();
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// After a failed save: rebuilds the transcript from what the file holds,
+    /// so nothing shown (history, results) claims what the disk does not.
+    fn forget_unsaved(&mut self) {
+        let header = self.transcript.header.clone();
+        let mut rebuilt = Transcript::new(header);
+        let read = std::fs::read(self.journal.path()).map_err(|e| e.to_string()).and_then(|bytes| {
+            crate::journal::visit_bytes(&bytes, |record| match record.body {
+                RecordBody::Session { .. } => Ok(()),
+                body => rebuilt.apply_owned(body),
+            })
+            .map_err(|e| e.to_string())
+        });
+        if let Err(e) = read {
+            tracing::error!(path = %self.journal.path().display(), error = %e, "could not re-read the session after a failed save");
+        }
+        self.transcript = rebuilt;
+    }
+
     fn append(&mut self, body: &RecordBody) -> Result<(), SessionError> {
         self.transcript
             .check(body)
             .map_err(|reason| SessionError::Usage(format!("refusing to write an inconsistent record: {reason}")))?;
-        self.journal.append(body)?;
+        if let Err(e) = self.journal.append(body) {
+            self.forget_unsaved();
+            return Err(e.into());
+        }
         // Checked above, so this cannot fail.
         let _ = self.transcript.apply(body);
         Ok(())

@@ -24,12 +24,19 @@ pub fn load_or_create(path: &Path) -> io::Result<String> {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir)?;
             }
-            // create_new: never overwrite a SOUL.md written meanwhile by someone else.
-            match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
-                Ok(mut file) => {
-                    io::Write::write_all(&mut file, DEFAULT_SOUL.as_bytes())?;
-                    Ok(DEFAULT_SOUL.to_string())
-                }
+            // Written whole under a temporary name, then linked into place:
+            // a crash never leaves an empty SOUL.md behind, and a SOUL.md
+            // written meanwhile by someone else is never overwritten.
+            let tmp = path.with_extension(format!("md.tmp-{}", std::process::id()));
+            let written = (|| {
+                let mut file = std::fs::File::create(&tmp)?;
+                io::Write::write_all(&mut file, DEFAULT_SOUL.as_bytes())?;
+                file.sync_all()?;
+                std::fs::hard_link(&tmp, path)
+            })();
+            let _ = std::fs::remove_file(&tmp);
+            match written {
+                Ok(()) => Ok(DEFAULT_SOUL.to_string()),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => std::fs::read_to_string(path),
                 Err(e) => Err(e),
             }

@@ -132,29 +132,52 @@ pub fn message_text(item: &Value) -> Option<String> {
 struct ItemHead {
     #[serde(rename = "type")]
     kind: Option<String>,
-    call_id: Option<String>,
-    name: Option<String>,
-    arguments: Option<String>,
+    call_id: Option<Value>,
+    name: Option<Value>,
+    arguments: Option<Value>,
 }
 
-/// The function calls among a response's output items: `(call_id, name, arguments)`.
+/// What one output item is, as far as calls go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ItemCall {
+    NotACall,
+    /// A `function_call` with this `call_id`.
+    Call(String),
+    /// A `function_call` without a usable `call_id`: it cannot be answered,
+    /// so it is neither run nor replayed.
+    Unanswerable,
+}
+
+/// Reads one output item the way [`function_calls`] does.
+pub fn item_call(item: &RawValue) -> ItemCall {
+    match serde_json::from_str::<ItemHead>(item.get()) {
+        Ok(head) if head.kind.as_deref() == Some("function_call") => match head.call_id {
+            Some(Value::String(call_id)) if !call_id.is_empty() => ItemCall::Call(call_id),
+            _ => ItemCall::Unanswerable,
+        },
+        _ => ItemCall::NotACall,
+    }
+}
+
+/// The function calls among a response's output items: `(call_id, name,
+/// arguments)`. This is the only reading of calls: the turn loop, recovery
+/// and replay all use it, so every call that runs, recovers or replays is
+/// the same call. An item without a string `call_id` cannot be answered and
+/// is not a call; odd `name`/`arguments` are kept (as text) so the call gets
+/// a `failed` result the model can read.
 pub fn function_calls(items: &[Box<RawValue>]) -> Vec<(String, String, String)> {
+    let text = |v: Option<Value>| match v {
+        Some(Value::String(s)) => s,
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
     items
         .iter()
         .filter_map(|item| serde_json::from_str::<ItemHead>(item.get()).ok())
         .filter(|head| head.kind.as_deref() == Some("function_call"))
-        .map(|head| (head.call_id.unwrap_or_default(), head.name.unwrap_or_default(), head.arguments.unwrap_or_default()))
-        .collect()
-}
-
-/// [`function_calls`] for items already parsed (a fresh model response).
-pub fn function_calls_in_values(items: &[Value]) -> Vec<(String, String, String)> {
-    items
-        .iter()
-        .filter(|item| item.get("type").and_then(Value::as_str) == Some("function_call"))
-        .map(|item| {
-            let field = |name: &str| item.get(name).and_then(Value::as_str).unwrap_or("").to_string();
-            (field("call_id"), field("name"), field("arguments"))
+        .filter_map(|head| match head.call_id {
+            Some(Value::String(call_id)) if !call_id.is_empty() => Some((call_id, text(head.name), text(head.arguments))),
+            _ => None,
         })
         .collect()
 }

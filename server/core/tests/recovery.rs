@@ -408,3 +408,52 @@ fn a_failure_at_every_write_and_sync_of_a_turn_reopens_honestly() {
     }
     assert!(failures >= 30, "the matrix ran: {failures}");
 }
+
+#[test]
+fn a_last_line_from_a_newer_mino_is_refused_not_cut() {
+    let (_dir, home) = home();
+    let (id, path) = write_session(&home);
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes.extend_from_slice(b"{\"v\":3,\"seq\":5,\"kind\":\"user\",\"turn_id\":\"turn-2\",\"text\":\"x\",\"crc32c\":\"0badf00d\"}\n");
+    std::fs::write(&path, &bytes).expect("write");
+    let err = Session::open(&home, &id).err().expect("refused");
+    assert!(err.to_string().contains("newer Mino"), "{err}");
+    assert_eq!(std::fs::read(&path).expect("read"), bytes, "left byte for byte");
+}
+
+#[test]
+fn odd_function_call_items_are_read_once_everywhere() {
+    let (_dir, home) = home();
+    let mut s = Session::create(&home, Path::new("/work")).expect("create");
+    let t = s.begin_turn("Do two things").expect("begin");
+    let object_arguments = json!({"type": "function_call", "call_id": "c1", "name": "bash", "arguments": {"command": "ls"}});
+    let no_call_id = json!({"type": "function_call", "name": "bash", "arguments": "{}"});
+    s.record_response(&t, vec![object_arguments, no_call_id, function_call("c2", "pwd")]).expect("response");
+    let calls: Vec<String> = s.transcript().turn(&t).expect("turn").calls.iter().map(|c| c.call_id.clone()).collect();
+    assert_eq!(calls, ["c1", "c2"], "a call without call_id cannot be answered and is not a call");
+    let id = s.id().to_string();
+    drop(s);
+    let (session, _) = Session::open(&home, &id).expect("reopen");
+    let input = session.context();
+    let sent: Vec<&str> = input.iter().filter(|i| i["type"] == "function_call").filter_map(|i| i["call_id"].as_str()).collect();
+    let answered: Vec<&str> =
+        input.iter().filter(|i| i["type"] == "function_call_output").filter_map(|i| i["call_id"].as_str()).collect();
+    assert_eq!(sent, ["c1", "c2"]);
+    assert_eq!(answered, ["c1", "c2"], "every call sent has exactly one output: {input:#?}");
+    assert!(input.iter().all(|i| i["arguments"].is_null() || i["arguments"].is_string()), "arguments replay as text");
+}
+
+#[test]
+fn a_failed_save_leaves_nothing_unsaved_in_the_transcript() {
+    let (_dir, home) = home();
+    let mut s = Session::create(&home, Path::new("/work")).expect("create");
+    let t = s.begin_turn("Add milk").expect("begin");
+    s.record_response(&t, vec![function_call("c1", "echo milk >> shopping.txt")]).expect("response");
+    s.record_decision(&t, "c1", ApprovalDecision::Approved).expect("approve");
+    s.record_tool_start(&t, "c1", "echo milk >> shopping.txt", "/work").expect("start");
+    s.journal_mut().wrap_file(|f| Box::new(FaultyFile::new(f, FaultPlan::Sync { nth: 1, fault: Fault::Io }).0));
+    assert!(s.record_tool_result(&t, "c1", ToolStatus::Success, "", Some(0)).is_err());
+    let call = s.transcript().turn(&t).expect("turn").calls[0].clone();
+    assert!(call.started, "the synced start is still known");
+    assert_eq!(call.result, None, "the result that failed to save is not shown as saved");
+}

@@ -155,6 +155,7 @@ async fn an_approved_call_runs_and_the_next_request_holds_the_pair() {
         .map(|e| match e {
             AgentEvent::TurnStarted { .. } => "started",
             AgentEvent::TextDelta { .. } => "text",
+            AgentEvent::Retrying { .. } => "retrying",
             AgentEvent::ApprovalRequest { .. } => "approval",
             AgentEvent::ToolStarted { .. } => "tool_started",
             AgentEvent::ToolOutput { .. } => "output",
@@ -408,4 +409,69 @@ async fn a_failed_save_stops_the_turn_before_anything_runs() {
     assert_eq!(h.mock.requests().len(), 1, "no model request after a failed save");
     let refused = h.agent.chat("again");
     assert!(refused.is_err(), "the session refuses turns until reopened");
+    let turns = h.agent.with_session(|s| s.transcript().turns.clone());
+    assert!(turns[0].calls.is_empty(), "what the failed save cut from the file is not shown either");
+}
+
+#[tokio::test]
+async fn an_approval_after_cancel_runs_nothing() {
+    for _ in 0..20 {
+        let mut h = harness(vec![Reply::call("call_1", "touch ran.txt")]).await;
+        let turn = h.agent.chat("Touch").expect("chat");
+        loop {
+            if let AgentEvent::ApprovalRequest { .. } = h.next().await {
+                break;
+            }
+        }
+        h.agent.cancel(&turn).expect("cancel");
+        assert!(h.agent.approve("call_1", ApprovalDecision::Approved).is_err(), "approval after cancel refused");
+        let events = h.run(None).await;
+        assert_eq!(ended(&events).0, TurnStatus::Cancelled);
+        assert!(!h.cwd.join("ran.txt").exists(), "nothing ran after the cancel");
+    }
+}
+
+#[tokio::test]
+async fn a_command_that_exited_is_not_called_timed_out_while_its_output_drains() {
+    let limits = Limits { timeout: Duration::from_millis(500), kill_grace: Duration::from_secs(2), ..Limits::default() };
+    let mut h = harness_with(
+        vec![Reply::call("call_1", "(setsid sleep 5 &); echo done; exit 0"), Reply::text("ok")],
+        TurnLimits::default(),
+        limits,
+    )
+    .await;
+    h.agent.chat("Go").expect("chat");
+    let events = h.run(Some(ApprovalDecision::Approved)).await;
+    let (_, status, output) = &results(&events)[0];
+    assert_eq!(*status, ToolStatus::Success, "{output}");
+}
+
+#[tokio::test]
+async fn text_streamed_before_a_retry_is_announced_void() {
+    let mut h = harness(vec![Reply::CutStream { deltas: vec!["Hel".into()] }, Reply::text("Hello")]).await;
+    h.agent.chat("Hi").expect("chat");
+    let events = h.run(None).await;
+    let retry = events.iter().position(|e| matches!(e, AgentEvent::Retrying { .. })).expect("retry announced");
+    let first_delta = events.iter().position(|e| matches!(e, AgentEvent::TextDelta { .. })).expect("delta");
+    assert!(first_delta < retry);
+    assert_eq!(ended(&events).2.as_deref(), Some("Hello"));
+}
+
+/// A client may start the next turn the moment it hears `TurnEnded`; the
+/// ended turn's task must not then clear the new turn's running state (its
+/// approvals would be lost and it could never be approved or cancelled).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_turn_can_start_the_moment_one_ends() {
+    let turns = 30;
+    let mut script = Vec::new();
+    for i in 0..turns {
+        script.push(Reply::call(&format!("call_{i}"), "true"));
+        script.push(Reply::text("Done."));
+    }
+    let mut h = harness(script).await;
+    for i in 0..turns {
+        h.agent.chat(&format!("Run true ({i})")).expect("chat");
+        let events = h.run(Some(ApprovalDecision::Approved)).await;
+        assert_eq!(ended(&events).0, TurnStatus::Completed, "turn {i}: {events:?}");
+    }
 }

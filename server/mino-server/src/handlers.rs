@@ -51,6 +51,7 @@ notifications! {
     RecoveryN => wire::method::RECOVERY, wire::RecoveryNotification;
     TurnStartedN => wire::method::TURN_STARTED, wire::TurnStarted;
     TextDeltaN => wire::method::TEXT_DELTA, wire::TextDelta;
+    RetryingN => wire::method::RETRYING, wire::Retrying;
     ApprovalRequestN => wire::method::APPROVAL_REQUEST, wire::ApprovalRequest;
     ToolStartedN => wire::method::TOOL_STARTED, wire::ToolStarted;
     ToolOutputN => wire::method::TOOL_OUTPUT, wire::ToolOutput;
@@ -332,6 +333,11 @@ async fn forward(client: &Client, Numbered { seq, event }: Numbered) {
                 })
                 .await
         }
+        AgentEvent::Retrying { turn_id, attempt, delay_ms, reason } => {
+            client
+                .send_notification::<RetryingN>(wire::Retrying { turn_id, seq, attempt, delay_ms, reason })
+                .await
+        }
         AgentEvent::ApprovalRequest {
             turn_id,
             call_id,
@@ -442,6 +448,29 @@ fn command_dir(requested: Option<&str>) -> Result<PathBuf> {
     }
 }
 
+/// The environment variable that sets a command's time limit in seconds.
+pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
+
+/// The limits commands run with: the defaults, with the timeout from
+/// [`COMMAND_TIMEOUT_ENV`] when it is set (a whole number of seconds, ≥ 1).
+fn command_limits() -> Result<bash::Limits> {
+    let mut limits = bash::Limits::default();
+    match std::env::var(COMMAND_TIMEOUT_ENV) {
+        Err(std::env::VarError::NotPresent) => {}
+        Ok(value) if value.trim().is_empty() => {}
+        Ok(value) => match value.trim().parse::<u64>() {
+            Ok(secs) if secs >= 1 => limits.timeout = Duration::from_secs(secs),
+            _ => {
+                return Err(internal(format!(
+                    "{COMMAND_TIMEOUT_ENV}={value:?} is not a whole number of seconds (at least 1)"
+                )))
+            }
+        },
+        Err(e) => return Err(internal(format!("{COMMAND_TIMEOUT_ENV}: {e}"))),
+    }
+    Ok(limits)
+}
+
 fn session_unavailable(message: impl Into<String>) -> Error {
     error(wire::error_code::SESSION_UNAVAILABLE, message)
 }
@@ -528,6 +557,7 @@ impl LanguageServer for Backend {
             return Err(Error::invalid_request());
         }
         let cwd = command_dir(options.cwd.as_deref())?;
+        let command_limits = command_limits()?;
         // Everything that can fail without touching the session comes first,
         // so a refused initialize writes nothing to it.
         let model = ModelClient::new(ModelConfig::from_env())
@@ -557,7 +587,7 @@ impl LanguageServer for Backend {
         let recovery = recovery_notification(&session_id, &report);
         tracing::info!(session_id, journal_path, cwd = %cwd.display(), model = model_name, "session open");
 
-        let bash = BashTool::new(cwd.clone(), bash::Limits::default());
+        let bash = BashTool::new(cwd.clone(), command_limits);
         let (agent, events) = Agent::new(session, model, bash, instructions, TurnLimits::default());
         {
             let mut opened = lock(&self.shared.opened);

@@ -21,6 +21,7 @@ pub mod method {
     pub const RECOVERY: &str = "mino/recovery";
     pub const TURN_STARTED: &str = "mino/turnStarted";
     pub const TEXT_DELTA: &str = "mino/textDelta";
+    pub const RETRYING: &str = "mino/retrying";
     pub const APPROVAL_REQUEST: &str = "mino/approvalRequest";
     pub const TOOL_STARTED: &str = "mino/toolStarted";
     pub const TOOL_OUTPUT: &str = "mino/toolOutput";
@@ -28,9 +29,10 @@ pub mod method {
     pub const TURN_ENDED: &str = "mino/turnEnded";
 
     /// Every notification a turn can emit, in the order a turn emits them.
-    pub const TURN_NOTIFICATIONS: [&str; 7] = [
+    pub const TURN_NOTIFICATIONS: [&str; 8] = [
         TURN_STARTED,
         TEXT_DELTA,
+        RETRYING,
         APPROVAL_REQUEST,
         TOOL_STARTED,
         TOOL_OUTPUT,
@@ -256,6 +258,20 @@ pub struct TextDelta {
     pub delta: String,
 }
 
+/// The model request failed in a retryable way (network, 5xx, 429, a cut
+/// stream) and is sent again after `delayMs`. Text streamed since the
+/// model's current response began (since `turnStarted` or the last
+/// `toolResult`) is void: the retried response streams it again.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Retrying {
+    pub turn_id: String,
+    pub seq: u64,
+    pub attempt: u32,
+    pub delay_ms: u64,
+    pub reason: String,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequest {
@@ -328,6 +344,8 @@ pub enum TurnNotification {
     TurnStarted(TurnStarted),
     #[serde(rename = "mino/textDelta")]
     TextDelta(TextDelta),
+    #[serde(rename = "mino/retrying")]
+    Retrying(Retrying),
     #[serde(rename = "mino/approvalRequest")]
     ApprovalRequest(ApprovalRequest),
     #[serde(rename = "mino/toolStarted")]
@@ -345,6 +363,7 @@ impl TurnNotification {
         match self {
             Self::TurnStarted(n) => &n.turn_id,
             Self::TextDelta(n) => &n.turn_id,
+            Self::Retrying(n) => &n.turn_id,
             Self::ApprovalRequest(n) => &n.turn_id,
             Self::ToolStarted(n) => &n.turn_id,
             Self::ToolOutput(n) => &n.turn_id,
@@ -357,6 +376,7 @@ impl TurnNotification {
         match self {
             Self::TurnStarted(n) => n.seq,
             Self::TextDelta(n) => n.seq,
+            Self::Retrying(n) => n.seq,
             Self::ApprovalRequest(n) => n.seq,
             Self::ToolStarted(n) => n.seq,
             Self::ToolOutput(n) => n.seq,

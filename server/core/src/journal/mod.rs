@@ -288,7 +288,15 @@ impl JournalFile for NoFile {
 /// the file (without the transcript's consistency checks): the number of
 /// good records and the torn tail that opening would cut. For fuzzing.
 pub fn verify_bytes(bytes: &[u8]) -> Result<(u64, Option<TornTail>), JournalError> {
-    let scan = scan(Path::new("<memory>"), bytes, bytes.len() as u64, |_| Ok(()))?;
+    visit_bytes(bytes, |_| Ok(()))
+}
+
+/// [`verify_bytes`], handing each good record to `visit`.
+pub fn visit_bytes(
+    bytes: &[u8],
+    visit: impl FnMut(Record) -> Result<(), String>,
+) -> Result<(u64, Option<TornTail>), JournalError> {
+    let scan = scan(Path::new("<memory>"), bytes, bytes.len() as u64, visit)?;
     Ok((scan.records, scan.torn_tail))
 }
 

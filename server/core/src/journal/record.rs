@@ -294,7 +294,9 @@ pub fn encode_line(seq: u64, body: &RecordBody) -> Vec<u8> {
 
 /// Parses and verifies one line (without its newline).
 pub fn decode_line(line: &[u8]) -> Result<Record, LineError> {
-    let (covered, stored) = split_checksum(line)?;
+    // A newer Mino may frame or checksum lines differently: recognise it
+    // before judging the line garbled (a garbled last line would be cut).
+    let (covered, stored) = split_checksum(line).map_err(|e| newer_version(line).unwrap_or(e))?;
     let computed = format!("{:08x}", crc32fast::hash(covered));
     if stored != computed.as_bytes() {
         // A newer Mino might checksum differently; say so if the envelope says so.
