@@ -10,6 +10,7 @@
 
   const ACK_QUESTION = 'Do you understand that these commands may already have run?';
   const RECOVERED_NOTICE = 'An interrupted tool turn was recovered without executing commands.';
+  const RETRYING_NOTICE = 'Connection to the model failed; retrying…';
 
   const STATUS_LABELS = {
     success: 'succeeded',
@@ -58,7 +59,12 @@
 
   /**
    * @typedef {{ el: HTMLElement, body: HTMLElement, segment: HTMLElement | null,
-   *   statusEl: HTMLElement, text: string }} Turn
+   *   statusEl: HTMLElement, text: string, response: ResponseText | null,
+   *   retryNotice: HTMLElement | null }} Turn
+   * The text of the model's current response (since mino/turnStarted or the
+   * turn's last mino/toolResult): where it starts in `text` and in each
+   * segment it was written to, so that mino/retrying can take it back.
+   * @typedef {{ start: number, parts: { el: HTMLElement, start: number }[] }} ResponseText
    * @typedef {{ el: HTMLElement, badge: HTMLElement, actions: HTMLElement,
    *   output: HTMLElement, result: HTMLElement, liveOutput: boolean }} Card
    */
@@ -115,7 +121,7 @@
     const statusLine = h('div', 'turn-status');
     el.append(user, assistant, statusLine);
     transcript.appendChild(el);
-    const turn = { el, body, segment: null, statusEl: statusLine, text: '' };
+    const turn = { el, body, segment: null, statusEl: statusLine, text: '', response: null, retryNotice: null };
     turns.set(turnId, turn);
     return turn;
   }
@@ -129,8 +135,49 @@
       turn.segment = h('div', 'text assistant-text');
       turn.body.appendChild(turn.segment);
     }
-    turn.segment.textContent += delta;
+    const response = turn.response || (turn.response = { start: turn.text.length, parts: [] });
+    const seg = turn.segment;
+    if (!response.parts.some((p) => p.el === seg)) {
+      response.parts.push({ el: seg, start: (seg.textContent || '').length });
+    }
+    seg.textContent += delta;
     turn.text += delta;
+  }
+
+  /** A new model response begins (mino/turnStarted, mino/toolResult). */
+  function startResponse(turn) {
+    turn.response = null;
+  }
+
+  /**
+   * mino/retrying: the text of the current response is void (the retried
+   * response streams it again); take it back and say why.
+   */
+  function retrying(p) {
+    const turn = getTurn(p.turnId);
+    const response = turn.response;
+    if (response) {
+      for (const part of response.parts) {
+        const kept = (part.el.textContent || '').slice(0, part.start);
+        if (kept) {
+          part.el.textContent = kept;
+        } else {
+          part.el.remove();
+          if (turn.segment === part.el) turn.segment = null;
+        }
+      }
+      turn.text = turn.text.slice(0, response.start);
+      turn.response = null;
+    }
+    // One notice per turn, moved below what is left; the retried text follows it.
+    const notice = turn.retryNotice || h('div', 'turn-notice retrying');
+    notice.setAttribute('role', 'status');
+    notice.textContent = RETRYING_NOTICE + (p.attempt > 1 ? ' (attempt ' + p.attempt + ')' : '');
+    notice.title = p.reason || '';
+    turn.retryNotice = notice;
+    turn.body.appendChild(notice);
+    turn.segment = null;
+    scrollToEnd();
   }
 
   function setTurnStatus(turn, status, reason) {
@@ -283,6 +330,8 @@
     for (const t of history.turns) {
       const turn = createTurn(t.turnId, t.input);
       if (t.text) appendText(turn, t.text);
+      // History text is settled: a later mino/retrying voids only live text.
+      startResponse(turn);
       for (const c of t.calls) {
         const card = createCard(turn, c.callId, c.command);
         if (c.result) toolResult(Object.assign({ callId: c.callId, command: c.command }, c.result), t.turnId);
@@ -362,6 +411,7 @@
         } else {
           createTurn(p.turnId, p.input);
         }
+        startResponse(getTurn(p.turnId));
         setTurnStatus(getTurn(p.turnId), null);
         state.runningTurnId = p.turnId;
         state.sending = false;
@@ -371,6 +421,8 @@
       case 'mino/textDelta':
         appendText(getTurn(p.turnId), p.delta);
         return scrollToEnd();
+      case 'mino/retrying':
+        return retrying(p);
       case 'mino/approvalRequest':
         return showApproval(p);
       case 'mino/toolStarted':
@@ -378,6 +430,7 @@
       case 'mino/toolOutput':
         return toolOutput(p);
       case 'mino/toolResult':
+        startResponse(getTurn(p.turnId));
         return toolResult(p);
       case 'mino/turnEnded': {
         const turn = getTurn(p.turnId);

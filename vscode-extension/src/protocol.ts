@@ -22,6 +22,7 @@ export const Notification = {
   recovery: 'mino/recovery',
   turnStarted: 'mino/turnStarted',
   textDelta: 'mino/textDelta',
+  retrying: 'mino/retrying',
   approvalRequest: 'mino/approvalRequest',
   toolStarted: 'mino/toolStarted',
   toolOutput: 'mino/toolOutput',
@@ -33,6 +34,7 @@ export const Notification = {
 export const TURN_NOTIFICATIONS = [
   Notification.turnStarted,
   Notification.textDelta,
+  Notification.retrying,
   Notification.approvalRequest,
   Notification.toolStarted,
   Notification.toolOutput,
@@ -147,6 +149,13 @@ export interface RecoveryNotification {
 
 export interface TurnStarted { turnId: string; seq: number; input: string }
 export interface TextDelta { turnId: string; seq: number; delta: string }
+/**
+ * The model request failed in a retryable way and is sent again after
+ * `delayMs`; `attempt` counts retries from 1. Text streamed since the model's
+ * current response began (since `mino/turnStarted` or the turn's last
+ * `mino/toolResult`) is void: the retried response streams it again.
+ */
+export interface Retrying { turnId: string; seq: number; attempt: number; delayMs: number; reason: string }
 export interface ApprovalRequest {
   turnId: string;
   seq: number;
@@ -184,6 +193,7 @@ export interface NotificationMap {
   'mino/recovery': RecoveryNotification;
   'mino/turnStarted': TurnStarted;
   'mino/textDelta': TextDelta;
+  'mino/retrying': Retrying;
   'mino/approvalRequest': ApprovalRequest;
   'mino/toolStarted': ToolStarted;
   'mino/toolOutput': ToolOutput;
@@ -302,6 +312,7 @@ export class MinoConnection implements Disposable {
   onRecovery(l: Listener<RecoveryNotification>): Disposable { return this.on(Notification.recovery, l); }
   onTurnStarted(l: Listener<TurnStarted>): Disposable { return this.on(Notification.turnStarted, l); }
   onTextDelta(l: Listener<TextDelta>): Disposable { return this.on(Notification.textDelta, l); }
+  onRetrying(l: Listener<Retrying>): Disposable { return this.on(Notification.retrying, l); }
   onApprovalRequest(l: Listener<ApprovalRequest>): Disposable { return this.on(Notification.approvalRequest, l); }
   onToolStarted(l: Listener<ToolStarted>): Disposable { return this.on(Notification.toolStarted, l); }
   onToolOutput(l: Listener<ToolOutput>): Disposable { return this.on(Notification.toolOutput, l); }

@@ -82,7 +82,7 @@ describe('activation', () => {
     expect(env.OPENAI_BASE_URL).toBe('http://127.0.0.1:9/v1');
     expect(env.OPENAI_API_KEY).toBe('sk-from-secret-storage');
     // Every Mino notification is subscribed before start (recovery follows `initialized`).
-    for (const m of ['mino/recovery', 'mino/turnStarted', 'mino/textDelta', 'mino/approvalRequest',
+    for (const m of ['mino/recovery', 'mino/turnStarted', 'mino/textDelta', 'mino/retrying', 'mino/approvalRequest',
       'mino/toolStarted', 'mino/toolOutput', 'mino/toolResult', 'mino/turnEnded']) {
       expect(c.notificationHandlers.get(m)?.length, m).toBeGreaterThan(0);
     }

@@ -83,6 +83,45 @@ describe('mino-server over vscode-jsonrpc', () => {
     expect(JSON.stringify(inputItems(requests[0]))).toContain('Say hello.');
   });
 
+  it('announces a retried model request with mino/retrying; the turn text is the retried answer', async () => {
+    await mock.script([
+      { type: 'cut_stream', deltas: ['Hel'] },
+      { type: 'text', deltas: ['Hello'] },
+    ]);
+    const { s } = await startServer();
+    const retryingEvents: unknown[] = [];
+    s.mino.onRetrying((p) => retryingEvents.push(p));
+
+    const { turnId } = await s.mino.chat('Say hello.');
+    const ended = await s.waitFor('mino/turnEnded', (p) => p.turnId === turnId);
+    expect(ended.status).toBe('completed');
+    expect(ended.text).toBe('Hello');
+
+    const retrying = s.of('mino/retrying', turnId);
+    expect(retrying).toHaveLength(1);
+    expect(retrying[0].attempt).toBe(1);
+    expect(typeof retrying[0].delayMs).toBe('number');
+    expect(typeof retrying[0].reason).toBe('string');
+    expect(retrying[0].reason.length).toBeGreaterThan(0);
+    // The typed event fires too.
+    expect(retryingEvents).toEqual(retrying);
+
+    // The void text came before the notification, the retried text after it.
+    const turnEvents = s.received.filter((r) => r.params?.turnId === turnId);
+    const at = turnEvents.findIndex((r) => r.method === 'mino/retrying');
+    const text = (from: number, to: number) =>
+      turnEvents.slice(from, to).filter((r) => r.method === 'mino/textDelta').map((r) => r.params.delta).join('');
+    expect(text(0, at)).toBe('Hel');
+    expect(text(at + 1, turnEvents.length)).toBe('Hello');
+    // seq grows along the turn.
+    const seqs = turnEvents.map((r) => r.params.seq);
+    expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+
+    expect(await mock.requests()).toHaveLength(2);
+    const history = await s.mino.history();
+    expect(history.turns.find((t) => t.turnId === turnId)!.text).toBe('Hello');
+  });
+
   it('asks for approval with command, directory, environment and limits, then runs the approved command', async () => {
     await mock.script([
       { type: 'calls', calls: [{ call_id: 'call_1', command: 'echo approved-output; echo hi > made.txt' }] },

@@ -111,6 +111,50 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     expect(await page.locator('[data-turn-id="t1"] .msg.user .text').textContent()).toBe('Add milk\nto shopping.txt.');
   });
 
+  it('drops the text of a retried response and shows a retrying notice', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'r1', seq: 0, input: 'Say hello.' });
+    await notify('mino/textDelta', { turnId: 'r1', seq: 1, delta: 'Hel' });
+    const texts = () => page.locator('[data-turn-id="r1"] .assistant-text').allTextContents();
+    expect(await texts()).toEqual(['Hel']);
+    await notify('mino/retrying', {
+      turnId: 'r1', seq: 2, attempt: 1, delayMs: 200, reason: 'The model stream was cut off',
+    });
+    // The void text is gone at once; the notice says why.
+    expect(await texts()).toEqual([]);
+    const notice = page.locator('[data-turn-id="r1"] .turn-notice.retrying');
+    expect(await notice.textContent()).toBe('Connection to the model failed; retrying…');
+    await notify('mino/textDelta', { turnId: 'r1', seq: 3, delta: 'Hello' });
+    await notify('mino/turnEnded', { turnId: 'r1', seq: 4, status: 'completed', text: 'Hello' });
+    expect((await texts()).join('')).toBe('Hello');
+    const body = await page.locator('[data-turn-id="r1"] .msg.assistant .body').innerText();
+    expect(body).not.toContain('HelHello');
+    expect(body.split('Hello')).toHaveLength(2);
+    expect(await notice.isVisible()).toBe(true);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it('keeps the text of earlier responses when a later response is retried', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'r2', seq: 0, input: 'List files.' });
+    await notify('mino/textDelta', { turnId: 'r2', seq: 1, delta: 'Let me look.' });
+    await notify('mino/toolStarted', { turnId: 'r2', seq: 2, callId: 'c1', command: 'ls' });
+    await notify('mino/toolResult', { turnId: 'r2', seq: 3, callId: 'c1', status: 'success', output: 'a.txt\n', exitCode: 0 });
+    await notify('mino/textDelta', { turnId: 'r2', seq: 4, delta: 'There is a' });
+    await notify('mino/retrying', { turnId: 'r2', seq: 5, attempt: 1, delayMs: 200, reason: 'cut' });
+    await notify('mino/textDelta', { turnId: 'r2', seq: 6, delta: 'There is a.txt.' });
+    await notify('mino/retrying', { turnId: 'r2', seq: 7, attempt: 2, delayMs: 400, reason: 'cut' });
+    await notify('mino/textDelta', { turnId: 'r2', seq: 8, delta: 'There is a.txt.' });
+    await notify('mino/turnEnded', { turnId: 'r2', seq: 9, status: 'completed', text: 'Let me look.\n\nThere is a.txt.' });
+    expect(await page.locator('[data-turn-id="r2"] .assistant-text').allTextContents()).toEqual([
+      'Let me look.',
+      'There is a.txt.',
+    ]);
+    const notices = page.locator('[data-turn-id="r2"] .turn-notice.retrying');
+    expect(await notices.count()).toBe(1);
+    expect(await notices.textContent()).toBe('Connection to the model failed; retrying… (attempt 2)');
+  });
+
   it('shows an approval card whose buttons post approve and deny, then live output and the result', async () => {
     await ready();
     await notify('mino/turnStarted', { turnId: 't2', seq: 0, input: 'Add milk to shopping.txt.' });

@@ -338,6 +338,62 @@ test("a question is streamed into the markdown chat buffer", function()
   assert_eq(lines[#lines]:sub(1, 5), "You> ", "last line")
 end)
 
+test("a retried model request replaces the void text instead of repeating it", function()
+  fresh()
+  mock.script({
+    { type = "cut_stream", deltas = { "Hel" } },
+    { type = "text", deltas = { "Hello" } },
+  })
+  start_and_wait()
+  mino.send("Say hello.")
+  wait_buffer("Assistant> Hello")
+  wait_turn_end()
+  local t = buffer_text()
+  assert_not_contains(t, "HelHello", "chat buffer")
+  assert_contains(t, "_" .. chat.RETRYING, "chat buffer")
+  local count = 0
+  for _ in t:gmatch("Hel") do
+    count = count + 1
+  end
+  assert_eq(count, 1, "times \"Hel\" is in the chat buffer")
+  -- The notice comes after the question and before the retried answer.
+  local q = t:find("You> Say hello.", 1, true)
+  local n = t:find(chat.RETRYING, 1, true)
+  local a = t:find("Assistant> Hello", 1, true)
+  if not (q < n and n < a) then
+    fail("question, notice and answer are out of order:\n" .. t)
+  end
+  assert_eq(#mock.requests(), 2, "model requests")
+  -- The prompt line stays last.
+  local lines = chat.lines()
+  assert_eq(lines[#lines]:sub(1, 5), "You> ", "last line")
+end)
+
+test("a retry after a tool call voids only the current response's text", function()
+  fresh()
+  mock.script({
+    { type = "calls", text = { "Let me look." }, calls = { { call_id = "call_1", command = "echo listed" } } },
+    { type = "cut_stream", deltas = { "Partial" } },
+    { type = "cut_stream", deltas = { "Partial ans" } },
+    { type = "text", deltas = { "Final", " answer." } },
+  })
+  answers["mino.approval"] = { "Approve" }
+  start_and_wait()
+  mino.send("look around")
+  wait_buffer("Assistant> Final answer.")
+  wait_turn_end()
+  local t = buffer_text()
+  assert_contains(t, "Assistant> Let me look.", "chat buffer")
+  assert_contains(t, "Result: **success** (exit 0)", "chat buffer")
+  assert_not_contains(t, "Partial", "chat buffer")
+  assert_contains(t, "(attempt 2", "chat buffer")
+  local answers_shown = 0
+  for _ in t:gmatch("Final answer%.") do
+    answers_shown = answers_shown + 1
+  end
+  assert_eq(answers_shown, 1, "times the final answer is shown")
+end)
+
 test(":Mino {question} starts the server and keeps question before answer", function()
   fresh()
   mock.script({ { type = "text", deltas = { "Cold", " start." } } })

@@ -7,7 +7,11 @@ local api = vim.api
 
 M.PROMPT = "You> "
 M.ASSISTANT = "Assistant> "
+M.RETRYING = "Connection to the model failed; retrying…"
 local HISTORY_OUTPUT_LINES = 20
+
+--- Marks where the current model response's text blocks start and end.
+local ns = api.nvim_create_namespace("mino.chat.response")
 
 local st = {
   buf = nil,
@@ -18,6 +22,12 @@ local st = {
   stream_call = nil,
   streamed = {}, -- turnId -> true once a text delta was shown
   output_streamed = {}, -- callId -> true once output was shown
+  --- The text of the model's current response (since mino/turnStarted or the
+  --- turn's last mino/toolResult), which a mino/retrying voids:
+  --- { turn = turnId, prior = streamed[turnId] when it began,
+  ---   blocks = { { start = extmark, stop = extmark } } }, each block an
+  --- "Assistant>" paragraph from its blank line to its last line.
+  response = nil,
   sender = nil,
   log_path = nil,
 }
@@ -143,6 +153,14 @@ local function close_output_fence()
   end
 end
 
+--- A new model response begins: text before it is settled.
+local function start_response()
+  if valid_buf() then
+    api.nvim_buf_clear_namespace(st.buf, ns, 0, -1)
+  end
+  st.response = nil
+end
+
 -- ------------------------------------------------------------ window
 
 function M.open(config)
@@ -237,6 +255,7 @@ function M.server_started(caps)
   st.stream = nil
   st.streamed = {}
   st.output_streamed = {}
+  start_response()
   -- Remove everything above the prompt line.
   api.nvim_buf_set_lines(buf, 0, prompt_index(buf), false, {})
   local header = { "# Mino" }
@@ -334,16 +353,73 @@ end
 
 function M.turn_started(p)
   st.streamed[p.turnId] = st.streamed[p.turnId] or false
+  start_response()
 end
 
 function M.text_delta(p)
   close_output_fence()
-  if st.stream ~= "text" then
+  local buf = M.buf()
+  if not st.response or st.response.turn ~= p.turnId then
+    start_response()
+    st.response = { turn = p.turnId, prior = st.streamed[p.turnId] or false, blocks = {} }
+  end
+  local block
+  if st.stream ~= "text" or #st.response.blocks == 0 then
     M.append({ "", M.ASSISTANT })
     st.stream = "text"
+    local first = prompt_index(buf) - 2 -- the blank line
+    block = {
+      start = api.nvim_buf_set_extmark(buf, ns, first, 0, {}),
+      stop = api.nvim_buf_set_extmark(buf, ns, first + 1, 0, {}),
+    }
+    table.insert(st.response.blocks, block)
+  else
+    block = st.response.blocks[#st.response.blocks]
   end
   st.streamed[p.turnId] = true
   extend_last(p.delta or "")
+  if block then
+    -- The block now ends on the line above the prompt.
+    api.nvim_buf_set_extmark(buf, ns, prompt_index(buf) - 1, 0, { id = block.stop })
+  end
+end
+
+--- mino/retrying: the text of the current response is void (the retried
+--- response streams it again). Removes it and says why.
+function M.retrying(p)
+  close_output_fence()
+  local buf = M.buf()
+  local r = st.response
+  if r and r.turn == p.turnId then
+    for i = #r.blocks, 1, -1 do
+      local b = r.blocks[i]
+      local from = api.nvim_buf_get_extmark_by_id(buf, ns, b.start, {})
+      local to = api.nvim_buf_get_extmark_by_id(buf, ns, b.stop, {})
+      if from[1] and to[1] and from[1] <= to[1] and to[1] < prompt_index(buf) then
+        api.nvim_buf_set_lines(buf, from[1], to[1] + 1, false, {})
+      end
+    end
+    st.streamed[p.turnId] = r.prior
+  end
+  start_response()
+  local details = {}
+  local attempt = not is_nil(p.attempt) and tonumber(p.attempt) or nil
+  if attempt and attempt > 1 then
+    table.insert(details, ("attempt %d"):format(attempt))
+  end
+  if not is_nil(p.reason) and p.reason ~= "" then
+    local reason = vim.trim((tostring(p.reason):gsub("%s+", " ")))
+    if vim.fn.strchars(reason) > 80 then
+      reason = vim.fn.strcharpart(reason, 0, 79) .. "…"
+    end
+    table.insert(details, reason)
+  end
+  local line = M.RETRYING
+  if #details > 0 then
+    line = ("%s (%s)"):format(line, table.concat(details, ": "))
+  end
+  -- Ends the text stream: the retried text starts a new "Assistant>" paragraph.
+  M.append({ "", ("_%s_"):format(line) })
 end
 
 local function env_lines(env)
@@ -401,6 +477,7 @@ end
 
 function M.tool_result(p)
   close_output_fence()
+  start_response()
   local lines = {}
   if not st.output_streamed[p.callId] and (p.output or "") ~= "" then
     vim.list_extend(lines, fence("text", p.output))
@@ -412,6 +489,7 @@ end
 function M.turn_ended(p)
   close_output_fence()
   st.stream = nil
+  start_response()
   local lines = {}
   if not st.streamed[p.turnId] and not is_nil(p.text) and p.text ~= "" then
     table.insert(lines, "")
@@ -454,7 +532,7 @@ function M._reset()
     pcall(api.nvim_buf_delete, st.buf, { force = true })
   end
   st.buf, st.win, st.stream, st.stream_call = nil, nil, nil, nil
-  st.streamed, st.output_streamed = {}, {}
+  st.streamed, st.output_streamed, st.response = {}, {}, nil
 end
 
 return M

@@ -203,6 +203,10 @@ on["mino/textDelta"] = function(p)
   chat.text_delta(p)
 end
 
+on["mino/retrying"] = function(p)
+  chat.retrying(p)
+end
+
 on["mino/approvalRequest"] = function(p)
   chat.approval_request(p)
   chat.reveal(M.config)
