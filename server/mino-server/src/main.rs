@@ -3,12 +3,11 @@
 //!
 //! stdout carries only protocol frames; logs go to stderr (`RUST_LOG`).
 //! Configuration: `MINO_HOME`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
-//! `MINO_MODEL`; the session is chosen by `initialize`'s options.
+//! `MINO_MODEL`, `MINO_COMMAND_TIMEOUT_SECS`; the session is chosen by `initialize`'s options.
 
 #![deny(clippy::print_stdout)]
 
-mod handlers;
-mod transport;
+use mino_server::{handlers, transport};
 
 use std::io::Write;
 use std::time::Duration;
@@ -31,7 +30,7 @@ fn main() -> anyhow::Result<()> {
                 out,
                 "{name} {version}\n\nMino's agent as a JSON-RPC server on stdin/stdout (LSP base protocol).\n\
                  Started by a client, not by hand. See docs/protocol.md.\n\n\
-                 Environment: MINO_HOME, OPENAI_API_KEY, OPENAI_BASE_URL, MINO_MODEL, RUST_LOG (logs go to stderr).\n\n\
+                 Environment: MINO_HOME, OPENAI_API_KEY, OPENAI_BASE_URL, MINO_MODEL, MINO_COMMAND_TIMEOUT_SECS, RUST_LOG (logs go to stderr).\n\n\
                  Options:\n  --version  print the version and exit\n  --help     print this help and exit",
                 name = handlers::SERVER_NAME,
                 version = handlers::VERSION,
@@ -75,7 +74,7 @@ fn main() -> anyhow::Result<()> {
         let (service, socket, handle) = handlers::service();
         transport::serve(
             tokio::io::stdin(),
-            tokio::io::stdout(),
+            std::io::stdout(),
             service,
             socket,
             handle,

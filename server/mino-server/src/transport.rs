@@ -8,7 +8,7 @@
 //! JSON gets a JSON-RPC error response and the next frame is read as usual.
 //!
 //! Every request is handled in its own task (no concurrency limit, so a
-//! pending approval or cancel is never starved). One writer task owns stdout;
+//! pending approval or cancel is never starved). One writer thread owns stdout;
 //! server notifications reach it through one pump task, so they stay in the
 //! order they were sent. A response and a notification are not ordered
 //! relative to each other.
@@ -16,7 +16,7 @@
 use std::future::poll_fn;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
@@ -28,26 +28,38 @@ use futures::StreamExt;
 use crate::handlers::{Backend, Handle, OPTIONAL_PARAMS};
 
 /// Headers longer than this without a blank line are garbage.
-const MAX_HEADER: usize = 8 * 1024;
+pub const MAX_HEADER: usize = 8 * 1024;
 /// Bodies above this are refused (and skipped).
-const MAX_BODY: usize = 64 * 1024 * 1024;
+pub const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// Frames already queued are written together, up to about this many bytes.
+const WRITE_BATCH: usize = 256 * 1024;
 
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
 
 /// What one read from the input produced.
 #[derive(Debug, PartialEq)]
-enum Frame {
+pub enum Frame {
     Body(Vec<u8>),
     /// Bytes that are not a frame; the reader has skipped them.
     Malformed(String),
 }
 
 /// Reads `Content-Length` frames, resynchronising after garbage.
-struct FrameReader<R> {
+///
+/// Memory is bounded by what arrives, never by what a header claims: a body
+/// is buffered as its bytes come in, and a `Content-Length` above
+/// [`MAX_BODY`] is answered at once and its bytes are dropped as they arrive
+/// until the next header, so a lying length cannot stall or swallow the
+/// stream.
+pub struct FrameReader<R> {
     input: R,
     buf: Vec<u8>,
     eof: bool,
+    /// After an oversized header: input is dropped up to the next header.
+    discarding: bool,
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -55,11 +67,12 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
-    fn new(input: R) -> Self {
+    pub fn new(input: R) -> Self {
         Self {
             input,
             buf: Vec::with_capacity(8192),
             eof: false,
+            discarding: false,
         }
     }
 
@@ -79,8 +92,25 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     }
 
     /// The next frame, or `None` once the input has ended.
-    async fn next(&mut self) -> std::io::Result<Option<Frame>> {
+    pub async fn next(&mut self) -> std::io::Result<Option<Frame>> {
         loop {
+            if self.discarding {
+                match find(&self.buf, b"Content-Length") {
+                    Some(start) => {
+                        self.buf.drain(..start);
+                        self.discarding = false;
+                    }
+                    None => {
+                        // Keep a tail that may be the start of the next header.
+                        let keep = self.buf.len().min(b"Content-Length".len() - 1);
+                        self.buf.drain(..self.buf.len() - keep);
+                        if !self.fill().await? {
+                            return Ok(None);
+                        }
+                        continue;
+                    }
+                }
+            }
             if let Some(end) = find(&self.buf, b"\r\n\r\n") {
                 let header = String::from_utf8_lossy(&self.buf[..end]).into_owned();
                 let length = match content_length(&header) {
@@ -101,9 +131,9 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                     }
                 };
                 if length > MAX_BODY {
-                    self.skip(length).await?;
+                    self.discarding = true;
                     return Ok(Some(Frame::Malformed(format!(
-                        "Content-Length {length} exceeds {MAX_BODY} bytes"
+                        "Content-Length {length} exceeds {MAX_BODY} bytes; its body is skipped up to the next header"
                     ))));
                 }
                 while self.buf.len() < length {
@@ -138,17 +168,6 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 return Ok(Some(Frame::Malformed(format!(
                     "input ended inside a header: {rest:?}"
                 ))));
-            }
-        }
-    }
-
-    async fn skip(&mut self, mut n: usize) -> std::io::Result<()> {
-        loop {
-            let take = n.min(self.buf.len());
-            self.buf.drain(..take);
-            n -= take;
-            if n == 0 || !self.fill().await? {
-                return Ok(());
             }
         }
     }
@@ -195,7 +214,7 @@ fn frame(body: &str) -> Vec<u8> {
 }
 
 /// What a frame's body asks for.
-enum Incoming {
+pub enum Incoming {
     Request(Request),
     /// Answer with this error text (a JSON-RPC response).
     Reject(String),
@@ -203,7 +222,9 @@ enum Incoming {
     Ignore,
 }
 
-fn classify(body: &[u8]) -> Incoming {
+/// Decides what a frame's body is: a request (or notification) for the
+/// service, an error to answer, or nothing to do.
+pub fn classify(body: &[u8]) -> Incoming {
     let value: Value = match serde_json::from_slice(body) {
         Ok(value) => value,
         Err(e) => {
@@ -256,6 +277,19 @@ fn classify(body: &[u8]) -> Incoming {
         .get("method")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    // `$/` methods are notifications that may be ignored; the service
+    // ignores them even when sent as requests, which would leave the
+    // request unanswered. The LSP says to answer those MethodNotFound.
+    if method.starts_with("$/") && id.is_some() {
+        return Incoming::Reject(
+            json!({ "jsonrpc": "2.0", "id": reply_id, "error": {
+                "code": METHOD_NOT_FOUND,
+                "message": format!("Method not found: {method} is not a request"),
+                "data": method,
+            } })
+            .to_string(),
+        );
+    }
     if OPTIONAL_PARAMS.contains(&method) && matches!(map.get("params"), None | Some(Value::Null)) {
         map.insert("params".into(), json!({}));
     }
@@ -315,28 +349,48 @@ pub async fn serve<R, W>(
     handle: Handle,
 ) where
     R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin + Send + 'static,
+    W: std::io::Write + Send + 'static,
 {
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<String>();
-    let writer = tokio::spawn(async move {
-        let mut output = output;
-        let mut broken = false;
-        while let Some(message) = out_rx.recv().await {
-            if broken {
-                continue;
+    // The writer is a thread of its own doing plain blocking writes: tokio's
+    // stdout would hand every write to its blocking pool and wake this task
+    // again when it is done, two thread switches per message that a text
+    // stream pays in latency and throughput. A client that stops reading
+    // blocks only this thread.
+    let (written_tx, written) = tokio::sync::oneshot::channel::<()>();
+    let writer = std::thread::Builder::new()
+        .name("stdout-writer".into())
+        .spawn(move || {
+            let mut output = output;
+            let mut broken = false;
+            let mut batch = Vec::new();
+            while let Some(message) = out_rx.blocking_recv() {
+                if broken {
+                    continue;
+                }
+                // Whatever else is already queued goes out in the same write
+                // (a fast stream); a lone message is written at once.
+                batch.clear();
+                tracing::trace!(message = %message, "->");
+                batch.extend_from_slice(&frame(&message));
+                while batch.len() < WRITE_BATCH {
+                    let Ok(message) = out_rx.try_recv() else {
+                        break;
+                    };
+                    tracing::trace!(message = %message, "->");
+                    batch.extend_from_slice(&frame(&message));
+                }
+                if let Err(e) = output.write_all(&batch).and_then(|()| output.flush()) {
+                    tracing::warn!("cannot write to the client any more: {e}");
+                    broken = true;
+                }
             }
-            tracing::trace!(message = %message, "->");
-            let result = async {
-                output.write_all(&frame(&message)).await?;
-                output.flush().await
-            }
-            .await;
-            if let Err(e) = result {
-                tracing::warn!("cannot write to the client any more: {e}");
-                broken = true;
-            }
-        }
-    });
+            let _ = written_tx.send(());
+        });
+    if let Err(e) = writer {
+        tracing::error!("cannot start the writer thread: {e}");
+        return;
+    }
 
     // Notifications (and any other server-to-client message) in send order.
     let (mut requests, _responses) = socket.split();
@@ -424,7 +478,7 @@ pub async fn serve<R, W>(
     pump.abort();
     drop(service);
     drop(out_tx);
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), written).await;
 }
 
 #[cfg(test)]
@@ -463,6 +517,22 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_oversized_length_is_answered_at_once_and_the_next_frame_is_read() {
+        let got =
+            frames(b"Content-Length: 10000000000\r\n\r\n{\"partial\":Content-Length: 2\r\n\r\n{}")
+                .await;
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(
+            matches!(&got[0], Frame::Malformed(m) if m.contains("exceeds")),
+            "{got:?}"
+        );
+        assert_eq!(got[1], Frame::Body(b"{}".to_vec()));
+        // A lying length followed by nothing: the input just ends.
+        let got = frames(b"Content-Length: 99999999999\r\n\r\nabc").await;
+        assert_eq!(got.len(), 1, "{got:?}");
+    }
+
+    #[tokio::test]
     async fn a_truncated_frame_is_reported() {
         let got = frames(b"Content-Length: 10\r\n\r\n{}").await;
         assert!(matches!(&got[..], [Frame::Malformed(_)]), "{got:?}");
@@ -479,6 +549,16 @@ mod tests {
             classify(br#"{"jsonrpc":"2.0","id":1,"result":null}"#),
             Incoming::Ignore
         ));
+    }
+
+    #[test]
+    fn dollar_requests_are_answered_method_not_found() {
+        let got = classify(br#"{"jsonrpc":"2.0","id":3,"method":"$/nothing"}"#);
+        assert!(
+            matches!(got, Incoming::Reject(r) if r.contains("-32601") && r.contains(r#""id":3"#))
+        );
+        let got = classify(br#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":3}}"#);
+        assert!(matches!(got, Incoming::Request(_)));
     }
 
     #[test]
