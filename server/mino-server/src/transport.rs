@@ -454,9 +454,13 @@ pub async fn serve<R, W>(
             break;
         }
         let is_exit = request.method() == "exit";
+        // `initialize` is answered before the next message is read: two at
+        // once would both run, and the loser's error would reset the
+        // service's lifecycle state under the winner.
+        let is_initialize = request.method() == "initialize";
         let call = service.call(request);
         let tx = out_tx.clone();
-        tokio::spawn(async move {
+        let answer = async move {
             if let Ok(Some(response)) = call.await {
                 match serde_json::to_string(&response) {
                     Ok(text) => {
@@ -465,7 +469,12 @@ pub async fn serve<R, W>(
                     Err(e) => tracing::error!("cannot serialize a response: {e}"),
                 }
             }
-        });
+        };
+        if is_initialize {
+            answer.await;
+        } else {
+            tokio::spawn(answer);
+        }
         if is_exit {
             tracing::info!("exit notification received");
             break;

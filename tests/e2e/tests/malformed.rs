@@ -133,3 +133,28 @@ async fn malformed_input_is_answered_and_a_turn_still_completes() {
     let response = server.next_orphan_response(TIMEOUT).await;
     assert_eq!(code(&response), -32700, "the garbage was answered too");
 }
+
+/// Two `initialize` requests back to back: the first wins, the second is
+/// refused, and the server goes on serving the first one's session.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_initialize_is_refused_and_the_first_stands() {
+    let mock = MockModel::start(vec![Reply::text("Still here.")]).await.expect("mock");
+    let mut server = Server::spawn(&mock).await;
+    let cwd = work_dir(server.home());
+    let options = serde_json::to_value(options_in(&cwd)).expect("options");
+    for id in [901, 902] {
+        server
+            .send_message(&json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
+                                   "params": {"processId": null, "capabilities": {}, "initializationOptions": options}}))
+            .await;
+    }
+    let mut answers = vec![server.next_orphan_response(TIMEOUT).await, server.next_orphan_response(TIMEOUT).await];
+    answers.sort_by_key(|r| r["id"].as_i64());
+    assert!(answers[0].get("result").is_some(), "the first initialize succeeds: {}", answers[0]);
+    assert!(answers[1].get("error").is_some(), "the second is refused: {}", answers[1]);
+    server.notify("initialized", json!({})).await;
+    let turn = server.request(wire::method::CHAT, json!({"text": "Hello?"})).await.expect("chat after a double initialize");
+    assert!(turn["turnId"].is_string());
+    let sessions = std::fs::read_dir(server.home().join("sessions")).expect("sessions").count();
+    assert_eq!(sessions, 1, "the refused initialize created no session");
+}
