@@ -148,14 +148,6 @@ impl Agent {
         f(&mut lock(&self.inner.session))
     }
 
-    pub fn bash(&self) -> &BashTool {
-        &self.inner.bash
-    }
-
-    pub fn model(&self) -> &ModelClient {
-        &self.inner.model
-    }
-
     /// The running turn, if any.
     pub fn running_turn(&self) -> Option<String> {
         lock(&self.inner.running).as_ref().map(|t| t.turn_id.clone())

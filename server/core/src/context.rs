@@ -59,8 +59,7 @@ pub fn build(transcript: &Transcript) -> Vec<Value> {
 }
 
 fn append_turn(input: &mut Vec<Value>, turn: &Turn) {
-    let ended_early = turn.end.as_ref().map(|e| e.status).filter(|s| *s != TurnStatus::Completed);
-    if ended_early.is_some() && !turn.has_calls() {
+    if !turn.is_replayed() {
         return;
     }
     input.push(user_message(&turn.input));
@@ -96,8 +95,8 @@ fn append_turn(input: &mut Vec<Value>, turn: &Turn) {
             }
         }
     }
-    if let Some(status) = ended_early {
-        input.push(assistant_message(&runtime_notice(status)));
+    if let Some(notice) = turn.notice() {
+        input.push(assistant_message(&notice));
     }
 }
 

@@ -77,6 +77,24 @@ impl Turn {
         self.end.is_none()
     }
 
+    /// How the turn ended, when it did not complete.
+    pub fn ended_early(&self) -> Option<TurnStatus> {
+        self.end.as_ref().map(|e| e.status).filter(|s| *s != TurnStatus::Completed)
+    }
+
+    /// Whether the turn enters later context: completed turns do, and turns
+    /// that ended early do only when they contain tool calls (whose effects
+    /// the model must hear of); their partial text alone must not look like
+    /// a final answer.
+    pub fn is_replayed(&self) -> bool {
+        self.ended_early().is_none() || self.has_calls()
+    }
+
+    /// The runtime notice that follows the turn in context and history.
+    pub fn notice(&self) -> Option<String> {
+        self.ended_early().filter(|_| self.has_calls()).map(crate::context::runtime_notice)
+    }
+
     /// An `unknown` result not yet acknowledged: the gate stays shut.
     pub fn awaits_acknowledgement(&self) -> bool {
         !self.acknowledged && self.has_unknown_result()

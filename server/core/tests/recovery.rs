@@ -45,11 +45,12 @@ fn count_kind(path: &Path, kind: &str) -> usize {
     kinds(path).iter().filter(|k| *k == kind).count()
 }
 
+/// Where the process stopped: after the response, the first start, the first result.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Stop {
-    AfterResponse,
-    AfterFirstStart,
-    AfterFirstResult,
+    Response,
+    FirstStart,
+    FirstResult,
 }
 
 /// A two-call turn that stops (as if the process died) at `stop`. Returns the session id.
@@ -61,11 +62,11 @@ fn two_call_turn(home: &MinoHome, stop: Stop) -> String {
         vec![function_call("call_1", "echo milk >> shopping.txt"), function_call("call_2", "echo eggs >> shopping.txt")],
     )
     .expect("response");
-    if stop != Stop::AfterResponse {
+    if stop != Stop::Response {
         s.record_decision(&t, "call_1", ApprovalDecision::Approved).expect("approve");
         s.record_tool_start(&t, "call_1", "echo milk >> shopping.txt", "/work").expect("start");
     }
-    if stop == Stop::AfterFirstResult {
+    if stop == Stop::FirstResult {
         s.record_tool_result(&t, "call_1", ToolStatus::Success, "", Some(0)).expect("result");
     }
     s.id().to_string()
@@ -79,9 +80,9 @@ fn output_status(item: &Value) -> String {
 #[test]
 fn tool_history_recovery_preserves_pairs_and_acknowledgement() {
     for (stop, first, ack) in [
-        (Stop::AfterResponse, "not_executed", false),
-        (Stop::AfterFirstStart, "unknown", true),
-        (Stop::AfterFirstResult, "success", false),
+        (Stop::Response, "not_executed", false),
+        (Stop::FirstStart, "unknown", true),
+        (Stop::FirstResult, "success", false),
     ] {
         let (_dir, home) = home();
         let id = two_call_turn(&home, stop);
@@ -184,7 +185,7 @@ fn unknown_result_gates_chat_until_acknowledged() {
 #[test]
 fn not_executed_never_requires_acknowledgement() {
     let (_dir, home) = home();
-    let id = two_call_turn(&home, Stop::AfterResponse);
+    let id = two_call_turn(&home, Stop::Response);
     let (mut session, report) = Session::open(&home, &id).expect("reopen");
     assert!(!report.acknowledgement_required());
     assert_eq!(report.recovered[0].calls[0].output, NOT_EXECUTED_OUTPUT);

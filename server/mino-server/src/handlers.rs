@@ -14,7 +14,7 @@ use mino_core::bash::{self, BashTool};
 use mino_core::model::{ModelClient, ModelConfig};
 use mino_core::recovery::{RecoveredTurn, RecoveryReport};
 use mino_core::transcript::Turn;
-use mino_core::{agent::Agent, context, soul, ApprovalDecision, MinoHome, Session, SessionError};
+use mino_core::{agent::Agent, soul, ApprovalDecision, MinoHome, Session, SessionError};
 use mino_protocol as wire;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -282,13 +282,8 @@ fn recovery_notification(session_id: &str, report: &RecoveryReport) -> wire::Rec
 
 fn history_turn(turn: &Turn) -> wire::HistoryTurn {
     let status = turn.end.as_ref().map(|e| e.status);
-    let mut notices = Vec::new();
-    if let Some(status) = status.filter(|s| *s != mino_core::TurnStatus::Completed) {
-        if turn.has_calls() {
-            // The same notice the model receives after this turn's results.
-            notices.push(context::runtime_notice(status));
-        }
-    }
+    // The same notice the model receives after this turn's results.
+    let notices: Vec<String> = turn.notice().into_iter().collect();
     wire::HistoryTurn {
         turn_id: turn.id.clone(),
         input: turn.input.clone(),

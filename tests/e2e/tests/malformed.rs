@@ -148,7 +148,7 @@ async fn a_second_initialize_is_refused_and_the_first_stands() {
                                    "params": {"processId": null, "capabilities": {}, "initializationOptions": options}}))
             .await;
     }
-    let mut answers = vec![server.next_orphan_response(TIMEOUT).await, server.next_orphan_response(TIMEOUT).await];
+    let mut answers = [server.next_orphan_response(TIMEOUT).await, server.next_orphan_response(TIMEOUT).await];
     answers.sort_by_key(|r| r["id"].as_i64());
     assert!(answers[0].get("result").is_some(), "the first initialize succeeds: {}", answers[0]);
     assert!(answers[1].get("error").is_some(), "the second is refused: {}", answers[1]);
