@@ -88,6 +88,27 @@ impl BashTool {
         Self { cwd, env, limits }
     }
 
+    /// Where `bash` is in the command's `PATH`: the first directory holding
+    /// an executable `bash`, as `execvp` would pick. Just `bash` (looked up
+    /// at spawn, as before) when that needs anything but absolute
+    /// directories to decide.
+    fn bash_program(&self) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.env.get("PATH").map(String::as_str).unwrap_or("");
+        for dir in path.split(':') {
+            if !dir.starts_with('/') {
+                break;
+            }
+            let candidate = std::path::Path::new(dir).join("bash");
+            match std::fs::metadata(&candidate) {
+                Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o111 != 0 => return candidate,
+                Ok(_) => break,
+                Err(_) => {}
+            }
+        }
+        PathBuf::from("bash")
+    }
+
     pub fn cwd(&self) -> &std::path::Path {
         &self.cwd
     }
@@ -104,7 +125,13 @@ impl BashTool {
     /// Runs an approved command. Only the turn loop calls this, and only after
     /// the call's approval and `tool_start` are synced.
     pub async fn run(&self, command: &str, on_output: &mut (dyn FnMut(Stream, &str) + Send), cancel: &CancellationToken) -> Outcome {
-        let mut child = match tokio::process::Command::new("bash")
+        // `bash` found in the command's own PATH (as the spawn would find
+        // it), named by its path with argv[0] still `bash`: the standard
+        // library spawns a program it must look up in a changed PATH with
+        // fork + exec, whose cost grows with this process's memory, and one
+        // named by its path with posix_spawn (vfork-like, cheap).
+        let mut child = match tokio::process::Command::new(self.bash_program())
+            .arg0("bash")
             .arg("-c")
             .arg(command)
             .current_dir(&self.cwd)
@@ -346,6 +373,25 @@ mod tests {
         let out = c.finish();
         assert!(out.starts_with("01234\n[... 10 bytes"), "{out}");
         assert!(out.ends_with("fghij"), "{out}");
+    }
+
+    #[test]
+    fn bash_is_found_in_the_commands_path_and_still_called_bash() {
+        let mut tool = BashTool::new(std::env::temp_dir(), Limits::default());
+        let found = tool.bash_program();
+        assert!(found.is_absolute() && found.ends_with("bash"), "{found:?}");
+        // A PATH needing more than absolute directories: looked up at spawn, as before.
+        tool.env.insert("PATH".into(), format!("relative:{}", found.parent().unwrap().display()));
+        assert_eq!(tool.bash_program(), PathBuf::from("bash"));
+        tool.env.insert("PATH".into(), "/nonexistent-mino-dir".into());
+        assert_eq!(tool.bash_program(), PathBuf::from("bash"));
+    }
+
+    #[tokio::test]
+    async fn the_command_sees_bash_as_its_name() {
+        let tool = BashTool::new(std::env::temp_dir(), Limits::default());
+        let outcome = tool.run("echo $0", &mut |_, _| {}, &CancellationToken::new()).await;
+        assert_eq!((outcome.status, outcome.output.as_str()), (ToolStatus::Success, "bash\n"));
     }
 
     #[test]

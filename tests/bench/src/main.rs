@@ -6,9 +6,11 @@
 //! its own (`mino-bench measure …`) so peak memory (VmHWM) is that
 //! measurement's alone. Run it through `scripts/bench` (release build).
 
+mod client;
 mod journal_gen;
 mod open;
 mod relay;
+mod startup;
 mod turn;
 
 use std::process::Command;
@@ -25,7 +27,8 @@ pub struct Goal {
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("all") => run_all(args.iter().any(|a| a == "--quick")),
+        Some("all") => run_all(args.iter().any(|a| a == "--quick"), None),
+        Some(part @ ("open" | "turn" | "relay" | "startup")) => run_all(args.iter().any(|a| a == "--quick"), Some(part)),
         Some("measure") => open::measure(&args[1..]),
         Some("gen") => {
             let records: usize = args.get(1).context("gen RECORDS PATH")?.parse()?;
@@ -35,7 +38,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         _ => {
-            eprintln!("usage: mino-bench all [--quick] | gen RECORDS PATH | measure KIND PATH");
+            eprintln!("usage: mino-bench all|open|turn|relay|startup [--quick] | gen RECORDS PATH | measure KIND PATH [REPS]");
             std::process::exit(2)
         }
     }
@@ -51,13 +54,23 @@ pub fn child(args: &[&str]) -> Result<serde_json::Value> {
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
-fn run_all(quick: bool) -> Result<()> {
+fn run_all(quick: bool, only: Option<&str>) -> Result<()> {
     let machine = machine_line();
     println!("machine: {machine}");
     let mut goals = Vec::new();
-    goals.extend(open::run(quick)?);
-    goals.extend(turn::run(quick)?);
-    goals.extend(relay::run(quick)?);
+    let wanted = |part: &str| only.is_none_or(|o| o == part);
+    if wanted("open") {
+        goals.extend(open::run(quick)?);
+    }
+    if wanted("turn") {
+        goals.extend(turn::run(quick)?);
+    }
+    if wanted("relay") {
+        goals.extend(relay::run(quick)?);
+    }
+    if wanted("startup") {
+        goals.extend(startup::run(quick)?);
+    }
     println!();
     println!("| measurement | figure | goal | met |");
     println!("|---|---|---|---|");

@@ -107,6 +107,31 @@ pub enum Reply {
     /// 200 stream of text deltas ending in `response.incomplete` with
     /// `incomplete_details.reason`.
     Incomplete { deltas: Vec<String>, reason: String },
+    /// A text answer of `count` deltas, each the moment it is sent: the
+    /// [`monotonic_nanos`] reading taken as the delta leaves the mock, in
+    /// decimal, followed by a space (e.g. `"84211630094512 "`). A client on
+    /// the same machine reading the same clock learns each delta's latency.
+    /// The closing events carry the text the deltas made. `delay_ms` paces
+    /// the deltas (tokio's timer, so millisecond resolution).
+    StampedText {
+        count: usize,
+        #[serde(default)]
+        delay_ms: u64,
+    },
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds: one clock for every process on the
+/// machine (unlike [`std::time::Instant`], whose readings cannot be shared),
+/// so a process can compare a [`Reply::StampedText`] delta with its own
+/// reading.
+pub fn monotonic_nanos() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// One `bash` function call in a [`Reply::Calls`].

@@ -16,6 +16,7 @@ const ARGUMENT_CHUNK_CHARS: usize = 12;
 const REASONING_SUMMARY: &str = "**Planning**\n\nWorking out how to answer the request.";
 
 /// What a reply needs to know about the request it answers.
+#[derive(Clone)]
 pub(crate) struct RequestCtx {
     pub model: String,
     pub parallel_tool_calls: bool,
@@ -146,6 +147,9 @@ pub(crate) fn render(reply: Reply, ctx: &RequestCtx, ids: &IdCounters) -> Respon
                 json!({ "code": code, "message": message, "param": null }),
             );
         }
+        Reply::StampedText { count, delay_ms } => {
+            turn.stamped_message(count, delay_ms);
+        }
         Reply::Incomplete { deltas, reason } => {
             turn.message(&deltas, 0, "incomplete");
             turn.finish(
@@ -159,9 +163,22 @@ pub(crate) fn render(reply: Reply, ctx: &RequestCtx, ids: &IdCounters) -> Respon
     turn.sse.into_response()
 }
 
+/// Builds the events that close a stamped message, from the text its deltas made.
+type Closer = Box<dyn FnOnce(&str) -> Vec<String> + Send>;
+
+/// Stands in for the stamp while a stamped delta's event is planned.
+const STAMP: &str = "@@STAMP@@";
+
 enum Step {
     Event(String),
     Sleep(Duration),
+    /// A text delta rendered when it is sent: `before` + the stamp + `after`.
+    Stamped {
+        before: String,
+        after: String,
+    },
+    /// The closing events of a stamped message.
+    Close(Closer),
     /// Ends the body with an error, which makes hyper drop the connection without the final
     /// chunk: what a client sees when the network or the upstream dies mid-stream.
     Cut,
@@ -176,6 +193,11 @@ struct Sse {
 
 impl Sse {
     fn event(&mut self, ty: &str, fields: Value) {
+        let text = self.render(ty, fields);
+        self.steps.push(Step::Event(text));
+    }
+
+    fn render(&mut self, ty: &str, fields: Value) -> String {
         // Hand-assembled so `type` and `sequence_number` lead the line as in the real stream
         // (serde_json's map here is sorted, not insertion-ordered).
         let mut data = format!(
@@ -192,9 +214,8 @@ impl Sse {
             }
         }
         data.push('}');
-        self.steps
-            .push(Step::Event(format!("event: {ty}\ndata: {data}\n\n")));
         self.seq += 1;
+        format!("event: {ty}\ndata: {data}\n\n")
     }
 
     fn sleep(&mut self, ms: u64) {
@@ -208,11 +229,24 @@ impl Sse {
     }
 
     fn into_response(self) -> Response {
-        let stream = futures::stream::unfold(VecDeque::from(self.steps), |mut steps| async move {
+        // The state carries the text stamped deltas made so far.
+        let state = (VecDeque::from(self.steps), String::new());
+        let stream = futures::stream::unfold(state, |(mut steps, mut stamped)| async move {
             loop {
                 match steps.pop_front()? {
                     Step::Sleep(d) => tokio::time::sleep(d).await,
-                    Step::Event(text) => return Some((Ok(Bytes::from(text)), steps)),
+                    Step::Event(text) => return Some((Ok(Bytes::from(text)), (steps, stamped))),
+                    Step::Stamped { before, after } => {
+                        let delta = format!("{} ", crate::monotonic_nanos());
+                        let text = format!("{before}{delta}{after}");
+                        stamped.push_str(&delta);
+                        return Some((Ok(Bytes::from(text)), (steps, stamped)));
+                    }
+                    Step::Close(close) => {
+                        for text in close(&stamped).into_iter().rev() {
+                            steps.push_front(Step::Event(text));
+                        }
+                    }
                     Step::Cut => {
                         // hyper flushes only when the body is pending; erroring straight away
                         // would discard the buffered head and events along with the connection.
@@ -221,7 +255,7 @@ impl Sse {
                             std::io::ErrorKind::ConnectionAborted,
                             "mock model: scripted stream cut",
                         );
-                        return Some((Err(err), VecDeque::new()));
+                        return Some((Err(err), (VecDeque::new(), String::new())));
                     }
                 }
             }
@@ -357,6 +391,56 @@ impl<'a> Turn<'a> {
 
     fn message(&mut self, deltas: &[String], delay_ms: u64, status: &str) {
         let (id, index, text) = self.open_message(deltas, delay_ms);
+        self.close_message(&id, index, &text, status);
+    }
+
+    /// A message of `count` deltas stamped as they are sent (see [`Reply::StampedText`]),
+    /// then `response.completed`; the closing events are built once the text is known.
+    fn stamped_message(&mut self, count: usize, delay_ms: u64) {
+        let (id, index, _) = self.open_message(&[], delay_ms);
+        for _ in 0..count {
+            self.sse.sleep(delay_ms);
+            let fields = json!({
+                "item_id": id, "output_index": index, "content_index": 0,
+                "delta": STAMP, "logprobs": [],
+            });
+            let text = self.sse.render("response.output_text.delta", fields);
+            let (before, after) = text.split_once(STAMP).expect("the stamp is in the event");
+            self.sse.steps.push(Step::Stamped {
+                before: before.to_owned(),
+                after: after.to_owned(),
+            });
+        }
+        let (ctx, resp_id, seq) = (self.ctx.clone(), self.resp_id.clone(), self.sse.seq);
+        self.sse.steps.push(Step::Close(Box::new(move |text: &str| {
+            let ids = IdCounters::default();
+            let mut tail = Turn {
+                sse: Sse {
+                    steps: Vec::new(),
+                    seq,
+                },
+                ctx: &ctx,
+                ids: &ids,
+                resp_id,
+                output: Vec::new(),
+                output_chars: 0,
+                reasoning_chars: 0,
+            };
+            tail.close_message(&id, index, text, "completed");
+            tail.finish("response.completed", "completed", Value::Null, Value::Null);
+            tail.sse
+                .steps
+                .into_iter()
+                .filter_map(|step| match step {
+                    Step::Event(text) => Some(text),
+                    _ => None,
+                })
+                .collect()
+        })));
+    }
+
+    /// The events that end a message item whose text is `text`.
+    fn close_message(&mut self, id: &str, index: usize, text: &str, status: &str) {
         let part = json!({ "type": "output_text", "text": text, "annotations": [] });
         self.sse.event(
             "response.output_text.done",

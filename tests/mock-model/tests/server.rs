@@ -619,6 +619,68 @@ async fn delay_ms_paces_the_deltas() {
 }
 
 #[tokio::test]
+async fn stamped_text_sends_each_delta_with_its_send_time() {
+    let script: Vec<Reply> =
+        serde_json::from_value(json!([{"type": "stamped_text", "count": 3, "delay_ms": 5}]))
+            .unwrap();
+    assert_eq!(
+        script[0],
+        Reply::StampedText {
+            count: 3,
+            delay_ms: 5
+        }
+    );
+    let model = MockModel::start(script).await.unwrap();
+    let before = mino_mock_model::monotonic_nanos();
+    let events = stream_events(&model).await;
+    let after = mino_mock_model::monotonic_nanos();
+    assert_eq!(
+        names(&events),
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
+    let deltas: Vec<&str> = events[4..7]
+        .iter()
+        .map(|e| e.data["delta"].as_str().unwrap())
+        .collect();
+    let stamps: Vec<u64> = deltas
+        .iter()
+        .map(|d| d.strip_suffix(' ').unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        stamps.windows(2).all(|w| w[1] - w[0] >= 4_000_000),
+        "paced: {stamps:?}"
+    );
+    assert!(
+        stamps[0] >= before && stamps[2] <= after,
+        "{before} <= {stamps:?} <= {after}"
+    );
+    assert_eq!(events[4].data["item_id"], "msg_1");
+    let text = deltas.concat();
+    assert_eq!(events[7].data["text"], text.as_str());
+    assert_eq!(events[9].data["item"]["content"][0]["text"], text.as_str());
+    let done = &events[10].data["response"];
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["id"], "resp_1");
+    assert_eq!(done["output"][0]["content"][0]["text"], text.as_str());
+    assert_eq!(
+        done["usage"]["output_tokens"],
+        (text.len() as u64).div_ceil(4)
+    );
+}
+
+#[tokio::test]
 async fn wait_for_requests_wakes_on_arrival_and_gives_up_on_timeout() {
     let model = MockModel::start(vec![Reply::text("a")]).await.unwrap();
     let none = model.wait_for_requests(1, Duration::from_millis(50)).await;
