@@ -5,9 +5,7 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mino_protocol::{
-    error_code, Decision, InitializationOptions, RecoveryNotification, ServerCapabilities,
-};
+use mino_protocol::{error_code, Decision, InitializationOptions, RecoveryNotification, ServerCapabilities};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 
@@ -51,9 +49,7 @@ impl Input {
                 match lock.read_until(b'\n', &mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {
-                        let line = String::from_utf8_lossy(&buf)
-                            .trim_end_matches(['\n', '\r'])
-                            .to_owned();
+                        let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_owned();
                         if tx.send(line).is_err() {
                             break;
                         }
@@ -126,10 +122,9 @@ impl App {
             Err(e) => {
                 match e {
                     CallError::Server { message, .. } => eprintln!("mino: {message}"),
-                    CallError::Connection(_) => eprintln!(
-                        "mino: mino-server stopped before the session opened; {}",
-                        options.log_hint
-                    ),
+                    CallError::Connection(_) => {
+                        eprintln!("mino: mino-server stopped before the session opened; {}", options.log_hint)
+                    }
                 }
                 server.shutdown().await;
                 return Err(EXIT_FAILURE);
@@ -173,11 +168,7 @@ impl App {
             out(&demo.intro());
         }
         let title = match &self.capabilities {
-            Some(c) => format!(
-                "Mino {} - session {}",
-                env!("CARGO_PKG_VERSION"),
-                c.session_id
-            ),
+            Some(c) => format!("Mino {} - session {}", env!("CARGO_PKG_VERSION"), c.session_id),
             None => format!("Mino {}", env!("CARGO_PKG_VERSION")),
         };
         out(&format!("{title}\n{}\n\n", ui::BANNER));
@@ -471,7 +462,5 @@ pub fn mino_home() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("MINO_HOME").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(dir));
     }
-    std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(|h| PathBuf::from(h).join(".mino"))
+    std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".mino"))
 }

@@ -8,15 +8,12 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context as _};
 use futures::{Stream, StreamExt};
-use jsonrpsee::core::client::{
-    Client, ClientBuilder, ClientT, Error as RpcError, SubscriptionClientT,
-};
+use jsonrpsee::core::client::{Client, ClientBuilder, ClientT, Error as RpcError, SubscriptionClientT};
 use jsonrpsee::core::traits::ToRpcParams;
 use mino_protocol::{
-    method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, ApprovalRequest, CancelParams,
-    ChatParams, ChatResult, Decision, EmptyResult, HistoryParams, HistoryResult,
-    InitializationOptions, RecoveryNotification, Retrying, ServerCapabilities, TextDelta, ToolOutput,
-    ToolResult, ToolStarted, TurnEnded, TurnStarted,
+    method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, ApprovalRequest, CancelParams, ChatParams,
+    ChatResult, Decision, EmptyResult, HistoryParams, HistoryResult, InitializationOptions, RecoveryNotification,
+    Retrying, ServerCapabilities, TextDelta, ToolOutput, ToolResult, ToolStarted, TurnEnded, TurnStarted,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -73,10 +70,7 @@ impl std::error::Error for CallError {}
 impl From<RpcError> for CallError {
     fn from(e: RpcError) -> Self {
         match e {
-            RpcError::Call(obj) => CallError::Server {
-                code: i64::from(obj.code()),
-                message: obj.message().to_owned(),
-            },
+            RpcError::Call(obj) => CallError::Server { code: i64::from(obj.code()), message: obj.message().to_owned() },
             other => CallError::Connection(other.to_string()),
         }
     }
@@ -191,93 +185,41 @@ impl Server {
     /// subscribes to every notification before anything can be sent.
     pub async fn spawn(launch: Launch) -> anyhow::Result<(Server, Events)> {
         let mut cmd = tokio::process::Command::new(&launch.program);
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(launch.stderr)
-            .process_group(0)
-            .kill_on_drop(true);
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(launch.stderr).process_group(0).kill_on_drop(true);
         if let Some(dir) = &launch.cwd {
             cmd.current_dir(dir);
         }
         for (k, v) in &launch.env {
             cmd.env(k, v);
         }
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("could not start {}", launch.program.display()))?;
-        let stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| anyhow!("mino-server has no stdin pipe"))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| anyhow!("mino-server has no stdout pipe"))?;
+        let mut child = cmd.spawn().with_context(|| format!("could not start {}", launch.program.display()))?;
+        let stdin = child.stdin.take().ok_or_else(|| anyhow!("mino-server has no stdin pipe"))?;
+        let stdout = child.stdout.take().ok_or_else(|| anyhow!("mino-server has no stdout pipe"))?;
         let rpc = ClientBuilder::default()
             .request_timeout(Duration::from_secs(600))
             .max_buffer_capacity_per_subscription(NOTIFICATION_BUFFER)
             .build_with_tokio(Sender::new(stdin), Receiver::new(stdout));
 
         let mut streams: Vec<(EventStream, bool)> = Vec::new();
-        streams.push((
-            subscribe(&rpc, method::RECOVERY, Event::Recovery).await?,
-            true,
-        ));
-        streams.push((
-            subscribe(&rpc, method::TURN_STARTED, Event::TurnStarted).await?,
-            true,
-        ));
-        streams.push((
-            subscribe(&rpc, method::TEXT_DELTA, Event::TextDelta).await?,
-            true,
-        ));
-        streams.push((
-            subscribe(&rpc, method::RETRYING, Event::Retrying).await?,
-            true,
-        ));
-        streams.push((
-            subscribe(&rpc, method::APPROVAL_REQUEST, Event::ApprovalRequest).await?,
-            true,
-        ));
-        streams.push((
-            subscribe(&rpc, method::TOOL_STARTED, Event::ToolStarted).await?,
-            true,
-        ));
-        streams.push((
-            subscribe(&rpc, method::TOOL_OUTPUT, Event::ToolOutput).await?,
-            true,
-        ));
-        streams.push((
-            subscribe(&rpc, method::TOOL_RESULT, Event::ToolResult).await?,
-            true,
-        ));
-        streams.push((
-            subscribe(&rpc, method::TURN_ENDED, Event::TurnEnded).await?,
-            true,
-        ));
-        Ok((
-            Server { rpc, child },
-            Events {
-                streams,
-                ready: Default::default(),
-            },
-        ))
+        streams.push((subscribe(&rpc, method::RECOVERY, Event::Recovery).await?, true));
+        streams.push((subscribe(&rpc, method::TURN_STARTED, Event::TurnStarted).await?, true));
+        streams.push((subscribe(&rpc, method::TEXT_DELTA, Event::TextDelta).await?, true));
+        streams.push((subscribe(&rpc, method::RETRYING, Event::Retrying).await?, true));
+        streams.push((subscribe(&rpc, method::APPROVAL_REQUEST, Event::ApprovalRequest).await?, true));
+        streams.push((subscribe(&rpc, method::TOOL_STARTED, Event::ToolStarted).await?, true));
+        streams.push((subscribe(&rpc, method::TOOL_OUTPUT, Event::ToolOutput).await?, true));
+        streams.push((subscribe(&rpc, method::TOOL_RESULT, Event::ToolResult).await?, true));
+        streams.push((subscribe(&rpc, method::TURN_ENDED, Event::TurnEnded).await?, true));
+        Ok((Server { rpc, child }, Events { streams, ready: Default::default() }))
     }
 
-    async fn call<P: Serialize + Send, R: DeserializeOwned>(
-        &self,
-        method: &str,
-        params: P,
-    ) -> Result<R, CallError> {
+    async fn call<P: Serialize + Send, R: DeserializeOwned>(&self, method: &str, params: P) -> Result<R, CallError> {
         Ok(self.rpc.request(method, Params(params)).await?)
     }
 
     /// LSP `initialize` with Mino's options; returns what the server put in
     /// `capabilities.experimental.mino` (if it could be read).
-    pub async fn initialize(
-        &self,
-        options: &InitializationOptions,
-    ) -> Result<Option<ServerCapabilities>, CallError> {
+    pub async fn initialize(&self, options: &InitializationOptions) -> Result<Option<ServerCapabilities>, CallError> {
         let params = serde_json::json!({
             "processId": std::process::id(),
             "clientInfo": { "name": "mino", "version": env!("CARGO_PKG_VERSION") },
@@ -291,53 +233,23 @@ impl Server {
     }
 
     pub async fn initialized(&self) -> Result<(), CallError> {
-        Ok(self
-            .rpc
-            .notification("initialized", Params(serde_json::json!({})))
-            .await?)
+        Ok(self.rpc.notification("initialized", Params(serde_json::json!({}))).await?)
     }
 
     pub async fn chat(&self, text: &str) -> Result<ChatResult, CallError> {
-        self.call(
-            method::CHAT,
-            ChatParams {
-                text: text.to_owned(),
-            },
-        )
-        .await
+        self.call(method::CHAT, ChatParams { text: text.to_owned() }).await
     }
 
-    pub async fn approval(
-        &self,
-        call_id: &str,
-        decision: Decision,
-    ) -> Result<EmptyResult, CallError> {
-        self.call(
-            method::APPROVAL,
-            ApprovalParams {
-                call_id: call_id.to_owned(),
-                decision,
-            },
-        )
-        .await
+    pub async fn approval(&self, call_id: &str, decision: Decision) -> Result<EmptyResult, CallError> {
+        self.call(method::APPROVAL, ApprovalParams { call_id: call_id.to_owned(), decision }).await
     }
 
-    pub async fn acknowledge(
-        &self,
-        turn_ids: Option<Vec<String>>,
-    ) -> Result<AcknowledgeResult, CallError> {
-        self.call(method::ACKNOWLEDGE, AcknowledgeParams { turn_ids })
-            .await
+    pub async fn acknowledge(&self, turn_ids: Option<Vec<String>>) -> Result<AcknowledgeResult, CallError> {
+        self.call(method::ACKNOWLEDGE, AcknowledgeParams { turn_ids }).await
     }
 
     pub async fn cancel(&self, turn_id: &str) -> Result<EmptyResult, CallError> {
-        self.call(
-            method::CANCEL,
-            CancelParams {
-                turn_id: turn_id.to_owned(),
-            },
-        )
-        .await
+        self.call(method::CANCEL, CancelParams { turn_id: turn_id.to_owned() }).await
     }
 
     pub async fn history(&self) -> Result<HistoryResult, CallError> {
@@ -366,10 +278,7 @@ where
     N: DeserializeOwned + Send + 'static,
     F: Fn(N) -> Event + Send + 'static,
 {
-    let sub = rpc
-        .subscribe_to_method::<N>(name)
-        .await
-        .with_context(|| format!("could not subscribe to {name}"))?;
+    let sub = rpc.subscribe_to_method::<N>(name).await.with_context(|| format!("could not subscribe to {name}"))?;
     let owned = name.to_owned();
     Ok(Box::pin(sub.filter_map(move |item| {
         let out = match item {

@@ -31,19 +31,11 @@ impl Demo {
     /// Starts the mock model and creates `<tmp>/home` and `<tmp>/work`.
     pub async fn start() -> anyhow::Result<Demo> {
         let mock = MockModel::start(Vec::new()).await?;
-        let root = tempfile::Builder::new()
-            .prefix("mino-demo-")
-            .tempdir()?
-            .keep();
+        let root = tempfile::Builder::new().prefix("mino-demo-").tempdir()?.keep();
         std::fs::create_dir_all(root.join("home"))?;
         std::fs::create_dir_all(root.join("work"))?;
         std::fs::write(root.join("work").join("shopping.txt"), "bread\neggs\n")?;
-        Ok(Demo {
-            mock,
-            root,
-            calls: 0,
-            pending: None,
-        })
+        Ok(Demo { mock, root, calls: 0, pending: None })
     }
 
     pub fn root(&self) -> &Path {
@@ -88,10 +80,7 @@ impl Demo {
                 "I'll append milk to shopping.txt. That runs a command, so Mino asks you first.",
                 "echo milk >> shopping.txt",
             )
-        } else if ["list", "shopping", "show", "read", "cat", "check"]
-            .iter()
-            .any(|w| lower.contains(w))
-        {
+        } else if ["list", "shopping", "show", "read", "cat", "check"].iter().any(|w| lower.contains(w)) {
             self.pending = Some(Pending::ShowList);
             self.call("Let me read shopping.txt.", "cat shopping.txt")
         } else {
@@ -124,10 +113,7 @@ impl Demo {
         self.calls += 1;
         Reply::Calls {
             text: split_words(text),
-            calls: vec![ScriptedCall::new(
-                format!("call_demo_{}", self.calls),
-                command,
-            )],
+            calls: vec![ScriptedCall::new(format!("call_demo_{}", self.calls), command)],
             delay_ms: DELAY_MS,
         }
     }

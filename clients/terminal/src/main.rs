@@ -58,11 +58,7 @@ enum Parsed {
 }
 
 fn parse_args() -> Parsed {
-    let mut args = Args {
-        demo: false,
-        session: None,
-        new_session: false,
-    };
+    let mut args = Args { demo: false, session: None, new_session: false };
     let mut it = std::env::args_os().skip(1);
     while let Some(arg) = it.next() {
         let Some(arg) = arg.to_str().map(str::to_owned) else {
@@ -135,8 +131,7 @@ fn server_stderr(home: Option<PathBuf>) -> (Stdio, String) {
     };
     let dir = home.join("logs");
     let path = dir.join("server.log");
-    let file = std::fs::create_dir_all(&dir)
-        .and_then(|_| OpenOptions::new().create(true).append(true).open(&path));
+    let file = std::fs::create_dir_all(&dir).and_then(|_| OpenOptions::new().create(true).append(true).open(&path));
     match file {
         Ok(f) => (Stdio::from(f), format!("see {}", path.display())),
         Err(_) => (Stdio::null(), "set RUST_LOG=info to see its log".to_owned()),
@@ -185,20 +180,8 @@ async fn run(args: Args) -> i32 {
         session: args.session,
         new_session: args.new_session,
     };
-    let launch = Launch {
-        program: server_program(),
-        cwd,
-        env,
-        stderr,
-    };
-    match App::start(Options {
-        launch,
-        init,
-        demo,
-        log_hint,
-    })
-    .await
-    {
+    let launch = Launch { program: server_program(), cwd, env, stderr };
+    match App::start(Options { launch, init, demo, log_hint }).await {
         Ok(app) => app.run().await,
         Err(code) => code,
     }
@@ -215,10 +198,7 @@ fn main() {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .try_init();
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mino: cannot start the async runtime: {e}");

@@ -7,9 +7,7 @@
 use std::io;
 
 use jsonrpsee::core::client::{ReceivedMessage, TransportReceiverT, TransportSenderT};
-use tokio::io::{
-    AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
-};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
 /// Frames larger than this are refused rather than buffered (a broken peer
 /// must not make the client allocate without bound).
@@ -35,10 +33,7 @@ pub async fn read_frame<R: AsyncBufRead + Unpin>(r: &mut R) -> io::Result<Option
             if first {
                 return Ok(None);
             }
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "stream ended inside a frame header",
-            ));
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "stream ended inside a frame header"));
         }
         first = false;
         let header = line.trim_end_matches(['\r', '\n']);
@@ -50,24 +45,18 @@ pub async fn read_frame<R: AsyncBufRead + Unpin>(r: &mut R) -> io::Result<Option
         };
         if name.trim().eq_ignore_ascii_case("content-length") {
             let value = value.trim();
-            let parsed = value
-                .parse::<usize>()
-                .map_err(|_| invalid(format!("bad Content-Length {value:?}")))?;
+            let parsed = value.parse::<usize>().map_err(|_| invalid(format!("bad Content-Length {value:?}")))?;
             length = Some(parsed);
         }
         // Other headers (Content-Type) are allowed and ignored.
     }
     let length = length.ok_or_else(|| invalid("frame without Content-Length".to_owned()))?;
     if length > MAX_FRAME_BYTES {
-        return Err(invalid(format!(
-            "frame of {length} bytes exceeds the limit of {MAX_FRAME_BYTES}"
-        )));
+        return Err(invalid(format!("frame of {length} bytes exceeds the limit of {MAX_FRAME_BYTES}")));
     }
     let mut body = vec![0u8; length];
     r.read_exact(&mut body).await?;
-    String::from_utf8(body)
-        .map(Some)
-        .map_err(|_| invalid("frame body is not UTF-8".to_owned()))
+    String::from_utf8(body).map(Some).map_err(|_| invalid("frame body is not UTF-8".to_owned()))
 }
 
 fn invalid(message: String) -> io::Error {
@@ -105,9 +94,7 @@ pub struct Receiver<R> {
 
 impl<R: tokio::io::AsyncRead> Receiver<R> {
     pub fn new(reader: R) -> Self {
-        Self {
-            reader: BufReader::new(reader),
-        }
+        Self { reader: BufReader::new(reader) }
     }
 }
 
@@ -120,10 +107,7 @@ impl<R: tokio::io::AsyncRead + Unpin + Send + 'static> TransportReceiverT for Re
                 tracing::trace!(target: "mino::wire", "← {body}");
                 Ok(ReceivedMessage::Text(body))
             }
-            None => Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "mino-server closed its output",
-            )),
+            None => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "mino-server closed its output")),
         }
     }
 }
@@ -135,15 +119,10 @@ mod tests {
     #[tokio::test]
     async fn frames_round_trip() {
         let mut buf = Vec::new();
-        write_frame(&mut buf, r#"{"jsonrpc":"2.0","method":"x"}"#)
-            .await
-            .unwrap();
+        write_frame(&mut buf, r#"{"jsonrpc":"2.0","method":"x"}"#).await.unwrap();
         write_frame(&mut buf, "{\"s\":\"é\"}").await.unwrap();
         let mut r = BufReader::new(&buf[..]);
-        assert_eq!(
-            read_frame(&mut r).await.unwrap().unwrap(),
-            r#"{"jsonrpc":"2.0","method":"x"}"#
-        );
+        assert_eq!(read_frame(&mut r).await.unwrap().unwrap(), r#"{"jsonrpc":"2.0","method":"x"}"#);
         assert_eq!(read_frame(&mut r).await.unwrap().unwrap(), "{\"s\":\"é\"}");
         assert_eq!(read_frame(&mut r).await.unwrap(), None);
     }

@@ -6,9 +6,9 @@ use mino_protocol::{ApprovalRequest, HistoryResult, RecoveryNotification, ToolSt
 pub const RECOVERED: &str = "An interrupted tool turn was recovered without executing commands.";
 pub const UNKNOWN_RESULT: &str = "A previous command started, but its result is unknown. It may have changed files or external systems. Mino has not rerun it. Review those effects before continuing.";
 pub const ACK_QUESTION: &str = "Do you understand that these commands may already have run? [y/N] ";
-pub const ACK_NEEDS_TTY: &str =
-    "Unknown tool results require acknowledgement in an interactive terminal";
-pub const BANNER: &str = "History is restored on startup. Bash commands require approval. Use /exit, Ctrl+D, or Ctrl+C to quit.";
+pub const ACK_NEEDS_TTY: &str = "Unknown tool results require acknowledgement in an interactive terminal";
+pub const BANNER: &str =
+    "History is restored on startup. Bash commands require approval. Use /exit, Ctrl+D, or Ctrl+C to quit.";
 pub const USER_PROMPT: &str = "You> ";
 pub const ASSISTANT: &str = "Assistant> ";
 pub const APPROVE_QUESTION: &str = "Approve this operation? [y/N] ";
@@ -50,11 +50,7 @@ pub fn approval_screen(req: &ApprovalRequest) -> String {
     let env = if req.environment.is_empty() {
         "(empty)".to_owned()
     } else {
-        req.environment
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        req.environment.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
     };
     format!(
         "[Tool: bash]\n{}\nDirectory: {}\nEnvironment: {}\nLimits: timeout {}s, output {} bytes\n",
@@ -107,10 +103,8 @@ pub fn recovery_notice(rec: &RecoveryNotification) -> String {
 
 /// Commands whose result is unknown in turns still awaiting acknowledgement.
 pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<String> {
-    let pending = |id: &str| {
-        rec.unacknowledged_turn_ids.is_empty()
-            || rec.unacknowledged_turn_ids.iter().any(|t| t == id)
-    };
+    let pending =
+        |id: &str| rec.unacknowledged_turn_ids.is_empty() || rec.unacknowledged_turn_ids.iter().any(|t| t == id);
     rec.turns
         .iter()
         .filter(|t| pending(&t.turn_id))
@@ -180,14 +174,8 @@ mod tests {
             call_id: "call_1".into(),
             command: "echo milk >> shopping.txt".into(),
             directory: "/w".into(),
-            environment: BTreeMap::from([
-                ("HOME".into(), "/h".into()),
-                ("PATH".into(), "/usr/bin".into()),
-            ]),
-            limits: Limits {
-                timeout_seconds: 120,
-                output_limit_bytes: 65536,
-            },
+            environment: BTreeMap::from([("HOME".into(), "/h".into()), ("PATH".into(), "/usr/bin".into())]),
+            limits: Limits { timeout_seconds: 120, output_limit_bytes: 65536 },
         };
         assert_eq!(
             approval_screen(&req),
@@ -205,11 +193,7 @@ mod tests {
                 calls: vec![RecoveredCallView {
                     call_id: "c".into(),
                     command: "echo milk >> shopping.txt".into(),
-                    result: ToolResultView {
-                        status: ToolStatus::Unknown,
-                        output: String::new(),
-                        exit_code: None,
-                    },
+                    result: ToolResultView { status: ToolStatus::Unknown, output: String::new(), exit_code: None },
                 }],
             }],
             acknowledgement_required: true,
@@ -229,9 +213,6 @@ mod tests {
             turn_end_line(TurnStatus::Cancelled, Some("cancelled by the user")).as_deref(),
             Some("[turn cancelled: cancelled by the user]")
         );
-        assert_eq!(
-            turn_end_line(TurnStatus::Failed, None).as_deref(),
-            Some("[turn failed]")
-        );
+        assert_eq!(turn_end_line(TurnStatus::Failed, None).as_deref(), Some("[turn failed]"));
     }
 }

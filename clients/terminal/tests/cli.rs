@@ -10,9 +10,7 @@ use std::time::Duration;
 use common::*;
 
 fn run_piped(mut cmd: Command, input: &str) -> (std::process::ExitStatus, String, String) {
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn mino");
     let mut stdin = child.stdin.take().expect("stdin");
     stdin.write_all(input.as_bytes()).expect("write stdin");
@@ -31,40 +29,21 @@ fn run_piped(mut cmd: Command, input: &str) -> (std::process::ExitStatus, String
         s
     });
     let status = wait_with_timeout(&mut child, Duration::from_secs(120));
-    (
-        status,
-        out.join().expect("stdout thread"),
-        err.join().expect("stderr thread"),
-    )
+    (status, out.join().expect("stdout thread"), err.join().expect("stderr thread"))
 }
 
 #[test]
 fn help_and_version() {
-    let out = Command::new(mino())
-        .arg("--help")
-        .output()
-        .expect("mino --help");
+    let out = Command::new(mino()).arg("--help").output().expect("mino --help");
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("--demo") && text.contains("--session") && text.contains("OPENAI_API_KEY"),
-        "{text}"
-    );
+    assert!(text.contains("--demo") && text.contains("--session") && text.contains("OPENAI_API_KEY"), "{text}");
 
-    let out = Command::new(mino())
-        .arg("--version")
-        .output()
-        .expect("mino --version");
+    let out = Command::new(mino()).arg("--version").output().expect("mino --version");
     assert!(out.status.success());
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        format!("mino {}", env!("CARGO_PKG_VERSION"))
-    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("mino {}", env!("CARGO_PKG_VERSION")));
 
-    let out = Command::new(mino())
-        .arg("--bogus")
-        .output()
-        .expect("mino --bogus");
+    let out = Command::new(mino()).arg("--bogus").output().expect("mino --bogus");
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -84,10 +63,7 @@ fn without_an_api_key_it_explains_how_to_set_one_or_try_the_demo() {
     assert!(err.contains("export OPENAI_API_KEY="), "{err}");
     assert!(err.contains("mino --demo"), "{err}");
     // Nothing was created.
-    assert!(std::fs::read_dir(scratch.home())
-        .expect("home")
-        .next()
-        .is_none());
+    assert!(std::fs::read_dir(scratch.home()).expect("home").next().is_none());
 }
 
 #[test]
@@ -104,10 +80,7 @@ fn piped_demo_streams_an_answer_asks_for_approval_and_adds_milk() {
         .env_remove("OPENAI_BASE_URL")
         .env_remove("RUST_LOG");
     let (status, out, err) = run_piped(cmd, "Add milk to shopping.txt.\ny\n/exit\n");
-    assert!(
-        status.success(),
-        "exit {status:?}\nstdout:\n{out}\nstderr:\n{err}"
-    );
+    assert!(status.success(), "exit {status:?}\nstdout:\n{out}\nstderr:\n{err}");
     for needle in [
         "History is restored on startup. Bash commands require approval. Use /exit, Ctrl+D, or Ctrl+C to quit.",
         "You> Add milk to shopping.txt.",
@@ -127,26 +100,13 @@ fn piped_demo_streams_an_answer_asks_for_approval_and_adds_milk() {
         .and_then(|rest| rest.split(" (").next())
         .unwrap_or_else(|| panic!("no demo workspace line in:\n{out}"));
     let workspace = std::path::PathBuf::from(workspace);
-    assert!(
-        workspace.starts_with(std::env::temp_dir()),
-        "{}",
-        workspace.display()
-    );
+    assert!(workspace.starts_with(std::env::temp_dir()), "{}", workspace.display());
     let list = read(&workspace.join("work").join("shopping.txt"));
     assert_eq!(list.matches("milk").count(), 1, "{list}");
-    assert!(std::fs::read_dir(workspace.join("home").join("sessions"))
-        .expect("demo sessions")
-        .next()
-        .is_some());
+    assert!(std::fs::read_dir(workspace.join("home").join("sessions")).expect("demo sessions").next().is_some());
     // The demo touched neither MINO_HOME nor the working directory.
-    assert!(std::fs::read_dir(scratch.home())
-        .expect("home")
-        .next()
-        .is_none());
-    assert!(std::fs::read_dir(scratch.work())
-        .expect("work")
-        .next()
-        .is_none());
+    assert!(std::fs::read_dir(scratch.home()).expect("home").next().is_none());
+    assert!(std::fs::read_dir(scratch.work()).expect("work").next().is_none());
     let _ = std::fs::remove_dir_all(&workspace);
 }
 
@@ -180,10 +140,7 @@ fn piped_turn_keeps_the_server_order_under_heavy_output() {
     let scratch = Scratch::new();
     let (status, out, err) = run_piped(scratch.command(&mock.base_url()), "Count.\ny\n");
     assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
-    let pos = |needle: &str| {
-        out.find(needle)
-            .unwrap_or_else(|| panic!("missing {needle:?} in:\n{out}"))
-    };
+    let pos = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("missing {needle:?} in:\n{out}"));
     let text = pos("Assistant> Counting now.");
     let approval = pos("Approve this operation? [y/N] y");
     let first = pos("line-1\n");
@@ -204,10 +161,7 @@ fn piped_turn_keeps_the_server_order_under_heavy_output() {
 fn a_second_mino_on_an_open_session_is_refused_with_the_servers_message() {
     let scratch = Scratch::new();
     let mut first = scratch.command("http://127.0.0.1:9/v1");
-    first
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    first.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut first = first.spawn().expect("spawn the first mino");
     let mut first_out = first.stdout.take().expect("stdout");
     // Wait until the first one shows its prompt: the session is open and locked.
@@ -215,11 +169,7 @@ fn a_second_mino_on_an_open_session_is_refused_with_the_servers_message() {
     let mut buf = [0u8; 4096];
     while !String::from_utf8_lossy(&seen).contains("You> ") {
         let n = std::io::Read::read(&mut first_out, &mut buf).expect("read first mino");
-        assert!(
-            n > 0,
-            "first mino ended early: {}",
-            String::from_utf8_lossy(&seen)
-        );
+        assert!(n > 0, "first mino ended early: {}", String::from_utf8_lossy(&seen));
         seen.extend_from_slice(&buf[..n]);
     }
     let (status, out, err) = run_piped(scratch.command("http://127.0.0.1:9/v1"), "");

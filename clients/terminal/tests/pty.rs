@@ -12,7 +12,8 @@ use mino_mock_model::{MockModel, Reply};
 use rexpect::process::WaitStatus;
 use rexpect::session::PtySession;
 
-const BANNER: &str = "History is restored on startup. Bash commands require approval. Use /exit, Ctrl+D, or Ctrl+C to quit.";
+const BANNER: &str =
+    "History is restored on startup. Bash commands require approval. Use /exit, Ctrl+D, or Ctrl+C to quit.";
 const RECOVERED: &str = "An interrupted tool turn was recovered without executing commands.";
 const UNKNOWN: &str = "A previous command started, but its result is unknown. It may have changed files or external systems. Mino has not rerun it. Review those effects before continuing.";
 const QUESTION: &str = "Do you understand that these commands may already have run? [y/N] ";
@@ -21,9 +22,7 @@ const NEEDS_TTY: &str = "Unknown tool results require acknowledgement in an inte
 fn spawn(cmd: Command) -> PtySession {
     rexpect::spawn_with_options(
         cmd,
-        rexpect::reader::Options::new()
-            .timeout_ms(Some(TIMEOUT_MS))
-            .strip_ansi_escape_codes(true),
+        rexpect::reader::Options::new().timeout_ms(Some(TIMEOUT_MS)).strip_ansi_escape_codes(true),
     )
     .expect("spawn mino in a pty")
 }
@@ -42,10 +41,7 @@ fn an_approved_turn_streams_text_shows_the_approval_screen_and_the_result() {
         .block_on(MockModel::start(vec![
             Reply::Calls {
                 text: vec!["I'll".into(), " add".into(), " it.".into()],
-                calls: vec![mino_mock_model::ScriptedCall::new(
-                    "call_1",
-                    "echo milk >> shopping.txt; echo appended",
-                )],
+                calls: vec![mino_mock_model::ScriptedCall::new("call_1", "echo milk >> shopping.txt; echo appended")],
                 delay_ms: 0,
             },
             Reply::text("Milk is on the list."),
@@ -55,24 +51,17 @@ fn an_approved_turn_streams_text_shows_the_approval_screen_and_the_result() {
     let mut p = spawn(scratch.command(&mock.base_url()));
     p.exp_string(BANNER).expect("banner");
     p.exp_string("You> ").expect("prompt");
-    p.send_line("Add milk to shopping.txt.")
-        .expect("send question");
-    p.exp_string("Assistant> I'll add it.")
-        .expect("streamed text");
+    p.send_line("Add milk to shopping.txt.").expect("send question");
+    p.exp_string("Assistant> I'll add it.").expect("streamed text");
     p.exp_string("[Tool: bash]").expect("tool header");
-    p.exp_string("Command: \"echo milk >> shopping.txt; echo appended\"")
-        .expect("command line");
-    p.exp_string(&format!("Directory: {}", scratch.work().display()))
-        .expect("directory line");
+    p.exp_string("Command: \"echo milk >> shopping.txt; echo appended\"").expect("command line");
+    p.exp_string(&format!("Directory: {}", scratch.work().display())).expect("directory line");
     p.exp_string("Environment: ").expect("environment line");
-    p.exp_string("Limits: timeout 120s, output 65536 bytes")
-        .expect("limits line");
-    p.exp_string("Approve this operation? [y/N] ")
-        .expect("approval question");
+    p.exp_string("Limits: timeout 120s, output 65536 bytes").expect("limits line");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
     p.send_line("y").expect("approve");
     p.exp_string("appended").expect("tool output");
-    p.exp_string("[Result: success, exit code 0]")
-        .expect("result line");
+    p.exp_string("[Result: success, exit code 0]").expect("result line");
     p.exp_string("Milk is on the list.").expect("final text");
     p.exp_string("You> ").expect("next prompt");
     p.send_line("/exit").expect("exit");
@@ -83,21 +72,14 @@ fn an_approved_turn_streams_text_shows_the_approval_screen_and_the_result() {
     // The model saw the approved call's result.
     let requests = rt.block_on(mock.wait_for_requests(2, Duration::from_secs(10)));
     assert_eq!(requests.len(), 2);
-    assert!(
-        requests[1].body.to_string().contains("appended"),
-        "{}",
-        requests[1].body
-    );
+    assert!(requests[1].body.to_string().contains("appended"), "{}", requests[1].body);
 
     // A restart restores the history before the prompt.
     let mut p = spawn(scratch.command(&mock.base_url()));
     p.exp_string(BANNER).expect("banner");
-    p.exp_string("You> Add milk to shopping.txt.")
-        .expect("restored input");
-    p.exp_string("[Result: success, exit code 0]")
-        .expect("restored result");
-    p.exp_string("Milk is on the list.")
-        .expect("restored answer");
+    p.exp_string("You> Add milk to shopping.txt.").expect("restored input");
+    p.exp_string("[Result: success, exit code 0]").expect("restored result");
+    p.exp_string("Milk is on the list.").expect("restored answer");
     p.exp_string("You> ").expect("prompt");
     p.send_control('d').expect("ctrl-d");
     p.exp_eof().expect("eof");
@@ -107,23 +89,17 @@ fn an_approved_turn_streams_text_shows_the_approval_screen_and_the_result() {
 #[test]
 fn ctrl_c_cancels_a_running_turn_and_quits_at_the_prompt() {
     let rt = runtime();
-    let mock = rt
-        .block_on(MockModel::start(vec![Reply::call(
-            "call_1",
-            "echo started; sleep 60",
-        )]))
-        .expect("mock model");
+    let mock =
+        rt.block_on(MockModel::start(vec![Reply::call("call_1", "echo started; sleep 60")])).expect("mock model");
     let scratch = Scratch::new();
     let mut p = spawn(scratch.command(&mock.base_url()));
     p.exp_string("You> ").expect("prompt");
     p.send_line("Wait a minute.").expect("send question");
-    p.exp_string("Approve this operation? [y/N] ")
-        .expect("approval question");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
     p.send_line("yes").expect("approve");
     p.exp_string("started").expect("command running");
     p.send_control('c').expect("ctrl-c");
-    p.exp_string("[turn cancelled")
-        .expect("turn ended cancelled");
+    p.exp_string("[turn cancelled").expect("turn ended cancelled");
     p.exp_string("You> ").expect("prompt after cancel");
     p.send_control('c').expect("ctrl-c at the prompt");
     p.exp_eof().expect("eof");
@@ -135,15 +111,11 @@ fn ctrl_c_cancels_a_running_turn_and_quits_at_the_prompt() {
 fn interrupted_session(scratch: &Scratch, mock: &MockModel) {
     let mut p = spawn(scratch.command(&mock.base_url()));
     p.exp_string("You> ").expect("prompt");
-    p.send_line("Add milk to shopping.txt.")
-        .expect("send question");
-    p.exp_string("Command: \"echo milk >> shopping.txt; kill -9 $PPID\"")
-        .expect("approval screen");
-    p.exp_string("Approve this operation? [y/N] ")
-        .expect("approval question");
+    p.send_line("Add milk to shopping.txt.").expect("send question");
+    p.exp_string("Command: \"echo milk >> shopping.txt; kill -9 $PPID\"").expect("approval screen");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
     p.send_line("y").expect("approve");
-    p.exp_string("mino-server stopped unexpectedly")
-        .expect("server died");
+    p.exp_string("mino-server stopped unexpectedly").expect("server died");
     p.exp_eof().expect("eof");
     assert_eq!(exit_code(&p), Some(1));
     let journal = read(&scratch.journal());
@@ -168,23 +140,15 @@ fn unknown_results_must_be_acknowledged_in_a_terminal_before_the_banner() {
     let mut p = spawn(scratch.command(&mock.base_url()));
     p.exp_string(RECOVERED).expect("recovery notice");
     p.exp_string(UNKNOWN).expect("unknown-result notice");
-    p.exp_string("Command: \"echo milk >> shopping.txt; kill -9 $PPID\"")
-        .expect("listed command");
+    p.exp_string("Command: \"echo milk >> shopping.txt; kill -9 $PPID\"").expect("listed command");
     let before = p.exp_string(QUESTION).expect("acknowledgement question");
-    assert!(
-        !before.contains(BANNER) && !before.contains("You>"),
-        "banner before the question:\n{before}"
-    );
+    assert!(!before.contains(BANNER) && !before.contains("You>"), "banner before the question:\n{before}");
     p.send_line("n").expect("decline");
     let rest = p.exp_eof().expect("eof after declining");
     assert!(!rest.contains(BANNER) && !rest.contains("You>"), "{rest}");
     assert_eq!(exit_code(&p), Some(1));
     let after_decline = read(&journal_path);
-    assert_eq!(
-        records(&after_decline, "recovery_ack"),
-        0,
-        "{after_decline}"
-    );
+    assert_eq!(records(&after_decline, "recovery_ack"), 0, "{after_decline}");
 
     // Declining by just pressing Enter changes nothing either.
     let mut p = spawn(scratch.command(&mock.base_url()));
@@ -192,17 +156,11 @@ fn unknown_results_must_be_acknowledged_in_a_terminal_before_the_banner() {
     p.send_line("").expect("enter");
     p.exp_eof().expect("eof");
     assert_eq!(exit_code(&p), Some(1));
-    assert_eq!(
-        read(&journal_path),
-        after_decline,
-        "declining wrote to the session file"
-    );
+    assert_eq!(read(&journal_path), after_decline, "declining wrote to the session file");
 
     // Piped stdin cannot acknowledge.
     let mut cmd = scratch.command(&mock.base_url());
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn piped mino");
     {
         use std::io::Write;
@@ -211,15 +169,10 @@ fn unknown_results_must_be_acknowledged_in_a_terminal_before_the_banner() {
     }
     let status = wait_with_timeout(&mut child, Duration::from_secs(60));
     let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err)
-        .expect("read stderr");
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err).expect("read stderr");
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains(NEEDS_TTY), "{err}");
-    assert_eq!(
-        read(&journal_path),
-        after_decline,
-        "the piped run wrote to the session file"
-    );
+    assert_eq!(read(&journal_path), after_decline, "the piped run wrote to the session file");
 
     // Accepting: the banner and prompt follow, and exactly one recovery_ack is saved.
     let mut p = spawn(scratch.command(&mock.base_url()));
@@ -229,10 +182,8 @@ fn unknown_results_must_be_acknowledged_in_a_terminal_before_the_banner() {
     p.exp_string("You> ").expect("prompt");
     let acked = read(&journal_path);
     assert_eq!(records(&acked, "recovery_ack"), 1, "{acked}");
-    p.send_line("Is milk on the list now?")
-        .expect("next question");
-    p.exp_string("The earlier append may have run")
-        .expect("answer");
+    p.send_line("Is milk on the list now?").expect("next question");
+    p.exp_string("The earlier append may have run").expect("answer");
     p.exp_string("You> ").expect("prompt");
     p.send_line("/exit").expect("exit");
     p.exp_eof().expect("eof");

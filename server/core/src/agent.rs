@@ -38,11 +38,22 @@ impl Default for TurnLimits {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentEvent {
-    TurnStarted { turn_id: String, input: String },
-    TextDelta { turn_id: String, delta: String },
+    TurnStarted {
+        turn_id: String,
+        input: String,
+    },
+    TextDelta {
+        turn_id: String,
+        delta: String,
+    },
     /// The model request failed in a retryable way and is sent again after
     /// `delay_ms`: text streamed since the last response began is void.
-    Retrying { turn_id: String, attempt: u32, delay_ms: u64, reason: String },
+    Retrying {
+        turn_id: String,
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
     ApprovalRequest {
         turn_id: String,
         call_id: String,
@@ -51,10 +62,30 @@ pub enum AgentEvent {
         environment: BTreeMap<String, String>,
         limits: bash::Limits,
     },
-    ToolStarted { turn_id: String, call_id: String, command: String },
-    ToolOutput { turn_id: String, call_id: String, stream: Stream, chunk: String },
-    ToolResult { turn_id: String, call_id: String, status: ToolStatus, output: String, exit_code: Option<i32> },
-    TurnEnded { turn_id: String, status: TurnStatus, reason: Option<String>, text: Option<String> },
+    ToolStarted {
+        turn_id: String,
+        call_id: String,
+        command: String,
+    },
+    ToolOutput {
+        turn_id: String,
+        call_id: String,
+        stream: Stream,
+        chunk: String,
+    },
+    ToolResult {
+        turn_id: String,
+        call_id: String,
+        status: ToolStatus,
+        output: String,
+        exit_code: Option<i32>,
+    },
+    TurnEnded {
+        turn_id: String,
+        status: TurnStatus,
+        reason: Option<String>,
+        text: Option<String>,
+    },
 }
 
 /// An event with its place in the session's order.
@@ -79,7 +110,8 @@ pub mod outputs {
     pub const REFUSED: &str = "The user denied this command; it was not run.";
     pub const CANCELLED_BEFORE_START: &str = "The turn was cancelled before this command was approved; it was not run.";
     pub const NOT_RUN_AFTER_CANCEL: &str = "The turn was cancelled before this call; it was not run.";
-    pub const CANCELLED_BEFORE_SPAWN: &str = "The turn was cancelled after this command was approved and before it was started; it was not run.";
+    pub const CANCELLED_BEFORE_SPAWN: &str =
+        "The turn was cancelled after this command was approved and before it was started; it was not run.";
 }
 
 struct TurnEnded {
@@ -265,13 +297,20 @@ impl Agent {
     }
 
     /// The turn's steps; returns how it ends, or the save that failed.
-    async fn turn_steps(&self, turn_id: &str, cancel: &CancellationToken) -> Result<(TurnStatus, Option<String>), SessionError> {
+    async fn turn_steps(
+        &self,
+        turn_id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(TurnStatus, Option<String>), SessionError> {
         let limits = self.inner.limits;
         let mut requests = 0u32;
         let mut calls_seen = 0u32;
         loop {
             if requests == limits.max_requests {
-                return Ok((TurnStatus::Failed, Some(format!("limit reached: at most {} model requests per turn", limits.max_requests))));
+                return Ok((
+                    TurnStatus::Failed,
+                    Some(format!("limit reached: at most {} model requests per turn", limits.max_requests)),
+                ));
             }
             requests += 1;
             let input = self.with_session(|s| s.context());
@@ -343,7 +382,10 @@ impl Agent {
                 return Ok((TurnStatus::Cancelled, Some("cancelled by the user".into())));
             }
             if over_limit {
-                return Ok((TurnStatus::Failed, Some(format!("limit reached: at most {} tool calls per turn", limits.max_calls))));
+                return Ok((
+                    TurnStatus::Failed,
+                    Some(format!("limit reached: at most {} tool calls per turn", limits.max_calls)),
+                ));
             }
         }
     }

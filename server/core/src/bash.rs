@@ -80,10 +80,8 @@ pub struct BashTool {
 impl BashTool {
     /// A tool running in `cwd` with the allowlisted part of this process's environment.
     pub fn new(cwd: PathBuf, limits: Limits) -> Self {
-        let mut env: BTreeMap<String, String> = ENV_ALLOWLIST
-            .iter()
-            .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
-            .collect();
+        let mut env: BTreeMap<String, String> =
+            ENV_ALLOWLIST.iter().filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?))).collect();
         env.entry("PATH".into()).or_insert_with(|| FALLBACK_PATH.into());
         Self { cwd, env, limits }
     }
@@ -124,7 +122,12 @@ impl BashTool {
 
     /// Runs an approved command. Only the turn loop calls this, and only after
     /// the call's approval and `tool_start` are synced.
-    pub async fn run(&self, command: &str, on_output: &mut (dyn FnMut(Stream, &str) + Send), cancel: &CancellationToken) -> Outcome {
+    pub async fn run(
+        &self,
+        command: &str,
+        on_output: &mut (dyn FnMut(Stream, &str) + Send),
+        cancel: &CancellationToken,
+    ) -> Outcome {
         // `bash` found in the command's own PATH (as the spawn would find
         // it), named by its path with argv[0] still `bash`: the standard
         // library spawns a program it must look up in a changed PATH with
@@ -156,7 +159,11 @@ impl BashTool {
         let pgid = child.id().map(|id| id as i32);
         let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
             kill_group(pgid, libc::SIGKILL);
-            return Outcome { status: ToolStatus::Failed, output: "Could not capture the command's output.".into(), exit_code: None };
+            return Outcome {
+                status: ToolStatus::Failed,
+                output: "Could not capture the command's output.".into(),
+                exit_code: None,
+            };
         };
 
         let mut capture = Capture::new(self.limits.output_limit);
@@ -211,7 +218,13 @@ impl BashTool {
         let exit_code = exit.and_then(|s| s.code());
         let status = match stopped {
             Some(ToolStatus::TimedOut) => {
-                push_note(&mut output, &format!("[timed out after {}; the command's process group was killed]", seconds(self.limits.timeout)));
+                push_note(
+                    &mut output,
+                    &format!(
+                        "[timed out after {}; the command's process group was killed]",
+                        seconds(self.limits.timeout)
+                    ),
+                );
                 ToolStatus::TimedOut
             }
             Some(other) => {
@@ -271,7 +284,13 @@ fn push_note(output: &mut String, note: &str) {
     output.push_str(note);
 }
 
-fn emit(carry: &mut Utf8Carry, bytes: &[u8], stream: Stream, capture: &mut Capture, on_output: &mut (dyn FnMut(Stream, &str) + Send)) {
+fn emit(
+    carry: &mut Utf8Carry,
+    bytes: &[u8],
+    stream: Stream,
+    capture: &mut Capture,
+    on_output: &mut (dyn FnMut(Stream, &str) + Send),
+) {
     let text = carry.decode(bytes);
     if !text.is_empty() {
         capture.push(&text);
@@ -347,7 +366,13 @@ impl Capture {
     fn finish(self) -> String {
         let mut out = self.head;
         if self.cut > 0 {
-            push_note(&mut out, &format!("[... {} bytes of output cut: the limit is {} bytes, first and last halves kept ...]\n", self.cut, self.limit));
+            push_note(
+                &mut out,
+                &format!(
+                    "[... {} bytes of output cut: the limit is {} bytes, first and last halves kept ...]\n",
+                    self.cut, self.limit
+                ),
+            );
         }
         out.extend(self.tail);
         out

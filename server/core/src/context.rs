@@ -200,7 +200,9 @@ fn replay_typed(item: &RawValue) -> Result<Option<Value>, ()> {
             let (Some(call_id), Some(name), Some(arguments)) = (fields.call_id, fields.name, fields.arguments) else {
                 return Ok(None);
             };
-            let (Some(call_id), Some(name), Some(arguments)) = (json_value(call_id), json_value(name), json_value(arguments)) else {
+            let (Some(call_id), Some(name), Some(arguments)) =
+                (json_value(call_id), json_value(name), json_value(arguments))
+            else {
                 return Err(());
             };
             Some(json!({ "type": "function_call", "call_id": call_id, "name": name, "arguments": arguments }))
@@ -293,10 +295,12 @@ mod tests {
 
     #[test]
     fn function_output_is_the_json_text_a_value_would_write() {
-        let result = CallResult { status: ToolStatus::Success, output: "a \"quoted\"\nline\u{7}".into(), exit_code: Some(0), recovered: false };
-        assert_eq!(
-            function_output(&result),
-            json!({ "status": "success", "output": result.output }).to_string()
-        );
+        let result = CallResult {
+            status: ToolStatus::Success,
+            output: "a \"quoted\"\nline\u{7}".into(),
+            exit_code: Some(0),
+            recovered: false,
+        };
+        assert_eq!(function_output(&result), json!({ "status": "success", "output": result.output }).to_string());
     }
 }

@@ -24,7 +24,8 @@ pub const NOT_EXECUTED_OUTPUT: &str =
     "The command was not executed: Mino stopped before this call reached its execution boundary.";
 
 /// The reason recorded on a turn that recovery ends.
-pub const INTERRUPTED_REASON: &str = "Mino stopped before the turn ended; the turn was recovered without executing commands";
+pub const INTERRUPTED_REASON: &str =
+    "Mino stopped before the turn ended; the turn was recovered without executing commands";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecoveredCall {

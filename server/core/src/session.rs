@@ -209,7 +209,12 @@ impl Session {
 
     /// The person's decision, written through; synced with `tool_start`
     /// (approve) or with the `refused` result (deny).
-    pub fn record_decision(&mut self, turn_id: &str, call_id: &str, decision: ApprovalDecision) -> Result<(), SessionError> {
+    pub fn record_decision(
+        &mut self,
+        turn_id: &str,
+        call_id: &str,
+        decision: ApprovalDecision,
+    ) -> Result<(), SessionError> {
         self.append(&RecordBody::Approval { turn_id: turn_id.into(), call_id: call_id.into(), decision })?;
         fail::fail_point!("session::after_approval_append");
         Ok(())
@@ -217,7 +222,13 @@ impl Session {
 
     /// The execution boundary: the approval and this start are on disk when
     /// this returns Ok, and only then may the command be spawned.
-    pub fn record_tool_start(&mut self, turn_id: &str, call_id: &str, command: &str, cwd: &str) -> Result<(), SessionError> {
+    pub fn record_tool_start(
+        &mut self,
+        turn_id: &str,
+        call_id: &str,
+        command: &str,
+        cwd: &str,
+    ) -> Result<(), SessionError> {
         self.append(&RecordBody::ToolStart {
             turn_id: turn_id.into(),
             call_id: call_id.into(),

@@ -101,9 +101,7 @@ impl Turn {
     }
 
     pub fn has_unknown_result(&self) -> bool {
-        self.calls
-            .iter()
-            .any(|c| c.result.as_ref().is_some_and(|r| r.status == ToolStatus::Unknown))
+        self.calls.iter().any(|c| c.result.as_ref().is_some_and(|r| r.status == ToolStatus::Unknown))
     }
 
     /// The assistant's text of the whole turn, responses joined by blank lines.
@@ -194,7 +192,9 @@ pub fn function_calls(items: &[Box<RawValue>]) -> Vec<(String, String, String)> 
         .filter_map(|item| serde_json::from_str::<ItemHead>(item.get()).ok())
         .filter(|head| head.kind.as_deref() == Some("function_call"))
         .filter_map(|head| match head.call_id {
-            Some(Value::String(call_id)) if !call_id.is_empty() => Some((call_id, text(head.name), text(head.arguments))),
+            Some(Value::String(call_id)) if !call_id.is_empty() => {
+                Some((call_id, text(head.name), text(head.arguments)))
+            }
             _ => None,
         })
         .collect()

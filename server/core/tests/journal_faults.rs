@@ -53,7 +53,8 @@ fn assert_honest(transcript: &Transcript, context: &[Value], what: &str) {
         }
     }
     // Every call in the context has exactly one output, and no output lacks its call.
-    let calls: Vec<&str> = context.iter().filter(|i| i["type"] == "function_call").filter_map(|i| i["call_id"].as_str()).collect();
+    let calls: Vec<&str> =
+        context.iter().filter(|i| i["type"] == "function_call").filter_map(|i| i["call_id"].as_str()).collect();
     let outputs: Vec<&str> =
         context.iter().filter(|i| i["type"] == "function_call_output").filter_map(|i| i["call_id"].as_str()).collect();
     assert_eq!(calls.len(), outputs.len(), "{what}: pairs");
@@ -153,7 +154,11 @@ fn random_operations_with_crashes_keep_every_promise() {
                     f.set_len(keep).expect("truncate");
                 }
                 let (reopened, _) = Session::open(&home, &id).unwrap_or_else(|e| panic!("seed {seed}: reopen: {e}"));
-                assert_eq!(&std::fs::read(&path).expect("read")[..synced as usize], &synced_bytes[..], "seed {seed}: synced bytes kept");
+                assert_eq!(
+                    &std::fs::read(&path).expect("read")[..synced as usize],
+                    &synced_bytes[..],
+                    "seed {seed}: synced bytes kept"
+                );
                 session = reopened;
                 let transcript = session.transcript();
                 assert_honest(transcript, &session.context(), &format!("seed {seed}"));
@@ -163,13 +168,21 @@ fn random_operations_with_crashes_keep_every_promise() {
                         if let Some((_, saved)) = synced_results.iter().find(|(c, _)| *c == call.call_id) {
                             assert_eq!(status, Some(*saved), "seed {seed}: a synced result is kept");
                         } else if synced_starts.contains(&call.call_id) {
-                            assert_eq!(status, Some(ToolStatus::Unknown), "seed {seed}: a synced start without result is unknown");
+                            assert_eq!(
+                                status,
+                                Some(ToolStatus::Unknown),
+                                "seed {seed}: a synced start without result is unknown"
+                            );
                         }
                     }
                 }
                 let pending = session.pending_acknowledgement();
-                let unknown_turns: Vec<String> =
-                    transcript.turns.iter().filter(|t| t.has_unknown_result() && !t.acknowledged).map(|t| t.id.clone()).collect();
+                let unknown_turns: Vec<String> = transcript
+                    .turns
+                    .iter()
+                    .filter(|t| t.has_unknown_result() && !t.acknowledged)
+                    .map(|t| t.id.clone())
+                    .collect();
                 assert_eq!(pending, unknown_turns, "seed {seed}: gate derived from records");
                 continue;
             }

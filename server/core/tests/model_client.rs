@@ -3,8 +3,8 @@
 use std::time::{Duration, Instant};
 
 use mino_core::model::{
-    bash_tool, parse_retry_hint, ModelClient, ModelConfig, ModelError, ModelEvent, ModelRequest,
-    ModelResponse, RetryPolicy, DEFAULT_BASE_URL,
+    bash_tool, parse_retry_hint, ModelClient, ModelConfig, ModelError, ModelEvent, ModelRequest, ModelResponse,
+    RetryPolicy, DEFAULT_BASE_URL,
 };
 use mino_mock_model::{MockModel, Reply};
 use serde_json::{json, Value};
@@ -38,23 +38,13 @@ struct Heard {
     retries: Vec<(u32, Duration, String)>,
 }
 
-async fn run_with(
-    client: &ModelClient,
-    cancel: &CancellationToken,
-) -> (Result<ModelResponse, ModelError>, Heard) {
+async fn run_with(client: &ModelClient, cancel: &CancellationToken) -> (Result<ModelResponse, ModelError>, Heard) {
     let input = input();
-    let request = ModelRequest {
-        instructions: "Be brief.",
-        input: &input,
-    };
+    let request = ModelRequest { instructions: "Be brief.", input: &input };
     let mut heard = Heard::default();
     let mut on_event = |event: ModelEvent<'_>| match event {
         ModelEvent::TextDelta(text) => heard.deltas.push(text.to_string()),
-        ModelEvent::Retrying {
-            attempt,
-            delay,
-            reason,
-        } => heard.retries.push((attempt, delay, reason.to_string())),
+        ModelEvent::Retrying { attempt, delay, reason } => heard.retries.push((attempt, delay, reason.to_string())),
     };
     let result = client.respond(&request, &mut on_event, cancel).await;
     (result, heard)
@@ -70,21 +60,12 @@ async fn mock(script: Vec<Reply>) -> MockModel {
 }
 
 fn message_text(item: &Value) -> String {
-    item["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|part| part["text"].as_str())
-        .collect()
+    item["content"].as_array().into_iter().flatten().filter_map(|part| part["text"].as_str()).collect()
 }
 
 #[tokio::test]
 async fn text_deltas_stream_in_order_and_items_are_returned() {
-    let mock = mock(vec![Reply::Text {
-        deltas: vec!["Hi".into(), " there".into(), "!".into()],
-        delay_ms: 5,
-    }])
-    .await;
+    let mock = mock(vec![Reply::Text { deltas: vec!["Hi".into(), " there".into(), "!".into()], delay_ms: 5 }]).await;
     let (result, heard) = run(&mock).await;
     let response = result.expect("response");
     assert_eq!(heard.deltas, vec!["Hi", " there", "!"]);
@@ -100,29 +81,17 @@ async fn text_deltas_stream_in_order_and_items_are_returned() {
 
 #[tokio::test]
 async fn function_call_items_carry_call_id() {
-    let mock = mock(vec![Reply::calls(&[
-        ("call_1", "ls -la"),
-        ("call_2", "pwd"),
-    ])])
-    .await;
+    let mock = mock(vec![Reply::calls(&[("call_1", "ls -la"), ("call_2", "pwd")])]).await;
     let (result, heard) = run(&mock).await;
     let response = result.expect("response");
     assert!(heard.deltas.is_empty());
-    let calls: Vec<&Value> = response
-        .items
-        .iter()
-        .filter(|i| i["type"] == "function_call")
-        .collect();
+    let calls: Vec<&Value> = response.items.iter().filter(|i| i["type"] == "function_call").collect();
     assert_eq!(calls.len(), 2, "{:?}", response.items);
     assert_eq!(calls[0]["call_id"], "call_1");
     assert_eq!(calls[1]["call_id"], "call_2");
-    assert_ne!(
-        calls[0]["id"], calls[0]["call_id"],
-        "item id is not the call id"
-    );
+    assert_ne!(calls[0]["id"], calls[0]["call_id"], "item id is not the call id");
     assert_eq!(calls[0]["name"], "bash");
-    let args: Value =
-        serde_json::from_str(calls[0]["arguments"].as_str().expect("arguments")).expect("json");
+    let args: Value = serde_json::from_str(calls[0]["arguments"].as_str().expect("arguments")).expect("json");
     assert_eq!(args, json!({"command": "ls -la"}));
 }
 
@@ -152,19 +121,10 @@ async fn request_body_and_headers() {
     let requests = mock.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].path, "/v1/responses");
-    assert_eq!(
-        requests[0].authorization.as_deref(),
-        Some(format!("Bearer {KEY}").as_str())
-    );
+    assert_eq!(requests[0].authorization.as_deref(), Some(format!("Bearer {KEY}").as_str()));
     let body = &requests[0].body;
     let input = input();
-    assert_eq!(
-        body,
-        &client.request_body(&ModelRequest {
-            instructions: "Be brief.",
-            input: &input
-        })
-    );
+    assert_eq!(body, &client.request_body(&ModelRequest { instructions: "Be brief.", input: &input }));
     assert_eq!(
         body,
         &json!({
@@ -183,23 +143,13 @@ async fn request_body_and_headers() {
     assert_eq!(tool["type"], "function");
     assert_eq!(tool["name"], "bash");
     assert_eq!(tool["strict"], true);
-    assert!(
-        tool.get("function").is_none(),
-        "flat form, not nested under `function`"
-    );
+    assert!(tool.get("function").is_none(), "flat form, not nested under `function`");
     assert_eq!(tool["parameters"]["required"], json!(["command"]));
     assert_eq!(tool["parameters"]["additionalProperties"], false);
-    assert_eq!(
-        tool["parameters"]["properties"]["command"]["type"],
-        "string"
-    );
+    assert_eq!(tool["parameters"]["properties"]["command"]["type"], "string");
 
     // No key with an overridden base URL: no Authorization header at all.
-    let keyless = ModelClient::new(ModelConfig {
-        api_key: None,
-        ..config(&mock.base_url())
-    })
-    .expect("client");
+    let keyless = ModelClient::new(ModelConfig { api_key: None, ..config(&mock.base_url()) }).expect("client");
     let (result, _) = run_with(&keyless, &CancellationToken::new()).await;
     result.expect("response");
     assert_eq!(mock.requests()[1].authorization, None);
@@ -207,26 +157,13 @@ async fn request_body_and_headers() {
 
 #[tokio::test]
 async fn missing_key_for_the_default_service() {
-    let client = ModelClient::new(ModelConfig {
-        api_key: None,
-        ..config(DEFAULT_BASE_URL)
-    })
-    .expect("client");
+    let client = ModelClient::new(ModelConfig { api_key: None, ..config(DEFAULT_BASE_URL) }).expect("client");
     let (result, _) = run_with(&client, &CancellationToken::new()).await;
-    assert!(
-        matches!(result, Err(ModelError::MissingApiKey)),
-        "{result:?}"
-    );
-    let client = ModelClient::new(ModelConfig {
-        api_key: None,
-        ..config("https://api.openai.com/v1/")
-    })
-    .expect("client");
+    assert!(matches!(result, Err(ModelError::MissingApiKey)), "{result:?}");
+    let client =
+        ModelClient::new(ModelConfig { api_key: None, ..config("https://api.openai.com/v1/") }).expect("client");
     let (result, _) = run_with(&client, &CancellationToken::new()).await;
-    assert!(
-        matches!(result, Err(ModelError::MissingApiKey)),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(ModelError::MissingApiKey)), "{result:?}");
 }
 
 #[tokio::test]
@@ -253,44 +190,27 @@ async fn retries_429_honouring_retry_after() {
 
 #[test]
 fn retry_hints_in_messages() {
-    assert_eq!(
-        parse_retry_hint("Please try again in 11.054s."),
-        Some(Duration::from_millis(11_054))
-    );
-    assert_eq!(
-        parse_retry_hint("Please try again in 250ms."),
-        Some(Duration::from_millis(250))
-    );
+    assert_eq!(parse_retry_hint("Please try again in 11.054s."), Some(Duration::from_millis(11_054)));
+    assert_eq!(parse_retry_hint("Please try again in 250ms."), Some(Duration::from_millis(250)));
     assert_eq!(parse_retry_hint("Something broke."), None);
 }
 
 #[tokio::test]
 async fn retries_500() {
-    let mock = mock(vec![
-        Reply::http_error(500, None, "The server had an error."),
-        Reply::text("ok"),
-    ])
-    .await;
+    let mock = mock(vec![Reply::http_error(500, None, "The server had an error."), Reply::text("ok")]).await;
     let (result, heard) = run(&mock).await;
     result.expect("response");
     assert_eq!(mock.requests().len(), 2);
     assert_eq!(heard.retries.len(), 1);
     let delay = heard.retries[0].1;
-    assert!(
-        delay >= Duration::from_micros(4_400) && delay <= Duration::from_micros(5_600),
-        "{delay:?}"
-    );
+    assert!(delay >= Duration::from_micros(4_400) && delay <= Duration::from_micros(5_600), "{delay:?}");
 }
 
 #[tokio::test]
 async fn retries_a_cut_stream_and_voids_its_text() {
     let mock = mock(vec![
-        Reply::CutStream {
-            deltas: vec!["Half".into()],
-        },
-        Reply::EndWithoutTerminal {
-            deltas: vec!["Again".into()],
-        },
+        Reply::CutStream { deltas: vec!["Half".into()] },
+        Reply::EndWithoutTerminal { deltas: vec!["Again".into()] },
         Reply::text("Whole answer"),
     ])
     .await;
@@ -301,56 +221,29 @@ async fn retries_a_cut_stream_and_voids_its_text() {
     // The failed attempts' text came first, each followed by the Retrying event that voids it.
     assert_eq!(heard.deltas.first().map(String::as_str), Some("Half"));
     assert_eq!(message_text(&response.items[0]), "Whole answer");
-    assert!(
-        heard.retries[0].2.contains("broke off"),
-        "{}",
-        heard.retries[0].2
-    );
-    assert!(
-        heard.retries[1].2.contains("ended before"),
-        "{}",
-        heard.retries[1].2
-    );
+    assert!(heard.retries[0].2.contains("broke off"), "{}", heard.retries[0].2);
+    assert!(heard.retries[1].2.contains("ended before"), "{}", heard.retries[1].2);
 }
 
 #[tokio::test]
 async fn retries_a_stalled_stream() {
-    let mock = mock(vec![
-        Reply::Stall {
-            deltas: vec!["Thinking".into()],
-            stall_ms: Some(5_000),
-        },
-        Reply::text("ok"),
-    ])
-    .await;
+    let mock =
+        mock(vec![Reply::Stall { deltas: vec!["Thinking".into()], stall_ms: Some(5_000) }, Reply::text("ok")]).await;
     let started = Instant::now();
     let (result, heard) = run(&mock).await;
     result.expect("response");
     let elapsed = started.elapsed();
-    assert!(
-        elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(3),
-        "{elapsed:?}"
-    );
+    assert!(elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(3), "{elapsed:?}");
     assert_eq!(mock.requests().len(), 2);
     assert_eq!(heard.retries.len(), 1);
-    assert!(
-        heard.retries[0].2.contains("stalled"),
-        "{}",
-        heard.retries[0].2
-    );
+    assert!(heard.retries[0].2.contains("stalled"), "{}", heard.retries[0].2);
 }
 
 #[tokio::test]
 async fn retries_response_failed_rate_limit_with_message_hint() {
     let mock = mock(vec![
-        Reply::Failed {
-            code: "rate_limit_exceeded".into(),
-            message: "Slow down. Please try again in 12ms.".into(),
-        },
-        Reply::ErrorEvent {
-            code: "server_error".into(),
-            message: "Oops.".into(),
-        },
+        Reply::Failed { code: "rate_limit_exceeded".into(), message: "Slow down. Please try again in 12ms.".into() },
+        Reply::ErrorEvent { code: "server_error".into(), message: "Oops.".into() },
         Reply::text("ok"),
     ])
     .await;
@@ -359,31 +252,19 @@ async fn retries_response_failed_rate_limit_with_message_hint() {
     assert_eq!(mock.requests().len(), 3);
     assert_eq!(heard.retries.len(), 2);
     assert_eq!(heard.retries[0].1, Duration::from_millis(12));
-    assert!(
-        heard.retries[0].2.contains("rate_limit_exceeded"),
-        "{}",
-        heard.retries[0].2
-    );
+    assert!(heard.retries[0].2.contains("rate_limit_exceeded"), "{}", heard.retries[0].2);
 }
 
 #[tokio::test]
 async fn no_retry_on_context_length_exceeded() {
     let mock = mock(vec![
-        Reply::http_error(
-            400,
-            "context_length_exceeded",
-            "Your input exceeds the context window of this model.",
-        ),
+        Reply::http_error(400, "context_length_exceeded", "Your input exceeds the context window of this model."),
         Reply::text("never"),
     ])
     .await;
     let (result, heard) = run(&mock).await;
     match result {
-        Err(ModelError::Fatal {
-            reason,
-            code,
-            status,
-        }) => {
+        Err(ModelError::Fatal { reason, code, status }) => {
             assert_eq!(
                 reason,
                 "The conversation is too long for the model (context_length_exceeded): \
@@ -401,21 +282,14 @@ async fn no_retry_on_context_length_exceeded() {
 #[tokio::test]
 async fn no_retry_on_401_and_the_key_never_shows() {
     let mock = mock(vec![
-        Reply::http_error(
-            401,
-            "invalid_api_key",
-            format!("Incorrect API key provided: {KEY}."),
-        ),
+        Reply::http_error(401, "invalid_api_key", format!("Incorrect API key provided: {KEY}.")),
         Reply::text("never"),
     ])
     .await;
     let (result, _) = run(&mock).await;
     let err = result.expect_err("401 is fatal");
     let text = err.to_string();
-    assert!(
-        text.starts_with("The model service rejected the API key (401): "),
-        "{text}"
-    );
+    assert!(text.starts_with("The model service rejected the API key (401): "), "{text}");
     assert!(text.ends_with("Check OPENAI_API_KEY."), "{text}");
     assert!(!text.contains(KEY), "{text}");
     assert!(!format!("{err:?}").contains(KEY));
@@ -425,22 +299,13 @@ async fn no_retry_on_401_and_the_key_never_shows() {
 #[tokio::test]
 async fn no_retry_on_insufficient_quota() {
     let mock = mock(vec![
-        Reply::http_error(
-            429,
-            "insufficient_quota",
-            "You exceeded your current quota.",
-        )
-        .with_retry_after(0),
+        Reply::http_error(429, "insufficient_quota", "You exceeded your current quota.").with_retry_after(0),
         Reply::text("never"),
     ])
     .await;
     let (result, heard) = run(&mock).await;
     match result {
-        Err(ModelError::Fatal {
-            reason,
-            code,
-            status,
-        }) => {
+        Err(ModelError::Fatal { reason, code, status }) => {
             assert_eq!(
                 reason,
                 "The API account has no quota left (insufficient_quota): You exceeded your current quota. \
@@ -458,18 +323,12 @@ async fn no_retry_on_insufficient_quota() {
 #[tokio::test]
 async fn no_retry_on_a_fatal_in_stream_error() {
     let mock = mock(vec![
-        Reply::Failed {
-            code: "context_length_exceeded".into(),
-            message: "Too long.".into(),
-        },
+        Reply::Failed { code: "context_length_exceeded".into(), message: "Too long.".into() },
         Reply::text("never"),
     ])
     .await;
     let (result, _) = run(&mock).await;
-    assert!(
-        matches!(result, Err(ModelError::Fatal { status: None, .. })),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(ModelError::Fatal { status: None, .. })), "{result:?}");
     assert_eq!(mock.requests().len(), 1);
 }
 
@@ -489,22 +348,14 @@ async fn gives_up_after_max_retries_plus_one_attempts() {
     match result {
         Err(err @ ModelError::RetriesExhausted { .. }) => {
             let text = err.to_string();
-            let ModelError::RetriesExhausted { reason, attempts } = err else {
-                unreachable!()
-            };
+            let ModelError::RetriesExhausted { reason, attempts } = err else { unreachable!() };
             assert_eq!(attempts, 3);
-            assert!(
-                reason.contains("500") && reason.contains("Broken."),
-                "{reason}"
-            );
+            assert!(reason.contains("500") && reason.contains("Broken."), "{reason}");
             assert!(text.ends_with("(gave up after 3 attempts)"), "{text}");
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(
-        heard.retries.iter().map(|r| r.0).collect::<Vec<_>>(),
-        vec![1, 2]
-    );
+    assert_eq!(heard.retries.iter().map(|r| r.0).collect::<Vec<_>>(), vec![1, 2]);
     assert_eq!(mock.requests().len(), 3);
 }
 
@@ -519,10 +370,7 @@ async fn unreachable_service_is_retried_then_reported() {
     match result {
         Err(ModelError::RetriesExhausted { reason, attempts }) => {
             assert_eq!(attempts, 2);
-            assert!(
-                reason.starts_with("Could not reach the model service at http://127.0.0.1:"),
-                "{reason}"
-            );
+            assert!(reason.starts_with("Could not reach the model service at http://127.0.0.1:"), "{reason}");
             assert!(!reason.contains(KEY));
         }
         other => panic!("{other:?}"),
@@ -532,11 +380,9 @@ async fn unreachable_service_is_retried_then_reported() {
 
 #[tokio::test]
 async fn incomplete_reason_is_reported() {
-    let mock = mock(vec![Reply::Incomplete {
-        deltas: vec!["Par".into(), "tial".into()],
-        reason: "max_output_tokens".into(),
-    }])
-    .await;
+    let mock =
+        mock(vec![Reply::Incomplete { deltas: vec!["Par".into(), "tial".into()], reason: "max_output_tokens".into() }])
+            .await;
     let (result, heard) = run(&mock).await;
     let response = result.expect("response");
     assert_eq!(response.incomplete.as_deref(), Some("max_output_tokens"));
@@ -547,19 +393,12 @@ async fn incomplete_reason_is_reported() {
 #[tokio::test]
 async fn cancel_during_a_slow_stream() {
     let deltas: Vec<String> = (0..50).map(|i| format!("w{i} ")).collect();
-    let mock = mock(vec![Reply::Text {
-        deltas,
-        delay_ms: 200,
-    }])
-    .await;
+    let mock = mock(vec![Reply::Text { deltas, delay_ms: 200 }]).await;
     let client = ModelClient::new(config(&mock.base_url())).expect("client");
     let cancel = CancellationToken::new();
     let canceller = cancel.clone();
     let input = input();
-    let request = ModelRequest {
-        instructions: "Be brief.",
-        input: &input,
-    };
+    let request = ModelRequest { instructions: "Be brief.", input: &input };
     let mut deltas = 0;
     let mut on_event = |event: ModelEvent<'_>| {
         if let ModelEvent::TextDelta(_) = event {
@@ -579,11 +418,7 @@ async fn cancel_during_a_slow_stream() {
 #[tokio::test]
 async fn cancel_during_a_stalled_stream_and_during_backoff() {
     // Stalled: cancelled well before the stall timeout.
-    let mock = mock(vec![Reply::Stall {
-        deltas: vec![],
-        stall_ms: Some(5_000),
-    }])
-    .await;
+    let mock = mock(vec![Reply::Stall { deltas: vec![], stall_ms: Some(5_000) }]).await;
     let mut cfg = config(&mock.base_url());
     cfg.stall_timeout = Duration::from_secs(10);
     cfg.retry.max_backoff = Duration::from_secs(60);
@@ -597,21 +432,14 @@ async fn cancel_during_a_stalled_stream_and_during_backoff() {
     let started = Instant::now();
     let (result, _) = run_with(&client, &cancel).await;
     assert!(matches!(result, Err(ModelError::Cancelled)), "{result:?}");
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
 
     // Backoff: a 60 s Retry-After sleep ends as soon as the token fires.
     mock.push(Reply::http_error(429, "rate_limit_exceeded", "Slow down.").with_retry_after(60));
     let cancel = CancellationToken::new();
     let canceller = cancel.clone();
     let input = input();
-    let request = ModelRequest {
-        instructions: "",
-        input: &input,
-    };
+    let request = ModelRequest { instructions: "", input: &input };
     let mut delays = Vec::new();
     let mut on_event = |event: ModelEvent<'_>| {
         if let ModelEvent::Retrying { delay, .. } = event {
@@ -622,11 +450,7 @@ async fn cancel_during_a_stalled_stream_and_during_backoff() {
     let started = Instant::now();
     let result = client.respond(&request, &mut on_event, &cancel).await;
     assert!(matches!(result, Err(ModelError::Cancelled)), "{result:?}");
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     assert_eq!(delays, vec![Duration::from_secs(60)]);
 
     // Already cancelled: no request at all.

@@ -59,7 +59,10 @@ fn two_call_turn(home: &MinoHome, stop: Stop) -> String {
     let t = s.begin_turn("Add milk and eggs to shopping.txt.").expect("begin");
     s.record_response(
         &t,
-        vec![function_call("call_1", "echo milk >> shopping.txt"), function_call("call_2", "echo eggs >> shopping.txt")],
+        vec![
+            function_call("call_1", "echo milk >> shopping.txt"),
+            function_call("call_2", "echo eggs >> shopping.txt"),
+        ],
     )
     .expect("response");
     if stop != Stop::Response {
@@ -96,8 +99,14 @@ fn tool_history_recovery_preserves_pairs_and_acknowledgement() {
         assert_eq!(input[1]["call_id"], "call_1");
         assert_eq!(input[2]["call_id"], "call_2");
         assert!(input[1].get("id").is_none(), "item ids are not sent back with store:false");
-        assert_eq!((input[3]["type"].as_str(), input[3]["call_id"].as_str()), (Some("function_call_output"), Some("call_1")));
-        assert_eq!((input[4]["type"].as_str(), input[4]["call_id"].as_str()), (Some("function_call_output"), Some("call_2")));
+        assert_eq!(
+            (input[3]["type"].as_str(), input[3]["call_id"].as_str()),
+            (Some("function_call_output"), Some("call_1"))
+        );
+        assert_eq!(
+            (input[4]["type"].as_str(), input[4]["call_id"].as_str()),
+            (Some("function_call_output"), Some("call_2"))
+        );
         assert_eq!(output_status(&input[3]), first, "{stop:?}");
         assert_eq!(output_status(&input[4]), "not_executed", "{stop:?}");
         assert_eq!(input[5]["role"], "assistant");
@@ -145,7 +154,10 @@ fn unknown_result_gates_chat_until_acknowledged() {
     let path = session.path().to_path_buf();
     assert!(report.acknowledgement_required());
     let call = &report.unacknowledged[0].calls[0];
-    assert_eq!((call.call_id.as_str(), call.status, call.output.as_str()), ("call_1", ToolStatus::Unknown, UNKNOWN_OUTPUT));
+    assert_eq!(
+        (call.call_id.as_str(), call.status, call.output.as_str()),
+        ("call_1", ToolStatus::Unknown, UNKNOWN_OUTPUT)
+    );
 
     let input = session.context();
     assert_eq!(input[1]["call_id"], "call_1");
@@ -158,10 +170,7 @@ fn unknown_result_gates_chat_until_acknowledged() {
 
     let refused = session.begin_turn("Is milk on the list now?");
     assert!(matches!(refused, Err(SessionError::AcknowledgementRequired)), "{refused:?}");
-    assert_eq!(
-        SessionError::AcknowledgementRequired.to_string(),
-        "Acknowledge unknown tool results before continuing"
-    );
+    assert_eq!(SessionError::AcknowledgementRequired.to_string(), "Acknowledge unknown tool results before continuing");
 
     // Declining: nothing is written, and the next open asks again.
     let before = std::fs::read(&path).expect("read");
@@ -212,7 +221,10 @@ fn completed_turns_replay_and_early_ends_without_calls_are_left_out() {
     let texts: Vec<String> = input.iter().map(|i| i.to_string()).collect();
     assert_eq!(input.len(), 6, "{texts:#?}");
     assert_eq!(input[1]["content"][0]["text"], "Hi there!");
-    assert!(!texts.iter().any(|t| t.contains("Once upon") || t.contains("long story")), "cancelled text-only turn left out");
+    assert!(
+        !texts.iter().any(|t| t.contains("Once upon") || t.contains("long story")),
+        "cancelled text-only turn left out"
+    );
     assert_eq!(input[2]["content"][0]["text"], "List files");
     assert_eq!(output_status(&input[4]), "refused");
     assert_eq!(input[5]["content"][0]["text"], context::runtime_notice(TurnStatus::Failed));
@@ -256,7 +268,10 @@ fn a_garbled_middle_line_is_refused_and_the_file_left_alone() {
     std::fs::write(&path, &garbled).expect("write");
     let err = Session::open(&home, &id).err().expect("refused");
     let message = err.to_string();
-    assert!(message.contains(&path.display().to_string()) && message.contains("line 2") && message.contains("checksum"), "{message}");
+    assert!(
+        message.contains(&path.display().to_string()) && message.contains("line 2") && message.contains("checksum"),
+        "{message}"
+    );
     assert_eq!(std::fs::read_to_string(&path).expect("read"), garbled);
 
     // A missing record (a gap in seq) is refused too.
@@ -415,7 +430,9 @@ fn a_last_line_from_a_newer_mino_is_refused_not_cut() {
     let (_dir, home) = home();
     let (id, path) = write_session(&home);
     let mut bytes = std::fs::read(&path).expect("read");
-    bytes.extend_from_slice(b"{\"v\":3,\"seq\":5,\"kind\":\"user\",\"turn_id\":\"turn-2\",\"text\":\"x\",\"crc32c\":\"0badf00d\"}\n");
+    bytes.extend_from_slice(
+        b"{\"v\":3,\"seq\":5,\"kind\":\"user\",\"turn_id\":\"turn-2\",\"text\":\"x\",\"crc32c\":\"0badf00d\"}\n",
+    );
     std::fs::write(&path, &bytes).expect("write");
     let err = Session::open(&home, &id).err().expect("refused");
     assert!(err.to_string().contains("newer Mino"), "{err}");
@@ -427,7 +444,8 @@ fn odd_function_call_items_are_read_once_everywhere() {
     let (_dir, home) = home();
     let mut s = Session::create(&home, Path::new("/work")).expect("create");
     let t = s.begin_turn("Do two things").expect("begin");
-    let object_arguments = json!({"type": "function_call", "call_id": "c1", "name": "bash", "arguments": {"command": "ls"}});
+    let object_arguments =
+        json!({"type": "function_call", "call_id": "c1", "name": "bash", "arguments": {"command": "ls"}});
     let no_call_id = json!({"type": "function_call", "name": "bash", "arguments": "{}"});
     s.record_response(&t, vec![object_arguments, no_call_id, function_call("c2", "pwd")]).expect("response");
     let calls: Vec<String> = s.transcript().turn(&t).expect("turn").calls.iter().map(|c| c.call_id.clone()).collect();
@@ -436,7 +454,8 @@ fn odd_function_call_items_are_read_once_everywhere() {
     drop(s);
     let (session, _) = Session::open(&home, &id).expect("reopen");
     let input = session.context();
-    let sent: Vec<&str> = input.iter().filter(|i| i["type"] == "function_call").filter_map(|i| i["call_id"].as_str()).collect();
+    let sent: Vec<&str> =
+        input.iter().filter(|i| i["type"] == "function_call").filter_map(|i| i["call_id"].as_str()).collect();
     let answered: Vec<&str> =
         input.iter().filter(|i| i["type"] == "function_call_output").filter_map(|i| i["call_id"].as_str()).collect();
     assert_eq!(sent, ["c1", "c2"]);

@@ -37,7 +37,11 @@ async fn harness_with(script: Vec<Reply>, limits: TurnLimits, bash_limits: Limit
         base_url: mock.base_url(),
         api_key: Some(SENTINEL_KEY.into()),
         model: "test-model".into(),
-        retry: RetryPolicy { max_retries: 2, initial_backoff: Duration::from_millis(1), max_backoff: Duration::from_millis(20) },
+        retry: RetryPolicy {
+            max_retries: 2,
+            initial_backoff: Duration::from_millis(1),
+            max_backoff: Duration::from_millis(20),
+        },
         stall_timeout: Duration::from_millis(500),
         connect_timeout: Duration::from_secs(5),
     };
@@ -192,8 +196,10 @@ async fn a_denied_call_is_refused_and_the_turn_goes_on() {
 
 #[tokio::test]
 async fn bad_arguments_become_a_failed_result_the_model_reads() {
-    let call = ScriptedCall { call_id: "call_1".into(), command: String::new(), raw_arguments: Some("{not json".into()) };
-    let mut h = harness(vec![Reply::Calls { text: vec![], calls: vec![call], delay_ms: 0 }, Reply::text("Sorry.")]).await;
+    let call =
+        ScriptedCall { call_id: "call_1".into(), command: String::new(), raw_arguments: Some("{not json".into()) };
+    let mut h =
+        harness(vec![Reply::Calls { text: vec![], calls: vec![call], delay_ms: 0 }, Reply::text("Sorry.")]).await;
     h.agent.chat("Do it").expect("chat");
     let events = h.run(None).await;
     assert!(!events.iter().any(|e| matches!(e, AgentEvent::ApprovalRequest { .. })), "nothing to approve");
@@ -310,7 +316,9 @@ async fn cancel_while_a_command_runs_kills_its_group() {
     let turn = h.agent.chat("Wait").expect("chat");
     loop {
         match h.next().await {
-            AgentEvent::ApprovalRequest { call_id, .. } => h.agent.approve(&call_id, ApprovalDecision::Approved).expect("approve"),
+            AgentEvent::ApprovalRequest { call_id, .. } => {
+                h.agent.approve(&call_id, ApprovalDecision::Approved).expect("approve")
+            }
             AgentEvent::ToolOutput { .. } => break,
             _ => {}
         }
@@ -329,8 +337,14 @@ async fn cancel_while_a_command_runs_kills_its_group() {
 
 #[tokio::test]
 async fn a_command_over_its_timeout_is_killed() {
-    let limits = Limits { timeout: Duration::from_millis(500), kill_grace: Duration::from_millis(200), ..Limits::default() };
-    let mut h = harness_with(vec![Reply::call("call_1", "trap '' TERM; echo begun; sleep 30"), Reply::text("It timed out.")], TurnLimits::default(), limits).await;
+    let limits =
+        Limits { timeout: Duration::from_millis(500), kill_grace: Duration::from_millis(200), ..Limits::default() };
+    let mut h = harness_with(
+        vec![Reply::call("call_1", "trap '' TERM; echo begun; sleep 30"), Reply::text("It timed out.")],
+        TurnLimits::default(),
+        limits,
+    )
+    .await;
     h.agent.chat("Wait").expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     let (_, status, output) = &results(&events)[0];
@@ -341,7 +355,9 @@ async fn a_command_over_its_timeout_is_killed() {
 #[tokio::test]
 async fn output_is_capped_keeping_head_and_tail() {
     let limits = Limits { output_limit: 1000, ..Limits::default() };
-    let mut h = harness_with(vec![Reply::call("call_1", "seq 1 100000"), Reply::text("Long.")], TurnLimits::default(), limits).await;
+    let mut h =
+        harness_with(vec![Reply::call("call_1", "seq 1 100000"), Reply::text("Long.")], TurnLimits::default(), limits)
+            .await;
     h.agent.chat("Count").expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     let (_, status, output) = &results(&events)[0];
@@ -385,7 +401,10 @@ async fn the_command_environment_holds_no_api_key() {
 async fn no_command_runs_before_its_tool_start_is_on_file() {
     let mut h = harness(vec![]).await;
     let journal = h.journal.display().to_string();
-    h.mock.push(Reply::call("call_1", &format!("grep -c '\"kind\":\"tool_start\"' '{journal}'; grep -c '\"decision\":\"approved\"' '{journal}'")));
+    h.mock.push(Reply::call(
+        "call_1",
+        &format!("grep -c '\"kind\":\"tool_start\"' '{journal}'; grep -c '\"decision\":\"approved\"' '{journal}'"),
+    ));
     h.mock.push(Reply::text("checked"));
     h.agent.chat("Check").expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
@@ -433,7 +452,8 @@ async fn an_approval_after_cancel_runs_nothing() {
 
 #[tokio::test]
 async fn a_command_that_exited_is_not_called_timed_out_while_its_output_drains() {
-    let limits = Limits { timeout: Duration::from_millis(500), kill_grace: Duration::from_secs(2), ..Limits::default() };
+    let limits =
+        Limits { timeout: Duration::from_millis(500), kill_grace: Duration::from_secs(2), ..Limits::default() };
     let mut h = harness_with(
         vec![Reply::call("call_1", "(setsid sleep 5 &); echo done; exit 0"), Reply::text("ok")],
         TurnLimits::default(),

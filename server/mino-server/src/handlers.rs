@@ -19,8 +19,8 @@ use mino_protocol as wire;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tower_lsp_server::gen_lsp_types::{
-    InitializeParams, InitializeResult, InitializedParams, LspNotificationMethod, MessageDirection,
-    Notification, ServerCapabilities, ServerInfo,
+    InitializeParams, InitializeResult, InitializedParams, LspNotificationMethod, MessageDirection, Notification,
+    ServerCapabilities, ServerInfo,
 };
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::{Client, LanguageServer, LspService, LspServiceBuilder};
@@ -109,9 +109,7 @@ pub struct Backend {
 /// The service with lifecycle methods plus Mino's.
 pub fn service() -> (LspService<Backend>, tower_lsp_server::ClientSocket, Handle) {
     let shared = Arc::new(Shared::default());
-    let handle = Handle {
-        shared: shared.clone(),
-    };
+    let handle = Handle { shared: shared.clone() };
     let builder: LspServiceBuilder<Backend> =
         LspService::build_with_lifecycle_methods(move |client| Backend { client, shared });
     let (service, socket) = builder
@@ -131,67 +129,40 @@ pub const OPTIONAL_PARAMS: [&str; 2] = [wire::method::ACKNOWLEDGE, wire::method:
 // ---------------------------------------------------------------- errors
 
 fn error(code: i64, message: impl Into<String>) -> Error {
-    Error {
-        code: ErrorCode::ServerError(code),
-        message: message.into().into(),
-        data: None,
-    }
+    Error { code: ErrorCode::ServerError(code), message: message.into().into(), data: None }
 }
 
 fn error_with(code: i64, message: impl Into<String>, data: Value) -> Error {
-    Error {
-        code: ErrorCode::ServerError(code),
-        message: message.into().into(),
-        data: Some(data),
-    }
+    Error { code: ErrorCode::ServerError(code), message: message.into().into(), data: Some(data) }
 }
 
 fn internal(message: impl Into<String>) -> Error {
-    Error {
-        code: ErrorCode::InternalError,
-        message: message.into().into(),
-        data: None,
-    }
+    Error { code: ErrorCode::InternalError, message: message.into().into(), data: None }
 }
 
 fn invalid_params(message: impl Into<String>) -> Error {
-    Error {
-        code: ErrorCode::InvalidParams,
-        message: message.into().into(),
-        data: None,
-    }
+    Error { code: ErrorCode::InvalidParams, message: message.into().into(), data: None }
 }
 
 fn session_error(e: SessionError) -> Error {
     use wire::error_code as code;
     match e {
-        SessionError::AcknowledgementRequired => error(
-            code::ACKNOWLEDGEMENT_REQUIRED,
-            wire::ACKNOWLEDGEMENT_REQUIRED_MESSAGE,
-        ),
+        SessionError::AcknowledgementRequired => {
+            error(code::ACKNOWLEDGEMENT_REQUIRED, wire::ACKNOWLEDGEMENT_REQUIRED_MESSAGE)
+        }
         SessionError::TurnInProgress(turn_id) => {
             let message = SessionError::TurnInProgress(turn_id.clone()).to_string();
-            error_with(
-                code::TURN_IN_PROGRESS,
-                message,
-                json!({ "turnId": turn_id }),
-            )
+            error_with(code::TURN_IN_PROGRESS, message, json!({ "turnId": turn_id }))
         }
         SessionError::NothingToAcknowledge(turn_id) => {
             let message = SessionError::NothingToAcknowledge(turn_id.clone()).to_string();
             error_with(code::UNKNOWN_TURN, message, json!({ "turnId": turn_id }))
         }
-        SessionError::Journal(e) => error(
-            code::JOURNAL_FAILURE,
-            format!("The session could not be saved: {e}"),
-        ),
-        SessionError::Home(e) => error(
-            code::JOURNAL_FAILURE,
-            format!("The session could not be saved: {e}"),
-        ),
-        other @ (SessionError::NotFound { .. }
-        | SessionError::Inconsistent { .. }
-        | SessionError::Usage(_)) => internal(other.to_string()),
+        SessionError::Journal(e) => error(code::JOURNAL_FAILURE, format!("The session could not be saved: {e}")),
+        SessionError::Home(e) => error(code::JOURNAL_FAILURE, format!("The session could not be saved: {e}")),
+        other @ (SessionError::NotFound { .. } | SessionError::Inconsistent { .. } | SessionError::Usage(_)) => {
+            internal(other.to_string())
+        }
     }
 }
 
@@ -201,11 +172,7 @@ fn agent_error(e: AgentError) -> Error {
         AgentError::Session(e) => session_error(e),
         AgentError::NoPendingApproval(call_id) => {
             let message = AgentError::NoPendingApproval(call_id.clone()).to_string();
-            error_with(
-                code::NO_PENDING_APPROVAL,
-                message,
-                json!({ "callId": call_id }),
-            )
+            error_with(code::NO_PENDING_APPROVAL, message, json!({ "callId": call_id }))
         }
         AgentError::UnknownTurn(turn_id) => {
             let message = AgentError::UnknownTurn(turn_id.clone()).to_string();
@@ -240,10 +207,7 @@ fn tool_status(s: mino_core::ToolStatus) -> wire::ToolStatus {
 }
 
 fn limits(l: bash::Limits) -> wire::Limits {
-    wire::Limits {
-        timeout_seconds: l.timeout.as_secs(),
-        output_limit_bytes: l.output_limit as u64,
-    }
+    wire::Limits { timeout_seconds: l.timeout.as_secs(), output_limit_bytes: l.output_limit as u64 }
 }
 
 fn recovered_turn(t: &RecoveredTurn) -> wire::RecoveredTurnView {
@@ -271,11 +235,7 @@ fn recovery_notification(session_id: &str, report: &RecoveryReport) -> wire::Rec
         session_id: session_id.to_string(),
         turns: report.turns().into_iter().map(recovered_turn).collect(),
         acknowledgement_required: report.acknowledgement_required(),
-        unacknowledged_turn_ids: report
-            .unacknowledged
-            .iter()
-            .map(|t| t.turn_id.clone())
-            .collect(),
+        unacknowledged_turn_ids: report.unacknowledged.iter().map(|t| t.turn_id.clone()).collect(),
         repairs: report.repairs(),
     }
 }
@@ -311,111 +271,34 @@ fn history_turn(turn: &Turn) -> wire::HistoryTurn {
 async fn forward(client: &Client, Numbered { seq, event }: Numbered) {
     match event {
         AgentEvent::TurnStarted { turn_id, input } => {
-            client
-                .send_notification::<TurnStartedN>(wire::TurnStarted {
-                    turn_id,
-                    seq,
-                    input,
-                })
-                .await
+            client.send_notification::<TurnStartedN>(wire::TurnStarted { turn_id, seq, input }).await
         }
         AgentEvent::TextDelta { turn_id, delta } => {
-            client
-                .send_notification::<TextDeltaN>(wire::TextDelta {
-                    turn_id,
-                    seq,
-                    delta,
-                })
-                .await
+            client.send_notification::<TextDeltaN>(wire::TextDelta { turn_id, seq, delta }).await
         }
         AgentEvent::Retrying { turn_id, attempt, delay_ms, reason } => {
-            client
-                .send_notification::<RetryingN>(wire::Retrying { turn_id, seq, attempt, delay_ms, reason })
-                .await
+            client.send_notification::<RetryingN>(wire::Retrying { turn_id, seq, attempt, delay_ms, reason }).await
         }
-        AgentEvent::ApprovalRequest {
-            turn_id,
-            call_id,
-            command,
-            directory,
-            environment,
-            limits: l,
-        } => {
-            let n = wire::ApprovalRequest {
-                turn_id,
-                seq,
-                call_id,
-                command,
-                directory,
-                environment,
-                limits: limits(l),
-            };
+        AgentEvent::ApprovalRequest { turn_id, call_id, command, directory, environment, limits: l } => {
+            let n = wire::ApprovalRequest { turn_id, seq, call_id, command, directory, environment, limits: limits(l) };
             client.send_notification::<ApprovalRequestN>(n).await
         }
-        AgentEvent::ToolStarted {
-            turn_id,
-            call_id,
-            command,
-        } => {
-            client
-                .send_notification::<ToolStartedN>(wire::ToolStarted {
-                    turn_id,
-                    seq,
-                    call_id,
-                    command,
-                })
-                .await
+        AgentEvent::ToolStarted { turn_id, call_id, command } => {
+            client.send_notification::<ToolStartedN>(wire::ToolStarted { turn_id, seq, call_id, command }).await
         }
-        AgentEvent::ToolOutput {
-            turn_id,
-            call_id,
-            stream,
-            chunk,
-        } => {
+        AgentEvent::ToolOutput { turn_id, call_id, stream, chunk } => {
             let stream = match stream {
                 bash::Stream::Stdout => wire::OutputStream::Stdout,
                 bash::Stream::Stderr => wire::OutputStream::Stderr,
             };
-            client
-                .send_notification::<ToolOutputN>(wire::ToolOutput {
-                    turn_id,
-                    seq,
-                    call_id,
-                    stream,
-                    chunk,
-                })
-                .await
+            client.send_notification::<ToolOutputN>(wire::ToolOutput { turn_id, seq, call_id, stream, chunk }).await
         }
-        AgentEvent::ToolResult {
-            turn_id,
-            call_id,
-            status,
-            output,
-            exit_code,
-        } => {
-            let n = wire::ToolResult {
-                turn_id,
-                seq,
-                call_id,
-                status: tool_status(status),
-                output,
-                exit_code,
-            };
+        AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code } => {
+            let n = wire::ToolResult { turn_id, seq, call_id, status: tool_status(status), output, exit_code };
             client.send_notification::<ToolResultN>(n).await
         }
-        AgentEvent::TurnEnded {
-            turn_id,
-            status,
-            reason,
-            text,
-        } => {
-            let n = wire::TurnEnded {
-                turn_id,
-                seq,
-                status: turn_status(status),
-                reason,
-                text,
-            };
+        AgentEvent::TurnEnded { turn_id, status, reason, text } => {
+            let n = wire::TurnEnded { turn_id, seq, status: turn_status(status), reason, text };
             client.send_notification::<TurnEndedN>(n).await
         }
     }
@@ -423,8 +306,8 @@ async fn forward(client: &Client, Numbered { seq, event }: Numbered) {
 
 /// Resolves the directory commands run in.
 fn command_dir(requested: Option<&str>) -> Result<PathBuf> {
-    let here = std::env::current_dir()
-        .map_err(|e| internal(format!("cannot read the server's working directory: {e}")))?;
+    let here =
+        std::env::current_dir().map_err(|e| internal(format!("cannot read the server's working directory: {e}")))?;
     let dir = match requested {
         None => here,
         Some(dir) if Path::new(dir).is_absolute() => PathBuf::from(dir),
@@ -432,14 +315,8 @@ fn command_dir(requested: Option<&str>) -> Result<PathBuf> {
     };
     match std::fs::metadata(&dir) {
         Ok(meta) if meta.is_dir() => Ok(dir),
-        Ok(_) => Err(invalid_params(format!(
-            "initializationOptions.cwd {} is not a directory",
-            dir.display()
-        ))),
-        Err(e) => Err(invalid_params(format!(
-            "initializationOptions.cwd {}: {e}",
-            dir.display()
-        ))),
+        Ok(_) => Err(invalid_params(format!("initializationOptions.cwd {} is not a directory", dir.display()))),
+        Err(e) => Err(invalid_params(format!("initializationOptions.cwd {}: {e}", dir.display()))),
     }
 }
 
@@ -485,10 +362,7 @@ impl Backend {
     /// so that every notification keeps its order. Runs once: on
     /// `initialized`, or on the first Mino request if a client skips it.
     fn start_streaming(&self) {
-        let Some((recovery, mut events)) = lock(&self.shared.opened)
-            .as_mut()
-            .and_then(|o| o.stream.take())
-        else {
+        let Some((recovery, mut events)) = lock(&self.shared.opened).as_mut().and_then(|o| o.stream.take()) else {
             return;
         };
         let client = self.client.clone();
@@ -511,20 +385,12 @@ impl Backend {
             wire::Decision::Approve => ApprovalDecision::Approved,
             wire::Decision::Deny => ApprovalDecision::Denied,
         };
-        self.agent()?
-            .approve(&params.call_id, decision)
-            .map_err(agent_error)?;
+        self.agent()?.approve(&params.call_id, decision).map_err(agent_error)?;
         Ok(wire::EmptyResult {})
     }
 
-    async fn acknowledge(
-        &self,
-        params: wire::AcknowledgeParams,
-    ) -> Result<wire::AcknowledgeResult> {
-        let acknowledged = self
-            .agent()?
-            .acknowledge(params.turn_ids.as_deref())
-            .map_err(agent_error)?;
+    async fn acknowledge(&self, params: wire::AcknowledgeParams) -> Result<wire::AcknowledgeResult> {
+        let acknowledged = self.agent()?.acknowledge(params.turn_ids.as_deref()).map_err(agent_error)?;
         Ok(wire::AcknowledgeResult { acknowledged })
     }
 
@@ -558,15 +424,11 @@ impl LanguageServer for Backend {
         let model = ModelClient::new(ModelConfig::from_env())
             .map_err(|e| internal(format!("the model client could not be set up: {e}")))?;
         let model_name = model.config().model.clone();
-        let home = MinoHome::from_env()
-            .map_err(|e| session_unavailable(format!("Mino's home directory is unusable: {e}")))?;
+        let home =
+            MinoHome::from_env().map_err(|e| session_unavailable(format!("Mino's home directory is unusable: {e}")))?;
         let soul_path = home.soul_path();
-        let instructions = soul::load_or_create(&soul_path).map_err(|e| {
-            internal(format!(
-                "{}: could not read the instructions: {e}",
-                soul_path.display()
-            ))
-        })?;
+        let instructions = soul::load_or_create(&soul_path)
+            .map_err(|e| internal(format!("{}: could not read the instructions: {e}", soul_path.display())))?;
 
         let opened = if options.new_session {
             Session::create(&home, &cwd).map(|s| (s, RecoveryReport::default()))
@@ -590,28 +452,15 @@ impl LanguageServer for Backend {
                 // A concurrent initialize won; this one's session is dropped (and unlocked).
                 return Err(Error::invalid_request());
             }
-            *opened = Some(Opened {
-                agent,
-                stream: Some((recovery, events)),
-            });
+            *opened = Some(Opened { agent, stream: Some((recovery, events)) });
         }
 
-        let mino = wire::ServerCapabilities {
-            session_id,
-            journal_path,
-            cwd: cwd.display().to_string(),
-            model: model_name,
-        };
+        let mino =
+            wire::ServerCapabilities { session_id, journal_path, cwd: cwd.display().to_string(), model: model_name };
         let mino = serde_json::to_value(mino).map_err(|e| internal(e.to_string()))?;
         Ok(InitializeResult {
-            capabilities: ServerCapabilities {
-                experimental: Some(json!({ "mino": mino })),
-                ..Default::default()
-            },
-            server_info: Some(ServerInfo {
-                name: SERVER_NAME.to_string(),
-                version: Some(VERSION.to_string()),
-            }),
+            capabilities: ServerCapabilities { experimental: Some(json!({ "mino": mino })), ..Default::default() },
+            server_info: Some(ServerInfo { name: SERVER_NAME.to_string(), version: Some(VERSION.to_string()) }),
         })
     }
 
@@ -620,11 +469,7 @@ impl LanguageServer for Backend {
     }
 
     async fn shutdown(&self) -> Result<()> {
-        Handle {
-            shared: self.shared.clone(),
-        }
-        .shutdown()
-        .await;
+        Handle { shared: self.shared.clone() }.shutdown().await;
         Ok(())
     }
 }

@@ -44,9 +44,7 @@ fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
-        )
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")))
         .init();
 
     // A panic anywhere (a turn's task included) is a crash: the agent's state
@@ -57,29 +55,18 @@ fn main() -> anyhow::Result<()> {
     let report = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         report(info);
-        tracing::error!(
-            "panic: {info}; aborting, the session will be recovered when it is next opened"
-        );
+        tracing::error!("panic: {info}; aborting, the session will be recovered when it is next opened");
         std::process::abort();
     }));
 
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let (service, socket, handle) = handlers::service();
-        transport::serve(
-            tokio::io::stdin(),
-            std::io::stdout(),
-            service,
-            socket,
-            handle,
-        )
-        .await;
+        transport::serve(tokio::io::stdin(), std::io::stdout(), service, socket, handle).await;
     });
     // A blocking stdin read may still be pending (after `exit`); do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));

@@ -68,12 +68,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub fn new(input: R) -> Self {
-        Self {
-            input,
-            buf: Vec::with_capacity(8192),
-            eof: false,
-            discarding: false,
-        }
+        Self { input, buf: Vec::with_capacity(8192), eof: false, discarding: false }
     }
 
     /// Reads more input; false at end of input.
@@ -121,8 +116,8 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                     Err(why) => {
                         // Garbage before what looks like a header: skip to
                         // it, so the frame that follows is still read.
-                        let resync = find(&self.buf[..end], b"Content-Length")
-                            .filter(|&p| p > 0 && self.buf[p - 1] != b'\n');
+                        let resync =
+                            find(&self.buf[..end], b"Content-Length").filter(|&p| p > 0 && self.buf[p - 1] != b'\n');
                         match resync {
                             Some(start) => drop(self.buf.drain(..start)),
                             None => drop(self.buf.drain(..end + 4)),
@@ -150,14 +145,10 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             }
             if self.buf.len() > MAX_HEADER {
                 // Keep a possible header start; drop the rest.
-                let keep = find(&self.buf, b"Content-Length")
-                    .filter(|&p| p > 0)
-                    .unwrap_or(self.buf.len() - 3);
+                let keep = find(&self.buf, b"Content-Length").filter(|&p| p > 0).unwrap_or(self.buf.len() - 3);
                 let skipped = self.buf.len().min(keep);
                 self.buf.drain(..skipped);
-                return Ok(Some(Frame::Malformed(format!(
-                    "{skipped} bytes without a frame header"
-                ))));
+                return Ok(Some(Frame::Malformed(format!("{skipped} bytes without a frame header"))));
             }
             if !self.fill().await? {
                 if self.buf.iter().all(u8::is_ascii_whitespace) {
@@ -165,9 +156,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 }
                 let rest = String::from_utf8_lossy(&self.buf).into_owned();
                 self.buf.clear();
-                return Ok(Some(Frame::Malformed(format!(
-                    "input ended inside a header: {rest:?}"
-                ))));
+                return Ok(Some(Frame::Malformed(format!("input ended inside a header: {rest:?}"))));
             }
         }
     }
@@ -181,21 +170,11 @@ fn content_length(header: &str) -> Result<usize, String> {
         };
         let (name, value) = (name.trim(), value.trim());
         if name.eq_ignore_ascii_case("Content-Length") {
-            length = Some(
-                value
-                    .parse::<usize>()
-                    .map_err(|e| format!("bad Content-Length {value:?}: {e}"))?,
-            );
+            length = Some(value.parse::<usize>().map_err(|e| format!("bad Content-Length {value:?}: {e}"))?);
         } else if name.eq_ignore_ascii_case("Content-Type") {
-            let charset = value
-                .split(';')
-                .skip(1)
-                .map(str::trim)
-                .find_map(|p| p.strip_prefix("charset="));
+            let charset = value.split(';').skip(1).map(str::trim).find_map(|p| p.strip_prefix("charset="));
             if !matches!(charset, None | Some("utf-8" | "utf8")) {
-                return Err(format!(
-                    "unsupported Content-Type {value:?}: only utf-8 is understood"
-                ));
+                return Err(format!("unsupported Content-Type {value:?}: only utf-8 is understood"));
             }
         }
     }
@@ -203,8 +182,7 @@ fn content_length(header: &str) -> Result<usize, String> {
 }
 
 fn error_response(id: Value, code: i64, message: impl Into<String>) -> String {
-    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message.into() } })
-        .to_string()
+    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message.into() } }).to_string()
 }
 
 fn frame(body: &str) -> Vec<u8> {
@@ -227,13 +205,7 @@ pub enum Incoming {
 pub fn classify(body: &[u8]) -> Incoming {
     let value: Value = match serde_json::from_slice(body) {
         Ok(value) => value,
-        Err(e) => {
-            return Incoming::Reject(error_response(
-                Value::Null,
-                PARSE_ERROR,
-                format!("Parse error: {e}"),
-            ))
-        }
+        Err(e) => return Incoming::Reject(error_response(Value::Null, PARSE_ERROR, format!("Parse error: {e}"))),
     };
     let Value::Object(mut map) = value else {
         return Incoming::Reject(error_response(
@@ -243,27 +215,16 @@ pub fn classify(body: &[u8]) -> Incoming {
         ));
     };
     let id = map.get("id").cloned();
-    let valid_id = matches!(
-        id,
-        None | Some(Value::Number(_) | Value::String(_) | Value::Null)
-    );
+    let valid_id = matches!(id, None | Some(Value::Number(_) | Value::String(_) | Value::Null));
     let reply_id = id.clone().filter(|_| valid_id).unwrap_or(Value::Null);
     if !map.contains_key("method") {
         if map.contains_key("result") || map.contains_key("error") {
             return Incoming::Ignore;
         }
-        return Incoming::Reject(error_response(
-            reply_id,
-            INVALID_REQUEST,
-            "Invalid request: no method",
-        ));
+        return Incoming::Reject(error_response(reply_id, INVALID_REQUEST, "Invalid request: no method"));
     }
     if map.get("jsonrpc") != Some(&Value::String("2.0".into())) {
-        return Incoming::Reject(error_response(
-            reply_id,
-            INVALID_REQUEST,
-            "Invalid request: jsonrpc must be \"2.0\"",
-        ));
+        return Incoming::Reject(error_response(reply_id, INVALID_REQUEST, "Invalid request: jsonrpc must be \"2.0\""));
     }
     if !valid_id {
         return Incoming::Reject(error_response(
@@ -273,10 +234,7 @@ pub fn classify(body: &[u8]) -> Incoming {
         ));
     }
     // Methods whose params are all optional accept a request without them.
-    let method = map
-        .get("method")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let method = map.get("method").and_then(Value::as_str).unwrap_or_default();
     // `$/` methods are notifications that may be ignored; the service
     // ignores them even when sent as requests, which would leave the
     // request unanswered. The LSP says to answer those MethodNotFound.
@@ -295,11 +253,9 @@ pub fn classify(body: &[u8]) -> Incoming {
     }
     match serde_json::from_value::<Request>(Value::Object(map)) {
         Ok(request) => Incoming::Request(request),
-        Err(e) if id.is_some() => Incoming::Reject(error_response(
-            reply_id,
-            INVALID_REQUEST,
-            format!("Invalid request: {e}"),
-        )),
+        Err(e) if id.is_some() => {
+            Incoming::Reject(error_response(reply_id, INVALID_REQUEST, format!("Invalid request: {e}")))
+        }
         Err(e) => {
             tracing::warn!("ignoring an invalid notification: {e}");
             Incoming::Ignore
@@ -318,9 +274,7 @@ fn watch_signals() -> CancellationToken {
         Ok(mut interrupts) => {
             tokio::spawn(async move {
                 while interrupts.recv().await.is_some() {
-                    tracing::info!(
-                        "SIGINT ignored: the client cancels turns; close stdin to stop the server"
-                    );
+                    tracing::info!("SIGINT ignored: the client cancels turns; close stdin to stop the server");
                 }
             });
         }
@@ -341,13 +295,8 @@ fn watch_signals() -> CancellationToken {
 }
 
 /// Serves until the input ends, `exit` arrives or SIGTERM; then stops the agent.
-pub async fn serve<R, W>(
-    input: R,
-    output: W,
-    mut service: LspService<Backend>,
-    socket: ClientSocket,
-    handle: Handle,
-) where
+pub async fn serve<R, W>(input: R, output: W, mut service: LspService<Backend>, socket: ClientSocket, handle: Handle)
+where
     R: AsyncRead + Unpin,
     W: std::io::Write + Send + 'static,
 {
@@ -358,35 +307,33 @@ pub async fn serve<R, W>(
     // stream pays in latency and throughput. A client that stops reading
     // blocks only this thread.
     let (written_tx, written) = tokio::sync::oneshot::channel::<()>();
-    let writer = std::thread::Builder::new()
-        .name("stdout-writer".into())
-        .spawn(move || {
-            let mut output = output;
-            let mut broken = false;
-            let mut batch = Vec::new();
-            while let Some(message) = out_rx.blocking_recv() {
-                if broken {
-                    continue;
-                }
-                // Whatever else is already queued goes out in the same write
-                // (a fast stream); a lone message is written at once.
-                batch.clear();
+    let writer = std::thread::Builder::new().name("stdout-writer".into()).spawn(move || {
+        let mut output = output;
+        let mut broken = false;
+        let mut batch = Vec::new();
+        while let Some(message) = out_rx.blocking_recv() {
+            if broken {
+                continue;
+            }
+            // Whatever else is already queued goes out in the same write
+            // (a fast stream); a lone message is written at once.
+            batch.clear();
+            tracing::trace!(message = %message, "->");
+            batch.extend_from_slice(&frame(&message));
+            while batch.len() < WRITE_BATCH {
+                let Ok(message) = out_rx.try_recv() else {
+                    break;
+                };
                 tracing::trace!(message = %message, "->");
                 batch.extend_from_slice(&frame(&message));
-                while batch.len() < WRITE_BATCH {
-                    let Ok(message) = out_rx.try_recv() else {
-                        break;
-                    };
-                    tracing::trace!(message = %message, "->");
-                    batch.extend_from_slice(&frame(&message));
-                }
-                if let Err(e) = output.write_all(&batch).and_then(|()| output.flush()) {
-                    tracing::warn!("cannot write to the client any more: {e}");
-                    broken = true;
-                }
             }
-            let _ = written_tx.send(());
-        });
+            if let Err(e) = output.write_all(&batch).and_then(|()| output.flush()) {
+                tracing::warn!("cannot write to the client any more: {e}");
+                broken = true;
+            }
+        }
+        let _ = written_tx.send(());
+    });
     if let Err(e) = writer {
         tracing::error!("cannot start the writer thread: {e}");
         return;
@@ -433,11 +380,7 @@ pub async fn serve<R, W>(
             Frame::Body(body) => body,
             Frame::Malformed(why) => {
                 tracing::warn!("malformed input: {why}");
-                let _ = out_tx.send(error_response(
-                    Value::Null,
-                    PARSE_ERROR,
-                    format!("Parse error: {why}"),
-                ));
+                let _ = out_tx.send(error_response(Value::Null, PARSE_ERROR, format!("Parse error: {why}")));
                 continue;
             }
         };
@@ -505,9 +448,7 @@ mod tests {
 
     #[tokio::test]
     async fn reads_frames_and_resynchronises_after_garbage() {
-        let got =
-            frames(b"Content-Length: 2\r\n\r\n{}garbage\r\n\r\nxxContent-Length: 4\r\n\r\nnull")
-                .await;
+        let got = frames(b"Content-Length: 2\r\n\r\n{}garbage\r\n\r\nxxContent-Length: 4\r\n\r\nnull").await;
         assert_eq!(got.len(), 4, "{got:?}");
         assert_eq!(got[0], Frame::Body(b"{}".to_vec()));
         assert!(matches!(got[1], Frame::Malformed(_)));
@@ -517,24 +458,18 @@ mod tests {
 
     #[tokio::test]
     async fn other_headers_may_come_first() {
-        let got = frames(b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: 2\r\n\r\n{}").await;
-        assert_eq!(got, vec![Frame::Body(b"{}".to_vec())]);
         let got =
-            frames(b"Content-Type: text/plain; charset=latin1\r\nContent-Length: 2\r\n\r\n{}")
-                .await;
+            frames(b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: 2\r\n\r\n{}").await;
+        assert_eq!(got, vec![Frame::Body(b"{}".to_vec())]);
+        let got = frames(b"Content-Type: text/plain; charset=latin1\r\nContent-Length: 2\r\n\r\n{}").await;
         assert!(matches!(got[0], Frame::Malformed(_)), "{got:?}");
     }
 
     #[tokio::test]
     async fn an_oversized_length_is_answered_at_once_and_the_next_frame_is_read() {
-        let got =
-            frames(b"Content-Length: 10000000000\r\n\r\n{\"partial\":Content-Length: 2\r\n\r\n{}")
-                .await;
+        let got = frames(b"Content-Length: 10000000000\r\n\r\n{\"partial\":Content-Length: 2\r\n\r\n{}").await;
         assert_eq!(got.len(), 2, "{got:?}");
-        assert!(
-            matches!(&got[0], Frame::Malformed(m) if m.contains("exceeds")),
-            "{got:?}"
-        );
+        assert!(matches!(&got[0], Frame::Malformed(m) if m.contains("exceeds")), "{got:?}");
         assert_eq!(got[1], Frame::Body(b"{}".to_vec()));
         // A lying length followed by nothing: the input just ends.
         let got = frames(b"Content-Length: 99999999999\r\n\r\nabc").await;
@@ -551,29 +486,21 @@ mod tests {
     fn bad_json_and_non_objects_are_rejected() {
         assert!(matches!(classify(b"{nope"), Incoming::Reject(r) if r.contains("-32700")));
         assert!(matches!(classify(b"[1]"), Incoming::Reject(r) if r.contains("-32600")));
-        assert!(
-            matches!(classify(br#"{"jsonrpc":"2.0","id":1}"#), Incoming::Reject(r) if r.contains("-32600"))
-        );
-        assert!(matches!(
-            classify(br#"{"jsonrpc":"2.0","id":1,"result":null}"#),
-            Incoming::Ignore
-        ));
+        assert!(matches!(classify(br#"{"jsonrpc":"2.0","id":1}"#), Incoming::Reject(r) if r.contains("-32600")));
+        assert!(matches!(classify(br#"{"jsonrpc":"2.0","id":1,"result":null}"#), Incoming::Ignore));
     }
 
     #[test]
     fn dollar_requests_are_answered_method_not_found() {
         let got = classify(br#"{"jsonrpc":"2.0","id":3,"method":"$/nothing"}"#);
-        assert!(
-            matches!(got, Incoming::Reject(r) if r.contains("-32601") && r.contains(r#""id":3"#))
-        );
+        assert!(matches!(got, Incoming::Reject(r) if r.contains("-32601") && r.contains(r#""id":3"#)));
         let got = classify(br#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":3}}"#);
         assert!(matches!(got, Incoming::Request(_)));
     }
 
     #[test]
     fn optional_params_are_filled_in() {
-        let Incoming::Request(r) = classify(br#"{"jsonrpc":"2.0","id":1,"method":"mino/history"}"#)
-        else {
+        let Incoming::Request(r) = classify(br#"{"jsonrpc":"2.0","id":1,"method":"mino/history"}"#) else {
             panic!("not a request")
         };
         assert_eq!(r.params(), Some(&json!({})));

@@ -29,16 +29,8 @@ pub mod method {
     pub const TURN_ENDED: &str = "mino/turnEnded";
 
     /// Every notification a turn can emit, in the order a turn emits them.
-    pub const TURN_NOTIFICATIONS: [&str; 8] = [
-        TURN_STARTED,
-        TEXT_DELTA,
-        RETRYING,
-        APPROVAL_REQUEST,
-        TOOL_STARTED,
-        TOOL_OUTPUT,
-        TOOL_RESULT,
-        TURN_ENDED,
-    ];
+    pub const TURN_NOTIFICATIONS: [&str; 8] =
+        [TURN_STARTED, TEXT_DELTA, RETRYING, APPROVAL_REQUEST, TOOL_STARTED, TOOL_OUTPUT, TOOL_RESULT, TURN_ENDED];
 }
 
 /// JSON-RPC error codes of Mino's own methods.

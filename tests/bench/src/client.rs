@@ -100,7 +100,8 @@ impl Server {
     /// Spawns the server with `home` as `MINO_HOME` and `base_url` as the model.
     pub fn spawn(home: &Path, base_url: &str) -> Result<Server> {
         // MINO_BENCH_WRAP="perf record -g -o FILE --" profiles the server.
-        let wrap: Vec<String> = std::env::var("MINO_BENCH_WRAP").unwrap_or_default().split_whitespace().map(String::from).collect();
+        let wrap: Vec<String> =
+            std::env::var("MINO_BENCH_WRAP").unwrap_or_default().split_whitespace().map(String::from).collect();
         let mut command = match wrap.split_first() {
             Some((program, args)) => {
                 let mut c = Command::new(program);
@@ -169,7 +170,10 @@ impl Server {
 
     /// `initialize` with these options; returns once it is answered.
     pub fn initialize(&mut self, options: Value) -> Result<Value> {
-        let id = self.request("initialize", json!({ "processId": null, "capabilities": {}, "initializationOptions": options }))?;
+        let id = self.request(
+            "initialize",
+            json!({ "processId": null, "capabilities": {}, "initializationOptions": options }),
+        )?;
         self.wait_response(id, Duration::from_secs(60))
     }
 

@@ -15,7 +15,8 @@ fn raw(v: serde_json::Value) -> Result<Box<RawValue>> {
 }
 
 fn prose(words: usize, salt: usize) -> String {
-    const WORDS: [&str; 12] = ["the", "list", "shopping", "milk", "file", "command", "approve", "result", "model", "turn", "eggs", "bread"];
+    const WORDS: [&str; 12] =
+        ["the", "list", "shopping", "milk", "file", "command", "approve", "result", "model", "turn", "eggs", "bread"];
     (0..words).map(|i| WORDS[(i * 7 + salt) % WORDS.len()]).collect::<Vec<_>>().join(" ")
 }
 
@@ -52,12 +53,22 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
             RecordBody::Response {
                 turn_id: turn_id.clone(),
                 items: vec![
-                    raw(json!({"id": format!("rs_{turn}"), "type": "reasoning", "summary": [], "encrypted_content": "gAAAA".repeat(60)}))?,
-                    raw(json!({"id": format!("msg_{turn}a"), "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": prose(60, turn + 1), "annotations": []}]}))?,
-                    raw(json!({"id": format!("fc_{turn}"), "type": "function_call", "status": "completed", "call_id": call_id, "name": "bash", "arguments": json!({"command": command}).to_string()}))?,
+                    raw(
+                        json!({"id": format!("rs_{turn}"), "type": "reasoning", "summary": [], "encrypted_content": "gAAAA".repeat(60)}),
+                    )?,
+                    raw(
+                        json!({"id": format!("msg_{turn}a"), "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": prose(60, turn + 1), "annotations": []}]}),
+                    )?,
+                    raw(
+                        json!({"id": format!("fc_{turn}"), "type": "function_call", "status": "completed", "call_id": call_id, "name": "bash", "arguments": json!({"command": command}).to_string()}),
+                    )?,
                 ],
             },
-            RecordBody::Approval { turn_id: turn_id.clone(), call_id: call_id.clone(), decision: ApprovalDecision::Approved },
+            RecordBody::Approval {
+                turn_id: turn_id.clone(),
+                call_id: call_id.clone(),
+                decision: ApprovalDecision::Approved,
+            },
             RecordBody::ToolStart { turn_id: turn_id.clone(), call_id: call_id.clone(), command, cwd: "/work".into() },
             RecordBody::ToolResult {
                 turn_id: turn_id.clone(),
@@ -69,7 +80,9 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
             },
             RecordBody::Response {
                 turn_id: turn_id.clone(),
-                items: vec![raw(json!({"id": format!("msg_{turn}b"), "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": prose(120, turn + 2), "annotations": []}]}))?],
+                items: vec![raw(
+                    json!({"id": format!("msg_{turn}b"), "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": prose(120, turn + 2), "annotations": []}]}),
+                )?],
             },
             RecordBody::TurnEnd { turn_id, status: TurnStatus::Completed, reason: None },
         ];

@@ -28,7 +28,9 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("all") => run_all(args.iter().any(|a| a == "--quick"), None),
-        Some(part @ ("open" | "turn" | "relay" | "startup")) => run_all(args.iter().any(|a| a == "--quick"), Some(part)),
+        Some(part @ ("open" | "turn" | "relay" | "startup")) => {
+            run_all(args.iter().any(|a| a == "--quick"), Some(part))
+        }
         Some("measure") => open::measure(&args[1..]),
         Some("gen") => {
             let records: usize = args.get(1).context("gen RECORDS PATH")?.parse()?;
@@ -38,7 +40,9 @@ fn main() -> Result<()> {
             Ok(())
         }
         _ => {
-            eprintln!("usage: mino-bench all|open|turn|relay|startup [--quick] | gen RECORDS PATH | measure KIND PATH [REPS]");
+            eprintln!(
+                "usage: mino-bench all|open|turn|relay|startup [--quick] | gen RECORDS PATH | measure KIND PATH [REPS]"
+            );
             std::process::exit(2)
         }
     }
@@ -88,7 +92,11 @@ fn run_all(quick: bool, only: Option<&str>) -> Result<()> {
 fn machine_line() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "unknown cpu".into());
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     format!("{cpu}, {cores} cores")

@@ -47,7 +47,8 @@ fn relay_once(host: &MockHost, count: usize, delay_ms: u64) -> Result<DeltaLog> 
     server.notify("initialized", json!({}))?;
     let id = server.request(method::CHAT, json!({ "text": "Stream, please." }))?;
     server.wait_response(id, Duration::from_secs(30))?;
-    let ended = server.wait_for(Duration::from_secs(300), |m| m.get("method").and_then(Value::as_str) == Some(method::TURN_ENDED))?;
+    let ended = server
+        .wait_for(Duration::from_secs(300), |m| m.get("method").and_then(Value::as_str) == Some(method::TURN_ENDED))?;
     if ended["params"]["status"] != "completed" {
         bail!("the streaming turn ended {}", ended["params"]);
     }
@@ -173,7 +174,11 @@ pub fn run(quick: bool) -> Result<Vec<Goal>> {
         },
         Goal {
             name: format!("relay added latency p99 ({paced} deltas 1 ms apart, median of {runs} runs)"),
-            figure: format!("{p99:.3} ms (max {max:.3} ms; {:.2}% >= 1 ms; floor {f99:.3} ms, {:.2}% >= 1 ms)", share(over), share(f_over)),
+            figure: format!(
+                "{p99:.3} ms (max {max:.3} ms; {:.2}% >= 1 ms; floor {f99:.3} ms, {:.2}% >= 1 ms)",
+                share(over),
+                share(f_over)
+            ),
             goal: format!("< {P99_GOAL_MS} ms"),
             met: p99 < P99_GOAL_MS,
         },

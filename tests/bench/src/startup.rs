@@ -82,7 +82,12 @@ pub fn run(quick: bool) -> Result<Vec<Goal>> {
         },
         Goal {
             name: "start-up, 100k-record session".into(),
-            figure: format!("{:.1} ms ({:.2}x spawn + parse floor {:.1} ms)", ms(big), big / (floor + parse), ms(floor + parse)),
+            figure: format!(
+                "{:.1} ms ({:.2}x spawn + parse floor {:.1} ms)",
+                ms(big),
+                big / (floor + parse),
+                ms(floor + parse)
+            ),
             goal: "report".into(),
             met: true,
         },

@@ -91,7 +91,11 @@ fn model_config(mock: &MockModel) -> ModelConfig {
         base_url: mock.base_url(),
         api_key: Some("sk-bench".into()),
         model: "bench-model".into(),
-        retry: RetryPolicy { max_retries: 0, initial_backoff: Duration::from_millis(1), max_backoff: Duration::from_millis(1) },
+        retry: RetryPolicy {
+            max_retries: 0,
+            initial_backoff: Duration::from_millis(1),
+            max_backoff: Duration::from_millis(1),
+        },
         stall_timeout: Duration::from_secs(10),
         connect_timeout: Duration::from_secs(5),
     }
@@ -179,7 +183,8 @@ async fn run_async(quick: bool) -> Result<Vec<Goal>> {
     let mock = MockModel::start(Vec::new()).await?;
     let model = ModelClient::new(model_config(&mock)).map_err(|e| anyhow::anyhow!("{e}"))?;
     let bash = BashTool::new(cwd.clone(), Limits::default());
-    let (agent, mut events) = Agent::new(session, model.clone(), bash.clone(), INSTRUCTIONS.into(), TurnLimits::default());
+    let (agent, mut events) =
+        Agent::new(session, model.clone(), bash.clone(), INSTRUCTIONS.into(), TurnLimits::default());
 
     for i in 0..warmup {
         one_turn(&agent, &mock, &mut events, &stats, i).await?;
@@ -200,7 +205,8 @@ async fn run_async(quick: bool) -> Result<Vec<Goal>> {
         let mut model_floor = 0.0;
         for (n, request) in sent.iter().enumerate() {
             let is_call = n == 0;
-            let reply = || if is_call { Reply::call("call_x", "true") } else { Reply::text("Done: it printed nothing.") };
+            let reply =
+                || if is_call { Reply::call("call_x", "true") } else { Reply::text("Done: it printed nothing.") };
             let body = serde_json::to_vec(&request.body)?;
             mock.push(reply());
             let t = Instant::now();
@@ -219,15 +225,26 @@ async fn run_async(quick: bool) -> Result<Vec<Goal>> {
                 bail!("bare POST did not read a whole stream");
             }
             model_floor += secs;
-            if is_call { floor_call.push(secs) } else { floor_text.push(secs) }
+            if is_call {
+                floor_call.push(secs)
+            } else {
+                floor_text.push(secs)
+            }
 
             let input: Vec<Value> = request.body["input"].as_array().cloned().unwrap_or_default();
             mock.push(reply());
             let request = ModelRequest { instructions: INSTRUCTIONS, input: &input };
             let t = Instant::now();
-            model.respond(&request, &mut |_| {}, &CancellationToken::new()).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            model
+                .respond(&request, &mut |_| {}, &CancellationToken::new())
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             let secs = t.elapsed().as_secs_f64();
-            if is_call { respond_call.push(secs) } else { respond_text.push(secs) }
+            if is_call {
+                respond_call.push(secs)
+            } else {
+                respond_text.push(secs)
+            }
         }
 
         // Command floor: a bare spawn of `bash -c true` (output piped, as Mino does).
@@ -306,19 +323,36 @@ async fn run_async(quick: bool) -> Result<Vec<Goal>> {
     Ok(vec![
         Goal {
             name: "syncs per turn with 1 call (docs/journal.md: 2 + 2 per call)".into(),
-            figure: format!("{} (every turn)", if syncs_ok { EXPECTED_SYNCS.to_string() } else { format!("{syncs_per_turn:?}") }),
+            figure: format!(
+                "{} (every turn)",
+                if syncs_ok { EXPECTED_SYNCS.to_string() } else { format!("{syncs_per_turn:?}") }
+            ),
             goal: format!("= {EXPECTED_SYNCS}"),
             met: syncs_ok,
         },
         Goal {
             name: "turn: sync time vs bare sync_data loop".into(),
-            figure: format!("{:.2}x ({:.3} ms vs {:.3} ms per sync; {:.2} ms of {:.2} ms per turn)", per_sync / bare_per_sync, ms(per_sync), ms(bare_per_sync), ms(syncs), ms(total)),
+            figure: format!(
+                "{:.2}x ({:.3} ms vs {:.3} ms per sync; {:.2} ms of {:.2} ms per turn)",
+                per_sync / bare_per_sync,
+                ms(per_sync),
+                ms(bare_per_sync),
+                ms(syncs),
+                ms(total)
+            ),
             goal: "report".into(),
             met: true,
         },
         Goal {
             name: "turn: Mino's own non-sync time per step (journal I/O, model and command floors taken out)".into(),
-            figure: format!("{:.3} ms ({:.2} ms per turn of 3 steps; turn {:.2} ms, of which syncs {:.2}, writes {:.3})", ms(own_step), ms(own), ms(total), ms(syncs), ms(writes)),
+            figure: format!(
+                "{:.3} ms ({:.2} ms per turn of 3 steps; turn {:.2} ms, of which syncs {:.2}, writes {:.3})",
+                ms(own_step),
+                ms(own),
+                ms(total),
+                ms(syncs),
+                ms(writes)
+            ),
             goal: "< 1 ms".into(),
             met: own_step < 1e-3,
         },

@@ -123,10 +123,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The workspace root (two levels above this crate).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("workspace root")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
 }
 
 fn newest_source(dir: &Path) -> std::time::SystemTime {
@@ -139,10 +136,7 @@ fn newest_source(dir: &Path) -> std::time::SystemTime {
         let time = if path.is_dir() {
             newest_source(&path)
         } else {
-            entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .unwrap_or(std::time::UNIX_EPOCH)
+            entry.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH)
         };
         newest = newest.max(time);
     }
@@ -158,10 +152,7 @@ pub fn server_bin() -> PathBuf {
         }
         let exe = std::env::current_exe().expect("current_exe");
         // target/<profile>/deps/<test> → target/<profile>/mino-server
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>");
+        let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
         let bin = profile_dir.join("mino-server");
         let root = workspace_root();
         let sources = ["server/mino-server", "server/core", "server/protocol"]
@@ -180,11 +171,7 @@ pub fn server_bin() -> PathBuf {
             let status = cmd.status().expect("running cargo build -p mino-server");
             assert!(status.success(), "cargo build -p mino-server failed");
         }
-        assert!(
-            bin.exists(),
-            "{} is missing: run `cargo build -p mino-server` or set MINO_SERVER_BIN",
-            bin.display()
-        );
+        assert!(bin.exists(), "{} is missing: run `cargo build -p mino-server` or set MINO_SERVER_BIN", bin.display());
         bin
     })
     .clone()
@@ -198,8 +185,7 @@ pub fn server_bin() -> PathBuf {
 pub fn failpoints_server_bin() -> Option<PathBuf> {
     static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();
     BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("MINO_SERVER_FAILPOINTS_BIN").filter(|v| !v.is_empty())
-        {
+        if let Some(bin) = std::env::var_os("MINO_SERVER_FAILPOINTS_BIN").filter(|v| !v.is_empty()) {
             return Some(PathBuf::from(bin));
         }
         if std::env::var("MINO_E2E_FAILPOINTS").ok().as_deref() != Some("1") {
@@ -211,32 +197,18 @@ pub fn failpoints_server_bin() -> Option<PathBuf> {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let status = std::process::Command::new(cargo)
             .current_dir(workspace_root())
-            .args([
-                "build",
-                "-p",
-                "mino-server",
-                "--features",
-                "failpoints",
-                "--target-dir",
-            ])
+            .args(["build", "-p", "mino-server", "--features", "failpoints", "--target-dir"])
             .arg(&target_dir)
             .status()
             .expect("running cargo build --features failpoints");
-        assert!(
-            status.success(),
-            "cargo build -p mino-server --features failpoints failed"
-        );
+        assert!(status.success(), "cargo build -p mino-server --features failpoints failed");
         Some(target_dir.join("debug").join("mino-server"))
     })
     .clone()
 }
 
 /// Reads `Content-Length` frames from the server's stdout into the inbox.
-async fn read_loop(
-    mut stdout: tokio::process::ChildStdout,
-    inbox: Arc<Mutex<Inbox>>,
-    arrived: Arc<Notify>,
-) {
+async fn read_loop(mut stdout: tokio::process::ChildStdout, inbox: Arc<Mutex<Inbox>>, arrived: Arc<Notify>) {
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 8192];
     'outer: loop {
@@ -247,19 +219,13 @@ async fn read_loop(
                 .lines()
                 .find_map(|l| l.strip_prefix("Content-Length:"))
                 .and_then(|v| v.trim().parse().ok())
-                .unwrap_or_else(|| {
-                    panic!("server wrote a frame without Content-Length: {header:?}")
-                });
+                .unwrap_or_else(|| panic!("server wrote a frame without Content-Length: {header:?}"));
             if buf.len() < end + 4 + length {
                 break;
             }
             let body: Vec<u8> = buf.drain(..end + 4 + length).skip(end + 4).collect();
-            let message: Value = serde_json::from_slice(&body).unwrap_or_else(|e| {
-                panic!(
-                    "server wrote invalid JSON ({e}): {}",
-                    String::from_utf8_lossy(&body)
-                )
-            });
+            let message: Value = serde_json::from_slice(&body)
+                .unwrap_or_else(|e| panic!("server wrote invalid JSON ({e}): {}", String::from_utf8_lossy(&body)));
             let mut inbox = lock(&inbox);
             if let Some(method) = message.get("method").and_then(Value::as_str) {
                 let n = Notification {
@@ -269,10 +235,7 @@ async fn read_loop(
                 inbox.log.push(n.clone());
                 inbox.queue.push_back(n);
             } else {
-                let sender = message
-                    .get("id")
-                    .and_then(Value::as_i64)
-                    .and_then(|id| inbox.pending.remove(&id));
+                let sender = message.get("id").and_then(Value::as_i64).and_then(|id| inbox.pending.remove(&id));
                 match sender {
                     Some(sender) => {
                         let _ = sender.send(message);
@@ -298,11 +261,7 @@ async fn read_loop(
 impl Server {
     /// Spawns a server on a fresh `MINO_HOME`, talking to `mock`.
     pub async fn spawn(mock: &MockModel) -> Server {
-        Server::spawn_with(Spawn {
-            base_url: Some(mock.base_url()),
-            ..Default::default()
-        })
-        .await
+        Server::spawn_with(Spawn { base_url: Some(mock.base_url()), ..Default::default() }).await
     }
 
     /// Spawns a server on `home` (to reopen a session), talking to `mock`.
@@ -329,17 +288,9 @@ impl Server {
         let mut cmd = tokio::process::Command::new(options.bin.unwrap_or_else(server_bin));
         cmd.env("MINO_HOME", &home)
             .env("OPENAI_API_KEY", API_KEY)
-            .env(
-                "OPENAI_BASE_URL",
-                options
-                    .base_url
-                    .unwrap_or_else(|| "http://127.0.0.1:9/v1".into()),
-            )
+            .env("OPENAI_BASE_URL", options.base_url.unwrap_or_else(|| "http://127.0.0.1:9/v1".into()))
             .env("MINO_MODEL", "mock-model")
-            .env(
-                "RUST_LOG",
-                options.rust_log.unwrap_or_else(|| "info".into()),
-            )
+            .env("RUST_LOG", options.rust_log.unwrap_or_else(|| "info".into()))
             .env_remove("FAILPOINTS")
             .envs(options.failpoints.map(|f| ("FAILPOINTS", f)))
             .stdin(Stdio::piped())
@@ -355,16 +306,7 @@ impl Server {
         let inbox = Arc::new(Mutex::new(Inbox::default()));
         let arrived = Arc::new(Notify::new());
         tokio::spawn(read_loop(stdout, inbox.clone(), arrived.clone()));
-        Server {
-            child,
-            stdin,
-            inbox,
-            arrived,
-            next_id: 0,
-            home,
-            stderr_path,
-            _tempdir: tempdir,
-        }
+        Server { child, stdin, inbox, arrived, next_id: 0, home, stderr_path, _tempdir: tempdir }
     }
 
     /// `MINO_HOME` of this server.
@@ -413,17 +355,9 @@ impl Server {
         let method = message.get("method").cloned().unwrap_or(Value::Null);
         let response = tokio::time::timeout(TIMEOUT, rx)
             .await
+            .unwrap_or_else(|_| panic!("no answer to {method} within {TIMEOUT:?}; stderr:\n{}", self.stderr()))
             .unwrap_or_else(|_| {
-                panic!(
-                    "no answer to {method} within {TIMEOUT:?}; stderr:\n{}",
-                    self.stderr()
-                )
-            })
-            .unwrap_or_else(|_| {
-                panic!(
-                    "the server closed its output before answering {method}; stderr:\n{}",
-                    self.stderr()
-                )
+                panic!("the server closed its output before answering {method}; stderr:\n{}", self.stderr())
             });
         into_result(response)
     }
@@ -459,10 +393,7 @@ impl Server {
 
     /// `initialize` with these options, then `initialized`. Returns the
     /// result, or the error that refused it (then `initialized` is not sent).
-    pub async fn initialize(
-        &mut self,
-        options: &wire::InitializationOptions,
-    ) -> Result<Value, RpcError> {
+    pub async fn initialize(&mut self, options: &wire::InitializationOptions) -> Result<Value, RpcError> {
         let params = json!({
             "processId": null,
             "capabilities": {},
@@ -487,34 +418,22 @@ impl Server {
             let i = queue.iter().position(|n| n.method == method)?;
             queue.remove(i)
         });
-        found.await.unwrap_or_else(|| {
-            panic!(
-                "no {method} notification within {timeout:?}; stderr:\n{}",
-                self.stderr()
-            )
-        })
+        found.await.unwrap_or_else(|| panic!("no {method} notification within {timeout:?}; stderr:\n{}", self.stderr()))
     }
 
     /// Takes every queued notification up to and including the
     /// `mino/turnEnded` of `turn_id`.
-    pub async fn turn_notifications(
-        &mut self,
-        turn_id: &str,
-        timeout: Duration,
-    ) -> Vec<Notification> {
+    pub async fn turn_notifications(&mut self, turn_id: &str, timeout: Duration) -> Vec<Notification> {
         let turn = turn_id.to_string();
         let found = self.wait_for(timeout, move |queue| {
-            let end = queue.iter().position(|n| {
-                n.method == wire::method::TURN_ENDED && n.turn_id() == Some(turn.as_str())
-            })?;
+            let end = queue
+                .iter()
+                .position(|n| n.method == wire::method::TURN_ENDED && n.turn_id() == Some(turn.as_str()))?;
             Some(queue.drain(..=end).collect::<Vec<_>>())
         });
-        found.await.unwrap_or_else(|| {
-            panic!(
-                "turn {turn_id} did not end within {timeout:?}; stderr:\n{}",
-                self.stderr()
-            )
-        })
+        found
+            .await
+            .unwrap_or_else(|| panic!("turn {turn_id} did not end within {timeout:?}; stderr:\n{}", self.stderr()))
     }
 
     /// Waits for the next response that answered no request of ours (the
@@ -539,10 +458,7 @@ impl Server {
         };
         match tokio::time::timeout(timeout, wait).await {
             Ok(Some(response)) => response,
-            _ => panic!(
-                "no id-less response within {timeout:?}; stderr:\n{}",
-                self.stderr()
-            ),
+            _ => panic!("no id-less response within {timeout:?}; stderr:\n{}", self.stderr()),
         }
     }
 
@@ -597,10 +513,7 @@ impl Server {
         match tokio::time::timeout(timeout, self.child.wait()).await {
             Ok(Ok(status)) => status,
             Ok(Err(e)) => panic!("waiting for mino-server: {e}"),
-            Err(_) => panic!(
-                "mino-server did not exit within {timeout:?}; stderr:\n{}",
-                self.stderr()
-            ),
+            Err(_) => panic!("mino-server did not exit within {timeout:?}; stderr:\n{}", self.stderr()),
         }
     }
 }
@@ -608,15 +521,8 @@ impl Server {
 fn into_result(response: Value) -> Result<Value, RpcError> {
     if let Some(error) = response.get("error") {
         return Err(RpcError {
-            code: error
-                .get("code")
-                .and_then(Value::as_i64)
-                .unwrap_or_default(),
-            message: error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
+            code: error.get("code").and_then(Value::as_i64).unwrap_or_default(),
+            message: error.get("message").and_then(Value::as_str).unwrap_or_default().to_string(),
             data: error.get("data").cloned(),
         });
     }
@@ -626,22 +532,14 @@ fn into_result(response: Value) -> Result<Value, RpcError> {
 fn unique() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    format!("{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The session files under `home`.
 pub fn session_files(home: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(home.join("sessions"))
         .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-                .collect()
+            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect()
         })
         .unwrap_or_default();
     files.sort();
@@ -653,19 +551,13 @@ pub fn journal_records(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .lines()
-        .map(|line| {
-            serde_json::from_str(line)
-                .unwrap_or_else(|e| panic!("journal line is not JSON ({e}): {line}"))
-        })
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("journal line is not JSON ({e}): {line}")))
         .collect()
 }
 
 /// How many records of `kind` the journal holds.
 pub fn count_kind(path: &Path, kind: &str) -> usize {
-    journal_records(path)
-        .iter()
-        .filter(|r| r["kind"] == kind)
-        .count()
+    journal_records(path).iter().filter(|r| r["kind"] == kind).count()
 }
 
 /// A compact view of a model request's `input` items, for order assertions:
@@ -680,11 +572,9 @@ pub fn input_summary(body: &Value) -> Vec<String> {
         .map(|item| {
             let text = |item: &Value| match item.get("content") {
                 Some(Value::String(s)) => s.clone(),
-                Some(Value::Array(parts)) => parts
-                    .iter()
-                    .filter_map(|p| p.get("text").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join(""),
+                Some(Value::Array(parts)) => {
+                    parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("")
+                }
                 _ => String::new(),
             };
             match item.get("type").and_then(Value::as_str) {
@@ -692,10 +582,8 @@ pub fn input_summary(body: &Value) -> Vec<String> {
                     format!("function_call {}", item["call_id"].as_str().unwrap_or("?"))
                 }
                 Some("function_call_output") => {
-                    let output: Value = item["output"]
-                        .as_str()
-                        .and_then(|s| serde_json::from_str(s).ok())
-                        .unwrap_or(Value::Null);
+                    let output: Value =
+                        item["output"].as_str().and_then(|s| serde_json::from_str(s).ok()).unwrap_or(Value::Null);
                     format!(
                         "function_call_output {} {}",
                         item["call_id"].as_str().unwrap_or("?"),
@@ -718,8 +606,5 @@ pub fn work_dir(home: &Path) -> PathBuf {
 
 /// Options that open (or create) the most recent session with commands in `cwd`.
 pub fn options_in(cwd: &Path) -> wire::InitializationOptions {
-    wire::InitializationOptions {
-        cwd: Some(cwd.display().to_string()),
-        ..Default::default()
-    }
+    wire::InitializationOptions { cwd: Some(cwd.display().to_string()), ..Default::default() }
 }

@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use mino_e2e::{
-    failpoints_server_bin, input_summary, options_in, session_files, wire, work_dir, MockModel,
-    Reply, Server, Spawn, TIMEOUT,
+    failpoints_server_bin, input_summary, options_in, session_files, wire, work_dir, MockModel, Reply, Server, Spawn,
+    TIMEOUT,
 };
 use mino_mock_model::ScriptedCall;
 use serde_json::{json, Value};
@@ -84,31 +84,13 @@ impl Scenario {
         let words = |s: &str| mino_mock_model::split_words(s);
         match self {
             Scenario::Approve => vec![
-                Reply::Calls {
-                    text: words("Sure, appending now."),
-                    calls: vec![call("call_1")],
-                    delay_ms,
-                },
-                Reply::Text {
-                    deltas: words("Done: appended once."),
-                    delay_ms,
-                },
+                Reply::Calls { text: words("Sure, appending now."), calls: vec![call("call_1")], delay_ms },
+                Reply::Text { deltas: words("Done: appended once."), delay_ms },
             ],
             Scenario::TwoRounds => vec![
-                Reply::Calls {
-                    text: words("Two things."),
-                    calls: vec![call("call_1"), call("call_2")],
-                    delay_ms,
-                },
-                Reply::Calls {
-                    text: words("One more."),
-                    calls: vec![call("call_3")],
-                    delay_ms,
-                },
-                Reply::Text {
-                    deltas: words("All done."),
-                    delay_ms,
-                },
+                Reply::Calls { text: words("Two things."), calls: vec![call("call_1"), call("call_2")], delay_ms },
+                Reply::Calls { text: words("One more."), calls: vec![call("call_3")], delay_ms },
+                Reply::Text { deltas: words("All done."), delay_ms },
             ],
         }
     }
@@ -124,9 +106,7 @@ impl Scenario {
 fn counting_command(home: &Path, call_id: &str, marker: &str, sleep: &str) -> String {
     let sessions = home.join("sessions");
     let work = home.join("work");
-    let approval = format!(
-        r#""kind":"approval","turn_id":"[^"]*","call_id":"{call_id}","decision":"approved""#
-    );
+    let approval = format!(r#""kind":"approval","turn_id":"[^"]*","call_id":"{call_id}","decision":"approved""#);
     let start = format!(r#""kind":"tool_start","turn_id":"[^"]*","call_id":"{call_id}""#);
     format!(
         "if grep -qs '{approval}' {s}/*.jsonl && grep -qs '{start}' {s}/*.jsonl; \
@@ -140,19 +120,11 @@ fn counting_command(home: &Path, call_id: &str, marker: &str, sleep: &str) -> St
 fn unique_marker(tag: &str) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "mino-crash-{}-{tag}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    format!("mino-crash-{}-{tag}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
 }
 
 fn pgrep(marker: &str) -> bool {
-    std::process::Command::new("pgrep")
-        .args(["-f", marker])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
+    std::process::Command::new("pgrep").args(["-f", marker]).output().map(|o| o.status.success()).unwrap_or(false)
 }
 
 /// Waits (bounded) until no command of this run is alive: a command orphaned
@@ -197,10 +169,8 @@ struct KillAt {
 async fn drive(server: &mut Server, scenario: Scenario, kill: Option<KillAt>) -> Life {
     let pid = server.pid().expect("pid");
     server
-        .send_message(
-            &json!({"jsonrpc": "2.0", "id": 5000, "method": wire::method::CHAT,
-            "params": {"text": "Append to the count file."}}),
-        )
+        .send_message(&json!({"jsonrpc": "2.0", "id": 5000, "method": wire::method::CHAT,
+            "params": {"text": "Append to the count file."}}))
         .await;
     let started = Instant::now();
     let mut armed: Option<Instant> = None;
@@ -211,17 +181,11 @@ async fn drive(server: &mut Server, scenario: Scenario, kill: Option<KillAt>) ->
         for n in &log[seen..] {
             if n.method == wire::method::APPROVAL_REQUEST {
                 let call_id = n.params["callId"].as_str().expect("callId").to_string();
-                let decision = if scenario.approves(&call_id) {
-                    "approve"
-                } else {
-                    "deny"
-                };
+                let decision = if scenario.approves(&call_id) { "approve" } else { "deny" };
                 id += 1;
                 server
-                    .send_message(
-                        &json!({"jsonrpc": "2.0", "id": id, "method": wire::method::APPROVAL,
-                        "params": {"callId": call_id, "decision": decision}}),
-                    )
+                    .send_message(&json!({"jsonrpc": "2.0", "id": id, "method": wire::method::APPROVAL,
+                        "params": {"callId": call_id, "decision": decision}}))
                     .await;
             } else if n.method == wire::method::TURN_ENDED {
                 return Life::Ended;
@@ -229,10 +193,7 @@ async fn drive(server: &mut Server, scenario: Scenario, kill: Option<KillAt>) ->
         }
         seen = log.len();
         if let Some(kill) = kill {
-            let turn_notes = log
-                .iter()
-                .filter(|n| n.method != wire::method::RECOVERY)
-                .count();
+            let turn_notes = log.iter().filter(|n| n.method != wire::method::RECOVERY).count();
             if armed.is_none() && turn_notes >= kill.notifications {
                 armed = Some(Instant::now());
             }
@@ -245,11 +206,7 @@ async fn drive(server: &mut Server, scenario: Scenario, kill: Option<KillAt>) ->
             let _ = server.wait(TIMEOUT).await;
             return Life::Crashed;
         }
-        assert!(
-            started.elapsed() < TIMEOUT * 2,
-            "the turn neither ended nor crashed; stderr:\n{}",
-            server.stderr()
-        );
+        assert!(started.elapsed() < TIMEOUT * 2, "the turn neither ended nor crashed; stderr:\n{}", server.stderr());
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -297,11 +254,7 @@ fn turns_of(records: &[Value]) -> Vec<TurnModel> {
         let kind = r["kind"].as_str().unwrap_or_default();
         let turn_id = s(r, "turn_id");
         if kind == "user" {
-            turns.push(TurnModel {
-                id: turn_id,
-                input: s(r, "text"),
-                ..Default::default()
-            });
+            turns.push(TurnModel { id: turn_id, input: s(r, "text"), ..Default::default() });
             continue;
         }
         let Some(turn) = turns.iter_mut().find(|t| t.id == turn_id) else {
@@ -334,14 +287,9 @@ fn turns_of(records: &[Value]) -> Vec<TurnModel> {
                 }
                 turn.responses.push((summary, calls));
             }
-            "approval" => {
-                turn.calls.entry(s(r, "call_id")).or_default().approved =
-                    r["decision"] == "approved"
-            }
+            "approval" => turn.calls.entry(s(r, "call_id")).or_default().approved = r["decision"] == "approved",
             "tool_start" => turn.calls.entry(s(r, "call_id")).or_default().started = true,
-            "tool_result" => {
-                turn.calls.entry(s(r, "call_id")).or_default().result = Some(s(r, "status"))
-            }
+            "tool_result" => turn.calls.entry(s(r, "call_id")).or_default().result = Some(s(r, "status")),
             "turn_end" => turn.end = Some(s(r, "status")),
             "recovery_ack" => turn.acked = true,
             _ => {}
@@ -357,14 +305,7 @@ fn recover(mut turns: Vec<TurnModel>) -> (Vec<TurnModel>, Option<usize>) {
         if last.end.is_none() {
             for call in last.calls.values_mut() {
                 if call.result.is_none() {
-                    call.result = Some(
-                        if call.started {
-                            "unknown"
-                        } else {
-                            "not_executed"
-                        }
-                        .into(),
-                    );
+                    call.result = Some(if call.started { "unknown" } else { "not_executed" }.into());
                 }
             }
             last.end = Some("interrupted".into());
@@ -377,12 +318,7 @@ fn recover(mut turns: Vec<TurnModel>) -> (Vec<TurnModel>, Option<usize>) {
 fn unacknowledged(turns: &[TurnModel]) -> Vec<String> {
     turns
         .iter()
-        .filter(|t| {
-            !t.acked
-                && t.calls
-                    .values()
-                    .any(|c| c.result.as_deref() == Some("unknown"))
-        })
+        .filter(|t| !t.acked && t.calls.values().any(|c| c.result.as_deref() == Some("unknown")))
         .map(|t| t.id.clone())
         .collect()
 }
@@ -431,12 +367,8 @@ struct Verdict {
 /// `unknown` ran iff the point is after the spawn.
 fn ran_at_point(point: &str) -> Option<bool> {
     match point {
-        "journal::after_tool_start_append"
-        | "journal::after_tool_start_sync"
-        | "agent::before_spawn" => Some(false),
-        "agent::after_spawn"
-        | "agent::before_tool_result"
-        | "journal::after_tool_result_append" => Some(true),
+        "journal::after_tool_start_append" | "journal::after_tool_start_sync" | "agent::before_spawn" => Some(false),
+        "agent::after_spawn" | "agent::before_tool_result" | "journal::after_tool_result_append" => Some(true),
         _ => None,
     }
 }
@@ -444,12 +376,7 @@ fn ran_at_point(point: &str) -> Option<bool> {
 /// After a crash: the checks that need no server (commands, counts), then a
 /// reopen with a clean server, acknowledgement as required, one more turn,
 /// and a third open. `point` is the failpoint that fired, if any.
-async fn check_after_crash(
-    home: &Path,
-    marker: &str,
-    point: Option<&str>,
-    bin: Option<PathBuf>,
-) -> Verdict {
+async fn check_after_crash(home: &Path, marker: &str, point: Option<&str>, bin: Option<PathBuf>) -> Verdict {
     let mut v = Vec::new();
     wait_commands_gone(marker).await;
     let journal = session_files(home).pop().expect("a session file");
@@ -461,9 +388,7 @@ async fn check_after_crash(
     let counts = count_lines(&work.join("count.txt"));
     let violations_file = std::fs::read_to_string(work.join("violations.txt")).unwrap_or_default();
     if !violations_file.is_empty() {
-        v.push(format!(
-            "a command ran without its approval and tool_start on file: {violations_file:?}"
-        ));
+        v.push(format!("a command ran without its approval and tool_start on file: {violations_file:?}"));
     }
     for (call_id, n) in &counts {
         let call = crashed.calls.get(call_id);
@@ -471,20 +396,14 @@ async fn check_after_crash(
             v.push(format!("{call_id} ran {n} times"));
         }
         if !call.is_some_and(|c| c.approved && c.started) {
-            v.push(format!(
-                "{call_id} ran without a synced approval and tool_start"
-            ));
+            v.push(format!("{call_id} ran without a synced approval and tool_start"));
         }
     }
     for (call_id, call) in &crashed.calls {
         let ran = counts.get(call_id).copied().unwrap_or(0);
         match call.result.as_deref() {
-            Some("success") if ran != 1 => {
-                v.push(format!("{call_id}: success on file but ran {ran} times"))
-            }
-            Some("refused" | "not_executed") if ran != 0 => {
-                v.push(format!("{call_id}: {:?} but ran", call.result))
-            }
+            Some("success") if ran != 1 => v.push(format!("{call_id}: success on file but ran {ran} times")),
+            Some("refused" | "not_executed") if ran != 0 => v.push(format!("{call_id}: {:?} but ran", call.result)),
             Some("unknown") => {
                 if let Some(expected) = point.and_then(ran_at_point) {
                     if (ran == 1) != expected {
@@ -498,9 +417,7 @@ async fn check_after_crash(
     let expected_ack = unacknowledged(&expected_turns);
 
     // Reopen.
-    let mock = MockModel::start(vec![Reply::text("It may have run; nothing was retried.")])
-        .await
-        .expect("mock");
+    let mock = MockModel::start(vec![Reply::text("It may have run; nothing was retried.")]).await.expect("mock");
     let cwd = work_dir(home);
     let mut server = Server::spawn_with(Spawn {
         home: Some(home.to_path_buf()),
@@ -510,10 +427,7 @@ async fn check_after_crash(
     })
     .await;
     server.initialize(&options_in(&cwd)).await.expect("reopen");
-    let recovery: wire::RecoveryNotification = server
-        .next_notification(wire::method::RECOVERY, TIMEOUT)
-        .await
-        .parse();
+    let recovery: wire::RecoveryNotification = server.next_notification(wire::method::RECOVERY, TIMEOUT).await.parse();
     let after_open = std::fs::read(&journal).expect("journal");
     if !after_open.starts_with(&before) {
         v.push("the reopen changed or lost bytes that were on file".into());
@@ -541,26 +455,14 @@ async fn check_after_crash(
                         let status = serde_json::to_value(call.result.status).unwrap_or_default();
                         let want = turn.calls.get(&call.call_id).and_then(|c| c.result.clone());
                         if status.as_str() != want.as_deref() {
-                            v.push(format!(
-                                "{}: recovered {status}, Table 04-1 says {want:?}",
-                                call.call_id
-                            ));
+                            v.push(format!("{}: recovered {status}, Table 04-1 says {want:?}", call.call_id));
                         }
-                        if call.result.status == wire::ToolStatus::Unknown
-                            && call.result.output != UNKNOWN_OUTPUT
-                        {
-                            v.push(format!(
-                                "{}: unknown output is {:?}",
-                                call.call_id, call.result.output
-                            ));
+                        if call.result.status == wire::ToolStatus::Unknown && call.result.output != UNKNOWN_OUTPUT {
+                            v.push(format!("{}: unknown output is {:?}", call.call_id, call.result.output));
                         }
                     }
                     if got.calls.len() != turn.calls.len() {
-                        v.push(format!(
-                            "{} calls recovered, {} on file",
-                            got.calls.len(),
-                            turn.calls.len()
-                        ));
+                        v.push(format!("{} calls recovered, {} on file", got.calls.len(), turn.calls.len()));
                     }
                 }
             }
@@ -576,8 +478,7 @@ async fn check_after_crash(
             summary.push_str(crashed.end.as_deref().unwrap_or("no turn"));
         }
     }
-    if recovery.acknowledgement_required == expected_ack.is_empty()
-        || recovery.unacknowledged_turn_ids != expected_ack
+    if recovery.acknowledgement_required == expected_ack.is_empty() || recovery.unacknowledged_turn_ids != expected_ack
     {
         v.push(format!(
             "acknowledgement: server says {:?}, model says {expected_ack:?}",
@@ -586,9 +487,7 @@ async fn check_after_crash(
     }
 
     // Continue: the gate, then one turn, whose request must replay the records.
-    let chat = server
-        .request(wire::method::CHAT, json!({"text": CONTINUATION}))
-        .await;
+    let chat = server.request(wire::method::CHAT, json!({"text": CONTINUATION})).await;
     let chat = if expected_ack.is_empty() {
         chat
     } else {
@@ -597,16 +496,11 @@ async fn check_after_crash(
             Err(e) if e.code == wire::error_code::ACKNOWLEDGEMENT_REQUIRED => {}
             other => v.push(format!("chat before acknowledgement answered {other:?}")),
         }
-        let ack = server
-            .request(wire::method::ACKNOWLEDGE, Value::Null)
-            .await
-            .expect("acknowledge");
+        let ack = server.request(wire::method::ACKNOWLEDGE, Value::Null).await.expect("acknowledge");
         if ack["acknowledged"] != json!(expected_ack) {
             v.push(format!("acknowledged {ack}, expected {expected_ack:?}"));
         }
-        server
-            .request(wire::method::CHAT, json!({"text": CONTINUATION}))
-            .await
+        server.request(wire::method::CHAT, json!({"text": CONTINUATION})).await
     };
     match chat {
         Ok(result) => {
@@ -614,10 +508,7 @@ async fn check_after_crash(
             let notes = server.turn_notifications(&turn_id, TIMEOUT).await;
             let end: wire::TurnEnded = notes.last().expect("end").parse();
             if end.status != wire::TurnStatus::Completed {
-                v.push(format!(
-                    "the next turn ended {:?}: {:?}",
-                    end.status, end.reason
-                ));
+                v.push(format!("the next turn ended {:?}: {:?}", end.status, end.reason));
             }
             let requests = mock.requests();
             match requests.first() {
@@ -631,8 +522,7 @@ async fn check_after_crash(
                     for item in request.body["input"].as_array().into_iter().flatten() {
                         if item["type"] == "function_call_output" {
                             let output: Value =
-                                serde_json::from_str(item["output"].as_str().unwrap_or(""))
-                                    .unwrap_or_default();
+                                serde_json::from_str(item["output"].as_str().unwrap_or("")).unwrap_or_default();
                             if output["status"] == "unknown" && output["output"] != UNKNOWN_OUTPUT {
                                 v.push(format!("unknown replayed with {output}"));
                             }
@@ -660,28 +550,16 @@ async fn check_after_crash(
         ..Default::default()
     })
     .await;
-    third
-        .initialize(&options_in(&cwd))
-        .await
-        .expect("third open");
-    let again: wire::RecoveryNotification = third
-        .next_notification(wire::method::RECOVERY, TIMEOUT)
-        .await
-        .parse();
+    third.initialize(&options_in(&cwd)).await.expect("third open");
+    let again: wire::RecoveryNotification = third.next_notification(wire::method::RECOVERY, TIMEOUT).await.parse();
     if again.acknowledgement_required
-        || again
-            .turns
-            .iter()
-            .any(|t| !recovery.turns.iter().any(|r| r.turn_id == t.turn_id))
+        || again.turns.iter().any(|t| !recovery.turns.iter().any(|r| r.turn_id == t.turn_id))
     {
         v.push(format!("the third open recovered again: {again:?}"));
     }
     third.close_stdin();
     let _ = third.wait(TIMEOUT).await;
-    Verdict {
-        summary,
-        violations: v,
-    }
+    Verdict { summary, violations: v }
 }
 
 /// One run of `scenario` with `FAILPOINTS=<spec>` on `bin`; `None` when the
@@ -690,14 +568,8 @@ async fn failpoint_run(bin: &Path, scenario: Scenario, point: &str, hit: u32) ->
     let home = tempfile::tempdir().expect("home");
     let cwd = work_dir(home.path());
     let marker = unique_marker("fp");
-    let mock = MockModel::start(scenario.replies(home.path(), &marker, 0, ""))
-        .await
-        .expect("mock");
-    let spec = if hit <= 1 {
-        format!("{point}=panic")
-    } else {
-        format!("{point}={}*off->panic", hit - 1)
-    };
+    let mock = MockModel::start(scenario.replies(home.path(), &marker, 0, "")).await.expect("mock");
+    let spec = if hit <= 1 { format!("{point}=panic") } else { format!("{point}={}*off->panic", hit - 1) };
     let mut server = Server::spawn_with(Spawn {
         home: Some(home.path().to_path_buf()),
         base_url: Some(mock.base_url()),
@@ -706,28 +578,20 @@ async fn failpoint_run(bin: &Path, scenario: Scenario, point: &str, hit: u32) ->
         ..Default::default()
     })
     .await;
-    server
-        .initialize(&options_in(&cwd))
-        .await
-        .expect("initialize");
+    server.initialize(&options_in(&cwd)).await.expect("initialize");
     let life = drive(&mut server, scenario, None).await;
     let mut verdict = match life {
         Life::Crashed => {
             let mut verdict = check_after_crash(home.path(), &marker, Some(point), None).await;
             if !server.stderr().contains(point) {
-                verdict
-                    .violations
-                    .push(format!("the server died, but not at {point}"));
+                verdict.violations.push(format!("the server died, but not at {point}"));
             }
             verdict
         }
         _ => {
             server.close_stdin();
             let _ = server.wait(TIMEOUT).await;
-            Verdict {
-                summary: "not reached".into(),
-                violations: Vec::new(),
-            }
+            Verdict { summary: "not reached".into(), violations: Vec::new() }
         }
     };
     for violation in &mut verdict.violations {
@@ -744,9 +608,7 @@ async fn reopen_run(bin: &Path, point: &str, hit: u32) -> (Life, Verdict) {
     let cwd = work_dir(home.path());
     let marker = unique_marker("reopen");
     let scenario = Scenario::Approve;
-    let mock = MockModel::start(scenario.replies(home.path(), &marker, 0, ""))
-        .await
-        .expect("mock");
+    let mock = MockModel::start(scenario.replies(home.path(), &marker, 0, "")).await.expect("mock");
     let mut first = Server::spawn_with(Spawn {
         home: Some(home.path().to_path_buf()),
         base_url: Some(mock.base_url()),
@@ -755,18 +617,11 @@ async fn reopen_run(bin: &Path, point: &str, hit: u32) -> (Life, Verdict) {
         ..Default::default()
     })
     .await;
-    first
-        .initialize(&options_in(&cwd))
-        .await
-        .expect("initialize");
+    first.initialize(&options_in(&cwd)).await.expect("initialize");
     assert_eq!(drive(&mut first, scenario, None).await, Life::Crashed);
     wait_commands_gone(&marker).await;
 
-    let spec = if hit <= 1 {
-        format!("{point}=panic")
-    } else {
-        format!("{point}={}*off->panic", hit - 1)
-    };
+    let spec = if hit <= 1 { format!("{point}=panic") } else { format!("{point}={}*off->panic", hit - 1) };
     let mut second = Server::spawn_with(Spawn {
         home: Some(home.path().to_path_buf()),
         base_url: Some(mock.base_url()),
@@ -777,29 +632,19 @@ async fn reopen_run(bin: &Path, point: &str, hit: u32) -> (Life, Verdict) {
     .await;
     let init = json!({"processId": null, "capabilities": {},
         "initializationOptions": {"cwd": cwd.display().to_string()}});
-    second
-        .send_message(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
-        .await;
+    second.send_message(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})).await;
     if point.starts_with("session::after_ack") {
         // The open succeeds; the acknowledgement crashes.
         let answer = second.next_orphan_response(TIMEOUT).await;
         assert!(answer.get("result").is_some(), "initialize: {answer}");
-        second
-            .send_message(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-            .await;
-        second
-            .next_notification(wire::method::RECOVERY, TIMEOUT)
-            .await;
-        second
-            .send_message(&json!({"jsonrpc": "2.0", "id": 2, "method": wire::method::ACKNOWLEDGE}))
-            .await;
+        second.send_message(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}})).await;
+        second.next_notification(wire::method::RECOVERY, TIMEOUT).await;
+        second.send_message(&json!({"jsonrpc": "2.0", "id": 2, "method": wire::method::ACKNOWLEDGE})).await;
     }
     let status = second.wait(TIMEOUT).await;
     let mut verdict = check_after_crash(home.path(), &marker, None, None).await;
     if status.success() || !second.stderr().contains(point) {
-        verdict.violations.push(format!(
-            "the second server did not crash at {point}: {status:?}"
-        ));
+        verdict.violations.push(format!("the second server did not crash at {point}: {status:?}"));
     }
     for violation in &mut verdict.violations {
         *violation = format!("reopen {point}#{hit}: {violation}");
@@ -844,7 +689,9 @@ const REOPEN_POINTS: [(&str, u32); 5] = [
 #[tokio::test(flavor = "multi_thread")]
 async fn failpoint_matrix() {
     let Some(bin) = failpoints_server_bin() else {
-        eprintln!("skipped: set MINO_E2E_FAILPOINTS=1 (or MINO_SERVER_FAILPOINTS_BIN) to run the failpoint crash matrix");
+        eprintln!(
+            "skipped: set MINO_E2E_FAILPOINTS=1 (or MINO_SERVER_FAILPOINTS_BIN) to run the failpoint crash matrix"
+        );
         return;
     };
     let started = Instant::now();
@@ -867,11 +714,7 @@ async fn failpoint_matrix() {
             rows.push(format!(
                 "| {point} | {} | {} |",
                 scenario.name(),
-                if cells.is_empty() {
-                    "not reached".into()
-                } else {
-                    cells.join("; ")
-                }
+                if cells.is_empty() { "not reached".into() } else { cells.join("; ") }
             ));
         }
     }
@@ -880,10 +723,7 @@ async fn failpoint_matrix() {
         runs += 1;
         crashes += 1;
         violations.extend(verdict.violations);
-        rows.push(format!(
-            "| {point} | reopen | #{hit}: {} |",
-            verdict.summary
-        ));
+        rows.push(format!("| {point} | reopen | #{hit}: {} |", verdict.summary));
     }
     let points = TURN_POINTS.len() + 4;
     println!("\ncrash matrix (failpoints, action panic = abort):");
@@ -898,23 +738,13 @@ async fn failpoint_matrix() {
         violations.len(),
         started.elapsed().as_secs_f64()
     );
-    assert!(
-        violations.is_empty(),
-        "violations:\n{}",
-        violations.join("\n")
-    );
+    assert!(violations.is_empty(), "violations:\n{}", violations.join("\n"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn random_sigkills() {
-    let seed: u64 = std::env::var("MINO_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5EED_0004);
-    let kills: u64 = std::env::var("MINO_CRASH_KILLS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
+    let seed: u64 = std::env::var("MINO_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0004);
+    let kills: u64 = std::env::var("MINO_CRASH_KILLS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
     let mut rng = Rng(seed);
     let started = Instant::now();
     let mut violations = Vec::new();
@@ -931,26 +761,18 @@ async fn random_sigkills() {
             Scenario::Approve => 10,
             Scenario::TwoRounds => 16,
         };
-        let kill = KillAt {
-            notifications: rng.below(most) as usize,
-            delay: Duration::from_millis(rng.below(120)),
-        };
+        let kill = KillAt { notifications: rng.below(most) as usize, delay: Duration::from_millis(rng.below(120)) };
         let home = tempfile::tempdir().expect("home");
         let cwd = work_dir(home.path());
         let marker = unique_marker("kill");
-        let mock = MockModel::start(scenario.replies(home.path(), &marker, 15, "sleep 0.1; "))
-            .await
-            .expect("mock");
+        let mock = MockModel::start(scenario.replies(home.path(), &marker, 15, "sleep 0.1; ")).await.expect("mock");
         let mut server = Server::spawn_with(Spawn {
             home: Some(home.path().to_path_buf()),
             base_url: Some(mock.base_url()),
             ..Default::default()
         })
         .await;
-        server
-            .initialize(&options_in(&cwd))
-            .await
-            .expect("initialize");
+        server.initialize(&options_in(&cwd)).await.expect("initialize");
         let life = drive(&mut server, scenario, Some(kill)).await;
         let verdict = if life == Life::Killed {
             landed += 1;
@@ -958,10 +780,7 @@ async fn random_sigkills() {
         } else {
             server.close_stdin();
             let _ = server.wait(TIMEOUT).await;
-            Verdict {
-                summary: "ended before the kill".into(),
-                violations: Vec::new(),
-            }
+            Verdict { summary: "ended before the kill".into(), violations: Vec::new() }
         };
         *tally.entry(verdict.summary.clone()).or_default() += 1;
         rows.push(format!(
@@ -972,10 +791,7 @@ async fn random_sigkills() {
             verdict.summary
         ));
         violations.extend(
-            verdict
-                .violations
-                .into_iter()
-                .map(|x| format!("run {run} ({}, kill at {kill:?}): {x}", scenario.name())),
+            verdict.violations.into_iter().map(|x| format!("run {run} ({}, kill at {kill:?}): {x}", scenario.name())),
         );
     }
     println!("\nrandom SIGKILLs (seed {seed:#x}):");
@@ -990,9 +806,5 @@ async fn random_sigkills() {
         violations.len(),
         started.elapsed().as_secs_f64()
     );
-    assert!(
-        violations.is_empty(),
-        "violations:\n{}",
-        violations.join("\n")
-    );
+    assert!(violations.is_empty(), "violations:\n{}", violations.join("\n"));
 }

@@ -45,87 +45,47 @@ async fn a_full_disk_answers_journal_failure_and_the_server_keeps_serving() {
         eprintln!("skipped: cannot mount a tmpfs (needs root)");
         return;
     };
-    let mock = MockModel::start(vec![Reply::text("unused")])
-        .await
-        .expect("mock");
+    let mock = MockModel::start(vec![Reply::text("unused")]).await.expect("mock");
     let home = tmpfs.0.join("home");
     let cwd = tmpfs.1.path().to_path_buf();
-    let mut server = Server::spawn_with(Spawn {
-        home: Some(home.clone()),
-        base_url: Some(mock.base_url()),
-        ..Default::default()
-    })
-    .await;
-    let caps = Server::capabilities(
-        &server
-            .initialize(&options_in(&cwd))
-            .await
-            .expect("initialize"),
-    );
-    let _ = server
-        .next_notification(wire::method::RECOVERY, TIMEOUT)
-        .await;
+    let mut server =
+        Server::spawn_with(Spawn { home: Some(home.clone()), base_url: Some(mock.base_url()), ..Default::default() })
+            .await;
+    let caps = Server::capabilities(&server.initialize(&options_in(&cwd)).await.expect("initialize"));
+    let _ = server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
     // The stderr log lives in MINO_HOME too; it may lose lines, which is fine.
     fill(&tmpfs.0);
     let before = std::fs::read(&caps.journal_path).expect("journal");
 
     // Bigger than a page, so the append needs space the disk does not have.
     let text = "milk ".repeat(2000);
-    let err = server
-        .request(wire::method::CHAT, serde_json::json!({ "text": text }))
-        .await
-        .expect_err("disk full");
+    let err = server.request(wire::method::CHAT, serde_json::json!({ "text": text })).await.expect_err("disk full");
     assert_eq!(err.code, wire::error_code::JOURNAL_FAILURE, "{err}");
-    assert!(
-        err.message.contains(&caps.journal_path),
-        "names the file: {}",
-        err.message
-    );
-    assert!(
-        err.message.contains("No space left on device"),
-        "names the cause: {}",
-        err.message
-    );
-    assert_eq!(
-        std::fs::read(&caps.journal_path).expect("journal"),
-        before,
-        "no half line is left behind"
-    );
+    assert!(err.message.contains(&caps.journal_path), "names the file: {}", err.message);
+    assert!(err.message.contains("No space left on device"), "names the cause: {}", err.message);
+    assert_eq!(std::fs::read(&caps.journal_path).expect("journal"), before, "no half line is left behind");
     assert!(mock.requests().is_empty(), "nothing reached the model");
 
     // The server still answers; the broken session refuses further turns.
-    let history: wire::HistoryResult = server
-        .call(wire::method::HISTORY, &serde_json::json!({}))
-        .await
-        .expect("history");
+    let history: wire::HistoryResult =
+        server.call(wire::method::HISTORY, &serde_json::json!({})).await.expect("history");
     assert!(history.turns.is_empty());
     std::fs::remove_file(tmpfs.0.join("filler")).expect("free space");
-    let err = server
-        .request(wire::method::CHAT, serde_json::json!({"text": "hi"}))
-        .await
-        .expect_err("broken until reopened");
+    let err =
+        server.request(wire::method::CHAT, serde_json::json!({"text": "hi"})).await.expect_err("broken until reopened");
     assert_eq!(err.code, wire::error_code::JOURNAL_FAILURE);
 
     server.close_stdin();
     assert!(server.wait(TIMEOUT).await.success());
 
     // Reopened with space again, the session works.
-    let mut again = Server::spawn_with(Spawn {
-        home: Some(home),
-        base_url: Some(mock.base_url()),
-        ..Default::default()
-    })
-    .await;
+    let mut again =
+        Server::spawn_with(Spawn { home: Some(home), base_url: Some(mock.base_url()), ..Default::default() }).await;
     again.initialize(&options_in(&cwd)).await.expect("reopen");
-    let turn: wire::ChatResult = again
-        .call(wire::method::CHAT, &wire::ChatParams { text: "hi".into() })
-        .await
-        .expect("chat after reopening");
+    let turn: wire::ChatResult =
+        again.call(wire::method::CHAT, &wire::ChatParams { text: "hi".into() }).await.expect("chat after reopening");
     let notes = again.turn_notifications(&turn.turn_id, TIMEOUT).await;
-    assert_eq!(
-        notes.last().expect("end").parse::<wire::TurnEnded>().status,
-        wire::TurnStatus::Completed
-    );
+    assert_eq!(notes.last().expect("end").parse::<wire::TurnEnded>().status, wire::TurnStatus::Completed);
     again.close_stdin();
     assert!(again.wait(TIMEOUT).await.success());
 }

@@ -1,17 +1,12 @@
 //! Exit behaviour, and that the API key never leaks into files or logs.
 
-use mino_e2e::{
-    journal_records, options_in, wire, work_dir, MockModel, Reply, Server, Spawn, API_KEY, TIMEOUT,
-};
+use mino_e2e::{journal_records, options_in, wire, work_dir, MockModel, Reply, Server, Spawn, API_KEY, TIMEOUT};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stdin_close_exits_zero_and_the_key_never_appears_in_journal_or_logs() {
-    let mock = MockModel::start(vec![
-        Reply::call("call_1", "echo $OPENAI_API_KEY; env"),
-        Reply::text("done"),
-    ])
-    .await
-    .expect("mock");
+    let mock = MockModel::start(vec![Reply::call("call_1", "echo $OPENAI_API_KEY; env"), Reply::text("done")])
+        .await
+        .expect("mock");
     let mut server = Server::spawn_with(Spawn {
         base_url: Some(mock.base_url()),
         rust_log: Some("trace".into()),
@@ -19,43 +14,20 @@ async fn stdin_close_exits_zero_and_the_key_never_appears_in_journal_or_logs() {
     })
     .await;
     let cwd = work_dir(server.home());
-    let caps = Server::capabilities(
-        &server
-            .initialize(&options_in(&cwd))
-            .await
-            .expect("initialize"),
-    );
-    let turn: wire::ChatResult = server
-        .call(
-            wire::method::CHAT,
-            &wire::ChatParams {
-                text: "Show the environment".into(),
-            },
-        )
-        .await
-        .expect("chat");
-    let _ = server
-        .next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT)
-        .await;
+    let caps = Server::capabilities(&server.initialize(&options_in(&cwd)).await.expect("initialize"));
+    let turn: wire::ChatResult =
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Show the environment".into() }).await.expect("chat");
+    let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
     let _: wire::EmptyResult = server
         .call(
             wire::method::APPROVAL,
-            &wire::ApprovalParams {
-                call_id: "call_1".into(),
-                decision: wire::Decision::Approve,
-            },
+            &wire::ApprovalParams { call_id: "call_1".into(), decision: wire::Decision::Approve },
         )
         .await
         .expect("approve");
     let notes = server.turn_notifications(&turn.turn_id, TIMEOUT).await;
-    assert_eq!(
-        notes.last().expect("end").parse::<wire::TurnEnded>().status,
-        wire::TurnStatus::Completed
-    );
-    assert_eq!(
-        mock.requests()[0].authorization.as_deref(),
-        Some(format!("Bearer {API_KEY}").as_str())
-    );
+    assert_eq!(notes.last().expect("end").parse::<wire::TurnEnded>().status, wire::TurnStatus::Completed);
+    assert_eq!(mock.requests()[0].authorization.as_deref(), Some(format!("Bearer {API_KEY}").as_str()));
 
     server.close_stdin();
     let status = server.wait(TIMEOUT).await;
@@ -63,54 +35,25 @@ async fn stdin_close_exits_zero_and_the_key_never_appears_in_journal_or_logs() {
 
     let journal = std::fs::read_to_string(&caps.journal_path).expect("journal");
     assert!(!journal.contains(API_KEY), "the key is in the journal");
-    assert!(
-        !journal.contains("SENTINEL"),
-        "part of the key is in the journal"
-    );
+    assert!(!journal.contains("SENTINEL"), "part of the key is in the journal");
     let stderr = server.stderr();
-    assert!(
-        stderr.contains("TRACE") || stderr.contains("DEBUG"),
-        "trace logging was on: {stderr:.200}"
-    );
+    assert!(stderr.contains("TRACE") || stderr.contains("DEBUG"), "trace logging was on: {stderr:.200}");
     assert!(!stderr.contains(API_KEY), "the key is in the server's log");
-    assert!(
-        !stderr.contains("SENTINEL"),
-        "part of the key is in the server's log"
-    );
+    assert!(!stderr.contains("SENTINEL"), "part of the key is in the server's log");
     for n in server.notification_log() {
-        assert!(
-            !n.params.to_string().contains("SENTINEL"),
-            "the key reached the client: {}",
-            n.method
-        );
+        assert!(!n.params.to_string().contains("SENTINEL"), "the key reached the client: {}", n.method);
     }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stdin_close_during_a_turn_cancels_it_and_exits_zero() {
-    let mock = MockModel::start(vec![Reply::call("call_1", "touch never.txt")])
-        .await
-        .expect("mock");
+    let mock = MockModel::start(vec![Reply::call("call_1", "touch never.txt")]).await.expect("mock");
     let mut server = Server::spawn(&mock).await;
     let cwd = work_dir(server.home());
-    let caps = Server::capabilities(
-        &server
-            .initialize(&options_in(&cwd))
-            .await
-            .expect("initialize"),
-    );
-    let _: wire::ChatResult = server
-        .call(
-            wire::method::CHAT,
-            &wire::ChatParams {
-                text: "Touch it".into(),
-            },
-        )
-        .await
-        .expect("chat");
-    let _ = server
-        .next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT)
-        .await;
+    let caps = Server::capabilities(&server.initialize(&options_in(&cwd)).await.expect("initialize"));
+    let _: wire::ChatResult =
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into() }).await.expect("chat");
+    let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
 
     server.close_stdin();
     let status = server.wait(TIMEOUT).await;
@@ -118,11 +61,7 @@ async fn stdin_close_during_a_turn_cancels_it_and_exits_zero() {
     assert!(!cwd.join("never.txt").exists());
     // The turn recorded its own end (cancelled), so there is nothing to recover.
     let records = journal_records(std::path::Path::new(&caps.journal_path));
-    let end = records
-        .iter()
-        .rev()
-        .find(|r| r["kind"] == "turn_end")
-        .expect("turn_end");
+    let end = records.iter().rev().find(|r| r["kind"] == "turn_end").expect("turn_end");
     assert_eq!(end["status"], "cancelled");
 }
 
@@ -131,14 +70,8 @@ async fn exit_notification_ends_the_server() {
     let mock = MockModel::start(vec![]).await.expect("mock");
     let mut server = Server::spawn(&mock).await;
     let cwd = work_dir(server.home());
-    server
-        .initialize(&options_in(&cwd))
-        .await
-        .expect("initialize");
-    let shutdown = server
-        .request("shutdown", serde_json::Value::Null)
-        .await
-        .expect("shutdown");
+    server.initialize(&options_in(&cwd)).await.expect("initialize");
+    let shutdown = server.request("shutdown", serde_json::Value::Null).await.expect("shutdown");
     assert_eq!(shutdown, serde_json::Value::Null);
     server.notify("exit", serde_json::Value::Null).await;
     // stdin stays open: the server must not wait for it.
@@ -148,55 +81,30 @@ async fn exit_notification_ends_the_server() {
 
 #[test]
 fn version_flag_prints_the_version() {
-    let output = std::process::Command::new(mino_e2e::server_bin())
-        .arg("--version")
-        .output()
-        .expect("run --version");
+    let output = std::process::Command::new(mino_e2e::server_bin()).arg("--version").output().expect("run --version");
     assert!(output.status.success());
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        stdout.trim(),
-        format!("mino-server {}", env!("CARGO_PKG_VERSION"))
-    );
+    assert_eq!(stdout.trim(), format!("mino-server {}", env!("CARGO_PKG_VERSION")));
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigint_is_ignored_and_sigterm_cancels_the_turn_and_exits_zero() {
-    let mock = MockModel::start(vec![
-        Reply::call("call_1", "touch never.txt"),
-        Reply::text("still here"),
-    ])
-    .await
-    .expect("mock");
+    let mock = MockModel::start(vec![Reply::call("call_1", "touch never.txt"), Reply::text("still here")])
+        .await
+        .expect("mock");
     let mut server = Server::spawn(&mock).await;
     let cwd = work_dir(server.home());
-    let caps = Server::capabilities(
-        &server
-            .initialize(&options_in(&cwd))
-            .await
-            .expect("initialize"),
-    );
+    let caps = Server::capabilities(&server.initialize(&options_in(&cwd)).await.expect("initialize"));
     let pid = server.pid().expect("pid") as libc::pid_t;
 
     // A terminal's Ctrl+C reaches the server too: it must survive it.
-    let _: wire::ChatResult = server
-        .call(
-            wire::method::CHAT,
-            &wire::ChatParams {
-                text: "Touch it".into(),
-            },
-        )
-        .await
-        .expect("chat");
-    let _ = server
-        .next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT)
-        .await;
+    let _: wire::ChatResult =
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into() }).await.expect("chat");
+    let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(pid, libc::SIGINT) };
-    let history: wire::HistoryResult = server
-        .call(wire::method::HISTORY, &serde_json::json!({}))
-        .await
-        .expect("alive after SIGINT");
+    let history: wire::HistoryResult =
+        server.call(wire::method::HISTORY, &serde_json::json!({})).await.expect("alive after SIGINT");
     assert_eq!(history.turns.len(), 1);
 
     // SIGTERM stops it like the end of input.
@@ -206,10 +114,6 @@ async fn sigint_is_ignored_and_sigterm_cancels_the_turn_and_exits_zero() {
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert!(!cwd.join("never.txt").exists());
     let records = journal_records(std::path::Path::new(&caps.journal_path));
-    let end = records
-        .iter()
-        .rev()
-        .find(|r| r["kind"] == "turn_end")
-        .expect("turn_end");
+    let end = records.iter().rev().find(|r| r["kind"] == "turn_end").expect("turn_end");
     assert_eq!(end["status"], "cancelled");
 }

@@ -26,9 +26,7 @@ fn memory_kb(pid: u32) -> (u64, u64) {
 }
 
 fn code(response: &Value) -> i64 {
-    response["error"]["code"]
-        .as_i64()
-        .unwrap_or_else(|| panic!("not an error response: {response}"))
+    response["error"]["code"].as_i64().unwrap_or_else(|| panic!("not an error response: {response}"))
 }
 
 /// Sends a raw request with a fresh id and drains every answer up to its
@@ -38,9 +36,7 @@ async fn sync(server: &mut Server) -> Vec<Value> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let id = format!("sync-{}", N.fetch_add(1, Ordering::Relaxed));
-    server
-        .send_message(&json!({"jsonrpc": "2.0", "id": id, "method": wire::method::HISTORY}))
-        .await;
+    server.send_message(&json!({"jsonrpc": "2.0", "id": id, "method": wire::method::HISTORY})).await;
     let mut before = Vec::new();
     loop {
         let answer = server.next_orphan_response(TIMEOUT).await;
@@ -69,13 +65,7 @@ async fn orphans(server: &mut Server, n: usize) -> Vec<Value> {
 /// Every params shape that is wrong for `method`, as the server's handlers
 /// type them.
 fn wrong_params(method: &str) -> Vec<Value> {
-    let common = vec![
-        json!(1),
-        json!("text"),
-        json!(true),
-        json!([1, 2]),
-        json!({"unexpected": {"deep": [1, 2, 3]}}),
-    ];
+    let common = vec![json!(1), json!("text"), json!(true), json!([1, 2]), json!({"unexpected": {"deep": [1, 2, 3]}})];
     let specific = match method {
         wire::method::CHAT => vec![
             json!({}),
@@ -93,17 +83,12 @@ fn wrong_params(method: &str) -> Vec<Value> {
             json!({"callId": null, "decision": "approve"}),
             json!({"callId": ["call_1"], "decision": "approve"}),
         ],
-        wire::method::ACKNOWLEDGE => vec![
-            json!({"turnIds": "turn-1"}),
-            json!({"turnIds": [1, 2]}),
-            json!({"turnIds": {"turn-1": true}}),
-        ],
-        wire::method::CANCEL => vec![
-            json!({}),
-            json!({"turnId": 7}),
-            json!({"turnId": null}),
-            json!({"turnId": ["turn-1"]}),
-        ],
+        wire::method::ACKNOWLEDGE => {
+            vec![json!({"turnIds": "turn-1"}), json!({"turnIds": [1, 2]}), json!({"turnIds": {"turn-1": true}})]
+        }
+        wire::method::CANCEL => {
+            vec![json!({}), json!({"turnId": 7}), json!({"turnId": null}), json!({"turnId": ["turn-1"]})]
+        }
         _ => vec![],
     };
     common.into_iter().chain(specific).collect()
@@ -111,12 +96,10 @@ fn wrong_params(method: &str) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_completes() {
-    let mock = MockModel::start(vec![
-        Reply::call("call_1", "echo survived > after.txt"),
-        Reply::text("Still standing."),
-    ])
-    .await
-    .expect("mock");
+    let mock =
+        MockModel::start(vec![Reply::call("call_1", "echo survived > after.txt"), Reply::text("Still standing.")])
+            .await
+            .expect("mock");
     let mut server = Server::spawn(&mock).await;
     let pid = server.pid().expect("pid");
     let cwd = work_dir(server.home());
@@ -131,47 +114,28 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
         wire::method::HISTORY,
         "shutdown",
     ] {
-        let err = server
-            .request(method, json!({}))
-            .await
-            .expect_err("before initialize");
+        let err = server.request(method, json!({})).await.expect_err("before initialize");
         assert_eq!(err.code, -32002, "{method}: {err}");
         answered += 1;
     }
     // Unknown methods before initialize are refused too, never served.
-    let err = server
-        .request("mino/doesNotExist", json!({}))
-        .await
-        .expect_err("unknown");
+    let err = server.request("mino/doesNotExist", json!({})).await.expect_err("unknown");
     assert!([-32002, -32601].contains(&err.code), "{err}");
     answered += 1;
 
     // A claimed 10 GB body: refused at once (nothing is allocated for it)
     // and the stream resynchronises at the next header.
-    server
-        .send_raw(b"Content-Length: 10000000000\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":99,\"me")
-        .await;
+    server.send_raw(b"Content-Length: 10000000000\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":99,\"me").await;
     let response = server.next_orphan_response(TIMEOUT).await;
     assert_eq!(code(&response), -32700, "{response}");
-    assert!(
-        response["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("exceeds"),
-        "{response}"
-    );
+    assert!(response["error"]["message"].as_str().unwrap_or_default().contains("exceeds"), "{response}");
     answered += 1;
     // The same with a length that does not fit in 64 bits.
-    server
-        .send_raw(b"Content-Length: 99999999999999999999999\r\n\r\n")
-        .await;
+    server.send_raw(b"Content-Length: 99999999999999999999999\r\n\r\n").await;
     assert_eq!(code(&server.next_orphan_response(TIMEOUT).await), -32700);
     answered += 1;
     // A frame right after them is read.
-    let err = server
-        .request(wire::method::HISTORY, Value::Null)
-        .await
-        .expect_err("still uninitialized");
+    let err = server.request(wire::method::HISTORY, Value::Null).await.expect_err("still uninitialized");
     assert_eq!(err.code, -32002);
     answered += 1;
 
@@ -200,26 +164,15 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
     answered += errors.len() + 1;
 
     // Initialize.
-    server
-        .initialize(&options_in(&cwd))
-        .await
-        .expect("initialize after garbage");
+    server.initialize(&options_in(&cwd)).await.expect("initialize after garbage");
     // Drain the chunked garbage answers that may still be queued.
-    let history = server
-        .request(wire::method::HISTORY, Value::Null)
-        .await
-        .expect("history");
+    let history = server.request(wire::method::HISTORY, Value::Null).await.expect("history");
     assert!(history["turns"].as_array().is_some_and(Vec::is_empty));
 
     // 100,000 nested brackets, bare and inside params (ids so their answers
     // are told apart from the garbage's).
-    let deep = format!(
-        r#"{{"jsonrpc":"2.0","id":"bare","method":{}"#,
-        "[".repeat(100_000)
-    );
-    server
-        .send_raw(format!("Content-Length: {}\r\n\r\n{deep}", deep.len()).as_bytes())
-        .await;
+    let deep = format!(r#"{{"jsonrpc":"2.0","id":"bare","method":{}"#, "[".repeat(100_000));
+    server.send_raw(format!("Content-Length: {}\r\n\r\n{deep}", deep.len()).as_bytes()).await;
     assert_eq!(code(&server.next_orphan_response(TIMEOUT).await), -32700);
     answered += 1;
     let deep_params = format!(
@@ -227,21 +180,13 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
         "[".repeat(100_000),
         "]".repeat(100_000)
     );
-    server
-        .send_raw(format!("Content-Length: {}\r\n\r\n{deep_params}", deep_params.len()).as_bytes())
-        .await;
+    server.send_raw(format!("Content-Length: {}\r\n\r\n{deep_params}", deep_params.len()).as_bytes()).await;
     let response = server.next_orphan_response(TIMEOUT).await;
     assert!([-32700, -32602].contains(&code(&response)), "{response}");
     answered += 1;
     // Deep but within serde's limit, as a notification: dropped silently.
-    let nested = format!(
-        r#"{{"jsonrpc":"2.0","method":"x/y","params":{}{}}}"#,
-        "[".repeat(100),
-        "]".repeat(100)
-    );
-    server
-        .send_raw(format!("Content-Length: {}\r\n\r\n{nested}", nested.len()).as_bytes())
-        .await;
+    let nested = format!(r#"{{"jsonrpc":"2.0","method":"x/y","params":{}{}}}"#, "[".repeat(100), "]".repeat(100));
+    server.send_raw(format!("Content-Length: {}\r\n\r\n{nested}", nested.len()).as_bytes()).await;
 
     // Wrong types for every param of every method.
     let mut wrong = 0;
@@ -259,8 +204,7 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
                 }
                 // History ignores what it does not know; nothing else may accept.
                 Ok(result) => assert!(
-                    method == wire::method::HISTORY
-                        || (method == wire::method::ACKNOWLEDGE && params.is_object()),
+                    method == wire::method::HISTORY || (method == wire::method::ACKNOWLEDGE && params.is_object()),
                     "{method} accepted {params}: {result}"
                 ),
             }
@@ -269,16 +213,9 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
     }
     answered += wrong;
     // Wrong `initializationOptions` types and a second initialize.
-    for options in [
-        json!({"session": 5}),
-        json!({"cwd": []}),
-        json!({"newSession": "yes"}),
-    ] {
+    for options in [json!({"session": 5}), json!({"cwd": []}), json!({"newSession": "yes"})] {
         let err = server
-            .request(
-                "initialize",
-                json!({"processId": null, "capabilities": {}, "initializationOptions": options}),
-            )
+            .request("initialize", json!({"processId": null, "capabilities": {}, "initializationOptions": options}))
             .await
             .expect_err("refused");
         assert!([-32602, -32600].contains(&err.code), "{options}: {err}");
@@ -286,16 +223,8 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
     }
 
     // Unknown methods after initialize: -32601.
-    for method in [
-        "mino/doesNotExist",
-        "workspace/symbol",
-        "",
-        "$/nothing/here",
-    ] {
-        let err = server
-            .request(method, json!({}))
-            .await
-            .expect_err("unknown");
+    for method in ["mino/doesNotExist", "workspace/symbol", "", "$/nothing/here"] {
+        let err = server.request(method, json!({})).await.expect_err("unknown");
         assert_eq!(err.code, -32601, "{method:?}: {err}");
         answered += 1;
     }
@@ -322,10 +251,7 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
     }
     server.send_raw(&flood).await;
     let answers = orphans(&mut server, 5_000).await;
-    let mut ids: Vec<u64> = answers
-        .iter()
-        .map(|a| a["id"].as_u64().expect("every flood answer has its id"))
-        .collect();
+    let mut ids: Vec<u64> = answers.iter().map(|a| a["id"].as_u64().expect("every flood answer has its id")).collect();
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 5_000, "every request answered exactly once");
@@ -345,39 +271,21 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
     println!(
         "hostile stream: {answered} messages answered; server VmRSS {rss} kB, VmHWM (peak) {hwm} kB, bound {RSS_BOUND_KB} kB"
     );
-    assert!(
-        hwm < RSS_BOUND_KB,
-        "peak memory {hwm} kB is over {RSS_BOUND_KB} kB"
-    );
+    assert!(hwm < RSS_BOUND_KB, "peak memory {hwm} kB is over {RSS_BOUND_KB} kB");
 
     // A full turn still works, with an approved command.
-    let turn: wire::ChatResult = server
-        .call(
-            wire::method::CHAT,
-            &wire::ChatParams {
-                text: "Are you still there?".into(),
-            },
-        )
-        .await
-        .expect("chat");
-    let request: wire::ApprovalRequest = server
-        .next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT)
-        .await
-        .parse();
+    let turn: wire::ChatResult =
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Are you still there?".into() }).await.expect("chat");
+    let request: wire::ApprovalRequest =
+        server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
     let _ = server
-        .request(
-            wire::method::APPROVAL,
-            json!({"callId": request.call_id, "decision": "approve"}),
-        )
+        .request(wire::method::APPROVAL, json!({"callId": request.call_id, "decision": "approve"}))
         .await
         .expect("approve");
     let notes = server.turn_notifications(&turn.turn_id, TIMEOUT).await;
     let end: wire::TurnEnded = notes.last().expect("end").parse();
     assert_eq!(end.status, wire::TurnStatus::Completed, "{:?}", end.reason);
-    assert_eq!(
-        std::fs::read_to_string(cwd.join("after.txt")).expect("ran"),
-        "survived\n"
-    );
+    assert_eq!(std::fs::read_to_string(cwd.join("after.txt")).expect("ran"), "survived\n");
     server.close_stdin();
     assert!(server.wait(TIMEOUT).await.success());
 }
@@ -386,21 +294,14 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
 /// answered; memory stays under the bound.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_large_body_is_read_and_memory_stays_bounded() {
-    let mock = MockModel::start(vec![Reply::text("That was long.")])
-        .await
-        .expect("mock");
+    let mock = MockModel::start(vec![Reply::text("That was long.")]).await.expect("mock");
     let mut server = Server::spawn(&mock).await;
     let pid = server.pid().expect("pid");
     let cwd = work_dir(server.home());
-    server
-        .initialize(&options_in(&cwd))
-        .await
-        .expect("initialize");
+    server.initialize(&options_in(&cwd)).await.expect("initialize");
     let text = "a".repeat(8 * 1024 * 1024);
-    let turn: wire::ChatResult = server
-        .call(wire::method::CHAT, &wire::ChatParams { text })
-        .await
-        .expect("chat with 8 MiB");
+    let turn: wire::ChatResult =
+        server.call(wire::method::CHAT, &wire::ChatParams { text }).await.expect("chat with 8 MiB");
     let notes = server.turn_notifications(&turn.turn_id, TIMEOUT).await;
     let end: wire::TurnEnded = notes.last().expect("end").parse();
     assert_eq!(end.status, wire::TurnStatus::Completed, "{:?}", end.reason);

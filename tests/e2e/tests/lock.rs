@@ -4,26 +4,14 @@ use mino_e2e::{options_in, wire, work_dir, MockModel, Reply, Server, TIMEOUT};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_server_on_the_same_session_fails_initialize_and_writes_nothing() {
-    let mock = MockModel::start(vec![Reply::text("first answer"), Reply::text("still here")])
-        .await
-        .expect("mock");
+    let mock = MockModel::start(vec![Reply::text("first answer"), Reply::text("still here")]).await.expect("mock");
     let mut first = Server::spawn(&mock).await;
     let home = first.home().to_path_buf();
     let cwd = work_dir(&home);
-    let result = first
-        .initialize(&options_in(&cwd))
-        .await
-        .expect("initialize");
+    let result = first.initialize(&options_in(&cwd)).await.expect("initialize");
     let caps = Server::capabilities(&result);
-    let turn: wire::ChatResult = first
-        .call(
-            wire::method::CHAT,
-            &wire::ChatParams {
-                text: "hello".into(),
-            },
-        )
-        .await
-        .expect("chat");
+    let turn: wire::ChatResult =
+        first.call(wire::method::CHAT, &wire::ChatParams { text: "hello".into() }).await.expect("chat");
     first.turn_notifications(&turn.turn_id, TIMEOUT).await;
     let journal = std::path::PathBuf::from(&caps.journal_path);
     let before = std::fs::read(&journal).expect("journal");
@@ -34,58 +22,27 @@ async fn a_second_server_on_the_same_session_fails_initialize_and_writes_nothing
         session: Some(caps.session_id.clone()),
         new_session: false,
     };
-    let err = second
-        .initialize(&options)
-        .await
-        .expect_err("the session is locked");
+    let err = second.initialize(&options).await.expect_err("the session is locked");
     assert_eq!(err.code, wire::error_code::SESSION_UNAVAILABLE);
-    assert!(
-        err.message.contains(&caps.journal_path),
-        "names the file: {}",
-        err.message
-    );
-    assert!(
-        err.message.contains("open in another Mino process"),
-        "names the cause: {}",
-        err.message
-    );
+    assert!(err.message.contains(&caps.journal_path), "names the file: {}", err.message);
+    assert!(err.message.contains("open in another Mino process"), "names the cause: {}", err.message);
     // The most-recent default finds the same session, and is refused the same way.
-    let err = second
-        .initialize(&options_in(&cwd))
-        .await
-        .expect_err("still locked");
+    let err = second.initialize(&options_in(&cwd)).await.expect_err("still locked");
     assert_eq!(err.code, wire::error_code::SESSION_UNAVAILABLE);
     // Other methods are refused as before initialize.
-    let err = second
-        .request(wire::method::HISTORY, serde_json::json!({}))
-        .await
-        .expect_err("not initialized");
+    let err = second.request(wire::method::HISTORY, serde_json::json!({})).await.expect_err("not initialized");
     assert_eq!(err.code, -32002);
-    assert_eq!(
-        std::fs::read(&journal).expect("journal"),
-        before,
-        "the journal is untouched"
-    );
+    assert_eq!(std::fs::read(&journal).expect("journal"), before, "the journal is untouched");
 
     second.close_stdin();
     assert!(second.wait(TIMEOUT).await.success());
     assert_eq!(std::fs::read(&journal).expect("journal"), before);
 
     // The first server is unaffected.
-    let turn: wire::ChatResult = first
-        .call(
-            wire::method::CHAT,
-            &wire::ChatParams {
-                text: "still there?".into(),
-            },
-        )
-        .await
-        .expect("chat");
+    let turn: wire::ChatResult =
+        first.call(wire::method::CHAT, &wire::ChatParams { text: "still there?".into() }).await.expect("chat");
     let notes = first.turn_notifications(&turn.turn_id, TIMEOUT).await;
-    assert_eq!(
-        notes.last().expect("end").parse::<wire::TurnEnded>().status,
-        wire::TurnStatus::Completed
-    );
+    assert_eq!(notes.last().expect("end").parse::<wire::TurnEnded>().status, wire::TurnStatus::Completed);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -94,31 +51,17 @@ async fn a_new_session_can_be_opened_beside_a_locked_one() {
     let mut first = Server::spawn(&mock).await;
     let home = first.home().to_path_buf();
     let cwd = work_dir(&home);
-    let one = Server::capabilities(
-        &first
-            .initialize(&options_in(&cwd))
-            .await
-            .expect("initialize"),
-    );
+    let one = Server::capabilities(&first.initialize(&options_in(&cwd)).await.expect("initialize"));
     let mut second = Server::spawn_in(&home, &mock).await;
-    let options = wire::InitializationOptions {
-        cwd: Some(cwd.display().to_string()),
-        session: None,
-        new_session: true,
-    };
+    let options =
+        wire::InitializationOptions { cwd: Some(cwd.display().to_string()), session: None, new_session: true };
     let two = Server::capabilities(&second.initialize(&options).await.expect("a new session"));
     assert_ne!(one.session_id, two.session_id);
 
     // An unknown session id is a clear error too.
     let mut third = Server::spawn_in(&home, &mock).await;
-    let options = wire::InitializationOptions {
-        session: Some("no-such-session".into()),
-        ..options_in(&cwd)
-    };
-    let err = third
-        .initialize(&options)
-        .await
-        .expect_err("no such session");
+    let options = wire::InitializationOptions { session: Some("no-such-session".into()), ..options_in(&cwd) };
+    let err = third.initialize(&options).await.expect_err("no such session");
     assert_eq!(err.code, wire::error_code::SESSION_UNAVAILABLE);
     assert!(err.message.contains("no-such-session"), "{}", err.message);
 }

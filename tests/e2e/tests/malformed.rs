@@ -4,29 +4,19 @@ use mino_e2e::{options_in, wire, work_dir, MockModel, Reply, Server, TIMEOUT};
 use serde_json::{json, Value};
 
 fn code(response: &Value) -> i64 {
-    response["error"]["code"]
-        .as_i64()
-        .unwrap_or_else(|| panic!("not an error response: {response}"))
+    response["error"]["code"].as_i64().unwrap_or_else(|| panic!("not an error response: {response}"))
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn malformed_input_is_answered_and_a_turn_still_completes() {
-    let mock = MockModel::start(vec![Reply::text("Still fine.")])
-        .await
-        .expect("mock");
+    let mock = MockModel::start(vec![Reply::text("Still fine.")]).await.expect("mock");
     let mut server = Server::spawn(&mock).await;
     let cwd = work_dir(server.home());
 
     // Before initialize: the LSP error.
-    let err = server
-        .request(wire::method::CHAT, json!({"text": "too early"}))
-        .await
-        .expect_err("not initialized");
+    let err = server.request(wire::method::CHAT, json!({"text": "too early"})).await.expect_err("not initialized");
     assert_eq!(err.code, -32002);
-    let err = server
-        .request(wire::method::HISTORY, Value::Null)
-        .await
-        .expect_err("not initialized");
+    let err = server.request(wire::method::HISTORY, Value::Null).await.expect_err("not initialized");
     assert_eq!(err.code, -32002);
 
     // Garbage that is not a frame.
@@ -37,9 +27,7 @@ async fn malformed_input_is_answered_and_a_turn_still_completes() {
 
     // A frame whose body is not JSON.
     let body = "{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": ";
-    server
-        .send_raw(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes())
-        .await;
+    server.send_raw(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes()).await;
     assert_eq!(code(&server.next_orphan_response(TIMEOUT).await), -32700);
 
     // A bad Content-Length.
@@ -49,59 +37,32 @@ async fn malformed_input_is_answered_and_a_turn_still_completes() {
     // JSON that is not a request.
     server.send_message(&json!([1, 2, 3])).await;
     assert_eq!(code(&server.next_orphan_response(TIMEOUT).await), -32600);
-    server
-        .send_message(&json!({"jsonrpc": "2.0", "id": {"no": 1}, "method": "mino/chat"}))
-        .await;
+    server.send_message(&json!({"jsonrpc": "2.0", "id": {"no": 1}, "method": "mino/chat"})).await;
     assert_eq!(code(&server.next_orphan_response(TIMEOUT).await), -32600);
 
     // Now initialize, and it works.
-    server
-        .initialize(&options_in(&cwd))
-        .await
-        .expect("initialize after garbage");
-    let _ = server
-        .next_notification(wire::method::RECOVERY, TIMEOUT)
-        .await;
+    server.initialize(&options_in(&cwd)).await.expect("initialize after garbage");
+    let _ = server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
 
     // Unknown method.
-    let err = server
-        .request("mino/nope", json!({}))
-        .await
-        .expect_err("unknown method");
+    let err = server.request("mino/nope", json!({})).await.expect_err("unknown method");
     assert_eq!(err.code, -32601);
     // An unknown notification is ignored (nothing to answer).
-    server
-        .notify("mino/unknownNotification", json!({"x": 1}))
-        .await;
+    server.notify("mino/unknownNotification", json!({"x": 1})).await;
     // Missing and wrong params.
-    let err = server
-        .request(wire::method::CHAT, Value::Null)
-        .await
-        .expect_err("missing params");
+    let err = server.request(wire::method::CHAT, Value::Null).await.expect_err("missing params");
+    assert_eq!(err.code, -32602);
+    let err = server.request(wire::method::CHAT, json!({"txt": "typo"})).await.expect_err("wrong params");
     assert_eq!(err.code, -32602);
     let err = server
-        .request(wire::method::CHAT, json!({"txt": "typo"}))
-        .await
-        .expect_err("wrong params");
-    assert_eq!(err.code, -32602);
-    let err = server
-        .request(
-            wire::method::APPROVAL,
-            json!({"callId": "c", "decision": "maybe"}),
-        )
+        .request(wire::method::APPROVAL, json!({"callId": "c", "decision": "maybe"}))
         .await
         .expect_err("bad decision");
     assert_eq!(err.code, -32602);
-    let err = server
-        .request(wire::method::CANCEL, json!("turn-1"))
-        .await
-        .expect_err("params not an object");
+    let err = server.request(wire::method::CANCEL, json!("turn-1")).await.expect_err("params not an object");
     assert_eq!(err.code, -32602);
     // Optional params may be left out, or be null.
-    let ack = server
-        .request(wire::method::ACKNOWLEDGE, Value::Null)
-        .await
-        .expect("acknowledge without params");
+    let ack = server.request(wire::method::ACKNOWLEDGE, Value::Null).await.expect("acknowledge without params");
     assert_eq!(ack, json!({"acknowledged": []}));
     let err = server
         .request(wire::method::ACKNOWLEDGE, json!({"turnIds": ["turn-9"]}))
@@ -109,23 +70,13 @@ async fn malformed_input_is_answered_and_a_turn_still_completes() {
         .expect_err("nothing to acknowledge");
     assert_eq!(err.code, wire::error_code::UNKNOWN_TURN);
     // A second initialize is refused.
-    let err = server
-        .request("initialize", json!({"capabilities": {}}))
-        .await
-        .expect_err("initialized once");
+    let err = server.request("initialize", json!({"capabilities": {}})).await.expect_err("initialized once");
     assert_eq!(err.code, -32600);
 
     // More garbage between valid frames, then a full turn.
     server.send_raw(b"\x00\x01garbage without end").await;
-    let turn: wire::ChatResult = server
-        .call(
-            wire::method::CHAT,
-            &wire::ChatParams {
-                text: "Are you ok?".into(),
-            },
-        )
-        .await
-        .expect("chat");
+    let turn: wire::ChatResult =
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Are you ok?".into() }).await.expect("chat");
     let notes = server.turn_notifications(&turn.turn_id, TIMEOUT).await;
     let ended: wire::TurnEnded = notes.last().expect("end").parse();
     assert_eq!(ended.status, wire::TurnStatus::Completed);
@@ -153,7 +104,8 @@ async fn a_second_initialize_is_refused_and_the_first_stands() {
     assert!(answers[0].get("result").is_some(), "the first initialize succeeds: {}", answers[0]);
     assert!(answers[1].get("error").is_some(), "the second is refused: {}", answers[1]);
     server.notify("initialized", json!({})).await;
-    let turn = server.request(wire::method::CHAT, json!({"text": "Hello?"})).await.expect("chat after a double initialize");
+    let turn =
+        server.request(wire::method::CHAT, json!({"text": "Hello?"})).await.expect("chat after a double initialize");
     assert!(turn["turnId"].is_string());
     let sessions = std::fs::read_dir(server.home().join("sessions")).expect("sessions").count();
     assert_eq!(sessions, 1, "the refused initialize created no session");

@@ -8,56 +8,34 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use mino_e2e::{
-    count_kind, journal_records, options_in, server_bin, session_files, wire, work_dir, MockModel,
-    Reply, Server, Spawn, API_KEY, TIMEOUT,
+    count_kind, journal_records, options_in, server_bin, session_files, wire, work_dir, MockModel, Reply, Server,
+    Spawn, API_KEY, TIMEOUT,
 };
 use serde_json::{json, Value};
 
 const NO_PENDING: i64 = wire::error_code::NO_PENDING_APPROVAL;
 
 async fn open(server: &mut Server, cwd: &Path) -> wire::RecoveryNotification {
-    server
-        .initialize(&options_in(cwd))
-        .await
-        .expect("initialize");
-    server
-        .next_notification(wire::method::RECOVERY, TIMEOUT)
-        .await
-        .parse()
+    server.initialize(&options_in(cwd)).await.expect("initialize");
+    server.next_notification(wire::method::RECOVERY, TIMEOUT).await.parse()
 }
 
 async fn chat(server: &mut Server, text: &str) -> String {
-    let result: wire::ChatResult = server
-        .call(wire::method::CHAT, &wire::ChatParams { text: text.into() })
-        .await
-        .expect("chat");
+    let result: wire::ChatResult =
+        server.call(wire::method::CHAT, &wire::ChatParams { text: text.into() }).await.expect("chat");
     result.turn_id
 }
 
 async fn approval(server: &mut Server, call_id: &str, decision: &str) -> Result<Value, i64> {
-    server
-        .request(
-            wire::method::APPROVAL,
-            json!({"callId": call_id, "decision": decision}),
-        )
-        .await
-        .map_err(|e| e.code)
+    server.request(wire::method::APPROVAL, json!({"callId": call_id, "decision": decision})).await.map_err(|e| e.code)
 }
 
 async fn next_approval_request(server: &mut Server) -> wire::ApprovalRequest {
-    server
-        .next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT)
-        .await
-        .parse()
+    server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse()
 }
 
 async fn end_of(server: &mut Server, turn_id: &str) -> wire::TurnEnded {
-    server
-        .turn_notifications(turn_id, TIMEOUT)
-        .await
-        .last()
-        .expect("turnEnded")
-        .parse()
+    server.turn_notifications(turn_id, TIMEOUT).await.last().expect("turnEnded").parse()
 }
 
 /// A command that would create `marker`.
@@ -72,52 +50,27 @@ async fn unknown_call_ids_and_deny_then_approve_run_nothing() {
     let home = tempfile::tempdir().expect("home");
     let cwd = work_dir(home.path());
     let marker = cwd.join("marker-deny");
-    let mock = MockModel::start(vec![
-        Reply::call("call_1", &touch(&marker)),
-        Reply::text("Understood."),
-    ])
-    .await
-    .expect("mock");
+    let mock =
+        MockModel::start(vec![Reply::call("call_1", &touch(&marker)), Reply::text("Understood.")]).await.expect("mock");
     let mut server = Server::spawn_in(home.path(), &mock).await;
     open(&mut server, &cwd).await;
 
     // Before any turn: nothing is pending.
-    assert_eq!(
-        approval(&mut server, "call_1", "approve").await,
-        Err(NO_PENDING)
-    );
+    assert_eq!(approval(&mut server, "call_1", "approve").await, Err(NO_PENDING));
     let turn = chat(&mut server, "Make the marker.").await;
     let request = next_approval_request(&mut server).await;
     assert_eq!(request.call_id, "call_1");
     // Near misses of the pending id are unknown ids.
-    for id in [
-        "call_2",
-        "",
-        "call_1 ",
-        "CALL_1",
-        "../call_1",
-        "call_1\u{0}",
-        "*",
-    ] {
-        assert_eq!(
-            approval(&mut server, id, "approve").await,
-            Err(NO_PENDING),
-            "{id:?}"
-        );
+    for id in ["call_2", "", "call_1 ", "CALL_1", "../call_1", "call_1\u{0}", "*"] {
+        assert_eq!(approval(&mut server, id, "approve").await, Err(NO_PENDING), "{id:?}");
     }
     assert!(!marker.exists());
     // Deny, then try to approve the same call.
     approval(&mut server, "call_1", "deny").await.expect("deny");
-    assert_eq!(
-        approval(&mut server, "call_1", "approve").await,
-        Err(NO_PENDING)
-    );
+    assert_eq!(approval(&mut server, "call_1", "approve").await, Err(NO_PENDING));
     let end = end_of(&mut server, &turn).await;
     assert_eq!(end.status, wire::TurnStatus::Completed);
-    assert_eq!(
-        approval(&mut server, "call_1", "approve").await,
-        Err(NO_PENDING)
-    );
+    assert_eq!(approval(&mut server, "call_1", "approve").await, Err(NO_PENDING));
     assert!(!marker.exists(), "a denied call ran");
     let journal = session_files(home.path()).pop().expect("journal");
     assert_eq!(count_kind(&journal, "tool_start"), 0);
@@ -130,12 +83,10 @@ async fn approving_twice_or_fifty_times_at_once_runs_the_command_once() {
     let home = tempfile::tempdir().expect("home");
     let cwd = work_dir(home.path());
     let count = cwd.join("count.txt");
-    let mock = MockModel::start(vec![
-        Reply::call("call_1", &format!("echo x >> {}", count.display())),
-        Reply::text("Once."),
-    ])
-    .await
-    .expect("mock");
+    let mock =
+        MockModel::start(vec![Reply::call("call_1", &format!("echo x >> {}", count.display())), Reply::text("Once.")])
+            .await
+            .expect("mock");
     let mut server = Server::spawn_in(home.path(), &mock).await;
     open(&mut server, &cwd).await;
     let turn = chat(&mut server, "Count once.").await;
@@ -162,10 +113,7 @@ async fn approving_twice_or_fifty_times_at_once_runs_the_command_once() {
     let end = end_of(&mut server, &turn).await;
     assert_eq!(end.status, wire::TurnStatus::Completed);
     // And once more after the turn.
-    assert_eq!(
-        approval(&mut server, "call_1", "approve").await,
-        Err(NO_PENDING)
-    );
+    assert_eq!(approval(&mut server, "call_1", "approve").await, Err(NO_PENDING));
     assert_eq!(std::fs::read_to_string(&count).expect("count"), "x\n");
     let journal = session_files(home.path()).pop().expect("journal");
     assert_eq!(count_kind(&journal, "tool_start"), 1);
@@ -179,29 +127,18 @@ async fn approving_after_cancel_runs_nothing() {
     let home = tempfile::tempdir().expect("home");
     let cwd = work_dir(home.path());
     let marker = cwd.join("marker-cancel");
-    let mock = MockModel::start(vec![Reply::call("call_1", &touch(&marker))])
-        .await
-        .expect("mock");
+    let mock = MockModel::start(vec![Reply::call("call_1", &touch(&marker))]).await.expect("mock");
     let mut server = Server::spawn_in(home.path(), &mock).await;
     open(&mut server, &cwd).await;
     let turn = chat(&mut server, "Make the marker.").await;
     next_approval_request(&mut server).await;
-    server
-        .request(wire::method::CANCEL, json!({"turnId": turn}))
-        .await
-        .expect("cancel");
+    server.request(wire::method::CANCEL, json!({"turnId": turn})).await.expect("cancel");
     let end = end_of(&mut server, &turn).await;
     assert_eq!(end.status, wire::TurnStatus::Cancelled);
-    assert_eq!(
-        approval(&mut server, "call_1", "approve").await,
-        Err(NO_PENDING)
-    );
+    assert_eq!(approval(&mut server, "call_1", "approve").await, Err(NO_PENDING));
     assert!(!marker.exists(), "a cancelled call ran");
     let journal = session_files(home.path()).pop().expect("journal");
-    let result = journal_records(&journal)
-        .into_iter()
-        .find(|r| r["kind"] == "tool_result")
-        .expect("a result");
+    let result = journal_records(&journal).into_iter().find(|r| r["kind"] == "tool_result").expect("a result");
     assert_eq!(result["status"], "not_executed");
     assert_eq!(count_kind(&journal, "tool_start"), 0);
     server.close_stdin();
@@ -213,12 +150,9 @@ async fn approving_the_pending_call_of_a_killed_server_runs_nothing() {
     let home = tempfile::tempdir().expect("home");
     let cwd = work_dir(home.path());
     let marker = cwd.join("marker-restart");
-    let mock = MockModel::start(vec![
-        Reply::call("call_1", &touch(&marker)),
-        Reply::text("Nothing ran."),
-    ])
-    .await
-    .expect("mock");
+    let mock = MockModel::start(vec![Reply::call("call_1", &touch(&marker)), Reply::text("Nothing ran.")])
+        .await
+        .expect("mock");
     let mut first = Server::spawn_in(home.path(), &mock).await;
     open(&mut first, &cwd).await;
     chat(&mut first, "Make the marker.").await;
@@ -228,28 +162,16 @@ async fn approving_the_pending_call_of_a_killed_server_runs_nothing() {
     let mut second = Server::spawn_in(home.path(), &mock).await;
     // Before initialize: refused as uninitialized.
     let err = second
-        .request(
-            wire::method::APPROVAL,
-            json!({"callId": "call_1", "decision": "approve"}),
-        )
+        .request(wire::method::APPROVAL, json!({"callId": "call_1", "decision": "approve"}))
         .await
         .expect_err("not initialized");
     assert_eq!(err.code, -32002);
     let recovery = open(&mut second, &cwd).await;
-    assert_eq!(
-        recovery.turns[0].calls[0].result.status,
-        wire::ToolStatus::NotExecuted
-    );
-    assert_eq!(
-        approval(&mut second, "call_1", "approve").await,
-        Err(NO_PENDING)
-    );
+    assert_eq!(recovery.turns[0].calls[0].result.status, wire::ToolStatus::NotExecuted);
+    assert_eq!(approval(&mut second, "call_1", "approve").await, Err(NO_PENDING));
     // A new turn does not resurrect the old call either.
     let turn = chat(&mut second, "Did it run?").await;
-    assert_eq!(
-        approval(&mut second, "call_1", "approve").await,
-        Err(NO_PENDING)
-    );
+    assert_eq!(approval(&mut second, "call_1", "approve").await, Err(NO_PENDING));
     let end = end_of(&mut second, &turn).await;
     assert_eq!(end.status, wire::TurnStatus::Completed);
     assert!(!marker.exists(), "the killed server's pending call ran");
@@ -269,11 +191,7 @@ async fn the_api_key_reaches_the_model_only() {
         Reply::call("call_1", "env; echo \"key=[$OPENAI_API_KEY]\""),
         Reply::text("Here is the environment."),
         // A model service that echoes the key in an error (a misbehaving proxy).
-        Reply::http_error(
-            401,
-            "invalid_api_key",
-            format!("Incorrect API key provided: {API_KEY}."),
-        ),
+        Reply::http_error(401, "invalid_api_key", format!("Incorrect API key provided: {API_KEY}.")),
     ])
     .await
     .expect("mock");
@@ -288,27 +206,16 @@ async fn the_api_key_reaches_the_model_only() {
     let turn = chat(&mut server, "Show me your environment.").await;
     let request = next_approval_request(&mut server).await;
     assert!(
-        !serde_json::to_string(&request.environment)
-            .expect("json")
-            .contains(API_KEY),
+        !serde_json::to_string(&request.environment).expect("json").contains(API_KEY),
         "the approval request shows the key"
     );
     assert!(!request.environment.contains_key("OPENAI_API_KEY"));
-    approval(&mut server, "call_1", "approve")
-        .await
-        .expect("approve");
+    approval(&mut server, "call_1", "approve").await.expect("approve");
     let notes = server.turn_notifications(&turn, TIMEOUT).await;
-    let result: wire::ToolResult = notes
-        .iter()
-        .find(|n| n.method == wire::method::TOOL_RESULT)
-        .expect("toolResult")
-        .parse();
+    let result: wire::ToolResult =
+        notes.iter().find(|n| n.method == wire::method::TOOL_RESULT).expect("toolResult").parse();
     assert_eq!(result.status, wire::ToolStatus::Success);
-    assert!(
-        result.output.contains("PATH="),
-        "env ran: {}",
-        result.output
-    );
+    assert!(result.output.contains("PATH="), "env ran: {}", result.output);
     assert!(result.output.contains("key=[]"), "{}", result.output);
     let turn2 = chat(&mut server, "Once more.").await;
     let end = end_of(&mut server, &turn2).await;
@@ -318,20 +225,11 @@ async fn the_api_key_reaches_the_model_only() {
 
     // The only place the key went: the model's Authorization header.
     for r in mock.requests() {
-        assert_eq!(
-            r.authorization.as_deref(),
-            Some(format!("Bearer {API_KEY}").as_str())
-        );
-        assert!(
-            !r.body.to_string().contains(API_KEY),
-            "the key is in a model request body"
-        );
+        assert_eq!(r.authorization.as_deref(), Some(format!("Bearer {API_KEY}").as_str()));
+        assert!(!r.body.to_string().contains(API_KEY), "the key is in a model request body");
     }
     let notifications = format!("{:?}", server.notification_log());
-    assert!(
-        !notifications.contains(API_KEY),
-        "the key is in a notification"
-    );
+    assert!(!notifications.contains(API_KEY), "the key is in a notification");
     let stderr = server.stderr();
     assert!(stderr.contains("TRACE"), "trace logging was on");
     assert!(!stderr.contains(API_KEY), "the key is in the trace log");
@@ -340,19 +238,10 @@ async fn the_api_key_reaches_the_model_only() {
     let mut scanned = 0;
     while let Some(path) = files.pop() {
         if path.is_dir() {
-            files.extend(
-                std::fs::read_dir(&path)
-                    .expect("dir")
-                    .flatten()
-                    .map(|e| e.path()),
-            );
+            files.extend(std::fs::read_dir(&path).expect("dir").flatten().map(|e| e.path()));
         } else {
             let bytes = std::fs::read(&path).expect("file");
-            assert!(
-                !String::from_utf8_lossy(&bytes).contains(API_KEY),
-                "{} holds the key",
-                path.display()
-            );
+            assert!(!String::from_utf8_lossy(&bytes).contains(API_KEY), "{} holds the key", path.display());
             scanned += 1;
         }
     }
@@ -370,12 +259,7 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
             continue;
         };
         if meta.is_dir() {
-            todo.extend(
-                std::fs::read_dir(&path)
-                    .expect("dir")
-                    .flatten()
-                    .map(|e| e.path()),
-            );
+            todo.extend(std::fs::read_dir(&path).expect("dir").flatten().map(|e| e.path()));
         }
         out.push((path, meta.len(), meta.modified().ok()));
     }
@@ -395,15 +279,10 @@ async fn session_ids_cannot_escape_the_sessions_directory() {
     let target = outside.join("target.jsonl");
     std::fs::write(&target, "not yours\n").expect("target");
     std::os::unix::fs::symlink(&target, home.join("sessions/evil.jsonl")).expect("symlink");
-    std::os::unix::fs::symlink(
-        outside.join("nothing.jsonl"),
-        home.join("sessions/dangling.jsonl"),
-    )
-    .expect("dangling symlink");
+    std::os::unix::fs::symlink(outside.join("nothing.jsonl"), home.join("sessions/dangling.jsonl"))
+        .expect("dangling symlink");
     std::os::unix::fs::symlink("/etc/passwd", home.join("sessions/passwd.jsonl")).expect("symlink");
-    let passwd_before = std::fs::metadata("/etc/passwd")
-        .and_then(|m| m.modified())
-        .ok();
+    let passwd_before = std::fs::metadata("/etc/passwd").and_then(|m| m.modified()).ok();
     let before = snapshot(root.path());
 
     let mock = MockModel::start(vec![]).await.expect("mock");
@@ -436,11 +315,7 @@ async fn session_ids_cannot_escape_the_sessions_directory() {
             })
             .await
             .expect_err(&format!("session id {id:?} refused"));
-        assert_eq!(
-            err.code,
-            wire::error_code::SESSION_UNAVAILABLE,
-            "{id:?}: {err}"
-        );
+        assert_eq!(err.code, wire::error_code::SESSION_UNAVAILABLE, "{id:?}: {err}");
         let message = err.message.to_lowercase();
         assert!(
             message.contains("invalid session id")
@@ -468,33 +343,19 @@ async fn session_ids_cannot_escape_the_sessions_directory() {
             assert_eq!(a, b, "changed: {}", b.0.display());
         }
     }
-    assert_eq!(
-        std::fs::read_to_string(&target).expect("target"),
-        "not yours\n"
-    );
+    assert_eq!(std::fs::read_to_string(&target).expect("target"), "not yours\n");
     assert!(!outside.join("nothing.jsonl").exists());
-    assert_eq!(
-        std::fs::metadata("/etc/passwd")
-            .and_then(|m| m.modified())
-            .ok(),
-        passwd_before
-    );
+    assert_eq!(std::fs::metadata("/etc/passwd").and_then(|m| m.modified()).ok(), passwd_before);
 
     // Without an id, the links are not taken for the latest session: a new
     // one is created inside sessions/.
     let mut server = Server::spawn_in(&home, &mock).await;
-    let result = server
-        .initialize(&options_in(&cwd))
-        .await
-        .expect("initialize");
+    let result = server.initialize(&options_in(&cwd)).await.expect("initialize");
     let caps = Server::capabilities(&result);
     let journal = PathBuf::from(&caps.journal_path);
     assert_eq!(journal.parent(), Some(home.join("sessions").as_path()));
     assert!(!journal.is_symlink());
-    assert_eq!(
-        std::fs::read_to_string(&target).expect("target"),
-        "not yours\n"
-    );
+    assert_eq!(std::fs::read_to_string(&target).expect("target"), "not yours\n");
     server.close_stdin();
     server.wait(TIMEOUT).await;
 }
@@ -507,10 +368,7 @@ async fn spawn_with_timeout(home: &Path, mock: &MockModel, secs: u64) -> Server 
     let wrapper = home.join("mino-server-with-timeout.sh");
     std::fs::write(
         &wrapper,
-        format!(
-            "#!/bin/sh\nMINO_COMMAND_TIMEOUT_SECS={secs} exec '{}' \"$@\"\n",
-            server_bin().display()
-        ),
+        format!("#!/bin/sh\nMINO_COMMAND_TIMEOUT_SECS={secs} exec '{}' \"$@\"\n", server_bin().display()),
     )
     .expect("wrapper");
     use std::os::unix::fs::PermissionsExt;
@@ -553,43 +411,24 @@ async fn infinite_output_is_capped_and_stopped_at_the_timeout() {
     let home = tempfile::tempdir().expect("home");
     let cwd = work_dir(home.path());
     let marker = unique("yes");
-    let mock = MockModel::start(vec![
-        Reply::call("call_1", &format!("yes {marker}")),
-        Reply::text("That was a lot."),
-    ])
-    .await
-    .expect("mock");
+    let mock = MockModel::start(vec![Reply::call("call_1", &format!("yes {marker}")), Reply::text("That was a lot.")])
+        .await
+        .expect("mock");
     let mut server = spawn_with_timeout(home.path(), &mock, 2).await;
     let pid = server.pid().expect("pid");
     open(&mut server, &cwd).await;
     let turn = chat(&mut server, "Say yes forever.").await;
     let request = next_approval_request(&mut server).await;
     assert_eq!(request.limits.timeout_seconds, 2);
-    approval(&mut server, "call_1", "approve")
-        .await
-        .expect("approve");
+    approval(&mut server, "call_1", "approve").await.expect("approve");
     let notes = server.turn_notifications(&turn, TIMEOUT * 4).await;
-    let result: wire::ToolResult = notes
-        .iter()
-        .find(|n| n.method == wire::method::TOOL_RESULT)
-        .expect("toolResult")
-        .parse();
+    let result: wire::ToolResult =
+        notes.iter().find(|n| n.method == wire::method::TOOL_RESULT).expect("toolResult").parse();
     assert_eq!(result.status, wire::ToolStatus::TimedOut);
     let limit = request.limits.output_limit_bytes as usize;
-    assert!(
-        result.output.len() <= limit + 512,
-        "output kept: {} bytes, limit {limit}",
-        result.output.len()
-    );
-    assert!(
-        result.output.contains("bytes of output cut"),
-        "the cut is stated"
-    );
-    assert!(
-        result.output.contains("[timed out after 2s"),
-        "{}",
-        &result.output[result.output.len() - 200..]
-    );
+    assert!(result.output.len() <= limit + 512, "output kept: {} bytes, limit {limit}", result.output.len());
+    assert!(result.output.contains("bytes of output cut"), "the cut is stated");
+    assert!(result.output.contains("[timed out after 2s"), "{}", &result.output[result.output.len() - 200..]);
     let streamed: usize = notes
         .iter()
         .filter(|n| n.method == wire::method::TOOL_OUTPUT)
@@ -603,7 +442,10 @@ async fn infinite_output_is_capped_and_stopped_at_the_timeout() {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         })
         .unwrap_or(0);
-    println!("yes for 2 s: {streamed} bytes streamed as toolOutput, {} kept in the result; server VmHWM {hwm} kB", result.output.len());
+    println!(
+        "yes for 2 s: {streamed} bytes streamed as toolOutput, {} kept in the result; server VmHWM {hwm} kB",
+        result.output.len()
+    );
     let end: wire::TurnEnded = notes.last().expect("end").parse();
     assert_eq!(end.status, wire::TurnStatus::Completed);
     assert_eq!(wait_processes(&marker, |n| n == 0).await, 0, "yes survived");
@@ -626,35 +468,18 @@ async fn cancel_kills_every_background_child_of_the_command() {
     open(&mut server, &cwd).await;
     let turn = chat(&mut server, "Start three sleepers.").await;
     next_approval_request(&mut server).await;
-    approval(&mut server, "call_1", "approve")
-        .await
-        .expect("approve");
-    server
-        .next_notification(wire::method::TOOL_OUTPUT, TIMEOUT)
-        .await;
+    approval(&mut server, "call_1", "approve").await.expect("approve");
+    server.next_notification(wire::method::TOOL_OUTPUT, TIMEOUT).await;
     // The three sleepers (and the command's own bash, whose text names them).
-    assert!(
-        wait_processes(&marker, |n| n >= 3).await >= 3,
-        "three children started"
-    );
-    server
-        .request(wire::method::CANCEL, json!({"turnId": turn}))
-        .await
-        .expect("cancel");
+    assert!(wait_processes(&marker, |n| n >= 3).await >= 3, "three children started");
+    server.request(wire::method::CANCEL, json!({"turnId": turn})).await.expect("cancel");
     let notes = server.turn_notifications(&turn, TIMEOUT).await;
-    let result: wire::ToolResult = notes
-        .iter()
-        .find(|n| n.method == wire::method::TOOL_RESULT)
-        .expect("toolResult")
-        .parse();
+    let result: wire::ToolResult =
+        notes.iter().find(|n| n.method == wire::method::TOOL_RESULT).expect("toolResult").parse();
     assert_eq!(result.status, wire::ToolStatus::Cancelled);
     let end: wire::TurnEnded = notes.last().expect("end").parse();
     assert_eq!(end.status, wire::TurnStatus::Cancelled);
-    assert_eq!(
-        wait_processes(&marker, |n| n == 0).await,
-        0,
-        "a child outlived the cancelled turn"
-    );
+    assert_eq!(wait_processes(&marker, |n| n == 0).await, 0, "a child outlived the cancelled turn");
     server.close_stdin();
     server.wait(TIMEOUT).await;
 }
@@ -680,48 +505,25 @@ async fn a_command_that_ignores_sigterm_is_killed_on_cancel_and_on_timeout() {
     // Cancelled: SIGTERM is ignored, SIGKILL follows.
     let turn = chat(&mut server, "Run something stubborn.").await;
     next_approval_request(&mut server).await;
-    approval(&mut server, "call_1", "approve")
-        .await
-        .expect("approve");
-    server
-        .next_notification(wire::method::TOOL_OUTPUT, TIMEOUT)
-        .await;
+    approval(&mut server, "call_1", "approve").await.expect("approve");
+    server.next_notification(wire::method::TOOL_OUTPUT, TIMEOUT).await;
     assert!(wait_processes(&marker, |n| n >= 1).await >= 1, "it started");
-    server
-        .request(wire::method::CANCEL, json!({"turnId": turn}))
-        .await
-        .expect("cancel");
+    server.request(wire::method::CANCEL, json!({"turnId": turn})).await.expect("cancel");
     let notes = server.turn_notifications(&turn, TIMEOUT).await;
-    let result: wire::ToolResult = notes
-        .iter()
-        .find(|n| n.method == wire::method::TOOL_RESULT)
-        .expect("toolResult")
-        .parse();
+    let result: wire::ToolResult =
+        notes.iter().find(|n| n.method == wire::method::TOOL_RESULT).expect("toolResult").parse();
     assert_eq!(result.status, wire::ToolStatus::Cancelled);
-    assert_eq!(
-        wait_processes(&marker, |n| n == 0).await,
-        0,
-        "survived the cancel"
-    );
+    assert_eq!(wait_processes(&marker, |n| n == 0).await, 0, "survived the cancel");
 
     // Timed out: the same.
     let turn = chat(&mut server, "Again, and let it time out.").await;
     next_approval_request(&mut server).await;
-    approval(&mut server, "call_2", "approve")
-        .await
-        .expect("approve");
+    approval(&mut server, "call_2", "approve").await.expect("approve");
     let notes = server.turn_notifications(&turn, TIMEOUT).await;
-    let result: wire::ToolResult = notes
-        .iter()
-        .find(|n| n.method == wire::method::TOOL_RESULT)
-        .expect("toolResult")
-        .parse();
+    let result: wire::ToolResult =
+        notes.iter().find(|n| n.method == wire::method::TOOL_RESULT).expect("toolResult").parse();
     assert_eq!(result.status, wire::ToolStatus::TimedOut);
-    assert_eq!(
-        wait_processes(&marker, |n| n == 0).await,
-        0,
-        "survived the timeout"
-    );
+    assert_eq!(wait_processes(&marker, |n| n == 0).await, 0, "survived the timeout");
     let end: wire::TurnEnded = notes.last().expect("end").parse();
     assert_eq!(end.status, wire::TurnStatus::Completed);
     server.close_stdin();
@@ -734,15 +536,9 @@ async fn a_bad_command_timeout_setting_refuses_initialize_and_writes_nothing() {
     let cwd = work_dir(home.path());
     let mock = MockModel::start(vec![]).await.expect("mock");
     let mut server = spawn_with_timeout(home.path(), &mock, 0).await;
-    let err = server
-        .initialize(&options_in(&cwd))
-        .await
-        .expect_err("0 s is refused");
+    let err = server.initialize(&options_in(&cwd)).await.expect_err("0 s is refused");
     assert!(err.message.contains("MINO_COMMAND_TIMEOUT_SECS"), "{err}");
-    assert!(
-        session_files(home.path()).is_empty(),
-        "no session was created"
-    );
+    assert!(session_files(home.path()).is_empty(), "no session was created");
     server.close_stdin();
     server.wait(TIMEOUT).await;
 }

@@ -17,12 +17,7 @@ use tower::Service;
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-    })
+    RT.get_or_init(|| tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime"))
 }
 
 fn check_error_response(text: &str) {
@@ -30,10 +25,7 @@ fn check_error_response(text: &str) {
     assert_eq!(v["jsonrpc"], "2.0");
     assert!(v["error"]["code"].is_i64(), "{text}");
     assert!(v["error"]["message"].is_string(), "{text}");
-    assert!(matches!(
-        v["id"],
-        Value::Null | Value::Number(_) | Value::String(_)
-    ));
+    assert!(matches!(v["id"], Value::Null | Value::Number(_) | Value::String(_)));
 }
 
 /// Decodes params the way the handlers type them; errors are fine, panics not.
@@ -41,16 +33,12 @@ fn typed_params(method: &str, params: Value) {
     match method {
         wire::method::CHAT => drop(serde_json::from_value::<wire::ChatParams>(params)),
         wire::method::APPROVAL => drop(serde_json::from_value::<wire::ApprovalParams>(params)),
-        wire::method::ACKNOWLEDGE => {
-            drop(serde_json::from_value::<wire::AcknowledgeParams>(params))
-        }
+        wire::method::ACKNOWLEDGE => drop(serde_json::from_value::<wire::AcknowledgeParams>(params)),
         wire::method::CANCEL => drop(serde_json::from_value::<wire::CancelParams>(params)),
         wire::method::HISTORY => drop(serde_json::from_value::<wire::HistoryParams>(params)),
         "initialize" => {
             if let Some(options) = params.get("initializationOptions") {
-                drop(serde_json::from_value::<wire::InitializationOptions>(
-                    options.clone(),
-                ));
+                drop(serde_json::from_value::<wire::InitializationOptions>(options.clone()));
             }
         }
         _ => {}
@@ -64,10 +52,7 @@ fuzz_target!(|data: &[u8]| {
         let mut frames = 0usize;
         while let Some(frame) = reader.next().await.expect("reading a slice cannot fail") {
             frames += 1;
-            assert!(
-                frames <= data.len() + 1,
-                "the reader stopped making progress"
-            );
+            assert!(frames <= data.len() + 1, "the reader stopped making progress");
             let body = match frame {
                 Frame::Body(body) => body,
                 Frame::Malformed(why) => {
@@ -93,20 +78,14 @@ fuzz_target!(|data: &[u8]| {
                 continue;
             }
             let has_id = request.id().is_some();
-            if std::future::poll_fn(|cx| service.poll_ready(cx))
-                .await
-                .is_err()
-            {
+            if std::future::poll_fn(|cx| service.poll_ready(cx)).await.is_err() {
                 break;
             }
             let response = service.call(request).await;
             if let Ok(Some(response)) = response {
                 let text = serde_json::to_string(&response).expect("a response serializes");
                 let v: Value = serde_json::from_str(&text).expect("a response is JSON");
-                assert!(
-                    v.get("result").is_some() || v.get("error").is_some(),
-                    "{text}"
-                );
+                assert!(v.get("result").is_some() || v.get("error").is_some(), "{text}");
             } else if has_id && !method.starts_with("$/") {
                 panic!("request {method:?} got no answer: {response:?}");
             }

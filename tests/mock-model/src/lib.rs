@@ -73,10 +73,7 @@ pub enum Reply {
         delay_ms: u64,
     },
     /// A reasoning item (with `encrypted_content` and a summary) before a text answer.
-    ReasoningThenText {
-        encrypted_content: String,
-        deltas: Vec<String>,
-    },
+    ReasoningThenText { encrypted_content: String, deltas: Vec<String> },
     /// An HTTP error before any stream: status code, OpenAI error body
     /// `{"error":{"message","type","param","code"}}`, optional `Retry-After` header (seconds).
     HttpError {
@@ -125,10 +122,7 @@ pub enum Reply {
 /// so a process can compare a [`Reply::StampedText`] delta with its own
 /// reading.
 pub fn monotonic_nanos() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -146,21 +140,14 @@ pub struct ScriptedCall {
 
 impl ScriptedCall {
     pub fn new(call_id: impl Into<String>, command: impl Into<String>) -> Self {
-        ScriptedCall {
-            call_id: call_id.into(),
-            command: command.into(),
-            raw_arguments: None,
-        }
+        ScriptedCall { call_id: call_id.into(), command: command.into(), raw_arguments: None }
     }
 }
 
 impl Reply {
     /// A text answer streamed as word-sized deltas (`"Hi there!"` → `"Hi"`, `" there!"`).
     pub fn text(text: &str) -> Reply {
-        Reply::Text {
-            deltas: split_words(text),
-            delay_ms: 0,
-        }
+        Reply::Text { deltas: split_words(text), delay_ms: 0 }
     }
 
     /// One `bash` call running `command`.
@@ -172,27 +159,15 @@ impl Reply {
     pub fn calls(calls: &[(&str, &str)]) -> Reply {
         Reply::Calls {
             text: Vec::new(),
-            calls: calls
-                .iter()
-                .map(|(id, command)| ScriptedCall::new(*id, *command))
-                .collect(),
+            calls: calls.iter().map(|(id, command)| ScriptedCall::new(*id, *command)).collect(),
             delay_ms: 0,
         }
     }
 
     /// An HTTP error before any stream. `code` accepts `"rate_limit_exceeded"`,
     /// `Some("...")` or `None`.
-    pub fn http_error<'a>(
-        status: u16,
-        code: impl Into<Option<&'a str>>,
-        message: impl Into<String>,
-    ) -> Reply {
-        Reply::HttpError {
-            status,
-            code: code.into().map(str::to_owned),
-            message: message.into(),
-            retry_after: None,
-        }
+    pub fn http_error<'a>(status: u16, code: impl Into<Option<&'a str>>, message: impl Into<String>) -> Reply {
+        Reply::HttpError { status, code: code.into().map(str::to_owned), message: message.into(), retry_after: None }
     }
 
     /// Sets `retry_after` on an [`Reply::HttpError`]; other replies are returned unchanged.
@@ -326,9 +301,7 @@ pub struct MockModel {
 
 impl std::fmt::Debug for MockModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MockModel")
-            .field("addr", &self.addr)
-            .finish()
+        f.debug_struct("MockModel").field("addr", &self.addr).finish()
     }
 }
 
@@ -350,11 +323,7 @@ impl MockModel {
             }
         });
         tracing::debug!("mock model listening on {addr}");
-        Ok(MockModel {
-            shared,
-            addr,
-            server: Arc::new(Mutex::new(Some(task))),
-        })
+        Ok(MockModel { shared, addr, server: Arc::new(Mutex::new(Some(task))) })
     }
 
     /// e.g. `http://127.0.0.1:41234/v1` — what `OPENAI_BASE_URL` should be set to.

@@ -25,22 +25,15 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        port: 0,
-        script: None,
-    };
+    let mut args = Args { port: 0, script: None };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
             _ => (arg.clone(), None),
         };
-        let mut value = |name: &str| {
-            inline
-                .clone()
-                .or_else(|| it.next())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
+        let mut value =
+            |name: &str| inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{name} needs a value"));
         match flag.as_str() {
             "--port" => {
                 let v = value("--port")?;
@@ -71,8 +64,7 @@ fn load_script(source: Option<&str>) -> Result<Vec<Reply>, String> {
             }
         }
         Some(path) => {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
             serde_json::from_str(&text).map_err(|e| format!("bad script in {path}: {e}"))
         }
     }
@@ -124,9 +116,7 @@ async fn terminated() {
 async fn serve(port: u16, script: Vec<Reply>) -> Result<(), String> {
     let stdin_closed = watch_stdin();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let model = MockModel::start_on(addr, script)
-        .await
-        .map_err(|e| format!("cannot bind {addr}: {e}"))?;
+    let model = MockModel::start_on(addr, script).await.map_err(|e| format!("cannot bind {addr}: {e}"))?;
     let mut stdout = std::io::stdout().lock();
     // A test runner that stopped reading stdout is not a reason to stop serving.
     let _ = writeln!(stdout, "listening {}", model.base_url());

@@ -27,32 +27,17 @@ pub(crate) struct RequestCtx {
 impl RequestCtx {
     pub(crate) fn from_body(body: &Value, raw_len: usize) -> RequestCtx {
         RequestCtx {
-            model: body
-                .get("model")
-                .and_then(Value::as_str)
-                .unwrap_or("mock-model")
-                .to_owned(),
-            parallel_tool_calls: body
-                .get("parallel_tool_calls")
-                .and_then(Value::as_bool)
-                .unwrap_or(true),
+            model: body.get("model").and_then(Value::as_str).unwrap_or("mock-model").to_owned(),
+            parallel_tool_calls: body.get("parallel_tool_calls").and_then(Value::as_bool).unwrap_or(true),
             // Roughly a token per four bytes: plausible numbers for clients that log usage.
             input_tokens: (raw_len as u64).div_ceil(4),
-            created_at: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
+            created_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         }
     }
 }
 
 /// The OpenAI error body, used for scripted HTTP errors and for the server's own 4xx answers.
-pub(crate) fn error_response(
-    status: StatusCode,
-    kind: &str,
-    code: Option<&str>,
-    message: &str,
-) -> Response {
+pub(crate) fn error_response(status: StatusCode, kind: &str, code: Option<&str>, message: &str) -> Response {
     let body = json!({
         "error": { "message": message, "type": kind, "param": null, "code": code }
     });
@@ -70,24 +55,11 @@ fn error_kind(status: u16, code: Option<&str>) -> &'static str {
 }
 
 pub(crate) fn render(reply: Reply, ctx: &RequestCtx, ids: &IdCounters) -> Response {
-    if let Reply::HttpError {
-        status,
-        code,
-        message,
-        retry_after,
-    } = reply
-    {
+    if let Reply::HttpError { status, code, message, retry_after } = reply {
         let status_code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut response = error_response(
-            status_code,
-            error_kind(status, code.as_deref()),
-            code.as_deref(),
-            &message,
-        );
+        let mut response = error_response(status_code, error_kind(status, code.as_deref()), code.as_deref(), &message);
         if let Some(secs) = retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         return response;
     }
@@ -100,11 +72,7 @@ pub(crate) fn render(reply: Reply, ctx: &RequestCtx, ids: &IdCounters) -> Respon
             turn.message(&deltas, delay_ms, "completed");
             turn.finish("response.completed", "completed", Value::Null, Value::Null);
         }
-        Reply::Calls {
-            text,
-            calls,
-            delay_ms,
-        } => {
+        Reply::Calls { text, calls, delay_ms } => {
             if !text.is_empty() {
                 turn.message(&text, delay_ms, "completed");
             }
@@ -113,10 +81,7 @@ pub(crate) fn render(reply: Reply, ctx: &RequestCtx, ids: &IdCounters) -> Respon
             }
             turn.finish("response.completed", "completed", Value::Null, Value::Null);
         }
-        Reply::ReasoningThenText {
-            encrypted_content,
-            deltas,
-        } => {
+        Reply::ReasoningThenText { encrypted_content, deltas } => {
             turn.reasoning(&encrypted_content);
             turn.message(&deltas, 0, "completed");
             turn.finish("response.completed", "completed", Value::Null, Value::Null);
@@ -134,30 +99,17 @@ pub(crate) fn render(reply: Reply, ctx: &RequestCtx, ids: &IdCounters) -> Respon
             turn.sse.cut();
         }
         Reply::Failed { code, message } => {
-            turn.finish(
-                "response.failed",
-                "failed",
-                json!({ "code": code, "message": message }),
-                Value::Null,
-            );
+            turn.finish("response.failed", "failed", json!({ "code": code, "message": message }), Value::Null);
         }
         Reply::ErrorEvent { code, message } => {
-            turn.sse.event(
-                "error",
-                json!({ "code": code, "message": message, "param": null }),
-            );
+            turn.sse.event("error", json!({ "code": code, "message": message, "param": null }));
         }
         Reply::StampedText { count, delay_ms } => {
             turn.stamped_message(count, delay_ms);
         }
         Reply::Incomplete { deltas, reason } => {
             turn.message(&deltas, 0, "incomplete");
-            turn.finish(
-                "response.incomplete",
-                "incomplete",
-                Value::Null,
-                json!({ "reason": reason }),
-            );
+            turn.finish("response.incomplete", "incomplete", Value::Null, json!({ "reason": reason }));
         }
     }
     turn.sse.into_response()
@@ -200,11 +152,7 @@ impl Sse {
     fn render(&mut self, ty: &str, fields: Value) -> String {
         // Hand-assembled so `type` and `sequence_number` lead the line as in the real stream
         // (serde_json's map here is sorted, not insertion-ordered).
-        let mut data = format!(
-            "{{\"type\":{},\"sequence_number\":{}",
-            Value::from(ty),
-            self.seq
-        );
+        let mut data = format!("{{\"type\":{},\"sequence_number\":{}", Value::from(ty), self.seq);
         if let Value::Object(map) = fields {
             for (k, v) in map {
                 data.push(',');
@@ -262,10 +210,7 @@ impl Sse {
         });
         let mut response = Response::new(Body::from_stream(stream));
         let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream; charset=utf-8"),
-        );
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         response
     }
@@ -285,10 +230,7 @@ struct Turn<'a> {
 impl<'a> Turn<'a> {
     fn new(ctx: &'a RequestCtx, ids: &'a IdCounters) -> Turn<'a> {
         Turn {
-            sse: Sse {
-                steps: Vec::new(),
-                seq: 0,
-            },
+            sse: Sse { steps: Vec::new(), seq: 0 },
             ctx,
             ids,
             resp_id: ids.resp(),
@@ -298,14 +240,7 @@ impl<'a> Turn<'a> {
         }
     }
 
-    fn response_object(
-        &self,
-        status: &str,
-        output: Value,
-        usage: Value,
-        error: Value,
-        incomplete: Value,
-    ) -> Value {
+    fn response_object(&self, status: &str, output: Value, usage: Value, error: Value, incomplete: Value) -> Value {
         json!({
             "id": self.resp_id,
             "object": "response",
@@ -334,17 +269,9 @@ impl<'a> Turn<'a> {
     }
 
     fn start(&mut self) {
-        let created = self.response_object(
-            "in_progress",
-            json!([]),
-            Value::Null,
-            Value::Null,
-            Value::Null,
-        );
-        self.sse
-            .event("response.created", json!({ "response": created.clone() }));
-        self.sse
-            .event("response.in_progress", json!({ "response": created }));
+        let created = self.response_object("in_progress", json!([]), Value::Null, Value::Null, Value::Null);
+        self.sse.event("response.created", json!({ "response": created.clone() }));
+        self.sse.event("response.in_progress", json!({ "response": created }));
     }
 
     /// Opens a message item and streams `deltas` into it; returns (item id, output index, text).
@@ -406,19 +333,13 @@ impl<'a> Turn<'a> {
             });
             let text = self.sse.render("response.output_text.delta", fields);
             let (before, after) = text.split_once(STAMP).expect("the stamp is in the event");
-            self.sse.steps.push(Step::Stamped {
-                before: before.to_owned(),
-                after: after.to_owned(),
-            });
+            self.sse.steps.push(Step::Stamped { before: before.to_owned(), after: after.to_owned() });
         }
         let (ctx, resp_id, seq) = (self.ctx.clone(), self.resp_id.clone(), self.sse.seq);
         self.sse.steps.push(Step::Close(Box::new(move |text: &str| {
             let ids = IdCounters::default();
             let mut tail = Turn {
-                sse: Sse {
-                    steps: Vec::new(),
-                    seq,
-                },
+                sse: Sse { steps: Vec::new(), seq },
                 ctx: &ctx,
                 ids: &ids,
                 resp_id,
@@ -457,10 +378,7 @@ impl<'a> Turn<'a> {
             "id": id, "type": "message", "status": status, "role": "assistant",
             "content": [part],
         });
-        self.sse.event(
-            "response.output_item.done",
-            json!({ "output_index": index, "item": item.clone() }),
-        );
+        self.sse.event("response.output_item.done", json!({ "output_index": index, "item": item.clone() }));
         self.output_chars += text.chars().count();
         self.output.push(item);
     }
@@ -468,10 +386,7 @@ impl<'a> Turn<'a> {
     fn call(&mut self, call: &ScriptedCall, delay_ms: u64) {
         let id = self.ids.fc();
         let index = self.output.len();
-        let arguments = call
-            .raw_arguments
-            .clone()
-            .unwrap_or_else(|| json!({ "command": call.command }).to_string());
+        let arguments = call.raw_arguments.clone().unwrap_or_else(|| json!({ "command": call.command }).to_string());
         self.sse.sleep(delay_ms);
         self.sse.event(
             "response.output_item.added",
@@ -496,10 +411,7 @@ impl<'a> Turn<'a> {
             "id": id, "type": "function_call", "status": "completed",
             "arguments": arguments, "call_id": call.call_id, "name": "bash",
         });
-        self.sse.event(
-            "response.output_item.done",
-            json!({ "output_index": index, "item": item.clone() }),
-        );
+        self.sse.event("response.output_item.done", json!({ "output_index": index, "item": item.clone() }));
         self.output_chars += arguments.chars().count();
         self.output.push(item);
     }
@@ -545,10 +457,7 @@ impl<'a> Turn<'a> {
             "id": id, "type": "reasoning", "summary": [part],
             "encrypted_content": encrypted_content,
         });
-        self.sse.event(
-            "response.output_item.done",
-            json!({ "output_index": index, "item": item.clone() }),
-        );
+        self.sse.event("response.output_item.done", json!({ "output_index": index, "item": item.clone() }));
         self.reasoning_chars += REASONING_SUMMARY.len() + encrypted_content.len();
         self.output.push(item);
     }
@@ -576,8 +485,5 @@ impl<'a> Turn<'a> {
 /// Splits on char boundaries so multi-byte commands still produce valid UTF-8 deltas.
 fn chunks(s: &str, max_chars: usize) -> Vec<String> {
     let chars: Vec<char> = s.chars().collect();
-    chars
-        .chunks(max_chars.max(1))
-        .map(|c| c.iter().collect())
-        .collect()
+    chars.chunks(max_chars.max(1)).map(|c| c.iter().collect()).collect()
 }

@@ -27,12 +27,7 @@ pub(crate) fn router(shared: AppState) -> Router {
         .with_state(shared)
 }
 
-async fn responses(
-    State(shared): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Bytes,
-) -> Response {
+async fn responses(State(shared): State<AppState>, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
     let parsed = serde_json::from_slice::<Value>(&body);
     let recorded_body = match &parsed {
         Ok(value) => value.clone(),
@@ -41,10 +36,7 @@ async fn responses(
     // Recorded before answering so a test that sees the reply can already see the request.
     shared.record(RecordedRequest {
         body: recorded_body,
-        authorization: headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
+        authorization: headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned),
         path: uri.path().to_owned(),
     });
     let body_value = match parsed {

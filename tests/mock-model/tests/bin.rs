@@ -53,31 +53,21 @@ async fn final_text(base_url: &str) -> String {
     let last = text.trim_end().rsplit('\n').next().unwrap();
     let data: Value = serde_json::from_str(last.strip_prefix("data: ").unwrap()).unwrap();
     assert_eq!(data["type"], "response.completed");
-    data["response"]["output"][0]["content"][0]["text"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    data["response"]["output"][0]["content"][0]["text"].as_str().unwrap().to_owned()
 }
 
 #[tokio::test]
 async fn script_from_stdin_then_exit_when_stdin_closes() {
     let mut child = spawn(&["--script", "-"]);
     let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(br#"[{"type":"text","deltas":["from"," stdin"]}]"#)
-        .unwrap();
+    stdin.write_all(br#"[{"type":"text","deltas":["from"," stdin"]}]"#).unwrap();
     stdin.flush().unwrap();
     let (base_url, mut rest) = read_base_url(child.stdout.take().unwrap());
     assert!(base_url.starts_with("http://127.0.0.1:") && base_url.ends_with("/v1"));
 
     assert_eq!(final_text(&base_url).await, "from stdin");
     let root = base_url.trim_end_matches("/v1");
-    let recorded: Vec<Value> = reqwest::get(format!("{root}/_mock/requests"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let recorded: Vec<Value> = reqwest::get(format!("{root}/_mock/requests")).await.unwrap().json().await.unwrap();
     assert_eq!(recorded.len(), 1);
 
     drop(stdin);
@@ -98,10 +88,7 @@ async fn script_file_and_sigterm() {
     let (base_url, _rest) = read_base_url(child.stdout.take().unwrap());
     assert_eq!(final_text(&base_url).await, "from file");
 
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(killed.success());
     // stdin is still open, so only the signal can have stopped it.
     assert!(wait_exit(&mut child).success());
@@ -111,11 +98,7 @@ async fn script_file_and_sigterm() {
 
 #[test]
 fn bad_arguments_exit_with_usage() {
-    let out = Command::new(env!("CARGO_BIN_EXE_mino-mock-model"))
-        .arg("--bogus")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mino-mock-model")).arg("--bogus").stdin(Stdio::null()).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("usage: mino-mock-model"));

@@ -13,10 +13,7 @@ struct Event {
 /// Parses SSE text, checking the framing Mino relies on: `event:` then one `data:` line, blank
 /// line separation, `type` equal to the event name, sequence numbers counting from 0.
 fn parse_sse(text: &str) -> Vec<Event> {
-    assert!(
-        text.is_empty() || text.ends_with("\n\n"),
-        "stream must end on a frame boundary: {text:?}"
-    );
+    assert!(text.is_empty() || text.ends_with("\n\n"), "stream must end on a frame boundary: {text:?}");
     let events: Vec<Event> = text
         .split("\n\n")
         .filter(|block| !block.is_empty())
@@ -25,26 +22,18 @@ fn parse_sse(text: &str) -> Vec<Event> {
             assert_eq!(lines.len(), 2, "frame is event + data: {block:?}");
             let name = lines[0].strip_prefix("event: ").expect("event line");
             let data: Value =
-                serde_json::from_str(lines[1].strip_prefix("data: ").expect("data line"))
-                    .expect("data is JSON");
+                serde_json::from_str(lines[1].strip_prefix("data: ").expect("data line")).expect("data is JSON");
             assert_eq!(data["type"], name, "type repeats the event name");
             assert!(
                 lines[1].starts_with(&format!("data: {{\"type\":\"{name}\",\"sequence_number\":")),
                 "type and sequence_number lead: {}",
                 lines[1]
             );
-            Event {
-                name: name.to_owned(),
-                data,
-            }
+            Event { name: name.to_owned(), data }
         })
         .collect();
     for (i, e) in events.iter().enumerate() {
-        assert_eq!(
-            e.data["sequence_number"], i as u64,
-            "sequence of {}",
-            e.name
-        );
+        assert_eq!(e.data["sequence_number"], i as u64, "sequence of {}", e.name);
     }
     events
 }
@@ -76,10 +65,7 @@ async fn post(model: &MockModel, body: &Value) -> reqwest::Response {
 async fn stream_events(model: &MockModel) -> Vec<Event> {
     let resp = post(model, &request_body()).await;
     assert_eq!(resp.status(), 200);
-    assert!(resp.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/event-stream"));
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
     parse_sse(&resp.text().await.unwrap())
 }
 
@@ -98,9 +84,7 @@ async fn read_until_end(resp: reqwest::Response) -> (String, bool) {
 
 #[tokio::test]
 async fn text_reply_streams_the_documented_sequence_and_records_the_request() {
-    let model = MockModel::start(vec![Reply::text("Hi there!")])
-        .await
-        .unwrap();
+    let model = MockModel::start(vec![Reply::text("Hi there!")]).await.unwrap();
     assert!(model.base_url().starts_with("http://127.0.0.1:"));
     assert!(model.base_url().ends_with("/v1"));
 
@@ -135,10 +119,7 @@ async fn text_reply_streams_the_documented_sequence_and_records_the_request() {
     assert_eq!(events[5].data["item_id"], "msg_1");
     assert_eq!(events[6].data["text"], "Hi there!");
     assert_eq!(events[8].data["item"]["status"], "completed");
-    assert_eq!(
-        events[8].data["item"]["content"],
-        json!([{"type":"output_text","text":"Hi there!","annotations":[]}])
-    );
+    assert_eq!(events[8].data["item"]["content"], json!([{"type":"output_text","text":"Hi there!","annotations":[]}]));
     let done = &events[9].data["response"];
     assert_eq!(done["status"], "completed");
     assert_eq!(done["output"][0]["content"][0]["text"], "Hi there!");
@@ -192,26 +173,21 @@ async fn calls_reply_streams_text_then_one_item_per_call() {
         ]
     );
 
-    for (index, item_id, call_id, command) in [
-        (1, "fc_1", "call_1", "ls -la"),
-        (2, "fc_2", "call_2", "echo \"milk\" >> shopping.txt"),
-    ] {
+    for (index, item_id, call_id, command) in
+        [(1, "fc_1", "call_1", "ls -la"), (2, "fc_2", "call_2", "echo \"milk\" >> shopping.txt")]
+    {
         let expected_args = json!({ "command": command }).to_string();
         let deltas: String = events
             .iter()
-            .filter(|e| {
-                e.name == "response.function_call_arguments.delta" && e.data["item_id"] == item_id
-            })
+            .filter(|e| e.name == "response.function_call_arguments.delta" && e.data["item_id"] == item_id)
             .map(|e| {
                 assert_eq!(e.data["output_index"], index);
                 e.data["delta"].as_str().unwrap().to_owned()
             })
             .collect();
         assert_eq!(deltas, expected_args);
-        let added = events
-            .iter()
-            .find(|e| e.name == "response.output_item.added" && e.data["item"]["id"] == item_id)
-            .unwrap();
+        let added =
+            events.iter().find(|e| e.name == "response.output_item.added" && e.data["item"]["id"] == item_id).unwrap();
         assert_eq!(
             added.data["item"],
             json!({"id": item_id, "type":"function_call", "status":"in_progress",
@@ -219,15 +195,11 @@ async fn calls_reply_streams_text_then_one_item_per_call() {
         );
         let args_done = events
             .iter()
-            .find(|e| {
-                e.name == "response.function_call_arguments.done" && e.data["item_id"] == item_id
-            })
+            .find(|e| e.name == "response.function_call_arguments.done" && e.data["item_id"] == item_id)
             .unwrap();
         assert_eq!(args_done.data["arguments"], expected_args);
-        let done = events
-            .iter()
-            .find(|e| e.name == "response.output_item.done" && e.data["item"]["id"] == item_id)
-            .unwrap();
+        let done =
+            events.iter().find(|e| e.name == "response.output_item.done" && e.data["item"]["id"] == item_id).unwrap();
         assert_eq!(
             done.data["item"],
             json!({"id": item_id, "type":"function_call", "status":"completed",
@@ -258,31 +230,19 @@ async fn raw_arguments_are_sent_verbatim_and_convenience_constructors_work() {
     .await
     .unwrap();
     let events = stream_events(&model).await;
-    let done = events
-        .iter()
-        .find(|e| e.name == "response.output_item.done")
-        .unwrap();
+    let done = events.iter().find(|e| e.name == "response.output_item.done").unwrap();
     assert_eq!(done.data["item"]["arguments"], "{\"command\": 42");
 
     let events = stream_events(&model).await;
     assert_eq!(names(&events)[2], "response.output_item.added");
-    let done = events
-        .iter()
-        .find(|e| e.name == "response.output_item.done")
-        .unwrap();
+    let done = events.iter().find(|e| e.name == "response.output_item.done").unwrap();
     assert_eq!(done.data["item"]["call_id"], "call_1");
-    assert_eq!(
-        done.data["item"]["arguments"],
-        "{\"command\":\"echo milk >> shopping.txt\"}"
-    );
+    assert_eq!(done.data["item"]["arguments"], "{\"command\":\"echo milk >> shopping.txt\"}");
     assert_eq!(events[0].data["response"]["id"], "resp_2");
 
     let events = stream_events(&model).await;
-    let calls: Vec<&Value> = events
-        .iter()
-        .filter(|e| e.name == "response.output_item.done")
-        .map(|e| &e.data["item"]["call_id"])
-        .collect();
+    let calls: Vec<&Value> =
+        events.iter().filter(|e| e.name == "response.output_item.done").map(|e| &e.data["item"]["call_id"]).collect();
     assert_eq!(calls, [&json!("call_a"), &json!("call_b")]);
     assert_eq!(model.remaining(), 0);
 }
@@ -333,17 +293,11 @@ async fn exhausted_script_answers_a_visible_text() {
     let events = stream_events(&model).await;
     let done = &events.last().unwrap().data;
     assert_eq!(done["type"], "response.completed");
-    assert_eq!(
-        done["response"]["output"][0]["content"][0]["text"],
-        NO_REPLY_LEFT
-    );
+    assert_eq!(done["response"]["output"][0]["content"][0]["text"], NO_REPLY_LEFT);
 
     model.push(Reply::text("pushed"));
     let events = stream_events(&model).await;
-    assert_eq!(
-        events.last().unwrap().data["response"]["output"][0]["content"][0]["text"],
-        "pushed"
-    );
+    assert_eq!(events.last().unwrap().data["response"]["output"][0]["content"][0]["text"], "pushed");
 }
 
 #[tokio::test]
@@ -361,50 +315,27 @@ async fn control_endpoints_drive_and_inspect_the_script() {
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.json::<Value>().await.unwrap()["queued"], 2);
     // A lone reply is accepted too.
-    let resp = client
-        .post(format!("{root}/_mock/script"))
-        .body(r#"{"type":"text","deltas":["third"]}"#)
-        .send()
-        .await
-        .unwrap();
+    let resp =
+        client.post(format!("{root}/_mock/script")).body(r#"{"type":"text","deltas":["third"]}"#).send().await.unwrap();
     assert_eq!(resp.json::<Value>().await.unwrap()["queued"], 3);
-    let resp = client
-        .post(format!("{root}/_mock/script"))
-        .body("not json")
-        .send()
-        .await
-        .unwrap();
+    let resp = client.post(format!("{root}/_mock/script")).body("not json").send().await.unwrap();
     assert_eq!(resp.status(), 400);
     assert_eq!(model.remaining(), 3);
 
     let events = stream_events(&model).await;
-    assert_eq!(
-        events.last().unwrap().data["response"]["output"][0]["content"][0]["text"],
-        "from json"
-    );
+    assert_eq!(events.last().unwrap().data["response"]["output"][0]["content"][0]["text"], "from json");
     let resp = post(&model, &json!({"model": "m", "input": []})).await;
     assert_eq!(resp.status(), 503);
     assert_eq!(resp.headers()["retry-after"], "2");
 
-    let recorded: Vec<Value> = client
-        .get(format!("{root}/_mock/requests"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let recorded: Vec<Value> = client.get(format!("{root}/_mock/requests")).send().await.unwrap().json().await.unwrap();
     assert_eq!(recorded.len(), 2);
     assert_eq!(recorded[0]["body"], request_body());
     assert_eq!(recorded[0]["authorization"], "Bearer sk-test");
     assert_eq!(recorded[0]["path"], "/v1/responses");
     assert_eq!(recorded[1]["body"], json!({"model": "m", "input": []}));
 
-    let resp = client
-        .post(format!("{root}/_mock/reset"))
-        .send()
-        .await
-        .unwrap();
+    let resp = client.post(format!("{root}/_mock/reset")).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     assert!(model.requests().is_empty());
     assert_eq!(model.remaining(), 0);
@@ -419,40 +350,20 @@ async fn unknown_paths_and_bad_bodies_get_openai_errors() {
     let model = MockModel::start(vec![Reply::text("unused")]).await.unwrap();
     let client = reqwest::Client::new();
 
-    let resp = client
-        .post(format!("{}/chat/completions", model.base_url()))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
+    let resp = client.post(format!("{}/chat/completions", model.base_url())).json(&json!({})).send().await.unwrap();
     assert_eq!(resp.status(), 404);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["type"], "invalid_request_error");
     assert_eq!(body["error"]["param"], Value::Null);
     assert_eq!(body["error"]["code"], Value::Null);
-    assert!(body["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("/v1/chat/completions"));
+    assert!(body["error"]["message"].as_str().unwrap().contains("/v1/chat/completions"));
 
-    let resp = client
-        .get(format!("{}/responses", model.base_url()))
-        .send()
-        .await
-        .unwrap();
+    let resp = client.get(format!("{}/responses", model.base_url())).send().await.unwrap();
     assert_eq!(resp.status(), 404);
 
-    let resp = client
-        .post(format!("{}/responses", model.base_url()))
-        .body("{not json")
-        .send()
-        .await
-        .unwrap();
+    let resp = client.post(format!("{}/responses", model.base_url())).body("{not json").send().await.unwrap();
     assert_eq!(resp.status(), 400);
-    assert_eq!(
-        resp.json::<Value>().await.unwrap()["error"]["type"],
-        "invalid_request_error"
-    );
+    assert_eq!(resp.json::<Value>().await.unwrap()["error"]["type"], "invalid_request_error");
     // Recorded, but it did not consume the scripted reply.
     let requests = model.requests();
     assert_eq!(requests.len(), 1);
@@ -462,11 +373,7 @@ async fn unknown_paths_and_bad_bodies_get_openai_errors() {
 
 #[tokio::test]
 async fn cut_stream_drops_the_connection_after_the_deltas() {
-    let model = MockModel::start(vec![Reply::CutStream {
-        deltas: vec!["par".into(), "tial".into()],
-    }])
-    .await
-    .unwrap();
+    let model = MockModel::start(vec![Reply::CutStream { deltas: vec!["par".into(), "tial".into()] }]).await.unwrap();
     let (text, errored) = read_until_end(post(&model, &request_body()).await).await;
     assert!(errored, "a cut stream is a transport error");
     assert_eq!(
@@ -484,25 +391,15 @@ async fn cut_stream_drops_the_connection_after_the_deltas() {
 
 #[tokio::test]
 async fn end_without_terminal_closes_cleanly_and_short() {
-    let model = MockModel::start(vec![Reply::EndWithoutTerminal { deltas: vec![] }])
-        .await
-        .unwrap();
+    let model = MockModel::start(vec![Reply::EndWithoutTerminal { deltas: vec![] }]).await.unwrap();
     let (text, errored) = read_until_end(post(&model, &request_body()).await).await;
     assert!(!errored);
-    assert_eq!(
-        names(&parse_sse(&text)),
-        ["response.created", "response.in_progress"]
-    );
+    assert_eq!(names(&parse_sse(&text)), ["response.created", "response.in_progress"]);
 }
 
 #[tokio::test]
 async fn stall_sends_the_start_then_goes_silent() {
-    let model = MockModel::start(vec![Reply::Stall {
-        deltas: vec!["hm".into()],
-        stall_ms: Some(400),
-    }])
-    .await
-    .unwrap();
+    let model = MockModel::start(vec![Reply::Stall { deltas: vec!["hm".into()], stall_ms: Some(400) }]).await.unwrap();
     let started = Instant::now();
     let resp = post(&model, &request_body()).await;
     let mut stream = resp.bytes_stream();
@@ -516,9 +413,7 @@ async fn stall_sends_the_start_then_goes_silent() {
     let silent = tokio::time::timeout(Duration::from_millis(150), stream.next()).await;
     assert!(silent.is_err(), "nothing more during the stall");
     // Then the connection is dropped.
-    let end = tokio::time::timeout(Duration::from_secs(5), stream.next())
-        .await
-        .unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.unwrap();
     assert!(matches!(end, Some(Err(_)) | None));
     assert!(started.elapsed() >= Duration::from_millis(400));
 }
@@ -526,47 +421,22 @@ async fn stall_sends_the_start_then_goes_silent() {
 #[tokio::test]
 async fn terminal_variants_end_as_documented() {
     let model = MockModel::start(vec![
-        Reply::Failed {
-            code: "rate_limit_exceeded".into(),
-            message: "Please try again in 11.054s".into(),
-        },
-        Reply::ErrorEvent {
-            code: "server_error".into(),
-            message: "oops".into(),
-        },
-        Reply::Incomplete {
-            deltas: vec!["cut".into(), " off".into()],
-            reason: "max_output_tokens".into(),
-        },
-        Reply::ReasoningThenText {
-            encrypted_content: "gAAAAopaque".into(),
-            deltas: vec!["Done.".into()],
-        },
+        Reply::Failed { code: "rate_limit_exceeded".into(), message: "Please try again in 11.054s".into() },
+        Reply::ErrorEvent { code: "server_error".into(), message: "oops".into() },
+        Reply::Incomplete { deltas: vec!["cut".into(), " off".into()], reason: "max_output_tokens".into() },
+        Reply::ReasoningThenText { encrypted_content: "gAAAAopaque".into(), deltas: vec!["Done.".into()] },
     ])
     .await
     .unwrap();
 
     let events = stream_events(&model).await;
-    assert_eq!(
-        names(&events),
-        [
-            "response.created",
-            "response.in_progress",
-            "response.failed"
-        ]
-    );
+    assert_eq!(names(&events), ["response.created", "response.in_progress", "response.failed"]);
     let failed = &events[2].data["response"];
     assert_eq!(failed["status"], "failed");
-    assert_eq!(
-        failed["error"],
-        json!({"code":"rate_limit_exceeded","message":"Please try again in 11.054s"})
-    );
+    assert_eq!(failed["error"], json!({"code":"rate_limit_exceeded","message":"Please try again in 11.054s"}));
 
     let events = stream_events(&model).await;
-    assert_eq!(
-        names(&events),
-        ["response.created", "response.in_progress", "error"]
-    );
+    assert_eq!(names(&events), ["response.created", "response.in_progress", "error"]);
     assert_eq!(events[2].data["code"], "server_error");
     assert_eq!(events[2].data["message"], "oops");
     assert_eq!(events[2].data["param"], Value::Null);
@@ -575,32 +445,17 @@ async fn terminal_variants_end_as_documented() {
     let last = events.last().unwrap();
     assert_eq!(last.name, "response.incomplete");
     assert_eq!(last.data["response"]["status"], "incomplete");
-    assert_eq!(
-        last.data["response"]["incomplete_details"],
-        json!({"reason":"max_output_tokens"})
-    );
-    assert_eq!(
-        last.data["response"]["output"][0]["content"][0]["text"],
-        "cut off"
-    );
+    assert_eq!(last.data["response"]["incomplete_details"], json!({"reason":"max_output_tokens"}));
+    assert_eq!(last.data["response"]["output"][0]["content"][0]["text"], "cut off");
 
     let events = stream_events(&model).await;
     let added = &events[2].data["item"];
     assert_eq!(added["type"], "reasoning");
     assert_eq!(added["id"], "rs_1");
-    let reasoning_done = events
-        .iter()
-        .find(|e| e.name == "response.output_item.done")
-        .unwrap();
+    let reasoning_done = events.iter().find(|e| e.name == "response.output_item.done").unwrap();
     assert_eq!(reasoning_done.data["output_index"], 0);
-    assert_eq!(
-        reasoning_done.data["item"]["encrypted_content"],
-        "gAAAAopaque"
-    );
-    assert_eq!(
-        reasoning_done.data["item"]["summary"][0]["type"],
-        "summary_text"
-    );
+    assert_eq!(reasoning_done.data["item"]["encrypted_content"], "gAAAAopaque");
+    assert_eq!(reasoning_done.data["item"]["summary"][0]["type"], "summary_text");
     let output = &events.last().unwrap().data["response"]["output"];
     assert_eq!(output[0]["type"], "reasoning");
     assert_eq!(output[1]["type"], "message");
@@ -609,9 +464,7 @@ async fn terminal_variants_end_as_documented() {
 
 #[tokio::test]
 async fn delay_ms_paces_the_deltas() {
-    let model = MockModel::start(vec![Reply::text("one two three").with_delay_ms(40)])
-        .await
-        .unwrap();
+    let model = MockModel::start(vec![Reply::text("one two three").with_delay_ms(40)]).await.unwrap();
     let started = Instant::now();
     stream_events(&model).await;
     // One sleep before the item and one before each of the three deltas.
@@ -621,15 +474,8 @@ async fn delay_ms_paces_the_deltas() {
 #[tokio::test]
 async fn stamped_text_sends_each_delta_with_its_send_time() {
     let script: Vec<Reply> =
-        serde_json::from_value(json!([{"type": "stamped_text", "count": 3, "delay_ms": 5}]))
-            .unwrap();
-    assert_eq!(
-        script[0],
-        Reply::StampedText {
-            count: 3,
-            delay_ms: 5
-        }
-    );
+        serde_json::from_value(json!([{"type": "stamped_text", "count": 3, "delay_ms": 5}])).unwrap();
+    assert_eq!(script[0], Reply::StampedText { count: 3, delay_ms: 5 });
     let model = MockModel::start(script).await.unwrap();
     let before = mino_mock_model::monotonic_nanos();
     let events = stream_events(&model).await;
@@ -650,22 +496,10 @@ async fn stamped_text_sends_each_delta_with_its_send_time() {
             "response.completed",
         ]
     );
-    let deltas: Vec<&str> = events[4..7]
-        .iter()
-        .map(|e| e.data["delta"].as_str().unwrap())
-        .collect();
-    let stamps: Vec<u64> = deltas
-        .iter()
-        .map(|d| d.strip_suffix(' ').unwrap().parse().unwrap())
-        .collect();
-    assert!(
-        stamps.windows(2).all(|w| w[1] - w[0] >= 4_000_000),
-        "paced: {stamps:?}"
-    );
-    assert!(
-        stamps[0] >= before && stamps[2] <= after,
-        "{before} <= {stamps:?} <= {after}"
-    );
+    let deltas: Vec<&str> = events[4..7].iter().map(|e| e.data["delta"].as_str().unwrap()).collect();
+    let stamps: Vec<u64> = deltas.iter().map(|d| d.strip_suffix(' ').unwrap().parse().unwrap()).collect();
+    assert!(stamps.windows(2).all(|w| w[1] - w[0] >= 4_000_000), "paced: {stamps:?}");
+    assert!(stamps[0] >= before && stamps[2] <= after, "{before} <= {stamps:?} <= {after}");
     assert_eq!(events[4].data["item_id"], "msg_1");
     let text = deltas.concat();
     assert_eq!(events[7].data["text"], text.as_str());
@@ -674,10 +508,7 @@ async fn stamped_text_sends_each_delta_with_its_send_time() {
     assert_eq!(done["status"], "completed");
     assert_eq!(done["id"], "resp_1");
     assert_eq!(done["output"][0]["content"][0]["text"], text.as_str());
-    assert_eq!(
-        done["usage"]["output_tokens"],
-        (text.len() as u64).div_ceil(4)
-    );
+    assert_eq!(done["usage"]["output_tokens"], (text.len() as u64).div_ceil(4));
 }
 
 #[tokio::test]
@@ -722,21 +553,9 @@ fn replies_serialize_with_a_snake_case_type_tag() {
         {"type": "incomplete", "deltas": [], "reason": "content_filter"},
     ]))
     .unwrap();
-    assert_eq!(
-        script[0],
-        Reply::Text {
-            deltas: vec!["Hi".into()],
-            delay_ms: 0
-        }
-    );
+    assert_eq!(script[0], Reply::Text { deltas: vec!["Hi".into()], delay_ms: 0 });
     assert_eq!(script[1], Reply::call("call_1", "ls"));
-    assert_eq!(
-        script[6],
-        Reply::Stall {
-            deltas: vec![],
-            stall_ms: None
-        }
-    );
+    assert_eq!(script[6], Reply::Stall { deltas: vec![], stall_ms: None });
     assert_eq!(
         serde_json::to_value(Reply::http_error(401, "invalid_api_key", "bad key")).unwrap(),
         json!({"type":"http_error","status":401,"code":"invalid_api_key","message":"bad key","retry_after":null})
@@ -745,13 +564,9 @@ fn replies_serialize_with_a_snake_case_type_tag() {
 
 #[test]
 fn text_splits_into_word_sized_deltas() {
-    let Reply::Text { deltas, .. } = Reply::text("Hi there!") else {
-        panic!()
-    };
+    let Reply::Text { deltas, .. } = Reply::text("Hi there!") else { panic!() };
     assert_eq!(deltas, ["Hi", " there!"]);
-    let Reply::Text { deltas, .. } = Reply::text("  a\n\nb  c ") else {
-        panic!()
-    };
+    let Reply::Text { deltas, .. } = Reply::text("  a\n\nb  c ") else { panic!() };
     assert_eq!(deltas.concat(), "  a\n\nb  c ");
     assert_eq!(deltas, ["  a", "\n\nb", "  c", " "]);
 }

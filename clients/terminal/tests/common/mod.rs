@@ -22,10 +22,7 @@ pub fn server() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let beside = mino()
-                .parent()
-                .expect("mino has a directory")
-                .join("mino-server");
+            let beside = mino().parent().expect("mino has a directory").join("mino-server");
             if !beside.is_file() {
                 let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
                 let mut cmd = Command::new(cargo);
@@ -34,16 +31,9 @@ pub fn server() -> PathBuf {
                     cmd.arg("--release");
                 }
                 let status = cmd.status().expect("run cargo build -p mino-server");
-                assert!(
-                    status.success(),
-                    "cargo build -p mino-server failed; build it before running these tests"
-                );
+                assert!(status.success(), "cargo build -p mino-server failed; build it before running these tests");
             }
-            assert!(
-                beside.is_file(),
-                "{} missing: run `cargo build -p mino-server`",
-                beside.display()
-            );
+            assert!(beside.is_file(), "{} missing: run `cargo build -p mino-server`", beside.display());
             beside
         })
         .clone()
@@ -56,10 +46,7 @@ pub struct Scratch {
 
 impl Scratch {
     pub fn new() -> Scratch {
-        let dir = tempfile::Builder::new()
-            .prefix("mino-term-test-")
-            .tempdir()
-            .expect("tempdir");
+        let dir = tempfile::Builder::new().prefix("mino-term-test-").tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("home")).expect("home");
         std::fs::create_dir_all(dir.path().join("work")).expect("work");
         Scratch { dir }
@@ -96,12 +83,7 @@ impl Scratch {
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
             .collect();
-        assert_eq!(
-            files.len(),
-            1,
-            "expected one session file in {}: {files:?}",
-            dir.display()
-        );
+        assert_eq!(files.len(), 1, "expected one session file in {}: {files:?}", dir.display());
         files.remove(0)
     }
 
@@ -116,27 +98,17 @@ pub fn read(path: &Path) -> String {
 
 /// Lines of a session journal whose record kind is `kind`.
 pub fn records(journal: &str, kind: &str) -> usize {
-    journal
-        .lines()
-        .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v["kind"] == kind))
-        .count()
+    journal.lines().filter(|l| serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v["kind"] == kind)).count()
 }
 
 /// A runtime whose worker threads keep serving the mock model while a test
 /// thread blocks on a pseudo-terminal.
 pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
 }
 
 /// Waits for a child to exit, killing it after `timeout`.
-pub fn wait_with_timeout(
-    child: &mut std::process::Child,
-    timeout: Duration,
-) -> std::process::ExitStatus {
+pub fn wait_with_timeout(child: &mut std::process::Child, timeout: Duration) -> std::process::ExitStatus {
     let start = std::time::Instant::now();
     loop {
         if let Some(status) = child.try_wait().expect("try_wait") {

@@ -17,14 +17,16 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 pub use file::{Fault, FaultCounters, FaultPlan, FaultyFile, JournalFile};
-pub use record::{Record, RecordBody};
 use record::{decode_line, encode_line, LineError};
+pub use record::{Record, RecordBody};
 
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
     #[error("{path}: could not {action}: {source}")]
     Io { path: PathBuf, action: &'static str, source: io::Error },
-    #[error("{path} is open in another Mino process; close it there first (the lock is released when that process exits)")]
+    #[error(
+        "{path} is open in another Mino process; close it there first (the lock is released when that process exits)"
+    )]
     Locked { path: PathBuf },
     #[error("{path}, line {line}: {reason}; the file was left unchanged")]
     Corrupt { path: PathBuf, line: usize, reason: String },
@@ -100,9 +102,7 @@ impl Journal {
         // The temporary name is never needed again, whatever happened.
         let _ = std::fs::remove_file(&tmp);
         let len = result?;
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| io_err("sync the sessions directory", e))?;
+        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io_err("sync the sessions directory", e))?;
         Ok(Journal {
             path: path.to_path_buf(),
             file: Box::new(file),
@@ -122,12 +122,10 @@ impl Journal {
     pub fn open(path: &Path, visit: impl FnMut(Record) -> Result<(), String>) -> Result<Opened, JournalError> {
         let io_err = |action, source| JournalError::Io { path: path.to_path_buf(), action, source };
         // O_NOFOLLOW: a session file that is a symlink could point anywhere.
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-            .map_err(|e| match e.raw_os_error() {
+        let file =
+            OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOFOLLOW).open(path).map_err(|e| match e
+                .raw_os_error()
+            {
                 Some(libc::ELOOP) => io_err(
                     "open the session file",
                     io::Error::other("it is a symbolic link; session files must be regular files"),
@@ -349,7 +347,10 @@ fn scan(
         };
         let expected = records + 1;
         if record.seq != expected {
-            return Err(corrupt(line_no, format!("seq {} where {expected} was expected (a record is missing or repeated)", record.seq)));
+            return Err(corrupt(
+                line_no,
+                format!("seq {} where {expected} was expected (a record is missing or repeated)", record.seq),
+            ));
         }
         if (expected == 1) != matches!(record.body, RecordBody::Session { .. }) {
             return Err(corrupt(line_no, "the session header must be record 1, and only record 1".into()));

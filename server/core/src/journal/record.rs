@@ -15,16 +15,8 @@ pub const FORMAT_VERSION: u32 = 2;
 
 /// Every record kind this version knows. A kind outside this list means the
 /// file was written by a newer Mino.
-pub const KNOWN_KINDS: [&str; 8] = [
-    "session",
-    "user",
-    "response",
-    "approval",
-    "tool_start",
-    "tool_result",
-    "turn_end",
-    "recovery_ack",
-];
+pub const KNOWN_KINDS: [&str; 8] =
+    ["session", "user", "response", "approval", "tool_start", "tool_result", "turn_end", "recovery_ack"];
 
 const CRC_PREFIX: &[u8] = b",\"crc\":\"";
 /// `,"crc":"` + 8 hex digits + `"}`
@@ -181,7 +173,8 @@ impl Line {
         let call_id = || self.call_id.clone().ok_or_else(|| missing("call_id"));
         let status = |what: &str| -> Result<&str, LineError> {
             let raw = self.status.as_deref().ok_or_else(|| missing("status"))?;
-            serde_json::from_str::<&str>(raw.get()).map_err(|_| LineError::Garbled(format!("{what} status is not a string")))
+            serde_json::from_str::<&str>(raw.get())
+                .map_err(|_| LineError::Garbled(format!("{what} status is not a string")))
         };
         let body = match kind.as_str() {
             "session" => RecordBody::Session {
@@ -191,7 +184,9 @@ impl Line {
                 mino_version: self.mino_version.clone().unwrap_or_default(),
             },
             "user" => RecordBody::User { turn_id: turn_id()?, text: self.text.clone().ok_or_else(|| missing("text"))? },
-            "response" => RecordBody::Response { turn_id: turn_id()?, items: self.items.clone().ok_or_else(|| missing("items"))? },
+            "response" => {
+                RecordBody::Response { turn_id: turn_id()?, items: self.items.clone().ok_or_else(|| missing("items"))? }
+            }
             "approval" => RecordBody::Approval {
                 turn_id: turn_id()?,
                 call_id: call_id()?,
@@ -303,10 +298,7 @@ pub fn decode_line(line: &[u8]) -> Result<Record, LineError> {
         if let Some(err) = newer_version(line) {
             return Err(err);
         }
-        return Err(LineError::Checksum {
-            stored: String::from_utf8_lossy(stored).into_owned(),
-            computed,
-        });
+        return Err(LineError::Checksum { stored: String::from_utf8_lossy(stored).into_owned(), computed });
     }
     match serde_json::from_slice::<Line>(line) {
         Ok(parsed) => parsed.into_record(),

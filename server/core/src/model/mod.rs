@@ -83,11 +83,7 @@ impl ModelConfig {
     }
 
     fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let var = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
+        let var = |name: &str| lookup(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
         let defaults = ModelConfig::default();
         ModelConfig {
             base_url: var("OPENAI_BASE_URL").unwrap_or(defaults.base_url),
@@ -138,11 +134,7 @@ pub enum ModelEvent<'a> {
     TextDelta(&'a str),
     /// A retry is about to happen after `delay`; any text streamed in the failed attempt is void.
     /// `attempt` is the number of the retry (1 for the first retry, so request number `attempt + 1`).
-    Retrying {
-        attempt: u32,
-        delay: Duration,
-        reason: &'a str,
-    },
+    Retrying { attempt: u32, delay: Duration, reason: &'a str },
 }
 
 /// One finished model response.
@@ -159,17 +151,11 @@ pub struct ModelResponse {
 pub enum ModelError {
     #[error("cancelled")]
     Cancelled,
-    #[error(
-        "OPENAI_API_KEY is not set: export it, or point OPENAI_BASE_URL at a compatible server"
-    )]
+    #[error("OPENAI_API_KEY is not set: export it, or point OPENAI_BASE_URL at a compatible server")]
     MissingApiKey,
     /// Not retried: 400 (context_length_exceeded and other bad requests), 401, 403, 404, insufficient_quota, response.failed/error with a non-retryable code.
     #[error("{reason}")]
-    Fatal {
-        reason: String,
-        code: Option<String>,
-        status: Option<u16>,
-    },
+    Fatal { reason: String, code: Option<String>, status: Option<u16> },
     /// Retryable failures that did not succeed within max_retries.
     #[error("{reason} (gave up after {attempts} attempts)")]
     RetriesExhausted { reason: String, attempts: u32 },
@@ -177,11 +163,7 @@ pub enum ModelError {
 
 impl ModelError {
     fn fatal(reason: impl Into<String>) -> Self {
-        ModelError::Fatal {
-            reason: reason.into(),
-            code: None,
-            status: None,
-        }
+        ModelError::Fatal { reason: reason.into(), code: None, status: None }
     }
 }
 
@@ -196,9 +178,7 @@ pub struct ModelClient {
 
 impl fmt::Debug for ModelClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModelClient")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
+        f.debug_struct("ModelClient").field("config", &self.config).finish_non_exhaustive()
     }
 }
 
@@ -210,10 +190,7 @@ impl ModelClient {
     pub fn new(config: ModelConfig) -> Result<Self, ModelError> {
         let endpoint = format!("{}/responses", config.base_url.trim_end_matches('/'));
         let url = reqwest::Url::parse(&endpoint).map_err(|err| {
-            ModelError::fatal(format!(
-                "OPENAI_BASE_URL is not a usable URL ({:?}): {err}",
-                config.base_url
-            ))
+            ModelError::fatal(format!("OPENAI_BASE_URL is not a usable URL ({:?}): {err}", config.base_url))
         })?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(ModelError::fatal(format!(
@@ -237,12 +214,7 @@ impl ModelClient {
             .connect_timeout(config.connect_timeout)
             .build()
             .map_err(|err| ModelError::fatal(format!("Could not set up the HTTP client: {err}")))?;
-        Ok(ModelClient {
-            config,
-            http,
-            url,
-            authorization,
-        })
+        Ok(ModelClient { config, http, url, authorization })
     }
 
     pub fn config(&self) -> &ModelConfig {
@@ -270,11 +242,7 @@ impl ModelClient {
         }
         let body = match serde_json::to_vec(&self.request_body(request)) {
             Ok(body) => body,
-            Err(err) => {
-                return Err(ModelError::fatal(format!(
-                    "Could not encode the request: {err}"
-                )))
-            }
+            Err(err) => return Err(ModelError::fatal(format!("Could not encode the request: {err}"))),
         };
         let policy = &self.config.retry;
         let mut retries: u32 = 0;
@@ -285,15 +253,9 @@ impl ModelClient {
                 Err(AttemptError::Cancelled) => return Err(ModelError::Cancelled),
                 Err(AttemptError::Fatal(err)) => {
                     let err = match err {
-                        ModelError::Fatal {
-                            reason,
-                            code,
-                            status,
-                        } => ModelError::Fatal {
-                            reason: self.scrub(reason),
-                            code,
-                            status,
-                        },
+                        ModelError::Fatal { reason, code, status } => {
+                            ModelError::Fatal { reason: self.scrub(reason), code, status }
+                        }
                         other => other,
                     };
                     tracing::warn!(error = %err, "model request failed");
@@ -303,19 +265,12 @@ impl ModelClient {
             };
             if retries >= policy.max_retries {
                 tracing::warn!(%reason, attempts = retries + 1, "model request failed; giving up");
-                return Err(ModelError::RetriesExhausted {
-                    reason,
-                    attempts: retries + 1,
-                });
+                return Err(ModelError::RetriesExhausted { reason, attempts: retries + 1 });
             }
             let delay = retry::backoff_delay(policy, retries, hint);
             retries += 1;
             tracing::info!(%reason, attempt = retries, ?delay, "model request failed; retrying");
-            on_event(ModelEvent::Retrying {
-                attempt: retries,
-                delay,
-                reason: &reason,
-            });
+            on_event(ModelEvent::Retrying { attempt: retries, delay, reason: &reason });
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return Err(ModelError::Cancelled),
@@ -363,14 +318,9 @@ impl ModelClient {
         if !status.is_success() {
             return Err(self.http_error(response, cancel).await);
         }
-        if let Some(content_type) = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-        {
+        if let Some(content_type) = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) {
             let content_type = content_type.to_ascii_lowercase();
-            if content_type.starts_with("application/json") || content_type.starts_with("text/html")
-            {
+            if content_type.starts_with("application/json") || content_type.starts_with("text/html") {
                 return Err(AttemptError::Fatal(ModelError::fatal(format!(
                     "The model service at {} answered with {content_type} instead of an event stream; \
                      does OPENAI_BASE_URL point at a Responses API server?",
@@ -389,9 +339,7 @@ impl ModelClient {
             };
             match next {
                 None => {
-                    return Err(AttemptError::retryable(
-                        "The model's stream ended before the response was finished",
-                    ))
+                    return Err(AttemptError::retryable("The model's stream ended before the response was finished"))
                 }
                 Some(Err(EventStreamError::Transport(StreamFailure::Stalled))) => {
                     return Err(AttemptError::retryable(format!(
@@ -411,12 +359,10 @@ impl ModelClient {
                         "The model service sent an unreadable event stream: {err}"
                     )));
                 }
-                Some(Ok(event)) => {
-                    match accumulator.handle(&event.event, &event.data, &mut *on_event)? {
-                        Step::Continue => {}
-                        Step::Done(response) => return Ok(response),
-                    }
-                }
+                Some(Ok(event)) => match accumulator.handle(&event.event, &event.data, &mut *on_event)? {
+                    Step::Continue => {}
+                    Step::Done(response) => return Ok(response),
+                },
             }
         }
     }
@@ -430,18 +376,11 @@ impl ModelClient {
                 self.config.base_url
             )));
         }
-        AttemptError::retryable(format!(
-            "Could not reach the model service at {}: {detail}",
-            self.config.base_url
-        ))
+        AttemptError::retryable(format!("Could not reach the model service at {}: {detail}", self.config.base_url))
     }
 
     /// A non-2xx answer: read `{"error":{"message","type","param","code"}}` and classify it.
-    async fn http_error(
-        &self,
-        response: reqwest::Response,
-        cancel: &CancellationToken,
-    ) -> AttemptError {
+    async fn http_error(&self, response: reqwest::Response, cancel: &CancellationToken) -> AttemptError {
         let status = response.status();
         let hint = retry::header_hint(response.headers());
         let text = tokio::select! {
@@ -455,20 +394,14 @@ impl ModelClient {
         };
         let parsed: Option<Value> = serde_json::from_str(&text).ok();
         let error = parsed.as_ref().and_then(|v| v.get("error"));
-        let code = error
-            .and_then(|e| e.get("code"))
-            .and_then(Value::as_str)
-            .filter(|c| !c.is_empty())
-            .map(str::to_string);
+        let code =
+            error.and_then(|e| e.get("code")).and_then(Value::as_str).filter(|c| !c.is_empty()).map(str::to_string);
         let message = match error.and_then(|e| e.get("message")).and_then(Value::as_str) {
             Some(message) => message.to_string(),
             None => {
                 let text = text.trim();
                 if text.is_empty() {
-                    status
-                        .canonical_reason()
-                        .unwrap_or("no message")
-                        .to_string()
+                    status.canonical_reason().unwrap_or("no message").to_string()
                 } else {
                     truncate(text, 300)
                 }
@@ -481,9 +414,7 @@ impl ModelClient {
     /// Removes the API key from text that came from elsewhere (a server echoing it back).
     fn scrub(&self, text: String) -> String {
         match &self.config.api_key {
-            Some(key) if key.len() >= 4 && text.contains(key.as_str()) => {
-                text.replace(key.as_str(), "<redacted>")
-            }
+            Some(key) if key.len() >= 4 && text.contains(key.as_str()) => text.replace(key.as_str(), "<redacted>"),
             _ => text,
         }
     }
@@ -581,34 +512,16 @@ mod tests {
 
     #[test]
     fn bad_urls_are_fatal_at_construction() {
-        let config = ModelConfig {
-            base_url: "not a url".into(),
-            ..ModelConfig::default()
-        };
-        assert!(matches!(
-            ModelClient::new(config),
-            Err(ModelError::Fatal { .. })
-        ));
-        let config = ModelConfig {
-            base_url: "ftp://example.com".into(),
-            ..ModelConfig::default()
-        };
-        assert!(matches!(
-            ModelClient::new(config),
-            Err(ModelError::Fatal { .. })
-        ));
+        let config = ModelConfig { base_url: "not a url".into(), ..ModelConfig::default() };
+        assert!(matches!(ModelClient::new(config), Err(ModelError::Fatal { .. })));
+        let config = ModelConfig { base_url: "ftp://example.com".into(), ..ModelConfig::default() };
+        assert!(matches!(ModelClient::new(config), Err(ModelError::Fatal { .. })));
     }
 
     #[test]
     fn scrub_removes_the_key() {
-        let config = ModelConfig {
-            api_key: Some("sk-abcdef".into()),
-            ..ModelConfig::default()
-        };
+        let config = ModelConfig { api_key: Some("sk-abcdef".into()), ..ModelConfig::default() };
         let client = ModelClient::new(config).unwrap();
-        assert_eq!(
-            client.scrub("bad key sk-abcdef given".into()),
-            "bad key <redacted> given"
-        );
+        assert_eq!(client.scrub("bad key sk-abcdef given".into()), "bad key <redacted> given");
     }
 }

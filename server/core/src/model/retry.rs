@@ -19,10 +19,7 @@ pub(crate) enum AttemptError {
 
 impl AttemptError {
     pub(crate) fn retryable(reason: impl Into<String>) -> Self {
-        AttemptError::Retryable {
-            reason: reason.into(),
-            hint: None,
-        }
+        AttemptError::Retryable { reason: reason.into(), hint: None }
     }
 }
 
@@ -48,9 +45,7 @@ pub fn parse_retry_hint(message: &str) -> Option<Duration> {
     let mut total = 0f64;
     let mut found = false;
     loop {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
+        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
         if number_len == 0 {
             break;
         }
@@ -83,13 +78,7 @@ pub fn parse_retry_hint(message: &str) -> Option<Duration> {
 /// seconds. An HTTP-date `Retry-After` is not read (exponential backoff applies instead).
 pub(crate) fn header_hint(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let read = |name: &str| -> Option<f64> {
-        let value = headers
-            .get(name)?
-            .to_str()
-            .ok()?
-            .trim()
-            .parse::<f64>()
-            .ok()?;
+        let value = headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok()?;
         (value.is_finite() && value >= 0.0).then_some(value)
     };
     if let Some(ms) = read("retry-after-ms") {
@@ -102,14 +91,9 @@ pub(crate) fn header_hint(headers: &reqwest::header::HeaderMap) -> Option<Durati
 pub(crate) fn is_retryable_code(code: Option<&str>) -> bool {
     match code {
         None => true,
-        Some(code) => matches!(
-            code,
-            "rate_limit_exceeded"
-                | "server_error"
-                | "overloaded"
-                | "server_overloaded"
-                | "slow_down"
-        ),
+        Some(code) => {
+            matches!(code, "rate_limit_exceeded" | "server_error" | "overloaded" | "server_overloaded" | "slow_down")
+        }
     }
 }
 
@@ -122,11 +106,7 @@ pub(crate) fn classify(
     hint: Option<Duration>,
 ) -> AttemptError {
     let code_ref = code.as_deref();
-    let message = if message.is_empty() {
-        "(no message)"
-    } else {
-        message
-    };
+    let message = if message.is_empty() { "(no message)" } else { message };
     // For reasons that go on with a sentence of advice: "<message>. Check ...".
     let sentence = message.trim_end_matches('.');
     let label = match (status, code_ref) {
@@ -141,17 +121,13 @@ pub(crate) fn classify(
         Some("insufficient_quota") => Some(format!(
             "The API account has no quota left (insufficient_quota): {sentence}. Check your plan and billing."
         )),
-        Some("context_length_exceeded") => Some(format!(
-            "The conversation is too long for the model (context_length_exceeded): {message}"
-        )),
+        Some("context_length_exceeded") => {
+            Some(format!("The conversation is too long for the model (context_length_exceeded): {message}"))
+        }
         _ => None,
     };
     if let Some(reason) = fatal_reason {
-        return AttemptError::Fatal(ModelError::Fatal {
-            reason,
-            code,
-            status,
-        });
+        return AttemptError::Fatal(ModelError::Fatal { reason, code, status });
     }
 
     let retryable = match status {
@@ -175,18 +151,14 @@ pub(crate) fn classify(
         Some(403) => format!(
             "The model service refused access ({label}): {sentence}. Check the API key's permissions and MINO_MODEL."
         ),
-        Some(404) => format!(
-            "The model service answered not found ({label}): {sentence}. Check OPENAI_BASE_URL and MINO_MODEL."
-        ),
+        Some(404) => {
+            format!("The model service answered not found ({label}): {sentence}. Check OPENAI_BASE_URL and MINO_MODEL.")
+        }
         Some(400) => format!("The model service rejected the request ({label}): {message}"),
         Some(_) => format!("The model service returned an error ({label}): {message}"),
         None => format!("The model failed to respond ({label}): {message}"),
     };
-    AttemptError::Fatal(ModelError::Fatal {
-        reason,
-        code,
-        status,
-    })
+    AttemptError::Fatal(ModelError::Fatal { reason, code, status })
 }
 
 #[cfg(test)]
@@ -204,23 +176,12 @@ mod tests {
     #[test]
     fn hint_parser_reads_seconds_and_milliseconds() {
         assert_eq!(
-            parse_retry_hint(
-                "Rate limit reached for gpt-5.1. Please try again in 11.054s. Visit ..."
-            ),
+            parse_retry_hint("Rate limit reached for gpt-5.1. Please try again in 11.054s. Visit ..."),
             Some(Duration::from_millis(11_054))
         );
-        assert_eq!(
-            parse_retry_hint("Please try again in 250ms."),
-            Some(Duration::from_millis(250))
-        );
-        assert_eq!(
-            parse_retry_hint("Try again in 1m30s"),
-            Some(Duration::from_secs(90))
-        );
-        assert_eq!(
-            parse_retry_hint("try again in 2s"),
-            Some(Duration::from_secs(2))
-        );
+        assert_eq!(parse_retry_hint("Please try again in 250ms."), Some(Duration::from_millis(250)));
+        assert_eq!(parse_retry_hint("Try again in 1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_retry_hint("try again in 2s"), Some(Duration::from_secs(2)));
         assert_eq!(parse_retry_hint("Please try again later."), None);
         assert_eq!(parse_retry_hint("no hint here"), None);
         assert_eq!(parse_retry_hint("try again in 5 minutes"), None);
@@ -229,39 +190,21 @@ mod tests {
     #[test]
     fn hints_are_capped() {
         let p = policy(200, 30_000);
-        assert_eq!(
-            backoff_delay(&p, 0, Some(Duration::from_secs(3600))),
-            Duration::from_secs(30)
-        );
-        assert_eq!(
-            backoff_delay(&p, 3, Some(Duration::from_millis(250))),
-            Duration::from_millis(250)
-        );
+        assert_eq!(backoff_delay(&p, 0, Some(Duration::from_secs(3600))), Duration::from_secs(30));
+        assert_eq!(backoff_delay(&p, 3, Some(Duration::from_millis(250))), Duration::from_millis(250));
     }
 
     #[test]
     fn retry_after_header_is_read_and_capped() {
         let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert(
-            "retry-after",
-            reqwest::header::HeaderValue::from_static("120"),
-        );
+        headers.insert("retry-after", reqwest::header::HeaderValue::from_static("120"));
         let hint = header_hint(&headers);
         assert_eq!(hint, Some(Duration::from_secs(120)));
-        assert_eq!(
-            backoff_delay(&policy(200, 30_000), 0, hint),
-            Duration::from_secs(30)
-        );
-        headers.insert(
-            "retry-after-ms",
-            reqwest::header::HeaderValue::from_static("1500"),
-        );
+        assert_eq!(backoff_delay(&policy(200, 30_000), 0, hint), Duration::from_secs(30));
+        headers.insert("retry-after-ms", reqwest::header::HeaderValue::from_static("1500"));
         assert_eq!(header_hint(&headers), Some(Duration::from_millis(1500)));
         let mut dated = reqwest::header::HeaderMap::new();
-        dated.insert(
-            "retry-after",
-            reqwest::header::HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
-        );
+        dated.insert("retry-after", reqwest::header::HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
         assert_eq!(header_hint(&dated), None);
     }
 
@@ -272,10 +215,7 @@ mod tests {
             let base = 200.0 * 2f64.powi(retry as i32);
             for _ in 0..50 {
                 let d = backoff_delay(&p, retry, None).as_secs_f64() * 1000.0;
-                assert!(
-                    d >= base * 0.9 - 0.001 && d <= base * 1.1 + 0.001,
-                    "retry {retry}: {d}ms"
-                );
+                assert!(d >= base * 0.9 - 0.001 && d <= base * 1.1 + 0.001, "retry {retry}: {d}ms");
             }
         }
         assert_eq!(backoff_delay(&p, 20, None), Duration::from_secs(30));
@@ -285,45 +225,15 @@ mod tests {
     #[test]
     fn classification() {
         let fatal = |e: AttemptError| matches!(e, AttemptError::Fatal(_));
-        assert!(fatal(classify(
-            Some(400),
-            Some("context_length_exceeded".into()),
-            "too long",
-            None
-        )));
+        assert!(fatal(classify(Some(400), Some("context_length_exceeded".into()), "too long", None)));
         assert!(fatal(classify(Some(401), None, "bad key", None)));
-        assert!(fatal(classify(
-            Some(429),
-            Some("insufficient_quota".into()),
-            "quota",
-            None
-        )));
-        assert!(fatal(classify(
-            None,
-            Some("invalid_prompt".into()),
-            "nope",
-            None
-        )));
-        assert!(!fatal(classify(
-            Some(429),
-            Some("rate_limit_exceeded".into()),
-            "slow",
-            None
-        )));
+        assert!(fatal(classify(Some(429), Some("insufficient_quota".into()), "quota", None)));
+        assert!(fatal(classify(None, Some("invalid_prompt".into()), "nope", None)));
+        assert!(!fatal(classify(Some(429), Some("rate_limit_exceeded".into()), "slow", None)));
         assert!(!fatal(classify(Some(503), None, "busy", None)));
         assert!(!fatal(classify(None, None, "oops", None)));
-        assert!(!fatal(classify(
-            None,
-            Some("server_error".into()),
-            "oops",
-            None
-        )));
-        match classify(
-            None,
-            Some("rate_limit_exceeded".into()),
-            "Please try again in 250ms.",
-            None,
-        ) {
+        assert!(!fatal(classify(None, Some("server_error".into()), "oops", None)));
+        match classify(None, Some("rate_limit_exceeded".into()), "Please try again in 250ms.", None) {
             AttemptError::Retryable { hint, .. } => {
                 assert_eq!(hint, Some(Duration::from_millis(250)))
             }

@@ -63,10 +63,7 @@ impl ResponseAccumulator {
                 )));
             }
         };
-        let kind = json
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or(event_name);
+        let kind = json.get("type").and_then(Value::as_str).unwrap_or(event_name);
         match kind {
             "response.output_text.delta" => {
                 if let Some(delta) = json.get("delta").and_then(Value::as_str) {
@@ -82,10 +79,7 @@ impl ResponseAccumulator {
                     return Ok(Step::Continue);
                 };
                 let order = self.items.len();
-                let index = json
-                    .get("output_index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(order as u64);
+                let index = json.get("output_index").and_then(Value::as_u64).unwrap_or(order as u64);
                 self.items.push((index, order, item.clone()));
                 Ok(Step::Continue)
             }
@@ -121,10 +115,7 @@ impl ResponseAccumulator {
         items.sort_by_key(|(index, order, _)| (*index, *order));
         let mut items: Vec<Value> = items.into_iter().map(|(_, _, item)| item).collect();
         if items.is_empty() {
-            if let Some(output) = terminal
-                .pointer("/response/output")
-                .and_then(Value::as_array)
-            {
+            if let Some(output) = terminal.pointer("/response/output").and_then(Value::as_array) {
                 items = output.clone();
             }
         }
@@ -133,15 +124,8 @@ impl ResponseAccumulator {
 }
 
 fn event_error(error: Option<&Value>) -> AttemptError {
-    let code = error
-        .and_then(|e| e.get("code"))
-        .and_then(Value::as_str)
-        .filter(|c| !c.is_empty())
-        .map(str::to_string);
-    let message = error
-        .and_then(|e| e.get("message"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let code = error.and_then(|e| e.get("code")).and_then(Value::as_str).filter(|c| !c.is_empty()).map(str::to_string);
+    let message = error.and_then(|e| e.get("message")).and_then(Value::as_str).unwrap_or("");
     classify(None, code, message, None)
 }
 
@@ -151,11 +135,7 @@ mod tests {
     use crate::model::ModelError;
     use serde_json::json;
 
-    fn feed(
-        acc: &mut ResponseAccumulator,
-        events: &[Value],
-        texts: &mut Vec<String>,
-    ) -> Result<Step, AttemptError> {
+    fn feed(acc: &mut ResponseAccumulator, events: &[Value], texts: &mut Vec<String>) -> Result<Step, AttemptError> {
         let mut last = Ok(Step::Continue);
         for event in events {
             let name = event["type"].as_str().unwrap_or("message").to_string();
@@ -209,9 +189,7 @@ mod tests {
             ],
             &mut texts,
         );
-        let Ok(Step::Done(response)) = step else {
-            panic!("{step:?}")
-        };
+        let Ok(Step::Done(response)) = step else { panic!("{step:?}") };
         assert_eq!(texts, vec!["Hi"]);
         assert_eq!(response.items[0]["type"], "reasoning");
         assert_eq!(response.items[1]["type"], "message");
@@ -223,14 +201,10 @@ mod tests {
         let mut acc = ResponseAccumulator::default();
         let step = feed(
             &mut acc,
-            &[
-                json!({"type":"response.completed","response":{"output":[{"type":"message","id":"m"}]}}),
-            ],
+            &[json!({"type":"response.completed","response":{"output":[{"type":"message","id":"m"}]}})],
             &mut Vec::new(),
         );
-        let Ok(Step::Done(response)) = step else {
-            panic!("{step:?}")
-        };
+        let Ok(Step::Done(response)) = step else { panic!("{step:?}") };
         assert_eq!(response.items.len(), 1);
     }
 
@@ -239,53 +213,30 @@ mod tests {
         let mut acc = ResponseAccumulator::default();
         let step = feed(
             &mut acc,
-            &[
-                json!({"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"}}}),
-            ],
+            &[json!({"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"}}})],
             &mut Vec::new(),
         );
-        let Ok(Step::Done(response)) = step else {
-            panic!("{step:?}")
-        };
+        let Ok(Step::Done(response)) = step else { panic!("{step:?}") };
         assert_eq!(response.incomplete.as_deref(), Some("max_output_tokens"));
 
         let failed = |code: &str| {
             feed(
                 &mut ResponseAccumulator::default(),
-                &[
-                    json!({"type":"response.failed","response":{"error":{"code":code,"message":"m"}}}),
-                ],
+                &[json!({"type":"response.failed","response":{"error":{"code":code,"message":"m"}}})],
                 &mut Vec::new(),
             )
         };
-        assert!(matches!(
-            failed("rate_limit_exceeded"),
-            Err(AttemptError::Retryable { .. })
-        ));
-        assert!(matches!(
-            failed("server_error"),
-            Err(AttemptError::Retryable { .. })
-        ));
-        assert!(matches!(
-            failed("context_length_exceeded"),
-            Err(AttemptError::Fatal(ModelError::Fatal { .. }))
-        ));
+        assert!(matches!(failed("rate_limit_exceeded"), Err(AttemptError::Retryable { .. })));
+        assert!(matches!(failed("server_error"), Err(AttemptError::Retryable { .. })));
+        assert!(matches!(failed("context_length_exceeded"), Err(AttemptError::Fatal(ModelError::Fatal { .. }))));
         let bare = feed(
             &mut ResponseAccumulator::default(),
-            &[
-                json!({"type":"error","code":"insufficient_quota","message":"no money","param":null}),
-            ],
+            &[json!({"type":"error","code":"insufficient_quota","message":"no money","param":null})],
             &mut Vec::new(),
         );
-        assert!(matches!(
-            bare,
-            Err(AttemptError::Fatal(ModelError::Fatal { .. }))
-        ));
-        let no_code = feed(
-            &mut ResponseAccumulator::default(),
-            &[json!({"type":"error","message":"hiccup"})],
-            &mut Vec::new(),
-        );
+        assert!(matches!(bare, Err(AttemptError::Fatal(ModelError::Fatal { .. }))));
+        let no_code =
+            feed(&mut ResponseAccumulator::default(), &[json!({"type":"error","message":"hiccup"})], &mut Vec::new());
         assert!(matches!(no_code, Err(AttemptError::Retryable { .. })));
     }
 
