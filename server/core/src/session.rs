@@ -32,7 +32,14 @@ pub enum SessionError {
     NothingToAcknowledge(String),
     #[error("{0}")]
     Usage(String),
+    /// The user's input cannot open a turn (empty, or too large).
+    #[error("{0}")]
+    InvalidInput(String),
 }
+
+/// The largest input that opens a turn. It is replayed in every later model
+/// request, and held several times over in memory while a request is built.
+pub const MAX_INPUT_BYTES: usize = 1024 * 1024;
 
 pub struct Session {
     journal: Journal,
@@ -185,6 +192,15 @@ impl Session {
         }
         if !self.pending_acknowledgement().is_empty() {
             return Err(SessionError::AcknowledgementRequired);
+        }
+        if text.trim().is_empty() {
+            return Err(SessionError::InvalidInput("the question is empty; send some text".into()));
+        }
+        if text.len() > MAX_INPUT_BYTES {
+            return Err(SessionError::InvalidInput(format!(
+                "the question is {} bytes; at most {MAX_INPUT_BYTES} bytes are accepted (put large content in a file and ask about it)",
+                text.len()
+            )));
         }
         let turn_id = format!("turn-{}", self.transcript.turns.len() + 1);
         self.append(&RecordBody::User { turn_id: turn_id.clone(), text: text.to_string() })?;

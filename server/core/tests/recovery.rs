@@ -477,3 +477,16 @@ fn a_failed_save_leaves_nothing_unsaved_in_the_transcript() {
     assert!(call.started, "the synced start is still known");
     assert_eq!(call.result, None, "the result that failed to save is not shown as saved");
 }
+
+#[test]
+fn empty_and_oversized_questions_open_no_turn() {
+    let (_dir, home) = home();
+    let mut s = Session::create(&home, Path::new("/work")).expect("create");
+    let before = std::fs::read(s.path()).expect("read");
+    for text in ["".to_string(), "  \n".to_string(), "x".repeat(mino_core::session::MAX_INPUT_BYTES + 1)] {
+        let err = s.begin_turn(&text).expect_err("refused");
+        assert!(matches!(err, SessionError::InvalidInput(_)), "{err}");
+    }
+    assert_eq!(std::fs::read(s.path()).expect("read"), before, "nothing written");
+    s.begin_turn(&"x".repeat(mino_core::session::MAX_INPUT_BYTES)).expect("the limit itself is accepted");
+}

@@ -291,17 +291,27 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
 }
 
 /// A real body near the frame cap (8 MiB of chat text) is read whole and
-/// answered; memory stays under the bound.
+/// answered: a question that large is refused with a clear error (it would be
+/// replayed in every later request), memory stays under the bound, and a
+/// normal question works afterwards.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_large_body_is_read_and_memory_stays_bounded() {
-    let mock = MockModel::start(vec![Reply::text("That was long.")]).await.expect("mock");
+    let mock = MockModel::start(vec![Reply::text("That was short.")]).await.expect("mock");
     let mut server = Server::spawn(&mock).await;
     let pid = server.pid().expect("pid");
     let cwd = work_dir(server.home());
     server.initialize(&options_in(&cwd)).await.expect("initialize");
     let text = "a".repeat(8 * 1024 * 1024);
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text }).await.expect("chat with 8 MiB");
+    let err = server
+        .call::<_, wire::ChatResult>(wire::method::CHAT, &wire::ChatParams { text })
+        .await
+        .expect_err("8 MiB question refused");
+    assert_eq!(err.code, -32602, "{}", err.message);
+    assert!(err.message.contains("at most"), "{}", err.message);
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "A short one.".into() })
+        .await
+        .expect("a normal question afterwards");
     let notes = server.turn_notifications(&turn.turn_id, TIMEOUT).await;
     let end: wire::TurnEnded = notes.last().expect("end").parse();
     assert_eq!(end.status, wire::TurnStatus::Completed, "{:?}", end.reason);
