@@ -103,6 +103,8 @@ pub enum AgentError {
     NoPendingApproval(String),
     #[error("no running turn {0}")]
     UnknownTurn(String),
+    #[error("the server is shutting down: its client is gone")]
+    Closed,
 }
 
 /// Output for results the turn itself decides.
@@ -140,6 +142,9 @@ struct Inner {
     limits: TurnLimits,
     emitter: Mutex<Emitter>,
     running: Mutex<Option<RunningTurn>>,
+    /// Set (under the `running` lock) when the client is gone: no new turn
+    /// may start, so none can slip in after the running one was cancelled.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 /// One session's agent. Cheap to clone; all clones drive the same session.
@@ -171,6 +176,7 @@ impl Agent {
             limits,
             emitter: Mutex::new(Emitter { next_seq: 1, sender }),
             running: Mutex::new(None),
+            closed: std::sync::atomic::AtomicBool::new(false),
         };
         (Agent { inner: Arc::new(inner) }, receiver)
     }
@@ -189,6 +195,9 @@ impl Agent {
     /// the rest happens in a spawned task and is reported through events.
     pub fn chat(&self, text: &str) -> Result<String, AgentError> {
         let mut running = lock(&self.inner.running);
+        if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(AgentError::Closed);
+        }
         if let Some(turn) = running.as_ref() {
             return Err(SessionError::TurnInProgress(turn.turn_id.clone()).into());
         }
@@ -224,9 +233,20 @@ impl Agent {
         }
     }
 
-    /// Cancels whatever runs (the client is gone).
-    pub fn cancel_all(&self) {
-        if let Some(turn) = lock(&self.inner.running).as_ref() {
+    fn cancel_reason(&self) -> String {
+        if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            "cancelled: the client is gone".into()
+        } else {
+            "cancelled by the user".into()
+        }
+    }
+
+    /// The client is gone: refuses every later turn and cancels the
+    /// running one (which still records its end).
+    pub fn close(&self) {
+        let running = lock(&self.inner.running);
+        self.inner.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(turn) = running.as_ref() {
             turn.cancel.cancel();
         }
     }
@@ -336,7 +356,7 @@ impl Agent {
             };
             let response = match response {
                 Ok(response) => response,
-                Err(ModelError::Cancelled) => return Ok((TurnStatus::Cancelled, Some("cancelled by the user".into()))),
+                Err(ModelError::Cancelled) => return Ok((TurnStatus::Cancelled, Some(self.cancel_reason()))),
                 Err(e) => return Ok((TurnStatus::Failed, Some(e.to_string()))),
             };
             fail::fail_point!("agent::after_model_response");
@@ -379,7 +399,7 @@ impl Agent {
                 cancelled = self.handle_call(turn_id, &call_id, &name, &arguments, cancel).await?;
             }
             if cancelled {
-                return Ok((TurnStatus::Cancelled, Some("cancelled by the user".into())));
+                return Ok((TurnStatus::Cancelled, Some(self.cancel_reason())));
             }
             if over_limit {
                 return Ok((

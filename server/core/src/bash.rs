@@ -99,7 +99,13 @@ impl BashTool {
             }
             let candidate = std::path::Path::new(dir).join("bash");
             match std::fs::metadata(&candidate) {
-                Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o111 != 0 => return candidate,
+                // access(X_OK) as execvp would find out: a noexec mount or an
+                // execute bit for someone else makes it skip to the next.
+                Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o111 != 0 => {
+                    if executable(&candidate) {
+                        return candidate;
+                    }
+                }
                 Ok(_) => break,
                 Err(_) => {}
             }
@@ -214,6 +220,13 @@ impl BashTool {
             }
         }
 
+        for (carry, stream) in decoders.iter_mut().zip([Stream::Stdout, Stream::Stderr]) {
+            let text = carry.finish();
+            if !text.is_empty() {
+                capture.push(&text);
+                on_output(stream, &text);
+            }
+        }
         let mut output = capture.finish();
         let exit_code = exit.and_then(|s| s.code());
         let status = match stopped {
@@ -308,16 +321,46 @@ struct Utf8Carry {
 impl Utf8Carry {
     fn decode(&mut self, bytes: &[u8]) -> String {
         self.pending.extend_from_slice(bytes);
-        let valid_up_to = match std::str::from_utf8(&self.pending) {
-            Ok(_) => self.pending.len(),
-            Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => self.pending.len(),
-        };
-        let rest = self.pending.split_off(valid_up_to);
+        // Only a sequence cut at the very end waits; invalid bytes before it
+        // become replacement characters now.
+        let keep = incomplete_tail(&self.pending);
+        let rest = self.pending.split_off(self.pending.len() - keep);
         let text = String::from_utf8_lossy(&self.pending).into_owned();
         self.pending = rest;
         text
     }
+
+    /// What is left when the stream ends: a cut sequence is shown, not lost.
+    fn finish(&mut self) -> String {
+        let text = String::from_utf8_lossy(&self.pending).into_owned();
+        self.pending.clear();
+        text
+    }
+}
+
+/// How many bytes at the end start a UTF-8 sequence that is not complete yet.
+fn incomplete_tail(bytes: &[u8]) -> usize {
+    for k in 1..=bytes.len().min(3) {
+        let b = bytes[bytes.len() - k];
+        if b & 0xC0 == 0x80 {
+            continue; // a continuation byte: look further back for the lead
+        }
+        let needed = match b {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => return 0,
+        };
+        return if needed > k { k } else { 0 };
+    }
+    0
+}
+
+fn executable(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    // SAFETY: access(2) reads a NUL-terminated path we own for the call's duration.
+    unsafe { libc::access(c_path.as_ptr(), libc::X_OK) == 0 }
 }
 
 /// Keeps the head and tail of the output within the limit.
@@ -417,6 +460,20 @@ mod tests {
         let tool = BashTool::new(std::env::temp_dir(), Limits::default());
         let outcome = tool.run("echo $0", &mut |_, _| {}, &CancellationToken::new()).await;
         assert_eq!((outcome.status, outcome.output.as_str()), (ToolStatus::Success, "bash\n"));
+    }
+
+    #[test]
+    fn invalid_bytes_do_not_disable_the_carry_and_a_cut_tail_is_kept() {
+        let mut d = Utf8Carry::default();
+        let euro = "€".as_bytes();
+        let mut first = vec![b'x', 0xFF, b'y'];
+        first.extend_from_slice(&euro[..2]);
+        assert_eq!(d.decode(&first), "x\u{FFFD}y");
+        let mut second = euro[2..].to_vec();
+        second.push(b'z');
+        assert_eq!(d.decode(&second), "€z");
+        assert_eq!(d.decode(&euro[..2]), "");
+        assert_eq!(d.finish(), "\u{FFFD}", "a sequence cut by the end of the stream is shown, not lost");
     }
 
     #[test]

@@ -89,11 +89,13 @@ impl Handle {
     pub async fn shutdown(&self) {
         let agent = lock(&self.shared.opened).as_ref().map(|o| o.agent.clone());
         let Some(agent) = agent else { return };
+        // Closing refuses any chat still in flight, so no turn can start
+        // after this and outlive the server without an end on file.
+        agent.close();
         if agent.running_turn().is_none() {
             return;
         }
         tracing::info!("client gone: cancelling the running turn");
-        agent.cancel_all();
         let deadline = tokio::time::Instant::now() + EXIT_GRACE;
         while agent.running_turn().is_some() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -179,6 +181,7 @@ fn agent_error(e: AgentError) -> Error {
             let message = AgentError::UnknownTurn(turn_id.clone()).to_string();
             error_with(code::UNKNOWN_TURN, message, json!({ "turnId": turn_id }))
         }
+        AgentError::Closed => internal(AgentError::Closed.to_string()),
     }
 }
 

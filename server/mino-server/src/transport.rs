@@ -66,6 +66,10 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
+fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).rposition(|w| w == needle)
+}
+
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub fn new(input: R) -> Self {
         Self { input, buf: Vec::with_capacity(8192), eof: false, discarding: false }
@@ -115,9 +119,11 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                     }
                     Err(why) => {
                         // Garbage before what looks like a header: skip to
-                        // it, so the frame that follows is still read.
+                        // it, so the frame that follows is still read. The
+                        // last candidate: garbage (a bad frame's body) may
+                        // itself mention "Content-Length".
                         let resync =
-                            find(&self.buf[..end], b"Content-Length").filter(|&p| p > 0 && self.buf[p - 1] != b'\n');
+                            rfind(&self.buf[..end], b"Content-Length").filter(|&p| p > 0 && self.buf[p - 1] != b'\n');
                         match resync {
                             Some(start) => drop(self.buf.drain(..start)),
                             None => drop(self.buf.drain(..end + 4)),
@@ -454,6 +460,23 @@ mod tests {
         assert!(matches!(got[1], Frame::Malformed(_)));
         assert!(matches!(got[2], Frame::Malformed(_)));
         assert_eq!(got[3], Frame::Body(b"null".to_vec()));
+    }
+
+    #[tokio::test]
+    async fn a_bad_frame_whose_body_mentions_content_length_does_not_swallow_the_next() {
+        let body = br#"{"text":"what is a Content-Length: header?"}"#;
+        let mut input = b"Content-Length: abc\r\n\r\n".to_vec();
+        input.extend_from_slice(body);
+        input.extend_from_slice(b"Content-Length: 4\r\n\r\nnullContent-Length: 2\r\n\r\n{}");
+        let got = frames(&input).await;
+        let bodies: Vec<&Frame> = got.iter().filter(|f| matches!(f, Frame::Body(_))).collect();
+        assert_eq!(bodies, [&Frame::Body(b"null".to_vec()), &Frame::Body(b"{}".to_vec())], "{got:?}");
+
+        let mut input = b"Content-Length: 999999999999\r\n\r\n".to_vec();
+        input.extend_from_slice(body);
+        input.extend_from_slice(b"Content-Length: 4\r\n\r\nnull");
+        let got = frames(&input).await;
+        assert_eq!(got.last(), Some(&Frame::Body(b"null".to_vec())), "{got:?}");
     }
 
     #[tokio::test]

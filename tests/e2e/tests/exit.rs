@@ -117,3 +117,27 @@ async fn sigint_is_ignored_and_sigterm_cancels_the_turn_and_exits_zero() {
     let end = records.iter().rev().find(|r| r["kind"] == "turn_end").expect("turn_end");
     assert_eq!(end["status"], "cancelled");
 }
+
+/// A chat sent right before stdin closes either opens no turn or a turn that
+/// ends on file: no turn is left open behind an exited server.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chat_racing_the_end_of_input_leaves_no_open_turn() {
+    for round in 0..10 {
+        let mock = MockModel::start(vec![Reply::call("call_1", "touch never.txt")]).await.expect("mock");
+        let mut server = Server::spawn(&mock).await;
+        let cwd = work_dir(server.home());
+        let caps = Server::capabilities(&server.initialize(&options_in(&cwd)).await.expect("initialize"));
+        server
+            .send_message(&serde_json::json!({"jsonrpc": "2.0", "id": 77, "method": wire::method::CHAT,
+                                               "params": {"text": "Touch it"}}))
+            .await;
+        server.close_stdin();
+        let status = server.wait(TIMEOUT).await;
+        assert_eq!(status.code(), Some(0), "round {round}: {status:?}");
+        let records = journal_records(std::path::Path::new(&caps.journal_path));
+        let opened = records.iter().filter(|r| r["kind"] == "user").count();
+        let ended = records.iter().filter(|r| r["kind"] == "turn_end").count();
+        assert_eq!(opened, ended, "round {round}: every turn that opened has ended on file: {records:#?}");
+        assert!(!cwd.join("never.txt").exists(), "round {round}: nothing ran");
+    }
+}
