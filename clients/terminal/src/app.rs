@@ -21,7 +21,12 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
 
 /// Writes to stdout and flushes; a closed stdout is not worth a panic.
+/// Everything shown passes through here, and text from the model, from
+/// commands and from history may hold terminal control sequences: they are
+/// shown as visible escapes, so nothing printed can hide or restyle the
+/// approval screen.
 pub fn out(text: &str) {
+    let text = ui::printable(text);
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
@@ -58,6 +63,19 @@ impl Input {
             }
         });
         Input { lines, interactive }
+    }
+
+    /// Drops lines typed before a question was shown: an answer must be
+    /// given to the question on screen, not typed ahead of it.
+    fn discard_typed_ahead(&mut self) {
+        if !self.interactive {
+            return;
+        }
+        // SAFETY: tcflush only discards the terminal's pending input.
+        unsafe {
+            libc::tcflush(0, libc::TCIFLUSH);
+        }
+        while self.lines.try_recv().is_ok() {}
     }
 
     /// Prints `prompt`, then waits for a line; `None` at end of input.
@@ -254,6 +272,7 @@ impl App {
             eprintln!("{}", ui::ACK_NEEDS_TTY);
             return Err(EXIT_FAILURE);
         }
+        self.input.discard_typed_ahead();
         out(ui::ACK_QUESTION);
         match self.read_answer().await {
             Answer::Line(a) if ui::is_yes(&a) => {}
@@ -332,6 +351,7 @@ impl App {
                 }
                 Event::ApprovalRequest(req) if req.turn_id == turn_id => {
                     view.newline();
+                    self.input.discard_typed_ahead();
                     out(&ui::approval_screen(&req));
                     out(ui::APPROVE_QUESTION);
                     view.at_line_start = true;

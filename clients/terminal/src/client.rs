@@ -185,7 +185,19 @@ impl Server {
     /// subscribes to every notification before anything can be sent.
     pub async fn spawn(launch: Launch) -> anyhow::Result<(Server, Events)> {
         let mut cmd = tokio::process::Command::new(&launch.program);
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(launch.stderr).process_group(0).kill_on_drop(true);
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(launch.stderr).kill_on_drop(true);
+        // A session of its own: a Ctrl+C typed in the terminal reaches only
+        // the client, and neither the server nor an approved command has a
+        // controlling terminal to write to or read from behind mino's back.
+        // SAFETY: setsid(2) is async-signal-safe and touches no memory.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         if let Some(dir) = &launch.cwd {
             cmd.current_dir(dir);
         }

@@ -115,7 +115,13 @@ fn server_program() -> PathBuf {
         }
     }
     if let Some(p) = std::env::var_os("MINO_SERVER").filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
+        // Relative to where mino was started, even when the server is
+        // started in another directory (the demo's).
+        let p = PathBuf::from(p);
+        return match (p.is_relative() && p.components().count() > 1, std::env::current_dir()) {
+            (true, Ok(cwd)) => cwd.join(p),
+            _ => p,
+        };
     }
     PathBuf::from("mino-server")
 }

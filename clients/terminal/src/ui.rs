@@ -87,7 +87,9 @@ pub fn recovery_notice(rec: &RecoveryNotification) -> String {
     for repair in &rec.repairs {
         out.push_str(&format!("Session file repaired: {repair}\n"));
     }
-    if !rec.turns.is_empty() {
+    // The book's notice speaks of a tool turn: a turn cut off while only
+    // text streamed has nothing to report (it is left out of context).
+    if rec.turns.iter().any(|t| !t.calls.is_empty()) {
         out.push_str(RECOVERED);
         out.push('\n');
     }
@@ -150,8 +152,38 @@ pub fn history(h: &HistoryResult) -> String {
     out
 }
 
+/// `text` with control characters other than newline and tab made visible
+/// (`^[` for ESC, `^?` for DEL, U+FFFD for C1 controls).
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let needs = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(needs) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' => shown.push(c),
+            '\u{7f}' => shown.push_str("^?"),
+            c if (c as u32) < 0x20 => {
+                shown.push('^');
+                shown.push(char::from(b'@' + c as u8));
+            }
+            c if c.is_control() => shown.push('\u{FFFD}'),
+            c => shown.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(shown)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn control_sequences_are_shown_not_obeyed() {
+        assert_eq!(super::printable("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(super::printable("hide\u{1b}[8mthis\r"), "hide^[[8mthis^M");
+        assert_eq!(super::printable("bell\u{7}\u{7f}\u{9b}"), "bell^G^?\u{FFFD}");
+    }
+
     use super::*;
     use mino_protocol::{Limits, RecoveredCallView, RecoveredTurnView, ToolResultView};
     use std::collections::BTreeMap;

@@ -199,3 +199,33 @@ fn unknown_results_must_be_acknowledged_in_a_terminal_before_the_banner() {
     p.exp_eof().expect("eof");
     assert_eq!(exit_code(&p), Some(0));
 }
+
+/// A `y` typed while the answer still streams, before any command is on
+/// screen, does not approve the command that is shown afterwards.
+#[test]
+fn a_yes_typed_ahead_does_not_approve_a_command_not_yet_shown() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            Reply::Calls {
+                text: (0..10).map(|i| format!("word{i} ")).collect(),
+                calls: vec![mino_mock_model::ScriptedCall::new("call_1", "touch typed_ahead.txt")],
+                delay_ms: 150,
+            },
+            Reply::text("Not run."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Make a file.").expect("send question");
+    p.exp_string("word0").expect("streaming has begun");
+    p.send_line("y").expect("type ahead");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
+    p.send_line("n").expect("deny");
+    p.exp_string("Not run.").expect("final text");
+    p.exp_string("You> ").expect("next prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    assert!(!scratch.work().join("typed_ahead.txt").exists(), "the typed-ahead y approved nothing");
+}
