@@ -19,6 +19,8 @@ const RECOVERY_WAIT: Duration = Duration::from_secs(15);
 /// Exit codes.
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
+/// Ctrl+C before the session was ready (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 /// Writes to stdout and flushes; a closed stdout is not worth a panic.
 /// Everything shown passes through here, and text from the model, from
@@ -135,7 +137,17 @@ impl App {
                 return Err(EXIT_FAILURE);
             }
         };
-        let capabilities = match server.initialize(&options.init).await {
+        // Ctrl+C while the session opens quits at once (the server may be
+        // slow to open a long session, or not answer at all).
+        let mut sigint = sigint;
+        let opened = tokio::select! {
+            opened = server.initialize(&options.init) => opened,
+            _ = sigint.recv() => {
+                server.shutdown().await;
+                return Err(EXIT_INTERRUPTED);
+            }
+        };
+        let capabilities = match opened {
             Ok(c) => c,
             Err(e) => {
                 match e {
@@ -173,7 +185,10 @@ impl App {
 
     async fn run_inner(&mut self) -> i32 {
         // The recovery notice, and the gate, come before the banner.
-        let recovery = self.wait_recovery().await;
+        let recovery = match self.wait_recovery().await {
+            Ok(recovery) => recovery,
+            Err(code) => return code,
+        };
         if let Some(rec) = &recovery {
             out(&ui::recovery_notice(rec));
             if rec.acknowledgement_required {
@@ -248,20 +263,22 @@ impl App {
     }
 
     /// Waits for the `mino/recovery` notification sent after `initialized`.
-    async fn wait_recovery(&mut self) -> Option<RecoveryNotification> {
+    /// `Err(code)` when Ctrl+C asked to quit while waiting.
+    async fn wait_recovery(&mut self) -> Result<Option<RecoveryNotification>, i32> {
         let deadline = tokio::time::sleep(RECOVERY_WAIT);
         tokio::pin!(deadline);
         loop {
             tokio::select! {
                 ev = self.events.next() => match ev {
-                    Some(Event::Recovery(r)) => return Some(r),
+                    Some(Event::Recovery(r)) => return Ok(Some(r)),
                     Some(other) => tracing::debug!("notification before recovery: {other:?}"),
-                    None => return None,
+                    None => return Ok(None),
                 },
                 _ = &mut deadline => {
                     tracing::warn!("no mino/recovery notification within {RECOVERY_WAIT:?}");
-                    return None;
+                    return Ok(None);
                 }
+                _ = self.sigint.recv() => return Err(EXIT_INTERRUPTED),
             }
         }
     }

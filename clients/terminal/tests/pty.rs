@@ -229,3 +229,35 @@ fn a_yes_typed_ahead_does_not_approve_a_command_not_yet_shown() {
     p.exp_eof().expect("eof");
     assert!(!scratch.work().join("typed_ahead.txt").exists(), "the typed-ahead y approved nothing");
 }
+
+/// Ctrl+C while the session opens quits at once, even if the server never
+/// answers `initialize`.
+#[test]
+fn ctrl_c_quits_while_the_session_opens() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new();
+    // A copy of mino with no mino-server beside it, and a "server" that
+    // never answers.
+    let bin = scratch.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    let client = bin.join("mino");
+    std::fs::copy(mino(), &client).expect("copy mino");
+    let silent = bin.join("silent-server");
+    std::fs::write(&silent, "#!/bin/sh\nexec sleep 120\n").expect("script");
+    std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut cmd = scratch.command("http://127.0.0.1:9/v1");
+    cmd.env("MINO_SERVER", &silent);
+    let mut cmd2 = Command::new(&client);
+    cmd2.current_dir(scratch.work());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => cmd2.env(k, v),
+            None => cmd2.env_remove(k),
+        };
+    }
+    let mut p = spawn(cmd2);
+    std::thread::sleep(Duration::from_millis(500));
+    p.send_control('c').expect("ctrl+c");
+    p.exp_eof().expect("mino quits");
+    assert_eq!(exit_code(&p), Some(130));
+}
