@@ -403,6 +403,12 @@ where
             break;
         }
         let is_exit = request.method() == "exit";
+        if is_exit {
+            // Stop the running turn while notifications can still be sent:
+            // once the service has seen `exit` it sends nothing more, and the
+            // client should still learn how its turn ended.
+            handle.shutdown().await;
+        }
         // `initialize` is answered before the next message is read: two at
         // once would both run, and the loser's error would reset the
         // service's lifecycle state under the winner.

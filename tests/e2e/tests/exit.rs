@@ -79,6 +79,27 @@ async fn exit_notification_ends_the_server() {
     assert!(status.success(), "{status:?}");
 }
 
+/// `exit` while a turn waits for approval: the turn is cancelled, its end is
+/// on file, and the client still hears `mino/turnEnded` before the server
+/// exits.
+#[tokio::test(flavor = "multi_thread")]
+async fn exit_during_a_turn_still_reports_its_end() {
+    let mock = MockModel::start(vec![Reply::call("call_1", "touch never.txt")]).await.expect("mock");
+    let mut server = Server::spawn(&mock).await;
+    let cwd = work_dir(server.home());
+    let caps = Server::capabilities(&server.initialize(&options_in(&cwd)).await.expect("initialize"));
+    let turn: wire::ChatResult =
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into() }).await.expect("chat");
+    let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
+    server.notify("exit", serde_json::Value::Null).await;
+    let end: wire::TurnEnded = server.next_notification(wire::method::TURN_ENDED, TIMEOUT).await.parse();
+    assert_eq!((end.turn_id.as_str(), end.status), (turn.turn_id.as_str(), wire::TurnStatus::Cancelled));
+    assert!(server.wait(TIMEOUT).await.success());
+    let records = journal_records(std::path::Path::new(&caps.journal_path));
+    assert_eq!(records.iter().filter(|r| r["kind"] == "turn_end").count(), 1);
+    assert!(!cwd.join("never.txt").exists());
+}
+
 #[test]
 fn version_flag_prints_the_version() {
     let output = std::process::Command::new(mino_e2e::server_bin()).arg("--version").output().expect("run --version");
