@@ -22,8 +22,6 @@ pub enum SessionError {
     Home(#[from] HomeError),
     #[error("no session {id} in {dir}")]
     NotFound { id: String, dir: PathBuf },
-    #[error("{path}, line {line}: {reason}; the file was left unchanged")]
-    Inconsistent { path: PathBuf, line: u64, reason: String },
     #[error("Acknowledge unknown tool results before continuing")]
     AcknowledgementRequired,
     #[error("turn {0} is still running; wait for it to end or cancel it")]
@@ -87,11 +85,15 @@ impl Session {
             (Some(t), body) => t.apply_owned(body),
             (None, _) => Err("the session header must be record 1".into()),
         })?;
-        let transcript = transcript.ok_or_else(|| SessionError::Inconsistent {
-            path: path.to_path_buf(),
-            line: 1,
-            reason: "the file holds no session header".into(),
-        })?;
+        // Journal::open refuses a file whose record 1 is not the header.
+        let Some(transcript) = transcript else {
+            return Err(JournalError::Corrupt {
+                path: path.to_path_buf(),
+                line: 1,
+                reason: "no session header".into(),
+            }
+            .into());
+        };
         let mut session = Session { journal: opened.journal, transcript };
         let mut report = RecoveryReport { torn_tail: opened.torn_tail, ..Default::default() };
         let closing = recovery::closing_records(&session.transcript);

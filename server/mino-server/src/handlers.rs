@@ -163,9 +163,7 @@ fn session_error(e: SessionError) -> Error {
         SessionError::Journal(e) => error(code::JOURNAL_FAILURE, format!("The session could not be saved: {e}")),
         SessionError::InvalidInput(why) => invalid_params(why),
         SessionError::Home(e) => error(code::JOURNAL_FAILURE, format!("The session could not be saved: {e}")),
-        other @ (SessionError::NotFound { .. } | SessionError::Inconsistent { .. } | SessionError::Usage(_)) => {
-            internal(other.to_string())
-        }
+        other @ (SessionError::NotFound { .. } | SessionError::Usage(_)) => internal(other.to_string()),
     }
 }
 

@@ -439,26 +439,9 @@ impl Server {
     /// Waits for the next response that answered no request of ours (the
     /// answer to malformed input, with `id: null`).
     pub async fn next_orphan_response(&mut self, timeout: Duration) -> Value {
-        let inbox = self.inbox.clone();
-        let arrived = self.arrived.clone();
-        let wait = async move {
-            loop {
-                let notified = arrived.notified();
-                {
-                    let mut inbox = lock(&inbox);
-                    if let Some(response) = inbox.orphans.pop_front() {
-                        return Some(response);
-                    }
-                    if inbox.closed {
-                        return None;
-                    }
-                }
-                notified.await;
-            }
-        };
-        match tokio::time::timeout(timeout, wait).await {
-            Ok(Some(response)) => response,
-            _ => panic!("no id-less response within {timeout:?}; stderr:\n{}", self.stderr()),
+        match self.wait_inbox(timeout, |inbox| inbox.orphans.pop_front()).await {
+            Some(response) => response,
+            None => panic!("no id-less response within {timeout:?}; stderr:\n{}", self.stderr()),
         }
     }
 
@@ -467,6 +450,12 @@ impl Server {
         timeout: Duration,
         mut take: impl FnMut(&mut VecDeque<Notification>) -> Option<T>,
     ) -> Option<T> {
+        self.wait_inbox(timeout, move |inbox| take(&mut inbox.queue)).await
+    }
+
+    /// Waits until `take` finds something in the inbox, the server's output
+    /// closes, or the timeout passes.
+    async fn wait_inbox<T>(&self, timeout: Duration, mut take: impl FnMut(&mut Inbox) -> Option<T>) -> Option<T> {
         let inbox = self.inbox.clone();
         let arrived = self.arrived.clone();
         let wait = async move {
@@ -474,7 +463,7 @@ impl Server {
                 let notified = arrived.notified();
                 {
                     let mut inbox = lock(&inbox);
-                    if let Some(found) = take(&mut inbox.queue) {
+                    if let Some(found) = take(&mut inbox) {
                         return Some(found);
                     }
                     if inbox.closed {

@@ -60,9 +60,7 @@ async fn stdin_close_during_a_turn_cancels_it_and_exits_zero() {
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert!(!cwd.join("never.txt").exists());
     // The turn recorded its own end (cancelled), so there is nothing to recover.
-    let records = journal_records(std::path::Path::new(&caps.journal_path));
-    let end = records.iter().rev().find(|r| r["kind"] == "turn_end").expect("turn_end");
-    assert_eq!(end["status"], "cancelled");
+    assert_eq!(last_turn_end_status(&caps.journal_path), "cancelled");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -134,9 +132,7 @@ async fn sigint_is_ignored_and_sigterm_cancels_the_turn_and_exits_zero() {
     let status = server.wait(TIMEOUT).await;
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert!(!cwd.join("never.txt").exists());
-    let records = journal_records(std::path::Path::new(&caps.journal_path));
-    let end = records.iter().rev().find(|r| r["kind"] == "turn_end").expect("turn_end");
-    assert_eq!(end["status"], "cancelled");
+    assert_eq!(last_turn_end_status(&caps.journal_path), "cancelled");
 }
 
 /// A chat sent right before stdin closes either opens no turn or a turn that
@@ -161,4 +157,11 @@ async fn a_chat_racing_the_end_of_input_leaves_no_open_turn() {
         assert_eq!(opened, ended, "round {round}: every turn that opened has ended on file: {records:#?}");
         assert!(!cwd.join("never.txt").exists(), "round {round}: nothing ran");
     }
+}
+
+/// The status of the journal's last `turn_end`.
+fn last_turn_end_status(journal_path: &str) -> String {
+    let records = journal_records(std::path::Path::new(journal_path));
+    let end = records.iter().rev().find(|r| r["kind"] == "turn_end").expect("turn_end");
+    end["status"].as_str().unwrap_or_default().to_string()
 }

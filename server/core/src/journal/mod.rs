@@ -228,13 +228,6 @@ impl Journal {
         }
     }
 
-    /// Appends and syncs one record: a save point of its own.
-    pub fn append_synced(&mut self, body: &RecordBody) -> Result<u64, JournalError> {
-        let seq = self.append(body)?;
-        self.sync()?;
-        Ok(seq)
-    }
-
     fn check_usable(&self) -> Result<(), JournalError> {
         match &self.broken {
             Some(cause) => Err(JournalError::Broken { path: self.path.clone(), cause: cause.clone() }),
