@@ -602,8 +602,9 @@ test("keys typed before the acknowledgement question appeared do not acknowledge
   fresh({ cmd_env = { RUST_LOG = TRACE_WIRE } })
   use_builtin_select({ ["mino.acknowledge"] = { "<Esc>" } })
   start_and_wait()
-  -- "1<CR>" or "2<CR>" is Yes, whatever the order.
-  vim.api.nvim_input("1<CR>2<CR>")
+  -- "1<CR>" or "2<CR>" is Yes, whatever the order. (Fed to the typeahead
+  -- buffer here; the approval test uses Neovim's input queue.)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("1<CR>2<CR>", true, false, true), "t", false)
   mino._on["mino/recovery"]({
     sessionId = "s",
     turns = { { turnId = "turn-1", status = "interrupted", calls = {
