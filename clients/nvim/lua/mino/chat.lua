@@ -110,7 +110,10 @@ function M._install_paste()
   st.paste_installed = true
   local fallback = vim.paste
   vim.paste = function(lines, phase)
-    if not (valid_buf() and api.nvim_get_current_buf() == st.buf) then
+    -- Only a paste into the chat's text (insert or normal mode); one into
+    -- the command line, a visual selection etc. is Neovim's as usual.
+    local mode = api.nvim_get_mode().mode:sub(1, 1)
+    if not (valid_buf() and api.nvim_get_current_buf() == st.buf and (mode == "i" or mode == "n")) then
       st.pasting = nil
       return fallback(lines, phase)
     end
@@ -166,7 +169,7 @@ function M._send_paste(lines)
   local at = #line
   if cursor[1] == last then
     at = math.max(cursor[2], math.min(#M.PROMPT, #line))
-    if vim.api.nvim_get_mode().mode:sub(1, 1) ~= "i" and at < #line then
+    if api.nvim_get_mode().mode:sub(1, 1) ~= "i" and at < #line then
       at = at + 1 -- a normal-mode paste goes after the cursor
     end
   end
