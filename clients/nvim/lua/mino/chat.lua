@@ -72,7 +72,123 @@ function M.buf()
       api.nvim_win_close(0, false)
     end
   end, { buffer = buf, desc = "Close the Mino window" })
+  -- The chat is no file: Neovim still marks a prompt buffer modified when text
+  -- is typed or inserted, and :q / :qa would then refuse to quit (E37, E162)
+  -- over a buffer that can never be written. Those commands check 'modified'
+  -- right after QuitPre / ExitPre.
+  api.nvim_create_autocmd({ "QuitPre", "ExitPre" }, {
+    group = api.nvim_create_augroup("mino.chat", { clear = true }),
+    callback = function()
+      if valid_buf() then
+        vim.bo[st.buf].modified = false
+      end
+    end,
+  })
+  M._install_paste()
   return buf
+end
+
+--- Marks the chat unmodified after the plugin's own edits (no "[+]").
+local function settle(buf)
+  vim.bo[buf].modified = false
+end
+
+-- ------------------------------------------------------------ pasting
+
+--- A paste larger than this is refused here: the server refuses questions
+--- over 1 MiB anyway, and the pasted text is held in memory until it ends.
+M.MAX_PASTE_BYTES = 1024 * 1024
+
+--- The prompt line holds one line, so a multi-line paste into the chat would
+--- leave all but its last line above the prompt, never sent. Instead the text
+--- of the prompt line with the paste inserted at the cursor is sent at once as
+--- one question. A one-line paste goes into the prompt line as usual.
+function M._install_paste()
+  if st.paste_installed then
+    return
+  end
+  st.paste_installed = true
+  local fallback = vim.paste
+  vim.paste = function(lines, phase)
+    -- Only a paste into the chat's text (insert or normal mode); one into
+    -- the command line, a visual selection etc. is Neovim's as usual.
+    local mode = api.nvim_get_mode().mode:sub(1, 1)
+    if not (valid_buf() and api.nvim_get_current_buf() == st.buf and (mode == "i" or mode == "n")) then
+      st.pasting = nil
+      return fallback(lines, phase)
+    end
+    if phase == -1 or phase == 1 then
+      st.pasting = { lines = {}, bytes = 0 }
+    end
+    local acc = st.pasting
+    if not acc then
+      -- The rest of a paste that began in another buffer.
+      return fallback(lines, phase)
+    end
+    if acc.refused then
+      -- A UI may send the chunks after a refusal anyway: none is kept.
+      if phase == 3 then
+        st.pasting = nil
+      end
+      return false
+    end
+    for i, l in ipairs(lines) do
+      -- A chunk boundary can split a line: the first line of a chunk
+      -- continues the last line of the chunk before.
+      if i == 1 and #acc.lines > 0 then
+        acc.lines[#acc.lines] = acc.lines[#acc.lines] .. l
+      else
+        table.insert(acc.lines, l)
+      end
+      acc.bytes = acc.bytes + #l + 1
+    end
+    if acc.bytes > M.MAX_PASTE_BYTES then
+      st.pasting = (phase ~= -1 and phase ~= 3) and { refused = true } or nil
+      require("mino")._notify(("paste not sent: it is larger than %d bytes; save it to a file and ask Mino to read it")
+        :format(M.MAX_PASTE_BYTES), vim.log.levels.ERROR)
+      return false -- cancels the rest of the paste
+    end
+    if phase ~= -1 and phase ~= 3 then
+      return true
+    end
+    st.pasting = nil
+    if #acc.lines <= 1 then
+      return fallback(acc.lines, -1)
+    end
+    M._send_paste(acc.lines)
+    return true
+  end
+end
+
+--- Sends the prompt line's text with `lines` inserted at the cursor.
+function M._send_paste(lines)
+  local buf = M.buf()
+  local last = api.nvim_buf_line_count(buf)
+  local line = api.nvim_buf_get_lines(buf, last - 1, last, false)[1] or ""
+  local cursor = api.nvim_win_get_cursor(0)
+  local at = #line
+  if cursor[1] == last then
+    at = math.max(cursor[2], math.min(#M.PROMPT, #line))
+    if api.nvim_get_mode().mode:sub(1, 1) ~= "i" and at < #line then
+      at = at + 1 -- a normal-mode paste goes after the cursor
+    end
+  end
+  local typed_before, typed_after = line:sub(1, at), line:sub(at + 1)
+  if typed_before:sub(1, #M.PROMPT) == M.PROMPT then
+    typed_before = typed_before:sub(#M.PROMPT + 1)
+  end
+  local parts = {}
+  for i, l in ipairs(lines) do
+    parts[i] = (l:gsub("\r$", ""))
+  end
+  local text = typed_before .. table.concat(parts, "\n") .. typed_after
+  api.nvim_buf_set_lines(buf, last - 1, last, false, { M.PROMPT })
+  settle(buf)
+  pcall(api.nvim_win_set_cursor, 0, { last, #M.PROMPT })
+  st.stream = nil
+  if st.sender then
+    st.sender(text, { echo = true })
+  end
 end
 
 --- Called with the text of the prompt line when the user presses <CR>.
@@ -111,6 +227,7 @@ local function insert_lines(lines)
   local at = prompt_index(buf)
   -- A fresh buffer holds just the (empty) prompt line; keep the first line used.
   api.nvim_buf_set_lines(buf, at, at, false, lines)
+  settle(buf)
   scroll()
 end
 
@@ -135,6 +252,7 @@ local function extend_last(s)
   local last = api.nvim_buf_get_lines(buf, at, at + 1, false)[1] or ""
   local parts = vim.split(last .. s, "\n", { plain = true })
   api.nvim_buf_set_lines(buf, at, at + 1, false, parts)
+  settle(buf)
   scroll()
 end
 
@@ -249,6 +367,24 @@ local function truncate(text, max_lines)
   return table.concat(kept, "\n")
 end
 
+local EVIDENCE_LINES = 12
+
+--- What the command supervisor saw of a call whose result is `unknown` (e.g.
+--- "the command exited 0 after Mino stopped; last output: …"), as lines
+--- indented by `indent`; none without evidence. The result stays unknown.
+local function evidence_lines(call, indent)
+  local e = call.evidence
+  if type(e) ~= "table" or is_nil(e.summary) or e.summary == "" then
+    return {}
+  end
+  local out = {}
+  local text = truncate(tostring(e.summary), EVIDENCE_LINES)
+  for i, l in ipairs(vim.split(text, "\n", { plain = true })) do
+    table.insert(out, indent .. (i == 1 and "Evidence: " or "  ") .. l)
+  end
+  return out
+end
+
 --- A new server started: the buffer is rebuilt from its history.
 function M.server_started(caps)
   local buf = M.buf()
@@ -282,6 +418,7 @@ function M.render_history(result)
           vim.list_extend(lines, fence("text", truncate(c.result.output, HISTORY_OUTPUT_LINES)))
         end
         table.insert(lines, status_line(c.result.status, c.result.exitCode))
+        vim.list_extend(lines, evidence_lines(c, ""))
       end
     end
     if (t.text or "") ~= "" then
@@ -318,6 +455,7 @@ function M.render_recovery(p)
         unknown = true
       end
       table.insert(lines, ("  - `%s` → **%s**"):format(c.command or "?", r.status or "?"))
+      vim.list_extend(lines, evidence_lines(c, "    "))
       if (r.output or "") ~= "" then
         table.insert(lines, "    " .. truncate(r.output, 3):gsub("\n", "\n    "))
       end

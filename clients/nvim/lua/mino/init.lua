@@ -58,6 +58,7 @@ local function fresh_state()
     outbox = {}, -- questions asked before the server was ready
     ended = {}, -- turnId -> true once mino/turnEnded arrived
     recovery = nil, -- last mino/recovery params while acknowledgement is pending
+    recovery_seen = false, -- this server's mino/recovery was handled (asking_ack is set by then if needed)
     approvals = {}, -- queue of approval requests
     asking_approval = false,
     asking_ack = false,
@@ -185,6 +186,7 @@ on["mino/recovery"] = function(p)
     return
   end
   chat.render_recovery(p)
+  M.state.recovery_seen = true
   if p.acknowledgementRequired then
     chat.reveal(M.config)
     M.state.recovery = p
@@ -259,6 +261,36 @@ end
 
 -- ------------------------------------------------------------ approvals
 
+--- Keys received but not yet read when a question appears were typed before the
+--- person could see it (meant for the prompt line, or typed ahead): they must
+--- never answer it. Reads and drops them; the bound keeps a stuck input source
+--- from holding Neovim here. Returns how many keys were dropped.
+local MAX_DISCARDED_KEYS = 100000
+local function discard_typeahead()
+  local dropped = 0
+  while dropped < MAX_DISCARDED_KEYS do
+    local ok, key = pcall(vim.fn.getchar, 0)
+    if not ok or key == 0 then
+      break
+    end
+    dropped = dropped + 1
+  end
+  return dropped
+end
+
+--- Asks `question` with vim.ui.select after dropping typed-ahead keys; the
+--- declining answer is listed first, so a UI whose <CR> takes the highlighted
+--- (first) item declines, and so does dismissing the menu.
+local function ask_safely(question, decline, accept, kind, on_answer)
+  local dropped = discard_typeahead()
+  if dropped > 0 then
+    notify(("%d key(s) typed before the question appeared were ignored"):format(dropped), vim.log.levels.WARN)
+  end
+  vim.ui.select({ decline, accept }, { prompt = question, kind = kind }, function(choice)
+    on_answer(choice == accept)
+  end)
+end
+
 --- Asks about the next queued approval with vim.ui.select; anything but an
 --- explicit "Approve" (including dismissing the menu) denies.
 function M._next_approval()
@@ -272,8 +304,8 @@ function M._next_approval()
   M.state.asking_approval = true
   local prompt = ("Mino wants to run `%s` in %s. Approve?"):format(req.command, req.directory or "?")
   vim.schedule(function()
-    vim.ui.select({ "Approve", "Deny" }, { prompt = prompt, kind = "mino.approval" }, function(choice)
-      local decision = choice == "Approve" and "approve" or "deny"
+    ask_safely(prompt, "Deny", "Approve", "mino.approval", function(approved)
+      local decision = approved and "approve" or "deny"
       M.state.asking_approval = false
       if M.state.ended[req.turnId] then
         chat.append({ ("_`%s` no longer awaits a decision: its turn has ended; nothing was run._"):format(req.callId) })
@@ -281,7 +313,9 @@ function M._next_approval()
         return
       end
       chat.approval_decided(req, decision)
-      M.request("mino/approval", { callId = req.callId, decision = decision }, function(err)
+      -- The turn id binds the decision to the turn that asked: the server
+      -- refuses it (-32012) if that turn no longer waits for this call.
+      M.request("mino/approval", { turnId = req.turnId, callId = req.callId, decision = decision }, function(err)
         if err and err.code == M.errors.NO_PENDING_APPROVAL then
           -- The turn ended (e.g. cancelled) while the question was open.
           chat.append({ ("_`%s` no longer awaits a decision: %s_"):format(req.callId, err.message or "") })
@@ -313,9 +347,9 @@ function M.ask_acknowledgement()
   end
   M.state.asking_ack = true
   vim.schedule(function()
-    vim.ui.select({ "Yes", "No" }, { prompt = M.ACK_QUESTION, kind = "mino.acknowledge" }, function(choice)
+    ask_safely(M.ACK_QUESTION, "No", "Yes", "mino.acknowledge", function(yes)
       M.state.asking_ack = false
-      if choice ~= "Yes" then
+      if not yes then
         chat.append({ "", "_Not acknowledged. Mino refuses new questions until you run :MinoAcknowledge and answer Yes._" })
         notify("unknown tool results not acknowledged; Mino will refuse questions until you run :MinoAcknowledge",
           vim.log.levels.WARN)
@@ -445,6 +479,7 @@ function M.start()
   M.state.outbox = M.state.outbox or {}
   M.state.ended = {}
   M.state.recovery = nil
+  M.state.recovery_seen = false
   M.state.running_turn = nil
   M.state.approvals = {}
   M.state.asking_approval = false
@@ -627,8 +662,8 @@ function M._reset()
   chat._reset()
 end
 
-chat._set_sender(function(text)
-  M.send(text, { echo = false })
+chat._set_sender(function(text, opts)
+  M.send(text, opts or { echo = false })
 end)
 
 return M
