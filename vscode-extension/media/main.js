@@ -24,6 +24,7 @@
     approved: 'approved',
     denied: 'denying…',
     running: 'running',
+    unfinished: 'did not finish',
   };
   const TURN_LABELS = {
     completed: 'completed',
@@ -43,6 +44,7 @@
   const input = /** @type {HTMLTextAreaElement} */ ($('input'));
   const sendBtn = /** @type {HTMLButtonElement} */ ($('send'));
   const cancelBtn = /** @type {HTMLButtonElement} */ ($('cancel'));
+  const composerError = $('composer-error');
   $('ack-question').textContent = ACK_QUESTION;
 
   /** @type {Map<string, Turn>} */
@@ -53,9 +55,12 @@
     /** @type {string | null} */ runningTurnId: null,
     /** @type {string[] | null} turns awaiting acknowledgement */ gateTurnIds: null,
     ackPending: false,
-    sending: false,
+    /** @type {string | null} the question sent and not yet accepted; it stays in the input */
+    pendingQuestion: null,
     server: 'starting',
   };
+  /** Gives each card's elements ids of their own, for aria-describedby. */
+  let nextElementId = 0;
 
   /**
    * @typedef {{ el: HTMLElement, body: HTMLElement, segment: HTMLElement | null,
@@ -65,8 +70,8 @@
    * turn's last mino/toolResult): where it starts in `text` and in each
    * segment it was written to, so that mino/retrying can take it back.
    * @typedef {{ start: number, parts: { el: HTMLElement, start: number }[] }} ResponseText
-   * @typedef {{ el: HTMLElement, badge: HTMLElement, actions: HTMLElement,
-   *   output: HTMLElement, result: HTMLElement, liveOutput: boolean }} Card
+   * @typedef {{ el: HTMLElement, badge: HTMLElement, command: HTMLElement, actions: HTMLElement,
+   *   output: HTMLElement, result: HTMLElement, evidence: HTMLElement, liveOutput: boolean }} Card
    */
 
   // ------------------------------------------------------------ helpers
@@ -96,9 +101,12 @@
   function updateComposer() {
     const gated = state.gateTurnIds !== null;
     const ready = state.server === 'ready';
+    const sending = state.pendingQuestion !== null;
     input.disabled = gated;
+    // While the server has not yet answered, the question must not change under it.
+    input.readOnly = sending;
     form.classList.toggle('gated', gated);
-    sendBtn.disabled = gated || !ready || state.sending || state.runningTurnId !== null;
+    sendBtn.disabled = gated || !ready || sending || state.runningTurnId !== null;
     cancelBtn.hidden = state.runningTurnId === null;
     if (gated) input.placeholder = 'Answer the question above to continue.';
     else if (!ready) input.placeholder = 'Mino server is not running.';
@@ -191,6 +199,32 @@
     }
   }
 
+  /**
+   * The server stopped: turns and cards still shown as running did not finish
+   * here. Their outcome is what the restarted server's recovery reports.
+   */
+  function markUnfinished() {
+    for (const turn of turns.values()) {
+      const status = turn.el.dataset.status;
+      if (status && status !== 'running') continue;
+      turn.el.dataset.status = 'unfinished';
+      turn.statusEl.textContent = 'Turn did not finish: the Mino server stopped. Restart it to see what was recorded.';
+      turn.statusEl.className = 'turn-status unfinished';
+    }
+    for (const card of cards.values()) {
+      const status = card.el.dataset.status;
+      let why;
+      if (status === 'running' || status === 'approved') why = 'the Mino server stopped while this command was running or about to run; it may have run.';
+      else if (status === 'waiting' || status === 'denied') why = 'the Mino server stopped before this command was approved; it did not run.';
+      else continue;
+      card.actions.hidden = true;
+      setCardStatus(card, 'unfinished');
+      card.result.hidden = false;
+      card.result.textContent = 'Did not finish: ' + why;
+      card.result.className = 'tool-result unfinished';
+    }
+  }
+
   // ------------------------------------------------------------ tool cards
 
   function metaRow(dl, label, value) {
@@ -210,18 +244,22 @@
     const badge = h('span', 'badge');
     head.appendChild(badge);
     el.appendChild(head);
-    el.appendChild(h('pre', 'tool-command', command));
+    const commandEl = h('pre', 'tool-command', command);
+    commandEl.id = 'mino-el-' + nextElementId++;
+    el.appendChild(commandEl);
     const actions = h('div', 'tool-actions');
     actions.hidden = true;
     const output = h('pre', 'tool-output');
     output.hidden = true;
     const result = h('div', 'tool-result');
     result.hidden = true;
-    el.append(actions, output, result);
+    const evidence = h('div', 'tool-evidence');
+    evidence.hidden = true;
+    el.append(actions, output, result, evidence);
     turn.body.appendChild(el);
     // Text after a tool call starts a new segment below the card.
     turn.segment = null;
-    const card = { el, badge, actions, output, result, liveOutput: false };
+    const card = { el, badge, command: commandEl, actions, output, result, evidence, liveOutput: false };
     cards.set(callId, card);
     return card;
   }
@@ -259,23 +297,68 @@
     card.el.insertBefore(dl, card.actions);
 
     card.actions.textContent = '';
-    const approve = h('button', 'primary approve', 'Approve');
-    approve.type = 'button';
-    const deny = h('button', 'secondary deny', 'Deny');
-    deny.type = 'button';
-    approve.addEventListener('click', () => decide(card, p.callId, 'approve'));
-    deny.addEventListener('click', () => decide(card, p.callId, 'deny'));
-    card.actions.append(h('span', 'question', 'Run this command?'), approve, deny);
+    const question = h('span', 'question', 'Run this command?');
+    question.id = 'mino-el-' + nextElementId++;
+    const approve = deliberateButton('primary approve', 'Approve', () => decide(card, p.turnId, p.callId, 'approve'));
+    const deny = deliberateButton('secondary deny', 'Deny', () => decide(card, p.turnId, p.callId, 'deny'));
+    for (const b of [approve, deny]) b.setAttribute('aria-describedby', question.id + ' ' + card.command.id);
+    card.actions.append(question, approve, deny);
     card.actions.hidden = false;
+    // Announced with its command; never focused (see deliberateButton).
+    card.el.setAttribute('role', 'group');
+    card.el.setAttribute('aria-label', 'Mino asks to run: ' + p.command);
     setCardStatus(card, 'waiting');
-    approve.focus({ preventScroll: true });
     scrollToEnd();
   }
 
-  function decide(card, callId, decision) {
+  function decide(card, turnId, callId, decision) {
     for (const b of card.actions.querySelectorAll('button')) /** @type {HTMLButtonElement} */ (b).disabled = true;
     setCardStatus(card, decision === 'approve' ? 'approved' : 'denied');
-    post({ type: 'approval', callId, decision });
+    post({ type: 'approval', turnId, callId, decision });
+  }
+
+  // ------------------------------------------------------------ deliberate answers
+  //
+  // A prompt that lets something act (an approval card, the acknowledgement's
+  // Yes) appears while the person may be typing. Its button never takes focus,
+  // and only a deliberate act answers it: a pointer click, or Enter/Space whose
+  // press began on the button itself (so the person moved focus there after the
+  // prompt appeared). A key typed for the composer, or held down since before,
+  // never reaches it.
+
+  /** Enter and Space presses in progress, seen before any element or default action. */
+  const activationKeysDown = new Set();
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' || e.key === ' ') activationKeysDown.add(e.key);
+  }, true);
+  document.addEventListener('keyup', (e) => activationKeysDown.delete(e.key), true);
+  // Keys released while the view has no focus send no keyup here.
+  window.addEventListener('blur', () => activationKeysDown.clear());
+
+  function deliberateButton(className, label, onAnswer) {
+    const button = /** @type {HTMLButtonElement} */ (h('button', className, label));
+    button.type = 'button';
+    onDeliberateClick(button, onAnswer);
+    return button;
+  }
+
+  /** Calls `onAnswer` for a click on `button` that is a deliberate act (see above). */
+  function onDeliberateClick(button, onAnswer) {
+    // Set by a fresh (non-repeated) Enter/Space keydown on this button; the
+    // click it causes (on keydown for Enter, on keyup for Space) consumes it.
+    let pressBeganHere = false;
+    button.addEventListener('keydown', (e) => {
+      pressBeganHere = (e.key === 'Enter' || e.key === ' ') && !e.repeat;
+    });
+    button.addEventListener('blur', () => (pressBeganHere = false));
+    button.addEventListener('click', (e) => {
+      const byPointer = e.detail > 0;
+      const byKey = pressBeganHere;
+      // A screen reader's default action: no key of ours, focus moved here.
+      const byAssistiveTech = e.detail === 0 && !byKey && document.activeElement === button && activationKeysDown.size === 0;
+      pressBeganHere = false;
+      if (byPointer || byKey || byAssistiveTech) onAnswer();
+    });
   }
 
   function formatBytes(n) {
@@ -317,6 +400,17 @@
       'Result: ' + (p.status === 'unknown' ? 'unknown, the command may have run' : STATUS_LABELS[p.status] || p.status) +
       (typeof p.exitCode === 'number' ? ' (exit code ' + p.exitCode + ')' : '');
     card.result.className = 'tool-result ' + p.status;
+    showEvidence(card, p.status, p.evidence);
+  }
+
+  /**
+   * What the command supervisor recorded about a call whose result is unknown
+   * (mino/recovery, mino/history). Shown beside the result, which stays unknown.
+   */
+  function showEvidence(card, status, evidence) {
+    if (status !== 'unknown' || !evidence || typeof evidence.summary !== 'string' || !evidence.summary) return;
+    card.evidence.textContent = 'Evidence: ' + evidence.summary;
+    card.evidence.hidden = false;
   }
 
   // ------------------------------------------------------------ history & notifications
@@ -334,7 +428,7 @@
       startResponse(turn);
       for (const c of t.calls) {
         const card = createCard(turn, c.callId, c.command);
-        if (c.result) toolResult(Object.assign({ callId: c.callId, command: c.command }, c.result), t.turnId);
+        if (c.result) toolResult(Object.assign({ callId: c.callId, command: c.command, evidence: c.evidence }, c.result), t.turnId);
         else setCardStatus(card, 'running');
         // History carries one output per call; live output flag stays off.
         card.liveOutput = false;
@@ -356,6 +450,8 @@
         if (c.result.status === 'not_executed') {
           addNotice('Not executed (never started): ' + c.command, 'info');
         }
+        const card = cards.get(c.callId);
+        if (card) showEvidence(card, c.result.status, c.evidence);
       }
     }
     for (const repair of r.repairs || []) addNotice('Repaired: ' + repair, 'warning');
@@ -373,6 +469,7 @@
         const li = h('li', 'ack-call');
         li.appendChild(h('code', null, c.command));
         li.appendChild(h('span', 'badge unknown', 'result unknown'));
+        if (c.evidence && c.evidence.summary) li.appendChild(h('span', 'ack-evidence', 'Evidence: ' + c.evidence.summary));
         gateCalls.appendChild(li);
       }
     }
@@ -392,7 +489,7 @@
     updateComposer();
   }
 
-  gateYes.addEventListener('click', () => {
+  onDeliberateClick(gateYes, () => {
     if (state.gateTurnIds === null || state.ackPending) return;
     state.ackPending = true;
     gateYes.disabled = true;
@@ -414,7 +511,6 @@
         startResponse(getTurn(p.turnId));
         setTurnStatus(getTurn(p.turnId), null);
         state.runningTurnId = p.turnId;
-        state.sending = false;
         updateComposer();
         return scrollToEnd();
       }
@@ -445,7 +541,6 @@
           }
         }
         if (state.runningTurnId === p.turnId) state.runningTurnId = null;
-        state.sending = false;
         updateComposer();
         return scrollToEnd();
       }
@@ -465,6 +560,8 @@
       case 'acknowledged':
         addNotice('Acknowledged: the commands above may already have run.', 'info');
         return closeGate();
+      case 'sent':
+        return onSent();
       case 'error':
         return onError(msg);
       case 'server':
@@ -477,14 +574,18 @@
   });
 
   function onError(msg) {
-    addNotice(msg.message, 'error');
     if (msg.request === 'send') {
-      state.sending = false;
+      // The question was refused: it stays in the input, the reason below it.
+      state.pendingQuestion = null;
+      showComposerError(msg.message);
       if (msg.code === -32010 && state.gateTurnIds === null) {
         // The server still requires an acknowledgement the view did not know of.
         openGate({ turns: [], unacknowledgedTurnIds: [] });
       }
-    } else if (msg.request === 'acknowledge') {
+    } else {
+      addNotice(msg.message, 'error');
+    }
+    if (msg.request === 'acknowledge') {
       state.ackPending = false;
       gateYes.disabled = false;
     } else if (msg.request === 'approval' && msg.callId) {
@@ -497,22 +598,32 @@
     updateComposer();
   }
 
+  function linkButton(label, msg) {
+    const b = h('button', 'link', label);
+    b.type = 'button';
+    b.addEventListener('click', () => post(msg));
+    return b;
+  }
+
+  const DEFAULT_STOP_MESSAGES = {
+    stopped: 'Mino server stopped.',
+    crashed: 'Mino server stopped unexpectedly.',
+    failed: 'Mino server could not be started.',
+  };
+
   function onServer(msg) {
     state.server = msg.state;
     statusEl.textContent = '';
     statusEl.className = 'status ' + msg.state;
     if (msg.state === 'starting') statusEl.textContent = 'Starting Mino…';
-    if (msg.state === 'stopped' || msg.state === 'crashed') {
-      statusEl.appendChild(h('span', null, msg.message || (msg.state === 'crashed' ? 'Mino server stopped unexpectedly.' : 'Mino server stopped.')));
-      const restart = h('button', 'link', 'Restart');
-      restart.type = 'button';
-      restart.addEventListener('click', () => post({ type: 'restart' }));
-      const log = h('button', 'link', 'Show log');
-      log.type = 'button';
-      log.addEventListener('click', () => post({ type: 'showLog' }));
-      statusEl.append(' ', restart, ' ', log);
+    if (msg.state === 'stopped' || msg.state === 'crashed' || msg.state === 'failed') {
+      statusEl.appendChild(h('span', 'status-message', msg.message || DEFAULT_STOP_MESSAGES[msg.state]));
+      if (msg.fixSetting) statusEl.append(' ', linkButton('Open settings', { type: 'openSettings' }));
+      statusEl.append(' ', linkButton('Restart', { type: 'restart' }), ' ', linkButton('Show log', { type: 'showLog' }));
+      // The transcript stays: after a crash it shows what was running.
+      markUnfinished();
       state.runningTurnId = null;
-      state.sending = false;
+      state.pendingQuestion = null;
     }
     if (msg.state === 'starting' || msg.state === 'ready') {
       // A (re)started server replays recovery; stale notices go.
@@ -524,14 +635,33 @@
 
   // ------------------------------------------------------------ composer
 
+  /**
+   * The question stays in the input until the server accepted it ('sent'); a
+   * refused one (empty, too long, acknowledgement required, turn in progress)
+   * stays there with the reason below it.
+   */
   function send() {
     const text = input.value;
     if (!text.trim() || sendBtn.disabled) return;
-    state.sending = true;
-    input.value = '';
+    state.pendingQuestion = text;
+    showComposerError(null);
     updateComposer();
     post({ type: 'send', text });
   }
+
+  function onSent() {
+    if (state.pendingQuestion !== null && input.value === state.pendingQuestion) input.value = '';
+    state.pendingQuestion = null;
+    updateComposer();
+  }
+
+  function showComposerError(message) {
+    composerError.textContent = message || '';
+    composerError.hidden = !message;
+  }
+
+  // The reason belongs to the question as it was; editing it starts afresh.
+  input.addEventListener('input', () => showComposerError(null));
 
   form.addEventListener('submit', (e) => {
     e.preventDefault();

@@ -4,7 +4,7 @@
  */
 import * as vscode from 'vscode';
 import type { HostMessage, WebviewMessage } from './messages';
-import { isRpcError, type RecoveryNotification } from './protocol';
+import { isRpcError, type HistoryResult, type RecoveryNotification } from './protocol';
 import { errorMessage, type MinoServer } from './server';
 import { renderChatHtml } from './webviewHtml';
 
@@ -58,13 +58,17 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     void this.view?.webview.postMessage(msg);
   }
 
-  /** Sends the view everything it needs: server state, history, pending recovery. */
+  /**
+   * Sends the view everything it needs: server state, history, pending recovery.
+   * Without a running server there is no history to ask for, and the view keeps
+   * the transcript it shows: after a crash it is what the person needs to see.
+   */
   async sync(): Promise<void> {
     if (!this.view) return;
     const generation = ++this.syncGeneration;
     const state = this.server.state;
     const conn = this.server.connection;
-    let history = null;
+    let history: HistoryResult | undefined;
     if (conn) {
       try {
         history = await conn.history();
@@ -73,8 +77,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       }
     }
     if (generation !== this.syncGeneration) return;
-    this.post({ type: 'server', state });
-    this.post({ type: 'history', history });
+    const { message, fixSetting } = this.server.stateDetail;
+    this.post({ type: 'server', state, ...(message ? { message } : {}), ...(fixSetting ? { fixSetting } : {}) });
+    if (history) this.post({ type: 'history', history });
     const recovery: RecoveryNotification | undefined = this.server.recovery;
     if (recovery && state === 'ready') {
       this.post({ type: 'notification', method: 'mino/recovery', params: recovery });
@@ -89,6 +94,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return this.server.restart();
       case 'showLog':
         return this.output.show(true);
+      case 'openSettings':
+        return this.server.openSettings();
     }
     const conn = this.server.connection;
     if (!conn) {
@@ -97,11 +104,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     }
     try {
       switch (msg.type) {
-        case 'send':
-          await conn.chat(msg.text);
+        case 'send': {
+          // The view keeps the question in its input until this says it was accepted.
+          const { turnId } = await conn.chat(msg.text);
+          this.post({ type: 'sent', turnId });
           return;
+        }
         case 'approval':
-          await conn.decide(msg.callId, msg.decision);
+          await conn.decide(msg.turnId, msg.callId, msg.decision);
           return;
         case 'acknowledge': {
           const result = await conn.acknowledge(msg.turnIds.length ? msg.turnIds : undefined);

@@ -97,16 +97,35 @@ export interface Limits {
 
 export interface ChatParams { text: string }
 export interface ChatResult { turnId: string }
-export interface ApprovalParams { callId: string; decision: Decision }
+/** The decision names the call and its turn: a decision for any other call is refused (-32012). */
+export interface ApprovalParams { turnId: string; callId: string; decision: Decision }
 export interface AcknowledgeParams { turnIds?: string[] }
 export interface AcknowledgeResult { acknowledged: string[] }
 export interface CancelParams { turnId: string }
 export type EmptyResult = Record<string, never>;
 
+/**
+ * What the command supervisor recorded about a call whose result is `unknown`.
+ * Shown beside the unknown result; the result stays `unknown` and the
+ * acknowledgement gate still applies.
+ */
+export interface CallEvidence {
+  outcome: 'exited' | 'signalled' | 'stopped_when_mino_stopped' | 'timed_out';
+  exitCode?: number;
+  pid: number;
+  /** RFC 3339. */
+  startedAt: string;
+  endedAt?: string;
+  outputTail: string;
+  /** One sentence for the person, e.g. "the command exited 0 after Mino stopped; last output: …". */
+  summary: string;
+}
+
 export interface HistoryCall {
   callId: string;
   command: string;
   result: ToolResultView | null;
+  evidence?: CallEvidence;
 }
 
 export interface HistoryTurn {
@@ -131,6 +150,7 @@ export interface RecoveredCallView {
   callId: string;
   command: string;
   result: ToolResultView;
+  evidence?: CallEvidence;
 }
 
 export interface RecoveredTurnView {
@@ -260,16 +280,17 @@ export class MinoConnection implements Disposable {
     return this.request<ChatResult>(Method.chat, { text } satisfies ChatParams);
   }
 
-  approve(callId: string): Promise<EmptyResult> {
-    return this.decide(callId, 'approve');
+  approve(turnId: string, callId: string): Promise<EmptyResult> {
+    return this.decide(turnId, callId, 'approve');
   }
 
-  deny(callId: string): Promise<EmptyResult> {
-    return this.decide(callId, 'deny');
+  deny(turnId: string, callId: string): Promise<EmptyResult> {
+    return this.decide(turnId, callId, 'deny');
   }
 
-  decide(callId: string, decision: Decision): Promise<EmptyResult> {
-    return this.request<EmptyResult>(Method.approval, { callId, decision } satisfies ApprovalParams);
+  /** Answers the `mino/approvalRequest` of `callId` in `turnId`. */
+  decide(turnId: string, callId: string, decision: Decision): Promise<EmptyResult> {
+    return this.request<EmptyResult>(Method.approval, { turnId, callId, decision } satisfies ApprovalParams);
   }
 
   /** Acknowledges unknown tool results; no `turnIds` means every pending one. */

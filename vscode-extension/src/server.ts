@@ -2,7 +2,10 @@
  * Starts and supervises `mino-server` through `vscode-languageclient`, and
  * keeps the session state a freshly opened view needs (recovery, running turn).
  */
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
+import which from 'which';
 import {
   CloseAction,
   ErrorAction,
@@ -23,6 +26,46 @@ import {
 import type { ServerState } from './messages';
 
 export const API_KEY_SECRET = 'mino.openaiApiKey';
+export const CRASH_MESSAGE = 'Mino server stopped unexpectedly.';
+export const SERVER_PATH_SETTING = 'mino.serverPath';
+
+/** Why the server is not running, for the view: what happened and which setting fixes it. */
+export interface StateDetail {
+  message?: string;
+  fixSetting?: string;
+}
+
+export type LocatedServer = { found: true; command: string } | { found: false; message: string };
+
+/**
+ * Finds the binary `mino.serverPath` names before anything is spawned, so that a
+ * wrong path is reported as such rather than as a server that "stopped".
+ * A bare name is looked up on `envPath`; a path is taken from `cwd` (where the
+ * server is started), so the absolute result means the same to the spawn.
+ */
+export function locateServer(setting: string, cwd: string | undefined, envPath: string | undefined): LocatedServer {
+  const isBareName = !setting.includes('/') && !setting.includes(path.sep);
+  if (isBareName) {
+    const found = which.sync(setting, { path: envPath ?? '', nothrow: true });
+    if (found) return { found: true, command: found };
+    return { found: false, message: serverNotFound(`${setting} (looked up on PATH)`) };
+  }
+  const absolute = path.resolve(cwd ?? process.cwd(), setting);
+  const found = which.sync(absolute, { nothrow: true });
+  if (found) return { found: true, command: found };
+  if (existsSync(absolute)) {
+    return { found: false, message: `mino-server at ${absolute} is not an executable file. ${HOW_TO_FIX_SERVER_PATH}` };
+  }
+  return { found: false, message: serverNotFound(absolute) };
+}
+
+const HOW_TO_FIX_SERVER_PATH =
+  `Set ${SERVER_PATH_SETTING} to the mino-server binary (\`cargo build -p mino-server\` builds ` +
+  'target/debug/mino-server) or put mino-server on PATH.';
+
+function serverNotFound(where: string): string {
+  return `mino-server not found at ${where}. ${HOW_TO_FIX_SERVER_PATH}`;
+}
 
 export interface MinoServerDeps {
   context: vscode.ExtensionContext;
@@ -34,6 +77,7 @@ export class MinoServer implements vscode.Disposable {
   private conn: MinoConnection | undefined;
   private stopping = false;
   private _state: ServerState = 'stopped';
+  private _detail: StateDetail = {};
   private _recovery: RecoveryNotification | undefined;
   private _runningTurnId: string | undefined;
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
@@ -48,6 +92,11 @@ export class MinoServer implements vscode.Disposable {
 
   get state(): ServerState {
     return this._state;
+  }
+
+  /** Why the server is `crashed` or `failed`; empty otherwise. */
+  get stateDetail(): StateDetail {
+    return this._detail;
   }
 
   /** The connection of the running server; undefined unless `state` is `ready`. */
@@ -72,8 +121,9 @@ export class MinoServer implements vscode.Disposable {
     this._recovery = { ...r, unacknowledgedTurnIds: left, acknowledgementRequired: left.length > 0 };
   }
 
-  private setState(state: ServerState): void {
+  private setState(state: ServerState, detail: StateDetail = {}): void {
     this._state = state;
+    this._detail = detail;
     this.stateEmitter.fire(state);
   }
 
@@ -98,8 +148,14 @@ export class MinoServer implements vscode.Disposable {
     if (model) env.MINO_MODEL = model;
     if (baseUrl) env.OPENAI_BASE_URL = baseUrl;
 
+    const located = locateServer(serverPath, cwd, env.PATH);
+    if (!located.found) {
+      this.failToStart(located.message, SERVER_PATH_SETTING);
+      return;
+    }
+
     const serverOptions: ServerOptions = {
-      command: serverPath,
+      command: located.command,
       args: [],
       transport: TransportKind.stdio,
       options: { cwd, env },
@@ -146,21 +202,32 @@ export class MinoServer implements vscode.Disposable {
         this.client = undefined;
         this.conn = undefined;
         conn.dispose();
-        this.setState('crashed');
         void client.dispose().catch(() => undefined);
-        const message = `Mino server could not be started (${serverPath}): ${errorMessage(e)}`;
-        this.deps.output.appendLine(message);
         // -32015: the session is locked by another Mino, damaged, or newer.
-        const actions = isRpcError(e, ErrorCode.sessionUnavailable) || isRpcError((e as { cause?: unknown })?.cause, ErrorCode.sessionUnavailable)
-          ? ['Start New Session', 'Restart', 'Show Log']
-          : ['Restart', 'Open Settings', 'Show Log'];
-        void vscode.window
-          .showErrorMessage(message, ...actions)
-          .then((choice) => this.handleChoice(choice));
+        const sessionUnavailable =
+          isRpcError(e, ErrorCode.sessionUnavailable) ||
+          isRpcError((e as { cause?: unknown })?.cause, ErrorCode.sessionUnavailable);
+        if (/\bENOENT\b/.test(errorMessage(e)) && !existsSync(located.command)) {
+          // Removed between the check above and the spawn. (A missing cwd is ENOENT too.)
+          this.failToStart(serverNotFound(located.command), SERVER_PATH_SETTING);
+        } else if (sessionUnavailable) {
+          this.failToStart(`Mino server could not be started (${located.command}): ${errorMessage(e)}`, undefined, [
+            'Start New Session', 'Restart', 'Show Log',
+          ]);
+        } else {
+          this.failToStart(`Mino server could not be started (${located.command}): ${errorMessage(e)}`, 'mino.');
+        }
       }
       return;
     }
     if (this.client === client) this.setState('ready');
+  }
+
+  /** The server could not be started: say why in the view and in an error message. */
+  private failToStart(message: string, fixSetting?: string, actions = ['Restart', 'Open Settings', 'Show Log']): void {
+    this.deps.output.appendLine(message);
+    this.setState('failed', { message, fixSetting });
+    void vscode.window.showErrorMessage(message, ...actions).then((choice) => this.handleChoice(choice));
   }
 
   private onCrash(): void {
@@ -169,10 +236,10 @@ export class MinoServer implements vscode.Disposable {
     this.conn?.dispose();
     this.conn = undefined;
     this._runningTurnId = undefined;
-    this.setState('crashed');
+    this.setState('crashed', { message: CRASH_MESSAGE });
     void client?.dispose().catch(() => undefined);
     void vscode.window
-      .showErrorMessage('Mino server stopped unexpectedly.', 'Restart', 'Show Log')
+      .showErrorMessage(CRASH_MESSAGE, 'Restart', 'Show Log')
       .then((choice) => this.handleChoice(choice));
   }
 
@@ -180,7 +247,12 @@ export class MinoServer implements vscode.Disposable {
     if (choice === 'Restart') void this.restart();
     else if (choice === 'Start New Session') void this.restart({ newSession: true });
     else if (choice === 'Show Log') this.deps.output.show(true);
-    else if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'mino.');
+    else if (choice === 'Open Settings') this.openSettings();
+  }
+
+  /** Opens the settings at the one that fixes the last start failure (all of Mino's otherwise). */
+  openSettings(): void {
+    void vscode.commands.executeCommand('workbench.action.openSettings', this._detail.fixSetting ?? 'mino.');
   }
 
   async stop(): Promise<void> {

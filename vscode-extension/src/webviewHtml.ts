@@ -69,7 +69,8 @@ export function renderChatHtml(opts: WebviewHtmlOptions): string {
     </div>
   </section>
   <form id="composer" class="composer" autocomplete="off">
-    <textarea id="input" rows="3" placeholder="Ask Mino… (Enter to send, Shift+Enter for a new line)" aria-label="Question"></textarea>
+    <textarea id="input" rows="3" placeholder="Ask Mino… (Enter to send, Shift+Enter for a new line)" aria-label="Question" aria-describedby="composer-error"></textarea>
+    <div id="composer-error" class="composer-error" role="alert" hidden></div>
     <div class="composer-actions">
       <button id="cancel" type="button" class="secondary" hidden>Cancel</button>
       <button id="send" type="submit" class="primary">Send</button>

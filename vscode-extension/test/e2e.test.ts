@@ -3,8 +3,9 @@
  * module, a language client that really spawns the real `mino-server`
  * (test/mocks/languageclient.ts in `process` mode) against the mock model,
  * and the webview the provider serves, running in chromium. The chapter-04
- * story end to end: approve a command that kills the server, see the crash,
- * restart from the view, acknowledge the unknown result, ask again.
+ * story end to end: approve a command that kills the server, see the crash
+ * (the conversation stays), restart from the view, acknowledge the unknown
+ * result, ask again.
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -106,6 +107,12 @@ describe.skipIf(SKIP_WEBVIEW)('extension + real mino-server + webview in chromiu
     expect(fake.mock.errorMessages.map((m) => m.message)).toContain('Mino server stopped unexpectedly.');
     expect(readFileSync(path.join(cwd, 'shopping.txt'), 'utf8')).toBe('milk\n');
     await expect.poll(() => page.locator('#status').innerText()).toContain('stopped unexpectedly');
+    // The conversation stays on screen; the card says its command did not finish.
+    await expect.poll(() => card.locator('.badge').textContent()).toBe('did not finish');
+    expect(await card.locator('.tool-command').textContent()).toBe('echo milk >> shopping.txt; kill -9 $PPID');
+    expect(await page.locator('.turn').first().locator('.msg.user .text').textContent()).toBe('Add milk to shopping.txt.');
+    expect(await page.locator('.assistant-text').first().textContent()).toBe('I will append it.');
+    await page.screenshot({ path: path.join(OUT, 'e2e-crash.png'), fullPage: true });
     await page.locator('#status').getByRole('button', { name: 'Restart' }).click();
 
     // 3. The restarted server reports the unknown result: the gate blocks the input.

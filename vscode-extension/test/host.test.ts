@@ -2,9 +2,10 @@
  * Extension host glue with a mocked `vscode` module and a fake language client
  * (see vitest.config.ts aliases).
  */
-import { readFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 // The same modules the source gets for `vscode` and `vscode-languageclient/node` (vitest aliases).
 import * as fake from './mocks/vscode';
 import { clients, CloseAction, LanguageClient, RpcFailure } from './mocks/languageclient';
@@ -21,6 +22,15 @@ async function settle(): Promise<void> {
 
 let api: MinoExtensionApi;
 let context: ReturnType<typeof fake.createExtensionContext>;
+/** An executable file standing in for mino-server: the fake client never runs it, but it must be found. */
+let serverBin: string;
+
+beforeAll(() => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'mino-vscode-host-'));
+  serverBin = path.join(dir, 'mino-server');
+  writeFileSync(serverBin, '#!/bin/sh\nexit 0\n');
+  chmodSync(serverBin, 0o755);
+});
 
 function client(): LanguageClient {
   return clients[clients.length - 1];
@@ -36,6 +46,7 @@ beforeEach(async () => {
   fake.mock.reset();
   clients.length = 0;
   delete process.env.OPENAI_API_KEY;
+  fake.mock.config.set('mino.serverPath', serverBin);
   context = fake.createExtensionContext();
   api = activate(context as any);
   await settle();
@@ -65,7 +76,7 @@ describe('activation', () => {
   });
 
   it('starts mino-server through a LanguageClient with an empty selector and the workspace as cwd', async () => {
-    fake.mock.config.set('mino.serverPath', '/opt/mino/mino-server');
+    fake.mock.config.set('mino.serverPath', serverBin);
     fake.mock.config.set('mino.model', 'gpt-test');
     fake.mock.config.set('mino.baseUrl', 'http://127.0.0.1:9/v1');
     await context.secrets.store(API_KEY_SECRET, 'sk-from-secret-storage');
@@ -75,7 +86,7 @@ describe('activation', () => {
     expect(c.started).toBe(true);
     expect(c.clientOptions.documentSelector).toEqual([]);
     expect(c.clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace' });
-    expect(c.serverOptions.command).toBe('/opt/mino/mino-server');
+    expect(c.serverOptions.command).toBe(serverBin);
     expect(c.serverOptions.options.cwd).toBe('/tmp/mino-workspace');
     const env = c.serverOptions.options.env;
     expect(env.MINO_MODEL).toBe('gpt-test');
@@ -130,6 +141,8 @@ describe('webview messages reach the right requests', () => {
     view.webview.receive({ type: 'send', text: 'Hello\nworld' });
     await settle();
     expect(c.requests).toContainEqual({ method: 'mino/chat', params: { text: 'Hello\nworld' } });
+    // Accepted: the view may clear its input now.
+    expect(view.webview.posted).toContainEqual({ type: 'sent', turnId: 't1' });
 
     // Notifications are forwarded to the view as they come.
     c.notify('mino/turnStarted', { turnId: 't1', seq: 0, input: 'Hello\nworld' });
@@ -139,12 +152,16 @@ describe('webview messages reach the right requests', () => {
     });
     expect(api.server.runningTurnId).toBe('t1');
 
-    view.webview.receive({ type: 'approval', callId: 'call_1', decision: 'approve' });
-    view.webview.receive({ type: 'approval', callId: 'call_2', decision: 'deny' });
+    view.webview.receive({ type: 'approval', turnId: 't1', callId: 'call_1', decision: 'approve' });
+    view.webview.receive({ type: 'approval', turnId: 't1', callId: 'call_2', decision: 'deny' });
     view.webview.receive({ type: 'cancel', turnId: 't1' });
     await settle();
-    expect(c.requests).toContainEqual({ method: 'mino/approval', params: { callId: 'call_1', decision: 'approve' } });
-    expect(c.requests).toContainEqual({ method: 'mino/approval', params: { callId: 'call_2', decision: 'deny' } });
+    // Contract A: the decision names the call and its turn, exactly as the card's request did.
+    const approvals = c.requests.filter((r) => r.method === 'mino/approval');
+    expect(approvals).toEqual([
+      { method: 'mino/approval', params: { turnId: 't1', callId: 'call_1', decision: 'approve' } },
+      { method: 'mino/approval', params: { turnId: 't1', callId: 'call_2', decision: 'deny' } },
+    ]);
     expect(c.requests).toContainEqual({ method: 'mino/cancel', params: { turnId: 't1' } });
 
     // The palette command cancels the running turn too.
@@ -174,13 +191,14 @@ describe('webview messages reach the right requests', () => {
     await settle();
     expect(view.webview.posted).toContainEqual({ type: 'notification', method: 'mino/recovery', params: recovery });
 
-    // A refused chat surfaces the server's error with its code.
+    // A refused chat surfaces the server's error with its code, and is not reported as sent.
     c.replies.set('mino/chat', () => new RpcFailure(-32010, 'Acknowledge unknown tool results before continuing'));
     view.webview.receive({ type: 'send', text: 'Is milk on the list?' });
     await settle();
     expect(view.webview.posted).toContainEqual(
       expect.objectContaining({ type: 'error', request: 'send', code: -32010, message: 'Acknowledge unknown tool results before continuing' }),
     );
+    expect(view.webview.posted.filter((m: any) => m.type === 'sent')).toEqual([]);
 
     view.webview.receive({ type: 'acknowledge', turnIds: ['t9'] });
     await settle();
@@ -190,16 +208,31 @@ describe('webview messages reach the right requests', () => {
   });
 
   it('a server crash shows an error with a Restart action that restarts the server', async () => {
+    const c = client();
+    const history = {
+      sessionId: 's1',
+      turns: [{ turnId: 't1', input: 'Build it.', text: '', status: null, notices: [], calls: [{ callId: 'call_b', command: 'make', result: null }] }],
+    };
+    c.replies.set('mino/history', history);
     const view = openView();
     view.webview.receive({ type: 'ready' });
     await settle();
+    expect(view.webview.posted).toContainEqual({ type: 'history', history });
+    const postedBeforeCrash = view.webview.posted.length;
     const first = client();
     fake.mock.nextChoice = 'Restart';
     const action = first.crash() as { action: CloseAction; handled: boolean };
     expect(action).toEqual({ action: CloseAction.DoNotRestart, handled: true });
     expect(api.server.state).not.toBe('ready');
     expect(fake.mock.errorMessages[0]).toEqual({ message: 'Mino server stopped unexpectedly.', items: ['Restart', 'Show Log'] });
-    expect(view.webview.posted).toContainEqual({ type: 'server', state: 'crashed' });
+    await settle();
+    // The view keeps the transcript it shows: nothing replaces it until the restarted server's history.
+    const afterCrash = view.webview.posted.slice(postedBeforeCrash) as any[];
+    expect(afterCrash.filter((m) => m.type === 'history' && m.history === null)).toEqual([]);
+    expect(view.webview.posted).toContainEqual({ type: 'server', state: 'crashed', message: 'Mino server stopped unexpectedly.' });
+    expect(afterCrash.findIndex((m) => m.type === 'history')).toBeGreaterThan(
+      afterCrash.findIndex((m) => m.type === 'server' && m.state === 'ready'),
+    );
     await settle();
     await settle();
     expect(clients.length).toBe(2);
@@ -219,7 +252,7 @@ describe('webview messages reach the right requests', () => {
     try {
       fake.mock.nextChoice = 'Start New Session';
       await api.server.start();
-      expect(api.server.state).toBe('crashed');
+      expect(api.server.state).toBe('failed');
       expect(fake.mock.errorMessages).toHaveLength(1);
       expect(fake.mock.errorMessages[0].message).toContain('another Mino process');
       expect(fake.mock.errorMessages[0].items).toEqual(['Start New Session', 'Restart', 'Show Log']);
@@ -249,5 +282,64 @@ describe('webview messages reach the right requests', () => {
     await fake.commands.executeCommand('mino.newQuestion');
     expect(fake.mock.executed.map((e) => e.command)).toContain('workbench.view.extension.mino');
     expect(view.webview.posted).toContainEqual({ type: 'focus', clear: true });
+  });
+
+  it('a missing server binary is reported as not found at its path, with the setting that fixes it', async () => {
+    const view = openView();
+    view.webview.receive({ type: 'ready' });
+    await settle();
+    const missing = path.join(path.dirname(serverBin), 'nowhere', 'mino-server');
+    fake.mock.config.set('mino.serverPath', missing);
+    await api.server.restart();
+    await settle();
+    expect(api.server.state).toBe('failed');
+    // Nothing was spawned for it.
+    expect(clients).toHaveLength(1);
+    const expected = `mino-server not found at ${missing}.`;
+    expect(fake.mock.errorMessages).toHaveLength(1);
+    expect(fake.mock.errorMessages[0].message).toContain(expected);
+    expect(fake.mock.errorMessages[0].message).toContain('mino.serverPath');
+    expect(fake.mock.errorMessages[0].items).toContain('Open Settings');
+    const shown = view.webview.posted.filter((m: any) => m.type === 'server').pop() as any;
+    expect(shown.state).toBe('failed');
+    expect(shown.message).toContain(expected);
+    expect(shown.message).toContain('Set mino.serverPath');
+    expect(shown.message).not.toContain('stopped unexpectedly');
+    expect(shown.fixSetting).toBe('mino.serverPath');
+    // "Open settings" in the view opens that setting.
+    view.webview.receive({ type: 'openSettings' });
+    expect(fake.mock.executed).toContainEqual({ command: 'workbench.action.openSettings', args: ['mino.serverPath'] });
+
+    // A bare name that is not on PATH, and a file that is not executable, say so too.
+    fake.mock.config.set('mino.serverPath', 'mino-server-not-installed');
+    await api.server.restart();
+    expect(api.server.stateDetail.message).toContain('mino-server not found at mino-server-not-installed (looked up on PATH)');
+    const notExecutable = path.join(path.dirname(serverBin), 'not-executable');
+    writeFileSync(notExecutable, '');
+    fake.mock.config.set('mino.serverPath', notExecutable);
+    await api.server.restart();
+    expect(api.server.stateDetail.message).toContain(`mino-server at ${notExecutable} is not an executable file`);
+    expect(clients).toHaveLength(1);
+
+    // Fixed: a restart starts it.
+    fake.mock.config.set('mino.serverPath', serverBin);
+    await api.server.restart();
+    expect(api.server.state).toBe('ready');
+    expect(clients).toHaveLength(2);
+  });
+
+  it('a question the server refuses is reported with its code and not as sent', async () => {
+    const c = client();
+    const view = openView();
+    for (const [code, message] of [
+      [-32602, 'invalid params: text is empty'],
+      [-32011, 'a turn is already in progress'],
+    ] as const) {
+      c.replies.set('mino/chat', () => new RpcFailure(code, message));
+      view.webview.receive({ type: 'send', text: ' ' });
+      await settle();
+      expect(view.webview.posted).toContainEqual(expect.objectContaining({ type: 'error', request: 'send', code, message }));
+    }
+    expect(view.webview.posted.filter((m: any) => m.type === 'sent')).toEqual([]);
   });
 });

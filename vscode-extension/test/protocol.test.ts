@@ -9,6 +9,7 @@ import {
   ACKNOWLEDGEMENT_REQUIRED_MESSAGE,
   ErrorCode,
   isRpcError,
+  MinoConnection,
   type RecoveryNotification,
 } from '../src/protocol';
 import { missingBinaries, MockModel, ServerSession, tempDir } from './helpers';
@@ -141,7 +142,7 @@ describe('mino-server over vscode-jsonrpc', () => {
     // Nothing ran before the decision.
     expect(existsSync(path.join(cwd, 'made.txt'))).toBe(false);
 
-    await s.mino.approve('call_1');
+    await s.mino.approve(turnId, 'call_1');
     const result = await s.waitFor('mino/toolResult', (p) => p.callId === 'call_1');
     expect(result.status).toBe('success');
     expect(result.exitCode).toBe(0);
@@ -161,8 +162,37 @@ describe('mino-server over vscode-jsonrpc', () => {
     expect(output?.call_id).toBe('call_1');
 
     // A second decision for the same call is refused.
-    const err = await s.mino.approve('call_1').catch((e) => e);
+    const err = await s.mino.approve(turnId, 'call_1').catch((e) => e);
     expect(isRpcError(err, ErrorCode.noPendingApproval)).toBe(true);
+  });
+
+  it('sends mino/approval with the turnId and callId of the approval request (contract A)', async () => {
+    await mock.script([
+      { type: 'calls', calls: [{ call_id: 'call_t', command: 'echo bound-to-turn' }] },
+      { type: 'text', deltas: ['Done.'] },
+    ]);
+    const { s } = await startServer();
+    // The requests as they go on the wire, through the same MinoConnection the extension uses.
+    const sent: { method: string; params: unknown }[] = [];
+    const recording = new MinoConnection({
+      sendRequest: <R>(method: string, params?: unknown) => {
+        sent.push({ method, params });
+        return s.connection.sendRequest(method, params) as Promise<R>;
+      },
+      onNotification: () => ({ dispose: () => undefined }),
+    });
+
+    const { turnId } = await recording.chat('Print something.');
+    const req = await s.waitFor('mino/approvalRequest', (p) => p.turnId === turnId);
+    await recording.approve(req.turnId, req.callId);
+    expect(sent.filter((r) => r.method === 'mino/approval')).toEqual([
+      { method: 'mino/approval', params: { turnId, callId: 'call_t', decision: 'approve' } },
+    ]);
+    const result = await s.waitFor('mino/toolResult', (p) => p.callId === 'call_t');
+    expect(result.status).toBe('success');
+    expect(result.output).toContain('bound-to-turn');
+    expect((await s.waitFor('mino/turnEnded', (p) => p.turnId === turnId)).status).toBe('completed');
+    recording.dispose();
   });
 
   it('denies a command: it never runs and the result is refused', async () => {
@@ -174,7 +204,7 @@ describe('mino-server over vscode-jsonrpc', () => {
 
     const { turnId } = await s.mino.chat('Write denied.txt.');
     await s.waitFor('mino/approvalRequest', (p) => p.callId === 'call_d');
-    await s.mino.deny('call_d');
+    await s.mino.deny(turnId, 'call_d');
 
     const result = await s.waitFor('mino/toolResult', (p) => p.callId === 'call_d');
     expect(result.status).toBe('refused');
@@ -223,7 +253,7 @@ describe('mino-server over vscode-jsonrpc', () => {
     // The pending approval became not_executed, and can no longer be approved.
     const result = await s.waitFor('mino/toolResult', (p) => p.callId === 'call_c');
     expect(result.status).toBe('not_executed');
-    const late = await s.mino.approve('call_c').catch((e) => e);
+    const late = await s.mino.approve(turnId, 'call_c').catch((e) => e);
     expect(isRpcError(late, ErrorCode.noPendingApproval)).toBe(true);
   });
 
@@ -261,7 +291,7 @@ describe('mino-server over vscode-jsonrpc', () => {
     const first = (await startServer(home, cwd)).s;
     const { turnId } = await first.mino.chat('Add milk to shopping.txt.');
     await first.waitFor('mino/approvalRequest', (p) => p.callId === 'call_milk');
-    await first.mino.approve('call_milk').catch(() => undefined);
+    await first.mino.approve(turnId, 'call_milk').catch(() => undefined);
     const exitCode = await Promise.race([first.exited, new Promise((r) => setTimeout(() => r('alive'), 15000))]);
     expect(exitCode).not.toBe('alive');
     expect(readFileSync(path.join(cwd, 'shopping.txt'), 'utf8')).toBe('milk\n');

@@ -67,6 +67,14 @@ async function posted(): Promise<any[]> {
   return page.evaluate(() => (window as any).__posted);
 }
 
+function approvalRequest(turnId: string, callId: string, command: string, seq: number) {
+  return {
+    turnId, seq, callId, command, directory: '/home/me/project',
+    environment: { HOME: '/home/me', PATH: '/usr/bin:/bin' },
+    limits: { timeoutSeconds: 120, outputLimitBytes: 65536 },
+  };
+}
+
 async function ready(): Promise<void> {
   await host({ type: 'server', state: 'ready' });
   await host({ type: 'history', history: { sessionId: 's1', turns: [] } });
@@ -94,6 +102,8 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     expect((await posted()).filter((m) => m.type === 'send')).toEqual([
       { type: 'send', text: 'Add milk\nto shopping.txt.' },
     ]);
+    // Cleared once the server accepted it.
+    await host({ type: 'sent', turnId: 't1' });
     expect(await input.inputValue()).toBe('');
 
     await notify('mino/turnStarted', { turnId: 't1', seq: 0, input: 'Add milk\nto shopping.txt.' });
@@ -176,7 +186,7 @@ describe.skipIf(skip)('chat webview in chromium', () => {
 
     await card.getByRole('button', { name: 'Approve' }).click();
     expect((await posted()).filter((m) => m.type === 'approval')).toEqual([
-      { type: 'approval', callId: 'call_1', decision: 'approve' },
+      { type: 'approval', turnId: 't2', callId: 'call_1', decision: 'approve' },
     ]);
     expect(await card.getByRole('button', { name: 'Approve' }).isDisabled()).toBe(true);
 
@@ -190,8 +200,8 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     const card2 = page.locator('.tool-card[data-call-id="call_2"]');
     await card2.getByRole('button', { name: 'Deny' }).click();
     expect((await posted()).filter((m) => m.type === 'approval')).toEqual([
-      { type: 'approval', callId: 'call_1', decision: 'approve' },
-      { type: 'approval', callId: 'call_2', decision: 'deny' },
+      { type: 'approval', turnId: 't2', callId: 'call_1', decision: 'approve' },
+      { type: 'approval', turnId: 't2', callId: 'call_2', decision: 'deny' },
     ]);
     await notify('mino/toolResult', { turnId: 't2', seq: 6, callId: 'call_2', status: 'refused', output: 'The user denied this command.' });
     expect(await card2.locator('.tool-result').textContent()).toBe('Result: denied');
@@ -245,6 +255,10 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     await page.keyboard.press('Enter');
     expect((await posted()).filter((m) => m.type === 'send' || m.type === 'acknowledge')).toEqual([]);
 
+    // A click that no deliberate act caused (not focused, no key pressed on it) does not answer.
+    await page.evaluate(() => (document.getElementById('ack-yes') as HTMLButtonElement).click());
+    expect((await posted()).filter((m) => m.type === 'acknowledge')).toEqual([]);
+
     await gate.getByRole('button', { name: /Yes/ }).click();
     expect((await posted()).filter((m) => m.type === 'acknowledge')).toEqual([{ type: 'acknowledge', turnIds: ['t9'] }]);
     // Still blocked until the host confirms the acknowledgement was saved.
@@ -279,5 +293,205 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     expect((await posted()).filter((m) => m.type === 'restart')).toEqual([{ type: 'restart' }]);
     expect(probe.cspViolations).toEqual([]);
     expect(probe.pageErrors).toEqual([]);
+  });
+  it('an arriving approval card takes no focus: Enter and Space typed for the composer answer nothing; Tab to Approve, then Enter or Space, answers', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.click();
+    await input.pressSequentially('Clean the build.');
+    await input.press('Enter');
+    await host({ type: 'sent', turnId: 'k1' });
+    await notify('mino/turnStarted', { turnId: 'k1', seq: 0, input: 'Clean the build.' });
+    // The person goes on typing a follow-up while the turn runs.
+    await input.pressSequentially('and then');
+    await notify('mino/approvalRequest', approvalRequest('k1', 'call_k', 'rm -rf build', 1));
+    const card = page.locator('.tool-card[data-call-id="call_k"]');
+    expect(await card.locator('.badge').textContent()).toBe('waiting for approval');
+
+    // Enter and Space typed for the composer answer nothing: the card did not take focus.
+    await page.keyboard.press('Enter');
+    await page.keyboard.press(' ');
+    await page.keyboard.press('Enter');
+    const approvals = async () => (await posted()).filter((m) => m.type === 'approval');
+    expect(await approvals()).toEqual([]);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('input');
+    expect(await card.locator('.badge').textContent()).toBe('waiting for approval');
+    expect(await input.inputValue()).toBe('and then ');
+    // Announced with its command.
+    expect(await page.getByRole('group', { name: 'Mino asks to run: rm -rf build' }).count()).toBe(1);
+    const approve = card.getByRole('button', { name: 'Approve' });
+    expect(await approve.getAttribute('aria-describedby')).toBeTruthy();
+
+    // Moving to the buttons deliberately: Shift+Tab reaches Deny first, then Approve.
+    await page.keyboard.press('Shift+Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Deny');
+    await page.keyboard.press('Shift+Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Approve');
+    expect(await approvals()).toEqual([]);
+    await page.keyboard.press('Enter');
+    expect(await approvals()).toEqual([{ type: 'approval', turnId: 'k1', callId: 'call_k', decision: 'approve' }]);
+
+    // Space works the same way, on a second card; typing Space in the composer first answers nothing.
+    await notify('mino/toolResult', { turnId: 'k1', seq: 2, callId: 'call_k', status: 'success', output: '', exitCode: 0 });
+    await input.focus();
+    await notify('mino/approvalRequest', approvalRequest('k1', 'call_s', 'make', 3));
+    await page.keyboard.press(' ');
+    expect(await approvals()).toHaveLength(1);
+    const approveS = page.locator('.tool-card[data-call-id="call_s"]').getByRole('button', { name: 'Approve' });
+    await approveS.focus();
+    await page.keyboard.press(' ');
+    expect(await approvals()).toEqual([
+      { type: 'approval', turnId: 'k1', callId: 'call_k', decision: 'approve' },
+      { type: 'approval', turnId: 'k1', callId: 'call_s', decision: 'approve' },
+    ]);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it('a click that did not come from a key pressed on the button itself does not approve', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'k2', seq: 0, input: 'Go.' });
+    await page.locator('#input').focus();
+    await notify('mino/approvalRequest', approvalRequest('k2', 'call_p', 'rm -rf build', 1));
+    // A keyboard-style click (detail 0) while the button is not focused, and one
+    // while Enter is held since before (keydown on the composer): neither answers.
+    await page.evaluate(() => (document.querySelector('.tool-card[data-call-id="call_p"] .approve') as HTMLButtonElement).click());
+    await page.keyboard.down('Enter');
+    await page.evaluate(() => {
+      const b = document.querySelector('.tool-card[data-call-id="call_p"] .approve') as HTMLButtonElement;
+      b.focus();
+      b.click();
+    });
+    await page.keyboard.up('Enter');
+    expect((await posted()).filter((m) => m.type === 'approval')).toEqual([]);
+    expect(await page.locator('.tool-card[data-call-id="call_p"] .badge').textContent()).toBe('waiting for approval');
+  });
+
+  it('keeps a refused question in the input with the error, and clears it only once the server accepted it', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.fill('   x'.repeat(3));
+    await input.press('Enter');
+    const sends = async () => (await posted()).filter((m) => m.type === 'send');
+    expect(await sends()).toHaveLength(1);
+    // Waiting for the server: the question is still there and cannot be edited.
+    expect(await input.inputValue()).toBe('   x   x   x');
+    expect(await input.evaluate((e) => (e as HTMLTextAreaElement).readOnly)).toBe(true);
+
+    for (const [code, message] of [
+      [-32602, 'invalid params: text is longer than 1 MiB'],
+      [-32011, 'a turn is already in progress'],
+    ] as const) {
+      await host({ type: 'error', request: 'send', code, message });
+      expect(await input.inputValue()).toBe('   x   x   x');
+      expect(await input.evaluate((e) => (e as HTMLTextAreaElement).readOnly)).toBe(false);
+      expect(await page.locator('#composer-error').isVisible()).toBe(true);
+      expect(await page.locator('#composer-error').textContent()).toBe(message);
+      // Try again: the same text is sent again.
+      await input.press('Enter');
+    }
+    expect((await sends()).map((m) => m.text)).toEqual(['   x   x   x', '   x   x   x', '   x   x   x']);
+    expect(await page.locator('#composer-error').isVisible()).toBe(false);
+
+    // Acknowledgement required: the gate opens, the question stays for later.
+    await host({ type: 'error', request: 'send', code: -32010, message: 'Acknowledge unknown tool results before continuing' });
+    expect(await page.locator('#ack-gate').isVisible()).toBe(true);
+    expect(await input.inputValue()).toBe('   x   x   x');
+    await host({ type: 'acknowledged', turnIds: [] });
+    await input.press('Enter');
+    expect(await sends()).toHaveLength(4);
+    await host({ type: 'sent', turnId: 'q1' });
+    expect(await input.inputValue()).toBe('');
+    expect(await page.locator('#composer-error').isVisible()).toBe(false);
+  });
+
+  it('a server crash keeps the transcript, shows the running card did not finish, and offers Restart', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'c1', seq: 0, input: 'Build it.' });
+    await notify('mino/textDelta', { turnId: 'c1', seq: 1, delta: 'Building.' });
+    await notify('mino/approvalRequest', approvalRequest('c1', 'call_b', 'make all', 2));
+    await page.locator('.tool-card[data-call-id="call_b"]').getByRole('button', { name: 'Approve' }).click();
+    await notify('mino/toolStarted', { turnId: 'c1', seq: 3, callId: 'call_b', command: 'make all' });
+    await notify('mino/toolOutput', { turnId: 'c1', seq: 4, callId: 'call_b', stream: 'stdout', chunk: 'cc -c a.c\n' });
+    await notify('mino/approvalRequest', approvalRequest('c1', 'call_w', 'make install', 5));
+
+    await host({ type: 'server', state: 'crashed', message: 'Mino server stopped unexpectedly.' });
+    const turn = page.locator('[data-turn-id="c1"]');
+    expect(await turn.locator('.msg.user .text').textContent()).toBe('Build it.');
+    expect(await turn.locator('.assistant-text').first().textContent()).toBe('Building.');
+    const running = turn.locator('.tool-card[data-call-id="call_b"]');
+    expect(await running.locator('.tool-output').textContent()).toBe('cc -c a.c\n');
+    expect(await running.locator('.badge').textContent()).toBe('did not finish');
+    expect(await running.locator('.tool-result').textContent()).toContain('it may have run');
+    const waiting = turn.locator('.tool-card[data-call-id="call_w"]');
+    expect(await waiting.locator('.badge').textContent()).toBe('did not finish');
+    expect(await waiting.locator('.tool-result').textContent()).toContain('it did not run');
+    expect(await waiting.getByRole('button', { name: 'Approve' }).isVisible()).toBe(false);
+    expect(await turn.locator('.turn-status').textContent()).toContain('did not finish');
+    expect(await page.locator('#status').innerText()).toContain('Mino server stopped unexpectedly.');
+    await page.screenshot({ path: path.join(OUT, 'webview-crash.png'), fullPage: true });
+    await page.locator('#status').getByRole('button', { name: 'Restart' }).click();
+    expect((await posted()).filter((m) => m.type === 'restart')).toEqual([{ type: 'restart' }]);
+  });
+
+  it('a missing server binary is shown as not found with the setting that fixes it, not as stopped unexpectedly', async () => {
+    const message = 'mino-server not found at /opt/nowhere/mino-server. Set mino.serverPath to the mino-server binary ' +
+      '(`cargo build -p mino-server` builds target/debug/mino-server) or put mino-server on PATH.';
+    await host({ type: 'server', state: 'failed', message, fixSetting: 'mino.serverPath' });
+    const status = await page.locator('#status').innerText();
+    expect(status).toContain('mino-server not found at /opt/nowhere/mino-server');
+    expect(status).toContain('mino.serverPath');
+    expect(status).not.toContain('stopped unexpectedly');
+    await page.locator('#status').getByRole('button', { name: 'Open settings' }).click();
+    expect((await posted()).filter((m) => m.type === 'openSettings')).toEqual([{ type: 'openSettings' }]);
+    expect(await page.locator('#send').isDisabled()).toBe(true);
+  });
+
+  it('shows the evidence summary beside an unknown result; the result stays unknown and the gate stays', async () => {
+    await ready();
+    const summary = 'the command exited 0 after Mino stopped; last output: milk';
+    const evidence = {
+      outcome: 'exited', exitCode: 0, pid: 4242, startedAt: '2026-11-30T21:00:00Z', endedAt: '2026-11-30T21:00:01Z',
+      outputTail: 'milk\n', summary,
+    };
+    const unknown = { status: 'unknown', output: 'Execution was started but its result was not saved.' };
+    const calls = [{ callId: 'e1', command: 'echo milk >> shopping.txt', result: unknown, evidence }];
+    await host({
+      type: 'history',
+      history: {
+        sessionId: 's1',
+        turns: [{ turnId: 'ev1', input: 'Add milk.', text: '', status: 'interrupted', calls, notices: [] }],
+      },
+    });
+    await notify('mino/recovery', {
+      sessionId: 's1',
+      turns: [{ turnId: 'ev1', status: 'interrupted', calls }],
+      acknowledgementRequired: true,
+      unacknowledgedTurnIds: ['ev1'],
+      repairs: [],
+    });
+    const card = page.locator('.tool-card[data-call-id="e1"]');
+    expect(await card.locator('.badge').textContent()).toBe('result unknown');
+    expect(await card.locator('.tool-result').textContent()).toBe('Result: unknown, the command may have run');
+    expect(await card.locator('.tool-evidence').textContent()).toBe(`Evidence: ${summary}`);
+    expect(await page.locator('#ack-gate').isVisible()).toBe(true);
+    expect(await page.locator('#ack-gate .ack-evidence').textContent()).toBe(`Evidence: ${summary}`);
+    expect(await page.locator('#input').isDisabled()).toBe(true);
+    await page.screenshot({ path: path.join(OUT, 'webview-evidence.png'), fullPage: true });
+
+    // Evidence that arrives only with mino/recovery (a card without it in history) is shown too.
+    await host({
+      type: 'history',
+      history: {
+        sessionId: 's1',
+        turns: [{ turnId: 'ev1', input: 'Add milk.', text: '', status: 'interrupted', calls: [{ ...calls[0], evidence: undefined }], notices: [] }],
+      },
+    });
+    expect(await card.locator('.tool-evidence').isVisible()).toBe(false);
+    await notify('mino/recovery', {
+      sessionId: 's1', turns: [{ turnId: 'ev1', status: 'interrupted', calls }],
+      acknowledgementRequired: true, unacknowledgedTurnIds: ['ev1'], repairs: [],
+    });
+    expect(await card.locator('.tool-evidence').textContent()).toBe(`Evidence: ${summary}`);
+    expect(await card.locator('.badge').textContent()).toBe('result unknown');
   });
 });
