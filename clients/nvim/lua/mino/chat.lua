@@ -472,11 +472,13 @@ function M.server_started(caps)
   set_lines(buf, 0, -1, {})
   local header = { "# Mino" }
   if type(caps) == "table" then
+    table.insert(header, "")
     table.insert(header, ("_Session %s · model %s · %s_"):format(caps.sessionId or "?", caps.model or "?",
       caps.cwd or "?"))
   end
+  table.insert(header, "")
   table.insert(header, "_Bash commands require approval. Write in the input window below the chat and send with "
-    .. (send_keys(require("mino").config)[1] or "<CR> (normal mode)") .. "._")
+    .. "`" .. (send_keys(require("mino").config)[1] or "<CR>") .. "`._")
   M.append(header)
 end
 
@@ -662,12 +664,14 @@ function M.approval_request(p)
   local l = p.limits or {}
   table.insert(lines, ("- Limits: timeout %s s, output limit %s bytes"):format(l.timeoutSeconds or "?",
     l.outputLimitBytes or "?"))
+  -- Blank lines keep each note a paragraph of its own (not part of the list).
+  table.insert(lines, "")
   table.insert(lines, "_Waiting for your decision (Approve / Deny)…_")
   M.append(lines)
 end
 
 function M.approval_decided(req, decision)
-  M.append({ decision == "approve" and ("_Approved `%s`._"):format(req.callId)
+  M.append({ "", decision == "approve" and ("_Approved `%s`._"):format(req.callId)
     or ("_Denied `%s`._"):format(req.callId) })
 end
 
