@@ -45,11 +45,24 @@ local builtin_select = vim.ui.select
 --- vim.ui.select answers, per opts.kind: a list consumed in order; a missing
 --- answer leaves the select pending (like a user who has not answered yet).
 local answers = {}
-local selects = {} -- every call: { items, opts, kind }
+local selects = {} -- every call: { items, prompt, kind, buffer (the chat's text when it was asked) }
 local pending_selects = {}
-vim.ui.select = function(items, opts, on_choice)
+--- Screen redraws and questions asked, in order ("redraw", "select <kind>").
+local ui_log = {}
+local chat_redraw = chat.redraw
+chat.redraw = function()
+  table.insert(ui_log, "redraw")
+  return chat_redraw()
+end
+local function record_select(items, opts)
   local kind = opts and opts.kind or "?"
-  table.insert(selects, { items = vim.deepcopy(items), prompt = opts and opts.prompt, kind = kind })
+  local ok, text = pcall(chat.text)
+  table.insert(ui_log, "select " .. kind)
+  table.insert(selects, { items = vim.deepcopy(items), prompt = opts and opts.prompt, kind = kind, buffer = ok and text })
+  return kind
+end
+vim.ui.select = function(items, opts, on_choice)
+  local kind = record_select(items, opts)
   local queue = answers[kind]
   if queue and #queue > 0 then
     local a = table.remove(queue, 1)
@@ -86,8 +99,7 @@ end
 --- for every question, or inputlist() would wait for input forever).
 local function use_builtin_select(after_prompt)
   vim.ui.select = function(items, opts, on_choice)
-    local kind = opts and opts.kind or "?"
-    table.insert(selects, { items = vim.deepcopy(items), prompt = opts and opts.prompt, kind = kind })
+    local kind = record_select(items, opts)
     local keys = table.remove(after_prompt[kind] or {}, 1)
     if type(keys) == "function" then
       keys = keys(items)
@@ -149,6 +161,16 @@ local function wait_for(desc, pred, timeout)
     fail(("timed out waiting for %s\n  notifications: %s\n  chat buffer:\n%s"):format(desc, vim.inspect(recent),
       buffer_text()))
   end
+end
+
+--- How the chat buffer shows a question and an answer: each speaker's heading
+--- on its own line, then a blank line, then the text.
+local function question(text)
+  return chat.USER_HEADING .. "\n\n" .. text
+end
+
+local function answer(text)
+  return chat.ASSISTANT_HEADING .. "\n\n" .. text
 end
 
 local function wait_buffer(needle, timeout)
@@ -273,6 +295,7 @@ local function fresh(extra)
   selects = {}
   pending_selects = {}
   answers = {}
+  ui_log = {}
   mock.reset()
   local base = vim.fn.tempname()
   ctx.home = base .. "/home"
@@ -331,7 +354,7 @@ test("plugin/mino.lua defines the commands and guards against double loading", f
   assert_eq(vim.fn.exists(":MinoCancel"), 2, ":MinoCancel after reload")
 end)
 
-test("doc/mino.txt has valid help tags", function()
+test("doc/mino.txt has valid help tags and the shipped doc/tags is up to date", function()
   local dir = vim.fn.tempname()
   vim.fn.mkdir(dir, "p")
   vim.fn.writefile(vim.fn.readfile(root .. "/doc/mino.txt"), dir .. "/mino.txt")
@@ -340,8 +363,17 @@ test("doc/mino.txt has valid help tags", function()
     fail("helptags: " .. tostring(err))
   end
   local tags = table.concat(vim.fn.readfile(dir .. "/tags"), "\n")
-  for _, tag in ipairs({ "mino.setup()", ":Mino", ":MinoCancel", ":MinoAcknowledge", "mino-recovery", "mino-options" }) do
+  for _, tag in ipairs({ "mino.setup()", ":Mino", ":MinoCancel", ":MinoAcknowledge", "mino-recovery", "mino-options",
+    "mino-events", "mino-keymaps", "mino-input" }) do
     assert_contains(tags, tag .. "\t", "tags")
+  end
+  -- doc/tags is shipped (so :help mino works after a manual install) and must
+  -- be what :helptags makes of doc/mino.txt now.
+  local shipped = vim.fn.filereadable(root .. "/doc/tags") == 1
+    and table.concat(vim.fn.readfile(root .. "/doc/tags"), "\n") or "<missing>"
+  if shipped ~= tags then
+    fail("clients/nvim/doc/tags is stale or missing: run  nvim --clean --headless -c 'helptags clients/nvim/doc' -c q"
+      .. "  from the repository root and commit it")
   end
 end)
 
@@ -379,20 +411,20 @@ test("a question is streamed into the markdown chat buffer", function()
   start_and_wait()
   assert_eq(vim.bo[chat.buf()].filetype, "markdown", "filetype")
   vim.cmd("Mino What is up?")
-  wait_buffer("You> What is up?")
+  wait_buffer(question("What is up?"))
   -- A partial answer is visible before the whole one.
   wait_for("a partial answer", function()
     local t = buffer_text()
-    return contains(t, "Assistant> Hello") and not contains(t, "the mock.")
+    return contains(t, answer("Hello")) and not contains(t, "the mock.")
   end)
-  wait_buffer("Assistant> Hello from the mock.")
+  wait_buffer(answer("Hello from the mock."))
   wait_turn_end()
   local reqs = mock.requests()
   assert_eq(#reqs, 1, "model requests")
   assert_contains(vim.json.encode(reqs[1].body), "What is up?", "the model request")
-  -- The prompt line stays last.
+  -- The chat ends with the answer (no prompt line).
   local lines = chat.lines()
-  assert_eq(lines[#lines]:sub(1, 5), "You> ", "last line")
+  assert_eq(lines[#lines], "Hello from the mock.", "last line")
 end)
 
 test("a retried model request replaces the void text instead of repeating it", function()
@@ -403,7 +435,7 @@ test("a retried model request replaces the void text instead of repeating it", f
   })
   start_and_wait()
   mino.send("Say hello.")
-  wait_buffer("Assistant> Hello")
+  wait_buffer(answer("Hello"))
   wait_turn_end()
   local t = buffer_text()
   assert_not_contains(t, "HelHello", "chat buffer")
@@ -414,16 +446,15 @@ test("a retried model request replaces the void text instead of repeating it", f
   end
   assert_eq(count, 1, "times \"Hel\" is in the chat buffer")
   -- The notice comes after the question and before the retried answer.
-  local q = t:find("You> Say hello.", 1, true)
+  local q = t:find(question("Say hello."), 1, true)
   local n = t:find(chat.RETRYING, 1, true)
-  local a = t:find("Assistant> Hello", 1, true)
+  local a = t:find(answer("Hello"), 1, true)
   if not (q < n and n < a) then
     fail("question, notice and answer are out of order:\n" .. t)
   end
   assert_eq(#mock.requests(), 2, "model requests")
-  -- The prompt line stays last.
   local lines = chat.lines()
-  assert_eq(lines[#lines]:sub(1, 5), "You> ", "last line")
+  assert_eq(lines[#lines], "Hello", "last line")
 end)
 
 test("a retry after a tool call voids only the current response's text", function()
@@ -437,10 +468,10 @@ test("a retry after a tool call voids only the current response's text", functio
   answers["mino.approval"] = { "Approve" }
   start_and_wait()
   mino.send("look around")
-  wait_buffer("Assistant> Final answer.")
+  wait_buffer(answer("Final answer."))
   wait_turn_end()
   local t = buffer_text()
-  assert_contains(t, "Assistant> Let me look.", "chat buffer")
+  assert_contains(t, answer("Let me look."), "chat buffer")
   assert_contains(t, "Result: **success** (exit 0)", "chat buffer")
   assert_not_contains(t, "Partial", "chat buffer")
   assert_contains(t, "(attempt 2", "chat buffer")
@@ -455,26 +486,60 @@ test(":Mino {question} starts the server and keeps question before answer", func
   fresh()
   mock.script({ { type = "text", deltas = { "Cold", " start." } } })
   vim.cmd("Mino cold question")
-  wait_buffer("Assistant> Cold start.")
+  wait_buffer(answer("Cold start."))
   wait_turn_end()
   local t = buffer_text()
-  local q = t:find("You> cold question", 1, true)
-  local a = t:find("Assistant> Cold start.", 1, true)
+  local q = t:find(question("cold question"), 1, true)
+  local a = t:find(answer("Cold start."), 1, true)
   if not q or q > a then
     fail("the question is not shown before the answer:\n" .. t)
   end
 end)
 
-test("the prompt line sends a question", function()
-  fresh()
-  mock.script({ { type = "text", deltas = { "Typed", " answer." } } })
+--- Types `keys` (with <..> key notation) as a person would, executing them now.
+local function type_keys(keys)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), "x", false)
+end
+
+local function input_lines()
+  return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(chat.input_win()), 0, -1, false)
+end
+
+test("the input window under the chat sends several lines as one question with <C-s> or <CR>", function()
+  fresh({ cmd_env = { RUST_LOG = TRACE_WIRE } })
+  mock.script({ { type = "text", deltas = { "Typed", " answer." } }, { type = "text", deltas = { "Second." } } })
   start_and_wait()
-  vim.api.nvim_set_current_win(chat.win())
-  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("A2+2?<CR><Esc>", true, false, true), "x", false)
-  wait_buffer("Assistant> Typed answer.")
+  -- :Mino leaves the cursor in the input window, which sits under the chat.
+  assert_eq(vim.api.nvim_get_current_win(), chat.input_win(), "current window after :Mino")
+  local chat_pos, input_pos = vim.fn.win_screenpos(chat.win()), vim.fn.win_screenpos(chat.input_win())
+  if not (input_pos[1] > chat_pos[1] and input_pos[2] == chat_pos[2]) then
+    fail(("the input window (%s) is not under the chat window (%s)"):format(vim.inspect(input_pos),
+      vim.inspect(chat_pos)))
+  end
+  -- <CR> in insert mode starts a new line; nothing is sent until <C-s>.
+  type_keys("iWhat is 2+2?<CR>Answer briefly.")
+  assert_eq(input_lines(), { "What is 2+2?", "Answer briefly." }, "input buffer before sending")
+  assert_eq(#wire("<-", "mino/chat"), 0, "mino/chat requests before sending")
+  type_keys("<C-s><Esc>")
+  wait_buffer(answer("Typed answer."))
   wait_turn_end()
-  assert_contains(vim.json.encode(mock.requests()[1].body), "2+2?", "the model request")
-  assert_contains(buffer_text(), "You> 2+2?", "chat buffer")
+  assert_eq(input_lines(), { "" }, "input buffer after sending")
+  assert_eq(wire("<-", "mino/chat")[1].params.text, "What is 2+2?\nAnswer briefly.", "mino/chat text")
+  assert_contains(buffer_text(), question("What is 2+2?\nAnswer briefly."), "chat buffer")
+  -- <CR> in normal mode sends too.
+  type_keys("iand now?<Esc><CR>")
+  wait_buffer(answer("Second."))
+  wait_turn_end()
+  assert_eq(wire("<-", "mino/chat")[2].params.text, "and now?", "second mino/chat text")
+  -- The send key is configurable.
+  mino.setup(vim.tbl_extend("force", mino.config, { send_key = "<C-t>" }))
+  chat._reset()
+  chat.open(mino.config)
+  assert_eq(vim.fn.maparg("<C-t>", "i", false, true).desc, "Send the question to Mino", "<C-t> in the input buffer")
+  local c_s = vim.fn.maparg("<C-s>", "i", false, true)
+  if c_s.buffer == 1 then
+    fail("<C-s> is still mapped in the input buffer with send_key = <C-t>")
+  end
 end)
 
 test("history is restored when the chat opens again", function()
@@ -482,15 +547,15 @@ test("history is restored when the chat opens again", function()
   mock.script({ { type = "text", deltas = { "First", " answer." } } })
   start_and_wait()
   mino.send("first question")
-  wait_buffer("Assistant> First answer.")
+  wait_buffer(answer("First answer."))
   wait_turn_end()
   mino.restart()
   wait_for("the restarted server's history", function()
     return mino.client() ~= nil and mino.state.history_loaded
   end, 15000)
   local t = buffer_text()
-  assert_contains(t, "You> first question", "restored chat")
-  assert_contains(t, "Assistant> First answer.", "restored chat")
+  assert_contains(t, question("first question"), "restored chat")
+  assert_contains(t, answer("First answer."), "restored chat")
   local ids = 0
   for _ in t:gmatch("first question") do
     ids = ids + 1
@@ -507,7 +572,7 @@ test("approve: the call shows command, directory, environment and limits, then r
   answers["mino.approval"] = { "Approve" }
   start_and_wait()
   mino.send("run it")
-  wait_buffer("Assistant> It ran.")
+  wait_buffer(answer("It ran."))
   wait_turn_end()
   local t = buffer_text()
   assert_contains(t, "echo approved-output > approved.txt", "chat buffer")
@@ -534,7 +599,7 @@ test("deny: the command does not run and the result is refused", function()
   answers["mino.approval"] = { "Deny" }
   start_and_wait()
   mino.send("make a file")
-  wait_buffer("Assistant> Understood.")
+  wait_buffer(answer("Understood."))
   wait_turn_end()
   assert_contains(buffer_text(), "_Denied `call_1`._", "chat buffer")
   assert_contains(buffer_text(), "Result: **refused**", "chat buffer")
@@ -550,7 +615,7 @@ test("dismissing the approval menu denies (nothing is approved by default)", fun
   answers["mino.approval"] = { vim.NIL }
   start_and_wait()
   mino.send("make a file")
-  wait_buffer("Assistant> Skipped.")
+  wait_buffer(answer("Skipped."))
   wait_turn_end()
   assert_contains(buffer_text(), "Result: **refused**", "chat buffer")
   assert_eq(vim.fn.filereadable(ctx.work .. "/dismissed.txt"), 0, "dismissed.txt exists")
@@ -584,7 +649,7 @@ test("keys typed before the approval question appeared do not answer it; dismiss
   -- "1<CR>" and "2<CR>" would choose Approve in one of them, whatever the order.
   vim.api.nvim_input("1<CR>2<CR>")
   mino.send("make two files")
-  wait_buffer("Assistant> Nothing ran.")
+  wait_buffer(answer("Nothing ran."))
   wait_turn_end()
   local t = buffer_text()
   assert_contains(t, "_Denied `call_1`._", "chat buffer")
@@ -632,7 +697,7 @@ test("mino/approval carries its request's turnId; Approve chosen once the questi
   use_builtin_select({ ["mino.approval"] = { choose("Approve") } })
   start_and_wait()
   mino.send("write it")
-  wait_buffer("Assistant> Done.")
+  wait_buffer(answer("Done."))
   wait_turn_end()
   assert_eq(read_file(ctx.work .. "/bound.txt"), "bound\n", "bound.txt")
   local asked = wire("->", "mino/approvalRequest")
@@ -715,7 +780,7 @@ test("acknowledgement gate after the server is killed mid-call", function()
 
   mock.script({ { type = "text", deltas = { "It", " may", " be." } } })
   mino.send("Is milk on the list now?")
-  wait_buffer("Assistant> It may be.")
+  wait_buffer(answer("It may be."))
   wait_turn_end()
   assert_eq(read_file(ctx.work .. "/shopping.txt"), "milk\n", "shopping.txt (nothing reran)")
 
@@ -747,7 +812,7 @@ test(":MinoCancel stops a streaming turn", function()
   mock.script({ { type = "stall", deltas = { "Thinking" }, stall_ms = 30000 } })
   start_and_wait()
   mino.send("take your time")
-  wait_buffer("Assistant> Thinking")
+  wait_buffer(answer("Thinking"))
   vim.cmd("MinoCancel")
   wait_buffer("_Turn cancelled")
   wait_turn_end()
@@ -800,7 +865,7 @@ test("a second question while a turn runs shows the server's refusal", function(
   mock.script({ { type = "stall", deltas = { "Busy" }, stall_ms = 30000 } })
   start_and_wait()
   mino.send("one")
-  wait_buffer("Assistant> Busy")
+  wait_buffer(answer("Busy"))
   local since = #notes
   mino.send("two")
   wait_for("a refusal notification", function()
@@ -849,7 +914,7 @@ test(":qa quits Neovim with the chat open after a question (no E37/E162)", funct
   fresh()
   mock.script({ { type = "text", deltas = { "Bye", " now." } } })
   local script = vim.fn.tempname() .. ".lua"
-  -- A second Neovim asks a question, leaves unsent text on the prompt line,
+  -- A second Neovim asks a question, leaves unsent text in the input buffer,
   -- then runs :qa; ":cq 3" runs only if :qa did not quit.
   vim.fn.writefile(vim.split(([[
 vim.opt.rtp:prepend(%q)
@@ -858,14 +923,14 @@ local mino, chat = require("mino"), require("mino.chat")
 mino.setup(vim.json.decode(%q))
 vim.cmd("Mino a question before quitting")
 local answered = vim.wait(15000, function()
-  return chat.text():find("Assistant> Bye now.", 1, true) ~= nil and mino.state.running_turn == nil
+  return chat.text():find("## Mino\n\nBye now.", 1, true) ~= nil and mino.state.running_turn == nil
 end, 20)
 if not answered then
   io.stderr:write("no answer:\n" .. chat.text() .. "\n")
   vim.cmd("cq 4")
 end
-vim.api.nvim_set_current_win(chat.win())
-vim.api.nvim_feedkeys("Anot sent yet\27", "x", false)
+vim.api.nvim_set_current_win(chat.input_win())
+vim.api.nvim_feedkeys("inot sent yet\27", "x", false)
 ]]):format(root, vim.json.encode(mino.config)), "\n"), script)
   local r = vim.system({ vim.v.progpath, "--clean", "--headless", "-c", "luafile " .. script, "-c", "qa", "-c", "cq 3" },
     { text = true }):wait(30000)
@@ -875,15 +940,14 @@ vim.api.nvim_feedkeys("Anot sent yet\27", "x", false)
   assert_eq(r.code, 0, "exit code of the quitting Neovim (output: " .. output .. ")")
 end)
 
-test("a multi-line paste into the prompt is sent as one question with every line", function()
+test("a multi-line paste lands in the input buffer and is sent whole, with every line, when sent", function()
   fresh({ cmd_env = { RUST_LOG = TRACE_WIRE } })
   mock.script({
     { type = "text", deltas = { "Got", " all", " three." } },
     { type = "text", deltas = { "Got", " the", " chunks." } },
-    { type = "text", deltas = { "Got", " one." } },
   })
   start_and_wait()
-  vim.api.nvim_set_current_win(chat.win())
+  vim.api.nvim_set_current_win(chat.input_win())
   --- Pastes `chunks` as a UI does (one nvim_paste call, or a stream of them).
   _G.__mino_paste = function(chunks)
     for i, c in ipairs(chunks) do
@@ -893,8 +957,7 @@ test("a multi-line paste into the prompt is sent as one question with every line
   end
   local function paste_in_insert(typed, chunks)
     _G.__mino_chunks = chunks
-    vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(
-      "A" .. typed .. "<Cmd>lua __mino_paste(__mino_chunks)<CR><Esc>", true, false, true), "x", false)
+    type_keys("A" .. typed .. "<Cmd>lua __mino_paste(__mino_chunks)<CR><Esc>")
   end
   local function questions()
     return vim.tbl_map(function(m)
@@ -902,38 +965,44 @@ test("a multi-line paste into the prompt is sent as one question with every line
     end, wire("<-", "mino/chat"))
   end
 
+  local before = buffer_text()
   paste_in_insert("Review this: ", { "line one\nline two\nline three" })
-  wait_buffer("Assistant> Got all three.")
+  -- The pasted lines wait in the input; nothing is sent or shown yet.
+  assert_eq(input_lines(), { "Review this: line one", "line two", "line three" }, "input buffer after the paste")
+  assert_eq(buffer_text(), before, "chat buffer after the paste")
+  assert_eq(#questions(), 0, "mino/chat requests after the paste")
+  type_keys("A<CR>Thanks.<C-s><Esc>")
+  wait_buffer(answer("Got all three."))
   wait_turn_end()
-  assert_eq(questions(), { "Review this: line one\nline two\nline three" }, "mino/chat texts")
-  assert_contains(buffer_text(), "You> Review this: line one\nline two\nline three\n", "chat buffer")
+  assert_eq(questions(), { "Review this: line one\nline two\nline three\nThanks." }, "mino/chat texts")
+  assert_contains(buffer_text(), question("Review this: line one\nline two\nline three\nThanks.\n"), "chat buffer")
   assert_contains(vim.json.encode(mock.requests()[1].body), "line one\\nline two\\nline three", "the model request")
 
   -- A paste streamed in chunks that split lines.
   paste_in_insert("", { "alpha li", "ne\nbeta line\ngam", "ma line\n" })
-  wait_buffer("Assistant> Got the chunks.")
+  assert_eq(input_lines(), { "alpha line", "beta line", "gamma line", "" }, "input buffer after a chunked paste")
+  type_keys("<C-s>")
+  wait_buffer(answer("Got the chunks."))
   wait_turn_end()
   assert_eq(questions()[2], "alpha line\nbeta line\ngamma line", "second mino/chat text")
-  assert_eq(#questions(), 2, "mino/chat requests")
 
-  -- A paste over 1 MiB is refused whole, also when streamed in chunks.
+  -- A question over 1 MiB is not sent; it stays in the input with a message.
   local since = #notes
   local big = string.rep("x", 700 * 1024)
   paste_in_insert("", { big .. "\n", big, "\nend" })
-  wait_note("paste not sent: it is larger than", since)
+  type_keys("<C-s>")
+  wait_note("question not sent: it is larger than", since)
+  assert_eq(#input_lines(), 3, "lines left in the input buffer")
   assert_not_contains(buffer_text(), "xxxx", "chat buffer")
-
-  -- A one-line paste only fills the prompt line; <CR> sends it. Its answer
-  -- proves the server has read everything sent before it: the oversized and
-  -- the one-line paste sent nothing of their own.
-  paste_in_insert("", { "just one line" })
-  local lines = chat.lines()
-  assert_eq(lines[#lines], "You> just one line", "prompt line")
-  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("A<CR><Esc>", true, false, true), "x", false)
-  wait_buffer("Assistant> Got one.")
-  wait_turn_end()
-  assert_eq(#questions(), 3, "mino/chat requests")
-  assert_eq(questions()[3], "just one line", "third mino/chat text")
+  -- The server has read everything sent before this request: nothing more.
+  local done = false
+  mino.request("mino/history", vim.empty_dict(), function()
+    done = true
+  end)
+  wait_for("a mino/history answer", function()
+    return done
+  end)
+  assert_eq(#questions(), 2, "mino/chat requests")
 end)
 
 test("evidence of an unknown result is shown beside it in recovery and history", function()
@@ -976,11 +1045,258 @@ test("evidence of an unknown result is shown beside it in recovery and history",
   assert_contains(buffer_text(), "Result: **unknown**\nEvidence: " .. exited.summary .. "\n", "chat buffer (history)")
 end)
 
+--- The ordered run of `needles` (whole lines) in `lines`, or fails.
+local function assert_lines_in_order(lines, needles, what)
+  local from = 1
+  for _, n in ipairs(needles) do
+    local found
+    for i = from, #lines do
+      if lines[i] == n then
+        found = i
+        break
+      end
+    end
+    if not found then
+      fail(("%s: line %q not found (in order) in:\n%s"):format(what, n, table.concat(lines, "\n")))
+    end
+    from = found + 1
+  end
+end
+
+--- Consecutive `block` lines somewhere in `lines`, or fails.
+local function assert_block(lines, block, what)
+  for i = 1, #lines - #block + 1 do
+    if vim.deep_equal(vim.list_slice(lines, i, i + #block - 1), block) then
+      return
+    end
+  end
+  fail(("%s: lines %s not found together in:\n%s"):format(what, vim.inspect(block), table.concat(lines, "\n")))
+end
+
+test("the approval question is asked over a redrawn chat showing the call; its prompt names command, directory and timeout",
+  function()
+    fresh()
+    mock.script({
+      { type = "calls", calls = { { call_id = "call_1", command = "echo shown > shown.txt" } } },
+      { type = "text", deltas = { "Not run." } },
+    })
+    start_and_wait()
+    mino.send("write it")
+    wait_for("the approval question", function()
+      return #pending_selects == 1
+    end)
+    local s = selects[#selects]
+    -- When the question opens, the chat already holds the whole call block...
+    assert_contains(s.buffer, "**Tool call** `call_1` wants to run:\n```sh\necho shown > shown.txt\n```\n- Directory: `",
+      "chat buffer when the question opened")
+    local dir = s.buffer:match("%- Directory: `([^`]+)`")
+    local timeout = s.buffer:match("%- Limits: timeout (%d+) s")
+    if not (dir and timeout) then
+      fail("no directory or timeout in the call block:\n" .. s.buffer)
+    end
+    assert_eq(vim.fn.resolve(dir), vim.fn.resolve(ctx.work), "directory shown")
+    -- ...and the screen was redrawn right before it was asked.
+    assert_eq(vim.list_slice(ui_log, #ui_log - 1), { "redraw", "select mino.approval" }, "redraw, then question")
+    -- The prompt itself carries the essentials.
+    assert_contains(s.prompt, "echo shown > shown.txt", "approval prompt")
+    assert_contains(s.prompt, dir, "approval prompt")
+    assert_contains(s.prompt, "timeout " .. timeout .. " s", "approval prompt")
+    answer_pending("mino.approval", "Deny")
+    wait_buffer(answer("Not run."))
+    wait_turn_end()
+    assert_eq(vim.fn.filereadable(ctx.work .. "/shown.txt"), 0, "shown.txt exists")
+  end)
+
+test("the recovery question is asked over a redrawn chat showing the recovered turns; MinoRecovery fires", function()
+  fresh()
+  start_and_wait()
+  local fired = {}
+  local group = vim.api.nvim_create_augroup("mino.test.recovery", { clear = true })
+  vim.api.nvim_create_autocmd("User", {
+    group = group,
+    pattern = "MinoRecovery",
+    callback = function(ev)
+      table.insert(fired, ev.data)
+    end,
+  })
+  mino._on["mino/recovery"]({
+    sessionId = "s",
+    turns = { { turnId = "turn-1", status = "interrupted", calls = {
+      { callId = "call_1", command = "echo milk >> shopping.txt", result = { status = "unknown", output = "" } },
+    } } },
+    acknowledgementRequired = true,
+    unacknowledgedTurnIds = { "turn-1" },
+    repairs = {},
+  })
+  vim.api.nvim_del_augroup_by_id(group)
+  wait_for("the acknowledgement question", function()
+    return #pending_selects == 1 and pending_selects[1].kind == "mino.acknowledge"
+  end)
+  local s = selects[#selects]
+  assert_contains(s.buffer, "## Recovered turns", "chat buffer when the question opened")
+  assert_contains(s.buffer, "`echo milk >> shopping.txt` → **unknown**", "chat buffer when the question opened")
+  assert_eq(vim.list_slice(ui_log, #ui_log - 1), { "redraw", "select mino.acknowledge" }, "redraw, then question")
+  assert_eq(fired, { { acknowledgementRequired = true, turnIds = { "turn-1" }, unacknowledgedTurnIds = { "turn-1" } } },
+    "MinoRecovery data")
+end)
+
+test("the chat is valid markdown: speakers are headings on their own lines, calls are ```sh fences", function()
+  fresh()
+  mock.script({
+    { type = "calls", text = { "## Plan\n\nI will ", "list it." }, calls = { { call_id = "call_1", command = "echo listed" } } },
+    { type = "text", deltas = { "Done: **listed**." } },
+  })
+  answers["mino.approval"] = { "Approve" }
+  start_and_wait()
+  mino.send("## not a heading of mine\nplan it")
+  wait_buffer(answer("Done: **listed**."))
+  wait_turn_end()
+  local lines = chat.lines()
+  assert_eq(vim.bo[chat.buf()].filetype, "markdown", "filetype")
+  assert_block(lines, { "", "## You", "", "## not a heading of mine", "plan it" }, "question")
+  assert_block(lines, { "", "## Mino", "", "## Plan", "", "I will list it." }, "first answer")
+  assert_block(lines, { "```sh", "echo listed", "```" }, "call block")
+  assert_block(lines, { "", "## Mino", "", "Done: **listed**." }, "final answer")
+  assert_lines_in_order(lines, { "## You", "## Mino", "## Plan", "```sh", "Result: **success** (exit 0)", "## Mino" },
+    "order")
+  for _, l in ipairs(lines) do
+    if l:match("^You> ") or l:match("^Assistant> ") then
+      fail("a speaker label shares its line with text: " .. l)
+    end
+  end
+  -- Neovim's own markdown parser finds the headings (and no heading glued to
+  -- a label), and every fence is closed.
+  local parser = vim.treesitter.get_string_parser(table.concat(lines, "\n") .. "\n", "markdown")
+  local tree = parser:parse()[1]
+  local query = vim.treesitter.query.parse("markdown", "(atx_heading) @h (fenced_code_block) @f")
+  local headings, fences = {}, 0
+  for id, node in query:iter_captures(tree:root(), table.concat(lines, "\n") .. "\n") do
+    if query.captures[id] == "h" then
+      table.insert(headings, vim.trim(vim.treesitter.get_node_text(node, table.concat(lines, "\n") .. "\n")))
+    else
+      fences = fences + 1
+      local text = vim.treesitter.get_node_text(node, table.concat(lines, "\n") .. "\n")
+      if not vim.trim(text):match("```$") then
+        fail("an unclosed fence: " .. text)
+      end
+    end
+  end
+  assert_lines_in_order(headings, { "# Mino", "## You", "## not a heading of mine", "## Mino", "## Plan", "## Mino" },
+    "markdown headings")
+  if fences < 2 then
+    fail("expected the call and its output as fenced code blocks, found " .. fences)
+  end
+end)
+
+test("User autocmds report a tool turn's progress in order, with turn and call ids", function()
+  fresh()
+  mock.script({
+    { type = "calls", text = { "Let me look." }, calls = { { call_id = "call_1", command = "echo progress" } } },
+    { type = "text", deltas = { "Looked." } },
+  })
+  answers["mino.approval"] = { "Approve" }
+  local fired = {}
+  local group = vim.api.nvim_create_augroup("mino.test.events", { clear = true })
+  vim.api.nvim_create_autocmd("User", {
+    group = group,
+    pattern = "Mino*",
+    callback = function(ev)
+      table.insert(fired, { name = ev.match, data = ev.data })
+    end,
+  })
+  start_and_wait()
+  mino.send("look")
+  wait_buffer(answer("Looked."))
+  wait_turn_end()
+  vim.api.nvim_del_augroup_by_id(group)
+  local names = vim.tbl_map(function(e)
+    return e.name
+  end, fired)
+  assert_eq(names, {
+    "MinoRequestStarted", "MinoStreaming", "MinoApprovalRequested", "MinoApprovalDecided", "MinoToolStarted",
+    "MinoToolFinished", "MinoStreaming", "MinoRequestFinished",
+  }, "events")
+  local turn = fired[1].data.turnId
+  if type(turn) ~= "string" or turn == "" then
+    fail("MinoRequestStarted has no turnId: " .. vim.inspect(fired[1].data))
+  end
+  for _, e in ipairs(fired) do
+    assert_eq(e.data.turnId, turn, e.name .. " turnId")
+  end
+  assert_eq(fired[1].data.input, "look", "MinoRequestStarted input")
+  assert_eq(fired[3].data.callId, "call_1", "MinoApprovalRequested callId")
+  assert_eq(fired[3].data.command, "echo progress", "MinoApprovalRequested command")
+  assert_eq(fired[4].data.decision, "approve", "MinoApprovalDecided decision")
+  assert_eq(fired[5].data.callId, "call_1", "MinoToolStarted callId")
+  assert_eq({ fired[6].data.callId, fired[6].data.status, fired[6].data.exitCode }, { "call_1", "success", 0 },
+    "MinoToolFinished callId, status, exitCode")
+  assert_eq(fired[8].data.status, "completed", "MinoRequestFinished status")
+end)
+
+test("keymaps are opt-in; approve answers only a question already shown", function()
+  fresh({ cmd_env = { RUST_LOG = TRACE_WIRE } })
+  local defaults = mino.default_keymaps
+  for _, lhs in pairs(defaults) do
+    assert_eq(vim.fn.maparg(lhs, "n"), "", "mapping of " .. lhs .. " without keymaps")
+  end
+  mino.setup(vim.tbl_extend("force", mino.config, { keymaps = { deny = "<leader>mx" } }))
+  assert_eq(vim.fn.maparg(defaults.approve, "n", false, true).desc, "Approve the command Mino is asking about",
+    "approve keymap")
+  assert_eq(vim.fn.maparg(defaults.cancel, "n", false, true).desc, "Cancel Mino's running turn", "cancel keymap")
+  assert_eq(vim.fn.maparg(defaults.open, "n", false, true).desc, "Open the Mino chat and write a question",
+    "open keymap")
+  assert_eq(vim.fn.maparg("<leader>mx", "n", false, true).desc, "Deny the command Mino is asking about",
+    "deny keymap (overridden)")
+  assert_eq(vim.fn.maparg(defaults.deny, "n"), "", "the overridden default deny key")
+
+  mock.script({
+    { type = "calls", calls = { { call_id = "call_1", command = "echo keyed > keyed.txt" } } },
+    { type = "text", deltas = { "Keyed." } },
+  })
+  start_and_wait()
+  vim.cmd("wincmd p")
+  -- Pressed before any approval request exists: nothing to approve.
+  local since = #notes
+  type_keys(defaults.approve)
+  wait_note("no command is waiting for your approval", since)
+  -- Pressed ahead while the request is on its way (still unread when the
+  -- question appears): dropped with the typed-ahead keys.
+  vim.api.nvim_input((defaults.approve:gsub("<leader>", "\\")))
+  mino.send("write it")
+  wait_for("the approval question", function()
+    return #pending_selects == 1
+  end)
+  assert_eq(#wire("<-", "mino/approval"), 0, "decisions sent before the question showed")
+  if not note_matching("typed before the question appeared were ignored", since) then
+    fail("the approve key typed ahead was not dropped")
+  end
+  assert_eq(vim.fn.filereadable(ctx.work .. "/keyed.txt"), 0, "keyed.txt before the question is answered")
+  -- Pressed once the question shows: approves it.
+  type_keys(defaults.approve)
+  wait_buffer(answer("Keyed."))
+  wait_turn_end()
+  assert_eq(read_file(ctx.work .. "/keyed.txt"), "keyed\n", "keyed.txt")
+  assert_eq(#wire("<-", "mino/approval"), 1, "decisions sent")
+  -- The menu answered late changes nothing.
+  answer_pending("mino.approval", "Deny")
+  assert_eq(#wire("<-", "mino/approval"), 1, "decisions sent after a late menu answer")
+
+  mino.setup(vim.tbl_extend("force", mino.config, { keymaps = false }))
+  assert_eq(vim.fn.maparg(defaults.approve, "n"), "", "approve keymap after keymaps = false")
+end)
+
 test("float window option opens the chat in a floating window", function()
   fresh({ window = "float" })
   start_and_wait()
   local cfg = vim.api.nvim_win_get_config(chat.win())
   assert_eq(cfg.relative, "editor", "window relative")
+  -- The input is a float of its own under the chat's.
+  local input = vim.api.nvim_win_get_config(chat.input_win())
+  assert_eq(input.relative, "editor", "input window relative")
+  if not (vim.fn.win_screenpos(chat.input_win())[1] > vim.fn.win_screenpos(chat.win())[1] + cfg.height) then
+    fail("the input float is not under the chat float")
+  end
+  assert_eq(vim.api.nvim_get_current_win(), chat.input_win(), "current window")
 end)
 
 -- ------------------------------------------------------------ run

@@ -1,14 +1,19 @@
---- The chat buffer: a markdown prompt buffer (`buftype=prompt`). Output is
---- inserted above the prompt line, which always stays last; pressing <CR> on
---- the prompt line sends the question.
+--- The chat: a read-only markdown transcript (`mino://chat`, output appended
+--- at its end) and under it a small input buffer (`mino://input`) where a
+--- question of any number of lines is written and sent whole with the send key.
 local M = {}
 
 local api = vim.api
 
-M.PROMPT = "You> "
-M.ASSISTANT = "Assistant> "
+--- Speaker headings: each on its own line with a blank line after it, so the
+--- buffer stays valid markdown whatever the answer holds (an answer starting
+--- with "## Heading" is a heading of its own, not part of a label line).
+M.USER_HEADING = "## You"
+M.ASSISTANT_HEADING = "## Mino"
 M.RETRYING = "Connection to the model failed; retrying…"
 local HISTORY_OUTPUT_LINES = 20
+--- Height of the input window (lines).
+local INPUT_HEIGHT = 5
 
 --- Marks where the current model response's text blocks start and end.
 local ns = api.nvim_create_namespace("mino.chat.response")
@@ -16,8 +21,10 @@ local ns = api.nvim_create_namespace("mino.chat.response")
 local st = {
   buf = nil,
   win = nil,
-  --- "text" while deltas extend the line above the prompt, "output" while tool
-  --- output extends it inside a fence, nil otherwise.
+  input_buf = nil,
+  input_win = nil,
+  --- "text" while deltas extend the last line, "output" while tool output
+  --- extends it inside a fence, nil otherwise.
   stream = nil,
   stream_call = nil,
   streamed = {}, -- turnId -> true once a text delta was shown
@@ -25,11 +32,10 @@ local st = {
   --- The text of the model's current response (since mino/turnStarted or the
   --- turn's last mino/toolResult), which a mino/retrying voids:
   --- { turn = turnId, prior = streamed[turnId] when it began,
-  ---   blocks = { { start = extmark, stop = extmark } } }, each block an
-  --- "Assistant>" paragraph from its blank line to its last line.
+  ---   blocks = { { start = extmark, stop = extmark } } }, each block a
+  --- "## Mino" section from its blank line to its last line.
   response = nil,
   sender = nil,
-  log_path = nil,
 }
 
 function M._set_sender(fn)
@@ -44,47 +50,55 @@ local function valid_buf()
   return st.buf and api.nvim_buf_is_valid(st.buf)
 end
 
---- The chat buffer, created on first use.
+local function valid_input()
+  return st.input_buf and api.nvim_buf_is_valid(st.input_buf)
+end
+
+--- Neither buffer is a file: :q / :qa must never refuse to quit over them
+--- (E37, E162). Those commands check 'modified' right after QuitPre / ExitPre.
+local function install_quit_guard()
+  api.nvim_create_autocmd({ "QuitPre", "ExitPre" }, {
+    group = api.nvim_create_augroup("mino.chat", { clear = true }),
+    callback = function()
+      for _, b in ipairs({ st.buf, st.input_buf }) do
+        if b and api.nvim_buf_is_valid(b) then
+          vim.bo[b].modified = false
+        end
+      end
+    end,
+  })
+end
+
+local function scratch(name)
+  local buf = api.nvim_create_buf(false, true)
+  pcall(api.nvim_buf_set_name, buf, name)
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "hide"
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = "markdown"
+  return buf
+end
+
+--- The chat buffer (read-only markdown transcript), created on first use.
 function M.buf()
   if valid_buf() then
     return st.buf
   end
-  local buf = api.nvim_create_buf(false, true)
+  local buf = scratch("mino://chat")
   st.buf = buf
-  pcall(api.nvim_buf_set_name, buf, "mino://chat")
-  vim.bo[buf].buftype = "prompt"
-  vim.bo[buf].bufhidden = "hide"
-  vim.bo[buf].swapfile = false
-  vim.bo[buf].filetype = "markdown"
-  vim.fn.prompt_setprompt(buf, M.PROMPT)
-  api.nvim_buf_set_lines(buf, 0, -1, false, { M.PROMPT })
-  vim.fn.prompt_setcallback(buf, function(text)
-    M._on_prompt(text)
-  end)
-  vim.fn.prompt_setinterrupt(buf, function()
-    require("mino").cancel()
-  end)
+  vim.bo[buf].modifiable = false
   vim.keymap.set("n", "<C-c>", function()
     require("mino").cancel()
   end, { buffer = buf, desc = "Cancel Mino's turn" })
   vim.keymap.set("n", "q", function()
-    if #api.nvim_list_wins() > 1 then
-      api.nvim_win_close(0, false)
-    end
-  end, { buffer = buf, desc = "Close the Mino window" })
-  -- The chat is no file: Neovim still marks a prompt buffer modified when text
-  -- is typed or inserted, and :q / :qa would then refuse to quit (E37, E162)
-  -- over a buffer that can never be written. Those commands check 'modified'
-  -- right after QuitPre / ExitPre.
-  api.nvim_create_autocmd({ "QuitPre", "ExitPre" }, {
-    group = api.nvim_create_augroup("mino.chat", { clear = true }),
-    callback = function()
-      if valid_buf() then
-        vim.bo[st.buf].modified = false
-      end
-    end,
-  })
-  M._install_paste()
+    M.close()
+  end, { buffer = buf, desc = "Close the Mino windows" })
+  for _, key in ipairs({ "i", "a", "o" }) do
+    vim.keymap.set("n", key, function()
+      M.focus_input(true)
+    end, { buffer = buf, desc = "Write to Mino in the input window" })
+  end
+  install_quit_guard()
   return buf
 end
 
@@ -93,127 +107,105 @@ local function settle(buf)
   vim.bo[buf].modified = false
 end
 
--- ------------------------------------------------------------ pasting
-
---- A paste larger than this is refused here: the server refuses questions
---- over 1 MiB anyway, and the pasted text is held in memory until it ends.
-M.MAX_PASTE_BYTES = 1024 * 1024
-
---- The prompt line holds one line, so a multi-line paste into the chat would
---- leave all but its last line above the prompt, never sent. Instead the text
---- of the prompt line with the paste inserted at the cursor is sent at once as
---- one question. A one-line paste goes into the prompt line as usual.
-function M._install_paste()
-  if st.paste_installed then
-    return
-  end
-  st.paste_installed = true
-  local fallback = vim.paste
-  vim.paste = function(lines, phase)
-    -- Only a paste into the chat's text (insert or normal mode); one into
-    -- the command line, a visual selection etc. is Neovim's as usual.
-    local mode = api.nvim_get_mode().mode:sub(1, 1)
-    if not (valid_buf() and api.nvim_get_current_buf() == st.buf and (mode == "i" or mode == "n")) then
-      st.pasting = nil
-      return fallback(lines, phase)
-    end
-    if phase == -1 or phase == 1 then
-      st.pasting = { lines = {}, bytes = 0 }
-    end
-    local acc = st.pasting
-    if not acc then
-      -- The rest of a paste that began in another buffer.
-      return fallback(lines, phase)
-    end
-    if acc.refused then
-      -- A UI may send the chunks after a refusal anyway: none is kept.
-      if phase == 3 then
-        st.pasting = nil
-      end
-      return false
-    end
-    for i, l in ipairs(lines) do
-      -- A chunk boundary can split a line: the first line of a chunk
-      -- continues the last line of the chunk before.
-      if i == 1 and #acc.lines > 0 then
-        acc.lines[#acc.lines] = acc.lines[#acc.lines] .. l
-      else
-        table.insert(acc.lines, l)
-      end
-      acc.bytes = acc.bytes + #l + 1
-    end
-    if acc.bytes > M.MAX_PASTE_BYTES then
-      st.pasting = (phase ~= -1 and phase ~= 3) and { refused = true } or nil
-      require("mino")._notify(("paste not sent: it is larger than %d bytes; save it to a file and ask Mino to read it")
-        :format(M.MAX_PASTE_BYTES), vim.log.levels.ERROR)
-      return false -- cancels the rest of the paste
-    end
-    if phase ~= -1 and phase ~= 3 then
-      return true
-    end
-    st.pasting = nil
-    if #acc.lines <= 1 then
-      return fallback(acc.lines, -1)
-    end
-    M._send_paste(acc.lines)
-    return true
+--- nvim_buf_set_lines on the read-only chat buffer.
+local function set_lines(buf, from, to, lines)
+  vim.bo[buf].modifiable = true
+  local ok, err = pcall(api.nvim_buf_set_lines, buf, from, to, false, lines)
+  vim.bo[buf].modifiable = false
+  settle(buf)
+  if not ok then
+    error(err)
   end
 end
 
---- Sends the prompt line's text with `lines` inserted at the cursor.
-function M._send_paste(lines)
-  local buf = M.buf()
-  local last = api.nvim_buf_line_count(buf)
-  local line = api.nvim_buf_get_lines(buf, last - 1, last, false)[1] or ""
-  local cursor = api.nvim_win_get_cursor(0)
-  local at = #line
-  if cursor[1] == last then
-    at = math.max(cursor[2], math.min(#M.PROMPT, #line))
-    if api.nvim_get_mode().mode:sub(1, 1) ~= "i" and at < #line then
-      at = at + 1 -- a normal-mode paste goes after the cursor
-    end
+-- ------------------------------------------------------------ input
+
+--- A question larger than this is not sent: the server refuses questions over
+--- 1 MiB anyway; the text stays in the input buffer.
+M.MAX_QUESTION_BYTES = 1024 * 1024
+
+--- Keys that send the input buffer: `send_key` (normal and insert mode) and
+--- <CR> in normal mode.
+local function send_keys(config)
+  local keys = config and config.send_key
+  if keys == nil then
+    keys = "<C-s>"
   end
-  local typed_before, typed_after = line:sub(1, at), line:sub(at + 1)
-  if typed_before:sub(1, #M.PROMPT) == M.PROMPT then
-    typed_before = typed_before:sub(#M.PROMPT + 1)
+  if keys == false then
+    keys = {}
+  elseif type(keys) == "string" then
+    keys = { keys }
   end
-  local parts = {}
-  for i, l in ipairs(lines) do
-    parts[i] = (l:gsub("\r$", ""))
+  return keys
+end
+
+--- The input buffer: several lines of markdown, sent whole with the send key.
+function M.input_buf(config)
+  if valid_input() then
+    return st.input_buf
   end
-  local text = typed_before .. table.concat(parts, "\n") .. typed_after
-  api.nvim_buf_set_lines(buf, last - 1, last, false, { M.PROMPT })
-  settle(buf)
-  pcall(api.nvim_win_set_cursor, 0, { last, #M.PROMPT })
+  local buf = scratch("mino://input")
+  st.input_buf = buf
+  local send = function()
+    M.send_input()
+  end
+  for _, key in ipairs(send_keys(config)) do
+    vim.keymap.set({ "n", "i" }, key, send, { buffer = buf, desc = "Send the question to Mino" })
+  end
+  vim.keymap.set("n", "<CR>", send, { buffer = buf, desc = "Send the question to Mino" })
+  vim.keymap.set("n", "<C-c>", function()
+    require("mino").cancel()
+  end, { buffer = buf, desc = "Cancel Mino's turn" })
+  install_quit_guard()
+  return buf
+end
+
+--- The input buffer's text (lines joined with newlines).
+function M.input_text()
+  if not valid_input() then
+    return ""
+  end
+  return table.concat(api.nvim_buf_get_lines(st.input_buf, 0, -1, false), "\n")
+end
+
+--- Sends the input buffer's text as one question and empties it. Nothing is
+--- sent (and the text stays) when it is empty, too large, or a turn runs.
+function M.send_input()
+  local text = M.input_text()
+  if vim.trim(text) == "" then
+    return
+  end
+  local mino = require("mino")
+  if #text > M.MAX_QUESTION_BYTES then
+    mino._notify(("question not sent: it is larger than %d bytes; save it to a file and ask Mino to read it")
+      :format(M.MAX_QUESTION_BYTES), vim.log.levels.ERROR)
+    return
+  end
+  if mino.state.running_turn then
+    mino._notify("a turn is running: wait for it to end or cancel it (:MinoCancel); your text stays in the input",
+      vim.log.levels.WARN)
+    return
+  end
+  api.nvim_buf_set_lines(st.input_buf, 0, -1, false, {})
+  vim.bo[st.input_buf].modified = false
   st.stream = nil
   if st.sender then
     st.sender(text, { echo = true })
   end
 end
 
---- Called with the text of the prompt line when the user presses <CR>.
-function M._on_prompt(text)
-  st.stream = nil
-  -- The prompt buffer leaves "You> text" above the new prompt line.
-  if st.sender and vim.trim(text or "") ~= "" then
-    st.sender(text)
-  end
-end
-
---- Lines of the buffer, without the prompt line.
+--- Lines of the chat buffer.
 function M.lines()
-  local buf = M.buf()
-  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
-  return lines
+  return api.nvim_buf_get_lines(M.buf(), 0, -1, false)
 end
 
 function M.text()
   return table.concat(M.lines(), "\n")
 end
 
---- Index (0-based) of the prompt line.
-local function prompt_index(buf)
-  return api.nvim_buf_line_count(buf) - 1
+--- Whether the buffer is still the single empty line of a new buffer.
+local function is_empty(buf)
+  return api.nvim_buf_line_count(buf) == 1 and api.nvim_buf_get_lines(buf, 0, 1, false)[1] == ""
 end
 
 local function scroll()
@@ -224,14 +216,15 @@ end
 
 local function insert_lines(lines)
   local buf = M.buf()
-  local at = prompt_index(buf)
-  -- A fresh buffer holds just the (empty) prompt line; keep the first line used.
-  api.nvim_buf_set_lines(buf, at, at, false, lines)
-  settle(buf)
+  if is_empty(buf) then
+    set_lines(buf, 0, -1, lines)
+  else
+    set_lines(buf, -1, -1, lines)
+  end
   scroll()
 end
 
---- Appends whole lines above the prompt line (ends any stream).
+--- Appends whole lines at the end (ends any stream).
 function M.append(lines)
   if type(lines) == "string" then
     lines = vim.split(lines, "\n", { plain = true })
@@ -241,18 +234,17 @@ function M.append(lines)
   insert_lines(lines)
 end
 
---- Extends the line just above the prompt with `s` (which may hold newlines).
+--- Index (0-based) of the last line.
+local function last_index(buf)
+  return api.nvim_buf_line_count(buf) - 1
+end
+
+--- Extends the last line with `s` (which may hold newlines).
 local function extend_last(s)
   local buf = M.buf()
-  local at = prompt_index(buf) - 1
-  if at < 0 then
-    insert_lines({ "" })
-    at = 0
-  end
+  local at = last_index(buf)
   local last = api.nvim_buf_get_lines(buf, at, at + 1, false)[1] or ""
-  local parts = vim.split(last .. s, "\n", { plain = true })
-  api.nvim_buf_set_lines(buf, at, at + 1, false, parts)
-  settle(buf)
+  set_lines(buf, at, at + 1, vim.split(last .. s, "\n", { plain = true }))
   scroll()
 end
 
@@ -261,10 +253,9 @@ local function close_output_fence()
     st.stream = nil
     st.stream_call = nil
     local buf = M.buf()
-    local at = prompt_index(buf) - 1
-    local last = at >= 0 and api.nvim_buf_get_lines(buf, at, at + 1, false)[1] or nil
-    if last == "" then
-      api.nvim_buf_set_lines(buf, at, at + 1, false, { "```" })
+    local at = last_index(buf)
+    if api.nvim_buf_get_lines(buf, at, at + 1, false)[1] == "" then
+      set_lines(buf, at, at + 1, { "```" })
     else
       insert_lines({ "```" })
     end
@@ -281,18 +272,64 @@ end
 
 -- ------------------------------------------------------------ window
 
+local function win_valid(win)
+  return win and api.nvim_win_is_valid(win)
+end
+
+local function style_chat_window(win)
+  vim.wo[win].wrap = true
+  vim.wo[win].linebreak = true
+  vim.wo[win].number = false
+  vim.wo[win].relativenumber = false
+end
+
+--- Opens the input window under the chat window (without focusing it).
+local function open_input(config)
+  local input = M.input_buf(config)
+  if win_valid(st.input_win) and api.nvim_win_get_buf(st.input_win) == input then
+    return
+  end
+  local cur = api.nvim_get_current_win()
+  if config.window == "float" then
+    local cc = api.nvim_win_get_config(st.win)
+    local row = type(cc.row) == "table" and cc.row[false] or cc.row
+    local col = type(cc.col) == "table" and cc.col[false] or cc.col
+    st.input_win = api.nvim_open_win(input, false, {
+      relative = "editor",
+      width = cc.width,
+      height = INPUT_HEIGHT,
+      row = row + cc.height + 2,
+      col = col,
+      border = (config.float or {}).border or "rounded",
+      title = " Ask Mino ",
+      title_pos = "center",
+    })
+  else
+    api.nvim_set_current_win(st.win)
+    vim.cmd(("belowright %dsplit"):format(INPUT_HEIGHT))
+    st.input_win = api.nvim_get_current_win()
+    api.nvim_win_set_buf(st.input_win, input)
+    vim.wo[st.input_win].winfixheight = true
+    api.nvim_set_current_win(cur)
+  end
+  style_chat_window(st.input_win)
+end
+
+--- Opens the chat window and the input window under it, and focuses the input.
 function M.open(config)
   local buf = M.buf()
-  if st.win and api.nvim_win_is_valid(st.win) then
+  if win_valid(st.win) then
     api.nvim_set_current_win(st.win)
   elseif config.window == "float" then
     local f = config.float or {}
     local width = math.max(20, math.floor(vim.o.columns * (f.width or 0.8)))
     local height = math.max(5, math.floor((vim.o.lines - 2) * (f.height or 0.8)))
+    -- The input float (plus its border) takes the bottom of that height.
+    local chat_height = math.max(3, height - INPUT_HEIGHT - 2)
     st.win = api.nvim_open_win(buf, true, {
       relative = "editor",
       width = width,
-      height = height,
+      height = chat_height,
       row = math.floor((vim.o.lines - 2 - height) / 2),
       col = math.floor((vim.o.columns - width) / 2),
       border = f.border or "rounded",
@@ -304,19 +341,43 @@ function M.open(config)
     st.win = api.nvim_get_current_win()
     api.nvim_win_set_buf(st.win, buf)
   end
-  vim.wo[st.win].wrap = true
-  vim.wo[st.win].linebreak = true
-  vim.wo[st.win].number = false
-  vim.wo[st.win].relativenumber = false
+  style_chat_window(st.win)
   pcall(api.nvim_win_set_cursor, st.win, { api.nvim_buf_line_count(buf), 0 })
-  if config.start_insert then
+  open_input(config)
+  M.focus_input(config.start_insert)
+  return st.win
+end
+
+--- Moves the cursor to the input window (opening it if needed), optionally in
+--- insert mode at the end of the text.
+function M.focus_input(insert)
+  if not win_valid(st.input_win) then
+    if not win_valid(st.win) then
+      return
+    end
+    open_input(require("mino").config)
+  end
+  api.nvim_set_current_win(st.input_win)
+  if insert then
     vim.cmd("startinsert!")
   end
-  return st.win
 end
 
 function M.win()
   return st.win
+end
+
+function M.input_win()
+  return st.input_win
+end
+
+--- Closes the chat and input windows (the buffers stay).
+function M.close()
+  for _, win in ipairs({ st.input_win, st.win }) do
+    if win_valid(win) and #api.nvim_list_wins() > 1 then
+      pcall(api.nvim_win_close, win, false)
+    end
+  end
 end
 
 --- Whether the chat buffer is shown in some window.
@@ -330,10 +391,17 @@ function M.reveal(config)
     return
   end
   local cur = api.nvim_get_current_win()
-  M.open(config)
+  M.open(vim.tbl_extend("force", config, { start_insert = false }))
   if api.nvim_win_is_valid(cur) and config.window ~= "float" then
     api.nvim_set_current_win(cur)
   end
+end
+
+--- Brings the screen up to date before a question is asked over it, so the
+--- person sees what they decide about (a blocking prompt would otherwise
+--- appear over the screen as it was before the call block was drawn).
+function M.redraw()
+  vim.cmd.redraw()
 end
 
 -- ------------------------------------------------------------ rendering
@@ -347,6 +415,14 @@ local function fence(lang, text)
   vim.list_extend(out, body)
   table.insert(out, "```")
   return out
+end
+
+--- A speaker's section: a blank line, the heading on its own line, a blank
+--- line, then the text.
+local function speaker(heading, text)
+  local lines = { "", heading, "" }
+  vim.list_extend(lines, vim.split(text, "\n", { plain = true }))
+  return lines
 end
 
 local function status_line(status, exit_code)
@@ -393,20 +469,23 @@ function M.server_started(caps)
   st.output_streamed = {}
   start_response()
   -- Remove everything above the prompt line.
-  api.nvim_buf_set_lines(buf, 0, prompt_index(buf), false, {})
+  set_lines(buf, 0, -1, {})
   local header = { "# Mino" }
   if type(caps) == "table" then
+    table.insert(header, "")
     table.insert(header, ("_Session %s · model %s · %s_"):format(caps.sessionId or "?", caps.model or "?",
       caps.cwd or "?"))
   end
-  table.insert(header, "_Bash commands require approval. Type a question on the `You>` line and press Enter._")
+  table.insert(header, "")
+  table.insert(header, "_Bash commands require approval. Write in the input window below the chat and send with "
+    .. "`" .. (send_keys(require("mino").config)[1] or "<CR>") .. "`._")
   M.append(header)
 end
 
 function M.render_history(result)
   local turns = (result and result.turns) or {}
   for _, t in ipairs(turns) do
-    local lines = { "", M.PROMPT .. (t.input or "") }
+    local lines = speaker(M.USER_HEADING, t.input or "")
     for _, c in ipairs(t.calls or {}) do
       table.insert(lines, "")
       table.insert(lines, ("**Tool call** `%s`"):format(c.callId or "?"))
@@ -422,8 +501,7 @@ function M.render_history(result)
       end
     end
     if (t.text or "") ~= "" then
-      table.insert(lines, "")
-      vim.list_extend(lines, vim.split(M.ASSISTANT .. t.text, "\n", { plain = true }))
+      vim.list_extend(lines, speaker(M.ASSISTANT_HEADING, t.text))
     end
     if not is_nil(t.status) and t.status ~= "completed" then
       local s = ("_Turn %s_"):format(t.status)
@@ -484,9 +562,7 @@ function M.render_recovery(p)
 end
 
 function M.user_input(text)
-  local lines = vim.split(M.PROMPT .. text, "\n", { plain = true })
-  table.insert(lines, 1, "")
-  M.append(lines)
+  M.append(speaker(M.USER_HEADING, text))
 end
 
 function M.turn_started(p)
@@ -503,9 +579,9 @@ function M.text_delta(p)
   end
   local block
   if st.stream ~= "text" or #st.response.blocks == 0 then
-    M.append({ "", M.ASSISTANT })
+    M.append({ "", M.ASSISTANT_HEADING, "", "" })
     st.stream = "text"
-    local first = prompt_index(buf) - 2 -- the blank line
+    local first = last_index(buf) - 3 -- the blank line before the heading
     block = {
       start = api.nvim_buf_set_extmark(buf, ns, first, 0, {}),
       stop = api.nvim_buf_set_extmark(buf, ns, first + 1, 0, {}),
@@ -518,7 +594,7 @@ function M.text_delta(p)
   extend_last(p.delta or "")
   if block then
     -- The block now ends on the line above the prompt.
-    api.nvim_buf_set_extmark(buf, ns, prompt_index(buf) - 1, 0, { id = block.stop })
+    api.nvim_buf_set_extmark(buf, ns, last_index(buf), 0, { id = block.stop })
   end
 end
 
@@ -533,8 +609,8 @@ function M.retrying(p)
       local b = r.blocks[i]
       local from = api.nvim_buf_get_extmark_by_id(buf, ns, b.start, {})
       local to = api.nvim_buf_get_extmark_by_id(buf, ns, b.stop, {})
-      if from[1] and to[1] and from[1] <= to[1] and to[1] < prompt_index(buf) then
-        api.nvim_buf_set_lines(buf, from[1], to[1] + 1, false, {})
+      if from[1] and to[1] and from[1] <= to[1] and to[1] <= last_index(buf) then
+        set_lines(buf, from[1], to[1] + 1, {})
       end
     end
     st.streamed[p.turnId] = r.prior
@@ -556,7 +632,7 @@ function M.retrying(p)
   if #details > 0 then
     line = ("%s (%s)"):format(line, table.concat(details, ": "))
   end
-  -- Ends the text stream: the retried text starts a new "Assistant>" paragraph.
+  -- Ends the text stream: the retried text starts a new "## Mino" section.
   M.append({ "", ("_%s_"):format(line) })
 end
 
@@ -588,12 +664,14 @@ function M.approval_request(p)
   local l = p.limits or {}
   table.insert(lines, ("- Limits: timeout %s s, output limit %s bytes"):format(l.timeoutSeconds or "?",
     l.outputLimitBytes or "?"))
+  -- Blank lines keep each note a paragraph of its own (not part of the list).
+  table.insert(lines, "")
   table.insert(lines, "_Waiting for your decision (Approve / Deny)…_")
   M.append(lines)
 end
 
 function M.approval_decided(req, decision)
-  M.append({ decision == "approve" and ("_Approved `%s`._"):format(req.callId)
+  M.append({ "", decision == "approve" and ("_Approved `%s`._"):format(req.callId)
     or ("_Denied `%s`._"):format(req.callId) })
 end
 
@@ -630,8 +708,7 @@ function M.turn_ended(p)
   start_response()
   local lines = {}
   if not st.streamed[p.turnId] and not is_nil(p.text) and p.text ~= "" then
-    table.insert(lines, "")
-    vim.list_extend(lines, vim.split(M.ASSISTANT .. p.text, "\n", { plain = true }))
+    vim.list_extend(lines, speaker(M.ASSISTANT_HEADING, p.text))
   end
   if p.status ~= "completed" then
     local s = ("_Turn %s_"):format(p.status or "?")
@@ -663,13 +740,17 @@ function M.server_exited(code, signal, purposeful)
 end
 
 function M._reset()
-  if st.win and api.nvim_win_is_valid(st.win) and #api.nvim_list_wins() > 1 then
-    pcall(api.nvim_win_close, st.win, true)
+  for _, win in ipairs({ st.input_win, st.win }) do
+    if win_valid(win) and #api.nvim_list_wins() > 1 then
+      pcall(api.nvim_win_close, win, true)
+    end
   end
-  if valid_buf() then
-    pcall(api.nvim_buf_delete, st.buf, { force = true })
+  for _, buf in ipairs({ st.input_buf, st.buf }) do
+    if buf and api.nvim_buf_is_valid(buf) then
+      pcall(api.nvim_buf_delete, buf, { force = true })
+    end
   end
-  st.buf, st.win, st.stream, st.stream_call = nil, nil, nil, nil
+  st.buf, st.win, st.input_buf, st.input_win, st.stream, st.stream_call = nil, nil, nil, nil, nil, nil
   st.streamed, st.output_streamed, st.response = {}, {}, nil
 end
 

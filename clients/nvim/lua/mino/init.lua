@@ -42,8 +42,22 @@ local defaults = {
   split_cmd = "botright vsplit",
   --- Float geometry (window = "float"), as fractions of the editor size.
   float = { width = 0.8, height = 0.8, border = "rounded" },
-  --- Enter insert mode at the prompt line when :Mino opens the chat.
+  --- Enter insert mode in the input window when :Mino opens the chat.
   start_insert = false,
+  --- Key(s) that send the input buffer, in normal and insert mode (a string,
+  --- a list, or false for none); <CR> in normal mode always sends too.
+  send_key = "<C-s>",
+  --- Global keymaps: false (none, the default), true (M.default_keymaps), or
+  --- a table overriding some of them (a key set to false is not mapped).
+  keymaps = false,
+}
+
+--- The keymaps `keymaps = true` sets (normal mode).
+M.default_keymaps = {
+  open = "<leader>mo", -- open the chat and write in its input window
+  cancel = "<leader>mc", -- cancel the running turn
+  approve = "<leader>my", -- approve the command whose question is shown
+  deny = "<leader>mn", -- deny the command whose question is shown
 }
 
 M.config = vim.deepcopy(defaults)
@@ -61,6 +75,10 @@ local function fresh_state()
     recovery_seen = false, -- this server's mino/recovery was handled (asking_ack is set by then if needed)
     approvals = {}, -- queue of approval requests
     asking_approval = false,
+    --- The approval whose question is on screen ({ req, decided }); set only
+    --- once the question shows, so a key pressed before cannot answer it.
+    shown_approval = nil,
+    response_streaming = false, -- MinoStreaming was sent for the current response
     asking_ack = false,
     capabilities = nil,
   }
@@ -76,14 +94,63 @@ local function notify(msg, level)
 end
 M._notify = notify
 
+--- Global keymaps set by the last setup(), so a later setup() can remove them.
+local mapped = {}
+
+local function apply_keymaps(opt)
+  for _, lhs in ipairs(mapped) do
+    pcall(vim.keymap.del, "n", lhs)
+  end
+  mapped = {}
+  if not opt then
+    return
+  end
+  local keys = vim.deepcopy(M.default_keymaps)
+  if type(opt) == "table" then
+    for name, lhs in pairs(opt) do
+      if M.default_keymaps[name] == nil then
+        notify(("keymaps.%s is not a Mino keymap (known: open, cancel, approve, deny)"):format(name),
+          vim.log.levels.WARN)
+      else
+        keys[name] = lhs
+      end
+    end
+  end
+  local actions = {
+    open = { function() M.open({ focus_insert = true }) end, "Open the Mino chat and write a question" },
+    cancel = { function() M.cancel() end, "Cancel Mino's running turn" },
+    approve = { function() M.approve_shown() end, "Approve the command Mino is asking about" },
+    deny = { function() M.deny_shown() end, "Deny the command Mino is asking about" },
+  }
+  for name, lhs in pairs(keys) do
+    if type(lhs) == "string" and lhs ~= "" then
+      vim.keymap.set("n", lhs, actions[name][1], { desc = actions[name][2] })
+      table.insert(mapped, lhs)
+    end
+  end
+end
+
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(defaults), opts or {})
   if M.config.window ~= "split" and M.config.window ~= "float" then
     notify("window must be \"split\" or \"float\", got " .. tostring(M.config.window), vim.log.levels.WARN)
     M.config.window = "split"
   end
+  apply_keymaps(M.config.keymaps)
   return M
 end
+
+-- ------------------------------------------------------------ events
+
+--- Fires `User {name}` with `data` (for statuslines and progress UIs, see
+--- :help mino-events). A failing user handler is reported, never fatal.
+local function emit(name, data)
+  local ok, err = pcall(vim.api.nvim_exec_autocmds, "User", { pattern = name, modeline = false, data = data })
+  if not ok then
+    notify(("a User %s autocmd failed: %s"):format(name, err), vim.log.levels.WARN)
+  end
+end
+M._emit = emit
 
 --- The file the server's stderr is appended to.
 function M.log_path()
@@ -187,6 +254,18 @@ on["mino/recovery"] = function(p)
   end
   chat.render_recovery(p)
   M.state.recovery_seen = true
+  local turn_ids = {}
+  for _, t in ipairs(p.turns or {}) do
+    table.insert(turn_ids, t.turnId)
+  end
+  -- Every start sends mino/recovery; only one that recovered something is an event.
+  if #turn_ids > 0 or p.acknowledgementRequired or #(p.repairs or {}) > 0 then
+    emit("MinoRecovery", {
+      acknowledgementRequired = p.acknowledgementRequired == true,
+      turnIds = turn_ids,
+      unacknowledgedTurnIds = p.unacknowledgedTurnIds or {},
+    })
+  end
   if p.acknowledgementRequired then
     chat.reveal(M.config)
     M.state.recovery = p
@@ -198,26 +277,36 @@ end
 
 on["mino/turnStarted"] = function(p)
   M.state.running_turn = p.turnId
+  M.state.response_streaming = false
   chat.turn_started(p)
+  emit("MinoRequestStarted", { turnId = p.turnId, input = p.input })
 end
 
 on["mino/textDelta"] = function(p)
   chat.text_delta(p)
+  if not M.state.response_streaming then
+    -- Once per model response: when its text starts to arrive.
+    M.state.response_streaming = true
+    emit("MinoStreaming", { turnId = p.turnId })
+  end
 end
 
 on["mino/retrying"] = function(p)
   chat.retrying(p)
+  M.state.response_streaming = false
 end
 
 on["mino/approvalRequest"] = function(p)
   chat.approval_request(p)
   chat.reveal(M.config)
   table.insert(M.state.approvals, p)
+  emit("MinoApprovalRequested", { turnId = p.turnId, callId = p.callId, command = p.command, directory = p.directory })
   M._next_approval()
 end
 
 on["mino/toolStarted"] = function(p)
   chat.tool_started(p)
+  emit("MinoToolStarted", { turnId = p.turnId, callId = p.callId, command = p.command })
 end
 
 on["mino/toolOutput"] = function(p)
@@ -226,6 +315,13 @@ end
 
 on["mino/toolResult"] = function(p)
   chat.tool_result(p)
+  M.state.response_streaming = false
+  emit("MinoToolFinished", {
+    turnId = p.turnId,
+    callId = p.callId,
+    status = p.status,
+    exitCode = (p.exitCode ~= vim.NIL) and p.exitCode or nil,
+  })
 end
 
 on["mino/turnEnded"] = function(p)
@@ -238,6 +334,11 @@ on["mino/turnEnded"] = function(p)
     return a.turnId ~= p.turnId
   end, M.state.approvals)
   chat.turn_ended(p)
+  emit("MinoRequestFinished", {
+    turnId = p.turnId,
+    status = p.status,
+    reason = (p.reason ~= vim.NIL) and p.reason or nil,
+  })
   if p.status == "failed" then
     local reason = (p.reason ~= nil and p.reason ~= vim.NIL) and p.reason or "no reason given"
     notify(("turn failed: %s (log: %s)"):format(reason, M.log_path()), vim.log.levels.ERROR)
@@ -280,15 +381,62 @@ end
 
 --- Asks `question` with vim.ui.select after dropping typed-ahead keys; the
 --- declining answer is listed first, so a UI whose <CR> takes the highlighted
---- (first) item declines, and so does dismissing the menu.
-local function ask_safely(question, decline, accept, kind, on_answer)
+--- (first) item declines, and so does dismissing the menu. The screen is
+--- redrawn first, so the question never shows over a stale chat; `on_shown`
+--- runs right before the question is asked.
+local function ask_safely(question, decline, accept, kind, on_answer, on_shown)
   local dropped = discard_typeahead()
   if dropped > 0 then
     notify(("%d key(s) typed before the question appeared were ignored"):format(dropped), vim.log.levels.WARN)
   end
+  chat.redraw()
+  if on_shown then
+    on_shown()
+  end
   vim.ui.select({ decline, accept }, { prompt = question, kind = kind }, function(choice)
     on_answer(choice == accept)
   end)
+end
+
+--- Records the decision about `asked` (once: a keymap and the menu may both
+--- answer it) and asks about the next queued approval.
+local function decide(asked, approved)
+  if asked.decided then
+    return
+  end
+  asked.decided = true
+  if M.state.shown_approval == asked then
+    M.state.shown_approval = nil
+  end
+  local req = asked.req
+  local decision = approved and "approve" or "deny"
+  M.state.asking_approval = false
+  if M.state.ended[req.turnId] then
+    chat.append({ ("_`%s` no longer awaits a decision: its turn has ended; nothing was run._"):format(req.callId) })
+    M._next_approval()
+    return
+  end
+  chat.approval_decided(req, decision)
+  emit("MinoApprovalDecided", { turnId = req.turnId, callId = req.callId, decision = decision })
+  -- The turn id binds the decision to the turn that asked: the server
+  -- refuses it (-32012) if that turn no longer waits for this call.
+  M.request("mino/approval", { turnId = req.turnId, callId = req.callId, decision = decision }, function(err)
+    if err and err.code == M.errors.NO_PENDING_APPROVAL then
+      -- The turn ended (e.g. cancelled) while the question was open.
+      chat.append({ ("_`%s` no longer awaits a decision: %s_"):format(req.callId, err.message or "") })
+    elseif err then
+      notify("approval of " .. req.callId .. " failed: " .. format_error(err), vim.log.levels.ERROR)
+    end
+  end)
+  M._next_approval()
+end
+
+--- The question asked about a call: the essentials are in the prompt itself,
+--- for UIs that show it apart from the chat.
+function M.approval_prompt(req)
+  local limits = type(req.limits) == "table" and req.limits or {}
+  return ("Mino wants to run `%s` in %s (timeout %s s). Approve?"):format(req.command or "?", req.directory or "?",
+    limits.timeoutSeconds or "?")
 end
 
 --- Asks about the next queued approval with vim.ui.select; anything but an
@@ -302,30 +450,34 @@ function M._next_approval()
     return
   end
   M.state.asking_approval = true
-  local prompt = ("Mino wants to run `%s` in %s. Approve?"):format(req.command, req.directory or "?")
+  local asked = { req = req, decided = false }
   vim.schedule(function()
-    ask_safely(prompt, "Deny", "Approve", "mino.approval", function(approved)
-      local decision = approved and "approve" or "deny"
-      M.state.asking_approval = false
-      if M.state.ended[req.turnId] then
-        chat.append({ ("_`%s` no longer awaits a decision: its turn has ended; nothing was run._"):format(req.callId) })
-        M._next_approval()
-        return
-      end
-      chat.approval_decided(req, decision)
-      -- The turn id binds the decision to the turn that asked: the server
-      -- refuses it (-32012) if that turn no longer waits for this call.
-      M.request("mino/approval", { turnId = req.turnId, callId = req.callId, decision = decision }, function(err)
-        if err and err.code == M.errors.NO_PENDING_APPROVAL then
-          -- The turn ended (e.g. cancelled) while the question was open.
-          chat.append({ ("_`%s` no longer awaits a decision: %s_"):format(req.callId, err.message or "") })
-        elseif err then
-          notify("approval of " .. req.callId .. " failed: " .. format_error(err), vim.log.levels.ERROR)
-        end
-      end)
-      M._next_approval()
+    ask_safely(M.approval_prompt(req), "Deny", "Approve", "mino.approval", function(approved)
+      decide(asked, approved)
+    end, function()
+      M.state.shown_approval = asked
     end)
   end)
+end
+
+--- The approve / deny keymaps: they answer only a question already on screen
+--- (a key pressed before it appeared finds none, or was dropped with the
+--- typed-ahead keys when it appeared).
+local function answer_shown(approved)
+  local asked = M.state.shown_approval
+  if not asked or asked.decided then
+    notify("no command is waiting for your approval")
+    return
+  end
+  decide(asked, approved)
+end
+
+function M.approve_shown()
+  answer_shown(true)
+end
+
+function M.deny_shown()
+  answer_shown(false)
 end
 
 -- ------------------------------------------------------------ acknowledgement gate
@@ -385,6 +537,7 @@ local function make_on_exit(start_ctx)
         M.state.client_id = nil
         M.state.running_turn = nil
         M.state.approvals = {}
+        M.state.shown_approval = nil
         if #M.state.outbox > 0 then
           notify(("%d question(s) not sent: the server is not running"):format(#M.state.outbox), vim.log.levels.WARN)
           M.state.outbox = {}
@@ -483,6 +636,7 @@ function M.start()
   M.state.running_turn = nil
   M.state.approvals = {}
   M.state.asking_approval = false
+  M.state.shown_approval = nil
   M.state.asking_ack = false
 
   local start_ctx = { init_failed = false }
@@ -626,11 +780,16 @@ function M.send(text, opts)
   end)
 end
 
---- Opens the chat window (starting the server if needed) and optionally asks.
+--- Opens the chat window (starting the server if needed) and optionally asks;
+--- `focus_insert` starts insert mode in the input window.
 function M.open(opts)
   opts = opts or {}
   M.start()
-  chat.open(M.config)
+  local config = M.config
+  if opts.focus_insert then
+    config = vim.tbl_extend("force", config, { start_insert = true })
+  end
+  chat.open(config)
   if opts.question then
     M.send(opts.question)
   end
