@@ -33,8 +33,8 @@ beforeAll(async () => {
   const origin = webHost.origin;
   webHost.html = renderChatHtml({
     cspSource: origin,
-    scriptUri: `${origin}/media/main.js`,
-    styleUri: `${origin}/media/main.css`,
+    scriptUri: `${origin}/dist/webview.js`,
+    styleUri: `${origin}/dist/webview.css`,
   });
   browser = await launchChromium();
 });
@@ -109,7 +109,8 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     await notify('mino/turnStarted', { turnId: 't1', seq: 0, input: 'Add milk\nto shopping.txt.' });
     for (const [i, d] of ['I', ' will', ' add', ' it.'].entries()) {
       await notify('mino/textDelta', { turnId: 't1', seq: i + 1, delta: d });
-      expect(await page.locator('[data-turn-id="t1"] .assistant-text').first().textContent()).toBe(
+      // Rendered at the next animation frame.
+      await expect.poll(() => page.locator('[data-turn-id="t1"] .assistant-text').first().textContent()).toBe(
         ['I', ' will', ' add', ' it.'].slice(0, i + 1).join(''),
       );
     }
@@ -126,7 +127,7 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     await notify('mino/turnStarted', { turnId: 'r1', seq: 0, input: 'Say hello.' });
     await notify('mino/textDelta', { turnId: 'r1', seq: 1, delta: 'Hel' });
     const texts = () => page.locator('[data-turn-id="r1"] .assistant-text').allTextContents();
-    expect(await texts()).toEqual(['Hel']);
+    await expect.poll(texts).toEqual(['Hel']);
     await notify('mino/retrying', {
       turnId: 'r1', seq: 2, attempt: 1, delayMs: 200, reason: 'The model stream was cut off',
     });
