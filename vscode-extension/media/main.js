@@ -182,8 +182,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   }
 
   function announceTurnEnd(turn, status, reason) {
-    const answer = [...turn.body.querySelectorAll('.assistant-text')]
-      .map((el) => (/** @type {HTMLElement} */ (el).innerText || '').trim())
+    // Block by block from the DOM (not innerText: off-screen chunks are not laid out).
+    const answer = [...turn.body.querySelectorAll('.md-chunk > *, .md-tail > *')]
+      .map((el) => (el.textContent || '').trim())
       .filter(Boolean)
       .join('\n');
     if (status === 'completed') announce(answer ? 'Mino answered: ' + answer : 'Mino finished.');
@@ -275,10 +276,13 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   function renderSegment(seg) {
     const safe = advanceSplitScan(seg.scan, seg.source);
     if (safe - seg.frozenLen >= FREEZE_MIN_CHARS) {
-      seg.frozen.insertAdjacentHTML('beforeend', renderMarkdown(seg.source.slice(seg.frozenLen, safe)));
+      // A chunk of its own: off screen, the browser skips its layout and paint (main.css).
+      const chunk = h('div', 'md-chunk');
+      chunk.appendChild(renderMarkdown(seg.source.slice(seg.frozenLen, safe)));
+      seg.frozen.appendChild(chunk);
       seg.frozenLen = safe;
     }
-    seg.tail.innerHTML = renderMarkdown(seg.source.slice(seg.frozenLen));
+    seg.tail.replaceChildren(renderMarkdown(seg.source.slice(seg.frozenLen)));
   }
 
   /** Renders the segment afresh (its text was taken back, or is settled history). */

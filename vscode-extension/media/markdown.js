@@ -72,10 +72,12 @@ const PURIFY_CONFIG = {
   FORBID_ATTR: ['style'],
 };
 
-/** Sanitised HTML for `source`. */
+const PURIFY_TO_FRAGMENT = { ...PURIFY_CONFIG, RETURN_DOM_FRAGMENT: true };
+
+/** `source` rendered and sanitised, as nodes ready to insert (parsed once). */
 export function renderMarkdown(source) {
   // Trimmed: the newline after the last block would be text of its own.
-  return String(DOMPurify.sanitize(md.render(source), PURIFY_CONFIG)).trim();
+  return DOMPurify.sanitize(md.render(source).trim(), PURIFY_TO_FRAGMENT);
 }
 
 /**
