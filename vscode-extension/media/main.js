@@ -93,8 +93,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   }
 
   /** Follows the end of the transcript at the next frame, unless the person scrolled up. */
-  function scrollToEnd() {
+  function scrollToEnd(force) {
     scrollRequested = true;
+    if (force) followEnd = true;
     requestFrame();
   }
 
@@ -268,12 +269,19 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     frameRequested = false;
     for (const seg of dirtySegments) renderSegment(seg);
     dirtySegments.clear();
-    if (scrollRequested && followEnd) transcript.scrollTop = transcript.scrollHeight;
+    if (scrollRequested && followEnd) {
+      transcript.scrollTop = transcript.scrollHeight;
+      // Off-screen turns have estimated heights (content-visibility): settle at the real end.
+      requestAnimationFrame(() => {
+        if (followEnd) transcript.scrollTop = transcript.scrollHeight;
+      });
+    }
     scrollRequested = false;
   }
 
   /** Renders only this segment: new settled blocks once, then the tail. */
   function renderSegment(seg) {
+    seg.el.classList.remove('md-pending');
     const safe = advanceSplitScan(seg.scan, seg.source);
     if (safe - seg.frozenLen >= FREEZE_MIN_CHARS) {
       // A chunk of its own: off screen, the browser skips its layout and paint (main.css).
@@ -292,6 +300,28 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     seg.frozenLen = 0;
     seg.scan = newSplitScan();
     dirtySegments.add(seg);
+  }
+
+  /** Turns of a restored history rendered at once; older ones as they come near the screen. */
+  const EAGER_HISTORY_TURNS = 40;
+  const lazySegments = new WeakMap();
+  const lazyObserver = new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      const seg = lazySegments.get(entry.target);
+      lazyObserver.unobserve(entry.target);
+      lazySegments.delete(entry.target);
+      if (seg) renderSegment(seg);
+    }
+  }, { root: transcript, rootMargin: '1500px 0px' });
+
+  /** Shows the segment's text as written and renders it once it nears the viewport. */
+  function renderLater(seg) {
+    dirtySegments.delete(seg);
+    seg.tail.textContent = seg.source;
+    seg.el.classList.add('md-pending');
+    lazySegments.set(seg.el, seg);
+    lazyObserver.observe(seg.el);
   }
 
   /** Renders pending text now (a turn ended; history was replaced). */
@@ -572,15 +602,21 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
   function renderHistory(history) {
     transcript.textContent = '';
+    lazyObserver.disconnect();
     turns.clear();
     cards.clear();
     dirtySegments.clear();
     state.runningTurnId = null;
     followEnd = true;
     if (!history) return updateComposer();
-    for (const t of history.turns) {
+    history.turns.forEach((t, index) => {
       const turn = createTurn(t.turnId, t.input);
-      if (t.text) appendText(turn, t.text);
+      if (t.text) {
+        appendText(turn, t.text);
+        // Older turns are rendered when they come near the screen; until then
+        // their text is there as written.
+        if (index < history.turns.length - EAGER_HISTORY_TURNS && turn.segment) renderLater(turn.segment);
+      }
       // History text is settled: a later mino/retrying voids only live text.
       startResponse(turn);
       for (const c of t.calls) {
@@ -593,11 +629,12 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       for (const n of t.notices || []) turn.body.appendChild(h('div', 'turn-notice', n));
       setTurnStatus(turn, t.status, t.reason);
       if (!t.status) state.runningTurnId = t.turnId;
-    }
+    });
     renderNow();
     setProgress(state.runningTurnId ? 'thinking' : 'idle');
     updateComposer();
-    scrollToEnd();
+    // Whatever the emptied transcript's scroll events said, a new history opens at its end.
+    scrollToEnd(true);
   }
 
   function onRecovery(r) {

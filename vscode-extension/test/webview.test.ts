@@ -847,3 +847,22 @@ describe.skipIf(skip)('screenshots of the panel', () => {
     }
   }
 });
+
+describe.skipIf(skip)('long histories', () => {
+  it('renders older turns of a long history when they come near the screen', async () => {
+    await ready();
+    const turns = Array.from({ length: 200 }, (_, i) => ({
+      turnId: `lh${i}`, input: `Question ${i}`, text: `## Answer ${i}\n\nSome **bold** text.`, status: 'completed', calls: [], notices: [],
+    }));
+    await host({ type: 'history', history: { sessionId: 's1', turns } });
+    const first = page.locator('[data-turn-id="lh0"] .assistant-text');
+    const last = page.locator('[data-turn-id="lh199"] .assistant-text');
+    // The newest is rendered at once; the oldest shows its text as written until it is near.
+    expect(await last.locator('h2').textContent()).toBe('Answer 199');
+    expect(await first.locator('h2').count()).toBe(0);
+    expect(await first.textContent()).toBe('## Answer 0\n\nSome **bold** text.');
+    await page.locator('#transcript').evaluate((t) => (t.scrollTop = 0));
+    await expect.poll(() => first.locator('h2').count()).toBe(1);
+    expect(await first.locator('strong').textContent()).toBe('bold');
+  });
+});
