@@ -3,6 +3,7 @@
  * (see vitest.config.ts aliases).
  */
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -470,5 +471,38 @@ describe('code blocks and editor context', () => {
     firstView.webview.receive({ type: 'addContext', source: 'pick' });
     await settle();
     expect(posted().at(-1)).toMatchObject({ type: 'error', message: expect.stringContaining('big.txt is 300 KiB; at most 256 KiB') });
+  });
+});
+
+describe('the bundle', () => {
+  it('dist/extension.js (what the .vsix ships) loads with only `vscode` external and activates', async () => {
+    const bundle = path.join(__dirname, '..', 'dist', 'extension.js');
+    await deactivate();
+    for (const d of context.subscriptions.splice(0)) d.dispose();
+    fake.mock.reset();
+    // Node's own require, as VS Code loads the extension; `vscode` is the mock.
+    const Module = createRequire(__filename)('node:module');
+    const load = Module._load;
+    // The real vscode-languageclient subclasses parts of the API the mock leaves out.
+    const api = new Proxy(fake as Record<string | symbol, unknown>, {
+      get: (target, key) => (key in target ? target[key] : class {}),
+    });
+    Module._load = function (request: string, ...rest: unknown[]) {
+      if (request === 'vscode') return api;
+      return load.call(this, request, ...rest);
+    };
+    try {
+      const ext = createRequire(__filename)(bundle);
+      context = fake.createExtensionContext();
+      const bundled = ext.activate(context);
+      expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
+      expect([...fake.mock.commands.keys()].sort()).toEqual(
+        ['mino.cancelTurn', 'mino.newQuestion', 'mino.open', 'mino.restartServer', 'mino.setApiKey', 'mino.showServerLog'],
+      );
+      expect(bundled.server.state).toBe('stopped');
+      await ext.deactivate();
+    } finally {
+      Module._load = load;
+    }
   });
 });
