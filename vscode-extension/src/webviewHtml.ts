@@ -81,8 +81,10 @@ export function renderChatHtml(opts: WebviewHtmlOptions): string {
         <button id="add-selection" type="button" class="context-add" title="Add the active editor's selection to the question">+ Selection</button>
         <button id="add-files" type="button" class="context-add" title="Add files of the workspace by name">+ Files…</button>
       </div>
-      <button id="cancel" type="button" class="secondary" hidden>Cancel</button>
-      <button id="send" type="submit" class="primary">Send</button>
+      <span class="send-actions">
+        <button id="cancel" type="button" class="secondary" hidden>Cancel</button>
+        <button id="send" type="submit" class="primary">Send</button>
+      </span>
     </div>
   </form>
 </div>

@@ -793,18 +793,33 @@ describe.skipIf(skip)('narrow panels', () => {
         probe.textContent = '0'.repeat(10);
         cardEl.querySelector('.env-table th')!.appendChild(probe);
         const ch = probe.getBoundingClientRect().width / 10;
+        const line = probe.getBoundingClientRect().height;
         probe.remove();
+        const names = [...cardEl.querySelectorAll('.env-table th')].map((th) => ({
+          text: th.textContent || '',
+          height: th.getBoundingClientRect().height,
+        }));
         const cells = [...cardEl.querySelectorAll('.env-table th, .env-table td, .tool-meta dd')].map((c) => ({
           text: (c.textContent || '').slice(0, 20),
           width: c.getBoundingClientRect().width,
+          right: c.getBoundingClientRect().right,
         }));
-        return { ch, cells, cardWidth: cardEl.getBoundingClientRect().width, scrollWidth: document.documentElement.scrollWidth };
+        const card = cardEl.getBoundingClientRect();
+        return { ch, line, names, cells, cardWidth: card.width, cardRight: card.right, scrollWidth: document.documentElement.scrollWidth };
       });
       for (const cell of measured.cells) {
         // At least a few characters wide (or the whole of a shorter name/value).
-        expect(cell.width, `${cell.text} at ${width} px`).toBeGreaterThanOrEqual(Math.min(8, cell.text.length) * measured.ch - 1);
+        expect(cell.width, `${cell.text} at ${width} px`).toBeGreaterThanOrEqual(Math.min(12, cell.text.length) * measured.ch - 1);
+        // Inside the card, which is inside the panel: nothing to scroll sideways for.
+        expect(cell.right, `${cell.text} at ${width} px`).toBeLessThanOrEqual(measured.cardRight + 1);
       }
-      // Nothing is wider than the panel.
+      // A name that fits the card is on one line, not broken mid-word.
+      for (const name of measured.names) {
+        if (name.text.length * measured.ch < measured.cardWidth - 40) {
+          expect(name.height, `${name.text} at ${width} px`).toBeLessThan(measured.line * 1.5);
+        }
+      }
+      expect(measured.cardRight).toBeLessThanOrEqual(width);
       expect(measured.scrollWidth).toBeLessThanOrEqual(width);
       await page.screenshot({ path: path.join(OUT, `webview-env-${width}.png`), fullPage: true });
     });
