@@ -1,7 +1,10 @@
 // @ts-check
 // Mino chat webview. Talks to the extension host only through postMessage
 // (see src/messages.ts for the message shapes). Builds the DOM with
-// textContent only: model and command output is never parsed as HTML.
+// textContent, except the model's answers: those are markdown rendered by
+// markdown.js (raw HTML off, then sanitised). Bundled by scripts/build.mjs.
+import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
+
 (function () {
   'use strict';
 
@@ -63,13 +66,19 @@
   let nextElementId = 0;
 
   /**
-   * @typedef {{ el: HTMLElement, body: HTMLElement, segment: HTMLElement | null,
+   * @typedef {{ el: HTMLElement, body: HTMLElement, segment: Segment | null,
    *   statusEl: HTMLElement, text: string, response: ResponseText | null,
    *   retryNotice: HTMLElement | null }} Turn
    * The text of the model's current response (since mino/turnStarted or the
    * turn's last mino/toolResult): where it starts in `text` and in each
    * segment it was written to, so that mino/retrying can take it back.
-   * @typedef {{ start: number, parts: { el: HTMLElement, start: number }[] }} ResponseText
+   * @typedef {{ start: number, parts: { seg: Segment, start: number }[] }} ResponseText
+   * A run of the model's text between tool cards, rendered as markdown. While
+   * it streams, the part before `frozenLen` is rendered once into `frozen`
+   * (cut where markdown.js says it renders the same alone); only `tail` is
+   * rendered again, at most once per animation frame.
+   * @typedef {{ el: HTMLElement, frozen: HTMLElement, tail: HTMLElement, source: string,
+   *   frozenLen: number, scan: import('./markdown.js').SplitScan }} Segment
    * @typedef {{ el: HTMLElement, badge: HTMLElement, command: HTMLElement, actions: HTMLElement,
    *   output: HTMLElement, result: HTMLElement, evidence: HTMLElement, liveOutput: boolean }} Card
    */
@@ -83,8 +92,11 @@
     return el;
   }
 
-  function scrollToEnd() {
-    transcript.scrollTop = transcript.scrollHeight;
+  /** Follows the end of the transcript at the next frame, unless the person scrolled up. */
+  function scrollToEnd(force) {
+    scrollRequested = true;
+    if (force) followEnd = true;
+    requestFrame();
   }
 
   function post(msg) {
@@ -113,6 +125,73 @@
     else input.placeholder = 'Ask Mino… (Enter to send, Shift+Enter for a new line)';
   }
 
+  // ------------------------------------------------------------ progress
+
+  // What Mino is doing now, shown above the composer. Not a live region: the
+  // running command's clock ticks every second; the announcer below says what
+  // matters once.
+  const progressEl = $('progress');
+  const progressText = $('progress-text');
+  /** @type {{ kind: string, command: string, since: number, timer: number | undefined }} */
+  const progress = { kind: 'idle', command: '', since: 0, timer: undefined };
+
+  function formatElapsed(ms) {
+    const s = Math.max(0, Math.floor(ms / 1000));
+    if (s < 60) return s + ' s';
+    return Math.floor(s / 60) + ' min ' + String(s % 60).padStart(2, '0') + ' s';
+  }
+
+  function progressLabel() {
+    switch (progress.kind) {
+      case 'sending': return 'Sending your question…';
+      case 'thinking': return 'Mino is thinking…';
+      case 'streaming': return 'Mino is writing…';
+      case 'retrying': return 'Connection to the model failed; retrying…';
+      case 'approval': return 'Waiting for your approval to run: ' + progress.command;
+      case 'running': return 'Running ' + progress.command + ' · ' + formatElapsed(Date.now() - progress.since);
+      default: return '';
+    }
+  }
+
+  /** kind: idle | sending | thinking | streaming | retrying | approval | running */
+  function setProgress(kind, command) {
+    if (progress.timer !== undefined) clearInterval(progress.timer);
+    progress.timer = undefined;
+    progress.kind = kind;
+    progress.command = command || '';
+    progress.since = Date.now();
+    if (kind === 'running') {
+      progress.timer = setInterval(() => (progressText.textContent = progressLabel()), 1000);
+    }
+    progressEl.dataset.kind = kind;
+    progressEl.hidden = kind === 'idle';
+    progressText.textContent = progressLabel();
+  }
+
+  // ------------------------------------------------------------ announcements
+
+  // The transcript is not a live region (a screen reader would read every
+  // streamed chunk). Completed answers, approval cards and results are
+  // announced here once, politely.
+  const announcer = $('announcer');
+  const ANNOUNCE_MAX_CHARS = 1500;
+
+  function announce(text) {
+    const t = text.length > ANNOUNCE_MAX_CHARS ? text.slice(0, ANNOUNCE_MAX_CHARS) + '…' : text;
+    // The same words twice in a row would not be read again.
+    announcer.textContent = announcer.textContent === t ? t + '\u00a0' : t;
+  }
+
+  function announceTurnEnd(turn, status, reason) {
+    // Block by block from the DOM (not innerText: off-screen chunks are not laid out).
+    const answer = [...turn.body.querySelectorAll('.md-chunk > *, .md-tail > *')]
+      .map((el) => (el.textContent || '').trim())
+      .filter(Boolean)
+      .join('\n');
+    if (status === 'completed') announce(answer ? 'Mino answered: ' + answer : 'Mino finished.');
+    else announce('Turn ' + (TURN_LABELS[status] || status) + (reason ? ': ' + reason : '.') + (answer ? ' ' + answer : ''));
+  }
+
   // ------------------------------------------------------------ turns
 
   /** @returns {Turn} */
@@ -138,18 +217,117 @@
     return turns.get(turnId) || createTurn(turnId, '');
   }
 
+  /** @returns {Segment} */
+  function newSegment(turn) {
+    const el = h('div', 'text assistant-text markdown');
+    const frozen = h('div', 'md-frozen');
+    const tail = h('div', 'md-tail');
+    el.append(frozen, tail);
+    turn.body.appendChild(el);
+    return { el, frozen, tail, source: '', frozenLen: 0, scan: newSplitScan() };
+  }
+
   function appendText(turn, delta) {
-    if (!turn.segment) {
-      turn.segment = h('div', 'text assistant-text');
-      turn.body.appendChild(turn.segment);
-    }
+    if (!turn.segment) turn.segment = newSegment(turn);
     const response = turn.response || (turn.response = { start: turn.text.length, parts: [] });
     const seg = turn.segment;
-    if (!response.parts.some((p) => p.el === seg)) {
-      response.parts.push({ el: seg, start: (seg.textContent || '').length });
+    if (!response.parts.some((p) => p.seg === seg)) {
+      response.parts.push({ seg, start: seg.source.length });
     }
-    seg.textContent += delta;
+    seg.source += delta;
     turn.text += delta;
+    scheduleRender(seg);
+  }
+
+  // ------------------------------------------------------------ rendering
+
+  /** Segments whose text changed since they were last rendered. */
+  const dirtySegments = new Set();
+  let frameRequested = false;
+  let scrollRequested = false;
+  /** Whether the transcript follows new content (the person has not scrolled up). */
+  let followEnd = true;
+  /** Blocks smaller than this stay in the re-rendered tail. */
+  const FREEZE_MIN_CHARS = 2048;
+  transcript.addEventListener('scroll', () => {
+    followEnd = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 48;
+  }, { passive: true });
+
+  function requestFrame() {
+    if (frameRequested) return;
+    frameRequested = true;
+    requestAnimationFrame(flushRender);
+  }
+
+  function scheduleRender(seg) {
+    dirtySegments.add(seg);
+    scrollToEnd();
+  }
+
+  /** Renders what changed and follows the end; once per animation frame. */
+  function flushRender() {
+    frameRequested = false;
+    for (const seg of dirtySegments) renderSegment(seg);
+    dirtySegments.clear();
+    if (scrollRequested && followEnd) {
+      transcript.scrollTop = transcript.scrollHeight;
+      // Off-screen turns have estimated heights (content-visibility): settle at the real end.
+      requestAnimationFrame(() => {
+        if (followEnd) transcript.scrollTop = transcript.scrollHeight;
+      });
+    }
+    scrollRequested = false;
+  }
+
+  /** Renders only this segment: new settled blocks once, then the tail. */
+  function renderSegment(seg) {
+    seg.el.classList.remove('md-pending');
+    const safe = advanceSplitScan(seg.scan, seg.source);
+    if (safe - seg.frozenLen >= FREEZE_MIN_CHARS) {
+      // A chunk of its own: off screen, the browser skips its layout and paint (main.css).
+      const chunk = h('div', 'md-chunk');
+      chunk.appendChild(renderMarkdown(seg.source.slice(seg.frozenLen, safe)));
+      seg.frozen.appendChild(chunk);
+      seg.frozenLen = safe;
+    }
+    seg.tail.replaceChildren(renderMarkdown(seg.source.slice(seg.frozenLen)));
+  }
+
+  /** Renders the segment afresh (its text was taken back, or is settled history). */
+  function resetSegment(seg) {
+    seg.frozen.textContent = '';
+    seg.tail.textContent = '';
+    seg.frozenLen = 0;
+    seg.scan = newSplitScan();
+    dirtySegments.add(seg);
+  }
+
+  /** Turns of a restored history rendered at once; older ones as they come near the screen. */
+  const EAGER_HISTORY_TURNS = 40;
+  const lazySegments = new WeakMap();
+  const lazyObserver = new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      const seg = lazySegments.get(entry.target);
+      lazyObserver.unobserve(entry.target);
+      lazySegments.delete(entry.target);
+      if (seg) renderSegment(seg);
+    }
+  }, { root: transcript, rootMargin: '1500px 0px' });
+
+  /** Shows the segment's text as written and renders it once it nears the viewport. */
+  function renderLater(seg) {
+    dirtySegments.delete(seg);
+    seg.tail.textContent = seg.source;
+    seg.el.classList.add('md-pending');
+    lazySegments.set(seg.el, seg);
+    lazyObserver.observe(seg.el);
+  }
+
+  /** Renders pending text now (a turn ended; history was replaced). */
+  function renderNow() {
+    for (const seg of dirtySegments) renderSegment(seg);
+    dirtySegments.clear();
   }
 
   /** A new model response begins (mino/turnStarted, mino/toolResult). */
@@ -166,12 +344,14 @@
     const response = turn.response;
     if (response) {
       for (const part of response.parts) {
-        const kept = (part.el.textContent || '').slice(0, part.start);
+        const kept = part.seg.source.slice(0, part.start);
         if (kept) {
-          part.el.textContent = kept;
+          part.seg.source = kept;
+          resetSegment(part.seg);
         } else {
-          part.el.remove();
-          if (turn.segment === part.el) turn.segment = null;
+          part.seg.el.remove();
+          dirtySegments.delete(part.seg);
+          if (turn.segment === part.seg) turn.segment = null;
         }
       }
       turn.text = turn.text.slice(0, response.start);
@@ -227,9 +407,9 @@
 
   // ------------------------------------------------------------ tool cards
 
-  function metaRow(dl, label, value) {
-    dl.appendChild(h('dt', null, label));
-    const dd = h('dd');
+  function metaRow(dl, label, value, className) {
+    dl.appendChild(h('dt', className, label));
+    const dd = h('dd', className);
     if (value instanceof Node) dd.appendChild(value);
     else dd.textContent = value;
     dl.appendChild(dd);
@@ -277,17 +457,21 @@
     metaRow(dl, 'Directory', p.directory);
     const env = p.environment || {};
     const names = Object.keys(env).sort();
+    // Collapsed; each variable is a row whose value wraps below its name when
+    // the panel is narrow (see .env-table in main.css).
     const details = h('details', 'env');
     details.appendChild(h('summary', null, names.length + ' variable' + (names.length === 1 ? '' : 's')));
     const table = h('table', 'env-table');
     for (const name of names) {
       const tr = h('tr');
-      tr.appendChild(h('th', null, name));
+      const th = h('th', null, name);
+      th.setAttribute('scope', 'row');
+      tr.appendChild(th);
       tr.appendChild(h('td', null, env[name]));
       table.appendChild(tr);
     }
     details.appendChild(table);
-    metaRow(dl, 'Environment', details);
+    metaRow(dl, 'Environment', details, 'env-row');
     const limits = p.limits || {};
     metaRow(
       dl,
@@ -307,6 +491,7 @@
     // Announced with its command; never focused (see deliberateButton).
     card.el.setAttribute('role', 'group');
     card.el.setAttribute('aria-label', 'Mino asks to run: ' + p.command);
+    announce('Mino asks to run: ' + p.command + '. Approve or Deny in its card.');
     setCardStatus(card, 'waiting');
     scrollToEnd();
   }
@@ -417,13 +602,21 @@
 
   function renderHistory(history) {
     transcript.textContent = '';
+    lazyObserver.disconnect();
     turns.clear();
     cards.clear();
+    dirtySegments.clear();
     state.runningTurnId = null;
+    followEnd = true;
     if (!history) return updateComposer();
-    for (const t of history.turns) {
+    history.turns.forEach((t, index) => {
       const turn = createTurn(t.turnId, t.input);
-      if (t.text) appendText(turn, t.text);
+      if (t.text) {
+        appendText(turn, t.text);
+        // Older turns are rendered when they come near the screen; until then
+        // their text is there as written.
+        if (index < history.turns.length - EAGER_HISTORY_TURNS && turn.segment) renderLater(turn.segment);
+      }
       // History text is settled: a later mino/retrying voids only live text.
       startResponse(turn);
       for (const c of t.calls) {
@@ -436,9 +629,12 @@
       for (const n of t.notices || []) turn.body.appendChild(h('div', 'turn-notice', n));
       setTurnStatus(turn, t.status, t.reason);
       if (!t.status) state.runningTurnId = t.turnId;
-    }
+    });
+    renderNow();
+    setProgress(state.runningTurnId ? 'thinking' : 'idle');
     updateComposer();
-    scrollToEnd();
+    // Whatever the emptied transcript's scroll events said, a new history opens at its end.
+    scrollToEnd(true);
   }
 
   function onRecovery(r) {
@@ -511,29 +707,39 @@
         startResponse(getTurn(p.turnId));
         setTurnStatus(getTurn(p.turnId), null);
         state.runningTurnId = p.turnId;
+        setProgress('thinking');
         updateComposer();
         return scrollToEnd();
       }
       case 'mino/textDelta':
         appendText(getTurn(p.turnId), p.delta);
-        return scrollToEnd();
+        if (progress.kind !== 'streaming') setProgress('streaming');
+        return;
       case 'mino/retrying':
+        setProgress('retrying');
         return retrying(p);
       case 'mino/approvalRequest':
+        setProgress('approval', p.command);
         return showApproval(p);
       case 'mino/toolStarted':
+        setProgress('running', p.command);
         return toolStarted(p);
       case 'mino/toolOutput':
         return toolOutput(p);
       case 'mino/toolResult':
         startResponse(getTurn(p.turnId));
-        return toolResult(p);
+        // The result goes back to the model: a new request is on its way.
+        setProgress('thinking');
+        toolResult(p);
+        announce('Command ' + (cards.get(p.callId)?.command.textContent || '') + ': ' + (STATUS_LABELS[p.status] || p.status) + '.');
+        return;
       case 'mino/turnEnded': {
         const turn = getTurn(p.turnId);
         // The final text is authoritative if the deltas missed anything.
         if (typeof p.text === 'string' && p.text !== turn.text && p.text.startsWith(turn.text)) {
           appendText(turn, p.text.slice(turn.text.length));
         }
+        renderNow();
         setTurnStatus(turn, p.status, p.reason);
         for (const card of cards.values()) {
           if (card.el.closest('.turn') === turn.el && card.el.dataset.status === 'waiting') {
@@ -541,6 +747,8 @@
           }
         }
         if (state.runningTurnId === p.turnId) state.runningTurnId = null;
+        if (state.runningTurnId === null) setProgress('idle');
+        announceTurnEnd(turn, p.status, p.reason);
         updateComposer();
         return scrollToEnd();
       }
@@ -559,7 +767,9 @@
         return onNotification(msg.method, msg.params);
       case 'acknowledged':
         addNotice('Acknowledged: the commands above may already have run.', 'info');
-        return closeGate();
+        closeGate();
+        // Back to the question; the gate that had focus is gone.
+        return focusInput();
       case 'sent':
         return onSent();
       case 'error':
@@ -568,20 +778,28 @@
         return onServer(msg);
       case 'focus':
         if (msg.clear) input.value = '';
-        if (!input.disabled) input.focus();
-        return;
+        return focusInput();
+      case 'context':
+        return addContextItems(msg.items || []);
     }
   });
+
+  function focusInput() {
+    if (!input.disabled) input.focus({ preventScroll: true });
+  }
 
   function onError(msg) {
     if (msg.request === 'send') {
       // The question was refused: it stays in the input, the reason below it.
       state.pendingQuestion = null;
+      setProgress('idle');
       showComposerError(msg.message);
       if (msg.code === -32010 && state.gateTurnIds === null) {
         // The server still requires an acknowledgement the view did not know of.
         openGate({ turns: [], unacknowledgedTurnIds: [] });
       }
+    } else if (msg.request === 'addContext') {
+      showComposerError(msg.message);
     } else {
       addNotice(msg.message, 'error');
     }
@@ -624,6 +842,7 @@
       markUnfinished();
       state.runningTurnId = null;
       state.pendingQuestion = null;
+      setProgress('idle');
     }
     if (msg.state === 'starting' || msg.state === 'ready') {
       // A (re)started server replays recovery; stale notices go.
@@ -646,14 +865,112 @@
     state.pendingQuestion = text;
     showComposerError(null);
     updateComposer();
-    post({ type: 'send', text });
+    setProgress('sending');
+    post({ type: 'send', text: questionWithContext(text, contextItems) });
   }
 
   function onSent() {
     if (state.pendingQuestion !== null && input.value === state.pendingQuestion) input.value = '';
     state.pendingQuestion = null;
+    // The context went with the question.
+    contextItems.length = 0;
+    renderChips();
+    if (progress.kind === 'sending') setProgress('thinking');
     updateComposer();
   }
+
+  // ------------------------------------------------------------ editor context
+  //
+  // Files and selections the person adds (read by the host through the VS Code
+  // API) are shown as chips and sent as part of the question, each as a fenced
+  // block under a line naming its path, so they are in the history as asked.
+
+  /** @typedef {{ path: string, language: string, text: string, startLine?: number, endLine?: number }} ContextItem */
+  /** @type {ContextItem[]} */
+  const contextItems = [];
+  const chips = $('chips');
+
+  function contextLabel(item) {
+    if (item.startLine === undefined) return item.path;
+    return item.path + ':' + item.startLine + (item.endLine !== undefined && item.endLine !== item.startLine ? '-' + item.endLine : '');
+  }
+
+  /** The fence is longer than any run of backticks in the text, so the text cannot close it. */
+  function fenceFor(text) {
+    let longest = 0;
+    for (const m of text.matchAll(/`+/g)) longest = Math.max(longest, m[0].length);
+    return '`'.repeat(Math.max(3, longest + 1));
+  }
+
+  function questionWithContext(question, items) {
+    if (items.length === 0) return question;
+    const blocks = items.map((item) => {
+      const fence = fenceFor(item.text);
+      const body = item.text.endsWith('\n') ? item.text : item.text + '\n';
+      const where = item.startLine === undefined ? '' : ', lines ' + item.startLine + '-' + (item.endLine ?? item.startLine);
+      return 'Context: ' + item.path + where + '\n' + fence + (item.language || '') + '\n' + body + fence;
+    });
+    return question + '\n\n' + blocks.join('\n\n');
+  }
+
+  function addContextItems(items) {
+    for (const item of items) {
+      if (!item || typeof item.path !== 'string' || typeof item.text !== 'string') continue;
+      // The same file or range twice would only repeat it.
+      const label = contextLabel(item);
+      if (contextItems.some((c) => contextLabel(c) === label)) continue;
+      contextItems.push(item);
+    }
+    showComposerError(null);
+    renderChips();
+  }
+
+  function renderChips() {
+    chips.textContent = '';
+    contextItems.forEach((item, i) => {
+      const label = contextLabel(item);
+      const chip = h('li', 'chip');
+      chip.title = label;
+      chip.appendChild(h('span', 'chip-label', label));
+      const remove = /** @type {HTMLButtonElement} */ (h('button', 'chip-remove', '×'));
+      remove.type = 'button';
+      remove.setAttribute('aria-label', 'Remove ' + label);
+      remove.addEventListener('click', () => {
+        contextItems.splice(i, 1);
+        renderChips();
+        focusInput();
+      });
+      chip.appendChild(remove);
+      chips.appendChild(chip);
+    });
+    chips.hidden = contextItems.length === 0;
+  }
+
+  for (const [id, source] of [['add-file', 'activeFile'], ['add-selection', 'selection'], ['add-files', 'pick']]) {
+    $(id).addEventListener('click', () => post({ type: 'addContext', source }));
+  }
+
+  // ------------------------------------------------------------ code blocks
+
+  /** The code of the block `button` belongs to, as the model wrote it. */
+  function codeOf(button) {
+    const code = button.closest('.code-block')?.querySelector('pre code');
+    return (code?.textContent || '').replace(/\n$/, '');
+  }
+
+  transcript.addEventListener('click', (e) => {
+    const target = /** @type {HTMLElement} */ (e.target);
+    const button = target.closest && target.closest('.code-copy, .code-insert');
+    if (!button) return;
+    const text = codeOf(button);
+    if (button.classList.contains('code-copy')) {
+      post({ type: 'copy', text });
+      button.textContent = 'Copied';
+      setTimeout(() => (button.textContent = 'Copy'), 1500);
+    } else {
+      post({ type: 'insert', text });
+    }
+  });
 
   function showComposerError(message) {
     composerError.textContent = message || '';
@@ -686,5 +1003,9 @@
   });
 
   updateComposer();
+  setProgress('idle');
+  renderChips();
+  // The panel opened: ready for a question.
+  focusInput();
   post({ type: 'ready' });
 })();

@@ -3,7 +3,8 @@
  * into Mino requests.
  */
 import * as vscode from 'vscode';
-import type { HostMessage, WebviewMessage } from './messages';
+import type { ContextSource, HostMessage, WebviewMessage } from './messages';
+import { readContext } from './editorContext';
 import { isRpcError, type HistoryResult, type RecoveryNotification } from './protocol';
 import { errorMessage, type MinoServer } from './server';
 import { renderChatHtml } from './webviewHtml';
@@ -31,21 +32,31 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     );
   }
 
+  /**
+   * The view is shown for the first time: serve the page and start the server
+   * (the extension activates on this view, so nothing runs before it is opened).
+   */
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
-    const media = vscode.Uri.joinPath(this.extensionUri, 'media');
-    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
+    // The webview bundle (scripts/build.mjs): media/main.js with its libraries, media/main.css.
+    const dist = vscode.Uri.joinPath(this.extensionUri, 'dist');
+    view.webview.options = { enableScripts: true, localResourceRoots: [dist] };
     view.webview.html = renderChatHtml({
       cspSource: view.webview.cspSource,
-      scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'main.js')).toString(),
-      styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'main.css')).toString(),
+      scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(dist, 'webview.js')).toString(),
+      styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(dist, 'webview.css')).toString(),
     });
     this.disposables.push(
       view.webview.onDidReceiveMessage((msg: WebviewMessage) => void this.handleMessage(msg)),
       view.onDidDispose(() => {
         if (this.view === view) this.view = undefined;
       }),
+      // Shown again (the page itself focuses its input when it loads).
+      view.onDidChangeVisibility(() => {
+        if (view.visible) this.post({ type: 'focus' });
+      }),
     );
+    if (this.server.state === 'stopped') void this.server.start();
   }
 
   /** Reveals the view and focuses the input; `clear` empties it first. */
@@ -96,6 +107,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return this.output.show(true);
       case 'openSettings':
         return this.server.openSettings();
+      case 'copy':
+        return vscode.env.clipboard.writeText(msg.text);
+      case 'insert':
+        return this.insertAtCursor(msg.text);
+      case 'addContext':
+        return this.addContext(msg.source);
     }
     const conn = this.server.connection;
     if (!conn) {
@@ -134,6 +151,25 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         callId: msg.type === 'approval' ? msg.callId : undefined,
       });
     }
+  }
+
+  /** Inserts `text` at every cursor of the active editor, replacing what is selected. */
+  private async insertAtCursor(text: string): Promise<void> {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) {
+      this.post({ type: 'error', request: 'insert', message: 'No editor is active: open a file to insert the code into.' });
+      return;
+    }
+    const done = await editor.edit((edit) => {
+      for (const selection of editor.selections) edit.replace(selection, text);
+    });
+    if (!done) this.post({ type: 'error', request: 'insert', message: 'The code could not be inserted into the editor.' });
+  }
+
+  private async addContext(source: ContextSource): Promise<void> {
+    const read = await readContext(source);
+    if ('message' in read) this.post({ type: 'error', request: 'addContext', message: read.message });
+    else if (read.items.length) this.post({ type: 'context', items: read.items });
   }
 
   dispose(): void {

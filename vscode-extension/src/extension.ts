@@ -61,6 +61,11 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
       );
       if (choice === 'Restart') await s.restart();
     }),
+    // Shows Cancel in the view's title bar (and enables its keybinding) while a turn runs.
+    s.onNotification(({ method }) => {
+      if (method === 'mino/turnStarted' || method === 'mino/turnEnded') setTurnRunning(s.runningTurnId !== undefined);
+    }),
+    s.onDidChangeState(() => setTurnRunning(s.runningTurnId !== undefined)),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('mino')) {
         void vscode.window
@@ -70,8 +75,19 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
     }),
   );
 
-  void s.start();
+  // The server starts when the view is first shown (ChatViewProvider.resolveWebviewView)
+  // or a command needs it; activation alone starts nothing.
   return { server: s, view };
+}
+
+/** Context key for `when` clauses in package.json. */
+export const TURN_RUNNING_CONTEXT = 'mino.turnRunning';
+let turnRunning: boolean | undefined;
+
+function setTurnRunning(running: boolean): void {
+  if (turnRunning === running) return;
+  turnRunning = running;
+  void vscode.commands.executeCommand('setContext', TURN_RUNNING_CONTEXT, running);
 }
 
 async function openView(): Promise<void> {
@@ -82,4 +98,5 @@ async function openView(): Promise<void> {
 export async function deactivate(): Promise<void> {
   await server?.stop();
   server = undefined;
+  turnRunning = undefined;
 }

@@ -15,7 +15,30 @@ export type WebviewMessage =
   | { type: 'restart' }
   | { type: 'showLog' }
   /** Opens the settings at `mino.serverPath` (after "mino-server not found"). */
-  | { type: 'openSettings' };
+  | { type: 'openSettings' }
+  /** A code block's Copy: onto the clipboard. */
+  | { type: 'copy'; text: string }
+  /** A code block's Insert: at the cursor(s) of the active editor. */
+  | { type: 'insert'; text: string }
+  /** Read editor context for the question: the active file, its selection, or files picked by name. */
+  | { type: 'addContext'; source: ContextSource };
+
+export type ContextSource = 'activeFile' | 'selection' | 'pick';
+
+/**
+ * A file or selection added to the question. The view sends it as part of the
+ * question text: a line naming `path` (and the lines), then a fenced block.
+ */
+export interface ContextItem {
+  /** Workspace-relative when inside the workspace. */
+  path: string;
+  /** VS Code language id, used as the fence's info string. */
+  language: string;
+  text: string;
+  /** 1-based, for a selection. */
+  startLine?: number;
+  endLine?: number;
+}
 
 /**
  * `crashed`: the running server stopped unexpectedly. `failed`: it could not be
@@ -37,4 +60,6 @@ export type HostMessage =
   /** `message` says why the server is not running (for `failed`, how to fix it). */
   | { type: 'server'; state: ServerState; message?: string; fixSetting?: string }
   /** Focus the input; `clear` empties it first (Mino: New Question). */
-  | { type: 'focus'; clear?: boolean };
+  | { type: 'focus'; clear?: boolean }
+  /** Editor context read for an `addContext`: shown as chips above the input. */
+  | { type: 'context'; items: ContextItem[] };

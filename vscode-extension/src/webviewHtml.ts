@@ -7,9 +7,9 @@ import { randomBytes } from 'node:crypto';
 export interface WebviewHtmlOptions {
   /** `webview.cspSource`: the origin local resources are served from. */
   cspSource: string;
-  /** URI of media/main.js as the webview sees it. */
+  /** URI of dist/webview.js (media/main.js bundled) as the webview sees it. */
   scriptUri: string;
-  /** URI of media/main.css as the webview sees it. */
+  /** URI of dist/webview.css (media/main.css bundled) as the webview sees it. */
   styleUri: string;
   /** Per-load nonce; a fresh one when omitted. */
   nonce?: string;
@@ -58,7 +58,8 @@ export function renderChatHtml(opts: WebviewHtmlOptions): string {
 <div id="app">
   <div id="status" class="status" role="status" aria-live="polite"></div>
   <div id="notices" class="notices" aria-live="polite"></div>
-  <main id="transcript" class="transcript" aria-label="Conversation" aria-live="polite"></main>
+  <main id="transcript" class="transcript" aria-label="Conversation"></main>
+  <div id="announcer" class="visually-hidden" aria-live="polite" aria-atomic="true"></div>
   <section id="ack-gate" class="ack-gate" hidden tabindex="-1" role="alertdialog" aria-labelledby="ack-title" aria-describedby="ack-question">
     <h2 id="ack-title">An interrupted tool turn was recovered without executing commands.</h2>
     <p class="ack-explain">A previous command started, but its result is unknown. It may have changed files or external systems. Mino has not rerun it. Review those effects before continuing.</p>
@@ -68,12 +69,22 @@ export function renderChatHtml(opts: WebviewHtmlOptions): string {
       <button id="ack-yes" type="button" class="primary">Yes, I understand</button>
     </div>
   </section>
+  <div id="progress" class="progress" hidden><span class="progress-dot" aria-hidden="true"></span><span id="progress-text"></span></div>
   <form id="composer" class="composer" autocomplete="off">
+    <ul id="chips" class="chips" aria-label="Added to the question" hidden></ul>
     <textarea id="input" rows="3" placeholder="Ask Mino… (Enter to send, Shift+Enter for a new line)" aria-label="Question" aria-describedby="composer-error"></textarea>
     <div id="composer-error" class="composer-error" role="alert" hidden></div>
     <div class="composer-actions">
-      <button id="cancel" type="button" class="secondary" hidden>Cancel</button>
-      <button id="send" type="submit" class="primary">Send</button>
+      <!-- After the input in tab order: Shift+Tab from the input reaches the newest approval card. -->
+      <div class="context-bar" role="group" aria-label="Add to the question">
+        <button id="add-file" type="button" class="context-add" title="Add the active editor's file to the question">+ File</button>
+        <button id="add-selection" type="button" class="context-add" title="Add the active editor's selection to the question">+ Selection</button>
+        <button id="add-files" type="button" class="context-add" title="Add files of the workspace by name">+ Files…</button>
+      </div>
+      <span class="send-actions">
+        <button id="cancel" type="button" class="secondary" hidden>Cancel</button>
+        <button id="send" type="submit" class="primary">Send</button>
+      </span>
     </div>
   </form>
 </div>

@@ -20,7 +20,7 @@ export function requireChromium(): void {
 }
 
 // VS Code's default dark theme variables, enough for a faithful screenshot.
-export const THEME_CSS = `
+export const DARK_THEME_CSS = `
 :root {
   --vscode-font-family: system-ui, sans-serif; --vscode-font-size: 13px; --vscode-font-weight: normal;
   --vscode-editor-font-family: monospace; --vscode-editor-font-size: 12px;
@@ -36,6 +36,39 @@ export const THEME_CSS = `
   --vscode-editorWarning-foreground: #cca700; --vscode-inputValidation-warningBackground: #352a05;
   --vscode-inputValidation-warningBorder: #b89500; --vscode-inputValidation-errorBackground: #5a1d1d;
   --vscode-testing-iconPassed: #73c991;
+  --vscode-widget-border: #313131; --vscode-toolbar-hoverBackground: rgba(90, 93, 94, 0.31);
+  --vscode-textPreformat-foreground: #d0d0d0; --vscode-textPreformat-background: #3c3c3c;
+  --vscode-debugTokenExpression-string: #ce9178; --vscode-debugTokenExpression-number: #b5cea8;
+  --vscode-debugTokenExpression-boolean: #4e94ce; --vscode-debugTokenExpression-name: #c586c0;
+  --vscode-symbolIcon-functionForeground: #b180d7; --vscode-symbolIcon-classForeground: #ee9d28;
+  --vscode-symbolIcon-keywordForeground: #569cd6; --vscode-editorLineNumber-foreground: #6e7681;
+  --vscode-textSeparator-foreground: rgba(255, 255, 255, 0.18);
+}`;
+
+// VS Code's default light theme ("Light Modern") variables.
+export const LIGHT_THEME_CSS = `
+:root {
+  --vscode-font-family: system-ui, sans-serif; --vscode-font-size: 13px; --vscode-font-weight: normal;
+  --vscode-editor-font-family: monospace; --vscode-editor-font-size: 12px;
+  --vscode-foreground: #3b3b3b; --vscode-descriptionForeground: #3b3b3b; --vscode-errorForeground: #f85149;
+  --vscode-sideBar-background: #f8f8f8; --vscode-editor-background: #ffffff;
+  --vscode-button-background: #005fb8; --vscode-button-foreground: #ffffff; --vscode-button-hoverBackground: #0258a8;
+  --vscode-button-secondaryBackground: #e5e5e5; --vscode-button-secondaryForeground: #3b3b3b;
+  --vscode-input-background: #ffffff; --vscode-input-foreground: #3b3b3b; --vscode-input-border: #cecece;
+  --vscode-input-placeholderForeground: #767676; --vscode-focusBorder: #005fb8;
+  --vscode-textLink-foreground: #005fb8; --vscode-textBlockQuote-background: #f8f8f8;
+  --vscode-textCodeBlock-background: #f2f2f2; --vscode-editorWidget-background: #f8f8f8;
+  --vscode-panel-border: #e5e5e5; --vscode-badge-background: #cccccc; --vscode-badge-foreground: #3b3b3b;
+  --vscode-editorWarning-foreground: #bf8803; --vscode-inputValidation-warningBackground: #f6f5d2;
+  --vscode-inputValidation-warningBorder: #b89500; --vscode-inputValidation-errorBackground: #f2dede;
+  --vscode-testing-iconPassed: #388a34;
+  --vscode-widget-border: #e5e5e5; --vscode-toolbar-hoverBackground: rgba(184, 184, 184, 0.31);
+  --vscode-textPreformat-foreground: #3b3b3b; --vscode-textPreformat-background: rgba(0, 0, 0, 0.1);
+  --vscode-debugTokenExpression-string: #a31515; --vscode-debugTokenExpression-number: #098658;
+  --vscode-debugTokenExpression-boolean: #0000ff; --vscode-debugTokenExpression-name: #af00db;
+  --vscode-symbolIcon-functionForeground: #652d90; --vscode-symbolIcon-classForeground: #d67e00;
+  --vscode-symbolIcon-keywordForeground: #0000ff; --vscode-editorLineNumber-foreground: #6e7681;
+  --vscode-textSeparator-foreground: rgba(0, 0, 0, 0.18);
 }`;
 
 export interface WebviewHost {
@@ -59,12 +92,18 @@ export async function startWebviewHost(): Promise<WebviewHost> {
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname === '/') {
+      // `/?theme=light` plays VS Code's light theme (its variables and body class), as VS Code injects them.
+      const light = url.searchParams.get('theme') === 'light';
       res.setHeader('content-type', 'text/html; charset=utf-8');
-      res.end(host.html.replace('</head>', `<link rel="stylesheet" href="${origin}/theme.css"></head>`));
+      res.end(
+        host.html
+          .replace('</head>', `<link rel="stylesheet" href="${origin}/theme.css${light ? '?light' : ''}"></head>`)
+          .replace('<body>', `<body class="${light ? 'vscode-light' : 'vscode-dark'}">`),
+      );
     } else if (url.pathname === '/theme.css') {
       res.setHeader('content-type', 'text/css');
-      res.end(THEME_CSS);
-    } else if (/^\/media\/[\w.-]+$/.test(url.pathname) && existsSync(path.join(EXT, url.pathname))) {
+      res.end(url.search === '?light' ? LIGHT_THEME_CSS : DARK_THEME_CSS);
+    } else if (/^\/(media|dist)\/[\w.-]+$/.test(url.pathname) && existsSync(path.join(EXT, url.pathname))) {
       const type = url.pathname.endsWith('.js') ? 'text/javascript' : url.pathname.endsWith('.css') ? 'text/css' : 'image/svg+xml';
       res.setHeader('content-type', type);
       res.end(readFileSync(path.join(EXT, url.pathname)));
@@ -97,8 +136,11 @@ export interface PageProbe {
 }
 
 /** A page whose `acquireVsCodeApi().postMessage` records into `window.__posted`. */
-export async function newWebviewPage(browser: Browser): Promise<{ page: Page; probe: PageProbe }> {
-  const context = await browser.newContext({ viewport: { width: 420, height: 760 } });
+export async function newWebviewPage(
+  browser: Browser,
+  viewport = { width: 420, height: 760 },
+): Promise<{ page: Page; probe: PageProbe }> {
+  const context = await browser.newContext({ viewport });
   const page = await context.newPage();
   const probe: PageProbe = { cspViolations: [], pageErrors: [] };
   page.on('console', (m) => {

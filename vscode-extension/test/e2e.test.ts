@@ -81,7 +81,7 @@ describe.skipIf(SKIP_WEBVIEW)('extension + real mino-server + webview in chromiu
     ({ page, probe } = await newWebviewPage(browser));
     const view = fake.createFakeWebviewView({
       cspSource: webHost.origin,
-      asWebviewUri: (u) => ({ toString: () => `${webHost.origin}/media/${path.basename(u.fsPath)}` }),
+      asWebviewUri: (u) => ({ toString: () => `${webHost.origin}/dist/${path.basename(u.fsPath)}` }),
       onPost: (m) => void deliver(page, m).catch(() => undefined),
     });
     await page.exposeFunction('__toHost', (m: unknown) => view.webview.receive(m));

@@ -3,6 +3,7 @@
  * (see vitest.config.ts aliases).
  */
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -22,6 +23,8 @@ async function settle(): Promise<void> {
 
 let api: MinoExtensionApi;
 let context: ReturnType<typeof fake.createExtensionContext>;
+/** The view resolved in beforeEach (which starts the server). */
+let firstView: fake.FakeWebviewView;
 /** An executable file standing in for mino-server: the fake client never runs it, but it must be found. */
 let serverBin: string;
 
@@ -49,6 +52,7 @@ beforeEach(async () => {
   fake.mock.config.set('mino.serverPath', serverBin);
   context = fake.createExtensionContext();
   api = activate(context as any);
+  firstView = openView();
   await settle();
 });
 
@@ -341,5 +345,164 @@ describe('webview messages reach the right requests', () => {
       expect(view.webview.posted).toContainEqual(expect.objectContaining({ type: 'error', request: 'send', code, message }));
     }
     expect(view.webview.posted.filter((m: any) => m.type === 'sent')).toEqual([]);
+  });
+});
+
+describe('activation on the view, title-bar actions and keybindings', () => {
+  it('activation starts no server until the view is first shown', async () => {
+    expect(pkg.activationEvents).toEqual(['onView:mino.chat']);
+    // A fresh activation, as VS Code does when the view is about to be shown.
+    await deactivate();
+    for (const d of context.subscriptions.splice(0)) d.dispose();
+    fake.mock.reset();
+    clients.length = 0;
+    fake.mock.config.set('mino.serverPath', serverBin);
+    context = fake.createExtensionContext();
+    api = activate(context as any);
+    await settle();
+    expect(clients).toHaveLength(0);
+    expect(api.server.state).toBe('stopped');
+
+    const view = openView();
+    await settle();
+    expect(clients).toHaveLength(1);
+    expect(client().started).toBe(true);
+    expect(api.server.state).toBe('ready');
+    // Shown again later: the same server, and the input is focused.
+    view.setVisible(false);
+    view.setVisible(true);
+    await settle();
+    expect(clients).toHaveLength(1);
+    expect(view.webview.posted).toContainEqual({ type: 'focus' });
+  });
+
+  it('New Question and Cancel are in the view title bar and have keybindings; Cancel shows only while a turn runs', async () => {
+    const title = pkg.contributes.menus['view/title'] as { command: string; when: string; group: string }[];
+    const newQuestion = title.find((m) => m.command === 'mino.newQuestion')!;
+    const cancel = title.find((m) => m.command === 'mino.cancelTurn')!;
+    expect(newQuestion.when).toBe('view == mino.chat');
+    expect(newQuestion.group).toMatch(/^navigation/);
+    expect(cancel.when).toBe('view == mino.chat && mino.turnRunning');
+    expect(cancel.group).toMatch(/^navigation/);
+    const commands = pkg.contributes.commands as { command: string; icon?: string }[];
+    for (const id of ['mino.newQuestion', 'mino.cancelTurn']) {
+      expect(commands.find((c) => c.command === id)!.icon, id).toMatch(/^\$\(.+\)$/);
+      const binding = (pkg.contributes.keybindings as { command: string; key: string; mac: string }[]).find((k) => k.command === id);
+      expect(binding?.key, id).toBeTruthy();
+      expect(binding?.mac, id).toBeTruthy();
+    }
+
+    const c = client();
+    c.notify('mino/turnStarted', { turnId: 't1', seq: 0, input: 'Go' });
+    expect(fake.mock.contextKeys.at(-1)).toEqual(['mino.turnRunning', true]);
+    c.notify('mino/turnEnded', { turnId: 't1', seq: 1, status: 'completed' });
+    expect(fake.mock.contextKeys.at(-1)).toEqual(['mino.turnRunning', false]);
+  });
+});
+
+describe('code blocks and editor context', () => {
+  function editorWith(text: string, from: [number, number], to: [number, number], languageId = 'typescript') {
+    const doc = new fake.FakeDocument(fake.Uri.file('/tmp/mino-workspace/src/app.ts'), text, languageId);
+    const editor = new fake.FakeEditor(
+      doc,
+      new fake.Selection(new fake.Position(from[0], from[1]), new fake.Position(to[0], to[1])),
+    );
+    fake.mock.activeTextEditor = editor;
+    return editor;
+  }
+
+  it('Copy puts the code on the clipboard; Insert replaces the selection of the active editor', async () => {
+    firstView.webview.receive({ type: 'copy', text: 'cargo build --locked' });
+    await settle();
+    expect(fake.mock.clipboard).toBe('cargo build --locked');
+
+    // No editor: the view is told why nothing was inserted.
+    firstView.webview.receive({ type: 'insert', text: 'let x = 1;' });
+    await settle();
+    expect(firstView.webview.posted).toContainEqual(expect.objectContaining({ type: 'error', request: 'insert' }));
+
+    const editor = editorWith('const a = 0;\nconst b = 1;\n', [1, 0], [1, 12]);
+    firstView.webview.receive({ type: 'insert', text: 'let x = 1;' });
+    await settle();
+    expect(editor.edits).toEqual([{ selection: editor.selection, text: 'let x = 1;' }]);
+  });
+
+  it('adds the active file, the selection, and files picked by name, read through the editor API', async () => {
+    const posted = () => firstView.webview.posted.filter((m: any) => m.type === 'context' || (m.type === 'error' && m.request === 'addContext'));
+    firstView.webview.receive({ type: 'addContext', source: 'activeFile' });
+    await settle();
+    expect(posted().at(-1)).toMatchObject({ type: 'error', message: expect.stringContaining('No editor is active') });
+
+    editorWith('const a = 0;\nconst b = 1;\nconst c = 2;\n', [1, 0], [2, 5]);
+    firstView.webview.receive({ type: 'addContext', source: 'activeFile' });
+    await settle();
+    expect(posted().at(-1)).toEqual({
+      type: 'context',
+      items: [{ path: 'src/app.ts', language: 'typescript', text: 'const a = 0;\nconst b = 1;\nconst c = 2;\n' }],
+    });
+    firstView.webview.receive({ type: 'addContext', source: 'selection' });
+    await settle();
+    expect(posted().at(-1)).toEqual({
+      type: 'context',
+      items: [{ path: 'src/app.ts', language: 'typescript', text: 'const b = 1;\nconst', startLine: 2, endLine: 3 }],
+    });
+    // An empty selection says what to do.
+    editorWith('x\n', [0, 1], [0, 1]);
+    firstView.webview.receive({ type: 'addContext', source: 'selection' });
+    await settle();
+    expect(posted().at(-1)).toMatchObject({ type: 'error', message: expect.stringContaining('Nothing is selected in src/app.ts') });
+
+    fake.mock.files.set('/tmp/mino-workspace/README.md', '# Hello\n');
+    fake.mock.files.set('/tmp/mino-workspace/src/lib.rs', 'fn main() {}\n');
+    fake.mock.files.set('/tmp/mino-workspace/big.txt', 'x'.repeat(300 * 1024));
+    fake.mock.quickPickChoice = ['src/lib.rs', 'README.md'];
+    firstView.webview.receive({ type: 'addContext', source: 'pick' });
+    await settle();
+    expect(fake.mock.quickPickItems.map((i) => i.label)).toEqual(['big.txt', 'README.md', 'src/lib.rs']);
+    expect(posted().at(-1)).toEqual({
+      type: 'context',
+      items: [
+        { path: 'README.md', language: 'markdown', text: '# Hello\n' },
+        { path: 'src/lib.rs', language: 'rust', text: 'fn main() {}\n' },
+      ],
+    });
+    // A file over the bound is refused with the reason and what to do instead.
+    fake.mock.quickPickChoice = ['big.txt'];
+    firstView.webview.receive({ type: 'addContext', source: 'pick' });
+    await settle();
+    expect(posted().at(-1)).toMatchObject({ type: 'error', message: expect.stringContaining('big.txt is 300 KiB; at most 256 KiB') });
+  });
+});
+
+describe('the bundle', () => {
+  it('dist/extension.js (what the .vsix ships) loads with only `vscode` external and activates', async () => {
+    const bundle = path.join(__dirname, '..', 'dist', 'extension.js');
+    await deactivate();
+    for (const d of context.subscriptions.splice(0)) d.dispose();
+    fake.mock.reset();
+    // Node's own require, as VS Code loads the extension; `vscode` is the mock.
+    const Module = createRequire(__filename)('node:module');
+    const load = Module._load;
+    // The real vscode-languageclient subclasses parts of the API the mock leaves out.
+    const api = new Proxy(fake as Record<string | symbol, unknown>, {
+      get: (target, key) => (key in target ? target[key] : class {}),
+    });
+    Module._load = function (request: string, ...rest: unknown[]) {
+      if (request === 'vscode') return api;
+      return load.call(this, request, ...rest);
+    };
+    try {
+      const ext = createRequire(__filename)(bundle);
+      context = fake.createExtensionContext();
+      const bundled = ext.activate(context);
+      expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
+      expect([...fake.mock.commands.keys()].sort()).toEqual(
+        ['mino.cancelTurn', 'mino.newQuestion', 'mino.open', 'mino.restartServer', 'mino.setApiKey', 'mino.showServerLog'],
+      );
+      expect(bundled.server.state).toBe('stopped');
+      await ext.deactivate();
+    } finally {
+      Module._load = load;
+    }
   });
 });

@@ -3,6 +3,7 @@
  * src/webviewHtml.ts) in Debian's chromium through playwright-core, with a
  * stubbed `acquireVsCodeApi` that records what the view posts.
  */
+import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -33,8 +34,8 @@ beforeAll(async () => {
   const origin = webHost.origin;
   webHost.html = renderChatHtml({
     cspSource: origin,
-    scriptUri: `${origin}/media/main.js`,
-    styleUri: `${origin}/media/main.css`,
+    scriptUri: `${origin}/dist/webview.js`,
+    styleUri: `${origin}/dist/webview.css`,
   });
   browser = await launchChromium();
 });
@@ -109,7 +110,8 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     await notify('mino/turnStarted', { turnId: 't1', seq: 0, input: 'Add milk\nto shopping.txt.' });
     for (const [i, d] of ['I', ' will', ' add', ' it.'].entries()) {
       await notify('mino/textDelta', { turnId: 't1', seq: i + 1, delta: d });
-      expect(await page.locator('[data-turn-id="t1"] .assistant-text').first().textContent()).toBe(
+      // Rendered at the next animation frame.
+      await expect.poll(() => page.locator('[data-turn-id="t1"] .assistant-text').first().textContent()).toBe(
         ['I', ' will', ' add', ' it.'].slice(0, i + 1).join(''),
       );
     }
@@ -126,7 +128,7 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     await notify('mino/turnStarted', { turnId: 'r1', seq: 0, input: 'Say hello.' });
     await notify('mino/textDelta', { turnId: 'r1', seq: 1, delta: 'Hel' });
     const texts = () => page.locator('[data-turn-id="r1"] .assistant-text').allTextContents();
-    expect(await texts()).toEqual(['Hel']);
+    await expect.poll(texts).toEqual(['Hel']);
     await notify('mino/retrying', {
       turnId: 'r1', seq: 2, attempt: 1, delayMs: 200, reason: 'The model stream was cut off',
     });
@@ -493,5 +495,389 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     });
     expect(await card.locator('.tool-evidence').textContent()).toBe(`Evidence: ${summary}`);
     expect(await card.locator('.badge').textContent()).toBe('result unknown');
+  });
+});
+
+const MARKDOWN_ANSWER = [
+  '## Plan',
+  '',
+  'Run the **build** first, then `cargo test`.',
+  '',
+  '```rust',
+  'fn main() {',
+  '    println!("hi");',
+  '}',
+  '```',
+  '',
+  '| crate | tests |',
+  '|:------|------:|',
+  '| mino-core | 120 |',
+  '| mino-server | 48 |',
+  '',
+].join('\n');
+
+describe.skipIf(skip)('answers as markdown', () => {
+  it('renders headings, bold, inline code, highlighted code blocks and tables from streamed text', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'm1', seq: 0, input: 'How do I test?' });
+    let seq = 1;
+    for (let i = 0; i < MARKDOWN_ANSWER.length; i += 7) {
+      await notify('mino/textDelta', { turnId: 'm1', seq: seq++, delta: MARKDOWN_ANSWER.slice(i, i + 7) });
+    }
+    await notify('mino/turnEnded', { turnId: 'm1', seq, status: 'completed', text: MARKDOWN_ANSWER });
+    const answer = page.locator('[data-turn-id="m1"] .assistant-text');
+    expect(await answer.locator('h2').textContent()).toBe('Plan');
+    expect(await answer.locator('strong').textContent()).toBe('build');
+    expect(await answer.locator('p code').textContent()).toBe('cargo test');
+    const code = answer.locator('.code-block pre code');
+    expect(await code.textContent()).toBe('fn main() {\n    println!("hi");\n}\n');
+    expect(await code.getAttribute('class')).toContain('language-rust');
+    // Highlighted: keywords and strings are spans coloured from the theme.
+    expect(await code.locator('.hljs-keyword').first().textContent()).toBe('fn');
+    const stringColour = await code.locator('.hljs-string').first().evaluate((e) => getComputedStyle(e).color);
+    expect(stringColour).toBe('rgb(206, 145, 120)');
+    expect(await answer.locator('.code-lang').textContent()).toBe('rust');
+    expect(await answer.locator('table th').allTextContents()).toEqual(['crate', 'tests']);
+    expect(await answer.locator('table td').allTextContents()).toEqual(['mino-core', '120', 'mino-server', '48']);
+    // Alignment as classes (the CSP refuses inline styles), and it applies.
+    expect(await answer.locator('table td').nth(1).getAttribute('class')).toBe('align-right');
+    expect(await answer.locator('table td').nth(1).evaluate((e) => getComputedStyle(e).textAlign)).toBe('right');
+    expect(await answer.locator('[style]').count()).toBe(0);
+    // Nothing raw is left over.
+    const text = await answer.innerText();
+    expect(text).not.toContain('##');
+    expect(text).not.toContain('**');
+    expect(text).not.toContain('```');
+    expect(text).not.toContain('|:---');
+    expect(probe.cspViolations).toEqual([]);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it('model text with <script>, onerror or javascript: links is shown, never run or kept as markup', async () => {
+    await ready();
+    const evil = [
+      'Look: <script>window.__pwned = "script"</script>',
+      '',
+      '<img src=x onerror="window.__pwned = \'onerror\'">',
+      '',
+      '[click](javascript:window.__pwned=1) and <a href="javascript:alert(1)">a</a>',
+      '',
+      '<svg onload="window.__pwned = \'svg\'"></svg>',
+      '',
+      '![tracker](https://example.invalid/pixel.png)',
+    ].join('\n');
+    await notify('mino/turnStarted', { turnId: 'x1', seq: 0, input: 'Hi' });
+    await notify('mino/textDelta', { turnId: 'x1', seq: 1, delta: evil });
+    await notify('mino/turnEnded', { turnId: 'x1', seq: 2, status: 'completed', text: evil });
+    const answer = page.locator('[data-turn-id="x1"] .assistant-text');
+    expect(await page.evaluate(() => (window as any).__pwned)).toBeUndefined();
+    expect(await answer.locator('script, img, svg, iframe, [onerror], [onload]').count()).toBe(0);
+    expect(await answer.evaluate((e) => [...e.querySelectorAll('a')].map((a) => a.getAttribute('href')))).toEqual(
+      ['https://example.invalid/pixel.png'],
+    );
+    // The person still sees what the model wrote.
+    expect(await answer.innerText()).toContain('<script>window.__pwned = "script"</script>');
+    expect(probe.cspViolations).toEqual([]);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it("a code block's Copy and Insert post its code to the host", async () => {
+    await ready();
+    const answer = 'Try:\n\n```sh\ncargo build --locked\ncargo test\n```\n\nand\n\n```\nplain `text`\n```\n';
+    await notify('mino/turnStarted', { turnId: 'k9', seq: 0, input: 'Build?' });
+    await notify('mino/textDelta', { turnId: 'k9', seq: 1, delta: answer });
+    await notify('mino/turnEnded', { turnId: 'k9', seq: 2, status: 'completed', text: answer });
+    const blocks = page.locator('[data-turn-id="k9"] .code-block');
+    expect(await blocks.count()).toBe(2);
+    await blocks.nth(0).getByRole('button', { name: 'Copy code' }).click();
+    await blocks.nth(0).getByRole('button', { name: 'Insert code at the cursor' }).click();
+    await blocks.nth(1).getByRole('button', { name: 'Insert code at the cursor' }).click();
+    expect((await posted()).filter((m) => m.type === 'copy' || m.type === 'insert')).toEqual([
+      { type: 'copy', text: 'cargo build --locked\ncargo test' },
+      { type: 'insert', text: 'cargo build --locked\ncargo test' },
+      { type: 'insert', text: 'plain `text`' },
+    ]);
+    expect(await blocks.nth(0).locator('.code-copy').textContent()).toBe('Copied');
+  });
+
+  it('a long streamed answer renders only its newest part per frame and ends identical to a full render', async () => {
+    await ready();
+    const para = (i: number) => `Paragraph ${i} with **bold** and \`code\`.\n\n`;
+    const fence = '```js\nconst a = 1;\n\nconst b = 2;\n```\n\n';
+    let full = '';
+    for (let i = 0; i < 120; i++) full += para(i) + (i % 10 === 0 ? fence : '');
+    await notify('mino/turnStarted', { turnId: 'L1', seq: 0, input: 'Long' });
+    await page.evaluate((text) => {
+      for (let i = 0; i < text.length; i += 5) {
+        window.dispatchEvent(new MessageEvent('message', {
+          data: { type: 'notification', method: 'mino/textDelta', params: { turnId: 'L1', seq: i, delta: text.slice(i, i + 5) } },
+        }));
+      }
+    }, full);
+    // Settled blocks were frozen: the re-rendered tail is a small part of the answer.
+    await expect.poll(() => page.locator('[data-turn-id="L1"] .md-frozen > .md-chunk').count()).toBeGreaterThan(0);
+    await notify('mino/turnEnded', { turnId: 'L1', seq: 99999, status: 'completed', text: full });
+    const streamed = await page.locator('[data-turn-id="L1"] .assistant-text').textContent();
+    await host({ type: 'history', history: { sessionId: 's1', turns: [
+      { turnId: 'L1', input: 'Long', text: full, status: 'completed', calls: [], notices: [] },
+    ] } });
+    const whole = await page.locator('[data-turn-id="L1"] .assistant-text').textContent();
+    expect(streamed!.replace(/\s+/g, '')).toBe(whole!.replace(/\s+/g, ''));
+    expect(await page.locator('[data-turn-id="L1"] .code-block').count()).toBe(12);
+  });
+});
+
+describe.skipIf(skip)('progress, announcements and focus', () => {
+  it('says what Mino is doing through a turn: sending, thinking, writing, waiting for approval, running with a ticking clock', async () => {
+    // A page of its own with a controlled clock: the elapsed time ticks without waiting.
+    await page.context().close();
+    ({ page, probe } = await newWebviewPage(browser));
+    await page.clock.install({ time: new Date('2026-11-30T21:00:00Z') });
+    await page.goto(`${webHost.origin}/`);
+    await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === 'ready'));
+    await ready();
+    const progressText = () => page.locator('#progress').innerText();
+    expect(await page.locator('#progress').isVisible()).toBe(false);
+
+    await page.locator('#input').fill('Build it.');
+    await page.locator('#input').press('Enter');
+    expect(await progressText()).toBe('Sending your question…');
+    await host({ type: 'sent', turnId: 'p1' });
+    expect(await progressText()).toBe('Mino is thinking…');
+    await notify('mino/turnStarted', { turnId: 'p1', seq: 0, input: 'Build it.' });
+    expect(await progressText()).toBe('Mino is thinking…');
+    await notify('mino/textDelta', { turnId: 'p1', seq: 1, delta: 'Building.' });
+    expect(await progressText()).toBe('Mino is writing…');
+    await notify('mino/approvalRequest', approvalRequest('p1', 'call_m', 'make all', 2));
+    expect(await progressText()).toBe('Waiting for your approval to run: make all');
+    await page.locator('.tool-card[data-call-id="call_m"]').getByRole('button', { name: 'Approve' }).click();
+    await notify('mino/toolStarted', { turnId: 'p1', seq: 3, callId: 'call_m', command: 'make all' });
+    expect(await progressText()).toBe('Running make all · 0 s');
+    await page.clock.runFor(3000);
+    expect(await progressText()).toBe('Running make all · 3 s');
+    await page.clock.runFor(62_000);
+    expect(await progressText()).toBe('Running make all · 1 min 05 s');
+    await notify('mino/toolResult', { turnId: 'p1', seq: 4, callId: 'call_m', status: 'success', output: '', exitCode: 0 });
+    expect(await progressText()).toBe('Mino is thinking…');
+    await notify('mino/textDelta', { turnId: 'p1', seq: 5, delta: 'Done.' });
+    expect(await progressText()).toBe('Mino is writing…');
+    await notify('mino/turnEnded', { turnId: 'p1', seq: 6, status: 'completed' });
+    expect(await page.locator('#progress').isVisible()).toBe(false);
+    // The ticking line is not a live region; the announcer is.
+    expect(await page.locator('#progress').getAttribute('aria-live')).toBeNull();
+  });
+
+  it('announces completed answers and approval cards through a polite live region, not every streamed chunk', async () => {
+    await ready();
+    expect(await page.locator('#transcript').getAttribute('aria-live')).toBeNull();
+    const announcer = page.locator('#announcer');
+    expect(await announcer.getAttribute('aria-live')).toBe('polite');
+    const heard: string[] = [];
+    await page.exposeFunction('__heard', (t: string) => heard.push(t));
+    await page.evaluate(() => {
+      const el = document.getElementById('announcer')!;
+      new MutationObserver(() => (window as any).__heard(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+    });
+    await notify('mino/turnStarted', { turnId: 'a1', seq: 0, input: 'Hi' });
+    for (const [i, d] of ['Hel', 'lo, ', '**world**.'].entries()) {
+      await notify('mino/textDelta', { turnId: 'a1', seq: i + 1, delta: d });
+    }
+    await notify('mino/approvalRequest', approvalRequest('a1', 'call_a', 'rm -rf build', 4));
+    await notify('mino/toolResult', { turnId: 'a1', seq: 5, callId: 'call_a', status: 'refused', output: '' });
+    await notify('mino/textDelta', { turnId: 'a1', seq: 6, delta: 'Skipped.' });
+    await notify('mino/turnEnded', { turnId: 'a1', seq: 7, status: 'completed' });
+    await expect.poll(() => heard.length).toBe(3);
+    expect(heard).toEqual([
+      'Mino asks to run: rm -rf build. Approve or Deny in its card.',
+      'Command rm -rf build: denied.',
+      'Mino answered: Hello, world.\nSkipped.',
+    ]);
+    // The card never took focus.
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('input');
+  });
+
+  it('focuses the input when the panel opens and after an acknowledgement', async () => {
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('input');
+    await ready();
+    await notify('mino/recovery', {
+      sessionId: 's1',
+      turns: [{ turnId: 'g1', status: 'interrupted', calls: [{ callId: 'c', command: 'make', result: { status: 'unknown', output: '' } }] }],
+      acknowledgementRequired: true, unacknowledgedTurnIds: ['g1'], repairs: [],
+    });
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('ack-gate');
+    await page.locator('#ack-yes').click();
+    await host({ type: 'acknowledged', turnIds: ['g1'] });
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('input');
+  });
+});
+
+describe.skipIf(skip)('editor context', () => {
+  it('shows added files and selections as removable chips and sends them in the question as fenced blocks with their path', async () => {
+    await ready();
+    await page.getByRole('button', { name: '+ Selection' }).click();
+    await page.getByRole('button', { name: '+ File', exact: true }).click();
+    await page.getByRole('button', { name: '+ Files…' }).click();
+    expect((await posted()).filter((m) => m.type === 'addContext')).toEqual([
+      { type: 'addContext', source: 'selection' },
+      { type: 'addContext', source: 'activeFile' },
+      { type: 'addContext', source: 'pick' },
+    ]);
+    await host({ type: 'context', items: [
+      { path: 'src/app.ts', language: 'typescript', text: 'const b = 1;\n', startLine: 2, endLine: 2 },
+      { path: 'README.md', language: 'markdown', text: 'Use ```sh blocks```' },
+      { path: 'notes.txt', language: '', text: 'remove me' },
+    ] });
+    const chips = page.locator('#chips .chip');
+    expect(await chips.locator('.chip-label').allTextContents()).toEqual(['src/app.ts:2', 'README.md', 'notes.txt']);
+    await page.getByRole('button', { name: 'Remove notes.txt' }).click();
+    expect(await chips.locator('.chip-label').allTextContents()).toEqual(['src/app.ts:2', 'README.md']);
+
+    await page.locator('#input').fill('Why is b 1?');
+    await page.locator('#input').press('Enter');
+    const question = [
+      'Why is b 1?',
+      '',
+      'Context: src/app.ts, lines 2-2',
+      '```typescript',
+      'const b = 1;',
+      '```',
+      '',
+      'Context: README.md',
+      '````markdown',
+      'Use ```sh blocks```',
+      '````',
+    ].join('\n');
+    expect((await posted()).filter((m) => m.type === 'send')).toEqual([{ type: 'send', text: question }]);
+    // Accepted: the chips went with the question, which the transcript shows as asked.
+    await host({ type: 'sent', turnId: 'ctx1' });
+    expect(await chips.count()).toBe(0);
+    await notify('mino/turnStarted', { turnId: 'ctx1', seq: 0, input: question });
+    expect(await page.locator('[data-turn-id="ctx1"] .msg.user .text').textContent()).toBe(question);
+  });
+
+  it('a refused question keeps its chips; a context error is shown below the input', async () => {
+    await ready();
+    await host({ type: 'context', items: [{ path: 'a.rs', language: 'rust', text: 'fn a() {}' }] });
+    await page.locator('#input').fill('Explain');
+    await page.locator('#input').press('Enter');
+    await host({ type: 'error', request: 'send', code: -32011, message: 'a turn is already in progress' });
+    expect(await page.locator('#chips .chip').count()).toBe(1);
+    await host({ type: 'error', request: 'addContext', message: 'Nothing is selected in a.rs: select the lines to add first.' });
+    expect(await page.locator('#composer-error').textContent()).toBe('Nothing is selected in a.rs: select the lines to add first.');
+  });
+});
+
+describe.skipIf(skip)('narrow panels', () => {
+  const env = {
+    HOME: '/home/me',
+    PATH: '/home/me/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/snap/bin',
+    MINO_VERY_LONG_ENVIRONMENT_VARIABLE_NAME_FOR_SETTINGS: 'on',
+    LS_COLORS: 'rs=0:di=01;34:ln=01;36:mh=00:pi=40;33:so=01;35:do=01;35:bd=40;33;01:cd=40;33;01:or=40;31;01'.repeat(3),
+    LANG: 'C.UTF-8',
+  };
+
+  for (const width of [300, 420]) {
+    it(`keeps every environment name and value readable at ${width} px`, async () => {
+      await page.setViewportSize({ width, height: 900 });
+      await ready();
+      await notify('mino/turnStarted', { turnId: 'n1', seq: 0, input: 'Go' });
+      await notify('mino/approvalRequest', {
+        turnId: 'n1', seq: 1, callId: 'call_n', command: 'env | sort', directory: '/home/me/projects/with/a/rather/long/path/to/it',
+        environment: env, limits: { timeoutSeconds: 120, outputLimitBytes: 65536 },
+      });
+      const card = page.locator('.tool-card[data-call-id="call_n"]');
+      await card.locator('details.env summary').click();
+      const measured = await card.evaluate((cardEl) => {
+        // Width of one character of the table's font.
+        const probe = document.createElement('span');
+        probe.textContent = '0'.repeat(10);
+        cardEl.querySelector('.env-table th')!.appendChild(probe);
+        const ch = probe.getBoundingClientRect().width / 10;
+        const line = probe.getBoundingClientRect().height;
+        probe.remove();
+        const names = [...cardEl.querySelectorAll('.env-table th')].map((th) => ({
+          text: th.textContent || '',
+          height: th.getBoundingClientRect().height,
+        }));
+        const cells = [...cardEl.querySelectorAll('.env-table th, .env-table td, .tool-meta dd')].map((c) => ({
+          text: (c.textContent || '').slice(0, 20),
+          width: c.getBoundingClientRect().width,
+          right: c.getBoundingClientRect().right,
+        }));
+        const card = cardEl.getBoundingClientRect();
+        return { ch, line, names, cells, cardWidth: card.width, cardRight: card.right, scrollWidth: document.documentElement.scrollWidth };
+      });
+      for (const cell of measured.cells) {
+        // At least a few characters wide (or the whole of a shorter name/value).
+        expect(cell.width, `${cell.text} at ${width} px`).toBeGreaterThanOrEqual(Math.min(12, cell.text.length) * measured.ch - 1);
+        // Inside the card, which is inside the panel: nothing to scroll sideways for.
+        expect(cell.right, `${cell.text} at ${width} px`).toBeLessThanOrEqual(measured.cardRight + 1);
+      }
+      // A name that fits the card is on one line, not broken mid-word.
+      for (const name of measured.names) {
+        if (name.text.length * measured.ch < measured.cardWidth - 40) {
+          expect(name.height, `${name.text} at ${width} px`).toBeLessThan(measured.line * 1.5);
+        }
+      }
+      expect(measured.cardRight).toBeLessThanOrEqual(width);
+      expect(measured.scrollWidth).toBeLessThanOrEqual(width);
+      await page.screenshot({ path: path.join(OUT, `webview-env-${width}.png`), fullPage: true });
+    });
+  }
+});
+
+describe.skipIf(skip)('screenshots of the panel', () => {
+  // Light and dark theme, side-panel and wide widths: test-output/screenshots/ (see README).
+  for (const theme of ['light', 'dark'] as const) {
+    for (const width of [320, 800]) {
+      it(`${theme} theme at ${width} px`, async () => {
+        await page.context().close();
+        ({ page, probe } = await newWebviewPage(browser, { width, height: 1000 }));
+        await page.goto(`${webHost.origin}/?theme=${theme}`);
+        await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === 'ready'));
+        await ready();
+        await host({ type: 'history', history: { sessionId: 's1', turns: [{
+          turnId: 'sh0', input: 'How do I run the tests?', text: MARKDOWN_ANSWER, status: 'completed', notices: [],
+          calls: [{ callId: 'sc0', command: 'cargo test -p mino-core', result: { status: 'success', output: 'test result: ok. 120 passed\n', exitCode: 0 } }],
+        }] } });
+        await notify('mino/turnStarted', { turnId: 'sh1', seq: 0, input: 'Clean the build directory.' });
+        await notify('mino/textDelta', { turnId: 'sh1', seq: 1, delta: 'I will remove `build/` with **rm**:' });
+        await notify('mino/approvalRequest', {
+          ...approvalRequest('sh1', 'sc1', 'rm -rf build', 2),
+          environment: { HOME: '/home/me', LANG: 'C.UTF-8', PATH: '/home/me/.cargo/bin:/usr/local/bin:/usr/bin:/bin' },
+        });
+        await page.locator('.tool-card[data-call-id="sc1"] details.env summary').click();
+        await host({ type: 'context', items: [{ path: 'src/build.rs', language: 'rust', text: 'fn main() {}', startLine: 1, endLine: 12 }] });
+        await page.locator('#input').fill('and then rebuild');
+        await expect.poll(() => page.locator('#progress').innerText()).toContain('Waiting for your approval');
+        // Colours follow the theme.
+        const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+        expect(bg).toBe(theme === 'light' ? 'rgb(248, 248, 248)' : 'rgb(24, 24, 24)');
+        const file = path.join(OUT, 'screenshots', `panel-${theme}-${width}.png`);
+        mkdirSync(path.dirname(file), { recursive: true });
+        await page.screenshot({ path: file });
+        expect(probe.cspViolations).toEqual([]);
+        expect(probe.pageErrors).toEqual([]);
+      });
+    }
+  }
+});
+
+describe.skipIf(skip)('long histories', () => {
+  it('renders older turns of a long history when they come near the screen', async () => {
+    await ready();
+    const turns = Array.from({ length: 200 }, (_, i) => ({
+      turnId: `lh${i}`, input: `Question ${i}`, text: `## Answer ${i}\n\nSome **bold** text.`, status: 'completed', calls: [], notices: [],
+    }));
+    await host({ type: 'history', history: { sessionId: 's1', turns } });
+    const first = page.locator('[data-turn-id="lh0"] .assistant-text');
+    const last = page.locator('[data-turn-id="lh199"] .assistant-text');
+    // The newest is rendered at once; the oldest shows its text as written until it is near.
+    expect(await last.locator('h2').textContent()).toBe('Answer 199');
+    expect(await first.locator('h2').count()).toBe(0);
+    expect(await first.textContent()).toBe('## Answer 0\n\nSome **bold** text.');
+    await page.locator('#transcript').evaluate((t) => (t.scrollTop = 0));
+    await expect.poll(() => first.locator('h2').count()).toBe(1);
+    expect(await first.locator('strong').textContent()).toBe('bold');
   });
 });

@@ -55,6 +55,49 @@ export interface FakeWebviewView {
   visible: boolean;
   show(preserveFocus?: boolean): void;
   onDidDispose(l: Listener<void>): Disposable;
+  onDidChangeVisibility(l: Listener<void>): Disposable;
+  /** Test helper: hide or show the view as VS Code does. */
+  setVisible(visible: boolean): void;
+}
+
+export class Position {
+  constructor(readonly line: number, readonly character: number) {}
+}
+
+export class Selection {
+  constructor(readonly start: Position, readonly end: Position) {}
+  get isEmpty(): boolean {
+    return this.start.line === this.end.line && this.start.character === this.end.character;
+  }
+}
+
+/** A text document held as lines; `getText(range)` as VS Code computes it. */
+export class FakeDocument {
+  constructor(readonly uri: Uri, public text: string, readonly languageId: string) {}
+  getText(range?: Selection): string {
+    if (!range) return this.text;
+    const offset = (p: Position) => {
+      const lines = this.text.split('\n');
+      return lines.slice(0, p.line).reduce((n, l) => n + l.length + 1, 0) + p.character;
+    };
+    return this.text.slice(offset(range.start), offset(range.end));
+  }
+}
+
+/** An editor whose `edit` applies replacements to its document and records them. */
+export class FakeEditor {
+  readonly edits: { selection: Selection; text: string }[] = [];
+  selections: Selection[];
+  constructor(readonly document: FakeDocument, public selection: Selection) {
+    this.selections = [selection];
+  }
+  async edit(callback: (builder: { replace(s: Selection, t: string): void; insert(p: Position, t: string): void }) => void): Promise<boolean> {
+    callback({
+      replace: (selection, text) => this.edits.push({ selection, text }),
+      insert: (p, text) => this.edits.push({ selection: new Selection(p, p), text }),
+    });
+    return true;
+  }
 }
 
 export const mock = {
@@ -69,6 +112,15 @@ export const mock = {
   outputChannels: [] as { name: string; lines: string[]; shown: number }[],
   workspaceFolder: '/tmp/mino-workspace' as string | undefined,
   inputBoxValue: undefined as string | undefined,
+  clipboard: '',
+  activeTextEditor: undefined as FakeEditor | undefined,
+  /** Workspace files (absolute path → content) for findFiles / fs. */
+  files: new Map<string, string>(),
+  /** What showQuickPick resolves to: the labels to choose. */
+  quickPickChoice: undefined as string[] | undefined,
+  quickPickItems: [] as { label: string }[],
+  /** Every `setContext` key and value, in order. */
+  contextKeys: [] as [string, unknown][],
   reset(): void {
     this.commands.clear();
     this.executed.length = 0;
@@ -80,6 +132,12 @@ export const mock = {
     this.outputChannels.length = 0;
     this.workspaceFolder = '/tmp/mino-workspace';
     this.inputBoxValue = undefined;
+    this.clipboard = '';
+    this.activeTextEditor = undefined;
+    this.files.clear();
+    this.quickPickChoice = undefined;
+    this.quickPickItems = [];
+    this.contextKeys.length = 0;
   },
 };
 
@@ -111,12 +169,19 @@ export function createFakeWebviewView(opts: FakeWebviewOptions = {}): FakeWebvie
       for (const l of receivers) l(m);
     },
   };
-  return {
+  const visibility = new EventEmitter<void>();
+  const view: FakeWebviewView = {
     webview,
     visible: true,
     show: () => undefined,
     onDidDispose: () => ({ dispose: () => undefined }),
+    onDidChangeVisibility: visibility.event,
+    setVisible: (visible) => {
+      view.visible = visible;
+      visibility.fire();
+    },
   };
+  return view;
 }
 
 // ---------------------------------------------------------------- namespaces
@@ -129,6 +194,7 @@ export const commands = {
   },
   async executeCommand(command: string, ...args: unknown[]): Promise<unknown> {
     mock.executed.push({ command, args });
+    if (command === 'setContext') mock.contextKeys.push([args[0] as string, args[1]]);
     const fn = mock.commands.get(command);
     return fn ? fn(...args) : undefined;
   },
@@ -174,7 +240,31 @@ export const window = {
   async showInputBox(): Promise<string | undefined> {
     return mock.inputBoxValue;
   },
+  get activeTextEditor() {
+    return mock.activeTextEditor;
+  },
+  async showQuickPick<T extends { label: string }>(items: T[]): Promise<T[] | undefined> {
+    mock.quickPickItems = items;
+    const choice = mock.quickPickChoice;
+    return choice ? items.filter((i) => choice.includes(i.label)) : undefined;
+  },
 };
+
+export const env = {
+  clipboard: {
+    async writeText(text: string): Promise<void> {
+      mock.clipboard = text;
+    },
+    async readText(): Promise<string> {
+      return mock.clipboard;
+    },
+  },
+};
+
+function relative(uri: Uri): string {
+  const root = mock.workspaceFolder;
+  return root && uri.fsPath.startsWith(root + '/') ? uri.fsPath.slice(root.length + 1) : uri.fsPath;
+}
 
 export const workspace = {
   get workspaceFolders() {
@@ -187,6 +277,22 @@ export const workspace = {
     };
   },
   onDidChangeConfiguration: (_l: Listener<unknown>): Disposable => ({ dispose: () => undefined }),
+  asRelativePath: (uri: Uri) => relative(uri),
+  async findFiles(): Promise<Uri[]> {
+    return [...mock.files.keys()].map((p) => Uri.file(p));
+  },
+  fs: {
+    async stat(uri: Uri) {
+      const text = mock.files.get(uri.fsPath);
+      if (text === undefined) throw new Error(`ENOENT ${uri.fsPath}`);
+      return { size: Buffer.byteLength(text) };
+    },
+    async readFile(uri: Uri): Promise<Uint8Array> {
+      const text = mock.files.get(uri.fsPath);
+      if (text === undefined) throw new Error(`ENOENT ${uri.fsPath}`);
+      return new TextEncoder().encode(text);
+    },
+  },
 };
 
 export function createExtensionContext() {
