@@ -386,7 +386,7 @@ impl App {
                     if let Some(demo) = &mut self.demo {
                         demo.before_decision(decision);
                     }
-                    match self.server.approval(&req.call_id, decision).await {
+                    match self.server.approval(&req.turn_id, &req.call_id, decision).await {
                         Ok(_) => {}
                         Err(CallError::Connection(_)) => return TurnEnd::ServerGone,
                         Err(e) => out(&format!("Error: {e}\n")),
