@@ -404,6 +404,16 @@ mod tests {
     }
 
     #[test]
+    fn approval_params_name_the_turn_and_the_call() {
+        let p = ApprovalParams { turn_id: "turn-2".into(), call_id: "call_1".into(), decision: Decision::Approve };
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v, json!({"turnId": "turn-2", "callId": "call_1", "decision": "approve"}));
+        let missing = serde_json::from_value::<ApprovalParams>(json!({"callId": "call_1", "decision": "approve"}));
+        let err = missing.expect_err("turnId is required").to_string();
+        assert!(err.contains("turnId"), "{err}");
+    }
+
+    #[test]
     fn acknowledge_params_accept_an_empty_object() {
         let p: AcknowledgeParams = serde_json::from_value(json!({})).unwrap();
         assert_eq!(p.turn_ids, None);
