@@ -386,7 +386,7 @@ impl App {
                     if let Some(demo) = &mut self.demo {
                         demo.before_decision(decision);
                     }
-                    match self.server.approval(&req.call_id, decision).await {
+                    match self.server.approval(&req.turn_id, &req.call_id, decision).await {
                         Ok(_) => {}
                         Err(CallError::Connection(_)) => return TurnEnd::ServerGone,
                         Err(e) => out(&format!("Error: {e}\n")),
@@ -402,7 +402,9 @@ impl App {
                     view.at_line_start = o.chunk.ends_with('\n');
                 }
                 Event::ToolResult(r) if r.turn_id == turn_id => {
-                    if !view.streamed.contains(&r.call_id) && !r.output.is_empty() {
+                    // Removed, not just read: a model may reuse the id for a
+                    // later call of this turn, whose output is its own.
+                    if !view.streamed.remove(&r.call_id) && !r.output.is_empty() {
                         view.newline();
                         out(&r.output);
                         view.at_line_start = r.output.ends_with('\n');

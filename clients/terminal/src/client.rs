@@ -252,8 +252,9 @@ impl Server {
         self.call(method::CHAT, ChatParams { text: text.to_owned() }).await
     }
 
-    pub async fn approval(&self, call_id: &str, decision: Decision) -> Result<EmptyResult, CallError> {
-        self.call(method::APPROVAL, ApprovalParams { call_id: call_id.to_owned(), decision }).await
+    pub async fn approval(&self, turn_id: &str, call_id: &str, decision: Decision) -> Result<EmptyResult, CallError> {
+        let params = ApprovalParams { turn_id: turn_id.to_owned(), call_id: call_id.to_owned(), decision };
+        self.call(method::APPROVAL, params).await
     }
 
     pub async fn acknowledge(&self, turn_ids: Option<Vec<String>>) -> Result<AcknowledgeResult, CallError> {

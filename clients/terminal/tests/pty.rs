@@ -86,6 +86,38 @@ fn an_approved_turn_streams_text_shows_the_approval_screen_and_the_result() {
     assert_eq!(exit_code(&p), Some(0));
 }
 
+/// A model that gives two calls of one response the same id: the approval
+/// (sent with its turn) runs the first; the second is not run, and its
+/// result's explanation is shown although the first `call_0` streamed output.
+#[test]
+fn a_repeated_call_id_shows_each_result_of_its_own() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            Reply::calls(&[("call_0", "echo first-ran"), ("call_0", "echo second-ran")]),
+            Reply::text("One ran."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string(BANNER).expect("banner");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Run both.").expect("send question");
+    p.exp_string("Command: \"echo first-ran\"").expect("the first call is asked");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
+    p.send_line("y").expect("approve");
+    p.exp_string("first-ran").expect("tool output");
+    p.exp_string("[Result: success, exit code 0]").expect("first result");
+    p.exp_string("Not run: this response already has a call with call_id call_0").expect("second result explained");
+    p.exp_string("[Result: failed]").expect("second result line");
+    p.exp_string("One ran.").expect("final text");
+    p.exp_string("You> ").expect("next prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    assert_eq!(exit_code(&p), Some(0));
+    assert_eq!(records(&read(&scratch.journal()), "tool_start"), 1, "only the first call ran");
+}
+
 #[test]
 fn ctrl_c_cancels_a_running_turn_and_quits_at_the_prompt() {
     let rt = runtime();

@@ -8,7 +8,7 @@
 //! that counts up across the session. The events are the only way out of
 //! here; a transport forwards them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{mpsc, oneshot};
@@ -99,12 +99,25 @@ pub struct Numbered {
 pub enum AgentError {
     #[error(transparent)]
     Session(#[from] SessionError),
-    #[error("no call {0} is waiting for approval")]
-    NoPendingApproval(String),
+    /// The decision names a (turn, call) other than the one waiting now:
+    /// call ids repeat across turns (and models), so a call id alone could
+    /// approve a different command.
+    #[error("call {call_id} of turn {turn_id} is not waiting for approval; a decision must name the turnId and callId of the pending mino/approvalRequest")]
+    NoPendingApproval { turn_id: String, call_id: String },
     #[error("no running turn {0}")]
     UnknownTurn(String),
     #[error("the server is shutting down: its client is gone")]
     Closed,
+}
+
+/// The result of a call whose id an earlier call of the same response
+/// already used. Names the command, since the id cannot tell the model which
+/// call this is.
+fn duplicate_call_output(call_id: &str, arguments: &str) -> String {
+    let command = bash::command_of(arguments).unwrap_or_else(|_| arguments.to_string());
+    format!(
+        "Not run: this response already has a call with call_id {call_id}, and a result cannot say which of them it answers. This call (`{command}`) was not executed; ask for it again in a new response if it is still needed."
+    )
 }
 
 /// Output for results the turn itself decides.
@@ -126,7 +139,13 @@ struct TurnEnded {
 struct RunningTurn {
     turn_id: String,
     cancel: CancellationToken,
-    approvals: HashMap<String, oneshot::Sender<ApprovalDecision>>,
+    /// The one call waiting for a decision (calls are asked one at a time).
+    approval: Option<PendingApproval>,
+}
+
+struct PendingApproval {
+    call_id: String,
+    decision: oneshot::Sender<ApprovalDecision>,
 }
 
 struct Emitter {
@@ -203,7 +222,7 @@ impl Agent {
         }
         let turn_id = lock(&self.inner.session).begin_turn(text)?;
         let cancel = CancellationToken::new();
-        *running = Some(RunningTurn { turn_id: turn_id.clone(), cancel: cancel.clone(), approvals: HashMap::new() });
+        *running = Some(RunningTurn { turn_id: turn_id.clone(), cancel: cancel.clone(), approval: None });
         drop(running);
         self.emit(AgentEvent::TurnStarted { turn_id: turn_id.clone(), input: text.to_string() });
         let agent = self.clone();
@@ -212,14 +231,17 @@ impl Agent {
         Ok(turn_id)
     }
 
-    /// Delivers the person's decision on a pending call.
-    pub fn approve(&self, call_id: &str, decision: ApprovalDecision) -> Result<(), AgentError> {
-        let sender = lock(&self.inner.running)
+    /// Delivers the person's decision on the call waiting for it, which
+    /// `turn_id` and `call_id` must both name; anything else is refused and
+    /// decides nothing.
+    pub fn approve(&self, turn_id: &str, call_id: &str, decision: ApprovalDecision) -> Result<(), AgentError> {
+        let refused = || AgentError::NoPendingApproval { turn_id: turn_id.to_string(), call_id: call_id.to_string() };
+        let pending = lock(&self.inner.running)
             .as_mut()
-            .filter(|turn| !turn.cancel.is_cancelled())
-            .and_then(|turn| turn.approvals.remove(call_id))
-            .ok_or_else(|| AgentError::NoPendingApproval(call_id.to_string()))?;
-        sender.send(decision).map_err(|_| AgentError::NoPendingApproval(call_id.to_string()))
+            .filter(|turn| turn.turn_id == turn_id && !turn.cancel.is_cancelled())
+            .and_then(|turn| turn.approval.take_if(|pending| pending.call_id == call_id))
+            .ok_or_else(refused)?;
+        pending.decision.send(decision).map_err(|_| refused())
     }
 
     /// Cancels the running turn; it ends `cancelled` through its own events.
@@ -384,7 +406,16 @@ impl Agent {
             }
             let mut over_limit = false;
             let mut cancelled = false;
+            // Ids already used in this response: a second call with one of
+            // them cannot be answered unambiguously (its output would carry
+            // the same call_id as the first's), so it is not run.
+            let mut ids_in_response: HashSet<String> = HashSet::new();
             for (call_id, name, arguments) in calls {
+                if !ids_in_response.insert(call_id.clone()) {
+                    let output = duplicate_call_output(&call_id, &arguments);
+                    self.save_result(turn_id, &call_id, ToolStatus::Failed, &output, None)?;
+                    continue;
+                }
                 if cancelled || over_limit || calls_seen == limits.max_calls {
                     over_limit |= !cancelled;
                     let output = if cancelled {
@@ -439,7 +470,7 @@ impl Agent {
 
         let (sender, receiver) = oneshot::channel();
         if let Some(turn) = lock(&self.inner.running).as_mut() {
-            turn.approvals.insert(call_id.to_string(), sender);
+            turn.approval = Some(PendingApproval { call_id: call_id.to_string(), decision: sender });
         }
         let bash = &self.inner.bash;
         self.emit(AgentEvent::ApprovalRequest {
@@ -459,7 +490,7 @@ impl Agent {
         };
         let decision = decision.filter(|_| !cancel.is_cancelled());
         if let Some(turn) = lock(&self.inner.running).as_mut() {
-            turn.approvals.remove(call_id);
+            turn.approval = None;
         }
         match decision {
             None => {

@@ -64,12 +64,14 @@ fn append_turn(input: &mut Vec<Value>, turn: &Turn) {
     }
     input.push(user_message(&turn.input));
     for (index, items) in turn.responses.iter().enumerate() {
+        // The transcript read this response's calls in item order, so the
+        // k-th call item is the k-th call: each call sent is exactly one whose
+        // output follows below, even when the model repeated an id.
+        let mut calls = turn.calls.iter().filter(|c| c.response_index == index);
         for item in items {
             match item_call(item) {
-                // Calls are replayed as the transcript read them, so each
-                // call sent is exactly one whose output follows below.
-                ItemCall::Call(call_id) => {
-                    if let Some(call) = turn.calls.iter().find(|c| c.response_index == index && c.call_id == call_id) {
+                ItemCall::Call(_) => {
+                    if let Some(call) = calls.next() {
                         input.push(json!({
                             "type": "function_call",
                             "call_id": call.call_id,

@@ -118,12 +118,22 @@ impl Turn {
         parts.join("\n\n")
     }
 
-    pub fn call(&self, call_id: &str) -> Option<&Call> {
-        self.calls.iter().find(|c| c.call_id == call_id)
+    /// The call a record naming `call_id` in this turn is about: the
+    /// earliest call with that id still without a result.
+    ///
+    /// Model servers may reuse ids (several number calls `call_0`, `call_1`,
+    /// … in every response). Across turns the turn id tells calls apart.
+    /// Within a turn, every call of a response has its result before the
+    /// next request, so a later response's `call_0` is the only unresolved
+    /// one by then; and calls of one response are handled (and closed by
+    /// recovery) in order, so a duplicate id inside one response names the
+    /// first of them until it has its result, then the next.
+    pub fn pending_call(&self, call_id: &str) -> Option<&Call> {
+        self.calls.iter().find(|c| c.call_id == call_id && c.result.is_none())
     }
 
-    fn call_mut(&mut self, call_id: &str) -> Option<&mut Call> {
-        self.calls.iter_mut().find(|c| c.call_id == call_id)
+    fn pending_call_mut(&mut self, call_id: &str) -> Option<&mut Call> {
+        self.calls.iter_mut().find(|c| c.call_id == call_id && c.result.is_none())
     }
 }
 
@@ -313,10 +323,14 @@ impl Transcript {
             }
             RecordBody::Response { turn_id, items } => {
                 let turn = self.open_turn_named(turn_id)?;
-                let calls = function_calls(items);
-                for (i, (call_id, _, _)) in calls.iter().enumerate() {
-                    if turn.call(call_id).is_some() || calls[..i].iter().any(|c| &c.0 == call_id) {
-                        return Err(format!("call {call_id} appears twice in turn {turn_id}"));
+                // A repeated id is fine once the earlier call has its result
+                // (see `Turn::pending_call`); before that, a record could not
+                // say which of the two it is about.
+                for (call_id, _, _) in function_calls(items) {
+                    if turn.pending_call(&call_id).is_some() {
+                        return Err(format!(
+                            "a response repeats call {call_id} of turn {turn_id} before that call has a result"
+                        ));
                     }
                 }
                 Ok(())
@@ -338,12 +352,7 @@ impl Transcript {
                 }
                 Ok(())
             }
-            RecordBody::ToolResult { turn_id, call_id, .. } => {
-                if self.open_call(turn_id, call_id)?.result.is_some() {
-                    return Err(format!("call {call_id} has two results"));
-                }
-                Ok(())
-            }
+            RecordBody::ToolResult { turn_id, call_id, .. } => self.open_call(turn_id, call_id).map(|_| ()),
             RecordBody::TurnEnd { turn_id, .. } => {
                 let turn = self.open_turn_named(turn_id)?;
                 if let Some(call) = turn.calls.iter().find(|c| c.result.is_none()) {
@@ -366,12 +375,22 @@ impl Transcript {
         }
     }
 
+    /// The call of the open turn `turn_id` that a record naming `call_id` is
+    /// about (see [`Turn::pending_call`]).
     fn open_call(&self, turn_id: &str, call_id: &str) -> Result<&Call, String> {
         let turn = self.open_turn_named(turn_id)?;
-        turn.call(call_id).ok_or_else(|| format!("record for call {call_id}, which turn {turn_id} never asked for"))
+        turn.pending_call(call_id).ok_or_else(|| {
+            if turn.calls.iter().any(|c| c.call_id == call_id) {
+                format!("record for call {call_id} of turn {turn_id}, which already has its result")
+            } else {
+                format!("record for call {call_id}, which turn {turn_id} never asked for")
+            }
+        })
     }
 
+    /// Records are checked before they are applied, so the open turn is the
+    /// last one and the call is its pending call with that id.
     fn last_call_mut(&mut self, call_id: &str) -> Option<&mut Call> {
-        self.turns.last_mut()?.call_mut(call_id)
+        self.turns.last_mut()?.pending_call_mut(call_id)
     }
 }

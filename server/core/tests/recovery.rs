@@ -490,3 +490,152 @@ fn empty_and_oversized_questions_open_no_turn() {
     assert_eq!(std::fs::read(s.path()).expect("read"), before, "nothing written");
     s.begin_turn(&"x".repeat(mino_core::session::MAX_INPUT_BYTES)).expect("the limit itself is accepted");
 }
+
+// ------------------------------------------------------------ repeated call ids
+//
+// Several local model servers number calls `call_0`, `call_1`, … in every
+// response, so one id names different calls in different turns, and even in
+// different responses of one turn. A call is the pair (turn, call id); within
+// a turn, a record names the earliest call with that id that has no result
+// yet (see docs/journal.md).
+
+/// `(type, call_id, command or output status)` of each call item of `input`.
+fn call_items(input: &[Value]) -> Vec<(String, String, String)> {
+    input
+        .iter()
+        .filter_map(|item| {
+            let kind = item["type"].as_str()?;
+            let what = match kind {
+                "function_call" => {
+                    serde_json::from_str::<Value>(item["arguments"].as_str()?).ok()?["command"].as_str()?.to_string()
+                }
+                "function_call_output" => output_status(item),
+                _ => return None,
+            };
+            Some((kind.to_string(), item["call_id"].as_str()?.to_string(), what))
+        })
+        .collect()
+}
+
+fn item(kind: &str, call_id: &str, what: &str) -> (String, String, String) {
+    (kind.to_string(), call_id.to_string(), what.to_string())
+}
+
+#[test]
+fn a_call_id_repeated_across_turns_pairs_each_call_with_its_own_result() {
+    let (_dir, home) = home();
+    let mut s = Session::create(&home, Path::new("/work")).expect("create");
+    let t1 = s.begin_turn("Say something harmless").expect("t1");
+    s.record_response(&t1, vec![function_call("call_1", "echo harmless")]).expect("r1");
+    s.record_tool_result(&t1, "call_1", ToolStatus::NotExecuted, "cancelled", None).expect("closed");
+    s.end_turn(&t1, TurnStatus::Cancelled, Some("cancelled by the user".into())).expect("end1");
+    let t2 = s.begin_turn("Now something else").expect("t2");
+    s.record_response(&t2, vec![function_call("call_1", "echo second")]).expect("r2");
+    s.record_decision(&t2, "call_1", ApprovalDecision::Approved).expect("approve");
+    s.record_tool_start(&t2, "call_1", "echo second", "/work").expect("start");
+    s.record_tool_result(&t2, "call_1", ToolStatus::Success, "second\n", Some(0)).expect("result");
+    s.record_response(&t2, vec![message("Done.")]).expect("r3");
+    s.end_turn(&t2, TurnStatus::Completed, None).expect("end2");
+
+    let expected = vec![
+        item("function_call", "call_1", "echo harmless"),
+        item("function_call_output", "call_1", "not_executed"),
+        item("function_call", "call_1", "echo second"),
+        item("function_call_output", "call_1", "success"),
+    ];
+    assert_eq!(call_items(&s.context()), expected);
+    let first = &s.transcript().turn(&t1).expect("t1").calls[0];
+    assert_eq!((first.decision, first.started), (None, false), "turn 2's approval and start stay in turn 2");
+    let id = s.id().to_string();
+    drop(s);
+    let (session, report) = Session::open(&home, &id).expect("reopen");
+    assert!(report.recovered.is_empty());
+    assert_eq!(call_items(&session.context()), expected, "the file pairs them the same way");
+}
+
+/// A turn whose second response repeats the first response's `call_0`; the
+/// process dies after the second `call_0` started.
+#[test]
+fn a_call_id_repeated_across_responses_of_one_turn_recovers_each_call_after_a_crash_in_the_second() {
+    let (_dir, home) = home();
+    let id = {
+        let mut s = Session::create(&home, Path::new("/work")).expect("create");
+        let t = s.begin_turn("Two steps").expect("begin");
+        s.record_response(&t, vec![function_call("call_0", "echo one")]).expect("r1");
+        s.record_decision(&t, "call_0", ApprovalDecision::Approved).expect("approve 1");
+        s.record_tool_start(&t, "call_0", "echo one", "/work").expect("start 1");
+        s.record_tool_result(&t, "call_0", ToolStatus::Success, "one\n", Some(0)).expect("result 1");
+        s.record_response(&t, vec![function_call("call_0", "echo two >> list.txt")]).expect("r2 repeats call_0");
+        s.record_decision(&t, "call_0", ApprovalDecision::Approved).expect("approve 2");
+        s.record_tool_start(&t, "call_0", "echo two >> list.txt", "/work").expect("start 2");
+        let calls = &s.transcript().turn(&t).expect("turn").calls;
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].result.as_ref().map(|r| r.output.as_str()), Some("one\n"), "the first keeps its result");
+        assert!(calls[1].started && calls[1].result.is_none(), "the second start is the second call's");
+        s.id().to_string()
+    };
+
+    let expected = vec![
+        item("function_call", "call_0", "echo one"),
+        item("function_call_output", "call_0", "success"),
+        item("function_call", "call_0", "echo two >> list.txt"),
+        item("function_call_output", "call_0", "unknown"),
+    ];
+    let (session, report) = Session::open(&home, &id).expect("reopen");
+    assert_eq!(report.recovered.len(), 1);
+    let recovered: Vec<(&str, &str, ToolStatus)> =
+        report.recovered[0].calls.iter().map(|c| (c.call_id.as_str(), c.command.as_str(), c.status)).collect();
+    assert_eq!(
+        recovered,
+        [("call_0", "echo one", ToolStatus::Success), ("call_0", "echo two >> list.txt", ToolStatus::Unknown)]
+    );
+    assert!(report.acknowledgement_required(), "the second call_0 may have run");
+    assert_eq!(call_items(&session.context()), expected);
+    let path = session.path().to_path_buf();
+    drop(session);
+    // Reopening recovers nothing more and pairs the same way.
+    let (session, report) = Session::open(&home, &id).expect("second reopen");
+    assert!(report.recovered.is_empty());
+    assert_eq!(call_items(&session.context()), expected);
+    assert_eq!(count_kind(&path, "tool_result"), 2, "one result each, nothing rewritten");
+}
+
+#[test]
+fn a_response_may_not_repeat_the_id_of_a_call_still_waiting_for_its_result() {
+    let (_dir, home) = home();
+    let mut s = Session::create(&home, Path::new("/work")).expect("create");
+    let t = s.begin_turn("Two steps").expect("begin");
+    s.record_response(&t, vec![function_call("call_0", "echo one")]).expect("r1");
+    let refused = s.record_response(&t, vec![function_call("call_0", "echo two")]);
+    assert!(refused.is_err(), "the earlier call_0 has no result yet: {refused:?}");
+}
+
+/// Two calls with one id in ONE response: records name them in order (the
+/// earliest without a result), so each keeps its own result and replay
+/// sends each call with exactly one output.
+#[test]
+fn duplicate_ids_in_one_response_are_resolved_and_replayed_in_order() {
+    let (_dir, home) = home();
+    let id = {
+        let mut s = Session::create(&home, Path::new("/work")).expect("create");
+        let t = s.begin_turn("Two at once").expect("begin");
+        s.record_response(&t, vec![function_call("call_0", "echo a"), function_call("call_0", "echo b")])
+            .expect("a response with a repeated id is recorded as received");
+        s.record_decision(&t, "call_0", ApprovalDecision::Approved).expect("approve a");
+        s.record_tool_start(&t, "call_0", "echo a", "/work").expect("start a");
+        s.id().to_string()
+    };
+    let (session, report) = Session::open(&home, &id).expect("reopen");
+    let recovered: Vec<(&str, ToolStatus)> =
+        report.recovered[0].calls.iter().map(|c| (c.command.as_str(), c.status)).collect();
+    assert_eq!(recovered, [("echo a", ToolStatus::Unknown), ("echo b", ToolStatus::NotExecuted)]);
+    assert_eq!(
+        call_items(&session.context()),
+        [
+            item("function_call", "call_0", "echo a"),
+            item("function_call", "call_0", "echo b"),
+            item("function_call_output", "call_0", "unknown"),
+            item("function_call_output", "call_0", "not_executed"),
+        ]
+    );
+}

@@ -71,8 +71,8 @@ impl Harness {
         let mut events = Vec::new();
         loop {
             let event = self.next().await;
-            if let (AgentEvent::ApprovalRequest { call_id, .. }, Some(d)) = (&event, decide) {
-                self.agent.approve(call_id, d).expect("approve");
+            if let (AgentEvent::ApprovalRequest { turn_id, call_id, .. }, Some(d)) = (&event, decide) {
+                self.agent.approve(turn_id, call_id, d).expect("approve");
             }
             let end = matches!(event, AgentEvent::TurnEnded { .. });
             events.push(event);
@@ -306,7 +306,10 @@ async fn cancel_while_an_approval_is_pending() {
     let events = h.run(None).await;
     assert_eq!(results(&events)[0].1, ToolStatus::NotExecuted);
     assert_eq!(ended(&events).0, TurnStatus::Cancelled);
-    assert!(h.agent.approve("call_1", ApprovalDecision::Approved).is_err(), "approving after cancel runs nothing");
+    assert!(
+        h.agent.approve(&turn, "call_1", ApprovalDecision::Approved).is_err(),
+        "approving after cancel runs nothing"
+    );
     assert!(!h.cwd.join("never.txt").exists());
 }
 
@@ -316,8 +319,8 @@ async fn cancel_while_a_command_runs_kills_its_group() {
     let turn = h.agent.chat("Wait").expect("chat");
     loop {
         match h.next().await {
-            AgentEvent::ApprovalRequest { call_id, .. } => {
-                h.agent.approve(&call_id, ApprovalDecision::Approved).expect("approve")
+            AgentEvent::ApprovalRequest { turn_id, call_id, .. } => {
+                h.agent.approve(&turn_id, &call_id, ApprovalDecision::Approved).expect("approve")
             }
             AgentEvent::ToolOutput { .. } => break,
             _ => {}
@@ -443,7 +446,7 @@ async fn an_approval_after_cancel_runs_nothing() {
             }
         }
         h.agent.cancel(&turn).expect("cancel");
-        assert!(h.agent.approve("call_1", ApprovalDecision::Approved).is_err(), "approval after cancel refused");
+        assert!(h.agent.approve(&turn, "call_1", ApprovalDecision::Approved).is_err(), "approval after cancel refused");
         let events = h.run(None).await;
         assert_eq!(ended(&events).0, TurnStatus::Cancelled);
         assert!(!h.cwd.join("ran.txt").exists(), "nothing ran after the cancel");
@@ -494,4 +497,117 @@ async fn the_next_turn_can_start_the_moment_one_ends() {
         let events = h.run(Some(ApprovalDecision::Approved)).await;
         assert_eq!(ended(&events).0, TurnStatus::Completed, "turn {i}: {events:?}");
     }
+}
+
+// ------------------------------------------------------------ repeated call ids
+
+async fn next_approval_request(h: &mut Harness) -> (String, String, String) {
+    loop {
+        if let AgentEvent::ApprovalRequest { turn_id, call_id, command, .. } = h.next().await {
+            return (turn_id, call_id, command);
+        }
+    }
+}
+
+/// `(type, call_id)` of the call items of a request's input.
+fn call_items(input: &[Value]) -> Vec<(String, String)> {
+    input
+        .iter()
+        .filter(|i| i["type"] == "function_call" || i["type"] == "function_call_output")
+        .map(|i| (i["type"].as_str().unwrap_or("").to_string(), i["call_id"].as_str().unwrap_or("").to_string()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_stale_approval_from_a_cancelled_turn_does_not_approve_the_same_call_id_in_the_next() {
+    let mut h = harness(vec![
+        Reply::call("call_1", "echo harmless > harmless.txt"),
+        Reply::call("call_1", "echo DANGEROUS > dangerous.txt"),
+    ])
+    .await;
+    let first = h.agent.chat("Something harmless").expect("chat");
+    let (turn, call, _) = next_approval_request(&mut h).await;
+    assert_eq!((turn.as_str(), call.as_str()), (first.as_str(), "call_1"));
+    h.agent.cancel(&first).expect("cancel");
+    assert_eq!(ended(&h.run(None).await).0, TurnStatus::Cancelled);
+
+    let second = h.agent.chat("Something else").expect("chat");
+    let (turn, call, command) = next_approval_request(&mut h).await;
+    assert_eq!(
+        (turn.as_str(), call.as_str(), command.as_str()),
+        (second.as_str(), "call_1", "echo DANGEROUS > dangerous.txt")
+    );
+    let stale = h.agent.approve(&first, "call_1", ApprovalDecision::Approved);
+    let message = stale.expect_err("the old turn's approval is refused").to_string();
+    assert!(message.contains(&first) && message.contains("call_1"), "names turn and call: {message}");
+    let wrong_call = h.agent.approve(&second, "call_2", ApprovalDecision::Approved);
+    assert!(wrong_call.is_err(), "a call that is not waiting is refused");
+    // The pending call still waits for its own decision.
+    h.agent.approve(&second, "call_1", ApprovalDecision::Denied).expect("the right turn and call are accepted");
+    let events = h.run(None).await;
+    assert_eq!(results(&events)[0].1, ToolStatus::Refused);
+    assert!(!h.cwd.join("dangerous.txt").exists() && !h.cwd.join("harmless.txt").exists(), "nothing ran");
+}
+
+#[tokio::test]
+async fn a_call_id_repeated_in_the_next_response_of_one_turn_runs_as_its_own_call() {
+    let mut h =
+        harness(vec![Reply::call("call_0", "echo one"), Reply::call("call_0", "echo two"), Reply::text("Both ran.")])
+            .await;
+    h.agent.chat("Two steps").expect("chat");
+    let events = h.run(Some(ApprovalDecision::Approved)).await;
+    assert_eq!(ended(&events).0, TurnStatus::Completed);
+    let outputs: Vec<(String, ToolStatus, String)> = results(&events);
+    assert_eq!(
+        outputs,
+        [
+            ("call_0".to_string(), ToolStatus::Success, "one\n".to_string()),
+            ("call_0".to_string(), ToolStatus::Success, "two\n".to_string())
+        ]
+    );
+    let input = h.input_of_request(2);
+    let pairs = call_items(&input);
+    let expected: Vec<(String, String)> =
+        ["function_call", "function_call_output", "function_call", "function_call_output"]
+            .iter()
+            .map(|k| (k.to_string(), "call_0".to_string()))
+            .collect();
+    assert_eq!(pairs, expected);
+    let outputs: Vec<String> = input
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| output_of(i)["output"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(outputs, ["one\n", "two\n"], "each call followed by its own output");
+}
+
+#[tokio::test]
+async fn a_duplicate_id_inside_one_response_is_not_run_and_says_why() {
+    let mut h = harness(vec![
+        Reply::calls(&[("call_0", "echo first > first.txt"), ("call_0", "echo second > second.txt")]),
+        Reply::text("Noted."),
+    ])
+    .await;
+    h.agent.chat("Two at once").expect("chat");
+    let events = h.run(Some(ApprovalDecision::Approved)).await;
+    let asked: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ApprovalRequest { command, .. } => Some(command.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, ["echo first > first.txt"], "only the first call with the id is put to the person");
+    assert!(h.cwd.join("first.txt").exists());
+    assert!(!h.cwd.join("second.txt").exists(), "the duplicate never ran");
+    let outcomes = results(&events);
+    assert_eq!(outcomes.len(), 2);
+    assert_eq!(outcomes[1].1, ToolStatus::Failed);
+    assert!(outcomes[1].2.contains("call_0") && outcomes[1].2.contains("echo second"), "{}", outcomes[1].2);
+    let input = h.input_of_request(1);
+    assert_eq!(
+        call_items(&input).iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        ["function_call", "function_call", "function_call_output", "function_call_output"],
+        "each call sent once, with exactly one output"
+    );
 }

@@ -171,9 +171,10 @@ fn agent_error(e: AgentError) -> Error {
     use wire::error_code as code;
     match e {
         AgentError::Session(e) => session_error(e),
-        AgentError::NoPendingApproval(call_id) => {
-            let message = AgentError::NoPendingApproval(call_id.clone()).to_string();
-            error_with(code::NO_PENDING_APPROVAL, message, json!({ "callId": call_id }))
+        AgentError::NoPendingApproval { turn_id, call_id } => {
+            let message =
+                AgentError::NoPendingApproval { turn_id: turn_id.clone(), call_id: call_id.clone() }.to_string();
+            error_with(code::NO_PENDING_APPROVAL, message, json!({ "turnId": turn_id, "callId": call_id }))
         }
         AgentError::UnknownTurn(turn_id) => {
             let message = AgentError::UnknownTurn(turn_id.clone()).to_string();
@@ -387,7 +388,7 @@ impl Backend {
             wire::Decision::Approve => ApprovalDecision::Approved,
             wire::Decision::Deny => ApprovalDecision::Denied,
         };
-        self.agent()?.approve(&params.call_id, decision).map_err(agent_error)?;
+        self.agent()?.approve(&params.turn_id, &params.call_id, decision).map_err(agent_error)?;
         Ok(wire::EmptyResult {})
     }
 

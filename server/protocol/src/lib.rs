@@ -39,7 +39,7 @@ pub mod error_code {
     pub const ACKNOWLEDGEMENT_REQUIRED: i64 = -32010;
     /// `mino/chat` while another turn is running.
     pub const TURN_IN_PROGRESS: i64 = -32011;
-    /// `mino/approval` for a call that is not waiting for a decision.
+    /// `mino/approval` whose `turnId` and `callId` do not name the call waiting for a decision.
     pub const NO_PENDING_APPROVAL: i64 = -32012;
     /// The session journal could not be read or written; the message names the file and cause.
     pub const JOURNAL_FAILURE: i64 = -32013;
@@ -101,6 +101,9 @@ pub enum Decision {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalParams {
+    /// The turn of the call, as in its `mino/approvalRequest`: call ids
+    /// repeat across turns, so the pair names the call.
+    pub turn_id: String,
     pub call_id: String,
     pub decision: Decision,
 }
@@ -398,6 +401,16 @@ mod tests {
         assert_eq!(v["method"], "mino/approvalRequest");
         assert_eq!(v["params"]["callId"], "call_1");
         assert_eq!(v["params"]["limits"]["timeoutSeconds"], 120);
+    }
+
+    #[test]
+    fn approval_params_name_the_turn_and_the_call() {
+        let p = ApprovalParams { turn_id: "turn-2".into(), call_id: "call_1".into(), decision: Decision::Approve };
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v, json!({"turnId": "turn-2", "callId": "call_1", "decision": "approve"}));
+        let missing = serde_json::from_value::<ApprovalParams>(json!({"callId": "call_1", "decision": "approve"}));
+        let err = missing.expect_err("turnId is required").to_string();
+        assert!(err.contains("turnId"), "{err}");
     }
 
     #[test]

@@ -121,7 +121,9 @@ async fn one_turn(
             bail!("agent events closed");
         };
         match event {
-            AgentEvent::ApprovalRequest { call_id, .. } => agent.approve(&call_id, ApprovalDecision::Approved)?,
+            AgentEvent::ApprovalRequest { turn_id, call_id, .. } => {
+                agent.approve(&turn_id, &call_id, ApprovalDecision::Approved)?
+            }
             AgentEvent::TurnEnded { status, reason, .. } => {
                 if status != TurnStatus::Completed {
                     bail!("turn ended {status:?}: {reason:?}");

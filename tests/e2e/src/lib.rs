@@ -383,6 +383,18 @@ impl Server {
             .unwrap_or_else(|e| panic!("{method} result does not parse: {e}: {value}")))
     }
 
+    /// `mino/approval` for the call `turn_id`/`call_id` (the pair a
+    /// `mino/approvalRequest` names).
+    pub async fn approval(
+        &mut self,
+        turn_id: &str,
+        call_id: &str,
+        decision: wire::Decision,
+    ) -> Result<Value, RpcError> {
+        let params = wire::ApprovalParams { turn_id: turn_id.into(), call_id: call_id.into(), decision };
+        self.call(wire::method::APPROVAL, &params).await
+    }
+
     pub async fn notify(&mut self, method: &str, params: Value) {
         let mut message = json!({ "jsonrpc": "2.0", "method": method });
         if !params.is_null() {
@@ -419,6 +431,19 @@ impl Server {
             queue.remove(i)
         });
         found.await.unwrap_or_else(|| panic!("no {method} notification within {timeout:?}; stderr:\n{}", self.stderr()))
+    }
+
+    /// Waits for the next notification of turn `turn_id`, whatever its
+    /// method (earlier notifications of other turns stay queued).
+    pub async fn next_notification_of(&mut self, turn_id: &str, timeout: Duration) -> Notification {
+        let turn = turn_id.to_string();
+        let found = self.wait_for(timeout, move |queue| {
+            let i = queue.iter().position(|n| n.turn_id() == Some(turn.as_str()))?;
+            queue.remove(i)
+        });
+        found.await.unwrap_or_else(|| {
+            panic!("no notification of turn {turn_id} within {timeout:?}; stderr:\n{}", self.stderr())
+        })
     }
 
     /// Takes every queued notification up to and including the

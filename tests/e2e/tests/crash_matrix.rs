@@ -181,11 +181,12 @@ async fn drive(server: &mut Server, scenario: Scenario, kill: Option<KillAt>) ->
         for n in &log[seen..] {
             if n.method == wire::method::APPROVAL_REQUEST {
                 let call_id = n.params["callId"].as_str().expect("callId").to_string();
+                let turn_id = n.turn_id().expect("turnId").to_string();
                 let decision = if scenario.approves(&call_id) { "approve" } else { "deny" };
                 id += 1;
                 server
                     .send_message(&json!({"jsonrpc": "2.0", "id": id, "method": wire::method::APPROVAL,
-                        "params": {"callId": call_id, "decision": decision}}))
+                        "params": {"turnId": turn_id, "callId": call_id, "decision": decision}}))
                     .await;
             } else if n.method == wire::method::TURN_ENDED {
                 return Life::Ended;

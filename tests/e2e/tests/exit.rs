@@ -21,7 +21,11 @@ async fn stdin_close_exits_zero_and_the_key_never_appears_in_journal_or_logs() {
     let _: wire::EmptyResult = server
         .call(
             wire::method::APPROVAL,
-            &wire::ApprovalParams { call_id: "call_1".into(), decision: wire::Decision::Approve },
+            &wire::ApprovalParams {
+                turn_id: turn.turn_id.clone(),
+                call_id: "call_1".into(),
+                decision: wire::Decision::Approve,
+            },
         )
         .await
         .expect("approve");

@@ -29,14 +29,14 @@ async fn crash_at(
     })
     .await;
     first.initialize(&options_in(&cwd)).await.expect("initialize");
-    let _: wire::ChatResult = first
+    let turn: wire::ChatResult = first
         .call(wire::method::CHAT, &wire::ChatParams { text: "Add milk to shopping.txt.".into() })
         .await
         .expect("chat");
     let _ = first.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
     first
         .send_message(&serde_json::json!({"jsonrpc": "2.0", "id": 1000, "method": wire::method::APPROVAL,
-            "params": {"callId": "call_1", "decision": "approve"}}))
+            "params": {"turnId": turn.turn_id, "callId": "call_1", "decision": "approve"}}))
         .await;
     let status = first.wait(TIMEOUT).await;
     assert!(!status.success(), "the failpoint crashed the server: {status:?}");

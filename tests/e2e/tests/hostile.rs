@@ -78,6 +78,10 @@ fn wrong_params(method: &str) -> Vec<Value> {
             json!({}),
             json!({"callId": 1, "decision": "approve"}),
             json!({"callId": "call_1"}),
+            json!({"callId": "call_1", "decision": "approve"}),
+            json!({"turnId": 1, "callId": "call_1", "decision": "approve"}),
+            json!({"turnId": null, "callId": "call_1", "decision": "approve"}),
+            json!({"turnId": "turn-1", "callId": "call_1"}),
             json!({"callId": "call_1", "decision": "maybe"}),
             json!({"callId": "call_1", "decision": true}),
             json!({"callId": null, "decision": "approve"}),
@@ -237,7 +241,7 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
             0 => json!({"jsonrpc":"2.0","id": 100_000 + i,"method":"mino/history"}),
             1 => json!({"jsonrpc":"2.0","id": 100_000 + i,"method":"mino/nope","params":{}}),
             2 => {
-                json!({"jsonrpc":"2.0","id": 100_000 + i,"method":"mino/approval","params":{"callId":"call_x","decision":"approve"}})
+                json!({"jsonrpc":"2.0","id": 100_000 + i,"method":"mino/approval","params":{"turnId":"turn-1","callId":"call_x","decision":"approve"}})
             }
             3 => {
                 json!({"jsonrpc":"2.0","id": 100_000 + i,"method":"mino/chat","params":{"text": 1}})
@@ -279,7 +283,10 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
     let request: wire::ApprovalRequest =
         server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
     let _ = server
-        .request(wire::method::APPROVAL, json!({"callId": request.call_id, "decision": "approve"}))
+        .request(
+            wire::method::APPROVAL,
+            json!({"turnId": request.turn_id, "callId": request.call_id, "decision": "approve"}),
+        )
         .await
         .expect("approve");
     let notes = server.turn_notifications(&turn.turn_id, TIMEOUT).await;

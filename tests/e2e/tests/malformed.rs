@@ -55,7 +55,7 @@ async fn malformed_input_is_answered_and_a_turn_still_completes() {
     let err = server.request(wire::method::CHAT, json!({"txt": "typo"})).await.expect_err("wrong params");
     assert_eq!(err.code, -32602);
     let err = server
-        .request(wire::method::APPROVAL, json!({"callId": "c", "decision": "maybe"}))
+        .request(wire::method::APPROVAL, json!({"turnId": "turn-1", "callId": "c", "decision": "maybe"}))
         .await
         .expect_err("bad decision");
     assert_eq!(err.code, -32602);

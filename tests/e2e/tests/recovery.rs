@@ -45,7 +45,7 @@ async fn milk_story_unknown_result_is_replayed_after_acknowledgement() {
     // The server may die before it answers: do not wait for the response.
     first
         .send_message(&serde_json::json!({"jsonrpc": "2.0", "id": 1000, "method": wire::method::APPROVAL,
-            "params": {"callId": "call_1", "decision": "approve"}}))
+            "params": {"turnId": turn.turn_id, "callId": "call_1", "decision": "approve"}}))
         .await;
     let status = first.wait(TIMEOUT).await;
     use std::os::unix::process::ExitStatusExt;

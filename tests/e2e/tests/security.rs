@@ -26,8 +26,9 @@ async fn chat(server: &mut Server, text: &str) -> String {
     result.turn_id
 }
 
-async fn approval(server: &mut Server, call_id: &str, decision: &str) -> Result<Value, i64> {
-    server.request(wire::method::APPROVAL, json!({"callId": call_id, "decision": decision})).await.map_err(|e| e.code)
+async fn approval(server: &mut Server, turn_id: &str, call_id: &str, decision: &str) -> Result<Value, i64> {
+    let params = json!({"turnId": turn_id, "callId": call_id, "decision": decision});
+    server.request(wire::method::APPROVAL, params).await.map_err(|e| e.code)
 }
 
 async fn next_approval_request(server: &mut Server) -> wire::ApprovalRequest {
@@ -56,21 +57,21 @@ async fn unknown_call_ids_and_deny_then_approve_run_nothing() {
     open(&mut server, &cwd).await;
 
     // Before any turn: nothing is pending.
-    assert_eq!(approval(&mut server, "call_1", "approve").await, Err(NO_PENDING));
+    assert_eq!(approval(&mut server, "turn-1", "call_1", "approve").await, Err(NO_PENDING));
     let turn = chat(&mut server, "Make the marker.").await;
     let request = next_approval_request(&mut server).await;
     assert_eq!(request.call_id, "call_1");
     // Near misses of the pending id are unknown ids.
     for id in ["call_2", "", "call_1 ", "CALL_1", "../call_1", "call_1\u{0}", "*"] {
-        assert_eq!(approval(&mut server, id, "approve").await, Err(NO_PENDING), "{id:?}");
+        assert_eq!(approval(&mut server, &turn, id, "approve").await, Err(NO_PENDING), "{id:?}");
     }
     assert!(!marker.exists());
     // Deny, then try to approve the same call.
-    approval(&mut server, "call_1", "deny").await.expect("deny");
-    assert_eq!(approval(&mut server, "call_1", "approve").await, Err(NO_PENDING));
+    approval(&mut server, &turn, "call_1", "deny").await.expect("deny");
+    assert_eq!(approval(&mut server, &turn, "call_1", "approve").await, Err(NO_PENDING));
     let end = end_of(&mut server, &turn).await;
     assert_eq!(end.status, wire::TurnStatus::Completed);
-    assert_eq!(approval(&mut server, "call_1", "approve").await, Err(NO_PENDING));
+    assert_eq!(approval(&mut server, &turn, "call_1", "approve").await, Err(NO_PENDING));
     assert!(!marker.exists(), "a denied call ran");
     let journal = session_files(home.path()).pop().expect("journal");
     assert_eq!(count_kind(&journal, "tool_start"), 0);
@@ -95,7 +96,7 @@ async fn approving_twice_or_fifty_times_at_once_runs_the_command_once() {
     let mut raw = Vec::new();
     for i in 0..50 {
         let body = json!({"jsonrpc": "2.0", "id": 9000 + i, "method": wire::method::APPROVAL,
-            "params": {"callId": "call_1", "decision": "approve"}})
+            "params": {"turnId": turn, "callId": "call_1", "decision": "approve"}})
         .to_string();
         raw.extend_from_slice(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
     }
@@ -113,7 +114,7 @@ async fn approving_twice_or_fifty_times_at_once_runs_the_command_once() {
     let end = end_of(&mut server, &turn).await;
     assert_eq!(end.status, wire::TurnStatus::Completed);
     // And once more after the turn.
-    assert_eq!(approval(&mut server, "call_1", "approve").await, Err(NO_PENDING));
+    assert_eq!(approval(&mut server, &turn, "call_1", "approve").await, Err(NO_PENDING));
     assert_eq!(std::fs::read_to_string(&count).expect("count"), "x\n");
     let journal = session_files(home.path()).pop().expect("journal");
     assert_eq!(count_kind(&journal, "tool_start"), 1);
@@ -135,7 +136,7 @@ async fn approving_after_cancel_runs_nothing() {
     server.request(wire::method::CANCEL, json!({"turnId": turn})).await.expect("cancel");
     let end = end_of(&mut server, &turn).await;
     assert_eq!(end.status, wire::TurnStatus::Cancelled);
-    assert_eq!(approval(&mut server, "call_1", "approve").await, Err(NO_PENDING));
+    assert_eq!(approval(&mut server, &turn, "call_1", "approve").await, Err(NO_PENDING));
     assert!(!marker.exists(), "a cancelled call ran");
     let journal = session_files(home.path()).pop().expect("journal");
     let result = journal_records(&journal).into_iter().find(|r| r["kind"] == "tool_result").expect("a result");
@@ -155,23 +156,24 @@ async fn approving_the_pending_call_of_a_killed_server_runs_nothing() {
         .expect("mock");
     let mut first = Server::spawn_in(home.path(), &mock).await;
     open(&mut first, &cwd).await;
-    chat(&mut first, "Make the marker.").await;
+    let old_turn = chat(&mut first, "Make the marker.").await;
     next_approval_request(&mut first).await;
     first.kill().await;
 
     let mut second = Server::spawn_in(home.path(), &mock).await;
     // Before initialize: refused as uninitialized.
     let err = second
-        .request(wire::method::APPROVAL, json!({"callId": "call_1", "decision": "approve"}))
+        .request(wire::method::APPROVAL, json!({"turnId": old_turn, "callId": "call_1", "decision": "approve"}))
         .await
         .expect_err("not initialized");
     assert_eq!(err.code, -32002);
     let recovery = open(&mut second, &cwd).await;
     assert_eq!(recovery.turns[0].calls[0].result.status, wire::ToolStatus::NotExecuted);
-    assert_eq!(approval(&mut second, "call_1", "approve").await, Err(NO_PENDING));
+    assert_eq!(approval(&mut second, &old_turn, "call_1", "approve").await, Err(NO_PENDING));
     // A new turn does not resurrect the old call either.
     let turn = chat(&mut second, "Did it run?").await;
-    assert_eq!(approval(&mut second, "call_1", "approve").await, Err(NO_PENDING));
+    assert_eq!(approval(&mut second, &old_turn, "call_1", "approve").await, Err(NO_PENDING));
+    assert_eq!(approval(&mut second, &turn, "call_1", "approve").await, Err(NO_PENDING));
     let end = end_of(&mut second, &turn).await;
     assert_eq!(end.status, wire::TurnStatus::Completed);
     assert!(!marker.exists(), "the killed server's pending call ran");
@@ -210,7 +212,7 @@ async fn the_api_key_reaches_the_model_only() {
         "the approval request shows the key"
     );
     assert!(!request.environment.contains_key("OPENAI_API_KEY"));
-    approval(&mut server, "call_1", "approve").await.expect("approve");
+    approval(&mut server, &turn, "call_1", "approve").await.expect("approve");
     let notes = server.turn_notifications(&turn, TIMEOUT).await;
     let result: wire::ToolResult =
         notes.iter().find(|n| n.method == wire::method::TOOL_RESULT).expect("toolResult").parse();
@@ -420,7 +422,7 @@ async fn infinite_output_is_capped_and_stopped_at_the_timeout() {
     let turn = chat(&mut server, "Say yes forever.").await;
     let request = next_approval_request(&mut server).await;
     assert_eq!(request.limits.timeout_seconds, 2);
-    approval(&mut server, "call_1", "approve").await.expect("approve");
+    approval(&mut server, &turn, "call_1", "approve").await.expect("approve");
     let notes = server.turn_notifications(&turn, TIMEOUT * 4).await;
     let result: wire::ToolResult =
         notes.iter().find(|n| n.method == wire::method::TOOL_RESULT).expect("toolResult").parse();
@@ -468,7 +470,7 @@ async fn cancel_kills_every_background_child_of_the_command() {
     open(&mut server, &cwd).await;
     let turn = chat(&mut server, "Start three sleepers.").await;
     next_approval_request(&mut server).await;
-    approval(&mut server, "call_1", "approve").await.expect("approve");
+    approval(&mut server, &turn, "call_1", "approve").await.expect("approve");
     server.next_notification(wire::method::TOOL_OUTPUT, TIMEOUT).await;
     // The three sleepers (and the command's own bash, whose text names them).
     assert!(wait_processes(&marker, |n| n >= 3).await >= 3, "three children started");
@@ -505,7 +507,7 @@ async fn a_command_that_ignores_sigterm_is_killed_on_cancel_and_on_timeout() {
     // Cancelled: SIGTERM is ignored, SIGKILL follows.
     let turn = chat(&mut server, "Run something stubborn.").await;
     next_approval_request(&mut server).await;
-    approval(&mut server, "call_1", "approve").await.expect("approve");
+    approval(&mut server, &turn, "call_1", "approve").await.expect("approve");
     server.next_notification(wire::method::TOOL_OUTPUT, TIMEOUT).await;
     assert!(wait_processes(&marker, |n| n >= 1).await >= 1, "it started");
     server.request(wire::method::CANCEL, json!({"turnId": turn})).await.expect("cancel");
@@ -518,7 +520,7 @@ async fn a_command_that_ignores_sigterm_is_killed_on_cancel_and_on_timeout() {
     // Timed out: the same.
     let turn = chat(&mut server, "Again, and let it time out.").await;
     next_approval_request(&mut server).await;
-    approval(&mut server, "call_2", "approve").await.expect("approve");
+    approval(&mut server, &turn, "call_2", "approve").await.expect("approve");
     let notes = server.turn_notifications(&turn, TIMEOUT).await;
     let result: wire::ToolResult =
         notes.iter().find(|n| n.method == wire::method::TOOL_RESULT).expect("toolResult").parse();

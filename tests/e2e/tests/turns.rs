@@ -80,7 +80,11 @@ async fn approved_command_runs_and_its_result_goes_back_to_the_model() {
     let err = server
         .call::<_, wire::EmptyResult>(
             wire::method::APPROVAL,
-            &wire::ApprovalParams { call_id: "call_nope".into(), decision: wire::Decision::Approve },
+            &wire::ApprovalParams {
+                turn_id: turn_id.clone(),
+                call_id: "call_nope".into(),
+                decision: wire::Decision::Approve,
+            },
         )
         .await
         .expect_err("no such pending call");
@@ -93,7 +97,11 @@ async fn approved_command_runs_and_its_result_goes_back_to_the_model() {
     let _: wire::EmptyResult = server
         .call(
             wire::method::APPROVAL,
-            &wire::ApprovalParams { call_id: "call_1".into(), decision: wire::Decision::Approve },
+            &wire::ApprovalParams {
+                turn_id: turn_id.clone(),
+                call_id: "call_1".into(),
+                decision: wire::Decision::Approve,
+            },
         )
         .await
         .expect("approval accepted");
@@ -134,7 +142,11 @@ async fn denied_command_is_refused_and_the_model_sees_the_pair() {
     let _: wire::EmptyResult = server
         .call(
             wire::method::APPROVAL,
-            &wire::ApprovalParams { call_id: request.call_id, decision: wire::Decision::Deny },
+            &wire::ApprovalParams {
+                turn_id: turn_id.clone(),
+                call_id: request.call_id,
+                decision: wire::Decision::Deny,
+            },
         )
         .await
         .expect("deny accepted");
