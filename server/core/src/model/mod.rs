@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use request::bash_tool;
 pub use retry::parse_retry_hint;
-pub use sse::parse_sse_body;
+pub use sse::{parse_sse_body, parse_sse_events, SseEvent};
 
 use retry::AttemptError;
 use sse::{ResponseAccumulator, Step};

@@ -41,6 +41,32 @@ pub fn parse_sse_body(bytes: &[u8], chunk: usize) -> Result<Option<ModelResponse
     })
 }
 
+/// One server-sent event as the model client sees it: its `event:` field
+/// (`message` when there is none) and its data lines joined with `\n`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    pub event: String,
+    pub data: String,
+}
+
+/// Parses a whole SSE body into its events as a response stream is parsed
+/// (split into chunks of `chunk` bytes), without reading the events' JSON.
+/// For benchmarks and tests.
+pub fn parse_sse_events(bytes: &[u8], chunk: usize) -> Result<Vec<SseEvent>, String> {
+    use eventsource_stream::Eventsource;
+    use futures::StreamExt;
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = bytes.chunks(chunk.max(1)).map(|c| Ok(c.to_vec())).collect();
+    let mut events = futures::stream::iter(chunks).eventsource();
+    futures::executor::block_on(async {
+        let mut parsed = Vec::new();
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|e| e.to_string())?;
+            parsed.push(SseEvent { event: event.event, data: event.data });
+        }
+        Ok(parsed)
+    })
+}
+
 impl ResponseAccumulator {
     /// Handles one SSE event. `event_name` is the SSE `event:` field (used only when the JSON
     /// has no `type`), `data` its data. Unknown event types are ignored.
