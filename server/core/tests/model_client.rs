@@ -498,10 +498,10 @@ async fn a_4_mb_delta_on_a_single_line_arrives_whole() {
 #[tokio::test]
 async fn an_event_over_the_size_bound_fails_the_request_without_a_retry() {
     let text = "x".repeat(mino_core::model::MAX_EVENT_BYTES + 1024);
-    let mock = mock(vec![Reply::Text { deltas: vec![text], delay_ms: 0 }, Reply::Text {
-        deltas: vec!["Not asked for".into()],
-        delay_ms: 0,
-    }])
+    let mock = mock(vec![
+        Reply::Text { deltas: vec![text], delay_ms: 0 },
+        Reply::Text { deltas: vec!["Not asked for".into()], delay_ms: 0 },
+    ])
     .await;
     let (result, heard) = run_patiently(&mock).await;
     match result {
