@@ -473,3 +473,44 @@ fn respond_future_is_send(
     is_send(&client.respond(request, on_event, cancel));
     is_send_sync::<ModelClient>();
 }
+
+/// As [`run`], with a stall timeout long enough for the mock (a debug build) to encode an
+/// event of many MB before it sends it.
+async fn run_patiently(mock: &MockModel) -> (Result<ModelResponse, ModelError>, Heard) {
+    let config = ModelConfig { stall_timeout: Duration::from_secs(60), ..config(&mock.base_url()) };
+    let client = ModelClient::new(config).expect("client");
+    run_with(&client, &CancellationToken::new()).await
+}
+
+#[tokio::test]
+async fn a_4_mb_delta_on_a_single_line_arrives_whole() {
+    let text = "A long answer, sent as one delta \u{2713}\n".repeat(4 * 1024 * 1024 / 36);
+    assert!(text.len() >= 4 * 1024 * 1024);
+    let mock = mock(vec![Reply::Text { deltas: vec![text.clone()], delay_ms: 0 }]).await;
+    let (result, heard) = run_patiently(&mock).await;
+    let response = result.expect("response");
+    assert!(heard.retries.is_empty(), "{:?}", heard.retries);
+    assert_eq!(heard.deltas.len(), 1);
+    assert!(heard.deltas[0] == text, "the delta arrived changed ({} of {} bytes)", heard.deltas[0].len(), text.len());
+    assert!(message_text(&response.items[0]) == text);
+}
+
+#[tokio::test]
+async fn an_event_over_the_size_bound_fails_the_request_without_a_retry() {
+    let text = "x".repeat(mino_core::model::MAX_EVENT_BYTES + 1024);
+    let mock = mock(vec![
+        Reply::Text { deltas: vec![text], delay_ms: 0 },
+        Reply::Text { deltas: vec!["Not asked for".into()], delay_ms: 0 },
+    ])
+    .await;
+    let (result, heard) = run_patiently(&mock).await;
+    match result {
+        Err(ModelError::Fatal { reason, .. }) => {
+            assert!(reason.contains("more than 64 MiB without completing an event"), "{reason}")
+        }
+        other => panic!("expected a fatal error, got {other:?}"),
+    }
+    assert!(heard.deltas.is_empty(), "no part of the oversized event is passed on");
+    assert!(heard.retries.is_empty());
+    assert_eq!(mock.requests().len(), 1);
+}

@@ -10,6 +10,7 @@ mod client;
 mod journal_gen;
 mod open;
 mod relay;
+mod sse;
 mod startup;
 mod turn;
 
@@ -28,7 +29,7 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("all") => run_all(args.iter().any(|a| a == "--quick"), None),
-        Some(part @ ("open" | "turn" | "relay" | "startup")) => {
+        Some(part @ ("open" | "turn" | "relay" | "startup" | "sse")) => {
             run_all(args.iter().any(|a| a == "--quick"), Some(part))
         }
         Some("measure") => open::measure(&args[1..]),
@@ -41,7 +42,7 @@ fn main() -> Result<()> {
         }
         _ => {
             eprintln!(
-                "usage: mino-bench all|open|turn|relay|startup [--quick] | gen RECORDS PATH | measure KIND PATH [REPS]"
+                "usage: mino-bench all|open|turn|relay|startup|sse [--quick] | gen RECORDS PATH | measure KIND PATH [REPS]"
             );
             std::process::exit(2)
         }
@@ -74,6 +75,9 @@ fn run_all(quick: bool, only: Option<&str>) -> Result<()> {
     }
     if wanted("startup") {
         goals.extend(startup::run(quick)?);
+    }
+    if wanted("sse") {
+        goals.extend(sse::run(quick)?);
     }
     println!();
     println!("| measurement | figure | goal | met |");

@@ -86,7 +86,7 @@ struct TurnSample {
     write_secs: f64,
 }
 
-fn model_config(mock: &MockModel) -> ModelConfig {
+pub(crate) fn model_config(mock: &MockModel) -> ModelConfig {
     ModelConfig {
         base_url: mock.base_url(),
         api_key: Some("sk-bench".into()),

@@ -15,7 +15,6 @@ mod sse;
 use std::fmt;
 use std::time::Duration;
 
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
@@ -23,10 +22,10 @@ use tokio_util::sync::CancellationToken;
 
 pub use request::bash_tool;
 pub use retry::parse_retry_hint;
-pub use sse::parse_sse_body;
+pub use sse::{parse_sse_body, parse_sse_events, SseEvent, MAX_EVENT_BYTES};
 
 use retry::AttemptError;
-use sse::{ResponseAccumulator, Step};
+use sse::{ResponseAccumulator, SseError, Step};
 
 /// The OpenAI API, used when `OPENAI_BASE_URL` is not set.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -329,7 +328,7 @@ impl ModelClient {
             }
         }
 
-        let mut events = Box::pin(stall_guarded(response.bytes_stream(), stall)).eventsource();
+        let mut events = Box::pin(sse::sse_events(stall_guarded(response.bytes_stream(), stall), MAX_EVENT_BYTES));
         let mut accumulator = ResponseAccumulator::default();
         loop {
             let next = tokio::select! {
@@ -341,19 +340,30 @@ impl ModelClient {
                 None => {
                     return Err(AttemptError::retryable("The model's stream ended before the response was finished"))
                 }
-                Some(Err(EventStreamError::Transport(StreamFailure::Stalled))) => {
+                Some(Err(SseError::Transport(StreamFailure::Stalled))) => {
                     return Err(AttemptError::retryable(format!(
                         "The model's stream stalled (no data for {})",
                         seconds(stall)
                     )))
                 }
-                Some(Err(EventStreamError::Transport(StreamFailure::Network(err)))) => {
+                Some(Err(SseError::Transport(StreamFailure::Network(err)))) => {
                     return Err(AttemptError::retryable(format!(
                         "The model's stream broke off: {}",
                         error_chain(&err.without_url())
                     )))
                 }
-                Some(Err(err)) => {
+                Some(Err(SseError::TooLarge { limit })) => {
+                    // Not retried: a stream that big is a broken server or proxy far more likely
+                    // than a model's answer, and a retry would be billed and read all of it again.
+                    tracing::warn!(limit, "model stream exceeded the event size bound");
+                    return Err(AttemptError::Fatal(ModelError::fatal(format!(
+                        "The model's stream failed: the model service at {} sent more than {} MiB without \
+                         completing an event; Mino stops reading there to bound its memory",
+                        self.config.base_url,
+                        limit / (1024 * 1024)
+                    ))));
+                }
+                Some(Err(SseError::Malformed(err))) => {
                     tracing::debug!(error = %err, "unreadable SSE stream from the model");
                     return Err(AttemptError::retryable(format!(
                         "The model service sent an unreadable event stream: {err}"
@@ -435,6 +445,8 @@ impl fmt::Display for StreamFailure {
         }
     }
 }
+
+impl std::error::Error for StreamFailure {}
 
 /// The response body's bytes, failing with `Stalled` when none arrive for `stall`; ends after
 /// the first failure.
