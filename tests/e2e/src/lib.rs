@@ -330,7 +330,8 @@ impl Server {
     /// The server's peak resident memory so far (`VmHWM`), in bytes.
     pub fn peak_rss(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
-        let kib: u64 = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+        let kib: u64 =
+            status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
         Some(kib * 1024)
     }
 

@@ -499,11 +499,8 @@ fn scan(
         }
         line_no += 1;
         let has_newline = line.last() == Some(&b'\n');
-        let skipped = if !has_newline && n == MAX_RECORD_BYTES {
-            skip_line(&mut reader, &mut line).map_err(io_err)?
-        } else {
-            0
-        };
+        let skipped =
+            if !has_newline && n == MAX_RECORD_BYTES { skip_line(&mut reader, &mut line).map_err(io_err)? } else { 0 };
         if skipped > 0 {
             let len = n as u64 + skipped;
             let reason = format!(
