@@ -16,6 +16,9 @@ pub enum HomeError {
     NoHome,
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+    /// The home (or a directory above it) is something other than a directory.
+    #[error("{path} is not a directory ({why}); set MINO_HOME to a directory Mino may write in (it is created if missing), or move what is at that path away")]
+    NotADirectory { path: PathBuf, why: String },
 }
 
 impl MinoHome {
@@ -49,6 +52,29 @@ impl MinoHome {
     pub fn session_path(&self, id: &str) -> Result<PathBuf, HomeError> {
         validate_session_id(id)?;
         Ok(self.sessions_dir().join(format!("{id}.jsonl")))
+    }
+
+    /// Creates the home directory if it is missing, and checks that it is
+    /// one: before anything is read from it or written to it.
+    pub fn ensure_root(&self) -> Result<(), HomeError> {
+        let not_a_directory = |why: String| HomeError::NotADirectory { path: self.root.clone(), why };
+        // Follows a symbolic link: a home linked to a directory is fine.
+        match std::fs::metadata(&self.root) {
+            Ok(meta) if meta.is_dir() => Ok(()),
+            Ok(_) => Err(not_a_directory("it is a file".into())),
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+                Err(not_a_directory("a path above it is a file".into()))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(&self.root).map_err(|source| match source.raw_os_error() {
+                    Some(libc::ENOTDIR) | Some(libc::EEXIST) => {
+                        not_a_directory(format!("it could not be created: {source}"))
+                    }
+                    _ => HomeError::Io { path: self.root.clone(), source },
+                })
+            }
+            Err(source) => Err(HomeError::Io { path: self.root.clone(), source }),
+        }
     }
 
     pub fn ensure_sessions_dir(&self) -> Result<PathBuf, HomeError> {
@@ -124,5 +150,20 @@ mod tests {
         }
         assert_eq!(home.session_path("2026-a_b.c").unwrap(), PathBuf::from("/h/sessions/2026-a_b.c.jsonl"));
         validate_session_id(&new_session_id()).unwrap();
+    }
+
+    #[test]
+    fn a_home_that_is_a_file_is_not_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        for root in [file.clone(), file.join("below")] {
+            let err = MinoHome::new(&root).ensure_root().unwrap_err();
+            assert!(matches!(err, HomeError::NotADirectory { .. }), "{err}");
+            assert!(err.to_string().contains(&root.display().to_string()), "{err}");
+        }
+        let fresh = dir.path().join("a/b");
+        MinoHome::new(&fresh).ensure_root().unwrap();
+        assert!(fresh.is_dir());
     }
 }

@@ -328,7 +328,10 @@ impl Session {
     fn forget_unsaved(&mut self) {
         let header = self.transcript.header.clone();
         let mut rebuilt = Transcript::new(header);
-        let read = std::fs::read(self.journal.path()).map_err(|e| e.to_string()).and_then(|bytes| {
+        // From the open file, not the path: a journal replaced or deleted
+        // while open is why some saves fail, and the path then names
+        // something else (or nothing).
+        let read = self.journal.saved_bytes().map_err(|e| e.to_string()).and_then(|bytes| {
             crate::journal::visit_bytes(&bytes, |record| match record.body {
                 RecordBody::Session { .. } => Ok(()),
                 body => rebuilt.apply_owned(body),
@@ -345,9 +348,15 @@ impl Session {
         self.transcript
             .check(body)
             .map_err(|reason| SessionError::Usage(format!("refusing to write an inconsistent record: {reason}")))?;
-        if let Err(e) = self.journal.append(body) {
-            self.forget_unsaved();
-            return Err(e.into());
+        match self.journal.append(body) {
+            Ok(_) => {}
+            // Refused before a byte was written: the journal is still whole,
+            // so this is not a failed save and the turn can end on file.
+            Err(e @ JournalError::TooLarge { .. }) => return Err(SessionError::Usage(e.to_string())),
+            Err(e) => {
+                self.forget_unsaved();
+                return Err(e.into());
+            }
         }
         // Checked above, so this cannot fail.
         let _ = self.transcript.apply(body);

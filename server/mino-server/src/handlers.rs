@@ -427,8 +427,9 @@ impl LanguageServer for Backend {
         let model = ModelClient::new(ModelConfig::from_env())
             .map_err(|e| internal(format!("the model client could not be set up: {e}")))?;
         let model_name = model.config().model.clone();
-        let home =
-            MinoHome::from_env().map_err(|e| session_unavailable(format!("Mino's home directory is unusable: {e}")))?;
+        let home = MinoHome::from_env()
+            .and_then(|home| home.ensure_root().map(|()| home))
+            .map_err(|e| session_unavailable(format!("Mino's home directory is unusable: {e}")))?;
         let soul_path = home.soul_path();
         let instructions = soul::load_or_create(&soul_path)
             .map_err(|e| internal(format!("{}: could not read the instructions: {e}", soul_path.display())))?;

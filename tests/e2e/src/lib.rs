@@ -115,6 +115,8 @@ pub struct Spawn {
     /// `FAILPOINTS` (needs a binary built with `--features failpoints`, see
     /// [`failpoints_server_bin`]).
     pub failpoints: Option<String>,
+    /// Extra environment, set last (so it can override `MINO_HOME`).
+    pub env: Vec<(String, String)>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -293,6 +295,7 @@ impl Server {
             .env("RUST_LOG", options.rust_log.unwrap_or_else(|| "info".into()))
             .env_remove("FAILPOINTS")
             .envs(options.failpoints.map(|f| ("FAILPOINTS", f)))
+            .envs(options.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
@@ -322,6 +325,14 @@ impl Server {
 
     pub fn pid(&self) -> Option<u32> {
         self.child.id()
+    }
+
+    /// The server's peak resident memory so far (`VmHWM`), in bytes.
+    pub fn peak_rss(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        let kib: u64 =
+            status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kib * 1024)
     }
 
     /// Everything the server logged so far.

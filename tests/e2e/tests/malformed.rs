@@ -107,6 +107,6 @@ async fn a_second_initialize_is_refused_and_the_first_stands() {
     let turn =
         server.request(wire::method::CHAT, json!({"text": "Hello?"})).await.expect("chat after a double initialize");
     assert!(turn["turnId"].is_string());
-    let sessions = std::fs::read_dir(server.home().join("sessions")).expect("sessions").count();
+    let sessions = mino_e2e::session_files(server.home()).len();
     assert_eq!(sessions, 1, "the refused initialize created no session");
 }

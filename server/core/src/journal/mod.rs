@@ -7,13 +7,22 @@
 //! session is reopened, because after a failed sync nothing unsynced can be
 //! assumed to be on disk (Linux may drop the dirty pages and report success on
 //! a later sync).
+//!
+//! One writer at a time is enforced by a lock on a file of its own,
+//! `<session>.lock` beside the journal, which Mino creates when absent and
+//! never replaces or deletes: a lock on the journal itself would leave with
+//! its inode when the file is replaced by rename (an editor's save, a sync
+//! tool, a backup restore), and a second server could then open the session
+//! at once. Every save point also checks that the journal's path (and the
+//! lock's) still names the file this process writes; if not, that is a
+//! failed save.
 
 pub mod file;
 pub mod record;
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 pub use file::{Fault, FaultCounters, FaultPlan, FaultyFile, JournalFile};
@@ -34,7 +43,20 @@ pub enum JournalError {
     Newer { path: PathBuf, line: usize, v: u32, kind: String },
     #[error("{path}: a previous save failed ({cause}); no further turns until the session is reopened")]
     Broken { path: PathBuf, cause: String },
+    /// The journal (or its lock file) is no longer the file at its path.
+    #[error("{path} was replaced or deleted while Mino had it open ({what}); {consequence}")]
+    Replaced { path: PathBuf, what: String, consequence: String },
+    /// A record longer than [`MAX_RECORD_BYTES`]; nothing was written.
+    #[error("{path}: a `{kind}` record of {bytes} bytes is longer than the longest record a session file holds ({MAX_RECORD_BYTES} bytes); it was not saved")]
+    TooLarge { path: PathBuf, kind: &'static str, bytes: usize },
 }
+
+/// The longest line (record and newline) Mino writes, and so the most a
+/// reader ever buffers for one line: a longer line is damage, judged without
+/// being read into memory. The largest records Mino writes are far below it
+/// (a question is at most 1 MiB, a command's saved output 64 KiB, before JSON
+/// escaping); a model response longer than this ends its turn `failed`.
+pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
 
 /// A torn last line that opening cut off.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,9 +86,93 @@ pub struct Opened {
     pub torn_tail: Option<TornTail>,
 }
 
+/// Which file a path named when it was opened: device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+}
+
+impl Identity {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        Self { dev: meta.dev(), ino: meta.ino() }
+    }
+
+    /// Whether `path` still names this file, without following a symlink:
+    /// `Err` says what it names instead.
+    fn still_at(self, path: &Path) -> Result<(), String> {
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if Identity::of(&meta) == self => Ok(()),
+            Ok(_) => Err("the path now names another file".into()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err("the path no longer exists".into()),
+            Err(e) => Err(format!("the path could not be checked: {e}")),
+        }
+    }
+}
+
+/// The session's lock: an exclusive `flock` on `<session>.lock`, held for as
+/// long as the journal is open and released when the process ends.
+struct SessionLock {
+    path: PathBuf,
+    identity: Identity,
+    _file: File,
+}
+
+/// `sessions/<id>.jsonl` → `sessions/<id>.lock`.
+pub fn lock_path(journal: &Path) -> PathBuf {
+    let name = journal.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = name.strip_suffix(".jsonl").unwrap_or(&name);
+    journal.with_file_name(format!("{stem}.lock"))
+}
+
+impl SessionLock {
+    /// Creates `<session>.lock` if absent (never a symlink, never anything
+    /// but a regular file) and locks it; `Locked` when another process holds it.
+    fn acquire(journal: &Path) -> Result<SessionLock, JournalError> {
+        let path = lock_path(journal);
+        let io_err = |action, source| JournalError::Io { path: path.clone(), action, source };
+        // O_NONBLOCK: a FIFO planted under the lock's name must not hang the open.
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => io_err(
+                    "open the session's lock file",
+                    io::Error::other("it is a symbolic link; remove it (Mino creates the lock file itself)"),
+                ),
+                _ => io_err("open the session's lock file", e),
+            })?;
+        let meta = file.metadata().map_err(|e| io_err("read the session's lock file", e))?;
+        if !meta.is_file() {
+            return Err(io_err(
+                "use the session's lock file",
+                io::Error::other("it is not a regular file; remove it (Mino creates the lock file itself)"),
+            ));
+        }
+        lock(&file, journal)?;
+        let identity = Identity::of(&meta);
+        identity.still_at(&path).map_err(|what| JournalError::Replaced {
+            path: path.clone(),
+            what,
+            consequence: "it was replaced while being locked; open the session again".into(),
+        })?;
+        Ok(SessionLock { path, identity, _file: file })
+    }
+}
+
 pub struct Journal {
     path: PathBuf,
     file: Box<dyn JournalFile>,
+    /// The same open file, to read back what was saved (`file` may be
+    /// wrapped for fault injection).
+    reader: File,
+    /// The file `path` named when it was opened; checked at every save point.
+    identity: Identity,
+    lock: SessionLock,
     /// Bytes written and believed good.
     len: u64,
     /// Bytes covered by the last successful sync.
@@ -84,6 +190,7 @@ impl Journal {
     pub fn create(path: &Path, header: &RecordBody) -> Result<Journal, JournalError> {
         let io_err = |action, source| JournalError::Io { path: path.to_path_buf(), action, source };
         let dir = path.parent().unwrap_or(Path::new("."));
+        let session_lock = SessionLock::acquire(path)?;
         let tmp = path.with_extension(format!("jsonl.tmp-{}", std::process::id()));
         let mut file = OpenOptions::new()
             .read(true)
@@ -92,6 +199,8 @@ impl Journal {
             .open(&tmp)
             .map_err(|e| io_err("create the session file", e))?;
         let result = (|| {
+            // Also on the journal itself, as Mino before the lock file did,
+            // so that version and this one keep each other out too.
             lock(&file, path)?;
             let line = encode_line(1, header);
             io::Write::write_all(&mut file, &line).map_err(|e| io_err("write the session header", e))?;
@@ -103,9 +212,14 @@ impl Journal {
         let _ = std::fs::remove_file(&tmp);
         let len = result?;
         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io_err("sync the sessions directory", e))?;
+        let identity = Identity::of(&file.metadata().map_err(|e| io_err("read the session file", e))?);
+        let reader = file.try_clone().map_err(|e| io_err("open the session file", e))?;
         Ok(Journal {
             path: path.to_path_buf(),
             file: Box::new(file),
+            reader,
+            identity,
+            lock: session_lock,
             len,
             synced_len: len,
             next_seq: 2,
@@ -132,16 +246,31 @@ impl Journal {
                 ),
                 _ => io_err("open the session file", e),
             })?;
+        let session_lock = SessionLock::acquire(path)?;
+        // Also on the journal itself, as Mino before the lock file did.
         lock(&file, path)?;
-        let file_len = file.metadata().map_err(|e| io_err("read the session file", e))?.len();
+        let meta = file.metadata().map_err(|e| io_err("read the session file", e))?;
+        let identity = Identity::of(&meta);
+        // Replaced between the open and the lock: this may not be the file
+        // another process was writing while it held the lock.
+        identity.still_at(path).map_err(|what| JournalError::Replaced {
+            path: path.to_path_buf(),
+            what,
+            consequence: "it was replaced while being opened; open the session again".into(),
+        })?;
+        let file_len = meta.len();
         let scan = scan(path, io::BufReader::with_capacity(1 << 16, &file), file_len, visit)?;
         if let Some(torn) = &scan.torn_tail {
             file.set_len(torn.offset).map_err(|e| io_err("cut the torn last line", e))?;
             file.sync_data().map_err(|e| io_err("sync the cut", e))?;
         }
+        let reader = file.try_clone().map_err(|e| io_err("open the session file", e))?;
         let journal = Journal {
             path: path.to_path_buf(),
             file: Box::new(file),
+            reader,
+            identity,
+            lock: session_lock,
             len: scan.good_len,
             synced_len: scan.good_len,
             next_seq: scan.records + 1,
@@ -196,6 +325,10 @@ impl Journal {
         self.check_usable()?;
         let seq = self.next_seq;
         let line = encode_line(seq, body);
+        if line.len() > MAX_RECORD_BYTES {
+            // Refused before a byte is written: the journal stays usable.
+            return Err(JournalError::TooLarge { path: self.path.clone(), kind: body.kind(), bytes: line.len() });
+        }
         let mut written = 0usize;
         while written < line.len() {
             match self.file.write_at(&line[written..], self.len + written as u64) {
@@ -212,20 +345,57 @@ impl Journal {
         Ok(seq)
     }
 
-    /// A save point: everything appended so far is on disk when this returns Ok.
+    /// A save point: everything appended so far is on disk, in the file at
+    /// the journal's path, when this returns Ok.
     pub fn sync(&mut self) -> Result<(), JournalError> {
         self.check_usable()?;
-        if self.synced_len == self.len {
-            return Ok(());
-        }
-        self.syncs += 1;
-        match self.file.sync_data() {
-            Ok(()) => {
-                self.synced_len = self.len;
-                Ok(())
+        if self.synced_len != self.len {
+            self.syncs += 1;
+            if let Err(e) = self.file.sync_data() {
+                return Err(self.fail("sync the session file", e));
             }
-            Err(e) => Err(self.fail("sync the session file", e)),
         }
+        // After the sync, so a replacement made while it ran is caught too:
+        // a sync of a file no longer at the path saves nothing anyone will read.
+        self.check_in_place()?;
+        self.synced_len = self.len;
+        Ok(())
+    }
+
+    /// Whether the journal's path and its lock's path still name the files
+    /// this process opened; if not, the journal breaks like a failed save.
+    fn check_in_place(&mut self) -> Result<(), JournalError> {
+        let journal = self.identity.still_at(&self.path).map_err(|what| {
+            let consequence = "records written since then did not reach the file at that path, so this session saves \
+                               and runs nothing more; reopen the session to continue from what the file at that path holds";
+            (self.path.clone(), what, consequence.to_string())
+        });
+        let checked = journal.and_then(|()| {
+            self.lock.identity.still_at(&self.lock.path).map_err(|what| {
+                let consequence = format!(
+                    "it is the lock that keeps a second Mino from writing {}, so this session saves and runs nothing \
+                     more; reopen the session",
+                    self.path.display()
+                );
+                (self.lock.path.clone(), what, consequence)
+            })
+        });
+        let Err((path, what, consequence)) = checked else { return Ok(()) };
+        let err = JournalError::Replaced { path, what, consequence };
+        let cause = err.to_string();
+        tracing::error!(path = %self.path.display(), %cause, "journal save failed");
+        self.discard_unsynced();
+        self.broken = Some(cause);
+        Err(err)
+    }
+
+    /// What the last successful save left on disk, read from the open file
+    /// (not the path: after a replacement that names something else).
+    pub fn saved_bytes(&self) -> io::Result<Vec<u8>> {
+        let len = usize::try_from(self.synced_len).map_err(io::Error::other)?;
+        let mut bytes = vec![0u8; len];
+        self.reader.read_exact_at(&mut bytes, 0)?;
+        Ok(bytes)
     }
 
     fn check_usable(&self) -> Result<(), JournalError> {
@@ -240,14 +410,19 @@ impl Journal {
     fn fail(&mut self, action: &'static str, source: io::Error) -> JournalError {
         let cause = format!("could not {action}: {source}");
         tracing::error!(path = %self.path.display(), %cause, "journal save failed");
+        self.discard_unsynced();
+        self.broken = Some(cause);
+        JournalError::Io { path: self.path.clone(), action, source }
+    }
+
+    /// Truncates the open file back to the last synced length.
+    fn discard_unsynced(&mut self) {
         if let Err(e) = self.file.set_len(self.synced_len) {
             tracing::error!(path = %self.path.display(), error = %e, "could not truncate after a failed save");
         } else if self.len != self.synced_len {
             let _ = self.file.sync_data();
         }
         self.len = self.synced_len;
-        self.broken = Some(cause);
-        JournalError::Io { path: self.path.clone(), action, source }
     }
 }
 
@@ -315,12 +490,29 @@ fn scan(
     let mut torn_tail = None;
     loop {
         line.clear();
-        let n = io::BufRead::read_until(&mut reader, b'\n', &mut line).map_err(io_err)?;
+        // Never more than the longest record: memory is bounded by what Mino
+        // writes, not by the longest run of garbage in the file.
+        let n = io::BufRead::read_until(&mut io::Read::take(&mut reader, MAX_RECORD_BYTES as u64), b'\n', &mut line)
+            .map_err(io_err)?;
         if n == 0 {
             break;
         }
         line_no += 1;
         let has_newline = line.last() == Some(&b'\n');
+        let skipped =
+            if !has_newline && n == MAX_RECORD_BYTES { skip_line(&mut reader, &mut line).map_err(io_err)? } else { 0 };
+        if skipped > 0 {
+            let len = n as u64 + skipped;
+            let reason = format!(
+                "the line is {len} bytes, longer than any record Mino writes (at most {MAX_RECORD_BYTES} bytes)"
+            );
+            if offset + len >= file_len {
+                let bytes = file_len.saturating_sub(offset);
+                torn_tail = Some(TornTail { line: line_no, offset, bytes, reason });
+                break;
+            }
+            return Err(corrupt(line_no, reason));
+        }
         let is_last = offset + n as u64 >= file_len;
         let tear = |reason: String| TornTail { line: line_no, offset, bytes: file_len.saturating_sub(offset), reason };
         if !has_newline {
@@ -356,4 +548,18 @@ fn scan(
         return Err(corrupt(1, "the file holds no session header".into()));
     }
     Ok(Scan { records, good_len: offset, torn_tail })
+}
+
+/// Reads past the rest of the current line (its newline included) in
+/// bounded pieces, keeping none of it; returns how many bytes it passed.
+fn skip_line(reader: &mut impl io::BufRead, scratch: &mut Vec<u8>) -> io::Result<u64> {
+    let mut skipped = 0u64;
+    loop {
+        scratch.clear();
+        let n = io::BufRead::read_until(&mut io::Read::take(&mut *reader, 1 << 16), b'\n', scratch)?;
+        skipped += n as u64;
+        if n == 0 || scratch.last() == Some(&b'\n') {
+            return Ok(skipped);
+        }
+    }
 }

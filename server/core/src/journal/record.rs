@@ -288,16 +288,20 @@ pub fn encode_line(seq: u64, body: &RecordBody) -> Vec<u8> {
 }
 
 /// Parses and verifies one line (without its newline).
+///
+/// A line that ends in this format's checksum is judged by it first: if the
+/// checksum fails, the line is damaged, whatever its `kind` or `v` now say
+/// (one flipped byte in `"kind":"user"` must not read as a newer Mino's
+/// record). Only a line whose checksum holds can be "written by a newer
+/// Mino" (an unknown kind or a higher `v`). A line without the checksum
+/// ending is a newer Mino's only if it parses and its `v` is above ours; a
+/// newer format that keeps the ending keeps its meaning.
 pub fn decode_line(line: &[u8]) -> Result<Record, LineError> {
-    // A newer Mino may frame or checksum lines differently: recognise it
-    // before judging the line garbled (a garbled last line would be cut).
-    let (covered, stored) = split_checksum(line).map_err(|e| newer_version(line).unwrap_or(e))?;
+    // A newer Mino may frame lines differently: recognise it before judging
+    // the line garbled (a garbled last line would be cut).
+    let (covered, stored) = split_checksum(line).map_err(|e| higher_version(line).unwrap_or(e))?;
     let computed = format!("{:08x}", crc32fast::hash(covered));
     if stored != computed.as_bytes() {
-        // A newer Mino might checksum differently; say so if the envelope says so.
-        if let Some(err) = newer_version(line) {
-            return Err(err);
-        }
         return Err(LineError::Checksum { stored: String::from_utf8_lossy(stored).into_owned(), computed });
     }
     match serde_json::from_slice::<Line>(line) {
@@ -327,6 +331,7 @@ struct Envelope {
     kind: String,
 }
 
+/// For a line whose checksum holds: an unknown kind or a higher `v`.
 fn newer_version(line: &[u8]) -> Option<LineError> {
     let env: Envelope = serde_json::from_slice(line).ok()?;
     if env.v > FORMAT_VERSION || !KNOWN_KINDS.contains(&env.kind.as_str()) {
@@ -334,6 +339,13 @@ fn newer_version(line: &[u8]) -> Option<LineError> {
     } else {
         None
     }
+}
+
+/// For a line without this format's checksum ending: only a higher `v`
+/// makes it a newer Mino's (an unknown kind without a checksum is damage).
+fn higher_version(line: &[u8]) -> Option<LineError> {
+    let env: Envelope = serde_json::from_slice(line).ok()?;
+    (env.v > FORMAT_VERSION).then_some(LineError::Newer { v: env.v, kind: env.kind })
 }
 
 #[cfg(test)]
@@ -370,6 +382,24 @@ mod tests {
         let crc = crc32fast::hash(&line);
         line.extend_from_slice(format!(",\"crc\":\"{crc:08x}\"}}").as_bytes());
         assert_eq!(decode_line(&line).err(), Some(LineError::Newer { v: 2, kind: "checkpoint".into() }));
+    }
+
+    #[test]
+    fn a_flipped_byte_in_the_kind_is_damage_not_a_newer_record() {
+        let mut line = encode_line(2, &user());
+        line.pop();
+        let at = line.windows(6).position(|w| w == b"\"user\"").unwrap() + 4;
+        line[at] = b'z'; // "usez": unknown, but the checksum says the line changed
+        assert!(matches!(decode_line(&line), Err(LineError::Checksum { .. })), "{:?}", decode_line(&line));
+        // Same for the version: a 2 flipped to a 3 is one bit.
+        let mut line = encode_line(2, &user());
+        line.pop();
+        line[5] = b'3';
+        assert!(line.starts_with(b"{\"v\":3,"));
+        assert!(matches!(decode_line(&line), Err(LineError::Checksum { .. })), "{:?}", decode_line(&line));
+        // Without the checksum ending, an unknown kind at our version is damage too.
+        let line = br#"{"v":2,"seq":3,"kind":"checkpoint","turn_id":"turn-1","crd":"00000000"}"#;
+        assert!(matches!(decode_line(line), Err(LineError::Garbled(_))), "{:?}", decode_line(line));
     }
 
     #[test]
