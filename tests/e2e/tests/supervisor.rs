@@ -177,3 +177,39 @@ async fn sighup_cancels_the_turn_and_records_its_end() {
     assert_eq!(end["status"], "cancelled");
     assert_eq!(records[records.len() - 2]["status"], "cancelled");
 }
+
+/// The figure in docs/reliability.md: time from SIGKILL of the server to the
+/// last process of the command's group gone, over `MINO_MEASURE_RUNS` runs
+/// (default 20). Prints, asserts nothing about speed:
+/// `cargo test -p mino-e2e --test supervisor -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a measurement; run it by name for the figure"]
+async fn measure_sigkill_to_group_gone() {
+    let runs: usize = std::env::var("MINO_MEASURE_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let command = "echo $$ > pgid; touch ready; sleep 300 & sleep 300";
+        let mock = MockModel::start(vec![Reply::call("call_1", command)]).await.expect("mock");
+        let mut server = Server::spawn(&mock).await;
+        let cwd = work_dir(server.home());
+        initialize(&mut server, &cwd).await;
+        let (_, pgid) = run_until_ready(&mut server, &cwd).await;
+        let pid = server.pid().expect("pid") as i32;
+        let start = std::time::Instant::now();
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let end = tokio::time::Instant::now() + TIMEOUT;
+        while !live_group_members(pgid).is_empty() && tokio::time::Instant::now() < end {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        server.wait(TIMEOUT).await;
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "SIGKILL of the server to the command's group gone, {runs} runs: min {:.0} ms, median {:.0} ms, max {:.0} ms",
+        times[0],
+        times[times.len() / 2],
+        times[times.len() - 1]
+    );
+}
