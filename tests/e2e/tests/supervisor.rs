@@ -23,7 +23,8 @@ async fn initialize(server: &mut Server, cwd: &Path) -> (wire::ServerCapabilitie
 async fn run_until_ready(server: &mut Server, cwd: &Path) -> (String, i32) {
     let turn: wire::ChatResult =
         server.call(wire::method::CHAT, &wire::ChatParams { text: "Run it.".into() }).await.expect("chat");
-    let request: wire::ApprovalRequest = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
+    let request: wire::ApprovalRequest =
+        server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
     server
         .call::<_, wire::EmptyResult>(
             wire::method::APPROVAL,
@@ -53,10 +54,8 @@ async fn reopen(home: &Path, cwd: &Path, mock: &MockModel) -> (wire::RecoveredCa
     assert_eq!(recovery.turns.len(), 1);
     let call = recovery.turns[0].calls[0].clone();
     assert_eq!(call.result.status, wire::ToolStatus::Unknown, "evidence never changes the result");
-    let err = server
-        .request(wire::method::CHAT, serde_json::json!({"text": "Go on."}))
-        .await
-        .expect_err("the gate holds");
+    let err =
+        server.request(wire::method::CHAT, serde_json::json!({"text": "Go on."})).await.expect_err("the gate holds");
     assert_eq!(err.code, wire::error_code::ACKNOWLEDGEMENT_REQUIRED);
     let history: wire::HistoryResult =
         server.call(wire::method::HISTORY, &serde_json::json!({})).await.expect("history");
@@ -152,9 +151,8 @@ async fn the_time_limit_holds_without_the_server() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sighup_cancels_the_turn_and_records_its_end() {
-    let mock = MockModel::start(vec![Reply::call("call_1", "echo $$ > pgid; touch ready; sleep 300")])
-        .await
-        .expect("mock");
+    let mock =
+        MockModel::start(vec![Reply::call("call_1", "echo $$ > pgid; touch ready; sleep 300")]).await.expect("mock");
     let mut server = Server::spawn(&mock).await;
     let cwd = work_dir(server.home());
     let (caps, _) = initialize(&mut server, &cwd).await;
