@@ -180,12 +180,15 @@ impl BashTool {
         // Serialising our own plain struct cannot fail.
         let spec = serde_json::to_string(&spec).unwrap_or_default();
         // The supervisor gets exactly the command's environment, which bash
-        // inherits from it; no secret of this process reaches either.
+        // inherits from it; no secret of this process reaches either. It
+        // runs in a process group of its own, so a signal to the server's
+        // whole group (even SIGKILL) cannot take it down with the server.
         let spawned = tokio::process::Command::new(&self.supervisor)
             .arg(supervisor::FLAG)
             .arg(spec)
             .env_clear()
             .envs(&self.env)
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

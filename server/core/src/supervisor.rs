@@ -20,9 +20,10 @@
 //! - when the server is gone before it confirmed the result saved, writes
 //!   what it saw ([`Evidence`]) beside the journal, atomically and synced.
 //!
-//! SIGTERM, SIGHUP and SIGINT sent to the supervisor are ignored (the
-//! server decides; a signal to the server's whole process group must not
-//! orphan the command); only SIGKILL stops it, and then the server kills the
+//! The supervisor runs in a process group of its own (the server spawns it
+//! so), and SIGTERM, SIGHUP and SIGINT sent to it are ignored: the server
+//! decides, and a signal to the server's whole process group must not orphan
+//! the command. Only SIGKILL stops it, and then the server kills the
 //! command's group itself.
 
 use std::collections::VecDeque;

@@ -117,6 +117,8 @@ pub struct Spawn {
     pub failpoints: Option<String>,
     /// More environment variables for the server (e.g. `MINO_COMMAND_TIMEOUT_SECS`).
     pub env: Vec<(String, String)>,
+    /// Start the server as the leader of a process group of its own.
+    pub own_process_group: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -302,6 +304,9 @@ impl Server {
             .kill_on_drop(true);
         if let Some(cwd) = &options.cwd {
             cmd.current_dir(cwd);
+        }
+        if options.own_process_group {
+            cmd.process_group(0);
         }
         let mut child = cmd.spawn().expect("spawn mino-server");
         let stdin = child.stdin.take();

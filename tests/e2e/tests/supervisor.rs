@@ -91,6 +91,24 @@ async fn sigkill_of_the_server_stops_the_command_group_and_recovery_shows_it() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn sigkill_of_the_servers_whole_process_group_still_stops_the_command() {
+    let mock =
+        MockModel::start(vec![Reply::call("call_1", "echo $$ > pgid; touch ready; sleep 300")]).await.expect("mock");
+    let mut server =
+        Server::spawn_with(Spawn { base_url: Some(mock.base_url()), own_process_group: true, ..Default::default() })
+            .await;
+    let cwd = work_dir(server.home());
+    initialize(&mut server, &cwd).await;
+    let (_, pgid) = run_until_ready(&mut server, &cwd).await;
+    let pid = server.pid().expect("server pid") as i32;
+    // SAFETY: kill(2) of the process group our own child leads.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    server.wait(TIMEOUT).await;
+    let gone = poll_until(GROUP_GONE_WITHIN, || live_group_members(pgid).is_empty()).await;
+    assert!(gone, "the command outlived its server's process group: {:?}", live_group_members(pgid));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_command_finishing_just_after_the_server_died_is_reported_with_its_exit_and_output() {
     let command = "echo $$ > pgid; touch ready; while [ ! -e go ]; do sleep 0.01; done; echo finished";
     let mock = MockModel::start(vec![Reply::call("call_1", command)]).await.expect("mock");
