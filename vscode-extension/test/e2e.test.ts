@@ -72,7 +72,7 @@ describe.skipIf(SKIP_WEBVIEW)('extension + real mino-server + webview in chromiu
     fake.mock.config.set('mino.baseUrl', mock.baseUrl);
     fake.mock.config.set('mino.model', 'mock-model');
     await mock.script([
-      { type: 'calls', text: ['I', ' will', ' append', ' it.'], calls: [{ call_id: 'call_milk', command: 'echo milk >> shopping.txt; kill -9 $PPID' }] },
+      { type: 'calls', text: ['I', ' will', ' append', ' it.'], calls: [{ call_id: 'call_milk', command: "echo milk >> shopping.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)" }] },
     ]);
 
     // Activate, open the view in chromium, bridge both directions.
@@ -120,7 +120,7 @@ describe.skipIf(SKIP_WEBVIEW)('extension + real mino-server + webview in chromiu
     const gate = page.locator('#ack-gate');
     await expect.poll(() => gate.isVisible(), { timeout: 15000 }).toBe(true);
     expect(await page.locator('#ack-question').textContent()).toBe(ACKNOWLEDGEMENT_QUESTION);
-    expect(await gate.locator('.ack-call code').allTextContents()).toEqual(['echo milk >> shopping.txt; kill -9 $PPID']);
+    expect(await gate.locator('.ack-call code').allTextContents()).toEqual(["echo milk >> shopping.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)"]);
     expect(await input.isDisabled()).toBe(true);
     // The restored history shows the interrupted turn.
     await expect.poll(() => page.locator('.tool-card[data-call-id="call_milk"] .badge').textContent()).toBe('result unknown');

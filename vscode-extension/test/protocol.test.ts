@@ -284,7 +284,7 @@ describe('mino-server over vscode-jsonrpc', () => {
   it('recovers an unknown result after a crash and requires an acknowledgement', async () => {
     const home = tempDir('home');
     const cwd = tempDir('cwd');
-    const command = 'echo milk >> shopping.txt; kill -9 $PPID';
+    const command = "echo milk >> shopping.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)";
     await mock.script([{ type: 'calls', calls: [{ call_id: 'call_milk', command }] }]);
 
     // 1. The approved command kills the server before its result is saved.

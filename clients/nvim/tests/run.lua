@@ -710,7 +710,7 @@ end)
 
 test("acknowledgement gate after the server is killed mid-call", function()
   fresh()
-  local cmd = "echo milk >> shopping.txt; kill -9 $PPID"
+  local cmd = "echo milk >> shopping.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)"
   mock.script({ { type = "calls", calls = { { call_id = "call_1", command = cmd } } } })
   answers["mino.approval"] = { "Approve" }
   start_and_wait()

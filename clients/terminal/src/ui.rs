@@ -96,15 +96,25 @@ pub fn recovery_notice(rec: &RecoveryNotification) -> String {
     if rec.acknowledgement_required {
         out.push_str(UNKNOWN_RESULT);
         out.push('\n');
-        for cmd in unknown_commands(rec) {
+        for (cmd, evidence) in unknown_commands(rec) {
             out.push_str(&format!("  {}\n", command_line(&cmd)));
+            if let Some(summary) = evidence {
+                out.push_str(&format!("  {}\n", evidence_line(&summary)));
+            }
         }
     }
     out
 }
 
-/// Commands whose result is unknown in turns still awaiting acknowledgement.
-pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<String> {
+/// What the command's supervisor saw, beside an unknown result: it informs,
+/// it does not change the result.
+pub fn evidence_line(summary: &str) -> String {
+    format!("[Evidence: {summary}]")
+}
+
+/// Commands whose result is unknown in turns still awaiting acknowledgement,
+/// each with its supervisor's evidence summary when there is one.
+pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<(String, Option<String>)> {
     let pending =
         |id: &str| rec.unacknowledged_turn_ids.is_empty() || rec.unacknowledged_turn_ids.iter().any(|t| t == id);
     rec.turns
@@ -112,7 +122,7 @@ pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<String> {
         .filter(|t| pending(&t.turn_id))
         .flat_map(|t| t.calls.iter())
         .filter(|c| c.result.status == ToolStatus::Unknown)
-        .map(|c| c.command.clone())
+        .map(|c| (c.command.clone(), c.evidence.as_ref().map(|e| e.summary.clone())))
         .collect()
 }
 
@@ -132,6 +142,10 @@ pub fn history(h: &HistoryResult) -> String {
                 None => out.push_str("[Result: pending]"),
             }
             out.push('\n');
+            if let Some(evidence) = &call.evidence {
+                out.push_str(&evidence_line(&evidence.summary));
+                out.push('\n');
+            }
         }
         if !turn.text.is_empty() {
             out.push_str(ASSISTANT);
@@ -185,7 +199,7 @@ mod tests {
     }
 
     use super::*;
-    use mino_protocol::{Limits, RecoveredCallView, RecoveredTurnView, ToolResultView};
+    use mino_protocol::{Evidence, EvidenceOutcome, Limits, RecoveredCallView, RecoveredTurnView, ToolResultView};
     use std::collections::BTreeMap;
 
     #[test]
@@ -226,6 +240,15 @@ mod tests {
                     call_id: "c".into(),
                     command: "echo milk >> shopping.txt".into(),
                     result: ToolResultView { status: ToolStatus::Unknown, output: String::new(), exit_code: None },
+                    evidence: Some(Evidence {
+                        outcome: EvidenceOutcome::Exited,
+                        exit_code: Some(0),
+                        pid: 7,
+                        started_at: "2026-01-01T00:00:00Z".into(),
+                        ended_at: None,
+                        output_tail: String::new(),
+                        summary: "the command exited 0 after Mino stopped; it printed nothing".into(),
+                    }),
                 }],
             }],
             acknowledgement_required: true,
@@ -235,7 +258,9 @@ mod tests {
         let text = recovery_notice(&rec);
         assert!(text.starts_with(RECOVERED));
         assert!(text.contains(UNKNOWN_RESULT));
-        assert!(text.contains("  Command: \"echo milk >> shopping.txt\"\n"));
+        assert!(text.contains(
+            "  Command: \"echo milk >> shopping.txt\"\n  [Evidence: the command exited 0 after Mino stopped; it printed nothing]\n"
+        ));
     }
 
     #[test]

@@ -138,13 +138,17 @@ fn ctrl_c_cancels_a_running_turn_and_quits_at_the_prompt() {
     assert_eq!(exit_code(&p), Some(0));
 }
 
+/// Appends milk, then SIGKILLs the server (the command's parent is its
+/// supervisor, whose parent is the server).
+const MILK: &str = "echo milk >> shopping.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)";
+
 /// Leaves a session whose last call started but whose result was never saved:
 /// the approved command appends milk, then SIGKILLs the server running it.
 fn interrupted_session(scratch: &Scratch, mock: &MockModel) {
     let mut p = spawn(scratch.command(&mock.base_url()));
     p.exp_string("You> ").expect("prompt");
     p.send_line("Add milk to shopping.txt.").expect("send question");
-    p.exp_string("Command: \"echo milk >> shopping.txt; kill -9 $PPID\"").expect("approval screen");
+    p.exp_string(&format!("Command: {MILK:?}")).expect("approval screen");
     p.exp_string("Approve this operation? [y/N] ").expect("approval question");
     p.send_line("y").expect("approve");
     p.exp_string("mino-server stopped unexpectedly").expect("server died");
@@ -160,7 +164,7 @@ fn unknown_results_must_be_acknowledged_in_a_terminal_before_the_banner() {
     let rt = runtime();
     let mock = rt
         .block_on(MockModel::start(vec![
-            Reply::call("call_1", "echo milk >> shopping.txt; kill -9 $PPID"),
+            Reply::call("call_1", MILK),
             Reply::text("The earlier append may have run; its result was not saved."),
         ]))
         .expect("mock model");
@@ -172,7 +176,9 @@ fn unknown_results_must_be_acknowledged_in_a_terminal_before_the_banner() {
     let mut p = spawn(scratch.command(&mock.base_url()));
     p.exp_string(RECOVERED).expect("recovery notice");
     p.exp_string(UNKNOWN).expect("unknown-result notice");
-    p.exp_string("Command: \"echo milk >> shopping.txt; kill -9 $PPID\"").expect("listed command");
+    p.exp_string(&format!("Command: {MILK:?}")).expect("listed command");
+    // The supervisor saw the command end after the server was killed.
+    p.exp_string("[Evidence: the command exited 0").expect("the supervisor's evidence");
     let before = p.exp_string(QUESTION).expect("acknowledgement question");
     assert!(!before.contains(BANNER) && !before.contains("You>"), "banner before the question:\n{before}");
     p.send_line("n").expect("decline");

@@ -504,9 +504,10 @@ impl Agent {
             }
             Some(ApprovalDecision::Approved) => {
                 let directory = bash.cwd().display().to_string();
-                self.with_session(|s| {
+                let evidence = self.with_session(|s| {
                     s.record_decision(turn_id, call_id, ApprovalDecision::Approved)?;
-                    s.record_tool_start(turn_id, call_id, &command, &directory)
+                    s.record_tool_start(turn_id, call_id, &command, &directory)?;
+                    Ok::<_, SessionError>(s.evidence_target(turn_id, call_id))
                 })?;
                 if cancel.is_cancelled() {
                     // Cancelled while the start was being saved: the start is
@@ -544,9 +545,12 @@ impl Agent {
                         chunk,
                     })
                 };
-                let outcome = bash.run(&command, &mut on_output, cancel).await;
+                let (outcome, settle) = bash.run_recorded(&command, evidence, &mut on_output, cancel).await;
                 fail::fail_point!("agent::before_tool_result");
+                // Unsaved, `settle` is dropped: the supervisor hears that
+                // and leaves its evidence for the unknown result.
                 self.save_result(turn_id, call_id, outcome.status, &outcome.output, outcome.exit_code)?;
+                settle.saved().await;
                 Ok(outcome.status == ToolStatus::Cancelled)
             }
         }

@@ -8,6 +8,8 @@
 //! - [`session`]: one open conversation: journal + transcript + the acknowledgement gate.
 //! - [`model`]: the streamed Responses API client.
 //! - [`bash`]: the approved `bash` tool: environment, limits, process groups.
+//! - [`supervisor`]: the per-command process that runs it, enforces its limits
+//!   and stops it when the server dies, leaving evidence of what it saw.
 //! - [`agent`]: the turn loop tying them together, emitting [`agent::AgentEvent`]s.
 //!
 //! The JSON-RPC server and the clients live elsewhere; this crate is testable
@@ -22,6 +24,7 @@ pub mod model;
 pub mod recovery;
 pub mod session;
 pub mod soul;
+pub mod supervisor;
 pub mod transcript;
 
 pub use home::MinoHome;

@@ -11,8 +11,11 @@
 //! its records are being written leaves a turn that the next open closes the
 //! same way.
 
+use std::path::Path;
+
 use crate::journal::record::{RecordBody, ToolStatus, TurnStatus};
 use crate::journal::TornTail;
+use crate::supervisor::Evidence;
 use crate::transcript::{Transcript, Turn};
 
 /// The output of a recovered `unknown` result, fixed by the specification.
@@ -34,6 +37,9 @@ pub struct RecoveredCall {
     pub status: ToolStatus,
     pub output: String,
     pub exit_code: Option<i32>,
+    /// What the command's supervisor saw, for an `unknown` result whose
+    /// supervisor left a record. Shown beside the result; never changes it.
+    pub evidence: Option<Evidence>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,14 +50,16 @@ pub struct RecoveredTurn {
 }
 
 impl RecoveredTurn {
-    pub fn of(turn: &Turn) -> RecoveredTurn {
+    /// The turn as recovered, with the evidence left beside `journal`.
+    pub fn of(turn: &Turn, journal: &Path) -> RecoveredTurn {
         RecoveredTurn {
             turn_id: turn.id.clone(),
             status: turn.end.as_ref().map_or(TurnStatus::Interrupted, |e| e.status),
             calls: turn
                 .calls
                 .iter()
-                .filter_map(|call| {
+                .enumerate()
+                .filter_map(|(index, call)| {
                     let result = call.result.as_ref()?;
                     Some(RecoveredCall {
                         call_id: call.call_id.clone(),
@@ -59,11 +67,24 @@ impl RecoveredTurn {
                         status: result.status,
                         output: result.output.clone(),
                         exit_code: result.exit_code,
+                        evidence: evidence_for(journal, turn, index),
                     })
                 })
                 .collect(),
         }
     }
+}
+
+/// The supervisor's evidence about the `call_index`-th call of `turn`, read
+/// only for a started call whose result is `unknown`: a saved result is what
+/// happened, and an unstarted call had no supervisor.
+pub fn evidence_for(journal: &Path, turn: &Turn, call_index: usize) -> Option<Evidence> {
+    let call = turn.calls.get(call_index)?;
+    let unknown = call.started && call.result.as_ref().is_some_and(|r| r.status == ToolStatus::Unknown);
+    if !unknown {
+        return None;
+    }
+    crate::supervisor::load_evidence(journal, &turn.id, call_index, &call.call_id)
 }
 
 /// What opening a session found and did, for clients to show.

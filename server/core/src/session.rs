@@ -105,10 +105,11 @@ impl Session {
             session.journal.sync()?;
             fail::fail_point!("session::after_recovery_sync");
             if let Some(turn) = session.transcript.turns.last() {
-                report.recovered.push(RecoveredTurn::of(turn));
+                report.recovered.push(RecoveredTurn::of(turn, path));
             }
         }
-        report.unacknowledged = session.transcript.unacknowledged().into_iter().map(RecoveredTurn::of).collect();
+        report.unacknowledged =
+            session.transcript.unacknowledged().into_iter().map(|t| RecoveredTurn::of(t, path)).collect();
         Ok((session, report))
     }
 
@@ -257,6 +258,25 @@ impl Session {
         self.sync()?;
         fail::fail_point!("journal::after_tool_start_sync");
         Ok(())
+    }
+
+    /// Where the supervisor of a started call leaves its evidence: named by
+    /// the turn and the call's place in it (see `supervisor::evidence_path`).
+    pub fn evidence_target(&self, turn_id: &str, call_id: &str) -> Option<crate::supervisor::EvidenceTarget> {
+        let turn = self.transcript.turns.iter().rev().find(|t| t.id == turn_id)?;
+        let call_index = turn.calls.iter().position(|c| c.call_id == call_id && c.started && c.result.is_none())?;
+        Some(crate::supervisor::EvidenceTarget {
+            path: crate::supervisor::evidence_path(self.path(), turn_id, call_index)?,
+            turn_id: turn_id.to_string(),
+            call_id: call_id.to_string(),
+            call_index,
+        })
+    }
+
+    /// The supervisor's evidence about the `call_index`-th call of `turn`,
+    /// for a call whose result is `unknown` (the only ones it can add to).
+    pub fn evidence(&self, turn: &crate::transcript::Turn, call_index: usize) -> Option<crate::supervisor::Evidence> {
+        crate::recovery::evidence_for(self.path(), turn, call_index)
     }
 
     /// A call's outcome, synced before this returns (and so before the next

@@ -14,6 +14,8 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 const SENTINEL_KEY: &str = "sk-test-SENTINEL-0123456789";
+/// The command supervisor, built by cargo with this crate for its tests.
+const SUPERVISOR: &str = env!("CARGO_BIN_EXE_mino-supervisor");
 
 struct Harness {
     _dir: tempfile::TempDir,
@@ -46,7 +48,7 @@ async fn harness_with(script: Vec<Reply>, limits: TurnLimits, bash_limits: Limit
         connect_timeout: Duration::from_secs(5),
     };
     let model = ModelClient::new(config).expect("client");
-    let bash = BashTool::new(cwd.clone(), bash_limits);
+    let bash = BashTool::new(cwd.clone(), bash_limits, SUPERVISOR.into());
     let (agent, events) = Agent::new(session, model, bash, "Be careful.".into(), limits);
     Harness { _dir: dir, cwd, journal, mock, agent, events, last_seq: 0 }
 }

@@ -213,6 +213,24 @@ fn limits(l: bash::Limits) -> wire::Limits {
     wire::Limits { timeout_seconds: l.timeout.as_secs(), output_limit_bytes: l.output_limit as u64 }
 }
 
+fn evidence(e: &mino_core::supervisor::Evidence) -> wire::Evidence {
+    use mino_core::supervisor::EvidenceOutcome as C;
+    wire::Evidence {
+        outcome: match e.outcome {
+            C::Exited => wire::EvidenceOutcome::Exited,
+            C::Signalled => wire::EvidenceOutcome::Signalled,
+            C::StoppedWhenMinoStopped => wire::EvidenceOutcome::StoppedWhenMinoStopped,
+            C::TimedOut => wire::EvidenceOutcome::TimedOut,
+        },
+        exit_code: e.exit_code,
+        pid: e.pid,
+        started_at: e.started_at.clone(),
+        ended_at: e.ended_at.clone(),
+        output_tail: e.output_tail.clone(),
+        summary: e.summary(),
+    }
+}
+
 fn recovered_turn(t: &RecoveredTurn) -> wire::RecoveredTurnView {
     wire::RecoveredTurnView {
         turn_id: t.turn_id.clone(),
@@ -228,6 +246,7 @@ fn recovered_turn(t: &RecoveredTurn) -> wire::RecoveredTurnView {
                     output: c.output.clone(),
                     exit_code: c.exit_code,
                 },
+                evidence: c.evidence.as_ref().map(evidence),
             })
             .collect(),
     }
@@ -243,7 +262,7 @@ fn recovery_notification(session_id: &str, report: &RecoveryReport) -> wire::Rec
     }
 }
 
-fn history_turn(turn: &Turn) -> wire::HistoryTurn {
+fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
     let status = turn.end.as_ref().map(|e| e.status);
     // The same notice the model receives after this turn's results.
     let notices: Vec<String> = turn.notice().into_iter().collect();
@@ -254,7 +273,8 @@ fn history_turn(turn: &Turn) -> wire::HistoryTurn {
         calls: turn
             .calls
             .iter()
-            .map(|c| wire::HistoryCall {
+            .enumerate()
+            .map(|(index, c)| wire::HistoryCall {
                 call_id: c.call_id.clone(),
                 command: c.command(),
                 result: c.result.as_ref().map(|r| wire::ToolResultView {
@@ -262,6 +282,7 @@ fn history_turn(turn: &Turn) -> wire::HistoryTurn {
                     output: r.output.clone(),
                     exit_code: r.exit_code,
                 }),
+                evidence: session.evidence(turn, index).as_ref().map(evidence),
             })
             .collect(),
         status: status.map(turn_status),
@@ -405,7 +426,7 @@ impl Backend {
     async fn history(&self, _params: wire::HistoryParams) -> Result<wire::HistoryResult> {
         Ok(self.agent()?.with_session(|s| wire::HistoryResult {
             session_id: s.id().to_string(),
-            turns: s.transcript().turns.iter().map(history_turn).collect(),
+            turns: s.transcript().turns.iter().map(|t| history_turn(s, t)).collect(),
         }))
     }
 }
@@ -448,7 +469,10 @@ impl LanguageServer for Backend {
         let recovery = recovery_notification(&session_id, &report);
         tracing::info!(session_id, journal_path, cwd = %cwd.display(), model = model_name, "session open");
 
-        let bash = BashTool::new(cwd.clone(), command_limits);
+        // Each command runs under this very binary in supervise mode.
+        let supervisor = std::env::current_exe()
+            .map_err(|e| internal(format!("cannot find the server's own executable to supervise commands: {e}")))?;
+        let bash = BashTool::new(cwd.clone(), command_limits, supervisor);
         let (agent, events) = Agent::new(session, model, bash, instructions, TurnLimits::default());
         {
             let mut opened = lock(&self.shared.opened);

@@ -17,6 +17,11 @@ use tracing_subscriber::EnvFilter;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // A command's supervisor (see mino_core::supervisor): before any runtime,
+    // logging or panic hook, which are the server's and not its.
+    if args.first().map(String::as_str) == Some(mino_core::supervisor::FLAG) {
+        std::process::exit(mino_core::supervisor::main(&args[1..]));
+    }
     match args.first().map(String::as_str) {
         Some("--version" | "-V") => {
             // Not the protocol stream: the server is not serving.

@@ -271,8 +271,10 @@ pub fn classify(body: &[u8]) -> Incoming {
 
 /// SIGINT is ignored: a terminal's Ctrl+C reaches the whole foreground
 /// process group, and the client, not the server, decides what it means
-/// (cancel the turn, or quit and close our stdin). SIGTERM stops the server
-/// like the end of input does. Returns the token SIGTERM cancels.
+/// (cancel the turn, or quit and close our stdin). SIGTERM and SIGHUP (the
+/// terminal or session went away) stop the server like the end of input
+/// does: the running turn is cancelled and its end recorded. Returns the
+/// token they cancel.
 fn watch_signals() -> CancellationToken {
     use tokio::signal::unix::{signal, SignalKind};
     let terminate = CancellationToken::new();
@@ -286,21 +288,24 @@ fn watch_signals() -> CancellationToken {
         }
         Err(e) => tracing::warn!("cannot handle SIGINT: {e}"),
     }
-    match signal(SignalKind::terminate()) {
-        Ok(mut terms) => {
-            let token = terminate.clone();
-            tokio::spawn(async move {
-                if terms.recv().await.is_some() {
-                    token.cancel();
-                }
-            });
+    for (kind, name) in [(SignalKind::terminate(), "SIGTERM"), (SignalKind::hangup(), "SIGHUP")] {
+        match signal(kind) {
+            Ok(mut signals) => {
+                let token = terminate.clone();
+                tokio::spawn(async move {
+                    if signals.recv().await.is_some() {
+                        tracing::info!("{name}: stopping");
+                        token.cancel();
+                    }
+                });
+            }
+            Err(e) => tracing::warn!("cannot handle {name}: {e}"),
         }
-        Err(e) => tracing::warn!("cannot handle SIGTERM: {e}"),
     }
     terminate
 }
 
-/// Serves until the input ends, `exit` arrives or SIGTERM; then stops the agent.
+/// Serves until the input ends, `exit` arrives or SIGTERM/SIGHUP; then stops the agent.
 pub async fn serve<R, W>(input: R, output: W, mut service: LspService<Backend>, socket: ClientSocket, handle: Handle)
 where
     R: AsyncRead + Unpin,
@@ -366,10 +371,7 @@ where
     loop {
         let next = tokio::select! {
             next = reader.next() => next,
-            _ = terminate.cancelled() => {
-                tracing::info!("SIGTERM: stopping");
-                break;
-            }
+            _ = terminate.cancelled() => break,
         };
         let frame = match next {
             Ok(Some(frame)) => frame,

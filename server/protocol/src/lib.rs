@@ -165,6 +165,40 @@ pub struct HistoryCall {
     pub command: String,
     /// `None` only while the call is still in flight.
     pub result: Option<ToolResultView>,
+    /// What the command's supervisor saw; only beside an `unknown` result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
+}
+
+/// How a supervised command ended, as its supervisor saw it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceOutcome {
+    Exited,
+    Signalled,
+    StoppedWhenMinoStopped,
+    TimedOut,
+}
+
+/// What the command's supervisor recorded about a call whose result Mino
+/// never saved. Present only beside an `unknown` result; the result stays
+/// `unknown` and acknowledgement is still required.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Evidence {
+    pub outcome: EvidenceOutcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    pub pid: u32,
+    /// RFC 3339.
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    /// The last bytes of the command's output, at most its output limit.
+    pub output_tail: String,
+    /// One sentence to show beside the unknown result, e.g. "the command
+    /// exited 0 after Mino stopped; last output: done".
+    pub summary: String,
 }
 
 // ---------------------------------------------------------------- shared vocabulary
@@ -235,6 +269,9 @@ pub struct RecoveredCallView {
     pub call_id: String,
     pub command: String,
     pub result: ToolResultView,
+    /// What the command's supervisor saw; only beside an `unknown` result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

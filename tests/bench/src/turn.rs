@@ -184,7 +184,13 @@ async fn run_async(quick: bool) -> Result<Vec<Goal>> {
 
     let mock = MockModel::start(Vec::new()).await?;
     let model = ModelClient::new(model_config(&mock)).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let bash = BashTool::new(cwd.clone(), Limits::default());
+    // Commands run under `mino-server --supervise`, as in the server;
+    // scripts/bench builds it beside this binary.
+    let supervisor = std::env::current_exe()?.with_file_name("mino-server");
+    if !supervisor.exists() {
+        bail!("{} is missing: build it first (scripts/bench does)", supervisor.display());
+    }
+    let bash = BashTool::new(cwd.clone(), Limits::default(), supervisor);
     let (agent, mut events) =
         Agent::new(session, model.clone(), bash.clone(), INSTRUCTIONS.into(), TurnLimits::default());
 

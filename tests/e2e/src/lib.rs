@@ -115,8 +115,10 @@ pub struct Spawn {
     /// `FAILPOINTS` (needs a binary built with `--features failpoints`, see
     /// [`failpoints_server_bin`]).
     pub failpoints: Option<String>,
-    /// Extra environment, set last (so it can override `MINO_HOME`).
+    /// More environment variables for the server, set last (so they can override `MINO_HOME`).
     pub env: Vec<(String, String)>,
+    /// Start the server as the leader of a process group of its own.
+    pub own_process_group: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -302,6 +304,9 @@ impl Server {
             .kill_on_drop(true);
         if let Some(cwd) = &options.cwd {
             cmd.current_dir(cwd);
+        }
+        if options.own_process_group {
+            cmd.process_group(0);
         }
         let mut child = cmd.spawn().expect("spawn mino-server");
         let stdin = child.stdin.take();
@@ -633,3 +638,41 @@ pub fn work_dir(home: &Path) -> PathBuf {
 pub fn options_in(cwd: &Path) -> wire::InitializationOptions {
     wire::InitializationOptions { cwd: Some(cwd.display().to_string()), ..Default::default() }
 }
+
+/// Processes of process group `pgid` that are still alive (zombies, which
+/// can do nothing more and wait only to be reaped, are not counted), read
+/// from `/proc`.
+pub fn live_group_members(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+            // After the command name's closing parenthesis: state, ppid, pgrp.
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return false };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            fields.len() > 2 && fields[0] != "Z" && fields[2].parse::<i32>().ok() == Some(pgid)
+        })
+        .collect()
+}
+
+/// Waits until `check` holds, polling every 10 ms, for at most `deadline`.
+/// Returns whether it held.
+pub async fn poll_until(deadline: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let end = tokio::time::Instant::now() + deadline;
+    loop {
+        if check() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= end {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A command for tests that must kill `mino-server` itself from inside an
+/// approved command: commands run under a supervisor, so the server is the
+/// parent of `$PPID`.
+pub const KILL_SERVER: &str = "kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)";

@@ -8,6 +8,10 @@ use mino_e2e::{
 };
 use serde_json::Value;
 
+/// Appends milk, then kills the server (its supervisor is the command's
+/// parent, the server the parent of that) before the result is saved.
+const MILK: &str = "echo milk >> shopping.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)";
+
 const NOTICE_INTERRUPTED: &str = "Mino runtime notice: the previous turn ended with status interrupted. Tool results above are retained; no command was automatically retried.";
 
 async fn initialize(
@@ -22,7 +26,7 @@ async fn initialize(
 #[tokio::test(flavor = "multi_thread")]
 async fn milk_story_unknown_result_is_replayed_after_acknowledgement() {
     let mock = MockModel::start(vec![
-        Reply::call("call_1", "echo milk >> shopping.txt; kill -9 $PPID"),
+        Reply::call("call_1", MILK),
         Reply::text("The earlier append may have run; I can check shopping.txt if you approve."),
     ])
     .await
@@ -69,7 +73,7 @@ async fn milk_story_unknown_result_is_replayed_after_acknowledgement() {
     assert_eq!(recovery.turns[0].calls.len(), 1);
     let call = &recovery.turns[0].calls[0];
     assert_eq!(call.call_id, "call_1");
-    assert_eq!(call.command, "echo milk >> shopping.txt; kill -9 $PPID");
+    assert_eq!(call.command, MILK);
     assert_eq!(call.result.status, wire::ToolStatus::Unknown);
 
     // Nothing continues before the acknowledgement.
@@ -108,7 +112,7 @@ async fn milk_story_unknown_result_is_replayed_after_acknowledgement() {
     );
     // The replayed call keeps its arguments; the result says "unknown" honestly.
     let input = requests[1].body["input"].as_array().expect("input");
-    assert_eq!(input[1]["arguments"], r#"{"command":"echo milk >> shopping.txt; kill -9 $PPID"}"#);
+    assert_eq!(input[1]["arguments"], serde_json::json!({ "command": MILK }).to_string());
     let output: Value = serde_json::from_str(input[2]["output"].as_str().expect("output")).expect("output JSON");
     assert_eq!(output["status"], "unknown");
     assert_eq!(

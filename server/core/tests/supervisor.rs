@@ -1,0 +1,58 @@
+//! The command supervisor on its own: what the command sees, and the evidence
+//! it leaves when the result is never confirmed saved.
+
+use mino_core::bash::{BashTool, Limits};
+use mino_core::supervisor::{self, EvidenceOutcome, EvidenceTarget};
+use mino_core::ToolStatus;
+use tokio_util::sync::CancellationToken;
+
+const SUPERVISOR: &str = env!("CARGO_BIN_EXE_mino-supervisor");
+
+#[tokio::test]
+async fn the_command_sees_bash_as_its_name() {
+    let tool = BashTool::new(std::env::temp_dir(), Limits::default(), SUPERVISOR.into());
+    let outcome = tool.run("echo $0", &mut |_, _| {}, &CancellationToken::new()).await;
+    assert_eq!((outcome.status, outcome.output.as_str()), (ToolStatus::Success, "bash\n"));
+}
+
+#[tokio::test]
+async fn an_unsaved_result_leaves_evidence_and_a_saved_one_none() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("s1.jsonl");
+    let tool = BashTool::new(dir.path().to_path_buf(), Limits::default(), SUPERVISOR.into());
+    let target = |index| EvidenceTarget {
+        path: supervisor::evidence_path(&journal, "turn-1", index).expect("path"),
+        turn_id: "turn-1".into(),
+        call_id: "call_1".into(),
+        call_index: index,
+    };
+
+    let (outcome, settle) =
+        tool.run_recorded("echo one; echo two", Some(target(0)), &mut |_, _| {}, &CancellationToken::new()).await;
+    assert_eq!(outcome.status, ToolStatus::Success);
+    drop(settle);
+    let path = target(0).path;
+    // The supervisor writes once it sees the pipe close; wait for the file.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let evidence = loop {
+        if let Some(e) = supervisor::load_evidence(&journal, "turn-1", 0, "call_1") {
+            break e;
+        }
+        assert!(std::time::Instant::now() < deadline, "no evidence at {}", path.display());
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        (evidence.outcome, evidence.exit_code, evidence.after_mino_stopped),
+        (EvidenceOutcome::Exited, Some(0), false)
+    );
+    assert_eq!(evidence.output_tail, "one\ntwo\n");
+    assert_eq!(evidence.summary(), "the command exited 0; Mino stopped before saving its result; last output: two");
+
+    let (outcome, settle) =
+        tool.run_recorded("echo three", Some(target(1)), &mut |_, _| {}, &CancellationToken::new()).await;
+    assert_eq!(outcome.status, ToolStatus::Success);
+    settle.saved().await;
+    // Run another command to give the saved supervisor time to have exited.
+    tool.run("true", &mut |_, _| {}, &CancellationToken::new()).await;
+    assert!(!target(1).path.exists(), "a saved result leaves no record");
+}
