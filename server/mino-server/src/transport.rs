@@ -324,15 +324,19 @@ pub const OUTBOX_LIMIT: usize = 64 * 1024 * 1024;
 /// burst of expensive requests (a long session's history) cannot each hold
 /// its answer in memory before the outbox is even checked.
 pub const MAX_IN_FLIGHT: usize = 4;
-/// While reading is paused, frames are still read ahead up to these bounds,
-/// so that `exit`, `$/cancelRequest` and `mino/cancel` are acted on at once.
-const LOOKAHEAD_FRAMES: usize = 64;
+/// While reading is paused, frames are still read ahead up to this many
+/// bytes (each counted with [`LOOKAHEAD_FRAME_COST`] on top), so that
+/// `exit`, `$/cancelRequest` and `mino/cancel` are acted on at once.
 const LOOKAHEAD_BYTES: usize = 1024 * 1024;
-/// Room above [`OUTBOX_LIMIT`] for the answers to cancels read ahead; past
-/// it nothing at all is read until the client reads.
-const CONTROL_SLACK: usize = 1024 * 1024;
+/// What a frame read ahead costs besides its body (the parsed request).
+const LOOKAHEAD_FRAME_COST: usize = 256;
+/// Cancels and exits acted on while reading is paused; past this many
+/// nothing at all is read until the client reads (each queues an answer).
+const MAX_CONTROLS_WHILE_PAUSED: usize = 1024;
 /// After the input ends or `exit`: how long queued output may take to drain.
 const DRAIN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+const PAUSE_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
 
 const REQUEST_CANCELLED: i64 = -32800;
 
@@ -461,7 +465,7 @@ enum Pending {
 /// Backpressure: while more than [`OUTBOX_LIMIT`] bytes wait for the client,
 /// or a notification waits for room, or [`MAX_IN_FLIGHT`] requests are being
 /// handled, no new request is handled. Frames are still read ahead (up to
-/// 64 frames or 1 MiB): `exit`, `$/cancelRequest` and `mino/cancel` among
+/// 1 MiB): `exit`, `$/cancelRequest` and `mino/cancel` among
 /// them are acted on at once; everything else waits, in order.
 pub async fn serve<R, W>(input: R, output: W, mut service: LspService<Backend>, socket: ClientSocket, handle: Handle)
 where
@@ -538,12 +542,15 @@ where
     // until then, if the client reads.
     let mut input_ended: Option<tokio::time::Instant> = None;
     let mut paused = false;
+    let mut last_pause_logged: Option<std::time::Instant> = None;
+    let mut controls_while_paused = 0usize;
     loop {
         let progress = outbox.progress.notified();
         let can_dispatch = ready(&outbox);
         if can_dispatch {
             if let Some((pending, size)) = lookahead.pop_front() {
                 lookahead_bytes -= size;
+                controls_while_paused = 0;
                 let permit = in_flight.clone().try_acquire_owned().ok();
                 match dispatch(pending, permit, &mut service, &handle, &outbox).await {
                     Dispatched::Continue => continue,
@@ -557,20 +564,22 @@ where
         let backlog = outbox.bytes();
         let client_behind = backlog > OUTBOX_LIMIT || outbox.pump_waiting.load(Ordering::SeqCst);
         if client_behind && !paused {
-            tracing::info!(
-                backlog,
-                limit = OUTBOX_LIMIT,
-                "reading paused: the client is not reading its output; requests wait until it does"
-            );
+            // A slow reader pauses and resumes all the time; say so now and then.
+            if last_pause_logged.is_none_or(|at| at.elapsed() > PAUSE_LOG_INTERVAL) {
+                last_pause_logged = Some(std::time::Instant::now());
+                tracing::info!(
+                    backlog,
+                    limit = OUTBOX_LIMIT,
+                    "reading paused: the client is not reading its output; requests wait until it does"
+                );
+            }
         } else if paused && !client_behind {
-            tracing::info!(backlog, "reading resumed");
+            tracing::debug!(backlog, "reading resumed");
         }
         paused = client_behind;
         let can_read = input_ended.is_none()
             && (can_dispatch
-                || (lookahead.len() < LOOKAHEAD_FRAMES
-                    && lookahead_bytes < LOOKAHEAD_BYTES
-                    && backlog < OUTBOX_LIMIT + CONTROL_SLACK));
+                || (lookahead_bytes < LOOKAHEAD_BYTES && controls_while_paused < MAX_CONTROLS_WHILE_PAUSED));
         let next = tokio::select! {
             next = frames.recv(), if can_read => next,
             _ = progress, if !can_dispatch => continue,
@@ -604,15 +613,16 @@ where
                     Incoming::Reject(response) => Pending::Reply(response),
                     Incoming::Ignore => continue,
                 };
-                (pending, body.len())
+                (pending, body.len() + LOOKAHEAD_FRAME_COST)
             }
             Frame::Malformed(why) => {
                 tracing::warn!("malformed input: {why}");
                 let reply = error_response(Value::Null, PARSE_ERROR, format!("Parse error: {why}"));
-                (Pending::Reply(reply), 0)
+                (Pending::Reply(reply), LOOKAHEAD_FRAME_COST)
             }
         };
         if lookahead.is_empty() && ready(&outbox) {
+            controls_while_paused = 0;
             let permit = in_flight.clone().try_acquire_owned().ok();
             match dispatch(pending, permit, &mut service, &handle, &outbox).await {
                 Dispatched::Continue => continue,
@@ -620,6 +630,9 @@ where
             }
         }
         // Paused: cancels and exit act now; everything else waits its turn.
+        if matches!(&pending, Pending::Request(r) if acts_while_paused(r.method())) {
+            controls_while_paused += 1;
+        }
         match pending {
             Pending::Request(request) if request.method() == "$/cancelRequest" => {
                 let target = request.params().and_then(|p| p.get("id")).cloned();
@@ -672,6 +685,11 @@ where
     drop(service);
     outbox.close();
     let _ = tokio::time::timeout(DRAIN_GRACE, written).await;
+}
+
+/// Messages acted on even while requests wait for the client to read.
+fn acts_while_paused(method: &str) -> bool {
+    matches!(method, "exit" | "$/cancelRequest" | mino_protocol::method::CANCEL)
 }
 
 enum Dispatched {
