@@ -7,11 +7,17 @@
 //! server answers malformed input and keeps serving. Here a bad frame or bad
 //! JSON gets a JSON-RPC error response and the next frame is read as usual.
 //!
-//! Every request is handled in its own task (no concurrency limit, so a
-//! pending approval or cancel is never starved). One writer thread owns stdout;
-//! server notifications reach it through one pump task, so they stay in the
-//! order they were sent. A response and a notification are not ordered
-//! relative to each other.
+//! Each request is handled in a task of its own, at most [`MAX_IN_FLIGHT`] at
+//! once (handlers return quickly; a turn runs in the agent's task). One
+//! writer thread owns stdout and drains the outbox, every frame in the order
+//! it was queued; server notifications reach it through one pump task, so
+//! they stay in the order they were sent. A response and a notification are
+//! not ordered relative to each other.
+//!
+//! Every queue here has a bound (see [`serve`]): what waits for the client
+//! ([`OUTBOX_LIMIT`]), requests in flight, and frames read ahead while the
+//! client is behind. A client that does not read makes the server wait,
+//! never drop a message.
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -637,9 +643,9 @@ where
             Pending::Request(request) if request.method() == "$/cancelRequest" => {
                 let target = request.params().and_then(|p| p.get("id")).cloned();
                 let queued = target.as_ref().and_then(|target| {
-                    lookahead.iter().position(
-                        |(p, _)| matches!(p, Pending::Request(r) if r.id().and_then(|id| serde_json::to_value(id).ok()).as_ref() == Some(target)),
-                    )
+                    lookahead
+                        .iter()
+                        .position(|(p, _)| matches!(p, Pending::Request(r) if id_value(r).as_ref() == Some(target)))
                 });
                 if let Some(index) = queued {
                     if let Some((_, size)) = lookahead.remove(index) {
@@ -685,6 +691,11 @@ where
     drop(service);
     outbox.close();
     let _ = tokio::time::timeout(DRAIN_GRACE, written).await;
+}
+
+/// A request's id as it appears in JSON (`$/cancelRequest` names it so).
+fn id_value(request: &Request) -> Option<Value> {
+    request.id().and_then(|id| serde_json::to_value(id).ok())
 }
 
 /// Messages acted on even while requests wait for the client to read.
