@@ -266,7 +266,7 @@ impl Server {
     }
 
     pub async fn history(&self) -> Result<HistoryResult, CallError> {
-        self.call(method::HISTORY, HistoryParams {}).await
+        self.call(method::HISTORY, HistoryParams::default()).await
     }
 
     /// Closes the server's stdin (it then releases the session and exits) and

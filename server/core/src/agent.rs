@@ -23,6 +23,18 @@ pub const DEFAULT_MAX_REQUESTS: u32 = 8;
 pub const DEFAULT_MAX_CALLS: u32 = 16;
 /// Live output streamed to the client per call; the saved result has its own cap.
 pub const LIVE_OUTPUT_LIMIT: usize = 1024 * 1024;
+/// The most text a turn may stream (all its model responses together): a
+/// model that never stops would otherwise fill the client, the journal and
+/// the queues towards the client without end. Past it the turn ends `failed`.
+pub const TURN_TEXT_LIMIT: usize = 4 * 1024 * 1024;
+
+/// The reason a turn ends with when its text passes [`TURN_TEXT_LIMIT`].
+pub fn turn_text_limit_reason() -> String {
+    format!(
+        "the model's answer passed 4 MiB ({TURN_TEXT_LIMIT} bytes), the most a turn may stream; \
+         the rest was not read and the turn was stopped"
+    )
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct TurnLimits {
@@ -347,6 +359,8 @@ impl Agent {
         let limits = self.inner.limits;
         let mut requests = 0u32;
         let mut calls_seen = 0u32;
+        // Text of the turn's finished responses; a retried attempt's text is void.
+        let mut turn_text = 0usize;
         loop {
             if requests == limits.max_requests {
                 return Ok((
@@ -357,14 +371,27 @@ impl Agent {
             requests += 1;
             let input = self.with_session(|s| s.context());
             fail::fail_point!("agent::before_model_request");
+            // Stops this response's stream (and only it) once the turn's text
+            // passes its limit; the user's cancel stops it too.
+            let stop_stream = cancel.child_token();
+            let mut streamed = 0usize;
+            let mut text_over_limit = false;
             let response = {
                 let request = ModelRequest { instructions: &self.inner.instructions, input: &input };
                 let mut on_event = |event: ModelEvent<'_>| match event {
+                    ModelEvent::TextDelta(_) if text_over_limit => {}
                     ModelEvent::TextDelta(delta) => {
+                        streamed += delta.len();
+                        if turn_text + streamed > TURN_TEXT_LIMIT {
+                            text_over_limit = true;
+                            stop_stream.cancel();
+                            return;
+                        }
                         self.emit(AgentEvent::TextDelta { turn_id: turn_id.to_string(), delta: delta.to_string() });
                         fail::fail_point!("agent::after_text_delta");
                     }
                     ModelEvent::Retrying { attempt, delay, reason } => {
+                        streamed = 0;
                         tracing::warn!(turn_id, attempt, ?delay, reason, "retrying the model request");
                         self.emit(AgentEvent::Retrying {
                             turn_id: turn_id.to_string(),
@@ -374,8 +401,13 @@ impl Agent {
                         });
                     }
                 };
-                self.inner.model.respond(&request, &mut on_event, cancel).await
+                self.inner.model.respond(&request, &mut on_event, &stop_stream).await
             };
+            if text_over_limit && !cancel.is_cancelled() {
+                tracing::warn!(turn_id, limit = TURN_TEXT_LIMIT, "the model's text passed the turn's limit");
+                return Ok((TurnStatus::Failed, Some(turn_text_limit_reason())));
+            }
+            turn_text += streamed;
             let response = match response {
                 Ok(response) => response,
                 Err(ModelError::Cancelled) => return Ok((TurnStatus::Cancelled, Some(self.cancel_reason()))),

@@ -423,11 +423,32 @@ impl Backend {
         Ok(wire::EmptyResult {})
     }
 
-    async fn history(&self, _params: wire::HistoryParams) -> Result<wire::HistoryResult> {
-        Ok(self.agent()?.with_session(|s| wire::HistoryResult {
-            session_id: s.id().to_string(),
-            turns: s.transcript().turns.iter().map(|t| history_turn(s, t)).collect(),
-        }))
+    /// The session's turns, or a page of them (see `wire::HistoryParams`):
+    /// a client need never hold a whole long session at once.
+    async fn history(&self, params: wire::HistoryParams) -> Result<wire::HistoryResult> {
+        self.agent()?.with_session(|s| {
+            let turns = &s.transcript().turns;
+            let end = match params.before_turn_id.as_deref() {
+                None => turns.len(),
+                Some(id) => turns.iter().position(|t| t.id == id).ok_or_else(|| Error {
+                    code: ErrorCode::InvalidParams,
+                    message: format!(
+                        "beforeTurnId {id:?} names no turn of this session; use a turnId from an earlier mino/history result"
+                    )
+                    .into(),
+                    data: Some(json!({ "beforeTurnId": id })),
+                })?,
+            };
+            let start = match params.limit {
+                None => 0,
+                Some(limit) => end.saturating_sub(usize::try_from(limit).unwrap_or(usize::MAX)),
+            };
+            Ok(wire::HistoryResult {
+                session_id: s.id().to_string(),
+                turns: turns[start..end].iter().map(|t| history_turn(s, t)).collect(),
+                has_more: start > 0,
+            })
+        })
     }
 }
 

@@ -7,17 +7,26 @@
 //! server answers malformed input and keeps serving. Here a bad frame or bad
 //! JSON gets a JSON-RPC error response and the next frame is read as usual.
 //!
-//! Every request is handled in its own task (no concurrency limit, so a
-//! pending approval or cancel is never starved). One writer thread owns stdout;
-//! server notifications reach it through one pump task, so they stay in the
-//! order they were sent. A response and a notification are not ordered
-//! relative to each other.
+//! Each request is handled in a task of its own, at most [`MAX_IN_FLIGHT`] at
+//! once (handlers return quickly; a turn runs in the agent's task). One
+//! writer thread owns stdout and drains the outbox, every frame in the order
+//! it was queued; server notifications reach it through one pump task, so
+//! they stay in the order they were sent. A response and a notification are
+//! not ordered relative to each other.
+//!
+//! Every queue here has a bound (see [`serve`]): what waits for the client
+//! ([`OUTBOX_LIMIT`]), requests in flight, and frames read ahead while the
+//! client is behind. A client that does not read makes the server wait,
+//! never drop a message.
 
+use std::collections::VecDeque;
 use std::future::poll_fn;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 use tower_lsp_server::jsonrpc::Request;
@@ -110,7 +119,20 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                     }
                 }
             }
-            if let Some(end) = find(&self.buf, b"\r\n\r\n") {
+            let header_end = find(&self.buf, b"\r\n\r\n");
+            if let Some(bare) = find(&self.buf, b"\n\n").filter(|&bare| header_end.is_none_or(|end| bare < end)) {
+                // Headers ended with a bare `\n\n`: waiting for `\r\n\r\n`
+                // would leave the request unanswered until unrelated bytes
+                // arrive. Refuse it now and drop its body up to the next
+                // header, so the body is not answered as garbage too.
+                let header = String::from_utf8_lossy(&self.buf[..bare]).trim().to_string();
+                self.buf.drain(..bare + 2);
+                self.discarding = true;
+                return Ok(Some(Frame::Malformed(format!(
+                    "headers must end with \\r\\n\\r\\n, not a bare \\n\\n (after {header:?}); the frame is skipped"
+                ))));
+            }
+            if let Some(end) = header_end {
                 let header = String::from_utf8_lossy(&self.buf[..end]).into_owned();
                 let length = match content_length(&header) {
                     Ok(length) => {
@@ -305,43 +327,182 @@ fn watch_signals() -> CancellationToken {
     terminate
 }
 
+/// What waits for the client (queued frames not yet written), above which
+/// no new request is read and notifications wait: backpressure on a client
+/// that does not read. Nothing is dropped or reordered.
+pub const OUTBOX_LIMIT: usize = 64 * 1024 * 1024;
+/// Requests handled at once; the next waits until one is answered, so a
+/// burst of expensive requests (a long session's history) cannot each hold
+/// its answer in memory before the outbox is even checked.
+pub const MAX_IN_FLIGHT: usize = 4;
+/// While reading is paused, frames are still read ahead up to this many
+/// bytes (each counted with [`LOOKAHEAD_FRAME_COST`] on top), so that
+/// `exit`, `$/cancelRequest` and `mino/cancel` are acted on at once.
+const LOOKAHEAD_BYTES: usize = 1024 * 1024;
+/// What a frame read ahead costs besides its body (the parsed request).
+const LOOKAHEAD_FRAME_COST: usize = 256;
+/// Cancels and exits acted on while reading is paused; past this many
+/// nothing at all is read until the client reads (each queues an answer).
+const MAX_CONTROLS_WHILE_PAUSED: usize = 1024;
+/// After the input ends or `exit`: how long queued output may take to drain.
+const DRAIN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+const PAUSE_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+const REQUEST_CANCELLED: i64 = -32800;
+
+#[derive(Default)]
+struct OutboxState {
+    queue: VecDeque<String>,
+    /// Bytes queued or being written, not yet accepted by the client.
+    bytes: usize,
+    /// No more messages will come; the writer ends once the queue is empty.
+    closed: bool,
+    /// The client cannot be written to any more: everything is dropped.
+    broken: bool,
+}
+
+/// The frames waiting for the client, counted in bytes, in send order.
+/// Pushing never blocks or drops (except once the client is gone); the
+/// bound is kept by those who push waiting for room ([`Outbox::push_when_room`])
+/// or not reading more input (the main loop).
+#[derive(Default)]
+struct Outbox {
+    state: std::sync::Mutex<OutboxState>,
+    /// Wakes the writer thread.
+    queued: std::sync::Condvar,
+    /// Wakes the notification pump: there is room again.
+    room: Notify,
+    /// Wakes the main loop: output was written, a request finished, or
+    /// the pump stopped waiting.
+    progress: Notify,
+    /// The pump holds a notification it may not queue yet.
+    pump_waiting: AtomicBool,
+    /// Shutting down: the last notifications go out without waiting.
+    unlimited: AtomicBool,
+}
+
+impl Outbox {
+    fn lock(&self) -> std::sync::MutexGuard<'_, OutboxState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn push(&self, message: String) {
+        let mut state = self.lock();
+        if state.broken {
+            return;
+        }
+        state.bytes += message.len();
+        state.queue.push_back(message);
+        drop(state);
+        self.queued.notify_one();
+    }
+
+    fn bytes(&self) -> usize {
+        self.lock().bytes
+    }
+
+    fn has_room(&self) -> bool {
+        let state = self.lock();
+        state.broken || state.bytes <= OUTBOX_LIMIT || self.unlimited.load(Ordering::SeqCst)
+    }
+
+    /// Queues `message` once what waits is within the bound: the sender
+    /// (a running turn's notifications) waits for the client to read.
+    async fn push_when_room(&self, message: String) {
+        loop {
+            let room = self.room.notified();
+            if self.has_room() {
+                break;
+            }
+            self.pump_waiting.store(true, Ordering::SeqCst);
+            room.await;
+        }
+        self.push(message);
+        if self.pump_waiting.swap(false, Ordering::SeqCst) {
+            self.progress.notify_one();
+        }
+    }
+
+    /// The writer's next batch: every queued frame up to about
+    /// [`WRITE_BATCH`] bytes (at least one). `None` once closed and empty.
+    fn next_batch(&self, batch: &mut Vec<u8>) -> Option<usize> {
+        let mut state = self.lock();
+        while state.queue.is_empty() && !state.closed {
+            state = self.queued.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        batch.clear();
+        let mut taken = 0;
+        while let Some(message) = state.queue.pop_front() {
+            tracing::trace!(message = %message, "->");
+            taken += message.len();
+            batch.extend_from_slice(&frame(&message));
+            if batch.len() >= WRITE_BATCH {
+                break;
+            }
+        }
+        (taken > 0 || !state.closed).then_some(taken)
+    }
+
+    /// The client took `bytes` (or is gone): make room and wake whoever waits.
+    fn written(&self, bytes: usize, broken: bool) {
+        let mut state = self.lock();
+        state.bytes = state.bytes.saturating_sub(bytes);
+        if broken {
+            state.broken = true;
+            state.queue.clear();
+            state.bytes = 0;
+        }
+        drop(state);
+        self.room.notify_one();
+        self.progress.notify_one();
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.queued.notify_one();
+    }
+}
+
+/// A message read while requests were paused, kept in input order.
+enum Pending {
+    Request(Request),
+    /// An error answer to bad input.
+    Reply(String),
+}
+
 /// Serves until the input ends, `exit` arrives or SIGTERM/SIGHUP; then stops the agent.
+///
+/// Backpressure: while more than [`OUTBOX_LIMIT`] bytes wait for the client,
+/// or a notification waits for room, or [`MAX_IN_FLIGHT`] requests are being
+/// handled, no new request is handled. Frames are still read ahead (up to
+/// 1 MiB): `exit`, `$/cancelRequest` and `mino/cancel` among
+/// them are acted on at once; everything else waits, in order.
 pub async fn serve<R, W>(input: R, output: W, mut service: LspService<Backend>, socket: ClientSocket, handle: Handle)
 where
-    R: AsyncRead + Unpin,
+    R: AsyncRead + Unpin + Send + 'static,
     W: std::io::Write + Send + 'static,
 {
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<String>();
+    let outbox = Arc::new(Outbox::default());
     // The writer is a thread of its own doing plain blocking writes: tokio's
     // stdout would hand every write to its blocking pool and wake this task
     // again when it is done, two thread switches per message that a text
     // stream pays in latency and throughput. A client that stops reading
-    // blocks only this thread.
+    // blocks only this thread; the outbox's bound stops the rest.
     let (written_tx, written) = tokio::sync::oneshot::channel::<()>();
+    let writer_outbox = outbox.clone();
     let writer = std::thread::Builder::new().name("stdout-writer".into()).spawn(move || {
+        let outbox = writer_outbox;
         let mut output = output;
-        let mut broken = false;
         let mut batch = Vec::new();
-        while let Some(message) = out_rx.blocking_recv() {
-            if broken {
-                continue;
-            }
-            // Whatever else is already queued goes out in the same write
-            // (a fast stream); a lone message is written at once.
-            batch.clear();
-            tracing::trace!(message = %message, "->");
-            batch.extend_from_slice(&frame(&message));
-            while batch.len() < WRITE_BATCH {
-                let Ok(message) = out_rx.try_recv() else {
-                    break;
-                };
-                tracing::trace!(message = %message, "->");
-                batch.extend_from_slice(&frame(&message));
-            }
-            if let Err(e) = output.write_all(&batch).and_then(|()| output.flush()) {
+        // Whatever is already queued goes out in the same write (a fast
+        // stream); a lone message is written at once.
+        while let Some(taken) = outbox.next_batch(&mut batch) {
+            let result = output.write_all(&batch).and_then(|()| output.flush());
+            if let Err(e) = &result {
                 tracing::warn!("cannot write to the client any more: {e}");
-                broken = true;
             }
+            outbox.written(taken, result.is_err());
         }
         let _ = written_tx.send(());
     });
@@ -351,100 +512,261 @@ where
     }
 
     // Notifications (and any other server-to-client message) in send order.
+    // The pump waits for room, so a running turn's events wait (in order)
+    // for the client to read rather than pile up here.
     let (mut requests, _responses) = socket.split();
-    let pump_tx = out_tx.clone();
+    let pump_outbox = outbox.clone();
     let pump = tokio::spawn(async move {
         while let Some(request) = requests.next().await {
             match serde_json::to_string(&request) {
-                Ok(text) => {
-                    if pump_tx.send(text).is_err() {
-                        break;
-                    }
-                }
+                Ok(text) => pump_outbox.push_when_room(text).await,
                 Err(e) => tracing::error!("cannot serialize a notification: {e}"),
             }
         }
     });
 
+    // Frames are read in a task of their own and handed over one at a time,
+    // so the loop below can wait for the client and for input together
+    // (the frame reader cannot be interrupted mid-frame).
+    let (frames_tx, mut frames) = mpsc::channel::<std::io::Result<Option<Frame>>>(1);
+    let reader = tokio::spawn(async move {
+        let mut reader = FrameReader::new(input);
+        loop {
+            let next = reader.next().await;
+            let last = !matches!(next, Ok(Some(_)));
+            if frames_tx.send(next).await.is_err() || last {
+                break;
+            }
+        }
+    });
+
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let ready = |outbox: &Outbox| {
+        outbox.bytes() <= OUTBOX_LIMIT
+            && !outbox.pump_waiting.load(Ordering::SeqCst)
+            && in_flight.available_permits() > 0
+    };
     let terminate = watch_signals();
-    let mut reader = FrameReader::new(input);
+    let mut lookahead: VecDeque<(Pending, usize)> = VecDeque::new();
+    let mut lookahead_bytes = 0usize;
+    // Set when the input ends: what was read ahead may still be handled
+    // until then, if the client reads.
+    let mut input_ended: Option<tokio::time::Instant> = None;
+    let mut paused = false;
+    let mut last_pause_logged: Option<std::time::Instant> = None;
+    let mut controls_while_paused = 0usize;
     loop {
-        let next = tokio::select! {
-            next = reader.next() => next,
-            _ = terminate.cancelled() => break,
-        };
-        let frame = match next {
-            Ok(Some(frame)) => frame,
-            Ok(None) => {
-                tracing::info!("input closed");
-                break;
-            }
-            Err(e) => {
-                tracing::warn!("cannot read input: {e}");
-                break;
-            }
-        };
-        let body = match frame {
-            Frame::Body(body) => body,
-            Frame::Malformed(why) => {
-                tracing::warn!("malformed input: {why}");
-                let _ = out_tx.send(error_response(Value::Null, PARSE_ERROR, format!("Parse error: {why}")));
-                continue;
-            }
-        };
-        tracing::trace!(message = %String::from_utf8_lossy(&body), "<-");
-        let request = match classify(&body) {
-            Incoming::Request(request) => request,
-            Incoming::Reject(response) => {
-                let _ = out_tx.send(response);
-                continue;
-            }
-            Incoming::Ignore => continue,
-        };
-        if poll_fn(|cx| service.poll_ready(cx)).await.is_err() {
-            break;
-        }
-        let is_exit = request.method() == "exit";
-        if is_exit {
-            // Stop the running turn while notifications can still be sent:
-            // once the service has seen `exit` it sends nothing more, and the
-            // client should still learn how its turn ended.
-            handle.shutdown().await;
-        }
-        // `initialize` is answered before the next message is read: two at
-        // once would both run, and the loser's error would reset the
-        // service's lifecycle state under the winner.
-        let is_initialize = request.method() == "initialize";
-        let call = service.call(request);
-        let tx = out_tx.clone();
-        let answer = async move {
-            if let Ok(Some(response)) = call.await {
-                match serde_json::to_string(&response) {
-                    Ok(text) => {
-                        let _ = tx.send(text);
-                    }
-                    Err(e) => tracing::error!("cannot serialize a response: {e}"),
+        let progress = outbox.progress.notified();
+        let can_dispatch = ready(&outbox);
+        if can_dispatch {
+            if let Some((pending, size)) = lookahead.pop_front() {
+                lookahead_bytes -= size;
+                controls_while_paused = 0;
+                let permit = in_flight.clone().try_acquire_owned().ok();
+                match dispatch(pending, permit, &mut service, &handle, &outbox).await {
+                    Dispatched::Continue => continue,
+                    Dispatched::Stop => break,
                 }
             }
-        };
-        if is_initialize {
-            answer.await;
-        } else {
-            tokio::spawn(answer);
+            if input_ended.is_some() {
+                break;
+            }
         }
-        if is_exit {
-            tracing::info!("exit notification received");
-            break;
+        let backlog = outbox.bytes();
+        let client_behind = backlog > OUTBOX_LIMIT || outbox.pump_waiting.load(Ordering::SeqCst);
+        if client_behind && !paused {
+            // A slow reader pauses and resumes all the time; say so now and then.
+            if last_pause_logged.is_none_or(|at| at.elapsed() > PAUSE_LOG_INTERVAL) {
+                last_pause_logged = Some(std::time::Instant::now());
+                tracing::info!(
+                    backlog,
+                    limit = OUTBOX_LIMIT,
+                    "reading paused: the client is not reading its output; requests wait until it does"
+                );
+            }
+        } else if paused && !client_behind {
+            tracing::debug!(backlog, "reading resumed");
+        }
+        paused = client_behind;
+        let can_read = input_ended.is_none()
+            && (can_dispatch
+                || (lookahead_bytes < LOOKAHEAD_BYTES && controls_while_paused < MAX_CONTROLS_WHILE_PAUSED));
+        let next = tokio::select! {
+            next = frames.recv(), if can_read => next,
+            _ = progress, if !can_dispatch => continue,
+            _ = terminate.cancelled() => {
+                tracing::info!("SIGTERM or SIGHUP: stopping");
+                break;
+            }
+            _ = tokio::time::sleep_until(input_ended.unwrap_or_else(tokio::time::Instant::now)), if input_ended.is_some() => {
+                tracing::warn!(pending = lookahead.len(), "input closed; requests the client left unread are dropped");
+                break;
+            }
+        };
+        let frame = match next {
+            Some(Ok(Some(frame))) => frame,
+            Some(Ok(None)) | None => {
+                tracing::info!("input closed");
+                input_ended = Some(tokio::time::Instant::now() + DRAIN_GRACE);
+                continue;
+            }
+            Some(Err(e)) => {
+                tracing::warn!("cannot read input: {e}");
+                input_ended = Some(tokio::time::Instant::now() + DRAIN_GRACE);
+                continue;
+            }
+        };
+        let (pending, size) = match frame {
+            Frame::Body(body) => {
+                tracing::trace!(message = %String::from_utf8_lossy(&body), "<-");
+                let pending = match classify(&body) {
+                    Incoming::Request(request) => Pending::Request(request),
+                    Incoming::Reject(response) => Pending::Reply(response),
+                    Incoming::Ignore => continue,
+                };
+                (pending, body.len() + LOOKAHEAD_FRAME_COST)
+            }
+            Frame::Malformed(why) => {
+                tracing::warn!("malformed input: {why}");
+                let reply = error_response(Value::Null, PARSE_ERROR, format!("Parse error: {why}"));
+                (Pending::Reply(reply), LOOKAHEAD_FRAME_COST)
+            }
+        };
+        if lookahead.is_empty() && ready(&outbox) {
+            controls_while_paused = 0;
+            let permit = in_flight.clone().try_acquire_owned().ok();
+            match dispatch(pending, permit, &mut service, &handle, &outbox).await {
+                Dispatched::Continue => continue,
+                Dispatched::Stop => break,
+            }
+        }
+        // Paused: cancels and exit act now; everything else waits its turn.
+        if matches!(&pending, Pending::Request(r) if acts_while_paused(r.method())) {
+            controls_while_paused += 1;
+        }
+        match pending {
+            Pending::Request(request) if request.method() == "$/cancelRequest" => {
+                let target = request.params().and_then(|p| p.get("id")).cloned();
+                let queued = target.as_ref().and_then(|target| {
+                    lookahead
+                        .iter()
+                        .position(|(p, _)| matches!(p, Pending::Request(r) if id_value(r).as_ref() == Some(target)))
+                });
+                if let Some(index) = queued {
+                    if let Some((_, size)) = lookahead.remove(index) {
+                        lookahead_bytes -= size;
+                    }
+                    let id = target.unwrap_or(Value::Null);
+                    outbox.push(error_response(id, REQUEST_CANCELLED, "Request cancelled before it was handled"));
+                } else if let Dispatched::Stop =
+                    dispatch(Pending::Request(request), None, &mut service, &handle, &outbox).await
+                {
+                    break;
+                }
+            }
+            Pending::Request(request) if matches!(request.method(), "exit" | mino_protocol::method::CANCEL) => {
+                if request.method() == "exit" && !lookahead.is_empty() {
+                    tracing::warn!(
+                        pending = lookahead.len(),
+                        "exit: requests waiting for the client to read are dropped"
+                    );
+                    lookahead.clear();
+                }
+                if let Dispatched::Stop =
+                    dispatch(Pending::Request(request), None, &mut service, &handle, &outbox).await
+                {
+                    break;
+                }
+            }
+            pending => {
+                lookahead_bytes += size;
+                lookahead.push_back((pending, size));
+            }
         }
     }
 
     handle.shutdown().await;
-    // Let the last notifications reach the writer, then let it drain.
+    // Let the last notifications reach the writer (without waiting for
+    // room: the server is stopping), then let it drain.
+    outbox.unlimited.store(true, Ordering::SeqCst);
+    outbox.room.notify_one();
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     pump.abort();
+    reader.abort();
     drop(service);
-    drop(out_tx);
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), written).await;
+    outbox.close();
+    let _ = tokio::time::timeout(DRAIN_GRACE, written).await;
+}
+
+/// A request's id as it appears in JSON (`$/cancelRequest` names it so).
+fn id_value(request: &Request) -> Option<Value> {
+    request.id().and_then(|id| serde_json::to_value(id).ok())
+}
+
+/// Messages acted on even while requests wait for the client to read.
+fn acts_while_paused(method: &str) -> bool {
+    matches!(method, "exit" | "$/cancelRequest" | mino_protocol::method::CANCEL)
+}
+
+enum Dispatched {
+    Continue,
+    /// `exit` was handled, or the service has stopped.
+    Stop,
+}
+
+/// Hands one message to the service (or queues its error answer). A
+/// request's answer is queued by a task of its own, which holds `permit`
+/// (one of [`MAX_IN_FLIGHT`]) until then.
+async fn dispatch(
+    pending: Pending,
+    permit: Option<OwnedSemaphorePermit>,
+    service: &mut LspService<Backend>,
+    handle: &Handle,
+    outbox: &Arc<Outbox>,
+) -> Dispatched {
+    let request = match pending {
+        Pending::Request(request) => request,
+        Pending::Reply(reply) => {
+            outbox.push(reply);
+            return Dispatched::Continue;
+        }
+    };
+    if poll_fn(|cx| service.poll_ready(cx)).await.is_err() {
+        return Dispatched::Stop;
+    }
+    let is_exit = request.method() == "exit";
+    if is_exit {
+        // Stop the running turn while notifications can still be sent:
+        // once the service has seen `exit` it sends nothing more, and the
+        // client should still learn how its turn ended.
+        handle.shutdown().await;
+    }
+    // `initialize` is answered before the next message is read: two at
+    // once would both run, and the loser's error would reset the
+    // service's lifecycle state under the winner.
+    let is_initialize = request.method() == "initialize";
+    let call = service.call(request);
+    let outbox = outbox.clone();
+    let answer = async move {
+        if let Ok(Some(response)) = call.await {
+            match serde_json::to_string(&response) {
+                Ok(text) => outbox.push(text),
+                Err(e) => tracing::error!("cannot serialize a response: {e}"),
+            }
+        }
+        drop(permit);
+        outbox.progress.notify_one();
+    };
+    if is_initialize {
+        answer.await;
+    } else {
+        tokio::spawn(answer);
+    }
+    if is_exit {
+        tracing::info!("exit notification received");
+        return Dispatched::Stop;
+    }
+    Dispatched::Continue
 }
 
 #[cfg(test)]
@@ -505,6 +827,21 @@ mod tests {
         // A lying length followed by nothing: the input just ends.
         let got = frames(b"Content-Length: 99999999999\r\n\r\nabc").await;
         assert_eq!(got.len(), 1, "{got:?}");
+    }
+
+    #[tokio::test]
+    async fn a_header_ending_in_bare_newlines_is_refused_without_waiting_for_more() {
+        // The whole input: nothing follows the frame, and the reader must
+        // not need more to answer it.
+        let got = frames(b"Content-Length: 2\n\n{}").await;
+        assert!(matches!(&got[..], [Frame::Malformed(m)] if m.contains(r"headers must end with \r\n\r\n")), "{got:?}");
+        // Its body is skipped; the next frame is read as usual.
+        let got = frames(b"Content-Length: 2\n\n{}Content-Length: 4\r\n\r\nnull").await;
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[1], Frame::Body(b"null".to_vec()));
+        // A body may hold blank lines; only the header is looked at.
+        let got = frames(b"Content-Length: 4\r\n\r\n\n\n\n\n").await;
+        assert_eq!(got, vec![Frame::Body(b"\n\n\n\n".to_vec())]);
     }
 
     #[tokio::test]

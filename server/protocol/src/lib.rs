@@ -132,14 +132,26 @@ pub struct CancelParams {
     pub turn_id: String,
 }
 
+/// Paging: without `limit` every turn (before `beforeTurnId`, if given);
+/// with it, the newest `limit` turns before `beforeTurnId` (or the end),
+/// oldest first.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct HistoryParams {}
+#[serde(rename_all = "camelCase")]
+pub struct HistoryParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_turn_id: Option<String>,
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryResult {
     pub session_id: String,
     pub turns: Vec<HistoryTurn>,
+    /// Whether older turns exist before the first one returned.
+    #[serde(default)]
+    pub has_more: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

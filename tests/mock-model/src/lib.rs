@@ -104,6 +104,11 @@ pub enum Reply {
     /// 200 stream of text deltas ending in `response.incomplete` with
     /// `incomplete_details.reason`.
     Incomplete { deltas: Vec<String>, reason: String },
+    /// 200 stream that opens a message and then sends `delta` as a text
+    /// delta again and again, without end, until the client hangs up: a
+    /// model that never stops talking. (The repeated event keeps one
+    /// `sequence_number`.)
+    EndlessText { delta: String },
     /// A text answer of `count` deltas, each the moment it is sent: the
     /// [`monotonic_nanos`] reading taken as the delta leaves the mock, in
     /// decimal, followed by a space (e.g. `"84211630094512 "`). A client on

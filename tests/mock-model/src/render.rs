@@ -107,6 +107,9 @@ pub(crate) fn render(reply: Reply, ctx: &RequestCtx, ids: &IdCounters) -> Respon
         Reply::StampedText { count, delay_ms } => {
             turn.stamped_message(count, delay_ms);
         }
+        Reply::EndlessText { delta } => {
+            turn.endless_message(&delta);
+        }
         Reply::Incomplete { deltas, reason } => {
             turn.message(&deltas, 0, "incomplete");
             turn.finish("response.incomplete", "incomplete", Value::Null, json!({ "reason": reason }));
@@ -131,6 +134,8 @@ enum Step {
     },
     /// The closing events of a stamped message.
     Close(Closer),
+    /// This event, sent again and again until the client hangs up.
+    Forever(String),
     /// Ends the body with an error, which makes hyper drop the connection without the final
     /// chunk: what a client sees when the network or the upstream dies mid-stream.
     Cut,
@@ -184,6 +189,11 @@ impl Sse {
                 match steps.pop_front()? {
                     Step::Sleep(d) => tokio::time::sleep(d).await,
                     Step::Event(text) => return Some((Ok(Bytes::from(text)), (steps, stamped))),
+                    Step::Forever(text) => {
+                        let bytes = Bytes::from(text.clone());
+                        steps.push_front(Step::Forever(text));
+                        return Some((Ok(bytes), (steps, stamped)));
+                    }
                     Step::Stamped { before, after } => {
                         let delta = format!("{} ", crate::monotonic_nanos());
                         let text = format!("{before}{delta}{after}");
@@ -358,6 +368,17 @@ impl<'a> Turn<'a> {
                 })
                 .collect()
         })));
+    }
+
+    /// A message whose text never ends (see [`Reply::EndlessText`]).
+    fn endless_message(&mut self, delta: &str) {
+        let (id, index, _) = self.open_message(&[], 0);
+        let fields = json!({
+            "item_id": id, "output_index": index, "content_index": 0,
+            "delta": delta, "logprobs": [],
+        });
+        let text = self.sse.render("response.output_text.delta", fields);
+        self.sse.steps.push(Step::Forever(text));
     }
 
     /// The events that end a message item whose text is `text`.

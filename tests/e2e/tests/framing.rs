@@ -1,0 +1,33 @@
+//! Framing mistakes a client can make are answered at once, not left
+//! waiting for bytes that will never come.
+
+use mino_e2e::{options_in, wire, work_dir, MockModel, Server, TIMEOUT};
+use serde_json::{json, Value};
+
+/// A request whose headers end with a bare `\n\n` (not `\r\n\r\n`) is
+/// refused at once with `-32700` naming the problem, without the client
+/// sending anything more; the next, well-framed request is served.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_header_ending_in_bare_newlines_is_refused_at_once() {
+    let mock = MockModel::start(vec![]).await.expect("mock");
+    let mut server = Server::spawn(&mock).await;
+    let cwd = work_dir(server.home());
+    server.initialize(&options_in(&cwd)).await.expect("initialize");
+    let _ = server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
+
+    let body = json!({"jsonrpc": "2.0", "id": "lf", "method": wire::method::HISTORY}).to_string();
+    server.send_raw(format!("Content-Length: {}\n\n{body}", body.len()).as_bytes()).await;
+    // Nothing more is written until the answer is in.
+    let response = server.next_orphan_response(TIMEOUT).await;
+    assert_eq!(response["error"]["code"], -32700, "{response}");
+    assert_eq!(response["id"], Value::Null, "{response}");
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(r"headers must end with \r\n\r\n"), "{message}");
+
+    // Its body was skipped, not read as garbage in front of the next frame:
+    // the next answer is the next request's, not another parse error.
+    server.send_message(&json!({"jsonrpc": "2.0", "id": "next", "method": wire::method::HISTORY})).await;
+    let next = server.next_orphan_response(TIMEOUT).await;
+    assert_eq!(next["id"], "next", "{next}");
+    assert!(next["result"]["turns"].is_array(), "{next}");
+}
