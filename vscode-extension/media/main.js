@@ -835,7 +835,13 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       gateYes.disabled = false;
     } else if (msg.request === 'approval' && msg.callId && msg.turnId) {
       const card = openCard(msg.turnId, msg.callId);
-      if (card && msg.code !== -32012) {
+      // Only an error the server sent says the decision changed nothing; a
+      // lost connection (no code, or the JSON-RPC library's -32099..-32096)
+      // may have come after the command started, so the card keeps the
+      // decision and never offers Approve again.
+      const code = msg.code;
+      const answeredByServer = typeof code === 'number' && !(code >= -32099 && code <= -32096);
+      if (card && answeredByServer && code !== -32012 && card.el.dataset.status !== 'unfinished') {
         for (const b of card.actions.querySelectorAll('button')) /** @type {HTMLButtonElement} */ (b).disabled = false;
         setCardStatus(card, 'waiting');
       }

@@ -467,6 +467,35 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     expect((await posted()).filter((m) => m.type === 'restart')).toEqual([{ type: 'restart' }]);
   });
 
+  it('an approval whose answer is lost with the connection is never offered again: the card says the command may have run', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'x1', seq: 0, input: 'Add milk.' });
+    await notify('mino/approvalRequest', approvalRequest('x1', 'call_m', 'echo milk >> shopping.txt', 1));
+    const card = page.locator('.tool-card[data-call-id="call_m"]');
+    await card.getByRole('button', { name: 'Approve' }).click();
+    // The server ran the command and died before its answer was read: the
+    // request fails with the connection's code, in either order with the crash.
+    const lost = { type: 'error', request: 'approval', turnId: 'x1', callId: 'call_m', code: -32097, message: 'Pending response rejected since connection got disposed' };
+    await host(lost);
+    expect(await card.locator('.badge').textContent()).toBe('approved');
+    expect(await card.getByRole('button', { name: 'Approve' }).isEnabled()).toBe(false);
+    await host({ type: 'server', state: 'crashed', message: 'Mino server stopped unexpectedly.' });
+    await host(lost);
+    expect(await card.locator('.badge').textContent()).toBe('did not finish');
+    expect(await card.locator('.tool-result').textContent()).toContain('it may have run');
+    expect(await card.getByRole('button', { name: 'Approve' }).isVisible()).toBe(false);
+
+    // A refusal the server sent (not -32012) decided nothing: the card asks again.
+    await host({ type: 'server', state: 'ready' });
+    await notify('mino/turnStarted', { turnId: 'x2', seq: 0, input: 'Again.' });
+    await notify('mino/approvalRequest', approvalRequest('x2', 'call_n', 'ls', 1));
+    const again = page.locator('.tool-card[data-call-id="call_n"]');
+    await again.getByRole('button', { name: 'Deny' }).click();
+    await host({ type: 'error', request: 'approval', turnId: 'x2', callId: 'call_n', code: -32602, message: 'invalid params' });
+    expect(await again.locator('.badge').textContent()).toBe('waiting for approval');
+    expect(await again.getByRole('button', { name: 'Approve' }).isEnabled()).toBe(true);
+  });
+
   it('a missing server binary is shown as not found with the setting that fixes it, not as stopped unexpectedly', async () => {
     const message = 'mino-server not found at /opt/nowhere/mino-server. Set mino.serverPath to the mino-server binary ' +
       '(`cargo build -p mino-server` builds target/debug/mino-server) or put mino-server on PATH.';
