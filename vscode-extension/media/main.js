@@ -52,8 +52,25 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
   /** @type {Map<string, Turn>} */
   const turns = new Map();
-  /** @type {Map<string, Card>} callId → card */
+  /**
+   * (turnId, callId) → that call's cards, oldest first. Models reuse call ids
+   * (a later response, or a later turn, numbers its calls call_0, … again), so
+   * a notification is about the newest card of its (turn, call) still without
+   * a result, as the server pairs records with calls; a call id alone could
+   * show one command in a card whose Approve runs another.
+   * @type {Map<string, Card[]>}
+   */
   const cards = new Map();
+  const cardKey = (turnId, callId) => turnId + '\n' + callId;
+  /** The card of (turnId, callId) still waiting for its result, if any. */
+  function openCard(turnId, callId) {
+    const list = cards.get(cardKey(turnId, callId));
+    const card = list && list[list.length - 1];
+    return card && !card.done ? card : undefined;
+  }
+  function allCards() {
+    return [...cards.values()].flat();
+  }
   const state = {
     /** @type {string | null} */ runningTurnId: null,
     /** @type {string[] | null} turns awaiting acknowledgement */ gateTurnIds: null,
@@ -80,7 +97,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
    * @typedef {{ el: HTMLElement, frozen: HTMLElement, tail: HTMLElement, source: string,
    *   frozenLen: number, scan: import('./markdown.js').SplitScan }} Segment
    * @typedef {{ el: HTMLElement, badge: HTMLElement, command: HTMLElement, actions: HTMLElement,
-   *   output: HTMLElement, result: HTMLElement, evidence: HTMLElement, liveOutput: boolean }} Card
+   *   output: HTMLElement, result: HTMLElement, evidence: HTMLElement, liveOutput: boolean,
+   *   done: boolean }} Card
    */
 
   // ------------------------------------------------------------ helpers
@@ -391,7 +409,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       turn.statusEl.textContent = 'Turn did not finish: the Mino server stopped. Restart it to see what was recorded.';
       turn.statusEl.className = 'turn-status unfinished';
     }
-    for (const card of cards.values()) {
+    for (const card of allCards()) {
       const status = card.el.dataset.status;
       let why;
       if (status === 'running' || status === 'approved') why = 'the Mino server stopped while this command was running or about to run; it may have run.';
@@ -416,7 +434,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   }
 
   /** @returns {Card} */
-  function createCard(turn, callId, command) {
+  function createCard(turn, turnId, callId, command) {
     const el = h('div', 'tool-card');
     el.dataset.callId = callId;
     const head = h('div', 'tool-head');
@@ -439,8 +457,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     turn.body.appendChild(el);
     // Text after a tool call starts a new segment below the card.
     turn.segment = null;
-    const card = { el, badge, command: commandEl, actions, output, result, evidence, liveOutput: false };
-    cards.set(callId, card);
+    const card = { el, badge, command: commandEl, actions, output, result, evidence, liveOutput: false, done: false };
+    const key = cardKey(turnId, callId);
+    cards.set(key, [...(cards.get(key) || []), card]);
     return card;
   }
 
@@ -452,7 +471,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
   function showApproval(p) {
     const turn = getTurn(p.turnId);
-    const card = cards.get(p.callId) || createCard(turn, p.callId, p.command);
+    const card = openCard(p.turnId, p.callId) || createCard(turn, p.turnId, p.callId, p.command);
+    // The command asked about is the one shown, whatever the card held.
+    card.command.textContent = p.command;
     const dl = h('dl', 'tool-meta');
     metaRow(dl, 'Directory', p.directory);
     const env = p.environment || {};
@@ -555,13 +576,13 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
   function toolStarted(p) {
     const turn = getTurn(p.turnId);
-    const card = cards.get(p.callId) || createCard(turn, p.callId, p.command);
+    const card = openCard(p.turnId, p.callId) || createCard(turn, p.turnId, p.callId, p.command);
     card.actions.hidden = true;
     setCardStatus(card, 'running');
   }
 
   function toolOutput(p) {
-    const card = cards.get(p.callId);
+    const card = openCard(p.turnId, p.callId);
     if (!card) return;
     card.output.hidden = false;
     card.liveOutput = true;
@@ -571,9 +592,11 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     scrollToEnd();
   }
 
+  /** @returns {Card} the card that now shows this result */
   function toolResult(p, turnId) {
-    let card = cards.get(p.callId);
-    if (!card) card = createCard(getTurn(turnId || p.turnId), p.callId, p.command || '');
+    const id = turnId || p.turnId;
+    const card = openCard(id, p.callId) || createCard(getTurn(id), id, p.callId, p.command || '');
+    card.done = true;
     card.actions.hidden = true;
     setCardStatus(card, p.status);
     if (!card.liveOutput && p.output) {
@@ -586,6 +609,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       (typeof p.exitCode === 'number' ? ' (exit code ' + p.exitCode + ')' : '');
     card.result.className = 'tool-result ' + p.status;
     showEvidence(card, p.status, p.evidence);
+    return card;
   }
 
   /**
@@ -620,7 +644,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       // History text is settled: a later mino/retrying voids only live text.
       startResponse(turn);
       for (const c of t.calls) {
-        const card = createCard(turn, c.callId, c.command);
+        const card = createCard(turn, t.turnId, c.callId, c.command);
         if (c.result) toolResult(Object.assign({ callId: c.callId, command: c.command, evidence: c.evidence }, c.result), t.turnId);
         else setCardStatus(card, 'running');
         // History carries one output per call; live output flag stays off.
@@ -642,11 +666,15 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       addNotice(RECOVERED_NOTICE, 'info');
     }
     for (const t of r.turns || []) {
+      // The k-th call with an id is that id's k-th card in the turn.
+      const seen = new Map();
       for (const c of t.calls) {
         if (c.result.status === 'not_executed') {
           addNotice('Not executed (never started): ' + c.command, 'info');
         }
-        const card = cards.get(c.callId);
+        const k = seen.get(c.callId) || 0;
+        seen.set(c.callId, k + 1);
+        const card = (cards.get(cardKey(t.turnId, c.callId)) || [])[k];
         if (card) showEvidence(card, c.result.status, c.evidence);
       }
     }
@@ -730,8 +758,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         startResponse(getTurn(p.turnId));
         // The result goes back to the model: a new request is on its way.
         setProgress('thinking');
-        toolResult(p);
-        announce('Command ' + (cards.get(p.callId)?.command.textContent || '') + ': ' + (STATUS_LABELS[p.status] || p.status) + '.');
+        announce('Command ' + toolResult(p).command.textContent + ': ' + (STATUS_LABELS[p.status] || p.status) + '.');
         return;
       case 'mino/turnEnded': {
         const turn = getTurn(p.turnId);
@@ -741,7 +768,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         }
         renderNow();
         setTurnStatus(turn, p.status, p.reason);
-        for (const card of cards.values()) {
+        for (const card of allCards()) {
           if (card.el.closest('.turn') === turn.el && card.el.dataset.status === 'waiting') {
             card.actions.hidden = true;
           }
@@ -806,9 +833,15 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     if (msg.request === 'acknowledge') {
       state.ackPending = false;
       gateYes.disabled = false;
-    } else if (msg.request === 'approval' && msg.callId) {
-      const card = cards.get(msg.callId);
-      if (card && msg.code !== -32012) {
+    } else if (msg.request === 'approval' && msg.callId && msg.turnId) {
+      const card = openCard(msg.turnId, msg.callId);
+      // Only an error the server sent says the decision changed nothing; a
+      // lost connection (no code, or the JSON-RPC library's -32099..-32096)
+      // may have come after the command started, so the card keeps the
+      // decision and never offers Approve again.
+      const code = msg.code;
+      const answeredByServer = typeof code === 'number' && !(code >= -32099 && code <= -32096);
+      if (card && answeredByServer && code !== -32012 && card.el.dataset.status !== 'unfinished') {
         for (const b of card.actions.querySelectorAll('button')) /** @type {HTMLButtonElement} */ (b).disabled = false;
         setCardStatus(card, 'waiting');
       }

@@ -148,6 +148,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         request: msg.type,
         message: errorMessage(e),
         code: isRpcError(e) ? e.code : undefined,
+        turnId: msg.type === 'approval' ? msg.turnId : undefined,
         callId: msg.type === 'approval' ? msg.callId : undefined,
       });
     }

@@ -56,7 +56,7 @@ export type HostMessage =
   /** The server accepted the question of the last `send` (the view clears its input only now). */
   | { type: 'sent'; turnId: string }
   /** A request failed; `request` names what the user tried (send, approval, …). */
-  | { type: 'error'; request: string; message: string; code?: number; callId?: string }
+  | { type: 'error'; request: string; message: string; code?: number; turnId?: string; callId?: string }
   /** `message` says why the server is not running (for `failed`, how to fix it). */
   | { type: 'server'; state: ServerState; message?: string; fixSetting?: string }
   /** Focus the input; `clear` empties it first (Mino: New Question). */

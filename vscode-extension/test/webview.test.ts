@@ -212,6 +212,38 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     await page.screenshot({ path: path.join(OUT, 'webview-approval.png'), fullPage: true });
   });
 
+  it('a repeated call id (later response or later turn) gets its own card showing its own command, never the earlier call\'s', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 't1', seq: 0, input: 'List files.' });
+    await notify('mino/approvalRequest', approvalRequest('t1', 'call_0', 'ls', 1));
+    await page.locator('.tool-card[data-call-id="call_0"]').getByRole('button', { name: 'Approve' }).click();
+    await notify('mino/toolStarted', { turnId: 't1', seq: 2, callId: 'call_0', command: 'ls' });
+    await notify('mino/toolResult', { turnId: 't1', seq: 3, callId: 'call_0', status: 'success', output: 'a\n', exitCode: 0 });
+    // The next response of the same turn numbers its call call_0 again.
+    await notify('mino/approvalRequest', approvalRequest('t1', 'call_0', 'rm -rf build', 4));
+    const waiting = page.locator('.tool-card[data-status="waiting"]');
+    await expect.poll(() => waiting.count()).toBe(1);
+    expect(await waiting.locator('.tool-command').textContent()).toBe('rm -rf build');
+    expect(await page.locator('.tool-card[data-status="success"] .tool-command').textContent()).toBe('ls');
+    await waiting.getByRole('button', { name: 'Deny' }).click();
+    await notify('mino/toolResult', { turnId: 't1', seq: 5, callId: 'call_0', status: 'refused', output: 'denied' });
+    // A second call with the same id in one response is answered without running.
+    await notify('mino/toolResult', { turnId: 't1', seq: 6, callId: 'call_0', status: 'failed', output: 'Not run: repeated id' });
+    await notify('mino/turnEnded', { turnId: 't1', seq: 7, status: 'completed' });
+    expect(await page.locator('.tool-card .badge').allTextContents()).toEqual(['succeeded', 'denied', 'failed']);
+
+    // A later turn reuses call_0: its card is in that turn and shows its command.
+    await notify('mino/turnStarted', { turnId: 't2', seq: 8, input: 'Clean.' });
+    await notify('mino/approvalRequest', approvalRequest('t2', 'call_0', 'git clean -fdx', 9));
+    const card = page.locator('.turn').last().locator('.tool-card[data-status="waiting"]');
+    expect(await card.locator('.tool-command').textContent()).toBe('git clean -fdx');
+    await card.getByRole('button', { name: 'Approve' }).click();
+    expect((await posted()).filter((m) => m.type === 'approval').at(-1)).toEqual(
+      { type: 'approval', turnId: 't2', callId: 'call_0', decision: 'approve' },
+    );
+    expect(await page.locator('.tool-card .badge').allTextContents()).toEqual(['succeeded', 'denied', 'failed', 'approved']);
+  });
+
   it('blocks the input behind the acknowledgement gate until Yes is clicked', async () => {
     await ready();
     const recovery = {
@@ -433,6 +465,35 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     await page.screenshot({ path: path.join(OUT, 'webview-crash.png'), fullPage: true });
     await page.locator('#status').getByRole('button', { name: 'Restart' }).click();
     expect((await posted()).filter((m) => m.type === 'restart')).toEqual([{ type: 'restart' }]);
+  });
+
+  it('an approval whose answer is lost with the connection is never offered again: the card says the command may have run', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'x1', seq: 0, input: 'Add milk.' });
+    await notify('mino/approvalRequest', approvalRequest('x1', 'call_m', 'echo milk >> shopping.txt', 1));
+    const card = page.locator('.tool-card[data-call-id="call_m"]');
+    await card.getByRole('button', { name: 'Approve' }).click();
+    // The server ran the command and died before its answer was read: the
+    // request fails with the connection's code, in either order with the crash.
+    const lost = { type: 'error', request: 'approval', turnId: 'x1', callId: 'call_m', code: -32097, message: 'Pending response rejected since connection got disposed' };
+    await host(lost);
+    expect(await card.locator('.badge').textContent()).toBe('approved');
+    expect(await card.getByRole('button', { name: 'Approve' }).isEnabled()).toBe(false);
+    await host({ type: 'server', state: 'crashed', message: 'Mino server stopped unexpectedly.' });
+    await host(lost);
+    expect(await card.locator('.badge').textContent()).toBe('did not finish');
+    expect(await card.locator('.tool-result').textContent()).toContain('it may have run');
+    expect(await card.getByRole('button', { name: 'Approve' }).isVisible()).toBe(false);
+
+    // A refusal the server sent (not -32012) decided nothing: the card asks again.
+    await host({ type: 'server', state: 'ready' });
+    await notify('mino/turnStarted', { turnId: 'x2', seq: 0, input: 'Again.' });
+    await notify('mino/approvalRequest', approvalRequest('x2', 'call_n', 'ls', 1));
+    const again = page.locator('.tool-card[data-call-id="call_n"]');
+    await again.getByRole('button', { name: 'Deny' }).click();
+    await host({ type: 'error', request: 'approval', turnId: 'x2', callId: 'call_n', code: -32602, message: 'invalid params' });
+    expect(await again.locator('.badge').textContent()).toBe('waiting for approval');
+    expect(await again.getByRole('button', { name: 'Approve' }).isEnabled()).toBe(true);
   });
 
   it('a missing server binary is shown as not found with the setting that fixes it, not as stopped unexpectedly', async () => {

@@ -542,6 +542,27 @@ test("the input window under the chat sends several lines as one question with <
   end
 end)
 
+test("a result's output is shown unless that same call streamed it, when a call id repeats in a turn or a later turn", function()
+  chat._reset()
+  chat.open(mino.config)
+  local on = mino._on
+  on["mino/turnStarted"]({ turnId = "r1", seq = 0, input = "q" })
+  on["mino/toolStarted"]({ turnId = "r1", seq = 1, callId = "call_0", command = "ls" })
+  on["mino/toolOutput"]({ turnId = "r1", seq = 2, callId = "call_0", stream = "stdout", chunk = "a.txt\n" })
+  on["mino/toolResult"]({ turnId = "r1", seq = 3, callId = "call_0", status = "success", output = "a.txt\n", exitCode = 0 })
+  -- The same response repeated call_0: answered without running, and the
+  -- person must see why.
+  on["mino/toolResult"]({ turnId = "r1", seq = 4, callId = "call_0", status = "failed", output = "Not run: repeated id" })
+  on["mino/turnEnded"]({ turnId = "r1", seq = 5, status = "completed" })
+  on["mino/turnStarted"]({ turnId = "r2", seq = 6, input = "again" })
+  on["mino/toolResult"]({ turnId = "r2", seq = 7, callId = "call_0", status = "refused", output = "The user denied this command." })
+  on["mino/turnEnded"]({ turnId = "r2", seq = 8, status = "completed" })
+  local text = buffer_text()
+  assert_contains(text, "Not run: repeated id", "the repeated call's output")
+  assert_contains(text, "The user denied this command.", "the later turn's call_0 output")
+  assert_eq(select(2, text:gsub("a%.txt", "")), 1, "the streamed output shown once")
+end)
+
 test("history is restored when the chat opens again", function()
   fresh()
   mock.script({ { type = "text", deltas = { "First", " answer." } } })

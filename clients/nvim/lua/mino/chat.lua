@@ -28,7 +28,9 @@ local st = {
   stream = nil,
   stream_call = nil,
   streamed = {}, -- turnId -> true once a text delta was shown
-  output_streamed = {}, -- callId -> true once output was shown
+  -- "turnId callId" -> true once that call's output was shown; cleared by its
+  -- result, since models reuse call ids (in a later response or turn).
+  output_streamed = {},
   --- The text of the model's current response (since mino/turnStarted or the
   --- turn's last mino/toolResult), which a mino/retrying voids:
   --- { turn = turnId, prior = streamed[turnId] when it began,
@@ -687,7 +689,7 @@ function M.tool_output(p)
     st.stream = "output"
     st.stream_call = p.callId
   end
-  st.output_streamed[p.callId] = true
+  st.output_streamed[p.turnId .. " " .. p.callId] = true
   extend_last(p.chunk or "")
 end
 
@@ -695,7 +697,10 @@ function M.tool_result(p)
   close_output_fence()
   start_response()
   local lines = {}
-  if not st.output_streamed[p.callId] and (p.output or "") ~= "" then
+  local key = (p.turnId or "") .. " " .. (p.callId or "")
+  local streamed = st.output_streamed[key]
+  st.output_streamed[key] = nil
+  if not streamed and (p.output or "") ~= "" then
     vim.list_extend(lines, fence("text", p.output))
   end
   table.insert(lines, status_line(p.status, p.exitCode))
