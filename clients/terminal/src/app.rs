@@ -1,16 +1,16 @@
 //! The interactive loop: startup gate, banner, history, prompts and turns.
 
 use std::collections::HashSet;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use mino_protocol::{error_code, Decision, InitializationOptions, RecoveryNotification, ServerCapabilities};
 use tokio::signal::unix::{signal, Signal, SignalKind};
-use tokio::sync::mpsc;
 
 use crate::client::{CallError, Event, Events, Launch, Server};
 use crate::demo::Demo;
+use crate::input::Input;
 use crate::ui;
 
 /// How long to wait for `mino/recovery` after `initialized` before going on without it.
@@ -32,65 +32,6 @@ pub fn out(text: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
-}
-
-/// Lines from stdin, read on their own thread so a pending read never blocks
-/// the runtime or its shutdown.
-pub struct Input {
-    lines: mpsc::UnboundedReceiver<String>,
-    /// stdin is a terminal: it echoes what is typed. Otherwise answers are
-    /// echoed after their prompt so the transcript reads the same.
-    pub interactive: bool,
-}
-
-impl Input {
-    pub fn start() -> Input {
-        // SAFETY: isatty only inspects the descriptor.
-        let interactive = unsafe { libc::isatty(0) } == 1;
-        let (tx, lines) = mpsc::unbounded_channel();
-        std::thread::spawn(move || {
-            let stdin = std::io::stdin();
-            let mut lock = stdin.lock();
-            loop {
-                let mut buf = Vec::new();
-                match lock.read_until(b'\n', &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_owned();
-                        if tx.send(line).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-        Input { lines, interactive }
-    }
-
-    /// Drops lines typed before a question was shown: an answer must be
-    /// given to the question on screen, not typed ahead of it.
-    fn discard_typed_ahead(&mut self) {
-        if !self.interactive {
-            return;
-        }
-        // SAFETY: tcflush only discards the terminal's pending input.
-        unsafe {
-            libc::tcflush(0, libc::TCIFLUSH);
-        }
-        while self.lines.try_recv().is_ok() {}
-    }
-
-    /// Prints `prompt`, then waits for a line; `None` at end of input.
-    async fn recv(&mut self) -> Option<String> {
-        let line = self.lines.recv().await;
-        if !self.interactive {
-            match &line {
-                Some(l) => out(&format!("{l}\n")),
-                None => out("\n"),
-            }
-        }
-        line
-    }
 }
 
 /// What waiting for a line produced.

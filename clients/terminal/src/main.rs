@@ -6,6 +6,7 @@
 mod app;
 mod client;
 mod demo;
+mod input;
 mod transport;
 mod ui;
 
