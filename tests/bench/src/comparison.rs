@@ -184,10 +184,11 @@ pub fn render(ctx: &Context, measured: Option<&Measured>, crashes: &[CrashReport
     let _ = writeln!(
         out,
         "- **Approvals and sandbox.** Mino asks before every command and has no sandbox: an approved command \
-         runs with the user's rights. The peer under `on-request` runs commands in its sandbox without asking \
-         (its resumed thread reports sandbox {sandbox}); it asks only when the model requests to run outside \
-         the sandbox. The scripted calls for the peer therefore carry `\"sandbox_permissions\": \
-         \"require_escalated\"`, so both ask once and the approved command runs unsandboxed in both."
+         runs with the user's rights. The peer ran with `approval_policy=\"on-request\"` and its default \
+         sandbox (its resumed thread reports {sandbox}); under that policy it asks when the model requests a \
+         command outside the sandbox, so the scripted calls for the peer carry `\"sandbox_permissions\": \
+         \"require_escalated\"` (and a justification, shown as the approval's `reason`). Both therefore asked \
+         once per command here, and the approved commands ran with write access in both (each wrote `side`)."
     );
     let executed = peer_crash.and_then(|c| c.executed_as.clone());
     let _ = writeln!(
@@ -303,9 +304,10 @@ pub fn render(ctx: &Context, measured: Option<&Measured>, crashes: &[CrashReport
         let name = report.agent.name();
         let _ = writeln!(
             out,
-            "- {name}: on reopening, {}. For the killed call the model was sent {}. {} {}",
+            "- {name}: on reopening, {}. For the killed call the model was sent {}{}. {} {}",
             told_summary(report),
             output_sent(report),
+            if report.ran_count() > 0 { " (the command had written `ran` before the kill)" } else { "" },
             if report.ran_count() > 1 {
                 "The command ran again after the restart."
             } else {
