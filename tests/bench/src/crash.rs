@@ -133,12 +133,14 @@ pub fn crash_one(agent: Agent, host: &MockHost) -> Result<CrashReport> {
     }
     again.finish()?;
 
-    let next = host.mock.requests().get(requests_before).map(|r| r.body.clone()).context("no model request after the restart")?;
+    let next = host
+        .mock
+        .requests()
+        .get(requests_before)
+        .map(|r| r.body.clone())
+        .context("no model request after the restart")?;
     let input = next["input"].as_array().cloned().unwrap_or_default();
-    let from = input
-        .iter()
-        .position(|item| item["call_id"] == CALL_ID)
-        .unwrap_or(input.len().saturating_sub(1));
+    let from = input.iter().position(|item| item["call_id"] == CALL_ID).unwrap_or(input.len().saturating_sub(1));
     let next_items = input[from..].to_vec();
 
     std::thread::sleep(LATE_CHECK.saturating_sub(ran_at.elapsed()));

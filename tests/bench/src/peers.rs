@@ -30,8 +30,8 @@ use mino_protocol::method;
 use serde_json::{json, Value};
 
 use crate::client::{DeltaLog, Server, Wire};
-use crate::relay::{direct_once, latencies_ms, percentile, MockHost};
 use crate::median;
+use crate::relay::{direct_once, latencies_ms, percentile, MockHost};
 
 pub const PEER_PACKAGE: &str = "@openai/codex";
 pub const PEER_VERSION: &str = "0.169.0";
@@ -185,8 +185,7 @@ pub fn start(agent: Agent, dirs: &Dirs, base_url: &str, resume: Option<&str>) ->
                 None => server.request("thread/start", json!({ "cwd": dirs.work }))?,
             };
             let opened = server.wait_response(id, WAIT)?;
-            let session =
-                opened["result"]["thread"]["id"].as_str().context("the peer named no thread")?.to_string();
+            let session = opened["result"]["thread"]["id"].as_str().context("the peer named no thread")?.to_string();
             Ok(Running { agent, server, session, opened })
         }
     }
@@ -279,7 +278,6 @@ pub fn call_reply(agent: Agent, call_id: &str, command: &str) -> Reply {
         },
     }
 }
-
 
 struct TurnParts {
     to_approval: f64,

@@ -222,9 +222,8 @@ impl ModelClient {
             // "Endpoints without TCP_NODELAY".
             builder = builder.pool_max_idle_per_host(0);
         }
-        let http = builder
-            .build()
-            .map_err(|err| ModelError::fatal(format!("Could not set up the HTTP client: {err}")))?;
+        let http =
+            builder.build().map_err(|err| ModelError::fatal(format!("Could not set up the HTTP client: {err}")))?;
         Ok(ModelClient { config, http, url, authorization })
     }
 
