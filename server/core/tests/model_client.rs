@@ -460,6 +460,24 @@ async fn cancel_during_a_stalled_stream_and_during_backoff() {
     assert_eq!(mock.requests().len(), before);
 }
 
+/// A local server without `TCP_NODELAY` holds each small write until the previous one is
+/// ACKed; on a reused connection Linux delays those ACKs (up to 40 ms), because the client
+/// sent its request right after reading the previous response. A fresh connection starts in
+/// quick-ACK mode, so over plain http (local servers: no TLS handshake to pay) every request
+/// gets its own.
+#[tokio::test]
+async fn each_request_to_a_plain_http_endpoint_opens_its_own_connection() {
+    let mock = mock(vec![Reply::text("One."), Reply::text("Two."), Reply::text("Three.")]).await;
+    let client = ModelClient::new(config(&mock.base_url())).expect("client");
+    for expected in ["One.", "Two.", "Three."] {
+        let (result, heard) = run_with(&client, &CancellationToken::new()).await;
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(heard.deltas.concat(), expected);
+    }
+    assert_eq!(mock.requests().len(), 3);
+    assert_eq!(mock.connections(), 3, "each request on a connection of its own");
+}
+
 /// The turn loop runs `respond` inside spawned tasks: its future must be `Send`.
 #[allow(dead_code)]
 fn respond_future_is_send(

@@ -2,6 +2,10 @@
 //! on stdin, and a reader thread that timestamps every `mino/textDelta` the
 //! moment its frame is read (before anything else is done with it), so the
 //! client's own cost stays out of the latency it reports.
+//!
+//! The same client drives another agent server speaking JSON-RPC over stdio
+//! with one message per line (see `peers.rs`): only the framing and the name
+//! of the text-delta notification differ.
 
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -16,8 +20,12 @@ use mino_mock_model::monotonic_nanos;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// `mino-server` next to this executable (target/release).
+/// `mino-server` next to this executable (target/release), or `MINO_BENCH_SERVER` (to
+/// measure another build of it, e.g. before and after a change).
 pub fn server_bin() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("MINO_BENCH_SERVER") {
+        return Ok(PathBuf::from(path));
+    }
     let exe = std::env::current_exe()?;
     let bin = exe.parent().context("exe dir")?.join("mino-server");
     if !bin.exists() {
@@ -33,12 +41,28 @@ pub struct DeltaLog {
     pub deltas: Vec<(u64, u64)>,
 }
 
+/// How a server's messages are framed on stdio, and which notification carries streamed text.
+#[derive(Clone, Copy)]
+pub struct Wire {
+    /// `Content-Length` headers (LSP style) when true; one JSON message per line when false.
+    pub content_length: bool,
+    /// The method of the text-delta notification, quoted as it appears in a frame
+    /// (`"mino/textDelta"`): found by a byte search before anything is parsed.
+    pub delta_method: &'static str,
+}
+
+/// Mino's own wire.
+pub const MINO_WIRE: Wire = Wire { content_length: true, delta_method: "\"mino/textDelta\"" };
+
 pub struct Server {
     child: Child,
+    wire: Wire,
     stdin: Option<ChildStdin>,
     messages: mpsc::Receiver<Value>,
     reader: Option<JoinHandle<DeltaLog>>,
     next_id: i64,
+    /// When set, every message `wait_for` receives is kept here (to report what a server said).
+    pub seen: Option<Vec<Value>>,
 }
 
 #[derive(Deserialize)]
@@ -53,12 +77,24 @@ struct DeltaParams<'a> {
     delta: Cow<'a, str>,
 }
 
-fn read_frames(stdout: impl Read, messages: mpsc::Sender<Value>) -> DeltaLog {
+fn read_frames(stdout: impl Read, wire: Wire, messages: mpsc::Sender<Value>) -> DeltaLog {
     let mut input = BufReader::with_capacity(1 << 16, stdout);
     let mut log = DeltaLog::default();
     let mut line = String::new();
     let mut body = Vec::new();
+    let needle = wire.delta_method.as_bytes();
     loop {
+        if !wire.content_length {
+            body.clear();
+            match input.read_until(b'\n', &mut body) {
+                Ok(0) | Err(_) => return log,
+                Ok(_) => {}
+            }
+            if !handle_frame(&body, needle, &mut log, &messages) {
+                return log;
+            }
+            continue;
+        }
         let mut length = None;
         loop {
             line.clear();
@@ -80,19 +116,26 @@ fn read_frames(stdout: impl Read, messages: mpsc::Sender<Value>) -> DeltaLog {
         if input.read_exact(&mut body).is_err() {
             return log;
         }
-        let read_at = monotonic_nanos();
-        if body.windows(16).any(|w| w == b"\"mino/textDelta\"") {
-            if let Ok(frame) = serde_json::from_slice::<DeltaFrame>(&body) {
-                let stamp = frame.params.delta.trim_end().parse::<u64>().unwrap_or(0);
-                log.deltas.push((read_at, stamp));
-                continue;
-            }
+        if !handle_frame(&body, needle, &mut log, &messages) {
+            return log;
         }
-        if let Ok(value) = serde_json::from_slice::<Value>(&body) {
-            if messages.send(value).is_err() {
-                return log;
-            }
+    }
+}
+
+/// Stamps a text delta the moment its frame is read, or passes any other message on; false
+/// once nobody listens.
+fn handle_frame(body: &[u8], needle: &[u8], log: &mut DeltaLog, messages: &mpsc::Sender<Value>) -> bool {
+    let read_at = monotonic_nanos();
+    if body.windows(needle.len()).any(|w| w == needle) {
+        if let Ok(frame) = serde_json::from_slice::<DeltaFrame>(body) {
+            let stamp = frame.params.delta.trim_end().parse::<u64>().unwrap_or(0);
+            log.deltas.push((read_at, stamp));
+            return true;
         }
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(value) => messages.send(value).is_ok(),
+        Err(_) => true,
     }
 }
 
@@ -110,32 +153,58 @@ impl Server {
             }
             None => Command::new(server_bin()?),
         };
-        let mut child = command
+        command
             .env("MINO_HOME", home)
             .env("OPENAI_BASE_URL", base_url)
             .env("OPENAI_API_KEY", "sk-bench")
             .env("MINO_MODEL", "bench-model")
             .env("RUST_LOG", "warn")
-            .current_dir(home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()?;
+            .current_dir(home);
+        Server::spawn_command(command, MINO_WIRE)
+    }
+
+    /// Spawns any stdio JSON-RPC server (environment and directory already set on `command`).
+    pub fn spawn_command(mut command: Command, wire: Wire) -> Result<Server> {
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().context("stdout")?;
         let (tx, rx) = mpsc::channel();
-        let reader = std::thread::spawn(move || read_frames(stdout, tx));
-        Ok(Server { child, stdin, messages: rx, reader: Some(reader), next_id: 1 })
+        let reader = std::thread::spawn(move || read_frames(stdout, wire, tx));
+        Ok(Server { child, wire, stdin, messages: rx, reader: Some(reader), next_id: 1, seen: None })
+    }
+
+    /// SIGKILLs the server (only its own process: what it started lives on if it can) and
+    /// reaps it.
+    pub fn kill(mut self) -> Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        drop(self.stdin.take());
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        Ok(())
     }
 
     fn send(&mut self, message: &Value) -> Result<()> {
         let body = serde_json::to_vec(message)?;
         let stdin = self.stdin.as_mut().context("stdin closed")?;
-        let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-        frame.extend_from_slice(&body);
+        let frame = if self.wire.content_length {
+            let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+            frame.extend_from_slice(&body);
+            frame
+        } else {
+            let mut frame = body;
+            frame.push(b'\n');
+            frame
+        };
         stdin.write_all(&frame)?;
         stdin.flush()?;
         Ok(())
+    }
+
+    /// Answers a request the server sent (e.g. an approval question).
+    pub fn respond(&mut self, id: &Value, result: Value) -> Result<()> {
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": result }))
     }
 
     pub fn request(&mut self, method: &str, params: Value) -> Result<i64> {
@@ -151,21 +220,35 @@ impl Server {
 
     /// The next message (response or notification other than a text delta) satisfying `want`.
     pub fn wait_for(&mut self, timeout: Duration, want: impl Fn(&Value) -> bool) -> Result<Value> {
+        self.wait_for_any(timeout, |m| {
+            if let Some(error) = m.get("error") {
+                bail!("the server answered an error: {error}");
+            }
+            Ok(want(m))
+        })
+    }
+
+    /// The answer to request `id`, an error included.
+    pub fn wait_reply(&mut self, id: i64, timeout: Duration) -> Result<Value> {
+        self.wait_for_any(timeout, |m| Ok(m.get("id").and_then(Value::as_i64) == Some(id) && m.get("method").is_none()))
+    }
+
+    fn wait_for_any(&mut self, timeout: Duration, want: impl Fn(&Value) -> Result<bool>) -> Result<Value> {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let message = self.messages.recv_timeout(left).context("no answer from mino-server in time")?;
-            if let Some(error) = message.get("error") {
-                bail!("mino-server answered an error: {error}");
+            let message = self.messages.recv_timeout(left).context("no answer from the server in time")?;
+            if let Some(seen) = &mut self.seen {
+                seen.push(message.clone());
             }
-            if want(&message) {
+            if want(&message)? {
                 return Ok(message);
             }
         }
     }
 
     pub fn wait_response(&mut self, id: i64, timeout: Duration) -> Result<Value> {
-        self.wait_for(timeout, |m| m.get("id").and_then(Value::as_i64) == Some(id))
+        self.wait_for(timeout, |m| m.get("id").and_then(Value::as_i64) == Some(id) && m.get("method").is_none())
     }
 
     /// `initialize` with these options; returns once it is answered.

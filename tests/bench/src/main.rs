@@ -7,8 +7,11 @@
 //! measurement's alone. Run it through `scripts/bench` (release build).
 
 mod client;
+mod comparison;
+mod crash;
 mod journal_gen;
 mod open;
+mod peers;
 mod relay;
 mod sse;
 mod startup;
@@ -32,6 +35,15 @@ fn main() -> Result<()> {
         Some(part @ ("open" | "turn" | "relay" | "startup" | "sse")) => {
             run_all(args.iter().any(|a| a == "--quick"), Some(part))
         }
+        Some("peers") => {
+            let doc = args.iter().position(|a| a == "--doc").and_then(|i| args.get(i + 1)).cloned();
+            run_peers(args.iter().any(|a| a == "--quick"), doc.as_deref())
+        }
+        Some("peers-crash") => {
+            let reports = crash_both()?;
+            print!("{}", comparison::render(&doc_context(0.0), None, &reports));
+            Ok(())
+        }
         Some("measure") => open::measure(&args[1..]),
         Some("gen") => {
             let records: usize = args.get(1).context("gen RECORDS PATH")?.parse()?;
@@ -42,7 +54,7 @@ fn main() -> Result<()> {
         }
         _ => {
             eprintln!(
-                "usage: mino-bench all|open|turn|relay|startup|sse [--quick] | gen RECORDS PATH | measure KIND PATH [REPS]"
+                "usage: mino-bench all|open|turn|relay|startup|sse [--quick] | peers [--quick] [--doc PATH] | peers-crash | gen RECORDS PATH | measure KIND PATH [REPS]"
             );
             std::process::exit(2)
         }
@@ -91,6 +103,63 @@ fn run_all(quick: bool, only: Option<&str>) -> Result<()> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// Mino beside its peer: the timing table, then the crash comparison; with
+/// `doc`, docs/comparison.md is written from this run.
+fn run_peers(quick: bool, doc: Option<&str>) -> Result<()> {
+    let started = std::time::Instant::now();
+    println!("machine: {}", machine_line());
+    let measured = peers::measure(quick)?;
+    let reports = crash_both()?;
+    println!();
+    print!("{}", peers::table(&measured.rows));
+    for report in &reports {
+        println!(
+            "crash, {}: `ran` written {} time(s), `late` {}, {} approval question(s) after the restart",
+            report.agent.name(),
+            report.ran_count(),
+            if report.late() { "written after the kill" } else { "not written" },
+            report.approvals_after_restart
+        );
+    }
+    if let Some(path) = doc {
+        let text = comparison::render(&doc_context(started.elapsed().as_secs_f64()), Some(&measured), &reports);
+        std::fs::write(path, text).with_context(|| format!("cannot write {path}"))?;
+        println!("wrote {path}");
+    }
+    let missed = measured.rows.iter().filter(|r| !r.met()).count();
+    if missed > 0 {
+        eprintln!("{missed} goal(s) missed");
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn crash_both() -> Result<Vec<crash::CrashReport>> {
+    let host = relay::MockHost::start()?;
+    [peers::Agent::Mino, peers::Agent::Peer].into_iter().map(|agent| crash::crash_one(agent, &host)).collect()
+}
+
+fn doc_context(elapsed_secs: f64) -> comparison::Context {
+    let run = |program: &str, args: &[&str]| {
+        Command::new(program)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_else(|| "unknown".into())
+    };
+    comparison::Context {
+        date: run("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        machine: machine_line(),
+        mino_version: peers::mino_version(),
+        mino_commit: run("git", &["rev-parse", "--short", "HEAD"]),
+        peer_version: peers::peer_version(),
+        peer_bin: peers::peer_bin().map(|p| p.display().to_string()).unwrap_or_else(|_| "unknown".into()),
+        elapsed_secs,
+    }
 }
 
 fn machine_line() -> String {

@@ -120,6 +120,9 @@ pub enum Reply {
         #[serde(default)]
         delay_ms: u64,
     },
+    /// One function call with any tool name and these verbatim `arguments`, for a client whose
+    /// tools are not Mino's `bash` (e.g. another agent measured beside Mino against this mock).
+    NamedCall { call_id: String, name: String, arguments: String },
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds: one clock for every process on the
@@ -246,6 +249,8 @@ pub(crate) struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
     /// Number of recorded requests, so waiters wake without polling.
     received: watch::Sender<usize>,
+    /// TCP connections accepted so far (a client reusing a connection makes fewer than requests).
+    connections: AtomicU64,
     pub(crate) ids: IdCounters,
 }
 
@@ -260,6 +265,7 @@ impl Shared {
             script: Mutex::new(script.into()),
             requests: Mutex::new(Vec::new()),
             received: watch::Sender::new(0),
+            connections: AtomicU64::new(0),
             ids: IdCounters::default(),
         }
     }
@@ -294,6 +300,22 @@ impl Shared {
     }
 }
 
+/// How the mock's listening socket treats its connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MockOptions {
+    /// Sets `TCP_NODELAY` on every accepted connection (the default), as hosted services do.
+    /// `false` leaves Nagle's algorithm on, like some local model servers: a small write then
+    /// waits for the client's ACK of the previous one, which shows how a client's delayed ACKs
+    /// hold a paced stream back.
+    pub nodelay: bool,
+}
+
+impl Default for MockOptions {
+    fn default() -> Self {
+        MockOptions { nodelay: true }
+    }
+}
+
 /// Handle to a running mock server. Cheap to clone; the server keeps running until the tokio
 /// runtime it was started on shuts down or [`MockModel::shutdown`] is called, so dropping the
 /// handle early never pulls the endpoint out from under a client.
@@ -318,10 +340,26 @@ impl MockModel {
 
     /// Like [`MockModel::start`] on a chosen address (the binary's `--port`).
     pub async fn start_on(addr: SocketAddr, script: Vec<Reply>) -> std::io::Result<MockModel> {
+        MockModel::start_with(addr, script, MockOptions::default()).await
+    }
+
+    /// Like [`MockModel::start_on`] with socket options (the binary's `--no-nodelay`).
+    pub async fn start_with(addr: SocketAddr, script: Vec<Reply>, options: MockOptions) -> std::io::Result<MockModel> {
+        use axum::serve::ListenerExt;
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::new(script));
         let app = server::router(shared.clone());
+        // axum leaves the accepted sockets as the kernel made them (Nagle on), so the choice is
+        // made here, on every connection.
+        let nodelay = options.nodelay;
+        let counted = shared.clone();
+        let listener = listener.tap_io(move |stream| {
+            counted.connections.fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = stream.set_nodelay(nodelay) {
+                tracing::warn!("mock model: could not set TCP_NODELAY={nodelay}: {e}");
+            }
+        });
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!("mock model server stopped: {e}");
@@ -344,6 +382,11 @@ impl MockModel {
     /// Appends replies to the script.
     pub fn push(&self, reply: Reply) {
         self.shared.push([reply]);
+    }
+
+    /// TCP connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.shared.connections.load(Ordering::Relaxed)
     }
 
     /// Number of scripted replies not yet consumed.

@@ -1,4 +1,4 @@
-//! `mino-mock-model [--port N] [--script FILE.json]` — the mock model as a process, for the Node
+//! `mino-mock-model [--port N] [--script FILE.json] [--no-nodelay]` — the mock model as a process, for the Node
 //! and Lua tests of the editor clients.
 //!
 //! Prints exactly one line, `listening <base_url>`, on stdout once bound; logs go to stderr
@@ -10,22 +10,24 @@ use std::io::{IsTerminal, Read, Write};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use mino_mock_model::{MockModel, Reply};
+use mino_mock_model::{MockModel, MockOptions, Reply};
 
-const USAGE: &str = "usage: mino-mock-model [--port N] [--script FILE.json|-]
+const USAGE: &str = "usage: mino-mock-model [--port N] [--script FILE.json|-] [--no-nodelay]
 
 Serves a scripted OpenAI Responses API on 127.0.0.1 (port 0 = any free port).
 Prints `listening <base_url>` once bound; exits when stdin closes or on SIGTERM.
 FILE: JSON array of replies, e.g. [{\"type\":\"text\",\"deltas\":[\"Hi\",\" there!\"]}];
-`-` reads it from stdin. Control: GET /_mock/requests, POST /_mock/script, POST /_mock/reset.";
+`-` reads it from stdin. --no-nodelay leaves Nagle's algorithm on (TCP_NODELAY unset),
+like some local model servers. Control: GET /_mock/requests, POST /_mock/script, POST /_mock/reset.";
 
 struct Args {
     port: u16,
     script: Option<String>,
+    options: MockOptions,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { port: 0, script: None };
+    let mut args = Args { port: 0, script: None, options: MockOptions::default() };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -40,6 +42,7 @@ fn parse_args() -> Result<Args, String> {
                 args.port = v.parse().map_err(|_| format!("bad port: {v}"))?;
             }
             "--script" => args.script = Some(value("--script")?),
+            "--no-nodelay" => args.options.nodelay = false,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -113,10 +116,10 @@ async fn terminated() {
     }
 }
 
-async fn serve(port: u16, script: Vec<Reply>) -> Result<(), String> {
+async fn serve(port: u16, script: Vec<Reply>, options: MockOptions) -> Result<(), String> {
     let stdin_closed = watch_stdin();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let model = MockModel::start_on(addr, script).await.map_err(|e| format!("cannot bind {addr}: {e}"))?;
+    let model = MockModel::start_with(addr, script, options).await.map_err(|e| format!("cannot bind {addr}: {e}"))?;
     let mut stdout = std::io::stdout().lock();
     // A test runner that stopped reading stdout is not a reason to stop serving.
     let _ = writeln!(stdout, "listening {}", model.base_url());
@@ -142,13 +145,13 @@ fn main() -> ExitCode {
         .init();
     let result = parse_args()
         .map_err(|e| format!("{e}\n{USAGE}"))
-        .and_then(|args| Ok((args.port, load_script(args.script.as_deref())?)))
-        .and_then(|(port, script)| {
+        .and_then(|args| Ok((args.port, load_script(args.script.as_deref())?, args.options)))
+        .and_then(|(port, script, options)| {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
                 .map_err(|e| format!("cannot start runtime: {e}"))?;
-            runtime.block_on(serve(port, script))
+            runtime.block_on(serve(port, script, options))
         });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -110,6 +110,10 @@ pub(crate) fn render(reply: Reply, ctx: &RequestCtx, ids: &IdCounters) -> Respon
         Reply::EndlessText { delta } => {
             turn.endless_message(&delta);
         }
+        Reply::NamedCall { call_id, name, arguments } => {
+            turn.function_call(&call_id, &name, &arguments, 0);
+            turn.finish("response.completed", "completed", Value::Null, Value::Null);
+        }
         Reply::Incomplete { deltas, reason } => {
             turn.message(&deltas, 0, "incomplete");
             turn.finish("response.incomplete", "incomplete", Value::Null, json!({ "reason": reason }));
@@ -405,19 +409,24 @@ impl<'a> Turn<'a> {
     }
 
     fn call(&mut self, call: &ScriptedCall, delay_ms: u64) {
+        let arguments = call.raw_arguments.clone().unwrap_or_else(|| json!({ "command": call.command }).to_string());
+        self.function_call(&call.call_id, "bash", &arguments, delay_ms);
+    }
+
+    /// One `function_call` item named `name`, its arguments streamed in small deltas.
+    fn function_call(&mut self, call_id: &str, name: &str, arguments: &str, delay_ms: u64) {
         let id = self.ids.fc();
         let index = self.output.len();
-        let arguments = call.raw_arguments.clone().unwrap_or_else(|| json!({ "command": call.command }).to_string());
         self.sse.sleep(delay_ms);
         self.sse.event(
             "response.output_item.added",
             json!({
                 "output_index": index,
                 "item": { "id": id, "type": "function_call", "status": "in_progress",
-                          "arguments": "", "call_id": call.call_id, "name": "bash" },
+                          "arguments": "", "call_id": call_id, "name": name },
             }),
         );
-        for chunk in chunks(&arguments, ARGUMENT_CHUNK_CHARS) {
+        for chunk in chunks(arguments, ARGUMENT_CHUNK_CHARS) {
             self.sse.sleep(delay_ms);
             self.sse.event(
                 "response.function_call_arguments.delta",
@@ -430,7 +439,7 @@ impl<'a> Turn<'a> {
         );
         let item = json!({
             "id": id, "type": "function_call", "status": "completed",
-            "arguments": arguments, "call_id": call.call_id, "name": "bash",
+            "arguments": arguments, "call_id": call_id, "name": name,
         });
         self.sse.event("response.output_item.done", json!({ "output_index": index, "item": item.clone() }));
         self.output_chars += arguments.chars().count();

@@ -96,6 +96,18 @@ async fn script_file_and_sigterm() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[tokio::test]
+async fn an_endpoint_without_nodelay_serves_the_same_stream() {
+    let mut child = spawn(&["--no-nodelay", "--script", "-"]);
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(br#"[{"type":"text","deltas":["nagle"," on"]}]"#).unwrap();
+    stdin.flush().unwrap();
+    let (base_url, _rest) = read_base_url(child.stdout.take().unwrap());
+    assert_eq!(final_text(&base_url).await, "nagle on");
+    drop(stdin);
+    assert!(wait_exit(&mut child).success());
+}
+
 #[test]
 fn bad_arguments_exit_with_usage() {
     let out = Command::new(env!("CARGO_BIN_EXE_mino-mock-model")).arg("--bogus").stdin(Stdio::null()).output().unwrap();

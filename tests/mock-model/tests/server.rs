@@ -213,6 +213,30 @@ async fn calls_reply_streams_text_then_one_item_per_call() {
 }
 
 #[tokio::test]
+async fn a_named_call_carries_its_tool_name_and_verbatim_arguments() {
+    let arguments = r#"{"cmd":"echo ran >> side","sandbox_permissions":"require_escalated"}"#;
+    let model = MockModel::start(vec![Reply::NamedCall {
+        call_id: "call_7".into(),
+        name: "exec_command".into(),
+        arguments: arguments.into(),
+    }])
+    .await
+    .unwrap();
+    let events = stream_events(&model).await;
+    let added = events.iter().find(|e| e.name == "response.output_item.added").unwrap();
+    assert_eq!(added.data["item"]["name"], "exec_command");
+    let done = events.iter().find(|e| e.name == "response.output_item.done").unwrap();
+    assert_eq!(
+        done.data["item"],
+        json!({"id": "fc_1", "type": "function_call", "status": "completed",
+               "arguments": arguments, "call_id": "call_7", "name": "exec_command"})
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last.name, "response.completed");
+    assert_eq!(last.data["response"]["output"][0]["name"], "exec_command");
+}
+
+#[tokio::test]
 async fn raw_arguments_are_sent_verbatim_and_convenience_constructors_work() {
     let model = MockModel::start(vec![
         Reply::Calls {

@@ -209,10 +209,20 @@ impl ModelClient {
                 Some(value)
             }
         };
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .build()
-            .map_err(|err| ModelError::fatal(format!("Could not set up the HTTP client: {err}")))?;
+        let mut builder = reqwest::Client::builder().connect_timeout(config.connect_timeout);
+        if url.scheme() == "http" {
+            // A plain-http endpoint is a local server, and some (model servers among them)
+            // leave Nagle's algorithm on: each small SSE write waits for the ACK of the one
+            // before. On a kept-alive connection Linux delays those ACKs (up to 40 ms) because
+            // Mino sends its next request moments after reading the previous response, which
+            // held the first ~40 deltas of a paced stream together for up to 43 ms. A fresh
+            // connection starts in quick-ACK mode; without TLS it costs one local handshake.
+            // (reqwest gives no access to the socket for TCP_QUICKACK.) docs/performance.md,
+            // "Endpoints without TCP_NODELAY".
+            builder = builder.pool_max_idle_per_host(0);
+        }
+        let http =
+            builder.build().map_err(|err| ModelError::fatal(format!("Could not set up the HTTP client: {err}")))?;
         Ok(ModelClient { config, http, url, authorization })
     }
 
