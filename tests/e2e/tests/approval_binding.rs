@@ -308,7 +308,7 @@ async fn a_crash_in_the_second_call_with_a_repeated_id_recovers_each_call_by_its
     let cwd = work_dir(home.path());
     let mock = MockModel::start(vec![
         Reply::call("call_0", "echo one >> list.txt; echo appended one"),
-        Reply::call("call_0", "echo two >> list.txt; kill -9 $PPID"),
+        Reply::call("call_0", "echo two >> list.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)"),
         Reply::text("The second append may have run."),
     ])
     .await
@@ -336,7 +336,7 @@ async fn a_crash_in_the_second_call_with_a_repeated_id_recovers_each_call_by_its
         calls,
         [
             ("call_0".to_string(), "echo one >> list.txt; echo appended one".to_string(), wire::ToolStatus::Success),
-            ("call_0".to_string(), "echo two >> list.txt; kill -9 $PPID".to_string(), wire::ToolStatus::Unknown),
+            ("call_0".to_string(), "echo two >> list.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)".to_string(), wire::ToolStatus::Unknown),
         ]
     );
     second.request(wire::method::ACKNOWLEDGE, json!({})).await.expect("acknowledge");
@@ -347,7 +347,7 @@ async fn a_crash_in_the_second_call_with_a_repeated_id_recovers_each_call_by_its
     assert_eq!(pairs.len(), 4, "{pairs:#?}");
     assert_eq!(pairs[0], "call call_0 `echo one >> list.txt; echo appended one`");
     assert_eq!(pairs[1], "output call_0 success: appended one");
-    assert_eq!(pairs[2], "call call_0 `echo two >> list.txt; kill -9 $PPID`");
+    assert_eq!(pairs[2], "call call_0 `echo two >> list.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)`");
     assert!(pairs[3].starts_with("output call_0 unknown: "), "{}", pairs[3]);
     assert_eq!(std::fs::read_to_string(cwd.join("list.txt")).expect("list"), "one\ntwo\n", "nothing reran");
     second.close_stdin();
