@@ -166,3 +166,39 @@ async fn a_replaced_journal_is_still_locked_against_a_second_server() {
     let mut fourth = Server::spawn_in(first.home(), &mock).await;
     fourth.initialize(&options).await.expect("the lock died with its holder");
 }
+
+/// The lock file deleted while a call awaits approval (a careless
+/// `rm sessions/*.lock`): a second server is still kept out (the journal
+/// itself is locked too), and the first, at the approval's save point, finds
+/// its lock gone, runs nothing and leaves the file as it was.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deleted_lock_file_keeps_a_second_server_out_and_stops_the_first_at_its_next_save_point() {
+    let marker_name = "ran.txt";
+    let mock = MockModel::start(vec![Reply::call("call_1", &format!("touch {marker_name}"))]).await.expect("mock");
+    let (mut first, cwd, caps) = opened(&mock).await;
+    let journal = PathBuf::from(&caps.journal_path);
+    let turn: wire::ChatResult =
+        first.call(wire::method::CHAT, &wire::ChatParams { text: "touch it".into() }).await.expect("chat");
+    let _ = first.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
+
+    std::fs::remove_file(journal.with_extension("lock")).expect("delete the lock file");
+    let mut second = Server::spawn_in(first.home(), &mock).await;
+    let options = wire::InitializationOptions { session: Some(caps.session_id.clone()), ..options_in(&cwd) };
+    let err = second.initialize(&options).await.expect_err("still locked");
+    assert_eq!(err.code, wire::error_code::SESSION_UNAVAILABLE, "{err}");
+    assert!(err.message.contains("open in another Mino process"), "{err}");
+    let before = std::fs::read(&journal).expect("journal");
+
+    let _ = first
+        .request(wire::method::APPROVAL, json!({ "turnId": turn.turn_id, "callId": "call_1", "decision": "approve" }))
+        .await;
+    let end = ended(&first.turn_notifications(&turn.turn_id, TIMEOUT).await);
+    assert_eq!(end.status, wire::TurnStatus::Failed, "{end:?}");
+    let reason = end.reason.unwrap_or_default();
+    // (The refused second server left a new lock file at the path.)
+    assert!(reason.contains(".lock") && reason.contains(REPLACED), "names the lock file: {reason}");
+    assert!(!cwd.join(marker_name).exists(), "the command did not run");
+    // Nothing is claimed on file: what was not saved is dropped, nothing added.
+    assert!(before.starts_with(&std::fs::read(&journal).expect("journal")), "the file only lost unsaved records");
+    assert_eq!(count_kind(&journal, "approval") + count_kind(&journal, "tool_start"), 0);
+}
