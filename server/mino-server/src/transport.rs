@@ -120,16 +120,20 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 }
             }
             let header_end = find(&self.buf, b"\r\n\r\n");
-            if let Some(bare) = find(&self.buf, b"\n\n").filter(|&bare| header_end.is_none_or(|end| bare < end)) {
-                // Headers ended with a bare `\n\n`: waiting for `\r\n\r\n`
+            if let Some(bare) = lone_line_break(&self.buf[..header_end.unwrap_or(self.buf.len())]) {
+                // A header line ended with a lone `\n` or `\r` (a bare
+                // `\n\n`, `\r\r`, a mixed `\n\r\n`): waiting for `\r\n\r\n`
                 // would leave the request unanswered until unrelated bytes
-                // arrive. Refuse it now and drop its body up to the next
-                // header, so the body is not answered as garbage too.
+                // arrive, and then read two frames as one. Refuse it now and
+                // drop its body up to the next header, so the body is not
+                // answered as garbage too.
+                let which = if self.buf[bare] == b'\n' { r"\n" } else { r"\r" };
                 let header = String::from_utf8_lossy(&self.buf[..bare]).trim().to_string();
-                self.buf.drain(..bare + 2);
+                self.buf.drain(..=bare);
                 self.discarding = true;
                 return Ok(Some(Frame::Malformed(format!(
-                    "headers must end with \\r\\n\\r\\n, not a bare \\n\\n (after {header:?}); the frame is skipped"
+                    "headers must end with \\r\\n\\r\\n and each header line with \\r\\n, not a lone {which} \
+                     (after {header:?}); the frame is skipped"
                 ))));
             }
             if let Some(end) = header_end {
@@ -188,6 +192,19 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             }
         }
     }
+}
+
+/// Where the header block that starts `header` (leading blank lines between
+/// frames are tolerated) has a line break other than `\r\n`: a `\n` not
+/// after `\r`, or a `\r` followed by anything but `\n`. A `\r` at the very
+/// end may still be followed by its `\n`.
+fn lone_line_break(header: &[u8]) -> Option<usize> {
+    let start = header.iter().position(|b| !b.is_ascii_whitespace())?;
+    (start..header.len()).find(|&i| match header[i] {
+        b'\n' => header[i - 1] != b'\r',
+        b'\r' => header.get(i + 1).is_some_and(|&next| next != b'\n'),
+        _ => false,
+    })
 }
 
 fn content_length(header: &str) -> Result<usize, String> {
@@ -842,6 +859,26 @@ mod tests {
         // A body may hold blank lines; only the header is looked at.
         let got = frames(b"Content-Length: 4\r\n\r\n\n\n\n\n").await;
         assert_eq!(got, vec![Frame::Body(b"\n\n\n\n".to_vec())]);
+    }
+
+    #[tokio::test]
+    async fn header_lines_ending_in_a_lone_cr_or_lf_are_refused_without_waiting_for_more() {
+        for input in [&b"Content-Length: 2\n\r\n{}"[..], b"Content-Length: 2\r\r{}", b"Content-Length: 2\n\r\n\r\n{}"] {
+            let got = frames(input).await;
+            assert!(
+                matches!(&got[..], [Frame::Malformed(m)] if m.contains(r"headers must end with \r\n\r\n")),
+                "{got:?}"
+            );
+            // The next frame is read as itself, not merged with this one.
+            let mut input = input.to_vec();
+            input.extend_from_slice(b"Content-Length: 4\r\n\r\nnull");
+            let got = frames(&input).await;
+            assert!(matches!(&got[..], [Frame::Malformed(_), Frame::Body(b)] if b == b"null"), "{got:?}");
+        }
+        // A newline between frames is tolerated, and a `\r` at the end may still get its `\n`.
+        let got = frames(b"Content-Length: 2\r\n\r\n{}\nContent-Length: 2\r\n\r\n{}").await;
+        assert_eq!(got, vec![Frame::Body(b"{}".to_vec()), Frame::Body(b"{}".to_vec())]);
+        assert_eq!(lone_line_break(b"Content-Length: 2\r"), None);
     }
 
     #[tokio::test]

@@ -11,11 +11,18 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The bound on the server's peak resident memory (VmHWM): 200 MiB. Without
-/// backpressure, 200 answers of an 8 MB session grow the server past it
-/// within seconds.
+/// backpressure, [`REQUESTS`] answers of an 8 MB session (320 MB) grow the
+/// server past it.
 const RSS_BOUND_KB: u64 = 200 * 1024;
-/// Requests written at once.
-const REQUESTS: usize = 200;
+/// History requests written at once to the 8 MB session: 320 MB of answers,
+/// five times the 64 MiB outbox bound and well past [`RSS_BOUND_KB`]. The
+/// server pauses after about a dozen of them; more would only add answers
+/// to serialise once the client reads (200 took minutes in a debug build).
+const REQUESTS: usize = 40;
+/// History requests written behind or around a turn on the 2 MB session:
+/// 96 MB of answers. The pause comes after about 33 of them (64 MiB), as
+/// it would with any larger burst; the rest wait read ahead.
+const SMALL_SESSION_REQUESTS: usize = 48;
 /// Turns of the session and the text of each: about 8 MB in all.
 const TURNS: usize = 4;
 const TURN_TEXT: usize = 2_000_000;
@@ -114,7 +121,7 @@ async fn read_until_answer(
 }
 
 /// While the client is not reading (and the server has paused reading), a
-/// `mino/cancel` written behind 200 history requests still cancels the
+/// `mino/cancel` written behind 48 history requests still cancels the
 /// running turn at once, and its end is on disk before the client reads
 /// anything; then `exit`, also behind unread answers, stops the server.
 #[tokio::test(flavor = "multi_thread")]
@@ -122,7 +129,7 @@ async fn cancel_and_exit_act_while_the_client_is_not_reading() {
     let story = "word ".repeat(TURN_TEXT / 5);
     let deltas: Vec<String> =
         story.as_bytes().chunks(64 * 1024).map(|c| String::from_utf8_lossy(c).into_owned()).collect();
-    // One long turn is enough: 200 answers of 2 MB pass the 64 MiB bound.
+    // One long turn is enough: 48 answers of 2 MB pass the 64 MiB bound.
     let replies = vec![Reply::Text { deltas, delay_ms: 0 }, Reply::call("call_wait", "echo never-approved")];
     let mock = MockModel::start(replies).await.expect("mock");
     let (mut builder, cwd) = long_session(&mock, 1).await;
@@ -151,7 +158,7 @@ async fn cancel_and_exit_act_while_the_client_is_not_reading() {
     .await;
 
     let mut burst = Vec::new();
-    for id in 2..2 + REQUESTS as u64 {
+    for id in 2..2 + SMALL_SESSION_REQUESTS as u64 {
         burst.extend(frame(&json!({"jsonrpc": "2.0", "id": id, "method": wire::method::HISTORY})));
     }
     burst.extend(frame(
@@ -218,7 +225,7 @@ async fn a_client_that_does_not_read_cannot_grow_the_server_without_bound() {
     builder.close_stdin();
     assert!(builder.wait(TIMEOUT).await.success());
 
-    // The same session, opened by a client that writes 200 history requests
+    // The same session, opened by a client that writes 40 history requests
     // at once and reads nothing.
     let Raw { mut child, pid, mut stdin, mut stdout, stderr_path } = spawn_raw(&home, &mock);
     let stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
@@ -247,11 +254,11 @@ async fn a_client_that_does_not_read_cannot_grow_the_server_without_bound() {
     let paused_peak = peak_kb(pid).unwrap_or_default();
 
     // Now read everything: the initialize answer, the recovery notification
-    // and 200 whole answers, each the same history.
+    // and 40 whole answers, each the same history.
     let mut buf = Vec::new();
     let mut answers = Vec::new();
     // Every answer but its id is the same bytes as the first: compared as
-    // bytes, since parsing 200 times 8 MB would dominate the test.
+    // bytes, since parsing 40 times 8 MB would dominate the test.
     let mut first: Option<Vec<u8>> = None;
     while answers.len() < REQUESTS {
         let body = tokio::time::timeout(TIMEOUT, read_frame(&mut stdout, &mut buf))
@@ -301,7 +308,7 @@ async fn a_client_that_does_not_read_cannot_grow_the_server_without_bound() {
     assert!(status.success(), "{status}; stderr:\n{}", stderr());
 }
 
-/// A turn streams while the client reads nothing and 200 history answers
+/// A turn streams while the client reads nothing and 48 history answers
 /// fill what waits for it: the turn still ends (on disk) without the client
 /// reading, and once it reads, every notification of the turn is there, in
 /// `seq` order with none missing, its text whole.
@@ -328,7 +335,7 @@ async fn a_turn_streaming_to_a_client_that_does_not_read_loses_nothing() {
     burst.extend(frame(
         &json!({"jsonrpc": "2.0", "id": 1, "method": wire::method::CHAT, "params": {"text": "Count slowly."}}),
     ));
-    for id in 2..2 + REQUESTS as u64 {
+    for id in 2..2 + SMALL_SESSION_REQUESTS as u64 {
         burst.extend(frame(&json!({"jsonrpc": "2.0", "id": id, "method": wire::method::HISTORY})));
     }
     stdin.write_all(&burst).await.expect("write the burst");
@@ -344,7 +351,7 @@ async fn a_turn_streaming_to_a_client_that_does_not_read_loses_nothing() {
     let mut answered = 0;
     let mut notes: Vec<Value> = Vec::new();
     let mut ended = false;
-    while answered < REQUESTS + 2 || !ended {
+    while answered < SMALL_SESSION_REQUESTS + 2 || !ended {
         let body = tokio::time::timeout(TIMEOUT, read_frame(&mut stdout, &mut buf))
             .await
             .unwrap_or_else(|_| panic!("output stopped after {answered} answers; stderr:\n{}", stderr()))

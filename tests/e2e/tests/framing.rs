@@ -31,3 +31,34 @@ async fn a_header_ending_in_bare_newlines_is_refused_at_once() {
     assert_eq!(next["id"], "next", "{next}");
     assert!(next["result"]["turns"].is_array(), "{next}");
 }
+
+/// Header lines ended by a lone `\r` or `\n` (`\r\r`, or the mixed
+/// `\n\r\n`) are refused at once too. Before, the request waited for bytes
+/// that never came and, once the next request arrived, the two were read as
+/// one frame: the next request's body was cut at the first one's length and
+/// it was never answered.
+#[tokio::test(flavor = "multi_thread")]
+async fn header_lines_ending_in_a_lone_cr_or_lf_are_refused_at_once() {
+    let mock = MockModel::start(vec![]).await.expect("mock");
+    let mut server = Server::spawn(&mock).await;
+    let cwd = work_dir(server.home());
+    server.initialize(&options_in(&cwd)).await.expect("initialize");
+    let _ = server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
+
+    for (name, ending) in [("mixed", "\n\r\n"), ("cr", "\r\r"), ("lf then crlf", "\n\r\n\r\n")] {
+        let body = json!({"jsonrpc": "2.0", "id": name, "method": wire::method::HISTORY}).to_string();
+        server.send_raw(format!("Content-Length: {}{ending}{body}", body.len()).as_bytes()).await;
+        // Nothing more is written until the answer is in.
+        let response = server.next_orphan_response(TIMEOUT).await;
+        assert_eq!(response["error"]["code"], -32700, "{name}: {response}");
+        let message = response["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(r"headers must end with \r\n\r\n"), "{name}: {message}");
+
+        // The next, well-framed request is answered as itself.
+        let next = format!("after {name}");
+        server.send_message(&json!({"jsonrpc": "2.0", "id": next, "method": wire::method::HISTORY})).await;
+        let answer = server.next_orphan_response(TIMEOUT).await;
+        assert_eq!(answer["id"], next.as_str(), "{name}: {answer}");
+        assert!(answer["result"]["turns"].is_array(), "{name}: {answer}");
+    }
+}

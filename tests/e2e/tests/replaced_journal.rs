@@ -166,3 +166,86 @@ async fn a_replaced_journal_is_still_locked_against_a_second_server() {
     let mut fourth = Server::spawn_in(first.home(), &mock).await;
     fourth.initialize(&options).await.expect("the lock died with its holder");
 }
+
+/// The lock file deleted while a call awaits approval (a careless
+/// `rm sessions/*.lock`): a second server is still kept out (the journal
+/// itself is locked too), and the first, at the approval's save point, finds
+/// its lock gone, runs nothing and leaves the file as it was.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deleted_lock_file_keeps_a_second_server_out_and_stops_the_first_at_its_next_save_point() {
+    let marker_name = "ran.txt";
+    let mock = MockModel::start(vec![Reply::call("call_1", &format!("touch {marker_name}"))]).await.expect("mock");
+    let (mut first, cwd, caps) = opened(&mock).await;
+    let journal = PathBuf::from(&caps.journal_path);
+    let turn: wire::ChatResult =
+        first.call(wire::method::CHAT, &wire::ChatParams { text: "touch it".into() }).await.expect("chat");
+    let _ = first.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
+
+    std::fs::remove_file(journal.with_extension("lock")).expect("delete the lock file");
+    let mut second = Server::spawn_in(first.home(), &mock).await;
+    let options = wire::InitializationOptions { session: Some(caps.session_id.clone()), ..options_in(&cwd) };
+    let err = second.initialize(&options).await.expect_err("still locked");
+    assert_eq!(err.code, wire::error_code::SESSION_UNAVAILABLE, "{err}");
+    assert!(err.message.contains("open in another Mino process"), "{err}");
+    let before = std::fs::read(&journal).expect("journal");
+
+    let _ = first
+        .request(wire::method::APPROVAL, json!({ "turnId": turn.turn_id, "callId": "call_1", "decision": "approve" }))
+        .await;
+    let end = ended(&first.turn_notifications(&turn.turn_id, TIMEOUT).await);
+    assert_eq!(end.status, wire::TurnStatus::Failed, "{end:?}");
+    let reason = end.reason.unwrap_or_default();
+    // (The refused second server left a new lock file at the path.)
+    assert!(reason.contains(".lock") && reason.contains(REPLACED), "names the lock file: {reason}");
+    assert!(!cwd.join(marker_name).exists(), "the command did not run");
+    // Nothing is claimed on file: what was not saved is dropped, nothing added.
+    assert!(before.starts_with(&std::fs::read(&journal).expect("journal")), "the file only lost unsaved records");
+    assert_eq!(count_kind(&journal, "approval") + count_kind(&journal, "tool_start"), 0);
+}
+
+/// The journal replaced while an approved command runs: the command's
+/// result cannot be saved to the file at the path, so the turn ends failed
+/// without claiming the result, and the file at the path (a copy holding
+/// the `tool_start`) reopens with the call `unknown`, to be acknowledged.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_journal_replaced_while_a_command_runs_claims_no_result_and_reopens_unknown() {
+    let mock = MockModel::start(vec![
+        Reply::call("call_1", "touch started; while [ ! -e go ]; do sleep 0.05; done; echo finished"),
+        Reply::text("never asked"),
+    ])
+    .await
+    .expect("mock");
+    let (mut server, cwd, caps) = opened(&mock).await;
+    let journal = PathBuf::from(&caps.journal_path);
+    let turn: wire::ChatResult =
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "run it".into() }).await.expect("chat");
+    let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
+    server
+        .request(wire::method::APPROVAL, json!({ "turnId": turn.turn_id, "callId": "call_1", "decision": "approve" }))
+        .await
+        .expect("approved");
+    let _ = server.next_notification(wire::method::TOOL_STARTED, TIMEOUT).await;
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while !cwd.join("started").exists() {
+        assert!(std::time::Instant::now() < deadline, "the command never started");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    replace_with_copy(&journal);
+    std::fs::write(cwd.join("go"), "").expect("let the command finish");
+
+    let notes = server.turn_notifications(&turn.turn_id, TIMEOUT).await;
+    let end = ended(&notes);
+    assert_eq!(end.status, wire::TurnStatus::Failed, "{end:?}");
+    assert!(end.reason.unwrap_or_default().contains(REPLACED));
+    assert!(notes.iter().all(|n| n.method != wire::method::TOOL_RESULT), "no result claimed: {notes:?}");
+    assert_eq!(mock.requests().len(), 1, "the model was not asked again");
+    server.close_stdin();
+    assert!(server.wait(TIMEOUT).await.success());
+
+    let mut again = Server::spawn_in(server.home(), &mock).await;
+    again.initialize(&options_in(&cwd)).await.expect("reopen");
+    let recovery: wire::RecoveryNotification = again.next_notification(wire::method::RECOVERY, TIMEOUT).await.parse();
+    let call = &recovery.turns.first().expect("the turn was recovered").calls[0];
+    assert_eq!(call.result.status, wire::ToolStatus::Unknown);
+    assert!(recovery.acknowledgement_required);
+}
