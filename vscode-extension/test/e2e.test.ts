@@ -109,7 +109,7 @@ describe.skipIf(SKIP_WEBVIEW)('extension + real mino-server + webview in chromiu
     await expect.poll(() => page.locator('#status').innerText()).toContain('stopped unexpectedly');
     // The conversation stays on screen; the card says its command did not finish.
     await expect.poll(() => card.locator('.badge').textContent()).toBe('did not finish');
-    expect(await card.locator('.tool-command').textContent()).toBe('echo milk >> shopping.txt; kill -9 $PPID');
+    expect(await card.locator('.tool-command').textContent()).toBe("echo milk >> shopping.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)");
     expect(await page.locator('.turn').first().locator('.msg.user .text').textContent()).toBe('Add milk to shopping.txt.');
     expect(await page.locator('.assistant-text').first().textContent()).toBe('I will append it.');
     await page.screenshot({ path: path.join(OUT, 'e2e-crash.png'), fullPage: true });
