@@ -190,15 +190,37 @@ pub fn evidence_path(journal: &Path, turn_id: &str, call_index: usize) -> Option
 pub fn load_evidence(journal: &Path, turn_id: &str, call_index: usize, call_id: &str) -> Option<Evidence> {
     let path = evidence_path(journal, turn_id, call_index)?;
     let read = (|| -> Result<Option<Evidence>, String> {
-        let meta = match std::fs::symlink_metadata(&path) {
-            Ok(meta) => meta,
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        // Only the session's own directory: a symlink there could lead
+        // anywhere (checked by what it is, not what it points to).
+        match std::fs::symlink_metadata(evidence_dir(journal)) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Err("the evidence directory is not a directory (a symlink or a file)".into()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        }
+        // Opened without following a symlink and without waiting on a FIFO;
+        // what is open is then checked, so nothing swapped in between the
+        // check and the read is read, and no more than the bound is read.
+        let mut file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(&path)
+        {
+            Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.to_string()),
         };
+        let meta = file.metadata().map_err(|e| e.to_string())?;
         if !meta.is_file() || meta.len() > MAX_EVIDENCE_BYTES {
             return Err(format!("not a regular file of at most {MAX_EVIDENCE_BYTES} bytes"));
         }
-        let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+        let mut bytes = Vec::new();
+        (&mut file).take(MAX_EVIDENCE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+        if bytes.len() as u64 > MAX_EVIDENCE_BYTES {
+            return Err(format!("it grew past {MAX_EVIDENCE_BYTES} bytes while being read"));
+        }
         let evidence: Evidence = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
         if evidence.v != EVIDENCE_VERSION {
             return Err(format!("version {} (this Mino reads {EVIDENCE_VERSION})", evidence.v));
@@ -220,15 +242,22 @@ pub fn load_evidence(journal: &Path, turn_id: &str, call_index: usize, call_id: 
 pub fn write_evidence(path: &Path, evidence: &Evidence) -> std::io::Result<()> {
     use std::io::Write;
     let dir = path.parent().ok_or_else(|| std::io::Error::other("the evidence path has no directory"))?;
-    if !dir.is_dir() {
-        match std::fs::create_dir(dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
+    // A symlink (or file) in place of the directory is not followed out of
+    // the session's directory: the record is then not written.
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(std::io::Error::other(format!("{} is not a directory", dir.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            match std::fs::create_dir(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+            if let Some(parent) = dir.parent() {
+                std::fs::File::open(parent)?.sync_all()?;
+            }
         }
-        if let Some(parent) = dir.parent() {
-            std::fs::File::open(parent)?.sync_all()?;
-        }
+        Err(e) => return Err(e),
     }
     let bytes = serde_json::to_vec(evidence).map_err(std::io::Error::other)?;
     let tmp = path.with_extension(format!("json.tmp-{}", std::process::id()));
@@ -900,6 +929,17 @@ mod tests {
         for bad in ["", "../x", "a/b", ".hidden", "x\0y"] {
             assert_eq!(evidence_path(journal, bad, 0), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn evidence_is_not_written_through_a_symlinked_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("s1.jsonl");
+        std::os::unix::fs::symlink(outside.path(), evidence_dir(&journal)).unwrap();
+        let path = evidence_path(&journal, "turn-1", 0).unwrap();
+        assert!(write_evidence(&path, &evidence(EvidenceOutcome::Exited, true, "ok\n")).is_err());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "nothing written outside");
     }
 
     #[test]

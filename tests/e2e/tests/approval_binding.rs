@@ -306,9 +306,11 @@ async fn repeated_call_ids_across_turns_and_responses_replay_each_call_with_its_
 async fn a_crash_in_the_second_call_with_a_repeated_id_recovers_each_call_by_its_own_records() {
     let home = tempfile::tempdir().expect("home");
     let cwd = work_dir(home.path());
+    // `$PPID` is the command's supervisor; KILL_SERVER kills the server itself.
+    let second_command = format!("echo two >> list.txt; {}", mino_e2e::KILL_SERVER);
     let mock = MockModel::start(vec![
         Reply::call("call_0", "echo one >> list.txt; echo appended one"),
-        Reply::call("call_0", "echo two >> list.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)"),
+        Reply::call("call_0", &second_command),
         Reply::text("The second append may have run."),
     ])
     .await
@@ -336,7 +338,7 @@ async fn a_crash_in_the_second_call_with_a_repeated_id_recovers_each_call_by_its
         calls,
         [
             ("call_0".to_string(), "echo one >> list.txt; echo appended one".to_string(), wire::ToolStatus::Success),
-            ("call_0".to_string(), "echo two >> list.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)".to_string(), wire::ToolStatus::Unknown),
+            ("call_0".to_string(), second_command.clone(), wire::ToolStatus::Unknown),
         ]
     );
     second.request(wire::method::ACKNOWLEDGE, json!({})).await.expect("acknowledge");
@@ -347,7 +349,7 @@ async fn a_crash_in_the_second_call_with_a_repeated_id_recovers_each_call_by_its
     assert_eq!(pairs.len(), 4, "{pairs:#?}");
     assert_eq!(pairs[0], "call call_0 `echo one >> list.txt; echo appended one`");
     assert_eq!(pairs[1], "output call_0 success: appended one");
-    assert_eq!(pairs[2], "call call_0 `echo two >> list.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)`");
+    assert_eq!(pairs[2], format!("call call_0 `{second_command}`"));
     assert!(pairs[3].starts_with("output call_0 unknown: "), "{}", pairs[3]);
     assert_eq!(std::fs::read_to_string(cwd.join("list.txt")).expect("list"), "one\ntwo\n", "nothing reran");
     second.close_stdin();

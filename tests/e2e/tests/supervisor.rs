@@ -229,3 +229,127 @@ async fn measure_sigkill_to_group_gone() {
         times[times.len() - 1]
     );
 }
+
+/// The parent of the command's `bash`: its supervisor.
+fn parent_of(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let rest = &stat[stat.rfind(')').expect("comm") + 1..];
+    rest.split_whitespace().nth(1).expect("ppid").parse().expect("a ppid")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_supervisor_takes_its_command_group_with_it_and_the_call_is_failed() {
+    let mock = MockModel::start(vec![
+        Reply::call("call_1", "echo $$ > pgid; touch ready; sleep 300 & sleep 300"),
+        Reply::text("Noted."),
+    ])
+    .await
+    .expect("mock");
+    let mut server = Server::spawn(&mock).await;
+    let cwd = work_dir(server.home());
+    let (caps, _) = initialize(&mut server, &cwd).await;
+    let (turn_id, pgid) = run_until_ready(&mut server, &cwd).await;
+    let supervisor = parent_of(pgid);
+    assert_ne!(supervisor as u32, server.pid().expect("pid"), "bash runs under a supervisor");
+    // SAFETY: kill(2) of a process of our own test's tree.
+    unsafe { libc::kill(supervisor, libc::SIGKILL) };
+    let notes = server.turn_notifications(&turn_id, TIMEOUT).await;
+    assert!(live_group_members(pgid).is_empty(), "the command's group outlived its supervisor");
+    let result: wire::ToolResult =
+        notes.iter().find(|n| n.method == wire::method::TOOL_RESULT).expect("toolResult").parse();
+    assert_eq!(result.status, wire::ToolStatus::Failed);
+    assert!(result.output.contains("supervisor failed"), "{}", result.output);
+    let records = mino_e2e::journal_records(Path::new(&caps.journal_path));
+    assert!(records.iter().any(|r| r["kind"] == "tool_result" && r["status"] == "failed"), "{records:?}");
+}
+
+/// A restart faster than the supervisor's grace finds no record yet; that is
+/// no error, and history shows the record once it is there.
+#[tokio::test(flavor = "multi_thread")]
+async fn evidence_written_after_a_fast_restart_shows_in_history_later() {
+    // TERM is ignored (by `sleep` too), so the record comes 1.5 s after the death.
+    let command = "trap '' TERM; echo $$ > pgid; touch ready; sleep 300";
+    let mock = MockModel::start(vec![Reply::call("call_1", command)]).await.expect("mock");
+    let mut server = Server::spawn(&mock).await;
+    let _home = server.keep_home();
+    let home = server.home().to_path_buf();
+    let cwd = work_dir(&home);
+    initialize(&mut server, &cwd).await;
+    let (_, pgid) = run_until_ready(&mut server, &cwd).await;
+    server.kill().await;
+
+    let mut server = Server::spawn_in(&home, &mock).await;
+    let (_, recovery) = initialize(&mut server, &cwd).await;
+    assert!(recovery.acknowledgement_required);
+    assert_eq!(recovery.turns[0].calls[0].result.status, wire::ToolStatus::Unknown);
+    let end = tokio::time::Instant::now() + TIMEOUT;
+    let evidence = loop {
+        let history: wire::HistoryResult =
+            server.call(wire::method::HISTORY, &serde_json::json!({})).await.expect("history");
+        assert_eq!(history.turns[0].calls[0].result.as_ref().map(|r| r.status), Some(wire::ToolStatus::Unknown));
+        if let Some(evidence) = history.turns[0].calls[0].evidence.clone() {
+            break evidence;
+        }
+        assert!(tokio::time::Instant::now() < end, "history never showed the record");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(evidence.outcome, wire::EvidenceOutcome::StoppedWhenMinoStopped);
+    assert!(live_group_members(pgid).is_empty());
+}
+
+/// Reopens the session and returns the recovered call's evidence, if any.
+async fn evidence_on_reopen(home: &Path, cwd: &Path, mock: &MockModel) -> Option<wire::Evidence> {
+    let (call, in_history) = reopen(home, cwd, mock).await;
+    assert_eq!(call.evidence, in_history.evidence, "recovery and history agree");
+    call.evidence
+}
+
+/// Evidence is read only from a regular file in the session's own evidence
+/// directory, never through a symlink, a FIFO or a device, and a forged or
+/// garbled record neither changes the `unknown` result nor stops the open.
+#[tokio::test(flavor = "multi_thread")]
+async fn evidence_is_never_read_through_symlinks_fifos_or_garbage() {
+    let mock =
+        MockModel::start(vec![Reply::call("call_1", "echo $$ > pgid; touch ready; sleep 300")]).await.expect("mock");
+    let mut server = Server::spawn(&mock).await;
+    let _home = server.keep_home();
+    let home = server.home().to_path_buf();
+    let cwd = work_dir(&home);
+    let (caps, _) = initialize(&mut server, &cwd).await;
+    let (turn_id, _) = run_until_ready(&mut server, &cwd).await;
+    server.kill().await;
+    let record = evidence_file(&caps.journal_path, &turn_id).await;
+    assert!(evidence_on_reopen(&home, &cwd, &mock).await.is_some(), "the genuine record is shown");
+    let genuine = std::fs::read(&record).expect("record");
+    let dir = record.parent().expect("dir").to_path_buf();
+
+    // The evidence directory moved outside and replaced by a symlink to it.
+    let outside = tempfile::tempdir().expect("tempdir");
+    let moved = outside.path().join("evidence");
+    std::fs::rename(&dir, &moved).expect("move");
+    std::os::unix::fs::symlink(&moved, &dir).expect("symlink dir");
+    assert_eq!(evidence_on_reopen(&home, &cwd, &mock).await, None, "read through a symlinked directory");
+    std::fs::remove_file(&dir).expect("unlink");
+    std::fs::create_dir(&dir).expect("dir");
+
+    // The record itself a symlink to a genuine-looking record elsewhere.
+    let elsewhere = outside.path().join("record.json");
+    std::fs::write(&elsewhere, &genuine).expect("write");
+    std::os::unix::fs::symlink(&elsewhere, &record).expect("symlink record");
+    assert_eq!(evidence_on_reopen(&home, &cwd, &mock).await, None, "read through a symlinked record");
+    std::fs::remove_file(&record).expect("unlink");
+
+    // A FIFO nobody writes to (reading it would block the open for ever).
+    let made = std::process::Command::new("mkfifo").arg(&record).status().expect("mkfifo");
+    assert!(made.success());
+    assert_eq!(evidence_on_reopen(&home, &cwd, &mock).await, None, "a FIFO");
+    std::fs::remove_file(&record).expect("unlink");
+
+    // Garbage, and a record whose own call fields name another call.
+    std::fs::write(&record, b"\x00\xff{not json").expect("garbage");
+    assert_eq!(evidence_on_reopen(&home, &cwd, &mock).await, None, "garbage");
+    let mut forged: serde_json::Value = serde_json::from_slice(&genuine).expect("json");
+    forged["call_id"] = "call_other".into();
+    std::fs::write(&record, serde_json::to_vec(&forged).expect("json")).expect("forged");
+    assert_eq!(evidence_on_reopen(&home, &cwd, &mock).await, None, "another call's record");
+}
