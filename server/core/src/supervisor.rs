@@ -278,6 +278,15 @@ pub fn write_evidence(path: &Path, evidence: &Evidence) -> std::io::Result<()> {
 /// Returns the process's exit code. Call it before any runtime or logging is
 /// set up; it builds its own single-threaded runtime.
 pub fn main(args: &[String]) -> i32 {
+    // Descriptors the server was started with (a parent's pipes, a build
+    // tool's jobserver) are no business of an approved command: none above
+    // stderr survives the exec of bash. One syscall; the supervisor's own
+    // use of them is unaffected.
+    #[cfg(target_os = "linux")]
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on open descriptors.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+    }
     let spec: Spec = match args {
         [json] => match serde_json::from_str(json) {
             Ok(spec) => spec,

@@ -353,3 +353,39 @@ async fn evidence_is_never_read_through_symlinks_fifos_or_garbage() {
     std::fs::write(&record, serde_json::to_vec(&forged).expect("json")).expect("forged");
     assert_eq!(evidence_on_reopen(&home, &cwd, &mock).await, None, "another call's record");
 }
+
+/// A descriptor the server was started with (here one opened without
+/// close-on-exec, as a parent's pipe or a build tool's jobserver can be)
+/// never reaches an approved command: bash sees stdin, stdout and stderr only.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_inherits_no_descriptor_beyond_its_standard_three() {
+    // SAFETY: opens /dev/null without O_CLOEXEC so every child of this test inherits it.
+    let stray = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) };
+    assert!(stray > 2, "a stray descriptor to inherit");
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let mock = MockModel::start(vec![
+        Reply::call("call_fd", "ls /proc/$$/fd | tr '\\n' ' '"),
+        Reply::text("Listed."),
+    ])
+    .await
+    .expect("mock");
+    let mut server = Server::spawn_in(home.path(), &mock).await;
+    initialize(&mut server, &cwd).await;
+    let turn: wire::ChatResult =
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "List fds.".into() }).await.expect("chat");
+    let request: wire::ApprovalRequest =
+        server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
+    server
+        .call::<_, wire::EmptyResult>(
+            wire::method::APPROVAL,
+            &serde_json::json!({"turnId": turn.turn_id, "callId": request.call_id, "decision": "approve"}),
+        )
+        .await
+        .expect("approve");
+    let result: wire::ToolResult = server.next_notification(wire::method::TOOL_RESULT, TIMEOUT).await.parse();
+    // SAFETY: closes the descriptor opened above.
+    unsafe { libc::close(stray) };
+    assert_eq!(result.status, wire::ToolStatus::Success, "{}", result.output);
+    assert_eq!(result.output.trim(), "0 1 2", "the command's descriptors");
+}
