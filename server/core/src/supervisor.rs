@@ -283,9 +283,15 @@ pub fn main(args: &[String]) -> i32 {
     // stderr survives the exec of bash. One syscall; the supervisor's own
     // use of them is unaffected.
     #[cfg(target_os = "linux")]
-    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on open descriptors.
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on open
+    // descriptors; PR_SET_NAME copies at most 16 bytes from a NUL-terminated
+    // string that outlives the call.
     unsafe {
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+        // Its own name in `ps`, and out of reach of `pkill mino-server` /
+        // `killall mino-server`, which would otherwise take the supervisors
+        // with the server and leave their commands with nobody to stop them.
+        libc::prctl(libc::PR_SET_NAME, c"mino-supervise".as_ptr());
     }
     let spec: Spec = match args {
         [json] => match serde_json::from_str(json) {

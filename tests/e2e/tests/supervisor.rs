@@ -389,3 +389,30 @@ async fn a_command_inherits_no_descriptor_beyond_its_standard_three() {
     assert_eq!(result.status, wire::ToolStatus::Success, "{}", result.output);
     assert_eq!(result.output.trim(), "0 1 2", "the command's descriptors");
 }
+
+/// The supervisor goes by its own process name, so `pkill mino-server` or
+/// `killall mino-server` stops the server but not the supervisors that must
+/// then stop its commands.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_supervisor_has_a_process_name_of_its_own() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let mock = MockModel::start(vec![Reply::call("call_name", "cat /proc/$PPID/comm"), Reply::text("Named.")])
+        .await
+        .expect("mock");
+    let mut server = Server::spawn_in(home.path(), &mock).await;
+    initialize(&mut server, &cwd).await;
+    let turn: wire::ChatResult =
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Name it.".into() }).await.expect("chat");
+    let request: wire::ApprovalRequest =
+        server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
+    server
+        .call::<_, wire::EmptyResult>(
+            wire::method::APPROVAL,
+            &serde_json::json!({"turnId": turn.turn_id, "callId": request.call_id, "decision": "approve"}),
+        )
+        .await
+        .expect("approve");
+    let result: wire::ToolResult = server.next_notification(wire::method::TOOL_RESULT, TIMEOUT).await.parse();
+    assert_eq!(result.output.trim(), "mino-supervise", "the command's parent is named");
+}
