@@ -364,12 +364,9 @@ async fn a_command_inherits_no_descriptor_beyond_its_standard_three() {
     assert!(stray > 2, "a stray descriptor to inherit");
     let home = tempfile::tempdir().expect("home");
     let cwd = work_dir(home.path());
-    let mock = MockModel::start(vec![
-        Reply::call("call_fd", "ls /proc/$$/fd | tr '\\n' ' '"),
-        Reply::text("Listed."),
-    ])
-    .await
-    .expect("mock");
+    let mock = MockModel::start(vec![Reply::call("call_fd", "ls /proc/$$/fd | tr '\\n' ' '"), Reply::text("Listed.")])
+        .await
+        .expect("mock");
     let mut server = Server::spawn_in(home.path(), &mock).await;
     initialize(&mut server, &cwd).await;
     let turn: wire::ChatResult =
