@@ -354,23 +354,16 @@ async fn evidence_is_never_read_through_symlinks_fifos_or_garbage() {
     assert_eq!(evidence_on_reopen(&home, &cwd, &mock).await, None, "another call's record");
 }
 
-/// A descriptor the server was started with (here one opened without
-/// close-on-exec, as a parent's pipe or a build tool's jobserver can be)
-/// never reaches an approved command: bash sees stdin, stdout and stderr only.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_command_inherits_no_descriptor_beyond_its_standard_three() {
-    // SAFETY: opens /dev/null without O_CLOEXEC so every child of this test inherits it.
-    let stray = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) };
-    assert!(stray > 2, "a stray descriptor to inherit");
+/// Runs `command` as the one approved call of a turn in a fresh session and
+/// returns its result.
+async fn run_approved(command: &str) -> wire::ToolResult {
     let home = tempfile::tempdir().expect("home");
     let cwd = work_dir(home.path());
-    let mock = MockModel::start(vec![Reply::call("call_fd", "ls /proc/$$/fd | tr '\\n' ' '"), Reply::text("Listed.")])
-        .await
-        .expect("mock");
+    let mock = MockModel::start(vec![Reply::call("call_1", command), Reply::text("Done.")]).await.expect("mock");
     let mut server = Server::spawn_in(home.path(), &mock).await;
     initialize(&mut server, &cwd).await;
     let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "List fds.".into() }).await.expect("chat");
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Run it.".into() }).await.expect("chat");
     let request: wire::ApprovalRequest =
         server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
     server
@@ -380,7 +373,18 @@ async fn a_command_inherits_no_descriptor_beyond_its_standard_three() {
         )
         .await
         .expect("approve");
-    let result: wire::ToolResult = server.next_notification(wire::method::TOOL_RESULT, TIMEOUT).await.parse();
+    server.next_notification(wire::method::TOOL_RESULT, TIMEOUT).await.parse()
+}
+
+/// A descriptor the server was started with (here one opened without
+/// close-on-exec, as a parent's pipe or a build tool's jobserver can be)
+/// never reaches an approved command: bash sees stdin, stdout and stderr only.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_inherits_no_descriptor_beyond_its_standard_three() {
+    // SAFETY: opens /dev/null without O_CLOEXEC so every child of this test inherits it.
+    let stray = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) };
+    assert!(stray > 2, "a stray descriptor to inherit");
+    let result = run_approved("ls /proc/$$/fd | tr '\\n' ' '").await;
     // SAFETY: closes the descriptor opened above.
     unsafe { libc::close(stray) };
     assert_eq!(result.status, wire::ToolStatus::Success, "{}", result.output);
@@ -392,24 +396,6 @@ async fn a_command_inherits_no_descriptor_beyond_its_standard_three() {
 /// then stop its commands.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_supervisor_has_a_process_name_of_its_own() {
-    let home = tempfile::tempdir().expect("home");
-    let cwd = work_dir(home.path());
-    let mock = MockModel::start(vec![Reply::call("call_name", "cat /proc/$PPID/comm"), Reply::text("Named.")])
-        .await
-        .expect("mock");
-    let mut server = Server::spawn_in(home.path(), &mock).await;
-    initialize(&mut server, &cwd).await;
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Name it.".into() }).await.expect("chat");
-    let request: wire::ApprovalRequest =
-        server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
-    server
-        .call::<_, wire::EmptyResult>(
-            wire::method::APPROVAL,
-            &serde_json::json!({"turnId": turn.turn_id, "callId": request.call_id, "decision": "approve"}),
-        )
-        .await
-        .expect("approve");
-    let result: wire::ToolResult = server.next_notification(wire::method::TOOL_RESULT, TIMEOUT).await.parse();
+    let result = run_approved("cat /proc/$PPID/comm").await;
     assert_eq!(result.output.trim(), "mino-supervise", "the command's parent is named");
 }
