@@ -170,8 +170,6 @@ fn unknown_result_gates_chat_until_acknowledged() {
 
     let refused = session.begin_turn("Is milk on the list now?");
     assert!(matches!(refused, Err(SessionError::AcknowledgementRequired)), "{refused:?}");
-    let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
-    assert_eq!(message, "Acknowledge unknown tool results before continuing", "the refusal says what to do");
 
     // Declining: nothing is written, and the next open asks again.
     let before = std::fs::read(&path).expect("read");
