@@ -275,13 +275,19 @@ fn ctrl_c_quits_while_the_session_opens() {
     use std::os::unix::fs::PermissionsExt;
     let scratch = Scratch::new();
     // A copy of mino with no mino-server beside it, and a "server" that
-    // never answers.
+    // never answers. It says on stderr (shown on the terminal since RUST_LOG
+    // is set) when the first line of `initialize` has reached it, so Ctrl+C
+    // is sent only once mino is waiting for the answer.
     let bin = scratch.dir.path().join("bin");
     std::fs::create_dir_all(&bin).expect("bin");
     let client = bin.join("mino");
     std::fs::copy(mino(), &client).expect("copy mino");
     let silent = bin.join("silent-server");
-    std::fs::write(&silent, "#!/bin/sh\nexec sleep 120\n").expect("script");
+    std::fs::write(
+        &silent,
+        "#!/bin/sh\nIFS= read -r header\necho \"silent-server received $header\" >&2\nexec sleep 120\n",
+    )
+    .expect("script");
     std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let mut cmd = scratch.command("http://127.0.0.1:9/v1");
     cmd.env("MINO_SERVER", &silent);
@@ -293,8 +299,9 @@ fn ctrl_c_quits_while_the_session_opens() {
             None => cmd2.env_remove(k),
         };
     }
+    cmd2.env("RUST_LOG", "error");
     let mut p = spawn(cmd2);
-    std::thread::sleep(Duration::from_millis(500));
+    p.exp_string("silent-server received Content-Length:").expect("initialize sent and unanswered");
     p.send_control('c').expect("ctrl+c");
     p.exp_eof().expect("mino quits");
     assert_eq!(exit_code(&p), Some(130));

@@ -417,21 +417,28 @@ async fn cancel_during_a_slow_stream() {
 
 #[tokio::test]
 async fn cancel_during_a_stalled_stream_and_during_backoff() {
-    // Stalled: cancelled well before the stall timeout.
-    let mock = mock(vec![Reply::Stall { deltas: vec![], stall_ms: Some(5_000) }]).await;
+    // Stalled: cancelled well before the stall timeout. The token fires on
+    // the first delta, so the stream is known to be open and then silent.
+    let mock = mock(vec![Reply::Stall { deltas: vec!["Hel".into()], stall_ms: Some(5_000) }]).await;
     let mut cfg = config(&mock.base_url());
     cfg.stall_timeout = Duration::from_secs(10);
     cfg.retry.max_backoff = Duration::from_secs(60);
     let client = ModelClient::new(cfg).expect("client");
     let cancel = CancellationToken::new();
     let canceller = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        canceller.cancel();
-    });
+    let stalled_input = input();
+    let request = ModelRequest { instructions: "Be brief.", input: &stalled_input };
+    let mut deltas = Vec::new();
+    let mut on_event = |event: ModelEvent<'_>| {
+        if let ModelEvent::TextDelta(text) = event {
+            deltas.push(text.to_string());
+            canceller.cancel();
+        }
+    };
     let started = Instant::now();
-    let (result, _) = run_with(&client, &cancel).await;
+    let result = client.respond(&request, &mut on_event, &cancel).await;
     assert!(matches!(result, Err(ModelError::Cancelled)), "{result:?}");
+    assert_eq!(deltas, vec!["Hel".to_string()], "cancelled while the stream was open");
     assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
 
     // Backoff: a 60 s Retry-After sleep ends as soon as the token fires.

@@ -317,7 +317,12 @@ async fn cancel_while_an_approval_is_pending() {
 
 #[tokio::test]
 async fn cancel_while_a_command_runs_kills_its_group() {
-    let mut h = harness(vec![Reply::call("call_1", "echo started; (sleep 30; touch survived.txt) & sleep 30")]).await;
+    // The background subshell prints "started" itself, so once its output
+    // arrives it is running; the marker (unique to this test process) is in
+    // its command line.
+    let marker = format!("touch survived-{}.txt", std::process::id());
+    let command = format!("(echo started; sleep 30; {marker}) & sleep 30");
+    let mut h = harness(vec![Reply::call("call_1", &command)]).await;
     let turn = h.agent.chat("Wait").expect("chat");
     loop {
         match h.next().await {
@@ -328,16 +333,36 @@ async fn cancel_while_a_command_runs_kills_its_group() {
             _ => {}
         }
     }
+    assert!(!processes_with(&marker).is_empty(), "the check sees the background subshell before the cancel");
     h.agent.cancel(&turn).expect("cancel");
     let events = h.run(None).await;
     let (_, status, output) = &results(&events)[0];
     assert_eq!(*status, ToolStatus::Cancelled);
     assert!(output.starts_with("started\n"), "output so far kept: {output}");
     assert_eq!(ended(&events).0, TurnStatus::Cancelled);
-    let ps = std::process::Command::new("pgrep").args(["-f", "touch survived.txt"]).output();
-    if let Ok(ps) = ps {
-        assert!(ps.stdout.is_empty(), "no child outlives the cancelled turn");
+    let survivors = processes_with(&marker);
+    assert!(survivors.is_empty(), "no child outlives the cancelled turn: {survivors:?}");
+}
+
+/// Live processes whose command line contains `marker`, read from /proc
+/// directly so the check cannot be skipped for want of a tool like pgrep.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("list /proc") {
+        let entry = entry.expect("/proc entry");
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        // A process may exit between the listing and this read; a zombie's
+        // command line is empty.
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) {
+            found.push(format!("{name}: {cmdline}"));
+        }
     }
+    found
 }
 
 #[tokio::test]
