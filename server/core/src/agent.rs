@@ -28,6 +28,16 @@ pub const LIVE_OUTPUT_LIMIT: usize = 1024 * 1024;
 /// the queues towards the client without end. Past it the turn ends `failed`.
 pub const TURN_TEXT_LIMIT: usize = 4 * 1024 * 1024;
 
+/// The `mino/turnEnded` reason of a turn stopped by a failed save: the end it
+/// reports is not in the session file, which shows the turn `interrupted` once
+/// reopened (docs/journal.md, "When a save fails").
+pub fn unsaved_end_reason(cause: &dyn std::fmt::Display) -> String {
+    format!(
+        "The session could not be saved, so the turn stopped and its end is not on file \
+         (reopened, the session shows it interrupted): {cause}"
+    )
+}
+
 /// The reason a turn ends with when its text passes [`TURN_TEXT_LIMIT`].
 pub fn turn_text_limit_reason() -> String {
     format!(
@@ -319,9 +329,10 @@ impl Agent {
             Ok((status, reason)) => (status, reason),
             Err(e @ SessionError::Journal(_)) => {
                 // A failed save: the turn stops here, and nothing claims an
-                // outcome the disk does not hold (no turn_end is written).
+                // outcome the disk does not hold (no turn_end is written, and
+                // the reason says the end is not on file).
                 tracing::error!(turn_id, error = %e, "turn stopped by a journal failure");
-                let reason = format!("The session could not be saved, so the turn stopped: {e}");
+                let reason = unsaved_end_reason(&e);
                 self.finish(TurnEnded { turn_id, status: TurnStatus::Failed, reason: Some(reason), text: None });
                 return;
             }
@@ -336,7 +347,9 @@ impl Agent {
         let text = self.with_session(|s| s.transcript().turn(&turn_id).map(|t| t.text())).filter(|t| !t.is_empty());
         let (status, reason) = match saved {
             Ok(()) => (status, reason),
-            Err(e) => (TurnStatus::Failed, Some(format!("The end of the turn could not be saved: {e}"))),
+            // The outcome is not on file: say so, rather than report the
+            // status the failed turn_end would have recorded.
+            Err(e) => (TurnStatus::Failed, Some(unsaved_end_reason(&e))),
         };
         self.finish(TurnEnded { turn_id, status, reason, text });
     }

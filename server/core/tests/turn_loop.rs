@@ -441,6 +441,30 @@ async fn no_command_runs_before_its_tool_start_is_on_file() {
     assert_eq!(results(&events)[0].2, "1\n1\n", "the command saw its approval and tool_start in the file");
 }
 
+/// Both ways a failed save ends a turn (a save point inside the turn, or the
+/// `turn_end` itself) report `failed` with a reason saying the end is not on
+/// file, and no `turn_end` is in the file: nothing claims an outcome the disk
+/// does not hold.
+#[tokio::test]
+async fn a_turn_stopped_by_a_failed_save_says_its_end_is_not_on_file() {
+    // Sync 2 is the approval + tool_start save point of a call; of a text-only
+    // turn it is the turn_end.
+    for script in [vec![Reply::call("call_1", "true"), Reply::text("never")], vec![Reply::text("done")]] {
+        let mut h = harness(script).await;
+        h.agent.with_session(|s| {
+            s.journal_mut().wrap_file(|f| Box::new(FaultyFile::new(f, FaultPlan::Sync { nth: 2, fault: Fault::Io }).0))
+        });
+        h.agent.chat("Go").expect("chat");
+        let events = h.run(Some(ApprovalDecision::Approved)).await;
+        let (status, reason, _) = ended(&events);
+        assert_eq!(status, TurnStatus::Failed);
+        let reason = reason.unwrap_or_default();
+        assert!(reason.contains("its end is not on file"), "{reason}");
+        let journal = std::fs::read_to_string(&h.journal).expect("journal");
+        assert!(!journal.contains("\"turn_end\""), "no turn_end on file: {journal}");
+    }
+}
+
 #[tokio::test]
 async fn a_failed_save_stops_the_turn_before_anything_runs() {
     let mut h = harness(vec![Reply::call("call_1", "touch ran.txt"), Reply::text("never")]).await;

@@ -217,8 +217,12 @@ fn content_length(header: &str) -> Result<usize, String> {
         if name.eq_ignore_ascii_case("Content-Length") {
             length = Some(value.parse::<usize>().map_err(|e| format!("bad Content-Length {value:?}: {e}"))?);
         } else if name.eq_ignore_ascii_case("Content-Type") {
-            let charset = value.split(';').skip(1).map(str::trim).find_map(|p| p.strip_prefix("charset="));
-            if !matches!(charset, None | Some("utf-8" | "utf8")) {
+            // Media type parameters are case-insensitive (RFC 9110 §8.3.1), and a value may be quoted.
+            let charset = value.split(';').skip(1).find_map(|param| {
+                let (name, value) = param.split_once('=')?;
+                name.trim().eq_ignore_ascii_case("charset").then(|| value.trim().trim_matches('"').to_ascii_lowercase())
+            });
+            if !matches!(charset.as_deref(), None | Some("utf-8" | "utf8")) {
                 return Err(format!("unsupported Content-Type {value:?}: only utf-8 is understood"));
             }
         }
@@ -260,7 +264,9 @@ pub fn classify(body: &[u8]) -> Incoming {
         ));
     };
     let id = map.get("id").cloned();
-    let valid_id = matches!(id, None | Some(Value::Number(_) | Value::String(_) | Value::Null));
+    // JSON-RPC 2.0 discourages a null id in requests (it is what a response to an unreadable
+    // request carries), so a request with one is refused rather than answered with `id: null`.
+    let valid_id = matches!(id, None | Some(Value::Number(_) | Value::String(_)));
     let reply_id = id.clone().filter(|_| valid_id).unwrap_or(Value::Null);
     if !map.contains_key("method") {
         if map.contains_key("result") || map.contains_key("error") {
@@ -833,6 +839,35 @@ mod tests {
         assert_eq!(got, vec![Frame::Body(b"{}".to_vec())]);
         let got = frames(b"Content-Type: text/plain; charset=latin1\r\nContent-Length: 2\r\n\r\n{}").await;
         assert!(matches!(got[0], Frame::Malformed(_)), "{got:?}");
+    }
+
+    #[tokio::test]
+    async fn the_charset_is_read_case_insensitively() {
+        for header in [
+            "Content-Type: application/vscode-jsonrpc; charset=utf-8",
+            "Content-Type: application/vscode-jsonrpc; charset=UTF-8",
+            "Content-Type: application/vscode-jsonrpc; charset=utf8",
+            "Content-Type: application/vscode-jsonrpc; Charset=\"UTF8\"",
+            "content-type: application/json;charset=Utf-8",
+        ] {
+            let got = frames(format!("{header}\r\nContent-Length: 2\r\n\r\n{{}}").as_bytes()).await;
+            assert_eq!(got, vec![Frame::Body(b"{}".to_vec())], "{header}");
+        }
+    }
+
+    #[test]
+    fn a_request_with_a_null_id_is_refused() {
+        let got = classify(br#"{"jsonrpc":"2.0","id":null,"method":"mino/history"}"#);
+        assert!(
+            matches!(&got, Incoming::Reject(r) if r.contains("-32600") && r.contains("id must be a number or a string")),
+            "{:?}",
+            matches!(got, Incoming::Request(_))
+        );
+        // A response the client sends with a null id is still ignored, not answered.
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"x"}}"#),
+            Incoming::Ignore
+        ));
     }
 
     #[tokio::test]

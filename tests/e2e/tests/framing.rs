@@ -62,3 +62,47 @@ async fn header_lines_ending_in_a_lone_cr_or_lf_are_refused_at_once() {
         assert!(answer["result"]["turns"].is_array(), "{name}: {answer}");
     }
 }
+
+/// A request whose `id` is `null` is refused with `-32600`, as
+/// docs/protocol.md says, and is not served: before, it was answered as
+/// a `mino/history` with `id: null`, indistinguishable from the answer to an
+/// unreadable frame.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_with_a_null_id_is_refused() {
+    let mock = MockModel::start(vec![]).await.expect("mock");
+    let mut server = Server::spawn(&mock).await;
+    let cwd = work_dir(server.home());
+    server.initialize(&options_in(&cwd)).await.expect("initialize");
+    let _ = server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
+
+    server.send_message(&json!({"jsonrpc": "2.0", "id": null, "method": wire::method::HISTORY})).await;
+    let response = server.next_orphan_response(TIMEOUT).await;
+    assert_eq!(response["id"], Value::Null, "{response}");
+    assert_eq!(response["error"]["code"], -32600, "{response}");
+    assert!(response.get("result").is_none(), "served: {response}");
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("id must be a number or a string"), "{message}");
+}
+
+/// The `Content-Type` charset is read case-insensitively: `UTF-8` and
+/// `utf8` are UTF-8 too, and the request is served.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upper_case_charset_is_accepted() {
+    let mock = MockModel::start(vec![]).await.expect("mock");
+    let mut server = Server::spawn(&mock).await;
+    let cwd = work_dir(server.home());
+    server.initialize(&options_in(&cwd)).await.expect("initialize");
+    let _ = server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
+
+    for (id, charset) in [("upper", "UTF-8"), ("short", "utf8"), ("lower", "utf-8")] {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": wire::method::HISTORY}).to_string();
+        let frame = format!(
+            "Content-Type: application/vscode-jsonrpc; charset={charset}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        server.send_raw(frame.as_bytes()).await;
+        let response = server.next_orphan_response(TIMEOUT).await;
+        assert_eq!(response["id"], id, "charset={charset}: {response}");
+        assert!(response["result"]["turns"].is_array(), "charset={charset}: {response}");
+    }
+}
