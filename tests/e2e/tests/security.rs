@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use mino_e2e::{
-    count_kind, journal_records, options_in, server_bin, session_files, wire, work_dir, MockModel, Reply, Server,
-    Spawn, API_KEY, TIMEOUT,
+    count_kind, journal_records, options_in, session_files, wire, work_dir, MockModel, Reply, Server, Spawn, API_KEY,
+    TIMEOUT,
 };
 use serde_json::{json, Value};
 
@@ -364,21 +364,15 @@ async fn session_ids_cannot_escape_the_sessions_directory() {
 
 // ------------------------------------------------------------ runaway commands
 
-/// A server whose commands time out after `secs` (through
-/// `MINO_COMMAND_TIMEOUT_SECS`, set by a wrapper that execs the binary).
+/// A server whose commands time out after `secs` (`MINO_COMMAND_TIMEOUT_SECS`).
 async fn spawn_with_timeout(home: &Path, mock: &MockModel, secs: u64) -> Server {
-    let wrapper = home.join("mino-server-with-timeout.sh");
-    std::fs::write(
-        &wrapper,
-        format!("#!/bin/sh\nMINO_COMMAND_TIMEOUT_SECS={secs} exec '{}' \"$@\"\n", server_bin().display()),
-    )
-    .expect("wrapper");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // Set in the environment rather than by a wrapper script: writing an
+    // executable and running it at once races with the other tests' spawns
+    // (a child forked meanwhile briefly holds its write descriptor: ETXTBSY).
     Server::spawn_with(Spawn {
         home: Some(home.to_path_buf()),
         base_url: Some(mock.base_url()),
-        bin: Some(wrapper),
+        env: vec![("MINO_COMMAND_TIMEOUT_SECS".into(), secs.to_string())],
         ..Default::default()
     })
     .await
