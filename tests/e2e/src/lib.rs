@@ -634,6 +634,29 @@ pub fn work_dir(home: &Path) -> PathBuf {
     dir
 }
 
+/// Initializes `server` with commands in `cwd` and returns its `mino/recovery`.
+pub async fn open(server: &mut Server, cwd: &Path) -> wire::RecoveryNotification {
+    server.initialize(&options_in(cwd)).await.expect("initialize");
+    server.next_notification(wire::method::RECOVERY, TIMEOUT).await.parse()
+}
+
+/// Sends `text` as a question; returns the new turn's id.
+pub async fn chat(server: &mut Server, text: &str) -> String {
+    let result: wire::ChatResult =
+        server.call(wire::method::CHAT, &wire::ChatParams { text: text.into() }).await.expect("chat");
+    result.turn_id
+}
+
+/// The next `mino/approvalRequest`.
+pub async fn next_approval_request(server: &mut Server) -> wire::ApprovalRequest {
+    server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse()
+}
+
+/// Waits for `turn_id` to end and returns its `mino/turnEnded`.
+pub async fn end_of(server: &mut Server, turn_id: &str) -> wire::TurnEnded {
+    server.turn_notifications(turn_id, TIMEOUT).await.last().expect("turnEnded").parse()
+}
+
 /// Options that open (or create) the most recent session with commands in `cwd`.
 pub fn options_in(cwd: &Path) -> wire::InitializationOptions {
     wire::InitializationOptions { cwd: Some(cwd.display().to_string()), ..Default::default() }

@@ -9,31 +9,12 @@
 use std::path::Path;
 
 use mino_e2e::{
-    count_kind, input_summary, journal_records, options_in, session_files, wire, work_dir, MockModel, Reply, Server,
-    TIMEOUT,
+    chat, count_kind, end_of, input_summary, journal_records, next_approval_request, open, session_files, wire,
+    work_dir, MockModel, Reply, Server, TIMEOUT,
 };
 use serde_json::{json, Value};
 
 const NO_PENDING: i64 = wire::error_code::NO_PENDING_APPROVAL;
-
-async fn open(server: &mut Server, cwd: &Path) -> wire::RecoveryNotification {
-    server.initialize(&options_in(cwd)).await.expect("initialize");
-    server.next_notification(wire::method::RECOVERY, TIMEOUT).await.parse()
-}
-
-async fn chat(server: &mut Server, text: &str) -> String {
-    let result: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: text.into() }).await.expect("chat");
-    result.turn_id
-}
-
-async fn next_approval_request(server: &mut Server) -> wire::ApprovalRequest {
-    server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse()
-}
-
-async fn end_of(server: &mut Server, turn_id: &str) -> wire::TurnEnded {
-    server.turn_notifications(turn_id, TIMEOUT).await.last().expect("turnEnded").parse()
-}
 
 /// Approves every approval request of `turn_id` until it ends.
 async fn approve_all(server: &mut Server, turn_id: &str) -> wire::TurnEnded {

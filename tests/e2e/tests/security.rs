@@ -8,35 +8,16 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use mino_e2e::{
-    count_kind, journal_records, options_in, session_files, wire, work_dir, MockModel, Reply, Server, Spawn, API_KEY,
-    TIMEOUT,
+    chat, count_kind, end_of, journal_records, next_approval_request, open, options_in, session_files, wire, work_dir,
+    MockModel, Reply, Server, Spawn, API_KEY, TIMEOUT,
 };
 use serde_json::{json, Value};
 
 const NO_PENDING: i64 = wire::error_code::NO_PENDING_APPROVAL;
 
-async fn open(server: &mut Server, cwd: &Path) -> wire::RecoveryNotification {
-    server.initialize(&options_in(cwd)).await.expect("initialize");
-    server.next_notification(wire::method::RECOVERY, TIMEOUT).await.parse()
-}
-
-async fn chat(server: &mut Server, text: &str) -> String {
-    let result: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: text.into() }).await.expect("chat");
-    result.turn_id
-}
-
 async fn approval(server: &mut Server, turn_id: &str, call_id: &str, decision: &str) -> Result<Value, i64> {
     let params = json!({"turnId": turn_id, "callId": call_id, "decision": decision});
     server.request(wire::method::APPROVAL, params).await.map_err(|e| e.code)
-}
-
-async fn next_approval_request(server: &mut Server) -> wire::ApprovalRequest {
-    server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse()
-}
-
-async fn end_of(server: &mut Server, turn_id: &str) -> wire::TurnEnded {
-    server.turn_notifications(turn_id, TIMEOUT).await.last().expect("turnEnded").parse()
 }
 
 /// A command that would create `marker`.
