@@ -649,6 +649,47 @@ mod tests {
         assert_eq!(p.turn_ids, None);
     }
 
+    /// `TurnNotification` tags each variant with a method and carries that
+    /// method's bound params type, and lists exactly `TURN_NOTIFICATIONS`.
+    #[test]
+    fn turn_notification_agrees_with_the_bound_notifications() {
+        struct Check {
+            union: String,
+            found: Vec<&'static str>,
+        }
+        impl Visitor for Check {
+            fn request<R: request::Request>(&mut self) {}
+            fn notification<N: notification::Notification>(&mut self) {
+                let variant = format!(
+                    "{{ \"method\": \"{}\", \"params\": {} }}",
+                    N::METHOD,
+                    N::Params::name(&ts_rs::Config::new())
+                );
+                if self.union.contains(&variant) {
+                    self.found.push(N::METHOD);
+                }
+            }
+        }
+        let mut check = Check { union: TurnNotification::decl(&ts_rs::Config::new()), found: Vec::new() };
+        visit(&mut check);
+        assert_eq!(check.found, method::TURN_NOTIFICATIONS, "{}", check.union);
+        assert_eq!(check.union.matches("\"method\":").count(), method::TURN_NOTIFICATIONS.len(), "{}", check.union);
+    }
+
+    #[test]
+    fn error_codes_and_enums_list_every_value_once() {
+        assert_eq!(ErrorCode::from_code(-32011), Some(ErrorCode::TurnInProgress));
+        assert_eq!(ErrorCode::TurnInProgress.name(), "TURN_IN_PROGRESS");
+        assert_eq!(ErrorCode::ALL.len(), 6);
+        for status in ToolStatus::ALL {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+        for status in TurnStatus::ALL {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+        assert_eq!(serde_json::to_value(Decision::Deny).unwrap(), "deny");
+    }
+
     #[test]
     fn statuses_are_snake_case() {
         assert_eq!(serde_json::to_value(ToolStatus::NotExecuted).unwrap(), "not_executed");
