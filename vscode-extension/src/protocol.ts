@@ -17,16 +17,14 @@ export * from './generated/protocol';
 import type {
   AcknowledgeParams,
   AcknowledgeResult,
-  ApprovalParams,
   ApprovalRequest,
-  CancelParams,
-  ChatParams,
   ChatResult,
   Decision,
   EmptyResult,
   Evidence,
   HistoryResult,
   NotificationMap,
+  RequestMap,
   RecoveryNotification,
   Retrying,
   ServerCapabilities,
@@ -105,7 +103,7 @@ export class MinoConnection implements Disposable {
 
   /** Starts a turn; its progress and end arrive as notifications. */
   chat(text: string): Promise<ChatResult> {
-    return this.request<ChatResult>(Method.chat, { text } satisfies ChatParams);
+    return this.request(Method.chat, { text });
   }
 
   approve(turnId: string, callId: string): Promise<EmptyResult> {
@@ -118,25 +116,29 @@ export class MinoConnection implements Disposable {
 
   /** Answers the `mino/approvalRequest` of `callId` in `turnId`. */
   decide(turnId: string, callId: string, decision: Decision): Promise<EmptyResult> {
-    return this.request<EmptyResult>(Method.approval, { turnId, callId, decision } satisfies ApprovalParams);
+    return this.request(Method.approval, { turnId, callId, decision });
   }
 
   /** Acknowledges unknown tool results; no `turnIds` means every pending one. */
   acknowledge(turnIds?: string[]): Promise<AcknowledgeResult> {
     const params: AcknowledgeParams = turnIds ? { turnIds } : {};
-    return this.request<AcknowledgeResult>(Method.acknowledge, params);
+    return this.request(Method.acknowledge, params);
   }
 
   cancel(turnId: string): Promise<EmptyResult> {
-    return this.request<EmptyResult>(Method.cancel, { turnId } satisfies CancelParams);
+    return this.request(Method.cancel, { turnId });
   }
 
   history(): Promise<HistoryResult> {
-    return this.request<HistoryResult>(Method.history, {});
+    return this.request(Method.history, {});
   }
 
-  private request<R>(method: string, params: unknown): Promise<R> {
-    return (this.endpoint as RpcEndpoint).sendRequest<R>(method, params);
+  /** Sends `method` with the params the protocol binds to it, typed by its bound result. */
+  private request<M extends keyof RequestMap>(
+    method: M,
+    params: RequestMap[M]['params'],
+  ): Promise<RequestMap[M]['result']> {
+    return (this.endpoint as RpcEndpoint).sendRequest<RequestMap[M]['result']>(method, params);
   }
 
   // ------------------------------------------------------------ events
