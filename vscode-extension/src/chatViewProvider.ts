@@ -5,7 +5,7 @@
 import * as vscode from 'vscode';
 import type { ContextSource, HostMessage, WebviewMessage } from './messages';
 import { readContext } from './editorContext';
-import { isRpcError, type HistoryResult, type RecoveryNotification } from './protocol';
+import { isRpcError, Notification, type HistoryResult, type RecoveryNotification } from './protocol';
 import { errorMessage, type MinoServer } from './server';
 import { renderChatHtml } from './webviewHtml';
 
@@ -26,7 +26,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       server.onNotification(({ method, params }) => {
         // Recovery re-syncs the whole view (history, then the gate) so that a
         // view opened later shows the same thing.
-        if (method === 'mino/recovery') void this.sync();
+        if (method === Notification.recovery) void this.sync();
         else this.post({ type: 'notification', method, params });
       }),
     );
@@ -93,7 +93,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     if (history) this.post({ type: 'history', history });
     const recovery: RecoveryNotification | undefined = this.server.recovery;
     if (recovery && state === 'ready') {
-      this.post({ type: 'notification', method: 'mino/recovery', params: recovery });
+      this.post({ type: 'notification', method: Notification.recovery, params: recovery });
     }
   }
 

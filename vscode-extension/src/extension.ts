@@ -3,6 +3,7 @@
  */
 import * as vscode from 'vscode';
 import { ChatViewProvider } from './chatViewProvider';
+import { Notification } from './protocol';
 import { API_KEY_SECRET, MinoServer } from './server';
 
 export interface MinoExtensionApi {
@@ -63,7 +64,7 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
     }),
     // Shows Cancel in the view's title bar (and enables its keybinding) while a turn runs.
     s.onNotification(({ method }) => {
-      if (method === 'mino/turnStarted' || method === 'mino/turnEnded') setTurnRunning(s.runningTurnId !== undefined);
+      if (method === Notification.turnStarted || method === Notification.turnEnded) setTurnRunning(s.runningTurnId !== undefined);
     }),
     s.onDidChangeState(() => setTurnRunning(s.runningTurnId !== undefined)),
     vscode.workspace.onDidChangeConfiguration((e) => {

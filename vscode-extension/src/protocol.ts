@@ -8,218 +8,44 @@
  */
 import type { Disposable, MessageConnection } from 'vscode-jsonrpc';
 
-// ---------------------------------------------------------------- names
+// ---------------------------------------------------------------- contract
 
-export const Method = {
-  chat: 'mino/chat',
-  approval: 'mino/approval',
-  acknowledge: 'mino/acknowledge',
-  cancel: 'mino/cancel',
-  history: 'mino/history',
-} as const;
+// Every wire type, method name, status, error code and fixed message is
+// generated from the Rust crate `mino-protocol` (see ./generated/protocol.ts
+// for the command); nothing here restates them.
+export * from './generated/protocol';
+import type {
+  AcknowledgeParams,
+  AcknowledgeResult,
+  ApprovalRequest,
+  ChatResult,
+  Decision,
+  EmptyResult,
+  Evidence,
+  HistoryResult,
+  NotificationMap,
+  RequestMap,
+  RecoveryNotification,
+  Retrying,
+  ServerCapabilities,
+  TextDelta,
+  ToolOutput,
+  ToolResult,
+  ToolStarted,
+  TurnEnded,
+  TurnStarted,
+} from './generated/protocol';
+import { Method, Notification } from './generated/protocol';
 
-export const Notification = {
-  recovery: 'mino/recovery',
-  turnStarted: 'mino/turnStarted',
-  textDelta: 'mino/textDelta',
-  retrying: 'mino/retrying',
-  approvalRequest: 'mino/approvalRequest',
-  toolStarted: 'mino/toolStarted',
-  toolOutput: 'mino/toolOutput',
-  toolResult: 'mino/toolResult',
-  turnEnded: 'mino/turnEnded',
-} as const;
-
-/** Every notification a turn emits, in the order a turn emits them. */
-export const TURN_NOTIFICATIONS = [
-  Notification.turnStarted,
-  Notification.textDelta,
-  Notification.retrying,
-  Notification.approvalRequest,
-  Notification.toolStarted,
-  Notification.toolOutput,
-  Notification.toolResult,
-  Notification.turnEnded,
-] as const;
-
-export const ErrorCode = {
-  acknowledgementRequired: -32010,
-  turnInProgress: -32011,
-  noPendingApproval: -32012,
-  journalFailure: -32013,
-  unknownTurn: -32014,
-  sessionUnavailable: -32015,
-} as const;
-
-/** Fixed by the specification. */
-export const ACKNOWLEDGEMENT_REQUIRED_MESSAGE = 'Acknowledge unknown tool results before continuing';
-/** The question asked before an unknown result is acknowledged (spec, chapter 04). */
-export const ACKNOWLEDGEMENT_QUESTION = 'Do you understand that these commands may already have run?';
-
-// ---------------------------------------------------------------- vocabulary
-
-export type TurnStatus = 'completed' | 'failed' | 'cancelled' | 'interrupted';
-export type ToolStatus =
-  | 'success'
-  | 'failed'
-  | 'refused'
-  | 'timed_out'
-  | 'cancelled'
-  | 'not_executed'
-  | 'unknown';
-export type Decision = 'approve' | 'deny';
-
-export interface InitializationOptions {
-  cwd?: string;
-  session?: string;
-  newSession?: boolean;
-}
-
-export interface MinoServerCapabilities {
-  sessionId: string;
-  journalPath: string;
-  cwd: string;
-  model: string;
-}
-
-export interface ToolResultView {
-  status: ToolStatus;
-  output: string;
-  exitCode?: number;
-}
-
-export interface Limits {
-  timeoutSeconds: number;
-  outputLimitBytes: number;
-}
-
-// ---------------------------------------------------------------- requests
-
-export interface ChatParams { text: string }
-export interface ChatResult { turnId: string }
-/** The decision names the call and its turn: a decision for any other call is refused (-32012). */
-export interface ApprovalParams { turnId: string; callId: string; decision: Decision }
-export interface AcknowledgeParams { turnIds?: string[] }
-export interface AcknowledgeResult { acknowledged: string[] }
-export interface CancelParams { turnId: string }
-export type EmptyResult = Record<string, never>;
-
+/** What the server reports under `capabilities.experimental.mino`. */
+export type MinoServerCapabilities = ServerCapabilities;
 /**
  * What the command supervisor recorded about a call whose result is `unknown`.
  * Shown beside the unknown result; the result stays `unknown` and the
  * acknowledgement gate still applies.
  */
-export interface CallEvidence {
-  outcome: 'exited' | 'signalled' | 'stopped_when_mino_stopped' | 'timed_out';
-  exitCode?: number;
-  pid: number;
-  /** RFC 3339. */
-  startedAt: string;
-  endedAt?: string;
-  outputTail: string;
-  /** One sentence for the person, e.g. "the command exited 0 after Mino stopped; last output: …". */
-  summary: string;
-}
+export type CallEvidence = Evidence;
 
-export interface HistoryCall {
-  callId: string;
-  command: string;
-  result: ToolResultView | null;
-  evidence?: CallEvidence;
-}
-
-export interface HistoryTurn {
-  turnId: string;
-  input: string;
-  text: string;
-  calls: HistoryCall[];
-  /** `null` while the turn is still running. */
-  status: TurnStatus | null;
-  reason?: string;
-  notices: string[];
-}
-
-export interface HistoryResult {
-  sessionId: string;
-  turns: HistoryTurn[];
-}
-
-// ---------------------------------------------------------------- notifications
-
-export interface RecoveredCallView {
-  callId: string;
-  command: string;
-  result: ToolResultView;
-  evidence?: CallEvidence;
-}
-
-export interface RecoveredTurnView {
-  turnId: string;
-  status: TurnStatus;
-  calls: RecoveredCallView[];
-}
-
-export interface RecoveryNotification {
-  sessionId: string;
-  turns: RecoveredTurnView[];
-  acknowledgementRequired: boolean;
-  unacknowledgedTurnIds: string[];
-  repairs: string[];
-}
-
-export interface TurnStarted { turnId: string; seq: number; input: string }
-export interface TextDelta { turnId: string; seq: number; delta: string }
-/**
- * The model request failed in a retryable way and is sent again after
- * `delayMs`; `attempt` counts retries from 1. Text streamed since the model's
- * current response began (since `mino/turnStarted` or the turn's last
- * `mino/toolResult`) is void: the retried response streams it again.
- */
-export interface Retrying { turnId: string; seq: number; attempt: number; delayMs: number; reason: string }
-export interface ApprovalRequest {
-  turnId: string;
-  seq: number;
-  callId: string;
-  command: string;
-  directory: string;
-  environment: Record<string, string>;
-  limits: Limits;
-}
-export interface ToolStarted { turnId: string; seq: number; callId: string; command: string }
-export interface ToolOutput {
-  turnId: string;
-  seq: number;
-  callId: string;
-  stream: 'stdout' | 'stderr';
-  chunk: string;
-}
-export interface ToolResult {
-  turnId: string;
-  seq: number;
-  callId: string;
-  status: ToolStatus;
-  output: string;
-  exitCode?: number;
-}
-export interface TurnEnded {
-  turnId: string;
-  seq: number;
-  status: TurnStatus;
-  reason?: string;
-  text?: string;
-}
-
-export interface NotificationMap {
-  'mino/recovery': RecoveryNotification;
-  'mino/turnStarted': TurnStarted;
-  'mino/textDelta': TextDelta;
-  'mino/retrying': Retrying;
-  'mino/approvalRequest': ApprovalRequest;
-  'mino/toolStarted': ToolStarted;
-  'mino/toolOutput': ToolOutput;
-  'mino/toolResult': ToolResult;
-  'mino/turnEnded': TurnEnded;
-}
 export type NotificationMethod = keyof NotificationMap;
 export const ALL_NOTIFICATIONS = Object.values(Notification) as NotificationMethod[];
 
@@ -277,7 +103,7 @@ export class MinoConnection implements Disposable {
 
   /** Starts a turn; its progress and end arrive as notifications. */
   chat(text: string): Promise<ChatResult> {
-    return this.request<ChatResult>(Method.chat, { text } satisfies ChatParams);
+    return this.request(Method.chat, { text });
   }
 
   approve(turnId: string, callId: string): Promise<EmptyResult> {
@@ -290,25 +116,29 @@ export class MinoConnection implements Disposable {
 
   /** Answers the `mino/approvalRequest` of `callId` in `turnId`. */
   decide(turnId: string, callId: string, decision: Decision): Promise<EmptyResult> {
-    return this.request<EmptyResult>(Method.approval, { turnId, callId, decision } satisfies ApprovalParams);
+    return this.request(Method.approval, { turnId, callId, decision });
   }
 
   /** Acknowledges unknown tool results; no `turnIds` means every pending one. */
   acknowledge(turnIds?: string[]): Promise<AcknowledgeResult> {
     const params: AcknowledgeParams = turnIds ? { turnIds } : {};
-    return this.request<AcknowledgeResult>(Method.acknowledge, params);
+    return this.request(Method.acknowledge, params);
   }
 
   cancel(turnId: string): Promise<EmptyResult> {
-    return this.request<EmptyResult>(Method.cancel, { turnId } satisfies CancelParams);
+    return this.request(Method.cancel, { turnId });
   }
 
   history(): Promise<HistoryResult> {
-    return this.request<HistoryResult>(Method.history, {});
+    return this.request(Method.history, {});
   }
 
-  private request<R>(method: string, params: unknown): Promise<R> {
-    return (this.endpoint as RpcEndpoint).sendRequest<R>(method, params);
+  /** Sends `method` with the params the protocol binds to it, typed by its bound result. */
+  private request<M extends keyof RequestMap>(
+    method: M,
+    params: RequestMap[M]['params'],
+  ): Promise<RequestMap[M]['result']> {
+    return (this.endpoint as RpcEndpoint).sendRequest<RequestMap[M]['result']>(method, params);
   }
 
   // ------------------------------------------------------------ events

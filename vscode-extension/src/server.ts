@@ -19,6 +19,7 @@ import {
   ErrorCode,
   isRpcError,
   MinoConnection,
+  Notification,
   type InitializationOptions,
   type NotificationMethod,
   type RecoveryNotification,
@@ -189,9 +190,9 @@ export class MinoServer implements vscode.Disposable {
     this.conn = conn;
     conn.onAny((method, params) => {
       if (this.client !== client) return;
-      if (method === 'mino/recovery') this._recovery = params as RecoveryNotification;
-      if (method === 'mino/turnStarted') this._runningTurnId = params.turnId;
-      if (method === 'mino/turnEnded' && this._runningTurnId === params.turnId) this._runningTurnId = undefined;
+      if (method === Notification.recovery) this._recovery = params as RecoveryNotification;
+      if (method === Notification.turnStarted) this._runningTurnId = params.turnId;
+      if (method === Notification.turnEnded && this._runningTurnId === params.turnId) this._runningTurnId = undefined;
       this.notificationEmitter.fire({ method, params });
     });
 

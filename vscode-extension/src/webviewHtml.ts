@@ -3,6 +3,7 @@
  * webview test can load exactly the page the extension serves.
  */
 import { randomBytes } from 'node:crypto';
+import { ACKNOWLEDGEMENT_QUESTION } from './generated/protocol';
 
 export interface WebviewHtmlOptions {
   /** `webview.cspSource`: the origin local resources are served from. */
@@ -64,7 +65,7 @@ export function renderChatHtml(opts: WebviewHtmlOptions): string {
     <h2 id="ack-title">An interrupted tool turn was recovered without executing commands.</h2>
     <p class="ack-explain">A previous command started, but its result is unknown. It may have changed files or external systems. Mino has not rerun it. Review those effects before continuing.</p>
     <ul id="ack-calls" class="ack-calls"></ul>
-    <p class="ack-question" id="ack-question">Do you understand that these commands may already have run?</p>
+    <p class="ack-question" id="ack-question">${ACKNOWLEDGEMENT_QUESTION}</p>
     <div class="ack-actions">
       <button id="ack-yes" type="button" class="primary">Yes, I understand</button>
     </div>

@@ -33,30 +33,19 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 
 // ---------------------------------------------------------------- notifications
 
-macro_rules! notifications {
-    ($($marker:ident => $method:path, $params:ty;)+) => {
-        $(
-            /// Marker type for one server-to-client notification.
-            pub enum $marker {}
-            impl Notification for $marker {
-                type Params = $params;
-                const METHOD: LspNotificationMethod<'static> = LspNotificationMethod::Custom($method);
-                const MESSAGE_DIRECTION: MessageDirection = MessageDirection::ServerToClient;
-            }
-        )+
-    };
+/// tower-lsp-server's view of a `mino-protocol` notification: the method
+/// name and params type come from the protocol crate, bound there once.
+struct Lsp<N>(std::marker::PhantomData<N>);
+
+impl<N: wire::notification::Notification> Notification for Lsp<N> {
+    type Params = N::Params;
+    const METHOD: LspNotificationMethod<'static> = LspNotificationMethod::Custom(N::METHOD);
+    const MESSAGE_DIRECTION: MessageDirection = MessageDirection::ServerToClient;
 }
 
-notifications! {
-    RecoveryN => wire::method::RECOVERY, wire::RecoveryNotification;
-    TurnStartedN => wire::method::TURN_STARTED, wire::TurnStarted;
-    TextDeltaN => wire::method::TEXT_DELTA, wire::TextDelta;
-    RetryingN => wire::method::RETRYING, wire::Retrying;
-    ApprovalRequestN => wire::method::APPROVAL_REQUEST, wire::ApprovalRequest;
-    ToolStartedN => wire::method::TOOL_STARTED, wire::ToolStarted;
-    ToolOutputN => wire::method::TOOL_OUTPUT, wire::ToolOutput;
-    ToolResultN => wire::method::TOOL_RESULT, wire::ToolResult;
-    TurnEndedN => wire::method::TURN_ENDED, wire::TurnEnded;
+/// Sends the notification `N` with its params.
+async fn notify<N: wire::notification::Notification>(client: &Client, params: N::Params) {
+    client.send_notification::<Lsp<N>>(params).await
 }
 
 // ---------------------------------------------------------------- state
@@ -295,35 +284,38 @@ fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
 async fn forward(client: &Client, Numbered { seq, event }: Numbered) {
     match event {
         AgentEvent::TurnStarted { turn_id, input } => {
-            client.send_notification::<TurnStartedN>(wire::TurnStarted { turn_id, seq, input }).await
+            notify::<wire::notification::TurnStarted>(client, wire::TurnStarted { turn_id, seq, input }).await
         }
         AgentEvent::TextDelta { turn_id, delta } => {
-            client.send_notification::<TextDeltaN>(wire::TextDelta { turn_id, seq, delta }).await
+            notify::<wire::notification::TextDelta>(client, wire::TextDelta { turn_id, seq, delta }).await
         }
         AgentEvent::Retrying { turn_id, attempt, delay_ms, reason } => {
-            client.send_notification::<RetryingN>(wire::Retrying { turn_id, seq, attempt, delay_ms, reason }).await
+            notify::<wire::notification::Retrying>(client, wire::Retrying { turn_id, seq, attempt, delay_ms, reason })
+                .await
         }
         AgentEvent::ApprovalRequest { turn_id, call_id, command, directory, environment, limits: l } => {
             let n = wire::ApprovalRequest { turn_id, seq, call_id, command, directory, environment, limits: limits(l) };
-            client.send_notification::<ApprovalRequestN>(n).await
+            notify::<wire::notification::ApprovalRequest>(client, n).await
         }
         AgentEvent::ToolStarted { turn_id, call_id, command } => {
-            client.send_notification::<ToolStartedN>(wire::ToolStarted { turn_id, seq, call_id, command }).await
+            notify::<wire::notification::ToolStarted>(client, wire::ToolStarted { turn_id, seq, call_id, command })
+                .await
         }
         AgentEvent::ToolOutput { turn_id, call_id, stream, chunk } => {
             let stream = match stream {
                 bash::Stream::Stdout => wire::OutputStream::Stdout,
                 bash::Stream::Stderr => wire::OutputStream::Stderr,
             };
-            client.send_notification::<ToolOutputN>(wire::ToolOutput { turn_id, seq, call_id, stream, chunk }).await
+            notify::<wire::notification::ToolOutput>(client, wire::ToolOutput { turn_id, seq, call_id, stream, chunk })
+                .await
         }
         AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code } => {
             let n = wire::ToolResult { turn_id, seq, call_id, status: tool_status(status), output, exit_code };
-            client.send_notification::<ToolResultN>(n).await
+            notify::<wire::notification::ToolResult>(client, n).await
         }
         AgentEvent::TurnEnded { turn_id, status, reason, text } => {
             let n = wire::TurnEnded { turn_id, seq, status: turn_status(status), reason, text };
-            client.send_notification::<TurnEndedN>(n).await
+            notify::<wire::notification::TurnEnded>(client, n).await
         }
     }
 }
@@ -391,7 +383,7 @@ impl Backend {
         };
         let client = self.client.clone();
         tokio::spawn(async move {
-            client.send_notification::<RecoveryN>(recovery).await;
+            notify::<wire::notification::Recovery>(&client, recovery).await;
             while let Some(event) = events.recv().await {
                 forward(&client, event).await;
             }

@@ -5,70 +5,235 @@
 //! and tests depend on it so that the contract lives in exactly one place.
 //! `docs/protocol.md` documents the same contract for people, with examples.
 //! Field names are camelCase on the wire.
+//!
+//! Each method is bound to its params and result type ([`request::Request`]),
+//! each notification to its params ([`notification::Notification`]), as
+//! `lsp_types` does for the LSP. The statuses, decisions, error codes and
+//! fixed messages are defined here once; the VS Code extension's types and the
+//! Neovim plugin's constants are generated from this crate ([`generate`]).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+pub mod generate;
+
+/// Defines the methods and notifications once: their names (in [`method`]),
+/// their marker types (in [`request`] and [`notification`]) bound to their
+/// params and result types, and [`visit`], which walks them all in order.
+macro_rules! methods {
+    (
+        requests { $( $(#[$rdoc:meta])* $rname:ident = $rconst:ident($rmethod:literal, $rparams:ty) -> $rresult:ty; )+ }
+        notifications { $( $(#[$ndoc:meta])* $nname:ident = $nconst:ident($nmethod:literal, $nparams:ty); )+ }
+    ) => {
+        mod method_names {
+            $( pub const $rconst: &str = $rmethod; )+
+            $( pub const $nconst: &str = $nmethod; )+
+            /// Every request method, in the order docs/protocol.md lists them.
+            pub const REQUESTS: &[&str] = &[$($rmethod),+];
+            /// Every notification method, in the order docs/protocol.md lists them.
+            pub const NOTIFICATIONS: &[&str] = &[$($nmethod),+];
+        }
+
+        /// One marker type per request method, bound to its params and result.
+        pub mod request {
+            /// A client-to-server request: its method name and the types of its
+            /// params and result.
+            pub trait Request {
+                const METHOD: &'static str;
+                type Params: serde::Serialize + serde::de::DeserializeOwned + ts_rs::TS + Send + Sync + 'static;
+                type Result: serde::Serialize + serde::de::DeserializeOwned + ts_rs::TS + Send + Sync + 'static;
+            }
+            $( $(#[$rdoc])* pub enum $rname {} )+
+        }
+        $(
+            impl request::Request for request::$rname {
+                const METHOD: &'static str = method_names::$rconst;
+                type Params = $rparams;
+                type Result = $rresult;
+            }
+        )+
+
+        /// One marker type per notification method, bound to its params.
+        pub mod notification {
+            /// A server-to-client notification: its method name and the type of
+            /// its params.
+            pub trait Notification {
+                const METHOD: &'static str;
+                type Params: serde::Serialize + serde::de::DeserializeOwned + ts_rs::TS + Send + Sync + 'static;
+            }
+            $( $(#[$ndoc])* pub enum $nname {} )+
+        }
+        $(
+            impl notification::Notification for notification::$nname {
+                const METHOD: &'static str = method_names::$nconst;
+                type Params = $nparams;
+            }
+        )+
+
+        /// Calls `visitor` with every request, then every notification, in the
+        /// order of [`method::REQUESTS`] and [`method::NOTIFICATIONS`].
+        pub fn visit(visitor: &mut impl Visitor) {
+            $( visitor.request::<request::$rname>(); )+
+            $( visitor.notification::<notification::$nname>(); )+
+        }
+    };
+}
+
+/// What [`visit`] calls for each method: code that needs every method with
+/// its types (the generators, tests) implements it.
+pub trait Visitor {
+    fn request<R: request::Request>(&mut self);
+    fn notification<N: notification::Notification>(&mut self);
+}
+
+methods! {
+    requests {
+        /// `mino/chat`: starts a turn.
+        Chat = CHAT("mino/chat", ChatParams) -> ChatResult;
+        /// `mino/approval`: the person's decision on a pending call.
+        Approval = APPROVAL("mino/approval", ApprovalParams) -> EmptyResult;
+        /// `mino/acknowledge`: acknowledges unknown tool results.
+        Acknowledge = ACKNOWLEDGE("mino/acknowledge", AcknowledgeParams) -> AcknowledgeResult;
+        /// `mino/cancel`: cancels the running turn.
+        Cancel = CANCEL("mino/cancel", CancelParams) -> EmptyResult;
+        /// `mino/history`: the session's turns, whole or in pages.
+        History = HISTORY("mino/history", HistoryParams) -> HistoryResult;
+    }
+    notifications {
+        /// `mino/recovery`: what opening the session recovered.
+        Recovery = RECOVERY("mino/recovery", RecoveryNotification);
+        TurnStarted = TURN_STARTED("mino/turnStarted", TurnStarted);
+        TextDelta = TEXT_DELTA("mino/textDelta", TextDelta);
+        Retrying = RETRYING("mino/retrying", Retrying);
+        ApprovalRequest = APPROVAL_REQUEST("mino/approvalRequest", ApprovalRequest);
+        ToolStarted = TOOL_STARTED("mino/toolStarted", ToolStarted);
+        ToolOutput = TOOL_OUTPUT("mino/toolOutput", ToolOutput);
+        ToolResult = TOOL_RESULT("mino/toolResult", ToolResult);
+        TurnEnded = TURN_ENDED("mino/turnEnded", TurnEnded);
+    }
+}
 
 /// Method and notification names.
 pub mod method {
-    pub const CHAT: &str = "mino/chat";
-    pub const APPROVAL: &str = "mino/approval";
-    pub const ACKNOWLEDGE: &str = "mino/acknowledge";
-    pub const CANCEL: &str = "mino/cancel";
-    pub const HISTORY: &str = "mino/history";
-
-    pub const RECOVERY: &str = "mino/recovery";
-    pub const TURN_STARTED: &str = "mino/turnStarted";
-    pub const TEXT_DELTA: &str = "mino/textDelta";
-    pub const RETRYING: &str = "mino/retrying";
-    pub const APPROVAL_REQUEST: &str = "mino/approvalRequest";
-    pub const TOOL_STARTED: &str = "mino/toolStarted";
-    pub const TOOL_OUTPUT: &str = "mino/toolOutput";
-    pub const TOOL_RESULT: &str = "mino/toolResult";
-    pub const TURN_ENDED: &str = "mino/turnEnded";
+    pub use super::method_names::*;
 
     /// Every notification a turn can emit, in the order a turn emits them.
     pub const TURN_NOTIFICATIONS: [&str; 8] =
         [TURN_STARTED, TEXT_DELTA, RETRYING, APPROVAL_REQUEST, TOOL_STARTED, TOOL_OUTPUT, TOOL_RESULT, TURN_ENDED];
 }
 
-/// JSON-RPC error codes of Mino's own methods.
-pub mod error_code {
+/// Defines Mino's error codes once: the [`ErrorCode`] enum and the
+/// constants of [`error_code`].
+macro_rules! error_codes {
+    ($( $(#[$doc:meta])* $variant:ident / $name:ident = $code:literal; )+) => {
+        /// JSON-RPC error codes of Mino's own methods.
+        pub mod error_code {
+            $( $(#[$doc])* pub const $name: i64 = $code; )+
+        }
+
+        /// Mino's own JSON-RPC error codes as one enum (the numbers are in
+        /// [`error_code`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $( $(#[$doc])* $variant, )+
+        }
+
+        impl ErrorCode {
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The number on the wire.
+            pub const fn code(self) -> i64 {
+                match self { $(Self::$variant => error_code::$name),+ }
+            }
+
+            /// The name in [`error_code`] and docs/protocol.md, e.g. `TURN_IN_PROGRESS`.
+            pub const fn name(self) -> &'static str {
+                match self { $(Self::$variant => stringify!($name)),+ }
+            }
+
+            pub fn from_code(code: i64) -> Option<Self> {
+                Self::ALL.iter().copied().find(|c| c.code() == code)
+            }
+        }
+    };
+}
+
+error_codes! {
     /// `mino/chat` while an unknown tool result awaits acknowledgement.
-    pub const ACKNOWLEDGEMENT_REQUIRED: i64 = -32010;
+    AcknowledgementRequired / ACKNOWLEDGEMENT_REQUIRED = -32010;
     /// `mino/chat` while another turn is running.
-    pub const TURN_IN_PROGRESS: i64 = -32011;
+    TurnInProgress / TURN_IN_PROGRESS = -32011;
     /// `mino/approval` whose `turnId` and `callId` do not name the call waiting for a decision.
-    pub const NO_PENDING_APPROVAL: i64 = -32012;
+    NoPendingApproval / NO_PENDING_APPROVAL = -32012;
     /// The session journal could not be read or written; the message names the file and cause.
-    pub const JOURNAL_FAILURE: i64 = -32013;
+    JournalFailure / JOURNAL_FAILURE = -32013;
     /// `mino/cancel` or `mino/acknowledge` named a turn that is not running / not pending.
-    pub const UNKNOWN_TURN: i64 = -32014;
+    UnknownTurn / UNKNOWN_TURN = -32014;
     /// The session could not be opened (locked elsewhere, unreadable, newer format).
-    pub const SESSION_UNAVAILABLE: i64 = -32015;
+    SessionUnavailable / SESSION_UNAVAILABLE = -32015;
+}
+
+/// Fixed sentences every client shows exactly as written.
+pub mod message {
+    /// The message of [`crate::error_code::ACKNOWLEDGEMENT_REQUIRED`], fixed by the specification.
+    pub const ACKNOWLEDGEMENT_REQUIRED: &str = "Acknowledge unknown tool results before continuing";
+    /// The question a client asks before it sends `mino/acknowledge` (specification, chapter 04).
+    pub const ACKNOWLEDGEMENT_QUESTION: &str = "Do you understand that these commands may already have run?";
+
+    /// Every fixed message with its name, for the generators.
+    pub const ALL: &[(&str, &str)] = &[
+        ("ACKNOWLEDGEMENT_REQUIRED", ACKNOWLEDGEMENT_REQUIRED),
+        ("ACKNOWLEDGEMENT_QUESTION", ACKNOWLEDGEMENT_QUESTION),
+    ];
 }
 
 /// The message of [`error_code::ACKNOWLEDGEMENT_REQUIRED`], fixed by the specification.
-pub const ACKNOWLEDGEMENT_REQUIRED_MESSAGE: &str = "Acknowledge unknown tool results before continuing";
+pub const ACKNOWLEDGEMENT_REQUIRED_MESSAGE: &str = message::ACKNOWLEDGEMENT_REQUIRED;
+
+/// Defines a string enum once: its serde names are its wire values, listed
+/// in `ALL` and returned by `as_str`, so the generators and the docs test
+/// see exactly what serde sends.
+macro_rules! wire_enum {
+    ($(#[$meta:meta])* pub enum $name:ident { $( $(#[$vmeta:meta])* $variant:ident = $wire:literal, )+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, TS)]
+        pub enum $name {
+            $( $(#[$vmeta])* #[serde(rename = $wire)] $variant, )+
+        }
+
+        impl $name {
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The value on the wire.
+            pub const fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $wire),+ }
+            }
+        }
+    };
+}
 
 /// `initializationOptions` of the LSP `initialize` request.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializationOptions {
     /// Directory bash commands run in; defaults to the server's working directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub cwd: Option<String>,
     /// Session to open; `None` opens the most recent one, or a new one if there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub session: Option<String>,
     /// Start a new session even if others exist.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[ts(as = "Option<bool>", optional)]
     pub new_session: bool,
 }
 
 /// What the server adds to `InitializeResult.capabilities.experimental.mino`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ServerCapabilities {
     pub session_id: String,
@@ -79,26 +244,27 @@ pub struct ServerCapabilities {
 
 // ---------------------------------------------------------------- requests
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatParams {
     pub text: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatResult {
     pub turn_id: String,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Decision {
-    Approve,
-    Deny,
+wire_enum! {
+    /// The person's decision on a call, in `mino/approval`.
+    pub enum Decision {
+        Approve = "approve",
+        Deny = "deny",
+    }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalParams {
     /// The turn of the call, as in its `mino/approvalRequest`: call ids
@@ -109,24 +275,25 @@ pub struct ApprovalParams {
 }
 
 /// The `{}` result of methods that only acknowledge.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
 pub struct EmptyResult {}
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct AcknowledgeParams {
     /// Turns to acknowledge; absent means every pending one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub turn_ids: Option<Vec<String>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct AcknowledgeResult {
     pub acknowledged: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct CancelParams {
     pub turn_id: String,
@@ -135,16 +302,18 @@ pub struct CancelParams {
 /// Paging: without `limit` every turn (before `beforeTurnId`, if given);
 /// with it, the newest `limit` turns before `beforeTurnId` (or the end),
 /// oldest first.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub limit: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub before_turn_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryResult {
     pub session_id: String,
@@ -154,7 +323,7 @@ pub struct HistoryResult {
     pub has_more: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryTurn {
     pub turn_id: String,
@@ -165,12 +334,13 @@ pub struct HistoryTurn {
     /// `None` while the turn is still running.
     pub status: Option<TurnStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub reason: Option<String>,
     /// Runtime notices shown with the turn (e.g. that it was interrupted).
     pub notices: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryCall {
     pub call_id: String,
@@ -179,32 +349,35 @@ pub struct HistoryCall {
     pub result: Option<ToolResultView>,
     /// What the command's supervisor saw; only beside an `unknown` result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub evidence: Option<Evidence>,
 }
 
-/// How a supervised command ended, as its supervisor saw it.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum EvidenceOutcome {
-    Exited,
-    Signalled,
-    StoppedWhenMinoStopped,
-    TimedOut,
+wire_enum! {
+    /// How a supervised command ended, as its supervisor saw it.
+    pub enum EvidenceOutcome {
+        Exited = "exited",
+        Signalled = "signalled",
+        StoppedWhenMinoStopped = "stopped_when_mino_stopped",
+        TimedOut = "timed_out",
+    }
 }
 
 /// What the command's supervisor recorded about a call whose result Mino
 /// never saved. Present only beside an `unknown` result; the result stays
 /// `unknown` and acknowledgement is still required.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Evidence {
     pub outcome: EvidenceOutcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub exit_code: Option<i32>,
     pub pid: u32,
     /// RFC 3339.
     pub started_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub ended_at: Option<String>,
     /// The last bytes of the command's output, at most its output limit.
     pub output_tail: String,
@@ -215,37 +388,41 @@ pub struct Evidence {
 
 // ---------------------------------------------------------------- shared vocabulary
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
-#[serde(rename_all = "snake_case")]
-pub enum TurnStatus {
-    Completed,
-    Failed,
-    Cancelled,
-    Interrupted,
+wire_enum! {
+    /// How a turn ended (`mino_core::TurnStatus` on the wire).
+    pub enum TurnStatus {
+        Completed = "completed",
+        Failed = "failed",
+        Cancelled = "cancelled",
+        /// Closed by recovery after the server stopped mid-turn.
+        Interrupted = "interrupted",
+    }
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    Success,
-    Failed,
-    Refused,
-    TimedOut,
-    Cancelled,
-    NotExecuted,
-    Unknown,
+wire_enum! {
+    /// How a tool call ended (`mino_core::ToolStatus` on the wire).
+    pub enum ToolStatus {
+        Success = "success",
+        Failed = "failed",
+        Refused = "refused",
+        TimedOut = "timed_out",
+        Cancelled = "cancelled",
+        NotExecuted = "not_executed",
+        Unknown = "unknown",
+    }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResultView {
     pub status: ToolStatus,
     pub output: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub exit_code: Option<i32>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Limits {
     pub timeout_seconds: u64,
@@ -254,7 +431,7 @@ pub struct Limits {
 
 // ---------------------------------------------------------------- notifications
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RecoveryNotification {
     pub session_id: String,
@@ -267,7 +444,7 @@ pub struct RecoveryNotification {
     pub repairs: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RecoveredTurnView {
     pub turn_id: String,
@@ -275,7 +452,7 @@ pub struct RecoveredTurnView {
     pub calls: Vec<RecoveredCallView>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RecoveredCallView {
     pub call_id: String,
@@ -283,10 +460,11 @@ pub struct RecoveredCallView {
     pub result: ToolResultView,
     /// What the command's supervisor saw; only beside an `unknown` result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub evidence: Option<Evidence>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnStarted {
     pub turn_id: String,
@@ -294,7 +472,7 @@ pub struct TurnStarted {
     pub input: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct TextDelta {
     pub turn_id: String,
@@ -306,7 +484,7 @@ pub struct TextDelta {
 /// stream) and is sent again after `delayMs`. Text streamed since the
 /// model's current response began (since `turnStarted` or the last
 /// `toolResult`) is void: the retried response streams it again.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Retrying {
     pub turn_id: String,
@@ -316,7 +494,7 @@ pub struct Retrying {
     pub reason: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequest {
     pub turn_id: String,
@@ -329,7 +507,7 @@ pub struct ApprovalRequest {
     pub limits: Limits,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolStarted {
     pub turn_id: String,
@@ -338,14 +516,14 @@ pub struct ToolStarted {
     pub command: String,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum OutputStream {
-    Stdout,
-    Stderr,
+wire_enum! {
+    pub enum OutputStream {
+        Stdout = "stdout",
+        Stderr = "stderr",
+    }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolOutput {
     pub turn_id: String,
@@ -355,7 +533,7 @@ pub struct ToolOutput {
     pub chunk: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResult {
     pub turn_id: String,
@@ -364,24 +542,27 @@ pub struct ToolResult {
     pub status: ToolStatus,
     pub output: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub exit_code: Option<i32>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnEnded {
     pub turn_id: String,
     pub seq: u64,
     pub status: TurnStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub text: Option<String>,
 }
 
 /// Any notification a turn emits, tagged by its method name; handy for
 /// clients that read them from one stream.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(tag = "method", content = "params")]
 pub enum TurnNotification {
     #[serde(rename = "mino/turnStarted")]
@@ -466,6 +647,47 @@ mod tests {
     fn acknowledge_params_accept_an_empty_object() {
         let p: AcknowledgeParams = serde_json::from_value(json!({})).unwrap();
         assert_eq!(p.turn_ids, None);
+    }
+
+    /// `TurnNotification` tags each variant with a method and carries that
+    /// method's bound params type, and lists exactly `TURN_NOTIFICATIONS`.
+    #[test]
+    fn turn_notification_agrees_with_the_bound_notifications() {
+        struct Check {
+            union: String,
+            found: Vec<&'static str>,
+        }
+        impl Visitor for Check {
+            fn request<R: request::Request>(&mut self) {}
+            fn notification<N: notification::Notification>(&mut self) {
+                let variant = format!(
+                    "{{ \"method\": \"{}\", \"params\": {} }}",
+                    N::METHOD,
+                    N::Params::name(&ts_rs::Config::new())
+                );
+                if self.union.contains(&variant) {
+                    self.found.push(N::METHOD);
+                }
+            }
+        }
+        let mut check = Check { union: TurnNotification::decl(&ts_rs::Config::new()), found: Vec::new() };
+        visit(&mut check);
+        assert_eq!(check.found, method::TURN_NOTIFICATIONS, "{}", check.union);
+        assert_eq!(check.union.matches("\"method\":").count(), method::TURN_NOTIFICATIONS.len(), "{}", check.union);
+    }
+
+    #[test]
+    fn error_codes_and_enums_list_every_value_once() {
+        assert_eq!(ErrorCode::from_code(-32011), Some(ErrorCode::TurnInProgress));
+        assert_eq!(ErrorCode::TurnInProgress.name(), "TURN_IN_PROGRESS");
+        assert_eq!(ErrorCode::ALL.len(), 6);
+        for status in ToolStatus::ALL {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+        for status in TurnStatus::ALL {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+        assert_eq!(serde_json::to_value(Decision::Deny).unwrap(), "deny");
     }
 
     #[test]

@@ -4,6 +4,8 @@
 local M = {}
 
 local api = vim.api
+--- Statuses and decisions, generated from the Rust crate mino-protocol.
+local protocol = require("mino.protocol")
 
 --- Speaker headings: each on its own line with a blank line after it, so the
 --- buffer stays valid markdown whatever the answer holds (an answer starting
@@ -505,7 +507,7 @@ function M.render_history(result)
     if (t.text or "") ~= "" then
       vim.list_extend(lines, speaker(M.ASSISTANT_HEADING, t.text))
     end
-    if not is_nil(t.status) and t.status ~= "completed" then
+    if not is_nil(t.status) and t.status ~= protocol.turn_status.completed then
       local s = ("_Turn %s_"):format(t.status)
       if not is_nil(t.reason) and t.reason ~= "" then
         s = ("_Turn %s: %s_"):format(t.status, t.reason)
@@ -531,7 +533,7 @@ function M.render_recovery(p)
     table.insert(lines, ("- Turn `%s` (%s)"):format(t.turnId or "?", t.status or "?"))
     for _, c in ipairs(t.calls or {}) do
       local r = c.result or {}
-      if r.status == "unknown" then
+      if r.status == protocol.tool_status.unknown then
         unknown = true
       end
       table.insert(lines, ("  - `%s` → **%s**"):format(c.command or "?", r.status or "?"))
@@ -673,7 +675,7 @@ function M.approval_request(p)
 end
 
 function M.approval_decided(req, decision)
-  M.append({ "", decision == "approve" and ("_Approved `%s`._"):format(req.callId)
+  M.append({ "", decision == protocol.decision.approve and ("_Approved `%s`._"):format(req.callId)
     or ("_Denied `%s`._"):format(req.callId) })
 end
 
@@ -715,7 +717,7 @@ function M.turn_ended(p)
   if not st.streamed[p.turnId] and not is_nil(p.text) and p.text ~= "" then
     vim.list_extend(lines, speaker(M.ASSISTANT_HEADING, p.text))
   end
-  if p.status ~= "completed" then
+  if p.status ~= protocol.turn_status.completed then
     local s = ("_Turn %s_"):format(p.status or "?")
     if not is_nil(p.reason) and p.reason ~= "" then
       s = ("_Turn %s: %s_"):format(p.status, p.reason)

@@ -5,20 +5,17 @@
 local M = {}
 
 local chat = require("mino.chat")
+--- Method names, statuses, decisions, error codes and fixed messages,
+--- generated from the Rust crate mino-protocol (see that file's first line).
+local protocol = require("mino.protocol")
+local method, notification = protocol.method, protocol.notification
 
 local HAS_011 = vim.fn.has("nvim-0.11") == 1
 
---- Error codes of the wire contract (server/protocol/src/lib.rs).
-M.errors = {
-  ACKNOWLEDGEMENT_REQUIRED = -32010,
-  TURN_IN_PROGRESS = -32011,
-  NO_PENDING_APPROVAL = -32012,
-  JOURNAL_FAILURE = -32013,
-  UNKNOWN_TURN = -32014,
-  SESSION_UNAVAILABLE = -32015,
-}
+--- Error codes of the wire contract.
+M.errors = protocol.errors
 
-M.ACK_QUESTION = "Do you understand that these commands may already have run?"
+M.ACK_QUESTION = protocol.messages.ACKNOWLEDGEMENT_QUESTION
 
 local defaults = {
   --- Path or name (looked up on $PATH) of the server binary.
@@ -248,8 +245,8 @@ local function defer_until_history(method, params)
   return false
 end
 
-on["mino/recovery"] = function(p)
-  if defer_until_history("mino/recovery", p) then
+on[notification.recovery] = function(p)
+  if defer_until_history(notification.recovery, p) then
     return
   end
   chat.render_recovery(p)
@@ -275,14 +272,14 @@ on["mino/recovery"] = function(p)
   end
 end
 
-on["mino/turnStarted"] = function(p)
+on[notification.turnStarted] = function(p)
   M.state.running_turn = p.turnId
   M.state.response_streaming = false
   chat.turn_started(p)
   emit("MinoRequestStarted", { turnId = p.turnId, input = p.input })
 end
 
-on["mino/textDelta"] = function(p)
+on[notification.textDelta] = function(p)
   chat.text_delta(p)
   if not M.state.response_streaming then
     -- Once per model response: when its text starts to arrive.
@@ -291,12 +288,12 @@ on["mino/textDelta"] = function(p)
   end
 end
 
-on["mino/retrying"] = function(p)
+on[notification.retrying] = function(p)
   chat.retrying(p)
   M.state.response_streaming = false
 end
 
-on["mino/approvalRequest"] = function(p)
+on[notification.approvalRequest] = function(p)
   chat.approval_request(p)
   chat.reveal(M.config)
   table.insert(M.state.approvals, p)
@@ -304,16 +301,16 @@ on["mino/approvalRequest"] = function(p)
   M._next_approval()
 end
 
-on["mino/toolStarted"] = function(p)
+on[notification.toolStarted] = function(p)
   chat.tool_started(p)
   emit("MinoToolStarted", { turnId = p.turnId, callId = p.callId, command = p.command })
 end
 
-on["mino/toolOutput"] = function(p)
+on[notification.toolOutput] = function(p)
   chat.tool_output(p)
 end
 
-on["mino/toolResult"] = function(p)
+on[notification.toolResult] = function(p)
   chat.tool_result(p)
   M.state.response_streaming = false
   emit("MinoToolFinished", {
@@ -324,7 +321,7 @@ on["mino/toolResult"] = function(p)
   })
 end
 
-on["mino/turnEnded"] = function(p)
+on[notification.turnEnded] = function(p)
   M.state.ended[p.turnId] = true
   if M.state.running_turn == p.turnId then
     M.state.running_turn = nil
@@ -339,7 +336,7 @@ on["mino/turnEnded"] = function(p)
     status = p.status,
     reason = (p.reason ~= vim.NIL) and p.reason or nil,
   })
-  if p.status == "failed" then
+  if p.status == protocol.turn_status.failed then
     local reason = (p.reason ~= nil and p.reason ~= vim.NIL) and p.reason or "no reason given"
     notify(("turn failed: %s (log: %s)"):format(reason, M.log_path()), vim.log.levels.ERROR)
   end
@@ -409,7 +406,7 @@ local function decide(asked, approved)
     M.state.shown_approval = nil
   end
   local req = asked.req
-  local decision = approved and "approve" or "deny"
+  local decision = approved and protocol.decision.approve or protocol.decision.deny
   M.state.asking_approval = false
   if M.state.ended[req.turnId] then
     chat.append({ ("_`%s` no longer awaits a decision: its turn has ended; nothing was run._"):format(req.callId) })
@@ -420,7 +417,7 @@ local function decide(asked, approved)
   emit("MinoApprovalDecided", { turnId = req.turnId, callId = req.callId, decision = decision })
   -- The turn id binds the decision to the turn that asked: the server
   -- refuses it (-32012) if that turn no longer waits for this call.
-  M.request("mino/approval", { turnId = req.turnId, callId = req.callId, decision = decision }, function(err)
+  M.request(method.approval, { turnId = req.turnId, callId = req.callId, decision = decision }, function(err)
     if err and err.code == M.errors.NO_PENDING_APPROVAL then
       -- The turn ended (e.g. cancelled) while the question was open.
       chat.append({ ("_`%s` no longer awaits a decision: %s_"):format(req.callId, err.message or "") })
@@ -509,7 +506,7 @@ function M.ask_acknowledgement()
       end
       local ids = rec.unacknowledgedTurnIds
       local params = (ids and #ids > 0) and { turnIds = ids } or vim.empty_dict()
-      M.request("mino/acknowledge", params, function(err, result)
+      M.request(method.acknowledge, params, function(err, result)
         if err then
           notify("acknowledgement failed: " .. format_error(err), vim.log.levels.ERROR)
           return
@@ -566,7 +563,7 @@ local function wait_exit(id, ms)
 end
 
 local function load_history()
-  M.request("mino/history", vim.empty_dict(), function(err, result)
+  M.request(method.history, vim.empty_dict(), function(err, result)
     if err then
       notify("cannot load history: " .. format_error(err), vim.log.levels.ERROR)
     elseif result then
@@ -763,7 +760,7 @@ function M.send(text, opts)
   if opts.echo ~= false then
     chat.user_input(text)
   end
-  M.request("mino/chat", { text = text }, function(err, result)
+  M.request(method.chat, { text = text }, function(err, result)
     if err then
       chat.refused(err, format_error(err))
       local level = vim.log.levels.ERROR
@@ -802,7 +799,7 @@ function M.cancel()
     notify("no turn is running")
     return
   end
-  M.request("mino/cancel", { turnId = turn }, function(err)
+  M.request(method.cancel, { turnId = turn }, function(err)
     if err then
       notify("cancel failed: " .. format_error(err), vim.log.levels.ERROR)
     end
