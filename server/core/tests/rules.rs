@@ -101,7 +101,11 @@ const MUST_ASK_WITH_GIT_STATUS: &[&str] = &[
 fn near_misses_of_a_prefix_rule_ask() {
     let rules = [prefix("git status")];
     for command in MUST_ASK_WITH_GIT_STATUS {
-        assert!(!allowed(&rules, command), "prefix `git status` must not allow {command:?}: {:?}", evaluate(&rules, command));
+        assert!(
+            !allowed(&rules, command),
+            "prefix `git status` must not allow {command:?}: {:?}",
+            evaluate(&rules, command)
+        );
     }
 }
 
@@ -125,7 +129,7 @@ fn the_same_words_match_whatever_the_spacing_or_quoting() {
         "git \"status\"",
         "'git' 'status'",
         "g\"it\" st'atus'",
-        "git\\ status",  // no: one word `git status`; checked below
+        "git\\ status", // no: one word `git status`; checked below
         "git status;",
         "git status\n",
         "git status -- 'a b'",
@@ -205,7 +209,10 @@ fn refusals_say_why() {
 #[test]
 fn a_rule_is_one_plain_command_and_not_a_runner_of_anything() {
     assert!(matches!(Rule::new("r1", RuleKind::Prefix, "git status; ls", RuleScope::Session), Err(RuleError::Several)));
-    assert!(matches!(Rule::new("r1", RuleKind::Prefix, "git $(x)", RuleScope::Session), Err(RuleError::NotOneCommand(_))));
+    assert!(matches!(
+        Rule::new("r1", RuleKind::Prefix, "git $(x)", RuleScope::Session),
+        Err(RuleError::NotOneCommand(_))
+    ));
     assert!(matches!(Rule::new("r1", RuleKind::Exact, "", RuleScope::Session), Err(RuleError::NotOneCommand(_))));
     for runner in ["bash", "sh", "sudo", "env", "eval", "exec", "xargs", "python3"] {
         assert!(
@@ -225,7 +232,10 @@ fn a_rule_is_one_plain_command_and_not_a_runner_of_anything() {
 fn rules_serialise_as_their_fields_and_are_checked_when_read() {
     let rule = Rule::new("rule-1", RuleKind::Prefix, "cargo test", RuleScope::Workspace).expect("valid");
     let json = serde_json::to_value(&rule).expect("serialise");
-    assert_eq!(json, serde_json::json!({"id": "rule-1", "kind": "prefix", "command": "cargo test", "scope": "workspace"}));
+    assert_eq!(
+        json,
+        serde_json::json!({"id": "rule-1", "kind": "prefix", "command": "cargo test", "scope": "workspace"})
+    );
     let back: Rule = serde_json::from_value(json).expect("deserialise");
     assert_eq!(back, rule);
     let bad = serde_json::json!({"id": "rule-1", "kind": "prefix", "command": "cargo test > x", "scope": "workspace"});
@@ -357,9 +367,12 @@ fn a_missing_file_is_no_rules_and_appended_rules_read_back_with_comments_kept() 
     text.push_str("# my own note: keep this\n");
     std::fs::write(&path, &text).expect("edit by hand");
 
-    assert!(file::append(&path, &workspace, &workspace_rule("r2", RuleKind::Exact, "git log -1 'a b'")).expect("append"));
+    assert!(
+        file::append(&path, &workspace, &workspace_rule("r2", RuleKind::Exact, "git log -1 'a b'")).expect("append")
+    );
     // The same rule again is not added twice.
-    assert!(!file::append(&path, &workspace, &workspace_rule("r3", RuleKind::Exact, "git  log -1 \"a b\"")).expect("append"));
+    assert!(!file::append(&path, &workspace, &workspace_rule("r3", RuleKind::Exact, "git  log -1 \"a b\""))
+        .expect("append"));
     let text = std::fs::read_to_string(&path).expect("read");
     assert!(text.contains("# my own note: keep this\n"), "{text}");
     let rules = file::load(&path).expect("load");
@@ -401,7 +414,8 @@ fn a_malformed_file_is_reported_with_its_line_and_applies_no_rule() {
             other => panic!("{text}: {other:?}"),
         }
         // And nothing is appended to it: the person fixes it first.
-        let err = file::append(&path, home.root(), &workspace_rule("new", RuleKind::Exact, "pwd")).expect_err("refused");
+        let err =
+            file::append(&path, home.root(), &workspace_rule("new", RuleKind::Exact, "pwd")).expect_err("refused");
         assert!(matches!(err, RulesFileError::Malformed { .. }), "{err}");
         assert_eq!(std::fs::read_to_string(&path).expect("read"), *text, "the file is unchanged");
     }

@@ -42,12 +42,7 @@ fn supported(mode: SandboxMode) -> Option<SandboxSupport> {
 fn run(policy: &SandboxPolicy, support: &SandboxSupport, script: &str) -> Output {
     let mut prepared = sandbox::prepare(policy, support).expect("prepare");
     let mut command = Command::new("bash");
-    command
-        .arg("-c")
-        .arg(script)
-        .current_dir(&policy.workspace)
-        .env("TMPDIR", &policy.temp)
-        .stdin(Stdio::null());
+    command.arg("-c").arg(script).current_dir(&policy.workspace).env("TMPDIR", &policy.temp).stdin(Stdio::null());
     if let Some(mut prepared) = prepared.take() {
         // SAFETY: `enter` only makes system calls; it runs in the child.
         unsafe {
@@ -105,7 +100,11 @@ fn workspace_write_writes_in_the_workspace_and_temp_only() {
     assert_eq!(std::fs::read_dir(&d.outside).expect("list").count(), 1);
 
     // Reading outside is not restricted, and discarding output works.
-    let out = run(&policy, &support, &format!("cat '{}/kept' > /dev/null && cat '{}/kept'", d.outside.display(), d.outside.display()));
+    let out = run(
+        &policy,
+        &support,
+        &format!("cat '{}/kept' > /dev/null && cat '{}/kept'", d.outside.display(), d.outside.display()),
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "kept", "{}", stderr(&out));
 }
 
@@ -159,7 +158,8 @@ fn workspace_write_cuts_tcp_connect_and_bind_and_udp() {
 
     // Binding a TCP port (python would be nicer; bash cannot listen, so use
     // whatever the machine has and skip the part otherwise).
-    let bind = "exec python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); print(\"bound\")'";
+    let bind =
+        "exec python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); print(\"bound\")'";
     let unsandboxed = run(&SandboxPolicy { mode: SandboxMode::Off, ..policy.clone() }, &support, bind);
     if unsandboxed.status.success() {
         let out = run(&policy, &support, bind);
@@ -204,7 +204,10 @@ fn support_is_reported_as_detected_and_never_claimed_without_it() {
     if support.landlock_abi >= 3 {
         assert!(line.contains(&format!("Landlock ABI {}", support.landlock_abi)), "{line}");
     }
-    assert_eq!(line.contains("own network namespace"), support.network_namespace && support.check(SandboxMode::WorkspaceWrite).is_ok());
+    assert_eq!(
+        line.contains("own network namespace"),
+        support.network_namespace && support.check(SandboxMode::WorkspaceWrite).is_ok()
+    );
     let none = SandboxSupport { landlock_abi: 0, network_namespace: false };
     for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
         let err = none.check(mode).expect_err("nothing to enforce with");
@@ -268,7 +271,8 @@ async fn the_bash_tool_runs_commands_in_the_sandbox_and_says_so_when_it_bites() 
     // `dirs()` lives: this directory is outside both.
     let outside_tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
     let d = Dirs { outside: outside_tmp.path().to_path_buf(), ..d };
-    let tool = BashTool::new(d.workspace.clone(), Limits::default(), SUPERVISOR.into()).with_sandbox(SandboxMode::WorkspaceWrite);
+    let tool = BashTool::new(d.workspace.clone(), Limits::default(), SUPERVISOR.into())
+        .with_sandbox(SandboxMode::WorkspaceWrite);
     let cancel = CancellationToken::new();
 
     let inside = tool.run("echo in > here && cat here", &mut |_, _| {}, &cancel).await;

@@ -88,7 +88,13 @@ pub fn workspace_rules_path(home: &MinoHome, workspace: &Path) -> std::io::Resul
     let canonical = std::fs::canonicalize(workspace)?;
     let name: String = canonical
         .file_name()
-        .map(|n| n.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).take(40).collect())
+        .map(|n| {
+            n.to_string_lossy()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+                .take(40)
+                .collect()
+        })
         .unwrap_or_else(|| "root".to_owned());
     let hash = fnv1a64(canonical.as_os_str().as_encoded_bytes());
     Ok(home.root().join("workspaces").join(format!("{name}-{hash:016x}")).join(RULES_FILE))
@@ -182,8 +188,9 @@ pub fn append(path: &Path, workspace: &Path, rule: &Rule) -> Result<bool, RulesF
     if rules.iter().any(|r| r.id() == rule.id()) {
         return Err(RulesFileError::DuplicateId { path: path.to_owned(), id: rule.id().to_owned() });
     }
-    let table = toml::to_string(&NewRules { rule: [NewRule { id: rule.id(), kind: rule.kind(), command: rule.command() }] })
-        .map_err(|e| io("write the rule as TOML", std::io::Error::other(e)))?;
+    let table =
+        toml::to_string(&NewRules { rule: [NewRule { id: rule.id(), kind: rule.kind(), command: rule.command() }] })
+            .map_err(|e| io("write the rule as TOML", std::io::Error::other(e)))?;
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }

@@ -76,9 +76,9 @@ pub struct RuleFields {
 /// that is one of these alone would allow anything, so it is refused.
 pub const COMMAND_RUNNERS: &[&str] = &[
     "bash", "sh", "zsh", "dash", "fish", "ksh", "eval", "exec", "command", "builtin", "env", "sudo", "doas", "su",
-    "xargs", "nohup", "nice", "ionice", "time", "timeout", "setsid", "stdbuf", "unbuffer", "watch", "strace",
-    "chroot", "unshare", "nsenter", "flock", "script", "source", ".", "python", "python3", "perl", "ruby", "node",
-    "deno", "bun", "php", "lua", "awk", "gawk", "find", "npx", "uvx", "pipx", "ssh",
+    "xargs", "nohup", "nice", "ionice", "time", "timeout", "setsid", "stdbuf", "unbuffer", "watch", "strace", "chroot",
+    "unshare", "nsenter", "flock", "script", "source", ".", "python", "python3", "perl", "ruby", "node", "deno", "bun",
+    "php", "lua", "awk", "gawk", "find", "npx", "uvx", "pipx", "ssh",
 ];
 
 /// What is wrong with a rule someone asked for.
@@ -100,9 +100,8 @@ impl Rule {
     /// rules file.
     pub fn new(id: impl Into<String>, kind: RuleKind, command: &str, scope: RuleScope) -> Result<Self, RuleError> {
         let id = id.into();
-        let valid_id = !id.is_empty()
-            && id.len() <= 64
-            && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let valid_id =
+            !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !valid_id {
             return Err(RuleError::BadId(id));
         }

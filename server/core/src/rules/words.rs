@@ -194,7 +194,9 @@ fn static_word(raw: &str, options: &ParserOptions) -> Result<String, NotPlain> {
                             }
                             word.push_str(&text);
                         }
-                        WordPiece::EscapeSequence(escape) => word.push_str(&double_quoted_escape(&escape).ok_or_else(refuse)?),
+                        WordPiece::EscapeSequence(escape) => {
+                            word.push_str(&double_quoted_escape(&escape).ok_or_else(refuse)?)
+                        }
                         _ => return Err(refuse()),
                     }
                 }

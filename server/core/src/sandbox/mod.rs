@@ -125,7 +125,12 @@ fn landlock_abi() -> u32 {
     // SAFETY: with a null attribute, size 0 and this flag the call only
     // returns the ABI version (or an error).
     let abi = unsafe {
-        libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<libc::c_void>(), 0usize, LANDLOCK_CREATE_RULESET_VERSION)
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
     };
     u32::try_from(abi).unwrap_or(0)
 }
@@ -186,7 +191,9 @@ impl SandboxSupport {
             });
         }
         if !tcp && !self.network_namespace {
-            missing.push("neither Landlock network rules (ABI 4) nor unprivileged network namespaces are available".to_owned());
+            missing.push(
+                "neither Landlock network rules (ABI 4) nor unprivileged network namespaces are available".to_owned(),
+            );
         }
         if !missing.is_empty() {
             return Err(SandboxError::Unsupported { mode, missing: missing.join("; ") });
@@ -258,7 +265,8 @@ pub fn prepare(policy: &SandboxPolicy, support: &SandboxSupport) -> Result<Optio
         return Ok(None);
     }
     let abi = TARGET_ABI;
-    let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::BestEffort).handle_access(AccessFs::from_all(abi))?;
+    let mut ruleset =
+        Ruleset::default().set_compatibility(CompatLevel::BestEffort).handle_access(AccessFs::from_all(abi))?;
     if enforcement.tcp {
         // Handled and never granted: every TCP bind and connect is denied.
         ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
@@ -369,7 +377,8 @@ pub fn failure_note(policy: &SandboxPolicy, output: &str, exit_code: Option<i32>
     if policy.mode == SandboxMode::Off || exit_code == Some(0) {
         return None;
     }
-    const DENIED: &[&str] = &["Permission denied", "Operation not permitted", "Read-only file system", "EACCES", "EPERM", "EROFS"];
+    const DENIED: &[&str] =
+        &["Permission denied", "Operation not permitted", "Read-only file system", "EACCES", "EPERM", "EROFS"];
     const NETWORK: &[&str] = &[
         "Network is unreachable",
         "ENETUNREACH",
