@@ -290,3 +290,25 @@ async fn the_bash_tool_runs_commands_in_the_sandbox_and_says_so_when_it_bites() 
     assert_eq!(outcome.status, ToolStatus::Success, "{}", outcome.output);
     assert!(d.outside.join("file").exists());
 }
+
+/// A sandbox the supervisor cannot set up means the command does not run,
+/// and the result says why.
+#[tokio::test]
+async fn a_sandbox_that_cannot_be_prepared_stops_the_command() {
+    use mino_core::bash::{BashTool, Limits};
+    use mino_core::ToolStatus;
+    use tokio_util::sync::CancellationToken;
+    const SUPERVISOR: &str = env!("CARGO_BIN_EXE_mino-supervisor");
+
+    let d = dirs();
+    let gone = d.workspace.join("gone");
+    std::fs::create_dir(&gone).expect("mkdir");
+    let tool =
+        BashTool::new(gone.clone(), Limits::default(), SUPERVISOR.into()).with_sandbox(SandboxMode::WorkspaceWrite);
+    std::fs::remove_dir(&gone).expect("rmdir");
+    let marker = d.outside.join("ran");
+    let outcome = tool.run(&format!("touch '{}'", marker.display()), &mut |_, _| {}, &CancellationToken::new()).await;
+    assert_eq!(outcome.status, ToolStatus::Failed, "{}", outcome.output);
+    assert!(outcome.output.starts_with("The command did not run:"), "{}", outcome.output);
+    assert!(!marker.exists(), "the command ran");
+}
