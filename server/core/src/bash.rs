@@ -85,6 +85,8 @@ pub struct BashTool {
     /// The executable run as `<supervisor> --supervise <spec>` for each
     /// command: `mino-server` itself in production.
     supervisor: PathBuf,
+    /// The sandbox each command enters before bash starts; `None` is `off`.
+    sandbox: Option<crate::sandbox::SandboxPolicy>,
 }
 
 impl BashTool {
@@ -95,7 +97,20 @@ impl BashTool {
         let mut env: BTreeMap<String, String> =
             ENV_ALLOWLIST.iter().filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?))).collect();
         env.entry("PATH".into()).or_insert_with(|| FALLBACK_PATH.into());
-        Self { cwd, env, limits, supervisor }
+        Self { cwd, env, limits, supervisor, sandbox: None }
+    }
+
+    /// Runs every command in `mode`'s sandbox: writes (in `workspace-write`)
+    /// only in this tool's directory and the command's `$TMPDIR` (else
+    /// `/tmp`). A sandbox that cannot be set up fails the command, which
+    /// then does not run. Check support first ([`crate::sandbox::detect`]).
+    pub fn with_sandbox(mut self, mode: crate::sandbox::SandboxMode) -> Self {
+        self.sandbox = (mode != crate::sandbox::SandboxMode::Off).then(|| crate::sandbox::SandboxPolicy {
+            mode,
+            workspace: self.cwd.clone(),
+            temp: self.env.get("TMPDIR").filter(|t| !t.is_empty()).map_or_else(|| PathBuf::from("/tmp"), PathBuf::from),
+        });
+        self
     }
 
     /// Where `bash` is in the command's `PATH`: the first directory holding
@@ -176,6 +191,7 @@ impl BashTool {
             kill_grace_ms: u64::try_from(self.limits.kill_grace.as_millis()).unwrap_or(u64::MAX),
             output_limit: self.limits.output_limit,
             evidence,
+            sandbox: self.sandbox.clone(),
         };
         // Serialising our own plain struct cannot fail.
         let spec = serde_json::to_string(&spec).unwrap_or_default();

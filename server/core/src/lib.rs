@@ -10,6 +10,8 @@
 //! - [`bash`]: the approved `bash` tool: environment, limits, process groups.
 //! - [`supervisor`]: the per-command process that runs it, enforces its limits
 //!   and stops it when the server dies, leaving evidence of what it saw.
+//! - [`rules`]: approval rules (matching parsed commands) and the workspace rules file.
+//! - [`sandbox`]: the kernel-enforced command sandbox (Landlock, network namespace).
 //! - [`agent`]: the turn loop tying them together, emitting [`agent::AgentEvent`]s.
 //!
 //! The JSON-RPC server and the clients live elsewhere; this crate is testable
@@ -22,6 +24,8 @@ pub mod home;
 pub mod journal;
 pub mod model;
 pub mod recovery;
+pub mod rules;
+pub mod sandbox;
 pub mod session;
 pub mod soul;
 pub mod supervisor;

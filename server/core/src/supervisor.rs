@@ -77,6 +77,9 @@ pub struct Spec {
     /// outside a session.
     #[serde(default)]
     pub evidence: Option<EvidenceTarget>,
+    /// The sandbox bash enters before it starts (`pre_exec`); none is `off`.
+    #[serde(default)]
+    pub sandbox: Option<crate::sandbox::SandboxPolicy>,
 }
 
 /// Which call the evidence is about, and where it goes.
@@ -380,22 +383,54 @@ async fn supervise(spec: Spec) -> i32 {
     let mut to_server = ToServer { pipe: Some(out), pending: Vec::new() };
     let started_at = crate::home::now_rfc3339();
 
-    let mut child = match tokio::process::Command::new(&spec.bash)
-        .arg0("bash")
+    let mut bash = tokio::process::Command::new(&spec.bash);
+    bash.arg0("bash")
         .arg("-c")
         .arg(&spec.command)
         .current_dir(&spec.cwd)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .spawn()
-    {
+        .process_group(0);
+    if let Some(policy) = &spec.sandbox {
+        // Prepared here, before the fork; the child only enters it. A
+        // sandbox that cannot be had means the command does not run.
+        match crate::sandbox::prepare(policy, &crate::sandbox::detect()) {
+            Ok(Some(mut prepared)) => {
+                // SAFETY: `enter` makes system calls only, as required
+                // between fork and exec.
+                unsafe {
+                    bash.pre_exec(move || prepared.enter());
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let outcome = Outcome {
+                    status: ToolStatus::Failed,
+                    output: format!("The command did not run: {e}"),
+                    exit_code: None,
+                };
+                send_result(&mut to_server, &outcome);
+                flush(&mut to_server).await;
+                return 0;
+            }
+        }
+    }
+    let mut child = match bash.spawn() {
         Ok(child) => child,
         Err(e) => {
             let outcome = Outcome {
                 status: ToolStatus::Failed,
-                output: format!("Could not start bash in {}: {e}", spec.cwd.display()),
+                output: match &spec.sandbox {
+                    // The child's own error (from `enter`) is all a failed
+                    // spawn reports; say where it came from.
+                    Some(policy) => format!(
+                        "Could not start bash in {} inside the {} sandbox: {e}",
+                        spec.cwd.display(),
+                        policy.mode
+                    ),
+                    None => format!("Could not start bash in {}: {e}", spec.cwd.display()),
+                },
                 exit_code: None,
             };
             send_result(&mut to_server, &outcome);
@@ -548,7 +583,12 @@ async fn supervise(spec: Spec) -> i32 {
         }
     }
     let exit_status = exit.unwrap_or_else(|| std::os::unix::process::ExitStatusExt::from_raw(1 << 8));
-    let outcome = outcome_of(capture.finish(), exit_status, stopped, timeout);
+    let mut outcome = outcome_of(capture.finish(), exit_status, stopped, timeout);
+    if let Some(policy) = &spec.sandbox {
+        if let Some(note) = crate::sandbox::failure_note(policy, &outcome.output, outcome.exit_code) {
+            push_note(&mut outcome.output, &note);
+        }
+    }
     send_result(&mut to_server, &outcome);
 
     // Hand the result over, then wait to hear that it is saved, or that the

@@ -1,0 +1,314 @@
+//! The command sandbox on real processes: `bash` started through the same
+//! `prepare` + `enter` the supervisor uses. Tests that need kernel support
+//! detect it and say so when they skip; nothing is assumed.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use mino_core::sandbox::{self, SandboxMode, SandboxPolicy, SandboxSupport};
+
+struct Dirs {
+    _root: tempfile::TempDir,
+    workspace: PathBuf,
+    temp: PathBuf,
+    outside: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let root = tempfile::tempdir().expect("tempdir");
+    let [workspace, temp, outside] = ["workspace", "tmp", "outside"].map(|name| {
+        let dir = root.path().join(name);
+        std::fs::create_dir(&dir).expect("mkdir");
+        dir
+    });
+    Dirs { _root: root, workspace, temp, outside }
+}
+
+/// The support for `mode`, or `None` (and a message saying why the test is
+/// skipped) when this kernel cannot enforce it.
+fn supported(mode: SandboxMode) -> Option<SandboxSupport> {
+    let support = sandbox::detect();
+    match support.check(mode) {
+        Ok(_) => Some(support),
+        Err(e) => {
+            eprintln!("SKIPPED: this machine cannot enforce {mode}: {e}");
+            None
+        }
+    }
+}
+
+/// Runs `script` under bash in the sandbox, as the supervisor would.
+fn run(policy: &SandboxPolicy, support: &SandboxSupport, script: &str) -> Output {
+    let mut prepared = sandbox::prepare(policy, support).expect("prepare");
+    let mut command = Command::new("bash");
+    command.arg("-c").arg(script).current_dir(&policy.workspace).env("TMPDIR", &policy.temp).stdin(Stdio::null());
+    if let Some(mut prepared) = prepared.take() {
+        // SAFETY: `enter` only makes system calls; it runs in the child.
+        unsafe {
+            command.pre_exec(move || prepared.enter());
+        }
+    }
+    command.output().expect("run bash")
+}
+
+fn policy(mode: SandboxMode, dirs: &Dirs) -> SandboxPolicy {
+    SandboxPolicy { mode, workspace: dirs.workspace.clone(), temp: dirs.temp.clone() }
+}
+
+fn write_script(dir: &Path) -> String {
+    format!("echo hi > '{}/file'", dir.display())
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn workspace_write_writes_in_the_workspace_and_temp_only() {
+    let Some(support) = supported(SandboxMode::WorkspaceWrite) else { return };
+    let d = dirs();
+    let policy = policy(SandboxMode::WorkspaceWrite, &d);
+    for dir in [&d.workspace, &d.temp] {
+        let out = run(&policy, &support, &write_script(dir));
+        assert!(out.status.success(), "{}: {}", dir.display(), stderr(&out));
+        assert_eq!(std::fs::read_to_string(dir.join("file")).expect("written"), "hi\n");
+    }
+    let out = run(&policy, &support, "mkdir sub && echo x > sub/y && mv sub/y z && rm z && echo ok");
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let out = run(&policy, &support, &write_script(&d.outside));
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("Permission denied"), "{}", stderr(&out));
+    assert!(!d.outside.join("file").exists(), "a write outside the workspace happened");
+
+    // Nor any other way of changing what is outside (metadata is the
+    // exception: Landlock does not cover chmod/chown/utime, see
+    // docs/reliability.md).
+    std::fs::write(d.outside.join("kept"), "kept").expect("seed");
+    for script in [
+        format!("rm '{}/kept'", d.outside.display()),
+        format!("truncate -s 0 '{}/kept'", d.outside.display()),
+        format!("mv '{}/kept' '{}/moved'", d.outside.display(), d.workspace.display()),
+        format!("mkdir '{}/dir'", d.outside.display()),
+        format!("ln -s /etc/passwd '{}/link'", d.outside.display()),
+    ] {
+        let out = run(&policy, &support, &script);
+        assert!(!out.status.success(), "{script} succeeded");
+    }
+    assert_eq!(std::fs::read_to_string(d.outside.join("kept")).expect("kept"), "kept");
+    assert_eq!(std::fs::read_dir(&d.outside).expect("list").count(), 1);
+
+    // Reading outside is not restricted, and discarding output works.
+    let out = run(
+        &policy,
+        &support,
+        &format!("cat '{}/kept' > /dev/null && cat '{}/kept'", d.outside.display(), d.outside.display()),
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "kept", "{}", stderr(&out));
+}
+
+#[test]
+fn read_only_writes_nowhere() {
+    let Some(support) = supported(SandboxMode::ReadOnly) else { return };
+    let d = dirs();
+    let policy = policy(SandboxMode::ReadOnly, &d);
+    for dir in [&d.workspace, &d.temp, &d.outside] {
+        let out = run(&policy, &support, &write_script(dir));
+        assert!(!out.status.success(), "wrote in {}", dir.display());
+        assert!(!dir.join("file").exists());
+    }
+    let out = run(&policy, &support, "echo discarded > /dev/null && pwd");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn off_changes_nothing() {
+    let d = dirs();
+    let policy = policy(SandboxMode::Off, &d);
+    let support = sandbox::detect();
+    assert!(sandbox::prepare(&policy, &support).expect("off always prepares").is_none());
+    let out = run(&policy, &support, &write_script(&d.outside));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(d.outside.join("file").exists());
+}
+
+/// A listener the sandboxed command must not reach.
+fn listener() -> (std::net::TcpListener, u16) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    (listener, port)
+}
+
+#[test]
+fn workspace_write_cuts_tcp_connect_and_bind_and_udp() {
+    let Some(support) = supported(SandboxMode::WorkspaceWrite) else { return };
+    let d = dirs();
+    let (_listener, port) = listener();
+    // The same script reaches the listener without the sandbox: the
+    // failure below is the sandbox's.
+    let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let out = run(&policy(SandboxMode::Off, &d), &support, &connect);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "connected\n", "{}", stderr(&out));
+
+    let policy = policy(SandboxMode::WorkspaceWrite, &d);
+    let out = run(&policy, &support, &connect);
+    assert!(!out.status.success(), "connected from inside the sandbox");
+    assert!(out.stdout.is_empty());
+
+    // Binding a TCP port (python would be nicer; bash cannot listen, so use
+    // whatever the machine has and skip the part otherwise).
+    let bind =
+        "exec python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); print(\"bound\")'";
+    let unsandboxed = run(&SandboxPolicy { mode: SandboxMode::Off, ..policy.clone() }, &support, bind);
+    if unsandboxed.status.success() {
+        let out = run(&policy, &support, bind);
+        assert!(!out.status.success(), "bound a TCP port inside the sandbox");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("bound"));
+    } else {
+        eprintln!("SKIPPED (bind part): python3 is not available: {}", stderr(&unsandboxed));
+    }
+
+    if support.network_namespace {
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+        let port = udp.local_addr().expect("addr").port();
+        let send = format!("echo hi > /dev/udp/127.0.0.1/{port} && echo sent");
+        let out = run(&SandboxPolicy { mode: SandboxMode::Off, ..policy.clone() }, &support, &send);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "sent\n", "{}", stderr(&out));
+        let out = run(&policy, &support, &send);
+        assert!(!out.status.success(), "sent UDP from inside the network namespace");
+        assert!(stderr(&out).contains("Network is unreachable"), "{}", stderr(&out));
+    } else {
+        eprintln!("SKIPPED (UDP part): no unprivileged network namespaces here");
+    }
+}
+
+#[test]
+fn the_command_keeps_its_own_uid_inside_the_namespace() {
+    let Some(support) = supported(SandboxMode::WorkspaceWrite) else { return };
+    if !support.network_namespace {
+        eprintln!("SKIPPED: no unprivileged network namespaces here");
+        return;
+    }
+    let d = dirs();
+    let out = run(&policy(SandboxMode::WorkspaceWrite, &d), &support, "id -u");
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), uid.to_string(), "{}", stderr(&out));
+}
+
+#[test]
+fn support_is_reported_as_detected_and_never_claimed_without_it() {
+    let support = sandbox::detect();
+    let line = support.describe(SandboxMode::WorkspaceWrite);
+    if support.landlock_abi >= 3 {
+        assert!(line.contains(&format!("Landlock ABI {}", support.landlock_abi)), "{line}");
+    }
+    assert_eq!(
+        line.contains("own network namespace"),
+        support.network_namespace && support.check(SandboxMode::WorkspaceWrite).is_ok()
+    );
+    let none = SandboxSupport { landlock_abi: 0, network_namespace: false };
+    for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
+        let err = none.check(mode).expect_err("nothing to enforce with");
+        assert!(err.to_string().contains("Landlock is not available"), "{err}");
+        assert!(none.describe(mode).contains("cannot be enforced"));
+        let d = dirs();
+        assert!(sandbox::prepare(&policy(mode, &d), &none).is_err(), "prepared a sandbox that is not there");
+    }
+    let old = SandboxSupport { landlock_abi: 2, network_namespace: true };
+    assert!(old.check(SandboxMode::WorkspaceWrite).is_err());
+    let no_network = SandboxSupport { landlock_abi: 3, network_namespace: false };
+    assert!(no_network.check(SandboxMode::ReadOnly).is_err());
+    assert!(none.check(SandboxMode::Off).is_ok());
+    assert_eq!("workspace-write".parse::<SandboxMode>().expect("mode"), SandboxMode::WorkspaceWrite);
+    assert!("workspace".parse::<SandboxMode>().is_err());
+}
+
+#[test]
+fn a_missing_workspace_is_an_error_before_anything_runs() {
+    let Some(support) = supported(SandboxMode::WorkspaceWrite) else { return };
+    let d = dirs();
+    let policy = SandboxPolicy { workspace: d.workspace.join("missing"), ..policy(SandboxMode::WorkspaceWrite, &d) };
+    let err = sandbox::prepare(&policy, &support).expect_err("no such directory");
+    assert!(err.to_string().contains("missing"), "{err}");
+}
+
+#[test]
+fn a_failure_the_sandbox_caused_gets_a_note_naming_it() {
+    let d = dirs();
+    let ww = policy(SandboxMode::WorkspaceWrite, &d);
+    let note = sandbox::failure_note(&ww, "bash: /home/x/file: Permission denied", Some(1)).expect("note");
+    assert!(note.contains("workspace-write") && note.contains(&d.workspace.display().to_string()), "{note}");
+    assert!(sandbox::failure_note(&ww, "curl: (7) Couldn't connect to server", Some(7)).is_some());
+    assert!(sandbox::failure_note(&ww, "Permission denied", Some(0)).is_none(), "a success needs no note");
+    assert!(sandbox::failure_note(&ww, "error: test failed", Some(101)).is_none(), "unrelated failures get none");
+    let off = policy(SandboxMode::Off, &d);
+    assert!(sandbox::failure_note(&off, "Permission denied", Some(1)).is_none());
+    let ro = policy(SandboxMode::ReadOnly, &d);
+    assert!(sandbox::failure_note(&ro, "Read-only file system", None).expect("note").contains("read-only"));
+
+    // And a real denied write produces output the note recognises.
+    if let Some(support) = supported(SandboxMode::WorkspaceWrite) {
+        let out = run(&ww, &support, &write_script(&d.outside));
+        let text = stderr(&out);
+        assert!(sandbox::failure_note(&ww, &text, out.status.code()).is_some(), "{text}");
+    }
+}
+
+/// The same through the bash tool and its supervisor, as the turn loop runs
+/// commands: the result names the sandbox when it was the cause.
+#[tokio::test]
+async fn the_bash_tool_runs_commands_in_the_sandbox_and_says_so_when_it_bites() {
+    use mino_core::bash::{BashTool, Limits};
+    use mino_core::ToolStatus;
+    use tokio_util::sync::CancellationToken;
+    const SUPERVISOR: &str = env!("CARGO_BIN_EXE_mino-supervisor");
+
+    let Some(_support) = supported(SandboxMode::WorkspaceWrite) else { return };
+    let d = dirs();
+    // The tool's commands may write in their `$TMPDIR` or `/tmp`, where
+    // `dirs()` lives: this directory is outside both.
+    let outside_tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let d = Dirs { outside: outside_tmp.path().to_path_buf(), ..d };
+    let tool = BashTool::new(d.workspace.clone(), Limits::default(), SUPERVISOR.into())
+        .with_sandbox(SandboxMode::WorkspaceWrite);
+    let cancel = CancellationToken::new();
+
+    let inside = tool.run("echo in > here && cat here", &mut |_, _| {}, &cancel).await;
+    assert_eq!((inside.status, inside.output.as_str()), (ToolStatus::Success, "in\n"));
+
+    let outside = tool.run(&write_script(&d.outside), &mut |_, _| {}, &cancel).await;
+    assert_eq!(outside.status, ToolStatus::Failed, "{}", outside.output);
+    assert!(!d.outside.join("file").exists());
+    assert!(outside.output.contains("Permission denied"), "{}", outside.output);
+    assert!(outside.output.contains("the sandbox (workspace-write) forbids writing outside"), "{}", outside.output);
+
+    // Off (the default) is unchanged.
+    let unsandboxed = BashTool::new(d.workspace.clone(), Limits::default(), SUPERVISOR.into());
+    let outcome = unsandboxed.run(&write_script(&d.outside), &mut |_, _| {}, &cancel).await;
+    assert_eq!(outcome.status, ToolStatus::Success, "{}", outcome.output);
+    assert!(d.outside.join("file").exists());
+}
+
+/// A sandbox the supervisor cannot set up means the command does not run,
+/// and the result says why.
+#[tokio::test]
+async fn a_sandbox_that_cannot_be_prepared_stops_the_command() {
+    use mino_core::bash::{BashTool, Limits};
+    use mino_core::ToolStatus;
+    use tokio_util::sync::CancellationToken;
+    const SUPERVISOR: &str = env!("CARGO_BIN_EXE_mino-supervisor");
+
+    let d = dirs();
+    let gone = d.workspace.join("gone");
+    std::fs::create_dir(&gone).expect("mkdir");
+    let tool =
+        BashTool::new(gone.clone(), Limits::default(), SUPERVISOR.into()).with_sandbox(SandboxMode::WorkspaceWrite);
+    std::fs::remove_dir(&gone).expect("rmdir");
+    let marker = d.outside.join("ran");
+    let outcome = tool.run(&format!("touch '{}'", marker.display()), &mut |_, _| {}, &CancellationToken::new()).await;
+    assert_eq!(outcome.status, ToolStatus::Failed, "{}", outcome.output);
+    assert!(outcome.output.starts_with("The command did not run:"), "{}", outcome.output);
+    assert!(!marker.exists(), "the command ran");
+}
