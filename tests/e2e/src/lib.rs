@@ -214,6 +214,11 @@ pub fn failpoints_server_bin() -> Option<PathBuf> {
     .clone()
 }
 
+/// `message` as one `Content-Length` frame, for tests that write raw bytes.
+pub fn frame(message: &Value) -> Vec<u8> {
+    mino_framing::frame(message.to_string().as_bytes())
+}
+
 /// Reads `Content-Length` frames from the server's stdout into the inbox.
 async fn read_loop(stdout: tokio::process::ChildStdout, inbox: Arc<Mutex<Inbox>>, arrived: Arc<Notify>) {
     let mut frames = FramedRead::new(stdout, FrameCodec::new());
@@ -340,7 +345,7 @@ impl Server {
 
     /// Writes one message in a `Content-Length` frame.
     pub async fn send_message(&mut self, message: &Value) {
-        self.send_raw(&mino_framing::frame(message.to_string().as_bytes())).await;
+        self.send_raw(&frame(message)).await;
     }
 
     /// Sends a request given as a whole message (its `id` is replaced) and
