@@ -13,9 +13,9 @@ use mino_protocol::{
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::client::{CallError, Launch, Server};
-use crate::notifications::{Event, Events};
 use crate::demo::Demo;
 use crate::input::Input;
+use crate::notifications::{Event, Events};
 use crate::ui;
 
 /// How long to wait for `mino/recovery` after `initialized` before going on without it.

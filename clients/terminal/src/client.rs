@@ -10,8 +10,8 @@ use anyhow::{anyhow, Context as _};
 use jsonrpsee::core::client::{Client, ClientBuilder, ClientT, Error as RpcError};
 use jsonrpsee::core::traits::ToRpcParams;
 use mino_protocol::{
-    method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, CancelParams, ChatParams,
-    ChatResult, Decision, EmptyResult, HistoryParams, HistoryResult, InitializationOptions, ServerCapabilities,
+    method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, CancelParams, ChatParams, ChatResult, Decision,
+    EmptyResult, HistoryParams, HistoryResult, InitializationOptions, ServerCapabilities,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -254,7 +254,8 @@ mod tests {
             for i in 0..COUNT {
                 if i == COUNT / 2 {
                     // The answer, in the middle of the stream.
-                    let response = json!({"jsonrpc": "2.0", "id": request["id"], "result": {"echo": request["params"]}});
+                    let response =
+                        json!({"jsonrpc": "2.0", "id": request["id"], "result": {"echo": request["params"]}});
                     out.send(response.to_string()).await.expect("write the response");
                 }
                 out.send(wire(&nth(i, COUNT))).await.expect("write a notification");

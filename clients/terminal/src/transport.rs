@@ -68,8 +68,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> TransportReceiverT for Receiver<R> {
                 None => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "mino-server closed its output")),
             };
             let size = body.len();
-            let body = String::from_utf8(body)
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "mino-server wrote a frame that is not UTF-8"))?;
+            let body = String::from_utf8(body).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidData, "mino-server wrote a frame that is not UTF-8")
+            })?;
             tracing::trace!(target: "mino::wire", "← {body}");
             match classify(&body) {
                 Incoming::Notification(event) => {

@@ -335,7 +335,8 @@ mod tests {
 
     #[test]
     fn partial_frames_wait_for_their_bytes() {
-        let input = b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: 11\r\n\r\n{\"a\":[1,2]}\
+        let input =
+            b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: 11\r\n\r\n{\"a\":[1,2]}\
                       Content-Length: 2\r\n\r\n{}";
         let expected = vec![Frame::Body(b"{\"a\":[1,2]}".to_vec()), Frame::Body(b"{}".to_vec())];
         for step in 1..=input.len() {
@@ -491,7 +492,10 @@ mod tests {
     #[tokio::test]
     async fn a_truncated_frame_is_reported() {
         let got = frames(b"Content-Length: 10\r\n\r\n{}").await;
-        assert!(matches!(&got[..], [Frame::Malformed(m)] if m == "input ended inside a frame (2 of 10 bytes)"), "{got:?}");
+        assert!(
+            matches!(&got[..], [Frame::Malformed(m)] if m == "input ended inside a frame (2 of 10 bytes)"),
+            "{got:?}"
+        );
         assert_eq!(blocking(b"Content-Length: 10\r\n\r\n{}"), got);
         // Trailing blank lines are not a frame.
         assert_eq!(frames(b"Content-Length: 2\r\n\r\n{}\r\n\n").await, vec![Frame::Body(b"{}".to_vec())]);

@@ -26,8 +26,8 @@ use std::future::poll_fn;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use serde_json::{json, Value};
 use mino_framing::{Frame, FrameCodec};
+use serde_json::{json, Value};
 use tokio::io::AsyncRead;
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedRead;

@@ -20,10 +20,10 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
 use futures::StreamExt;
 use mino_framing::{Frame, FrameCodec};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{oneshot, Notify};
@@ -231,7 +231,10 @@ async fn read_loop(stdout: tokio::process::ChildStdout, inbox: Arc<Mutex<Inbox>>
             .unwrap_or_else(|e| panic!("server wrote invalid JSON ({e}): {}", String::from_utf8_lossy(&body)));
         let mut inbox = lock(&inbox);
         if let Some(method) = message.get("method").and_then(Value::as_str) {
-            let n = Notification { method: method.to_string(), params: message.get("params").cloned().unwrap_or(Value::Null) };
+            let n = Notification {
+                method: method.to_string(),
+                params: message.get("params").cloned().unwrap_or(Value::Null),
+            };
             inbox.log.push(n.clone());
             inbox.queue.push_back(n);
         } else {

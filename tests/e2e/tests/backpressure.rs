@@ -102,10 +102,7 @@ async fn wait_until(what: &str, stderr: impl Fn() -> String, mut done: impl FnMu
 }
 
 /// Reads frames until the answer to `id`, returning the notifications seen.
-async fn read_until_answer(
-    stdout: &mut Frames,
-    id: u64,
-) -> (Value, Vec<Value>) {
+async fn read_until_answer(stdout: &mut Frames, id: u64) -> (Value, Vec<Value>) {
     let mut notes = Vec::new();
     loop {
         let body = tokio::time::timeout(TIMEOUT, read_frame(stdout)).await.expect("output").expect("a frame");

@@ -9,10 +9,10 @@
 
 use std::sync::OnceLock;
 
-use libfuzzer_sys::fuzz_target;
-use mino_protocol as wire;
 use futures::StreamExt;
+use libfuzzer_sys::fuzz_target;
 use mino_framing::{Frame, FrameCodec, MAX_BODY};
+use mino_protocol as wire;
 use mino_server::transport::{classify, Incoming};
 use serde_json::Value;
 use tokio_util::codec::FramedRead;
