@@ -237,23 +237,32 @@ pub fn frame(body: &[u8]) -> Vec<u8> {
     out
 }
 
+const READ_CHUNK: usize = 64 * 1024;
+
 /// [`FrameCodec`] over a blocking reader: the same decoding for code without
 /// an async runtime (a reader thread).
 pub struct BlockingFrameReader<R> {
     input: R,
     codec: FrameCodec,
     buf: BytesMut,
+    /// What one read fills, allocated once (a benchmark reads through this).
+    chunk: Box<[u8]>,
     eof: bool,
 }
 
 impl<R: io::Read> BlockingFrameReader<R> {
     pub fn new(input: R) -> Self {
-        Self { input, codec: FrameCodec::new(), buf: BytesMut::with_capacity(64 * 1024), eof: false }
+        Self {
+            input,
+            codec: FrameCodec::new(),
+            buf: BytesMut::with_capacity(READ_CHUNK),
+            chunk: vec![0; READ_CHUNK].into_boxed_slice(),
+            eof: false,
+        }
     }
 
     /// The next frame, or `None` once the input has ended.
     pub fn next_frame(&mut self) -> io::Result<Option<Frame>> {
-        let mut chunk = [0u8; 64 * 1024];
         loop {
             if let Some(frame) = self.codec.next_frame(&mut self.buf, self.eof) {
                 return Ok(Some(frame));
@@ -261,7 +270,7 @@ impl<R: io::Read> BlockingFrameReader<R> {
             if self.eof {
                 return Ok(None);
             }
-            let n = match self.input.read(&mut chunk) {
+            let n = match self.input.read(&mut self.chunk) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
@@ -269,7 +278,7 @@ impl<R: io::Read> BlockingFrameReader<R> {
             if n == 0 {
                 self.eof = true;
             }
-            self.buf.extend_from_slice(&chunk[..n]);
+            self.buf.extend_from_slice(&self.chunk[..n]);
         }
     }
 }
