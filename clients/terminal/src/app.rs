@@ -5,12 +5,17 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mino_protocol::{error_code, Decision, InitializationOptions, RecoveryNotification, ServerCapabilities};
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+use mino_protocol::{
+    error_code, Decision, InitializationOptions, RecoveryNotification, ServerCapabilities, TurnNotification as Turn,
+};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use crate::client::{CallError, Event, Events, Launch, Server};
+use crate::client::{CallError, Launch, Server};
 use crate::demo::Demo;
 use crate::input::Input;
+use crate::notifications::{Event, Events};
 use crate::ui;
 
 /// How long to wait for `mino/recovery` after `initialized` before going on without it.
@@ -271,9 +276,29 @@ impl App {
             text_seen: false,
         };
         let mut cancelling = false;
+        // Approvals and cancels sent and not yet answered. They are awaited
+        // here beside the notifications, never instead of them: the answer
+        // may come after a command's whole output, which must be read (and
+        // shown) for the server to get that far.
+        let mut calls = FuturesUnordered::new();
         loop {
+            // Biased: the calls are polled first on every pass, so each
+            // request is written at once however fast notifications come.
             let ev = tokio::select! {
-                ev = self.events.next() => ev,
+                biased;
+                Some(answer) = calls.next(), if !calls.is_empty() => {
+                    match answer {
+                        (_, Ok(_)) => {}
+                        (_, Err(CallError::Connection(_))) => return TurnEnd::ServerGone,
+                        // The turn may have ended on its own before the cancel arrived.
+                        (Sent::Cancel, Err(e)) if e.code() == Some(error_code::UNKNOWN_TURN) => {}
+                        (_, Err(e)) => {
+                            view.newline();
+                            out(&format!("Error: {e}\n"));
+                        }
+                    }
+                    continue;
+                }
                 _ = self.sigint.recv() => {
                     if cancelling {
                         out("\n");
@@ -281,22 +306,30 @@ impl App {
                     }
                     cancelling = true;
                     self.interrupted(&mut view);
-                    self.cancel(turn_id).await;
+                    calls.push(sent(Sent::Cancel, self.server.cancel(turn_id)));
                     continue;
                 }
+                ev = self.events.next() => ev,
             };
             let Some(ev) = ev else {
                 return TurnEnd::ServerGone;
             };
+            let ev = match ev {
+                Event::Turn(ev) if ev.turn_id() == turn_id => ev,
+                other => {
+                    tracing::debug!("notification of another turn: {other:?}");
+                    continue;
+                }
+            };
             match ev {
-                Event::Recovery(_) | Event::TurnStarted(_) => {}
-                Event::TextDelta(d) if d.turn_id == turn_id => {
+                Turn::TurnStarted(_) | Turn::ToolStarted(_) => {}
+                Turn::TextDelta(d) => {
                     if d.delta.is_empty() {
                         continue;
                     }
                     view.text(&d.delta);
                 }
-                Event::Retrying(r) if r.turn_id == turn_id => {
+                Turn::Retrying(r) => {
                     // Printed text cannot be taken back; say that what
                     // follows replaces it.
                     view.newline();
@@ -307,7 +340,7 @@ impl App {
                     ));
                     view.at_line_start = true;
                 }
-                Event::ApprovalRequest(req) if req.turn_id == turn_id => {
+                Turn::ApprovalRequest(req) => {
                     view.newline();
                     self.input.discard_typed_ahead();
                     out(&ui::approval_screen(&req));
@@ -320,21 +353,16 @@ impl App {
                             view.at_line_start = false;
                             self.interrupted(&mut view);
                             cancelling = true;
-                            self.cancel(turn_id).await;
+                            calls.push(sent(Sent::Cancel, self.server.cancel(turn_id)));
                             continue;
                         }
                     };
                     if let Some(demo) = &mut self.demo {
                         demo.before_decision(decision);
                     }
-                    match self.server.approval(&req.turn_id, &req.call_id, decision).await {
-                        Ok(_) => {}
-                        Err(CallError::Connection(_)) => return TurnEnd::ServerGone,
-                        Err(e) => out(&format!("Error: {e}\n")),
-                    }
+                    calls.push(sent(Sent::Approval, self.server.approval(&req.turn_id, &req.call_id, decision)));
                 }
-                Event::ToolStarted(_) => {}
-                Event::ToolOutput(o) if o.turn_id == turn_id => {
+                Turn::ToolOutput(o) => {
                     if o.chunk.is_empty() {
                         continue;
                     }
@@ -342,7 +370,7 @@ impl App {
                     out(&o.chunk);
                     view.at_line_start = o.chunk.ends_with('\n');
                 }
-                Event::ToolResult(r) if r.turn_id == turn_id => {
+                Turn::ToolResult(r) => {
                     // Removed, not just read: a model may reuse the id for a
                     // later call of this turn, whose output is its own.
                     if !view.streamed.remove(&r.call_id) && !r.output.is_empty() {
@@ -355,7 +383,7 @@ impl App {
                     view.at_line_start = true;
                     view.needs_prefix = true;
                 }
-                Event::TurnEnded(end) if end.turn_id == turn_id => {
+                Turn::TurnEnded(end) => {
                     if !view.text_seen {
                         if let Some(text) = end.text.as_deref().filter(|t| !t.is_empty()) {
                             view.text(text);
@@ -368,7 +396,6 @@ impl App {
                     out("\n");
                     return TurnEnd::Ended;
                 }
-                other => tracing::debug!("notification of another turn: {other:?}"),
             }
         }
     }
@@ -382,15 +409,20 @@ impl App {
         view.newline();
         out("[cancelling the turn; press Ctrl+C again to quit]\n");
     }
+}
 
-    async fn cancel(&mut self, turn_id: &str) {
-        match self.server.cancel(turn_id).await {
-            Ok(_) => {}
-            // The turn may have ended on its own meanwhile.
-            Err(e) if e.code() == Some(error_code::UNKNOWN_TURN) => {}
-            Err(e) => out(&format!("Error: {e}\n")),
-        }
-    }
+/// Which call an answer in [`App::run_turn`] belongs to.
+enum Sent {
+    Approval,
+    Cancel,
+}
+
+/// A call's answer, tagged with what was sent.
+fn sent<T>(
+    what: Sent,
+    call: impl std::future::Future<Output = Result<T, CallError>> + Send + 'static,
+) -> futures::future::BoxFuture<'static, (Sent, Result<(), CallError>)> {
+    Box::pin(async move { (what, call.await.map(drop)) })
 }
 
 enum TurnEnd {

@@ -1,30 +1,25 @@
-//! Typed calls to `mino-server` over jsonrpsee's async client, and the
-//! ordered stream of its notifications.
+//! Typed calls to `mino-server` over jsonrpsee's async client; its
+//! notifications arrive on the one ordered queue of [`crate::notifications`].
 
-use std::pin::Pin;
+use std::future::Future;
 use std::process::Stdio;
-use std::task::Poll;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context as _};
-use futures::{Stream, StreamExt};
-use jsonrpsee::core::client::{Client, ClientBuilder, ClientT, Error as RpcError, SubscriptionClientT};
+use jsonrpsee::core::client::{Client, ClientBuilder, ClientT, Error as RpcError};
 use jsonrpsee::core::traits::ToRpcParams;
 use mino_protocol::{
-    method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, ApprovalRequest, CancelParams, ChatParams,
-    ChatResult, Decision, EmptyResult, HistoryParams, HistoryResult, InitializationOptions, RecoveryNotification,
-    Retrying, ServerCapabilities, TextDelta, ToolOutput, ToolResult, ToolStarted, TurnEnded, TurnStarted,
+    method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, CancelParams, ChatParams, ChatResult, Decision,
+    EmptyResult, HistoryParams, HistoryResult, InitializationOptions, ServerCapabilities,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::process::Child;
 
+use crate::notifications::{self, Events};
 use crate::transport::{Receiver, Sender};
-
-/// How many notifications may queue per method before jsonrpsee would drop
-/// the subscription (its default is 1,024; a chatty command easily exceeds it).
-const NOTIFICATION_BUFFER: usize = 1 << 20;
 
 /// Params serialized as given, always sent (jsonrpsee leaves out empty
 /// `ObjectParams`, and LSP's `initialized` wants `{}`).
@@ -76,98 +71,10 @@ impl From<RpcError> for CallError {
     }
 }
 
-/// One server notification.
-#[derive(Debug, Clone)]
-pub enum Event {
-    Recovery(RecoveryNotification),
-    TurnStarted(TurnStarted),
-    TextDelta(TextDelta),
-    Retrying(Retrying),
-    ApprovalRequest(ApprovalRequest),
-    ToolStarted(ToolStarted),
-    ToolOutput(ToolOutput),
-    ToolResult(ToolResult),
-    TurnEnded(TurnEnded),
-}
-
-impl Event {
-    /// The session-wide order of turn notifications; the recovery notice comes first.
-    fn seq(&self) -> u64 {
-        match self {
-            Event::Recovery(_) => 0,
-            Event::TurnStarted(n) => n.seq,
-            Event::TextDelta(n) => n.seq,
-            Event::Retrying(n) => n.seq,
-            Event::ApprovalRequest(n) => n.seq,
-            Event::ToolStarted(n) => n.seq,
-            Event::ToolOutput(n) => n.seq,
-            Event::ToolResult(n) => n.seq,
-            Event::TurnEnded(n) => n.seq,
-        }
-    }
-}
-
-type EventStream = Pin<Box<dyn Stream<Item = Event> + Send>>;
-
-/// Every `mino/*` notification, merged back into the server's order.
-///
-/// jsonrpsee delivers each method to its own subscription channel, so the
-/// order *between* methods is lost (a tool's output could overtake the
-/// approval request before it). The background task fills the channels in
-/// arrival order, so once a message is seen, everything sent before it is
-/// already queued somewhere: [`Events::next`] drains all channels until a
-/// full pass finds nothing, then hands the batch out sorted by `seq`.
-pub struct Events {
-    streams: Vec<(EventStream, bool)>,
-    ready: std::collections::VecDeque<Event>,
-}
-
-impl Events {
-    /// The next notification; `None` once the connection is closed.
-    pub async fn next(&mut self) -> Option<Event> {
-        if let Some(ev) = self.ready.pop_front() {
-            return Some(ev);
-        }
-        let streams = &mut self.streams;
-        let batch = futures::future::poll_fn(|cx| {
-            let mut batch = Vec::new();
-            loop {
-                let mut got = false;
-                for (stream, open) in streams.iter_mut() {
-                    while *open {
-                        match stream.as_mut().poll_next(cx) {
-                            Poll::Ready(Some(ev)) => {
-                                batch.push(ev);
-                                got = true;
-                            }
-                            Poll::Ready(None) => *open = false,
-                            Poll::Pending => break,
-                        }
-                    }
-                }
-                if !got {
-                    break;
-                }
-            }
-            if !batch.is_empty() {
-                Poll::Ready(Some(batch))
-            } else if streams.iter().all(|(_, open)| !open) {
-                Poll::Ready(None)
-            } else {
-                Poll::Pending
-            }
-        })
-        .await?;
-        let mut batch = batch;
-        batch.sort_by_key(Event::seq);
-        self.ready.extend(batch);
-        self.ready.pop_front()
-    }
-}
-
 /// A running `mino-server` and the JSON-RPC client talking to it.
 pub struct Server {
-    rpc: Client,
+    /// Shared with calls that run beside the notification loop ([`Server::approval`], [`Server::cancel`]).
+    rpc: Arc<Client>,
     child: Child,
 }
 
@@ -181,8 +88,8 @@ pub struct Launch {
 
 impl Server {
     /// Spawns the server in its own process group (a Ctrl+C typed in the
-    /// terminal reaches only the client, which decides what it means) and
-    /// subscribes to every notification before anything can be sent.
+    /// terminal reaches only the client, which decides what it means); its
+    /// notifications are queued from the first byte it writes.
     pub async fn spawn(launch: Launch) -> anyhow::Result<(Server, Events)> {
         let mut cmd = tokio::process::Command::new(&launch.program);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(launch.stderr).kill_on_drop(true);
@@ -207,26 +114,19 @@ impl Server {
         let mut child = cmd.spawn().with_context(|| format!("could not start {}", launch.program.display()))?;
         let stdin = child.stdin.take().ok_or_else(|| anyhow!("mino-server has no stdin pipe"))?;
         let stdout = child.stdout.take().ok_or_else(|| anyhow!("mino-server has no stdout pipe"))?;
-        let rpc = ClientBuilder::default()
-            .request_timeout(Duration::from_secs(600))
-            .max_buffer_capacity_per_subscription(NOTIFICATION_BUFFER)
-            .build_with_tokio(Sender::new(stdin), Receiver::new(stdout));
-
-        let mut streams: Vec<(EventStream, bool)> = Vec::new();
-        streams.push((subscribe(&rpc, method::RECOVERY, Event::Recovery).await?, true));
-        streams.push((subscribe(&rpc, method::TURN_STARTED, Event::TurnStarted).await?, true));
-        streams.push((subscribe(&rpc, method::TEXT_DELTA, Event::TextDelta).await?, true));
-        streams.push((subscribe(&rpc, method::RETRYING, Event::Retrying).await?, true));
-        streams.push((subscribe(&rpc, method::APPROVAL_REQUEST, Event::ApprovalRequest).await?, true));
-        streams.push((subscribe(&rpc, method::TOOL_STARTED, Event::ToolStarted).await?, true));
-        streams.push((subscribe(&rpc, method::TOOL_OUTPUT, Event::ToolOutput).await?, true));
-        streams.push((subscribe(&rpc, method::TOOL_RESULT, Event::ToolResult).await?, true));
-        streams.push((subscribe(&rpc, method::TURN_ENDED, Event::TurnEnded).await?, true));
-        Ok((Server { rpc, child }, Events { streams, ready: Default::default() }))
+        let (rpc, events) = connect(stdout, stdin);
+        Ok((Server { rpc, child }, events))
     }
 
-    async fn call<P: Serialize + Send, R: DeserializeOwned>(&self, method: &str, params: P) -> Result<R, CallError> {
-        Ok(self.rpc.request(method, Params(params)).await?)
+    /// A request whose future does not borrow the server, so it can run
+    /// while the app goes on reading notifications.
+    fn call<P, R>(&self, method: &'static str, params: P) -> impl Future<Output = Result<R, CallError>> + Send + 'static
+    where
+        P: Serialize + Send + 'static,
+        R: DeserializeOwned + Send + 'static,
+    {
+        let rpc = self.rpc.clone();
+        async move { Ok(rpc.request(method, Params(params)).await?) }
     }
 
     /// LSP `initialize` with Mino's options; returns what the server put in
@@ -252,17 +152,22 @@ impl Server {
         self.call(method::CHAT, ChatParams { text: text.to_owned() }).await
     }
 
-    pub async fn approval(&self, turn_id: &str, call_id: &str, decision: Decision) -> Result<EmptyResult, CallError> {
+    pub fn approval(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        decision: Decision,
+    ) -> impl Future<Output = Result<EmptyResult, CallError>> + Send + 'static {
         let params = ApprovalParams { turn_id: turn_id.to_owned(), call_id: call_id.to_owned(), decision };
-        self.call(method::APPROVAL, params).await
+        self.call(method::APPROVAL, params)
     }
 
     pub async fn acknowledge(&self, turn_ids: Option<Vec<String>>) -> Result<AcknowledgeResult, CallError> {
         self.call(method::ACKNOWLEDGE, AcknowledgeParams { turn_ids }).await
     }
 
-    pub async fn cancel(&self, turn_id: &str) -> Result<EmptyResult, CallError> {
-        self.call(method::CANCEL, CancelParams { turn_id: turn_id.to_owned() }).await
+    pub fn cancel(&self, turn_id: &str) -> impl Future<Output = Result<EmptyResult, CallError>> + Send + 'static {
+        self.call(method::CANCEL, CancelParams { turn_id: turn_id.to_owned() })
     }
 
     pub async fn history(&self) -> Result<HistoryResult, CallError> {
@@ -286,21 +191,90 @@ impl Server {
     }
 }
 
-async fn subscribe<N, F>(rpc: &Client, name: &str, wrap: F) -> anyhow::Result<EventStream>
+/// jsonrpsee's client over `reader`/`writer`, and the queue of the
+/// notifications read from `reader`, in arrival order.
+pub fn connect<R, W>(reader: R, writer: W) -> (Arc<Client>, Events)
 where
-    N: DeserializeOwned + Send + 'static,
-    F: Fn(N) -> Event + Send + 'static,
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let sub = rpc.subscribe_to_method::<N>(name).await.with_context(|| format!("could not subscribe to {name}"))?;
-    let owned = name.to_owned();
-    Ok(Box::pin(sub.filter_map(move |item| {
-        let out = match item {
-            Ok(n) => Some(wrap(n)),
-            Err(e) => {
-                tracing::warn!("ignoring a malformed {owned} notification: {e}");
-                None
+    let (queue, events) = notifications::queue(notifications::QUEUE_BYTES);
+    let rpc = ClientBuilder::default()
+        .request_timeout(Duration::from_secs(600))
+        .build_with_tokio(Sender::new(writer), Receiver::new(reader, queue));
+    (Arc::new(rpc), events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::{SinkExt, StreamExt};
+    use mino_framing::{Frame, FrameCodec};
+    use mino_protocol::{OutputStream, TextDelta, ToolOutput, TurnNotification};
+    use serde_json::{json, Value};
+    use tokio_util::codec::{FramedRead, FramedWrite};
+
+    use crate::notifications::Event;
+
+    /// The `i`th notification a fake server writes: methods alternate, and
+    /// `seq` falls as `i` grows, so neither sorting by `seq` nor reading
+    /// per-method channels one after another gives the arrival order back.
+    fn nth(i: u64, count: u64) -> TurnNotification {
+        let (turn_id, seq) = ("turn-1".to_owned(), count - i);
+        if i % 3 == 2 {
+            TurnNotification::ToolOutput(ToolOutput {
+                turn_id,
+                seq,
+                call_id: "call_1".into(),
+                stream: OutputStream::Stdout,
+                chunk: format!("line-{i}\n"),
+            })
+        } else {
+            TurnNotification::TextDelta(TextDelta { turn_id, seq, delta: format!("d{i}") })
+        }
+    }
+
+    fn wire(n: &TurnNotification) -> String {
+        let mut v = serde_json::to_value(n).expect("a notification serializes");
+        v["jsonrpc"] = json!("2.0");
+        v.to_string()
+    }
+
+    #[tokio::test]
+    async fn notifications_arrive_in_the_order_written_while_a_call_is_answered_between_them() {
+        const COUNT: u64 = 3_000;
+        let (client_in, server_out) = tokio::io::duplex(64 * 1024);
+        let (server_in, client_out) = tokio::io::duplex(64 * 1024);
+        let (rpc, mut events) = connect(client_in, client_out);
+        let server = tokio::spawn(async move {
+            let mut requests = FramedRead::new(server_in, FrameCodec::new());
+            let mut out = FramedWrite::new(server_out, FrameCodec::new());
+            let Some(Ok(Frame::Body(request))) = requests.next().await else { panic!("no request") };
+            let request: Value = serde_json::from_slice(&request).expect("a request is JSON");
+            for i in 0..COUNT {
+                if i == COUNT / 2 {
+                    // The answer, in the middle of the stream.
+                    let response =
+                        json!({"jsonrpc": "2.0", "id": request["id"], "result": {"echo": request["params"]}});
+                    out.send(response.to_string()).await.expect("write the response");
+                }
+                out.send(wire(&nth(i, COUNT))).await.expect("write a notification");
             }
-        };
-        futures::future::ready(out)
-    })))
+        });
+        let answer: Value = rpc.request("test/echo", Params(json!({"x": 1}))).await.expect("the call is answered");
+        assert_eq!(answer, json!({"echo": {"x": 1}}));
+        server.await.expect("the fake server wrote everything");
+        let mut got = Vec::new();
+        while got.len() < COUNT as usize {
+            match events.next().await {
+                Some(Event::Turn(n)) => got.push(n),
+                other => panic!("expected a turn notification, got {other:?}"),
+            }
+        }
+        let expected: Vec<TurnNotification> = (0..COUNT).map(|i| nth(i, COUNT)).collect();
+        assert!(got == expected, "notifications out of arrival order");
+        // The server closed its output: the stream ends.
+        drop(rpc);
+        assert!(events.next().await.is_none());
+    }
 }

@@ -7,6 +7,7 @@ mod app;
 mod client;
 mod demo;
 mod input;
+mod notifications;
 mod transport;
 mod ui;
 

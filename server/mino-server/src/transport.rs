@@ -4,8 +4,10 @@
 //! `tower_lsp_server::Server` is not used because its reader stops for good at
 //! the first malformed frame or unparseable body (tokio-util's `FramedRead`
 //! ends the stream after a decode error), and the protocol promises that the
-//! server answers malformed input and keeps serving. Here a bad frame or bad
-//! JSON gets a JSON-RPC error response and the next frame is read as usual.
+//! server answers malformed input and keeps serving. Here frames come from
+//! `mino-framing`, whose decoder reports a bad frame as an item and has
+//! already resynchronised: a bad frame or bad JSON gets a JSON-RPC error
+//! response and the next frame is read as usual.
 //!
 //! Each request is handled in a task of its own, at most [`MAX_IN_FLIGHT`] at
 //! once (handlers return quickly; a turn runs in the agent's task). One
@@ -24,9 +26,11 @@ use std::future::poll_fn;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use mino_framing::{Frame, FrameCodec};
 use serde_json::{json, Value};
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::AsyncRead;
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 use tower_lsp_server::jsonrpc::Request;
@@ -36,11 +40,6 @@ use futures::StreamExt;
 
 use crate::handlers::{Backend, Handle, OPTIONAL_PARAMS};
 
-/// Headers longer than this without a blank line are garbage.
-pub const MAX_HEADER: usize = 8 * 1024;
-/// Bodies above this are refused (and skipped).
-pub const MAX_BODY: usize = 64 * 1024 * 1024;
-
 /// Frames already queued are written together, up to about this many bytes.
 const WRITE_BATCH: usize = 256 * 1024;
 
@@ -48,196 +47,8 @@ const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 
-/// What one read from the input produced.
-#[derive(Debug, PartialEq)]
-pub enum Frame {
-    Body(Vec<u8>),
-    /// Bytes that are not a frame; the reader has skipped them.
-    Malformed(String),
-}
-
-/// Reads `Content-Length` frames, resynchronising after garbage.
-///
-/// Memory is bounded by what arrives, never by what a header claims: a body
-/// is buffered as its bytes come in, and a `Content-Length` above
-/// [`MAX_BODY`] is answered at once and its bytes are dropped as they arrive
-/// until the next header, so a lying length cannot stall or swallow the
-/// stream.
-pub struct FrameReader<R> {
-    input: R,
-    buf: Vec<u8>,
-    eof: bool,
-    /// After an oversized header: input is dropped up to the next header.
-    discarding: bool,
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).rposition(|w| w == needle)
-}
-
-impl<R: AsyncRead + Unpin> FrameReader<R> {
-    pub fn new(input: R) -> Self {
-        Self { input, buf: Vec::with_capacity(8192), eof: false, discarding: false }
-    }
-
-    /// Reads more input; false at end of input.
-    async fn fill(&mut self) -> std::io::Result<bool> {
-        if self.eof {
-            return Ok(false);
-        }
-        let mut chunk = [0u8; 8192];
-        let n = self.input.read(&mut chunk).await?;
-        if n == 0 {
-            self.eof = true;
-            return Ok(false);
-        }
-        self.buf.extend_from_slice(&chunk[..n]);
-        Ok(true)
-    }
-
-    /// The next frame, or `None` once the input has ended.
-    pub async fn next(&mut self) -> std::io::Result<Option<Frame>> {
-        loop {
-            if self.discarding {
-                match find(&self.buf, b"Content-Length") {
-                    Some(start) => {
-                        self.buf.drain(..start);
-                        self.discarding = false;
-                    }
-                    None => {
-                        // Keep a tail that may be the start of the next header.
-                        let keep = self.buf.len().min(b"Content-Length".len() - 1);
-                        self.buf.drain(..self.buf.len() - keep);
-                        if !self.fill().await? {
-                            return Ok(None);
-                        }
-                        continue;
-                    }
-                }
-            }
-            let header_end = find(&self.buf, b"\r\n\r\n");
-            if let Some(bare) = lone_line_break(&self.buf[..header_end.unwrap_or(self.buf.len())]) {
-                // A header line ended with a lone `\n` or `\r` (a bare
-                // `\n\n`, `\r\r`, a mixed `\n\r\n`): waiting for `\r\n\r\n`
-                // would leave the request unanswered until unrelated bytes
-                // arrive, and then read two frames as one. Refuse it now and
-                // drop its body up to the next header, so the body is not
-                // answered as garbage too.
-                let which = if self.buf[bare] == b'\n' { r"\n" } else { r"\r" };
-                let header = String::from_utf8_lossy(&self.buf[..bare]).trim().to_string();
-                self.buf.drain(..=bare);
-                self.discarding = true;
-                return Ok(Some(Frame::Malformed(format!(
-                    "headers must end with \\r\\n\\r\\n and each header line with \\r\\n, not a lone {which} \
-                     (after {header:?}); the frame is skipped"
-                ))));
-            }
-            if let Some(end) = header_end {
-                let header = String::from_utf8_lossy(&self.buf[..end]).into_owned();
-                let length = match content_length(&header) {
-                    Ok(length) => {
-                        self.buf.drain(..end + 4);
-                        length
-                    }
-                    Err(why) => {
-                        // Garbage before what looks like a header: skip to
-                        // it, so the frame that follows is still read. The
-                        // last candidate: garbage (a bad frame's body) may
-                        // itself mention "Content-Length".
-                        let resync =
-                            rfind(&self.buf[..end], b"Content-Length").filter(|&p| p > 0 && self.buf[p - 1] != b'\n');
-                        match resync {
-                            Some(start) => drop(self.buf.drain(..start)),
-                            None => drop(self.buf.drain(..end + 4)),
-                        }
-                        return Ok(Some(Frame::Malformed(why)));
-                    }
-                };
-                if length > MAX_BODY {
-                    self.discarding = true;
-                    return Ok(Some(Frame::Malformed(format!(
-                        "Content-Length {length} exceeds {MAX_BODY} bytes; its body is skipped up to the next header"
-                    ))));
-                }
-                while self.buf.len() < length {
-                    if !self.fill().await? {
-                        let got = self.buf.len();
-                        self.buf.clear();
-                        return Ok(Some(Frame::Malformed(format!(
-                            "input ended inside a frame ({got} of {length} bytes)"
-                        ))));
-                    }
-                }
-                let body: Vec<u8> = self.buf.drain(..length).collect();
-                return Ok(Some(Frame::Body(body)));
-            }
-            if self.buf.len() > MAX_HEADER {
-                // Keep a possible header start; drop the rest.
-                let keep = find(&self.buf, b"Content-Length").filter(|&p| p > 0).unwrap_or(self.buf.len() - 3);
-                let skipped = self.buf.len().min(keep);
-                self.buf.drain(..skipped);
-                return Ok(Some(Frame::Malformed(format!("{skipped} bytes without a frame header"))));
-            }
-            if !self.fill().await? {
-                if self.buf.iter().all(u8::is_ascii_whitespace) {
-                    return Ok(None);
-                }
-                let rest = String::from_utf8_lossy(&self.buf).into_owned();
-                self.buf.clear();
-                return Ok(Some(Frame::Malformed(format!("input ended inside a header: {rest:?}"))));
-            }
-        }
-    }
-}
-
-/// Where the header block that starts `header` (leading blank lines between
-/// frames are tolerated) has a line break other than `\r\n`: a `\n` not
-/// after `\r`, or a `\r` followed by anything but `\n`. A `\r` at the very
-/// end may still be followed by its `\n`.
-fn lone_line_break(header: &[u8]) -> Option<usize> {
-    let start = header.iter().position(|b| !b.is_ascii_whitespace())?;
-    (start..header.len()).find(|&i| match header[i] {
-        b'\n' => header[i - 1] != b'\r',
-        b'\r' => header.get(i + 1).is_some_and(|&next| next != b'\n'),
-        _ => false,
-    })
-}
-
-fn content_length(header: &str) -> Result<usize, String> {
-    let mut length = None;
-    for line in header.split("\r\n") {
-        let Some((name, value)) = line.split_once(':') else {
-            return Err(format!("not a header line: {line:?}"));
-        };
-        let (name, value) = (name.trim(), value.trim());
-        if name.eq_ignore_ascii_case("Content-Length") {
-            length = Some(value.parse::<usize>().map_err(|e| format!("bad Content-Length {value:?}: {e}"))?);
-        } else if name.eq_ignore_ascii_case("Content-Type") {
-            // Media type parameters are case-insensitive (RFC 9110 §8.3.1), and a value may be quoted.
-            let charset = value.split(';').skip(1).find_map(|param| {
-                let (name, value) = param.split_once('=')?;
-                name.trim().eq_ignore_ascii_case("charset").then(|| value.trim().trim_matches('"').to_ascii_lowercase())
-            });
-            if !matches!(charset.as_deref(), None | Some("utf-8" | "utf8")) {
-                return Err(format!("unsupported Content-Type {value:?}: only utf-8 is understood"));
-            }
-        }
-    }
-    length.ok_or_else(|| "a header without Content-Length".to_string())
-}
-
 fn error_response(id: Value, code: i64, message: impl Into<String>) -> String {
     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message.into() } }).to_string()
-}
-
-fn frame(body: &str) -> Vec<u8> {
-    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-    out.extend_from_slice(body.as_bytes());
-    out
 }
 
 /// What a frame's body asks for.
@@ -459,7 +270,7 @@ impl Outbox {
         while let Some(message) = state.queue.pop_front() {
             tracing::trace!(message = %message, "->");
             taken += message.len();
-            batch.extend_from_slice(&frame(&message));
+            mino_framing::append_frame(batch, message.as_bytes());
             if batch.len() >= WRITE_BATCH {
                 break;
             }
@@ -553,9 +364,9 @@ where
     // (the frame reader cannot be interrupted mid-frame).
     let (frames_tx, mut frames) = mpsc::channel::<std::io::Result<Option<Frame>>>(1);
     let reader = tokio::spawn(async move {
-        let mut reader = FrameReader::new(input);
+        let mut reader = FramedRead::new(input, FrameCodec::new());
         loop {
-            let next = reader.next().await;
+            let next = reader.next().await.transpose();
             let last = !matches!(next, Ok(Some(_)));
             if frames_tx.send(next).await.is_err() || last {
                 break;
@@ -796,65 +607,6 @@ async fn dispatch(
 mod tests {
     use super::*;
 
-    async fn frames(input: &[u8]) -> Vec<Frame> {
-        let mut reader = FrameReader::new(input);
-        let mut out = Vec::new();
-        while let Some(frame) = reader.next().await.expect("reading a slice cannot fail") {
-            out.push(frame);
-        }
-        out
-    }
-
-    #[tokio::test]
-    async fn reads_frames_and_resynchronises_after_garbage() {
-        let got = frames(b"Content-Length: 2\r\n\r\n{}garbage\r\n\r\nxxContent-Length: 4\r\n\r\nnull").await;
-        assert_eq!(got.len(), 4, "{got:?}");
-        assert_eq!(got[0], Frame::Body(b"{}".to_vec()));
-        assert!(matches!(got[1], Frame::Malformed(_)));
-        assert!(matches!(got[2], Frame::Malformed(_)));
-        assert_eq!(got[3], Frame::Body(b"null".to_vec()));
-    }
-
-    #[tokio::test]
-    async fn a_bad_frame_whose_body_mentions_content_length_does_not_swallow_the_next() {
-        let body = br#"{"text":"what is a Content-Length: header?"}"#;
-        let mut input = b"Content-Length: abc\r\n\r\n".to_vec();
-        input.extend_from_slice(body);
-        input.extend_from_slice(b"Content-Length: 4\r\n\r\nnullContent-Length: 2\r\n\r\n{}");
-        let got = frames(&input).await;
-        let bodies: Vec<&Frame> = got.iter().filter(|f| matches!(f, Frame::Body(_))).collect();
-        assert_eq!(bodies, [&Frame::Body(b"null".to_vec()), &Frame::Body(b"{}".to_vec())], "{got:?}");
-
-        let mut input = b"Content-Length: 999999999999\r\n\r\n".to_vec();
-        input.extend_from_slice(body);
-        input.extend_from_slice(b"Content-Length: 4\r\n\r\nnull");
-        let got = frames(&input).await;
-        assert_eq!(got.last(), Some(&Frame::Body(b"null".to_vec())), "{got:?}");
-    }
-
-    #[tokio::test]
-    async fn other_headers_may_come_first() {
-        let got =
-            frames(b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: 2\r\n\r\n{}").await;
-        assert_eq!(got, vec![Frame::Body(b"{}".to_vec())]);
-        let got = frames(b"Content-Type: text/plain; charset=latin1\r\nContent-Length: 2\r\n\r\n{}").await;
-        assert!(matches!(got[0], Frame::Malformed(_)), "{got:?}");
-    }
-
-    #[tokio::test]
-    async fn the_charset_is_read_case_insensitively() {
-        for header in [
-            "Content-Type: application/vscode-jsonrpc; charset=utf-8",
-            "Content-Type: application/vscode-jsonrpc; charset=UTF-8",
-            "Content-Type: application/vscode-jsonrpc; charset=utf8",
-            "Content-Type: application/vscode-jsonrpc; Charset=\"UTF8\"",
-            "content-type: application/json;charset=Utf-8",
-        ] {
-            let got = frames(format!("{header}\r\nContent-Length: 2\r\n\r\n{{}}").as_bytes()).await;
-            assert_eq!(got, vec![Frame::Body(b"{}".to_vec())], "{header}");
-        }
-    }
-
     #[test]
     fn a_request_with_a_null_id_is_refused() {
         let got = classify(br#"{"jsonrpc":"2.0","id":null,"method":"mino/history"}"#);
@@ -868,58 +620,6 @@ mod tests {
             classify(br#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"x"}}"#),
             Incoming::Ignore
         ));
-    }
-
-    #[tokio::test]
-    async fn an_oversized_length_is_answered_at_once_and_the_next_frame_is_read() {
-        let got = frames(b"Content-Length: 10000000000\r\n\r\n{\"partial\":Content-Length: 2\r\n\r\n{}").await;
-        assert_eq!(got.len(), 2, "{got:?}");
-        assert!(matches!(&got[0], Frame::Malformed(m) if m.contains("exceeds")), "{got:?}");
-        assert_eq!(got[1], Frame::Body(b"{}".to_vec()));
-        // A lying length followed by nothing: the input just ends.
-        let got = frames(b"Content-Length: 99999999999\r\n\r\nabc").await;
-        assert_eq!(got.len(), 1, "{got:?}");
-    }
-
-    #[tokio::test]
-    async fn a_header_ending_in_bare_newlines_is_refused_without_waiting_for_more() {
-        // The whole input: nothing follows the frame, and the reader must
-        // not need more to answer it.
-        let got = frames(b"Content-Length: 2\n\n{}").await;
-        assert!(matches!(&got[..], [Frame::Malformed(m)] if m.contains(r"headers must end with \r\n\r\n")), "{got:?}");
-        // Its body is skipped; the next frame is read as usual.
-        let got = frames(b"Content-Length: 2\n\n{}Content-Length: 4\r\n\r\nnull").await;
-        assert_eq!(got.len(), 2, "{got:?}");
-        assert_eq!(got[1], Frame::Body(b"null".to_vec()));
-        // A body may hold blank lines; only the header is looked at.
-        let got = frames(b"Content-Length: 4\r\n\r\n\n\n\n\n").await;
-        assert_eq!(got, vec![Frame::Body(b"\n\n\n\n".to_vec())]);
-    }
-
-    #[tokio::test]
-    async fn header_lines_ending_in_a_lone_cr_or_lf_are_refused_without_waiting_for_more() {
-        for input in [&b"Content-Length: 2\n\r\n{}"[..], b"Content-Length: 2\r\r{}", b"Content-Length: 2\n\r\n\r\n{}"] {
-            let got = frames(input).await;
-            assert!(
-                matches!(&got[..], [Frame::Malformed(m)] if m.contains(r"headers must end with \r\n\r\n")),
-                "{got:?}"
-            );
-            // The next frame is read as itself, not merged with this one.
-            let mut input = input.to_vec();
-            input.extend_from_slice(b"Content-Length: 4\r\n\r\nnull");
-            let got = frames(&input).await;
-            assert!(matches!(&got[..], [Frame::Malformed(_), Frame::Body(b)] if b == b"null"), "{got:?}");
-        }
-        // A newline between frames is tolerated, and a `\r` at the end may still get its `\n`.
-        let got = frames(b"Content-Length: 2\r\n\r\n{}\nContent-Length: 2\r\n\r\n{}").await;
-        assert_eq!(got, vec![Frame::Body(b"{}".to_vec()), Frame::Body(b"{}".to_vec())]);
-        assert_eq!(lone_line_break(b"Content-Length: 2\r"), None);
-    }
-
-    #[tokio::test]
-    async fn a_truncated_frame_is_reported() {
-        let got = frames(b"Content-Length: 10\r\n\r\n{}").await;
-        assert!(matches!(&got[..], [Frame::Malformed(_)]), "{got:?}");
     }
 
     #[test]

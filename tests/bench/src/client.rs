@@ -16,6 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use mino_framing::{BlockingFrameReader, Frame};
 use mino_mock_model::monotonic_nanos;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -78,43 +79,28 @@ struct DeltaParams<'a> {
 }
 
 fn read_frames(stdout: impl Read, wire: Wire, messages: mpsc::Sender<Value>) -> DeltaLog {
-    let mut input = BufReader::with_capacity(1 << 16, stdout);
     let mut log = DeltaLog::default();
-    let mut line = String::new();
-    let mut body = Vec::new();
     let needle = wire.delta_method.as_bytes();
-    loop {
-        if !wire.content_length {
-            body.clear();
-            match input.read_until(b'\n', &mut body) {
-                Ok(0) | Err(_) => return log,
-                Ok(_) => {}
-            }
+    if wire.content_length {
+        let mut frames = BlockingFrameReader::new(stdout);
+        loop {
+            let body = match frames.next_frame() {
+                Ok(Some(Frame::Body(body))) => body,
+                // A server that writes a bad frame ends the run, as one that closes its output.
+                Ok(Some(Frame::Malformed(_)) | None) | Err(_) => return log,
+            };
             if !handle_frame(&body, needle, &mut log, &messages) {
                 return log;
             }
-            continue;
         }
-        let mut length = None;
-        loop {
-            line.clear();
-            match input.read_line(&mut line) {
-                Ok(0) | Err(_) => return log,
-                Ok(_) => {}
-            }
-            if line == "\r\n" {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse::<usize>().ok();
-                }
-            }
-        }
-        let Some(length) = length else { return log };
-        body.resize(length, 0);
-        if input.read_exact(&mut body).is_err() {
-            return log;
+    }
+    let mut input = BufReader::with_capacity(1 << 16, stdout);
+    let mut body = Vec::new();
+    loop {
+        body.clear();
+        match input.read_until(b'\n', &mut body) {
+            Ok(0) | Err(_) => return log,
+            Ok(_) => {}
         }
         if !handle_frame(&body, needle, &mut log, &messages) {
             return log;
@@ -189,9 +175,7 @@ impl Server {
         let body = serde_json::to_vec(message)?;
         let stdin = self.stdin.as_mut().context("stdin closed")?;
         let frame = if self.wire.content_length {
-            let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-            frame.extend_from_slice(&body);
-            frame
+            mino_framing::frame(&body)
         } else {
             let mut frame = body;
             frame.push(b'\n');

@@ -20,11 +20,14 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use futures::StreamExt;
+use mino_framing::{Frame, FrameCodec};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{oneshot, Notify};
+use tokio_util::codec::FramedRead;
 
 pub use mino_mock_model::{MockModel, RecordedRequest, Reply};
 pub use mino_protocol as wire;
@@ -211,49 +214,40 @@ pub fn failpoints_server_bin() -> Option<PathBuf> {
     .clone()
 }
 
+/// `message` as one `Content-Length` frame, for tests that write raw bytes.
+pub fn frame(message: &Value) -> Vec<u8> {
+    mino_framing::frame(message.to_string().as_bytes())
+}
+
 /// Reads `Content-Length` frames from the server's stdout into the inbox.
-async fn read_loop(mut stdout: tokio::process::ChildStdout, inbox: Arc<Mutex<Inbox>>, arrived: Arc<Notify>) {
-    let mut buf: Vec<u8> = Vec::new();
-    let mut chunk = [0u8; 8192];
-    'outer: loop {
-        // Parse every complete frame in the buffer.
-        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let header = String::from_utf8_lossy(&buf[..end]).into_owned();
-            let length: usize = header
-                .lines()
-                .find_map(|l| l.strip_prefix("Content-Length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or_else(|| panic!("server wrote a frame without Content-Length: {header:?}"));
-            if buf.len() < end + 4 + length {
-                break;
-            }
-            let body: Vec<u8> = buf.drain(..end + 4 + length).skip(end + 4).collect();
-            let message: Value = serde_json::from_slice(&body)
-                .unwrap_or_else(|e| panic!("server wrote invalid JSON ({e}): {}", String::from_utf8_lossy(&body)));
-            let mut inbox = lock(&inbox);
-            if let Some(method) = message.get("method").and_then(Value::as_str) {
-                let n = Notification {
-                    method: method.to_string(),
-                    params: message.get("params").cloned().unwrap_or(Value::Null),
-                };
-                inbox.log.push(n.clone());
-                inbox.queue.push_back(n);
-            } else {
-                let sender = message.get("id").and_then(Value::as_i64).and_then(|id| inbox.pending.remove(&id));
-                match sender {
-                    Some(sender) => {
-                        let _ = sender.send(message);
-                    }
-                    None => inbox.orphans.push_back(message),
+async fn read_loop(stdout: tokio::process::ChildStdout, inbox: Arc<Mutex<Inbox>>, arrived: Arc<Notify>) {
+    let mut frames = FramedRead::new(stdout, FrameCodec::new());
+    while let Some(Ok(frame)) = frames.next().await {
+        let body = match frame {
+            Frame::Body(body) => body,
+            Frame::Malformed(why) => panic!("server wrote a malformed frame: {why}"),
+        };
+        let message: Value = serde_json::from_slice(&body)
+            .unwrap_or_else(|e| panic!("server wrote invalid JSON ({e}): {}", String::from_utf8_lossy(&body)));
+        let mut inbox = lock(&inbox);
+        if let Some(method) = message.get("method").and_then(Value::as_str) {
+            let n = Notification {
+                method: method.to_string(),
+                params: message.get("params").cloned().unwrap_or(Value::Null),
+            };
+            inbox.log.push(n.clone());
+            inbox.queue.push_back(n);
+        } else {
+            let sender = message.get("id").and_then(Value::as_i64).and_then(|id| inbox.pending.remove(&id));
+            match sender {
+                Some(sender) => {
+                    let _ = sender.send(message);
                 }
+                None => inbox.orphans.push_back(message),
             }
-            drop(inbox);
-            arrived.notify_waiters();
         }
-        match stdout.read(&mut chunk).await {
-            Ok(0) | Err(_) => break 'outer,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
+        drop(inbox);
+        arrived.notify_waiters();
     }
     let mut inbox = lock(&inbox);
     inbox.closed = true;
@@ -354,9 +348,7 @@ impl Server {
 
     /// Writes one message in a `Content-Length` frame.
     pub async fn send_message(&mut self, message: &Value) {
-        let body = message.to_string();
-        let framed = format!("Content-Length: {}\r\n\r\n{body}", body.len());
-        self.send_raw(framed.as_bytes()).await;
+        self.send_raw(&frame(message)).await;
     }
 
     /// Sends a request given as a whole message (its `id` is replaced) and

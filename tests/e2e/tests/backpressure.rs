@@ -6,9 +6,15 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use mino_e2e::{options_in, server_bin, wire, work_dir, MockModel, Reply, Server, API_KEY, TIMEOUT};
+use futures::StreamExt;
+use mino_e2e::{frame, options_in, server_bin, wire, work_dir, MockModel, Reply, Server, API_KEY, TIMEOUT};
+use mino_framing::{Frame, FrameCodec};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
+use tokio_util::codec::FramedRead;
+
+/// The server's output, read frame by frame only when the test chooses to.
+type Frames = FramedRead<tokio::process::ChildStdout, FrameCodec>;
 
 /// The bound on the server's peak resident memory (VmHWM): 200 MiB. Without
 /// backpressure, [`REQUESTS`] answers of an 8 MB session (320 MB) grow the
@@ -36,13 +42,6 @@ fn peak_kb(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-fn frame(message: &Value) -> Vec<u8> {
-    let body = message.to_string();
-    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-    out.extend_from_slice(body.as_bytes());
-    out
-}
-
 /// Builds a session of about 8 MB through the server (long answers), and
 /// returns the home it lives in.
 async fn long_session(mock: &MockModel, turns: usize) -> (Server, std::path::PathBuf) {
@@ -67,7 +66,7 @@ struct Raw {
     child: tokio::process::Child,
     pid: u32,
     stdin: tokio::process::ChildStdin,
-    stdout: tokio::process::ChildStdout,
+    stdout: Frames,
     stderr_path: std::path::PathBuf,
 }
 
@@ -89,7 +88,7 @@ fn spawn_raw(home: &std::path::Path, mock: &MockModel) -> Raw {
         .expect("spawn mino-server");
     let pid = child.id().expect("pid");
     let stdin = child.stdin.take().expect("stdin");
-    let stdout = child.stdout.take().expect("stdout");
+    let stdout = FramedRead::new(child.stdout.take().expect("stdout"), FrameCodec::new());
     Raw { child, pid, stdin, stdout, stderr_path }
 }
 
@@ -103,14 +102,10 @@ async fn wait_until(what: &str, stderr: impl Fn() -> String, mut done: impl FnMu
 }
 
 /// Reads frames until the answer to `id`, returning the notifications seen.
-async fn read_until_answer(
-    stdout: &mut tokio::process::ChildStdout,
-    buf: &mut Vec<u8>,
-    id: u64,
-) -> (Value, Vec<Value>) {
+async fn read_until_answer(stdout: &mut Frames, id: u64) -> (Value, Vec<Value>) {
     let mut notes = Vec::new();
     loop {
-        let body = tokio::time::timeout(TIMEOUT, read_frame(stdout, buf)).await.expect("output").expect("a frame");
+        let body = tokio::time::timeout(TIMEOUT, read_frame(stdout)).await.expect("output").expect("a frame");
         let message: Value = serde_json::from_slice(&body).expect("JSON");
         if message.get("method").is_some() {
             notes.push(message);
@@ -141,7 +136,6 @@ async fn cancel_and_exit_act_while_the_client_is_not_reading() {
 
     let Raw { mut child, pid: _, mut stdin, mut stdout, stderr_path } = spawn_raw(&home, &mock);
     let stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
-    let mut buf = Vec::new();
     let mut opening = frame(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "processId": null, "capabilities": {}, "initializationOptions": options_in(&cwd)}}));
     opening.extend(frame(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}})));
@@ -149,7 +143,7 @@ async fn cancel_and_exit_act_while_the_client_is_not_reading() {
         &json!({"jsonrpc": "2.0", "id": 1, "method": wire::method::CHAT, "params": {"text": "Run it."}}),
     ));
     stdin.write_all(&opening).await.expect("write");
-    let (chat, _) = read_until_answer(&mut stdout, &mut buf, 1).await;
+    let (chat, _) = read_until_answer(&mut stdout, 1).await;
     let turn_id = chat["result"]["turnId"].as_str().expect("turnId").to_string();
     // The turn waits for an approval that will not come.
     wait_until("the approval request", stderr, || {
@@ -181,35 +175,13 @@ async fn cancel_and_exit_act_while_the_client_is_not_reading() {
     assert!(stderr().contains("exit"), "{}", stderr());
 }
 
-/// Reads one `Content-Length` frame's body (the header is looked for once,
-/// then the body is read to its length).
-async fn read_frame(stdout: &mut tokio::process::ChildStdout, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
-    let mut chunk = vec![0u8; 1 << 16];
-    let (end, length) = loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let header = String::from_utf8_lossy(&buf[..end]).into_owned();
-            let length: usize = header
-                .strip_prefix("Content-Length:")
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or_else(|| panic!("a frame without Content-Length: {header:?}"));
-            break (end, length);
-        }
-        let n = stdout.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    while buf.len() < end + 4 + length {
-        let n = stdout.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
+/// Reads one frame's body; `None` once the output ends.
+async fn read_frame(stdout: &mut Frames) -> Option<Vec<u8>> {
+    match stdout.next().await? {
+        Ok(Frame::Body(body)) => Some(body),
+        Ok(Frame::Malformed(why)) => panic!("the server wrote a malformed frame: {why}"),
+        Err(_) => None,
     }
-    let body = buf[end + 4..end + 4 + length].to_vec();
-    buf.drain(..end + 4 + length);
-    Some(body)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -255,13 +227,12 @@ async fn a_client_that_does_not_read_cannot_grow_the_server_without_bound() {
 
     // Now read everything: the initialize answer, the recovery notification
     // and 40 whole answers, each the same history.
-    let mut buf = Vec::new();
     let mut answers = Vec::new();
     // Every answer but its id is the same bytes as the first: compared as
     // bytes, since parsing 40 times 8 MB would dominate the test.
     let mut first: Option<Vec<u8>> = None;
     while answers.len() < REQUESTS {
-        let body = tokio::time::timeout(TIMEOUT, read_frame(&mut stdout, &mut buf))
+        let body = tokio::time::timeout(TIMEOUT, read_frame(&mut stdout))
             .await
             .unwrap_or_else(|_| panic!("no more output after {} answers; stderr:\n{}", answers.len(), stderr()))
             .unwrap_or_else(|| panic!("output ended after {} answers; stderr:\n{}", answers.len(), stderr()));
@@ -347,12 +318,11 @@ async fn a_turn_streaming_to_a_client_that_does_not_read_loses_nothing() {
     .await;
 
     // Now read all of it.
-    let mut buf = Vec::new();
     let mut answered = 0;
     let mut notes: Vec<Value> = Vec::new();
     let mut ended = false;
     while answered < SMALL_SESSION_REQUESTS + 2 || !ended {
-        let body = tokio::time::timeout(TIMEOUT, read_frame(&mut stdout, &mut buf))
+        let body = tokio::time::timeout(TIMEOUT, read_frame(&mut stdout))
             .await
             .unwrap_or_else(|_| panic!("output stopped after {answered} answers; stderr:\n{}", stderr()))
             .expect("a frame");

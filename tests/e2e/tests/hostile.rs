@@ -176,7 +176,7 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
     // 100,000 nested brackets, bare and inside params (ids so their answers
     // are told apart from the garbage's).
     let deep = format!(r#"{{"jsonrpc":"2.0","id":"bare","method":{}"#, "[".repeat(100_000));
-    server.send_raw(format!("Content-Length: {}\r\n\r\n{deep}", deep.len()).as_bytes()).await;
+    server.send_raw(&mino_framing::frame(deep.as_bytes())).await;
     assert_eq!(code(&server.next_orphan_response(TIMEOUT).await), -32700);
     answered += 1;
     let deep_params = format!(
@@ -184,13 +184,13 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
         "[".repeat(100_000),
         "]".repeat(100_000)
     );
-    server.send_raw(format!("Content-Length: {}\r\n\r\n{deep_params}", deep_params.len()).as_bytes()).await;
+    server.send_raw(&mino_framing::frame(deep_params.as_bytes())).await;
     let response = server.next_orphan_response(TIMEOUT).await;
     assert!([-32700, -32602].contains(&code(&response)), "{response}");
     answered += 1;
     // Deep but within serde's limit, as a notification: dropped silently.
     let nested = format!(r#"{{"jsonrpc":"2.0","method":"x/y","params":{}{}}}"#, "[".repeat(100), "]".repeat(100));
-    server.send_raw(format!("Content-Length: {}\r\n\r\n{nested}", nested.len()).as_bytes()).await;
+    server.send_raw(&mino_framing::frame(nested.as_bytes())).await;
 
     // Wrong types for every param of every method.
     let mut wrong = 0;
@@ -250,8 +250,7 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
                 json!({"jsonrpc":"2.0","id": 100_000 + i,"method":"mino/cancel","params":{"turnId":"turn-9"}})
             }
         };
-        let body = message.to_string();
-        flood.extend_from_slice(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
+        flood.extend_from_slice(&mino_e2e::frame(&message));
     }
     server.send_raw(&flood).await;
     let answers = orphans(&mut server, 5_000).await;

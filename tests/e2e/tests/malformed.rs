@@ -27,7 +27,7 @@ async fn malformed_input_is_answered_and_a_turn_still_completes() {
 
     // A frame whose body is not JSON.
     let body = "{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": ";
-    server.send_raw(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes()).await;
+    server.send_raw(&mino_framing::frame(body.as_bytes())).await;
     assert_eq!(code(&server.next_orphan_response(TIMEOUT).await), -32700);
 
     // A bad Content-Length.

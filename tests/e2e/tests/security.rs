@@ -76,10 +76,9 @@ async fn approving_twice_or_fifty_times_at_once_runs_the_command_once() {
     // 50 approvals of the same call in one write: exactly one is accepted.
     let mut raw = Vec::new();
     for i in 0..50 {
-        let body = json!({"jsonrpc": "2.0", "id": 9000 + i, "method": wire::method::APPROVAL,
-            "params": {"turnId": turn, "callId": "call_1", "decision": "approve"}})
-        .to_string();
-        raw.extend_from_slice(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
+        let message = json!({"jsonrpc": "2.0", "id": 9000 + i, "method": wire::method::APPROVAL,
+            "params": {"turnId": turn, "callId": "call_1", "decision": "approve"}});
+        raw.extend_from_slice(&mino_e2e::frame(&message));
     }
     server.send_raw(&raw).await;
     let mut accepted = 0;

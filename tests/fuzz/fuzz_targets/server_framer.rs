@@ -9,10 +9,13 @@
 
 use std::sync::OnceLock;
 
+use futures::StreamExt;
 use libfuzzer_sys::fuzz_target;
+use mino_framing::{Frame, FrameCodec, MAX_BODY};
 use mino_protocol as wire;
-use mino_server::transport::{classify, Frame, FrameReader, Incoming, MAX_BODY};
+use mino_server::transport::{classify, Incoming};
 use serde_json::Value;
+use tokio_util::codec::FramedRead;
 use tower::Service;
 
 fn runtime() -> &'static tokio::runtime::Runtime {
@@ -48,9 +51,11 @@ fn typed_params(method: &str, params: Value) {
 fuzz_target!(|data: &[u8]| {
     runtime().block_on(async {
         let (mut service, _socket, _handle) = mino_server::handlers::service();
-        let mut reader = FrameReader::new(data);
+        // Read as the server reads its stdin.
+        let mut reader = FramedRead::new(data, FrameCodec::new());
         let mut frames = 0usize;
-        while let Some(frame) = reader.next().await.expect("reading a slice cannot fail") {
+        while let Some(frame) = reader.next().await {
+            let frame = frame.expect("reading a slice cannot fail");
             frames += 1;
             assert!(frames <= data.len() + 1, "the reader stopped making progress");
             let body = match frame {
