@@ -11,12 +11,16 @@
 //! - [`supervisor`]: the per-command process that runs it, enforces its limits
 //!   and stops it when the server dies, leaving evidence of what it saw.
 //! - [`agent`]: the turn loop tying them together, emitting [`agent::AgentEvent`]s.
+//! - [`config`]: the configuration, read from the environment in one place.
+//! - [`app`]: [`open`] builds all of the above for a transport.
 //!
 //! The JSON-RPC server and the clients live elsewhere; this crate is testable
 //! without a network or a transport.
 
 pub mod agent;
+pub mod app;
 pub mod bash;
+pub mod config;
 pub mod context;
 pub mod home;
 pub mod journal;
@@ -27,6 +31,8 @@ pub mod soul;
 pub mod supervisor;
 pub mod transcript;
 
+pub use app::{open, App, OpenError, OpenOptions};
+pub use config::Config;
 pub use home::MinoHome;
 pub use journal::record::{ApprovalDecision, ToolStatus, TurnStatus};
 pub use session::{Session, SessionError};

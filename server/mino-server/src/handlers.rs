@@ -5,16 +5,15 @@
 //! quickly: a turn runs in the task the [`Agent`] spawns, and its events reach
 //! the client through one forwarding task, so they keep their `seq` order.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use mino_core::agent::{AgentError, AgentEvent, Numbered, TurnLimits};
-use mino_core::bash::{self, BashTool};
-use mino_core::model::{ModelClient, ModelConfig};
+use mino_core::bash;
 use mino_core::recovery::{RecoveredTurn, RecoveryReport};
 use mino_core::transcript::Turn;
-use mino_core::{agent::Agent, soul, ApprovalDecision, MinoHome, Session, SessionError};
+use mino_core::{agent::Agent, App, ApprovalDecision, OpenError, OpenOptions, Session, SessionError};
 use mino_protocol as wire;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -89,16 +88,13 @@ impl Handle {
     pub async fn shutdown(&self) {
         let agent = lock(&self.shared.opened).as_ref().map(|o| o.agent.clone());
         let Some(agent) = agent else { return };
+        if agent.running_turn().is_some() {
+            tracing::info!("client gone: cancelling the running turn");
+        }
         // Closing refuses any chat still in flight, so no turn can start
         // after this and outlive the server without an end on file.
-        agent.close();
-        if agent.running_turn().is_none() {
-            return;
-        }
-        tracing::info!("client gone: cancelling the running turn");
-        let deadline = tokio::time::Instant::now() + EXIT_GRACE;
-        while agent.running_turn().is_some() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        if tokio::time::timeout(EXIT_GRACE, agent.close()).await.is_err() {
+            tracing::warn!("the cancelled turn did not record its end in time");
         }
     }
 }
@@ -328,47 +324,22 @@ async fn forward(client: &Client, Numbered { seq, event }: Numbered) {
     }
 }
 
-/// Resolves the directory commands run in.
-fn command_dir(requested: Option<&str>) -> Result<PathBuf> {
-    let here =
-        std::env::current_dir().map_err(|e| internal(format!("cannot read the server's working directory: {e}")))?;
-    let dir = match requested {
-        None => here,
-        Some(dir) if Path::new(dir).is_absolute() => PathBuf::from(dir),
-        Some(dir) => here.join(dir),
-    };
-    match std::fs::metadata(&dir) {
-        Ok(meta) if meta.is_dir() => Ok(dir),
-        Ok(_) => Err(invalid_params(format!("initializationOptions.cwd {} is not a directory", dir.display()))),
-        Err(e) => Err(invalid_params(format!("initializationOptions.cwd {}: {e}", dir.display()))),
-    }
-}
-
-/// The environment variable that sets a command's time limit in seconds.
-pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
-
-/// The limits commands run with: the defaults, with the timeout from
-/// [`COMMAND_TIMEOUT_ENV`] when it is set (a whole number of seconds, ≥ 1).
-fn command_limits() -> Result<bash::Limits> {
-    let mut limits = bash::Limits::default();
-    match std::env::var(COMMAND_TIMEOUT_ENV) {
-        Err(std::env::VarError::NotPresent) => {}
-        Ok(value) if value.trim().is_empty() => {}
-        Ok(value) => match value.trim().parse::<u64>() {
-            Ok(secs) if secs >= 1 => limits.timeout = Duration::from_secs(secs),
-            _ => {
-                return Err(internal(format!(
-                    "{COMMAND_TIMEOUT_ENV}={value:?} is not a whole number of seconds (at least 1)"
-                )))
-            }
-        },
-        Err(e) => return Err(internal(format!("{COMMAND_TIMEOUT_ENV}: {e}"))),
-    }
-    Ok(limits)
-}
-
 fn session_unavailable(message: impl Into<String>) -> Error {
     error(wire::error_code::SESSION_UNAVAILABLE, message)
+}
+
+fn open_error(e: OpenError) -> Error {
+    match e {
+        e @ (OpenError::Workspace { .. } | OpenError::WorkspaceNotADirectory { .. }) => invalid_params(e.to_string()),
+        e @ (OpenError::Home(_) | OpenError::Session(_)) => {
+            tracing::warn!(error = %e, "the session could not be opened");
+            session_unavailable(e.to_string())
+        }
+        e @ (OpenError::WorkingDirectory(_)
+        | OpenError::CommandTimeout(_)
+        | OpenError::Model(_)
+        | OpenError::Instructions { .. }) => internal(e.to_string()),
+    }
 }
 
 // ---------------------------------------------------------------- methods
@@ -400,7 +371,7 @@ impl Backend {
 
     async fn chat(&self, params: wire::ChatParams) -> Result<wire::ChatResult> {
         let agent = self.agent()?;
-        let turn_id = agent.chat(&params.text).map_err(agent_error)?;
+        let turn_id = agent.chat(&params.text).await.map_err(agent_error)?;
         Ok(wire::ChatResult { turn_id })
     }
 
@@ -414,7 +385,7 @@ impl Backend {
     }
 
     async fn acknowledge(&self, params: wire::AcknowledgeParams) -> Result<wire::AcknowledgeResult> {
-        let acknowledged = self.agent()?.acknowledge(params.turn_ids.as_deref()).map_err(agent_error)?;
+        let acknowledged = self.agent()?.acknowledge(params.turn_ids).await.map_err(agent_error)?;
         Ok(wire::AcknowledgeResult { acknowledged })
     }
 
@@ -462,39 +433,21 @@ impl LanguageServer for Backend {
         if lock(&self.shared.opened).is_some() {
             return Err(Error::invalid_request());
         }
-        let cwd = command_dir(options.cwd.as_deref())?;
-        let command_limits = command_limits()?;
-        // Everything that can fail without touching the session comes first,
-        // so a refused initialize writes nothing to it.
-        let model = ModelClient::new(ModelConfig::from_env())
-            .map_err(|e| internal(format!("the model client could not be set up: {e}")))?;
-        let model_name = model.config().model.clone();
-        let home = MinoHome::from_env()
-            .and_then(|home| home.ensure_root().map(|()| home))
-            .map_err(|e| session_unavailable(format!("Mino's home directory is unusable: {e}")))?;
-        let soul_path = home.soul_path();
-        let instructions = soul::load_or_create(&soul_path)
-            .map_err(|e| internal(format!("{}: could not read the instructions: {e}", soul_path.display())))?;
-
-        let opened = if options.new_session {
-            Session::create(&home, &cwd).map(|s| (s, RecoveryReport::default()))
-        } else {
-            Session::open_or_create(&home, options.session.as_deref(), &cwd)
-        };
-        let (session, report) = opened.map_err(|e| {
-            tracing::warn!(error = %e, "the session could not be opened");
-            session_unavailable(format!("The session could not be opened: {e}"))
-        })?;
-        let session_id = session.id().to_string();
-        let journal_path = session.path().display().to_string();
-        let recovery = recovery_notification(&session_id, &report);
-        tracing::info!(session_id, journal_path, cwd = %cwd.display(), model = model_name, "session open");
-
         // Each command runs under this very binary in supervise mode.
         let supervisor = std::env::current_exe()
             .map_err(|e| internal(format!("cannot find the server's own executable to supervise commands: {e}")))?;
-        let bash = BashTool::new(cwd.clone(), command_limits, supervisor);
-        let (agent, events) = Agent::new(session, model, bash, instructions, TurnLimits::default());
+        let app = mino_core::open(OpenOptions {
+            cwd: options.cwd.map(PathBuf::from),
+            session: options.session,
+            new_session: options.new_session,
+            supervisor,
+            limits: TurnLimits::default(),
+        })
+        .map_err(open_error)?;
+        let App { agent, events, recovery, session_id, journal_path, cwd, model: model_name } = app;
+        let journal_path = journal_path.display().to_string();
+        let recovery = recovery_notification(&session_id, &recovery);
+        tracing::info!(session_id, journal_path, cwd = %cwd.display(), model = model_name, "session open");
         {
             let mut opened = lock(&self.shared.opened);
             if opened.is_some() {
