@@ -136,7 +136,7 @@ pub enum AgentError {
 /// already used. Names the command, since the id cannot tell the model which
 /// call this is.
 fn duplicate_call_output(call_id: &str, arguments: &str) -> String {
-    let command = bash::command_of(arguments).unwrap_or_else(|_| arguments.to_string());
+    let command = crate::calls::command_of(arguments).unwrap_or_else(|_| arguments.to_string());
     format!(
         "Not run: this response already has a call with call_id {call_id}, and a result cannot say which of them it answers. This call (`{command}`) was not executed; ask for it again in a new response if it is still needed."
     )
@@ -565,7 +565,7 @@ impl Agent {
             self.save_result(turn_id, call_id, ToolStatus::Failed, &output, None).await?;
             return Ok(false);
         }
-        let command = match bash::command_of(arguments) {
+        let command = match crate::calls::command_of(arguments) {
             Ok(command) => command,
             Err(why) => {
                 self.save_result(turn_id, call_id, ToolStatus::Failed, &why, None).await?;

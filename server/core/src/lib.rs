@@ -3,6 +3,7 @@
 //!
 //! - [`journal`]: the session file on disk (records, checksums, save points, locking).
 //! - [`transcript`]: the conversation as the records establish it.
+//! - [`calls`]: which output items are tool calls, and what a bash call asks to run.
 //! - [`recovery`]: closing interrupted turns by Table 04-1, executing nothing.
 //! - [`context`]: the model's `input`, rebuilt from the transcript.
 //! - [`session`]: one open conversation: journal + transcript + the acknowledgement gate.
@@ -20,6 +21,7 @@
 pub mod agent;
 pub mod app;
 pub mod bash;
+pub mod calls;
 pub mod config;
 pub mod context;
 pub mod home;

@@ -317,12 +317,7 @@ impl Session {
         let open: Vec<(String, bool)> =
             turn.calls.iter().filter(|c| c.result.is_none()).map(|c| (c.call_id.clone(), c.started)).collect();
         for (call_id, started) in open {
-            // Table 04-1: a saved start is not evidence of an outcome.
-            let (status, output) = if started {
-                (ToolStatus::Unknown, crate::recovery::UNKNOWN_OUTPUT)
-            } else {
-                (ToolStatus::NotExecuted, crate::recovery::NOT_EXECUTED_OUTPUT)
-            };
+            let (status, output) = recovery::unresolved_result(started);
             self.record_tool_result(turn_id, &call_id, status, output, None)?;
         }
         Ok(())
