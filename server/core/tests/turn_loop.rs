@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mino_core::agent::{Agent, AgentEvent, Numbered, TurnLimits};
 use mino_core::bash::{BashTool, Limits};
-use mino_core::journal::{Fault, FaultPlan, FaultyFile};
+use mino_core::journal::{Fault, FaultPlan, FaultyFile, JournalFile};
 use mino_core::model::{ModelClient, ModelConfig, RetryPolicy};
 use mino_core::{ApprovalDecision, MinoHome, Session, ToolStatus, TurnStatus};
 use mino_mock_model::{MockModel, Reply, ScriptedCall};
@@ -661,4 +661,64 @@ async fn a_duplicate_id_inside_one_response_is_not_run_and_says_why() {
         ["function_call", "function_call", "function_call_output", "function_call_output"],
         "each call sent once, with exactly one output"
     );
+}
+
+/// A journal file whose first sync waits until the test lets it finish.
+struct HeldSync {
+    inner: Box<dyn JournalFile>,
+    entered: std::sync::mpsc::Sender<()>,
+    release: std::sync::mpsc::Receiver<()>,
+    held: bool,
+}
+
+impl JournalFile for HeldSync {
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> std::io::Result<usize> {
+        self.inner.write_at(buf, offset)
+    }
+    fn sync_data(&mut self) -> std::io::Result<()> {
+        if !self.held {
+            self.held = true;
+            let _ = self.entered.send(());
+            let _ = self.release.recv();
+        }
+        self.inner.sync_data()
+    }
+    fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+        self.inner.set_len(len)
+    }
+}
+
+/// A slow disk does not hold up the person: `mino/cancel` is answered while
+/// the user's record is still being synced, and the turn then ends
+/// `cancelled` on file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_is_answered_while_the_user_record_is_being_synced() {
+    let mut h = harness(vec![Reply::text("never asked")]).await;
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    h.agent.with_session(|s| {
+        s.journal_mut().wrap_file(|inner| {
+            Box::new(HeldSync { inner, entered: entered_tx, release: release_rx, held: false })
+        })
+    });
+    let agent = h.agent.clone();
+    let chat = tokio::spawn(async move { agent.chat("Hi").await });
+    entered.recv_timeout(Duration::from_secs(20)).expect("the user record's sync began");
+    // From a thread of its own, so a cancel stuck behind the sync cannot
+    // hang the test: it fails instead.
+    let agent = h.agent.clone();
+    let (answered_tx, answered) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = answered_tx.send(agent.cancel("turn-1").is_ok());
+    });
+    let cancelled = answered.recv_timeout(Duration::from_secs(10));
+    release.send(()).expect("release the sync");
+    assert_eq!(cancelled, Ok(true), "cancel answered while the sync was still running");
+    let turn = chat.await.expect("chat task").expect("chat");
+    assert_eq!(turn, "turn-1");
+    let events = h.run(None).await;
+    assert_eq!(ended(&events).0, TurnStatus::Cancelled);
+    assert_eq!(h.mock.requests().len(), 0, "a turn cancelled before it began asks the model nothing");
+    let journal = std::fs::read_to_string(&h.journal).expect("journal");
+    assert!(journal.contains("\"turn_end\"") && journal.contains("cancelled"), "{journal}");
 }

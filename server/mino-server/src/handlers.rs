@@ -3,7 +3,8 @@
 //!
 //! This is the only file that knows both vocabularies. Handlers return
 //! quickly: a turn runs in the task the [`Agent`] spawns, and its events reach
-//! the client through one forwarding task, so they keep their `seq` order.
+//! the client through [`Notifications`], which the transport reads straight
+//! into its outbox, so they keep their `seq` order with no task in between.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -17,12 +18,13 @@ use mino_core::{agent::Agent, App, ApprovalDecision, OpenError, OpenOptions, Ses
 use mino_protocol as wire;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::oneshot;
 use tower_lsp_server::gen_lsp_types::{
     InitializeParams, InitializeResult, InitializedParams, LspNotificationMethod, MessageDirection, Notification,
     ServerCapabilities, ServerInfo,
 };
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
-use tower_lsp_server::{Client, LanguageServer, LspService, LspServiceBuilder};
+use tower_lsp_server::{LanguageServer, LspService, LspServiceBuilder};
 
 pub const SERVER_NAME: &str = "mino-server";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -64,12 +66,55 @@ notifications! {
 struct Opened {
     agent: Agent,
     /// Taken by the task that streams notifications, once.
-    stream: Option<(wire::RecoveryNotification, UnboundedReceiver<Numbered>)>,
+    stream: Option<Stream>,
 }
 
-#[derive(Default)]
+type Stream = (wire::RecoveryNotification, UnboundedReceiver<Numbered>);
+
 struct Shared {
     opened: Mutex<Option<Opened>>,
+    /// Hands the stream to [`Notifications`] once streaming starts.
+    start: Mutex<Option<oneshot::Sender<Stream>>>,
+    /// Taken by the transport, once.
+    notifications: Mutex<Option<Notifications>>,
+}
+
+/// The server's notifications in send order, as JSON-RPC messages: first
+/// `mino/recovery`, then every agent event. Read by the transport, which
+/// queues each for stdout itself.
+pub struct Notifications {
+    start: Option<oneshot::Receiver<Stream>>,
+    recovery: Option<wire::RecoveryNotification>,
+    events: Option<UnboundedReceiver<Numbered>>,
+}
+
+impl Notifications {
+    /// The next notification; `None` once there will be no more (the
+    /// session never opened, or the agent is gone).
+    pub async fn next(&mut self) -> Option<String> {
+        if let Some(start) = &mut self.start {
+            let started = start.await.ok();
+            self.start = None;
+            (self.recovery, self.events) = started.map(|(r, e)| (Some(r), Some(e))).unwrap_or_default();
+        }
+        if let Some(recovery) = self.recovery.take() {
+            return Some(message::<RecoveryN>(recovery));
+        }
+        self.events.as_mut()?.recv().await.map(notification)
+    }
+
+    /// The next notification already waiting, without waiting for one.
+    pub fn try_next(&mut self) -> Option<String> {
+        if let Some(start) = &mut self.start {
+            let started = start.try_recv().ok()?;
+            self.start = None;
+            (self.recovery, self.events) = (Some(started.0), Some(started.1));
+        }
+        if let Some(recovery) = self.recovery.take() {
+            return Some(message::<RecoveryN>(recovery));
+        }
+        self.events.as_mut()?.try_recv().ok().map(notification)
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -83,6 +128,12 @@ pub struct Handle {
 }
 
 impl Handle {
+    /// The notification stream, for the transport to send; `None` after the
+    /// first call.
+    pub fn notifications(&self) -> Option<Notifications> {
+        lock(&self.shared.notifications).take()
+    }
+
     /// Cancels the running turn (the client is gone) and waits, a bounded
     /// time, for it to record its end.
     pub async fn shutdown(&self) {
@@ -100,16 +151,20 @@ impl Handle {
 }
 
 pub struct Backend {
-    client: Client,
     shared: Arc<Shared>,
 }
 
 /// The service with lifecycle methods plus Mino's.
 pub fn service() -> (LspService<Backend>, tower_lsp_server::ClientSocket, Handle) {
-    let shared = Arc::new(Shared::default());
+    let (start, started) = oneshot::channel();
+    let shared = Arc::new(Shared {
+        opened: Mutex::new(None),
+        start: Mutex::new(Some(start)),
+        notifications: Mutex::new(Some(Notifications { start: Some(started), recovery: None, events: None })),
+    });
     let handle = Handle { shared: shared.clone() };
     let builder: LspServiceBuilder<Backend> =
-        LspService::build_with_lifecycle_methods(move |client| Backend { client, shared });
+        LspService::build_with_lifecycle_methods(move |_client| Backend { shared });
     let (service, socket) = builder
         .custom_method(wire::method::CHAT, Backend::chat)
         .custom_method(wire::method::APPROVAL, Backend::approval)
@@ -287,39 +342,50 @@ fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
     }
 }
 
-/// Sends one agent event as its notification.
-async fn forward(client: &Client, Numbered { seq, event }: Numbered) {
+/// One notification as a JSON-RPC message.
+fn message<N: Notification>(params: N::Params) -> String {
+    #[derive(serde::Serialize)]
+    struct Message<'a, P> {
+        jsonrpc: &'static str,
+        method: &'a str,
+        params: P,
+    }
+    serde_json::to_string(&Message { jsonrpc: "2.0", method: N::METHOD.as_str(), params }).unwrap_or_else(|e| {
+        // The wire types are plain data; this cannot fail in practice.
+        tracing::error!("cannot serialize a notification: {e}");
+        String::new()
+    })
+}
+
+/// One agent event as its notification.
+fn notification(Numbered { seq, event }: Numbered) -> String {
     match event {
-        AgentEvent::TurnStarted { turn_id, input } => {
-            client.send_notification::<TurnStartedN>(wire::TurnStarted { turn_id, seq, input }).await
-        }
-        AgentEvent::TextDelta { turn_id, delta } => {
-            client.send_notification::<TextDeltaN>(wire::TextDelta { turn_id, seq, delta }).await
-        }
+        AgentEvent::TurnStarted { turn_id, input } => message::<TurnStartedN>(wire::TurnStarted { turn_id, seq, input }),
+        AgentEvent::TextDelta { turn_id, delta } => message::<TextDeltaN>(wire::TextDelta { turn_id, seq, delta }),
         AgentEvent::Retrying { turn_id, attempt, delay_ms, reason } => {
-            client.send_notification::<RetryingN>(wire::Retrying { turn_id, seq, attempt, delay_ms, reason }).await
+            message::<RetryingN>(wire::Retrying { turn_id, seq, attempt, delay_ms, reason })
         }
         AgentEvent::ApprovalRequest { turn_id, call_id, command, directory, environment, limits: l } => {
             let n = wire::ApprovalRequest { turn_id, seq, call_id, command, directory, environment, limits: limits(l) };
-            client.send_notification::<ApprovalRequestN>(n).await
+            message::<ApprovalRequestN>(n)
         }
         AgentEvent::ToolStarted { turn_id, call_id, command } => {
-            client.send_notification::<ToolStartedN>(wire::ToolStarted { turn_id, seq, call_id, command }).await
+            message::<ToolStartedN>(wire::ToolStarted { turn_id, seq, call_id, command })
         }
         AgentEvent::ToolOutput { turn_id, call_id, stream, chunk } => {
             let stream = match stream {
                 bash::Stream::Stdout => wire::OutputStream::Stdout,
                 bash::Stream::Stderr => wire::OutputStream::Stderr,
             };
-            client.send_notification::<ToolOutputN>(wire::ToolOutput { turn_id, seq, call_id, stream, chunk }).await
+            message::<ToolOutputN>(wire::ToolOutput { turn_id, seq, call_id, stream, chunk })
         }
         AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code } => {
             let n = wire::ToolResult { turn_id, seq, call_id, status: tool_status(status), output, exit_code };
-            client.send_notification::<ToolResultN>(n).await
+            message::<ToolResultN>(n)
         }
         AgentEvent::TurnEnded { turn_id, status, reason, text } => {
             let n = wire::TurnEnded { turn_id, seq, status: turn_status(status), reason, text };
-            client.send_notification::<TurnEndedN>(n).await
+            message::<TurnEndedN>(n)
         }
     }
 }
@@ -353,20 +419,17 @@ impl Backend {
             .ok_or_else(|| internal("no session is open; initialize failed"))
     }
 
-    /// Sends `mino/recovery`, then forwards the agent's events, in one task
-    /// so that every notification keeps its order. Runs once: on
-    /// `initialized`, or on the first Mino request if a client skips it.
+    /// Hands `mino/recovery` and the agent's events to [`Notifications`].
+    /// Runs once: on `initialized`, or on the first Mino request if a client
+    /// skips it.
     fn start_streaming(&self) {
-        let Some((recovery, mut events)) = lock(&self.shared.opened).as_mut().and_then(|o| o.stream.take()) else {
+        let Some(stream) = lock(&self.shared.opened).as_mut().and_then(|o| o.stream.take()) else {
             return;
         };
-        let client = self.client.clone();
-        tokio::spawn(async move {
-            client.send_notification::<RecoveryN>(recovery).await;
-            while let Some(event) = events.recv().await {
-                forward(&client, event).await;
-            }
-        });
+        if let Some(start) = lock(&self.shared.start).take() {
+            // Unheard when the transport dropped its stream (the fuzzer).
+            let _ = start.send(stream);
+        }
     }
 
     async fn chat(&self, params: wire::ChatParams) -> Result<wire::ChatResult> {
