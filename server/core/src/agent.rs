@@ -491,22 +491,23 @@ impl Agent {
             // The calls are what the transcript made of the recorded response:
             // one reading of the items, shared with recovery and replay.
             let owned_turn_id = turn_id.to_string();
-            let calls = self.with_session_io(move |s| -> Result<Vec<(String, String, String)>, SessionError> {
-                let turn_id = owned_turn_id.as_str();
-                s.record_response(turn_id, response.items)?;
-                Ok(s.transcript()
-                    .turn(turn_id)
-                    .map(|turn| {
-                        let last = turn.responses.len().saturating_sub(1);
-                        turn.calls
-                            .iter()
-                            .filter(|c| c.response_index == last)
-                            .map(|c| (c.call_id.clone(), c.name.clone(), c.arguments.clone()))
-                            .collect()
-                    })
-                    .unwrap_or_default())
-            })
-            .await?;
+            let calls = self
+                .with_session_io(move |s| -> Result<Vec<(String, String, String)>, SessionError> {
+                    let turn_id = owned_turn_id.as_str();
+                    s.record_response(turn_id, response.items)?;
+                    Ok(s.transcript()
+                        .turn(turn_id)
+                        .map(|turn| {
+                            let last = turn.responses.len().saturating_sub(1);
+                            turn.calls
+                                .iter()
+                                .filter(|c| c.response_index == last)
+                                .map(|c| (c.call_id.clone(), c.name.clone(), c.arguments.clone()))
+                                .collect()
+                        })
+                        .unwrap_or_default())
+                })
+                .await?;
             if calls.is_empty() {
                 return Ok(match response.incomplete {
                     Some(why) => (TurnStatus::Failed, Some(format!("the model's answer was cut short ({why})"))),
@@ -603,7 +604,8 @@ impl Agent {
         }
         match decision {
             None => {
-                self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::CANCELLED_BEFORE_START, None).await?;
+                self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::CANCELLED_BEFORE_START, None)
+                    .await?;
                 Ok(true)
             }
             Some(ApprovalDecision::Denied) => {
@@ -625,7 +627,8 @@ impl Agent {
                 if cancel.is_cancelled() {
                     // Cancelled while the start was being saved: the start is
                     // on file, so the result says plainly that it never ran.
-                    self.save_result(turn_id, call_id, ToolStatus::Cancelled, outputs::CANCELLED_BEFORE_SPAWN, None).await?;
+                    self.save_result(turn_id, call_id, ToolStatus::Cancelled, outputs::CANCELLED_BEFORE_SPAWN, None)
+                        .await?;
                     return Ok(true);
                 }
                 // The approval and tool_start are on disk: only now may it run.

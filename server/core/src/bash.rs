@@ -299,7 +299,6 @@ fn executable(path: &std::path::Path) -> bool {
 mod tests {
     use super::*;
 
-
     #[test]
     fn bash_is_found_in_the_commands_path_and_still_called_bash() {
         let mut tool = BashTool::new(std::env::temp_dir(), Limits::default(), PathBuf::new());

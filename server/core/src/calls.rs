@@ -66,7 +66,6 @@ pub fn function_calls(items: &[Box<RawValue>]) -> Vec<(String, String, String)> 
         .collect()
 }
 
-
 /// Reads the `command` of a bash call's arguments; the error is written for
 /// the model, which sent them.
 pub fn command_of(arguments: &str) -> Result<String, String> {

@@ -697,9 +697,8 @@ async fn cancel_is_answered_while_the_user_record_is_being_synced() {
     let (entered_tx, entered) = std::sync::mpsc::channel();
     let (release, release_rx) = std::sync::mpsc::channel();
     h.agent.with_session(|s| {
-        s.journal_mut().wrap_file(|inner| {
-            Box::new(HeldSync { inner, entered: entered_tx, release: release_rx, held: false })
-        })
+        s.journal_mut()
+            .wrap_file(|inner| Box::new(HeldSync { inner, entered: entered_tx, release: release_rx, held: false }))
     });
     let agent = h.agent.clone();
     let chat = tokio::spawn(async move { agent.chat("Hi").await });

@@ -360,7 +360,9 @@ fn message<N: Notification>(params: N::Params) -> String {
 /// One agent event as its notification.
 fn notification(Numbered { seq, event }: Numbered) -> String {
     match event {
-        AgentEvent::TurnStarted { turn_id, input } => message::<TurnStartedN>(wire::TurnStarted { turn_id, seq, input }),
+        AgentEvent::TurnStarted { turn_id, input } => {
+            message::<TurnStartedN>(wire::TurnStarted { turn_id, seq, input })
+        }
         AgentEvent::TextDelta { turn_id, delta } => message::<TextDeltaN>(wire::TextDelta { turn_id, seq, delta }),
         AgentEvent::Retrying { turn_id, attempt, delay_ms, reason } => {
             message::<RetryingN>(wire::Retrying { turn_id, seq, attempt, delay_ms, reason })
