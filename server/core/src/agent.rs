@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::bash::{self, BashTool, Stream};
@@ -136,7 +136,7 @@ pub enum AgentError {
 /// already used. Names the command, since the id cannot tell the model which
 /// call this is.
 fn duplicate_call_output(call_id: &str, arguments: &str) -> String {
-    let command = bash::command_of(arguments).unwrap_or_else(|_| arguments.to_string());
+    let command = crate::calls::command_of(arguments).unwrap_or_else(|_| arguments.to_string());
     format!(
         "Not run: this response already has a call with call_id {call_id}, and a result cannot say which of them it answers. This call (`{command}`) was not executed; ask for it again in a new response if it is still needed."
     )
@@ -183,6 +183,10 @@ struct Inner {
     limits: TurnLimits,
     emitter: Mutex<Emitter>,
     running: Mutex<Option<RunningTurn>>,
+    /// Whether a turn runs, published (under the `running` lock) whenever
+    /// `running` changes, so [`Agent::close`] can wait for a turn's end to
+    /// be recorded without polling.
+    busy: watch::Sender<bool>,
     /// Set (under the `running` lock) when the client is gone: no new turn
     /// may start, so none can slip in after the running one was cancelled.
     closed: std::sync::atomic::AtomicBool,
@@ -217,6 +221,7 @@ impl Agent {
             limits,
             emitter: Mutex::new(Emitter { next_seq: 1, sender }),
             running: Mutex::new(None),
+            busy: watch::Sender::new(false),
             closed: std::sync::atomic::AtomicBool::new(false),
         };
         (Agent { inner: Arc::new(inner) }, receiver)
@@ -232,20 +237,64 @@ impl Agent {
         lock(&self.inner.running).as_ref().map(|t| t.turn_id.clone())
     }
 
+    /// Runs `f` with the session locked on a blocking thread: every journal
+    /// write and sync goes through here, so no async worker waits on the
+    /// disk (and `approve`/`cancel`, which only need the running-turn lock,
+    /// never wait behind a sync).
+    pub async fn with_session_io<R: Send + 'static>(&self, f: impl FnOnce(&mut Session) -> R + Send + 'static) -> R {
+        let inner = self.inner.clone();
+        match tokio::task::spawn_blocking(move || f(&mut lock(&inner.session))).await {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // Only when the runtime shuts down, which drops this task too.
+            Err(e) => panic!("a session write was abandoned: {e}"),
+        }
+    }
+
     /// Starts a turn: the user's record is synced when this returns its id;
     /// the rest happens in a spawned task and is reported through events.
-    pub fn chat(&self, text: &str) -> Result<String, AgentError> {
-        let mut running = lock(&self.inner.running);
-        if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(AgentError::Closed);
-        }
-        if let Some(turn) = running.as_ref() {
-            return Err(SessionError::TurnInProgress(turn.turn_id.clone()).into());
-        }
-        let turn_id = lock(&self.inner.session).begin_turn(text)?;
-        let cancel = CancellationToken::new();
-        *running = Some(RunningTurn { turn_id: turn_id.clone(), cancel: cancel.clone(), approval: None });
-        drop(running);
+    ///
+    /// The turn is claimed under the running-turn lock, and the lock is let
+    /// go before the user's record is synced: a concurrent `chat` is refused
+    /// at once, and `approve`/`cancel` never wait behind the disk.
+    pub async fn chat(&self, text: &str) -> Result<String, AgentError> {
+        let turn_id = {
+            let mut running = lock(&self.inner.running);
+            if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(AgentError::Closed);
+            }
+            if let Some(turn) = running.as_ref() {
+                return Err(SessionError::TurnInProgress(turn.turn_id.clone()).into());
+            }
+            let turn_id = lock(&self.inner.session).next_turn_id();
+            let cancel = CancellationToken::new();
+            *running = Some(RunningTurn { turn_id: turn_id.clone(), cancel, approval: None });
+            self.inner.busy.send_replace(true);
+            turn_id
+        };
+        let owned = text.to_string();
+        let begun = self.with_session_io(move |s| s.begin_turn(&owned)).await;
+        let begun = begun.map_err(AgentError::from).and_then(|id| {
+            if id == turn_id {
+                Ok(id)
+            } else {
+                Err(SessionError::Usage(format!("the session opened {id} where {turn_id} was expected")).into())
+            }
+        });
+        let cancel = {
+            let mut running = lock(&self.inner.running);
+            if let Err(e) = begun {
+                // Nothing was started: free the claim for the next chat.
+                if running.as_ref().is_some_and(|t| t.turn_id == turn_id) {
+                    running.take();
+                    self.inner.busy.send_replace(false);
+                }
+                return Err(e);
+            }
+            // A close while the record was being synced cancelled this token:
+            // the turn then ends `cancelled` on file like any other.
+            running.as_ref().map(|t| t.cancel.clone()).unwrap_or_default()
+        };
         self.emit(AgentEvent::TurnStarted { turn_id: turn_id.clone(), input: text.to_string() });
         let agent = self.clone();
         let id = turn_id.clone();
@@ -285,18 +334,24 @@ impl Agent {
         }
     }
 
-    /// The client is gone: refuses every later turn and cancels the
-    /// running one (which still records its end).
-    pub fn close(&self) {
-        let running = lock(&self.inner.running);
-        self.inner.closed.store(true, std::sync::atomic::Ordering::SeqCst);
-        if let Some(turn) = running.as_ref() {
-            turn.cancel.cancel();
-        }
+    /// The client is gone: refuses every later turn, cancels the running
+    /// one, and resolves once that turn's end is recorded (or failed to be,
+    /// and said so): at once when no turn runs.
+    pub async fn close(&self) {
+        let mut busy = {
+            let running = lock(&self.inner.running);
+            self.inner.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+            if let Some(turn) = running.as_ref() {
+                turn.cancel.cancel();
+            }
+            self.inner.busy.subscribe()
+        };
+        // An error means the agent is gone, and its turn with it.
+        let _ = busy.wait_for(|busy| !busy).await;
     }
 
-    pub fn acknowledge(&self, turn_ids: Option<&[String]>) -> Result<Vec<String>, AgentError> {
-        Ok(lock(&self.inner.session).acknowledge(turn_ids)?)
+    pub async fn acknowledge(&self, turn_ids: Option<Vec<String>>) -> Result<Vec<String>, AgentError> {
+        Ok(self.with_session_io(move |s| s.acknowledge(turn_ids.as_deref())).await?)
     }
 
     fn emit(&self, event: AgentEvent) {
@@ -320,6 +375,7 @@ impl Agent {
                 let mut running = lock(&self.0.running);
                 if running.as_ref().is_some_and(|t| t.turn_id == self.1) {
                     running.take();
+                    self.0.busy.send_replace(false);
                 }
             }
         }
@@ -340,10 +396,14 @@ impl Agent {
             // journal is healthy, so the turn ends on file like any other.
             Err(e) => (TurnStatus::Failed, Some(format!("The turn stopped: {e}"))),
         };
-        let saved = self.with_session(|s| {
-            s.close_unresolved_calls(&turn_id)?;
-            s.end_turn(&turn_id, status, reason.clone())
-        });
+        let saved = {
+            let (turn_id, reason) = (turn_id.clone(), reason.clone());
+            self.with_session_io(move |s| {
+                s.close_unresolved_calls(&turn_id)?;
+                s.end_turn(&turn_id, status, reason)
+            })
+            .await
+        };
         let text = self.with_session(|s| s.transcript().turn(&turn_id).map(|t| t.text())).filter(|t| !t.is_empty());
         let (status, reason) = match saved {
             Ok(()) => (status, reason),
@@ -361,6 +421,7 @@ impl Agent {
         let TurnEnded { turn_id, status, reason, text } = ended;
         self.emit(AgentEvent::TurnEnded { turn_id, status, reason, text });
         running.take();
+        self.inner.busy.send_replace(false);
     }
 
     /// The turn's steps; returns how it ends, or the save that failed.
@@ -429,20 +490,24 @@ impl Agent {
             fail::fail_point!("agent::after_model_response");
             // The calls are what the transcript made of the recorded response:
             // one reading of the items, shared with recovery and replay.
-            let calls = self.with_session(|s| -> Result<Vec<(String, String, String)>, SessionError> {
-                s.record_response(turn_id, response.items)?;
-                Ok(s.transcript()
-                    .turn(turn_id)
-                    .map(|turn| {
-                        let last = turn.responses.len().saturating_sub(1);
-                        turn.calls
-                            .iter()
-                            .filter(|c| c.response_index == last)
-                            .map(|c| (c.call_id.clone(), c.name.clone(), c.arguments.clone()))
-                            .collect()
-                    })
-                    .unwrap_or_default())
-            })?;
+            let owned_turn_id = turn_id.to_string();
+            let calls = self
+                .with_session_io(move |s| -> Result<Vec<(String, String, String)>, SessionError> {
+                    let turn_id = owned_turn_id.as_str();
+                    s.record_response(turn_id, response.items)?;
+                    Ok(s.transcript()
+                        .turn(turn_id)
+                        .map(|turn| {
+                            let last = turn.responses.len().saturating_sub(1);
+                            turn.calls
+                                .iter()
+                                .filter(|c| c.response_index == last)
+                                .map(|c| (c.call_id.clone(), c.name.clone(), c.arguments.clone()))
+                                .collect()
+                        })
+                        .unwrap_or_default())
+                })
+                .await?;
             if calls.is_empty() {
                 return Ok(match response.incomplete {
                     Some(why) => (TurnStatus::Failed, Some(format!("the model's answer was cut short ({why})"))),
@@ -458,7 +523,7 @@ impl Agent {
             for (call_id, name, arguments) in calls {
                 if !ids_in_response.insert(call_id.clone()) {
                     let output = duplicate_call_output(&call_id, &arguments);
-                    self.save_result(turn_id, &call_id, ToolStatus::Failed, &output, None)?;
+                    self.save_result(turn_id, &call_id, ToolStatus::Failed, &output, None).await?;
                     continue;
                 }
                 if cancelled || over_limit || calls_seen == limits.max_calls {
@@ -468,7 +533,7 @@ impl Agent {
                     } else {
                         format!("Not executed: the turn reached its limit of {} tool calls.", limits.max_calls)
                     };
-                    self.save_result(turn_id, &call_id, ToolStatus::NotExecuted, &output, None)?;
+                    self.save_result(turn_id, &call_id, ToolStatus::NotExecuted, &output, None).await?;
                     continue;
                 }
                 calls_seen += 1;
@@ -498,18 +563,18 @@ impl Agent {
     ) -> Result<bool, SessionError> {
         if name != "bash" {
             let output = format!("Unknown tool `{name}`; the only tool is `bash`.");
-            self.save_result(turn_id, call_id, ToolStatus::Failed, &output, None)?;
+            self.save_result(turn_id, call_id, ToolStatus::Failed, &output, None).await?;
             return Ok(false);
         }
-        let command = match bash::command_of(arguments) {
+        let command = match crate::calls::command_of(arguments) {
             Ok(command) => command,
             Err(why) => {
-                self.save_result(turn_id, call_id, ToolStatus::Failed, &why, None)?;
+                self.save_result(turn_id, call_id, ToolStatus::Failed, &why, None).await?;
                 return Ok(false);
             }
         };
         if cancel.is_cancelled() {
-            self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::NOT_RUN_AFTER_CANCEL, None)?;
+            self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::NOT_RUN_AFTER_CANCEL, None).await?;
             return Ok(true);
         }
 
@@ -539,25 +604,31 @@ impl Agent {
         }
         match decision {
             None => {
-                self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::CANCELLED_BEFORE_START, None)?;
+                self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::CANCELLED_BEFORE_START, None)
+                    .await?;
                 Ok(true)
             }
             Some(ApprovalDecision::Denied) => {
-                self.with_session(|s| s.record_decision(turn_id, call_id, ApprovalDecision::Denied))?;
-                self.save_result(turn_id, call_id, ToolStatus::Refused, outputs::REFUSED, None)?;
+                let (t, c) = (turn_id.to_string(), call_id.to_string());
+                self.with_session_io(move |s| s.record_decision(&t, &c, ApprovalDecision::Denied)).await?;
+                self.save_result(turn_id, call_id, ToolStatus::Refused, outputs::REFUSED, None).await?;
                 Ok(false)
             }
             Some(ApprovalDecision::Approved) => {
                 let directory = bash.cwd().display().to_string();
-                let evidence = self.with_session(|s| {
-                    s.record_decision(turn_id, call_id, ApprovalDecision::Approved)?;
-                    s.record_tool_start(turn_id, call_id, &command, &directory)?;
-                    Ok::<_, SessionError>(s.evidence_target(turn_id, call_id))
-                })?;
+                let (t, c, cmd) = (turn_id.to_string(), call_id.to_string(), command.clone());
+                let evidence = self
+                    .with_session_io(move |s| {
+                        s.record_decision(&t, &c, ApprovalDecision::Approved)?;
+                        s.record_tool_start(&t, &c, &cmd, &directory)?;
+                        Ok::<_, SessionError>(s.evidence_target(&t, &c))
+                    })
+                    .await?;
                 if cancel.is_cancelled() {
                     // Cancelled while the start was being saved: the start is
                     // on file, so the result says plainly that it never ran.
-                    self.save_result(turn_id, call_id, ToolStatus::Cancelled, outputs::CANCELLED_BEFORE_SPAWN, None)?;
+                    self.save_result(turn_id, call_id, ToolStatus::Cancelled, outputs::CANCELLED_BEFORE_SPAWN, None)
+                        .await?;
                     return Ok(true);
                 }
                 // The approval and tool_start are on disk: only now may it run.
@@ -594,14 +665,14 @@ impl Agent {
                 fail::fail_point!("agent::before_tool_result");
                 // Unsaved, `settle` is dropped: the supervisor hears that
                 // and leaves its evidence for the unknown result.
-                self.save_result(turn_id, call_id, outcome.status, &outcome.output, outcome.exit_code)?;
+                self.save_result(turn_id, call_id, outcome.status, &outcome.output, outcome.exit_code).await?;
                 settle.saved().await;
                 Ok(outcome.status == ToolStatus::Cancelled)
             }
         }
     }
 
-    fn save_result(
+    async fn save_result(
         &self,
         turn_id: &str,
         call_id: &str,
@@ -609,7 +680,8 @@ impl Agent {
         output: &str,
         exit_code: Option<i32>,
     ) -> Result<(), SessionError> {
-        self.with_session(|s| s.record_tool_result(turn_id, call_id, status, output, exit_code))?;
+        let (t, c, o) = (turn_id.to_string(), call_id.to_string(), output.to_string());
+        self.with_session_io(move |s| s.record_tool_result(&t, &c, status, &o, exit_code)).await?;
         self.emit(AgentEvent::ToolResult {
             turn_id: turn_id.to_string(),
             call_id: call_id.to_string(),

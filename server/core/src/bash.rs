@@ -64,19 +64,6 @@ pub struct Outcome {
     pub exit_code: Option<i32>,
 }
 
-/// Reads the `command` of a bash call's arguments; the error is written for
-/// the model, which sent them.
-pub fn command_of(arguments: &str) -> Result<String, String> {
-    let value: serde_json::Value = serde_json::from_str(arguments)
-        .map_err(|e| format!("The bash tool's arguments are not valid JSON ({e}); send {{\"command\": \"...\"}}."))?;
-    match value.get("command") {
-        Some(serde_json::Value::String(command)) if !command.trim().is_empty() => Ok(command.clone()),
-        Some(serde_json::Value::String(_)) => Err("The bash tool's `command` is empty.".into()),
-        Some(_) => Err("The bash tool's `command` must be a string.".into()),
-        None => Err("The bash tool needs a `command` argument: {\"command\": \"...\"}.".into()),
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct BashTool {
     cwd: PathBuf,
@@ -327,14 +314,6 @@ fn executable(path: &std::path::Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn arguments_are_checked_for_the_model() {
-        assert_eq!(command_of(r#"{"command":"ls"}"#), Ok("ls".into()));
-        assert!(command_of("{").unwrap_err().contains("not valid JSON"));
-        assert!(command_of(r#"{"cmd":"ls"}"#).unwrap_err().contains("needs a `command`"));
-        assert!(command_of(r#"{"command":3}"#).unwrap_err().contains("must be a string"));
-    }
 
     #[test]
     fn bash_is_found_in_the_commands_path_and_still_called_bash() {

@@ -17,16 +17,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use crate::journal::record::TurnStatus;
-use crate::transcript::{item_call, CallResult, ItemCall, Transcript, Turn};
+use crate::calls::{item_call, ItemCall};
+use crate::transcript::{CallResult, Transcript, Turn};
 
-/// The notice that follows a replayed turn that did not complete.
-pub fn runtime_notice(status: TurnStatus) -> String {
-    format!(
-        "Mino runtime notice: the previous turn ended with status {}. Tool results above are retained; no command was automatically retried.",
-        status.as_str()
-    )
-}
+pub use crate::transcript::runtime_notice;
 
 /// The `output` string of a `function_call_output`: `{"status":…,"output":…}`.
 pub fn function_output(result: &CallResult) -> String {

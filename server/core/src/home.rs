@@ -26,15 +26,6 @@ impl MinoHome {
         Self { root: root.into() }
     }
 
-    /// `MINO_HOME`, else `$HOME/.mino`.
-    pub fn from_env() -> Result<Self, HomeError> {
-        if let Some(dir) = std::env::var_os("MINO_HOME").filter(|v| !v.is_empty()) {
-            return Ok(Self::new(dir));
-        }
-        let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).ok_or(HomeError::NoHome)?;
-        Ok(Self::new(PathBuf::from(home).join(".mino")))
-    }
-
     pub fn root(&self) -> &Path {
         &self.root
     }

@@ -3,6 +3,7 @@
 //!
 //! - [`journal`]: the session file on disk (records, checksums, save points, locking).
 //! - [`transcript`]: the conversation as the records establish it.
+//! - [`calls`]: which output items are tool calls, and what a bash call asks to run.
 //! - [`recovery`]: closing interrupted turns by Table 04-1, executing nothing.
 //! - [`context`]: the model's `input`, rebuilt from the transcript.
 //! - [`session`]: one open conversation: journal + transcript + the acknowledgement gate.
@@ -13,12 +14,17 @@
 //! - [`rules`]: approval rules (matching parsed commands) and the workspace rules file.
 //! - [`sandbox`]: the kernel-enforced command sandbox (Landlock, network namespace).
 //! - [`agent`]: the turn loop tying them together, emitting [`agent::AgentEvent`]s.
+//! - [`config`]: the configuration, read from the environment in one place.
+//! - [`app`]: [`open`] builds all of the above for a transport.
 //!
 //! The JSON-RPC server and the clients live elsewhere; this crate is testable
 //! without a network or a transport.
 
 pub mod agent;
+pub mod app;
 pub mod bash;
+pub mod calls;
+pub mod config;
 pub mod context;
 pub mod home;
 pub mod journal;
@@ -31,6 +37,8 @@ pub mod soul;
 pub mod supervisor;
 pub mod transcript;
 
+pub use app::{open, App, OpenError, OpenOptions};
+pub use config::Config;
 pub use home::MinoHome;
 pub use journal::record::{ApprovalDecision, ToolStatus, TurnStatus};
 pub use session::{Session, SessionError};

@@ -119,6 +119,18 @@ impl RecoveryReport {
     }
 }
 
+/// Table 04-1 for a call without a result: a saved start is not evidence
+/// of an outcome (`unknown`); no start means it never ran (`not_executed`).
+/// The one place the table is applied: on open, and when a running turn
+/// stops between a response and its calls.
+pub fn unresolved_result(started: bool) -> (ToolStatus, &'static str) {
+    if started {
+        (ToolStatus::Unknown, UNKNOWN_OUTPUT)
+    } else {
+        (ToolStatus::NotExecuted, NOT_EXECUTED_OUTPUT)
+    }
+}
+
 /// The records that close the open turn, if there is one.
 pub fn closing_records(transcript: &Transcript) -> Vec<RecordBody> {
     let Some(turn) = transcript.open_turn() else { return Vec::new() };
@@ -127,11 +139,7 @@ pub fn closing_records(transcript: &Transcript) -> Vec<RecordBody> {
         .iter()
         .filter(|call| call.result.is_none())
         .map(|call| {
-            let (status, output) = if call.started {
-                (ToolStatus::Unknown, UNKNOWN_OUTPUT)
-            } else {
-                (ToolStatus::NotExecuted, NOT_EXECUTED_OUTPUT)
-            };
+            let (status, output) = unresolved_result(call.started);
             RecordBody::ToolResult {
                 turn_id: turn.id.clone(),
                 call_id: call.call_id.clone(),

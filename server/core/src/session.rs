@@ -145,6 +145,7 @@ impl Session {
     }
 
     /// For fault injection in tests.
+    #[cfg(feature = "testing")]
     pub fn journal_mut(&mut self) -> &mut Journal {
         &mut self.journal
     }
@@ -184,6 +185,11 @@ impl Session {
         Ok(chosen)
     }
 
+    /// The id the next turn opened by [`Session::begin_turn`] gets.
+    pub fn next_turn_id(&self) -> String {
+        format!("turn-{}", self.transcript.turns.len() + 1)
+    }
+
     /// Opens a turn with the user's input, synced before anything is asked
     /// of the model. Refused while acknowledgement is pending or a turn runs.
     pub fn begin_turn(&mut self, text: &str) -> Result<String, SessionError> {
@@ -205,7 +211,7 @@ impl Session {
                 text.len()
             )));
         }
-        let turn_id = format!("turn-{}", self.transcript.turns.len() + 1);
+        let turn_id = self.next_turn_id();
         self.append(&RecordBody::User { turn_id: turn_id.clone(), text: text.to_string() })?;
         fail::fail_point!("session::after_user_append");
         self.sync()?;
@@ -311,12 +317,7 @@ impl Session {
         let open: Vec<(String, bool)> =
             turn.calls.iter().filter(|c| c.result.is_none()).map(|c| (c.call_id.clone(), c.started)).collect();
         for (call_id, started) in open {
-            // Table 04-1: a saved start is not evidence of an outcome.
-            let (status, output) = if started {
-                (ToolStatus::Unknown, crate::recovery::UNKNOWN_OUTPUT)
-            } else {
-                (ToolStatus::NotExecuted, crate::recovery::NOT_EXECUTED_OUTPUT)
-            };
+            let (status, output) = recovery::unresolved_result(started);
             self.record_tool_result(turn_id, &call_id, status, output, None)?;
         }
         Ok(())

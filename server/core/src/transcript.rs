@@ -6,11 +6,10 @@
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::bash;
+use crate::calls::{self, function_calls};
 use crate::journal::record::{ApprovalDecision, RecordBody, ToolStatus, TurnStatus};
 
 #[derive(Debug, Clone)]
@@ -46,7 +45,7 @@ impl Call {
     /// The command for display: the `command` argument, or the raw arguments
     /// when the model sent something that is not a bash call.
     pub fn command(&self) -> String {
-        bash::command_of(&self.arguments).unwrap_or_else(|_| self.arguments.clone())
+        calls::command_of(&self.arguments).unwrap_or_else(|_| self.arguments.clone())
     }
 }
 
@@ -92,7 +91,7 @@ impl Turn {
 
     /// The runtime notice that follows the turn in context and history.
     pub fn notice(&self) -> Option<String> {
-        self.ended_early().filter(|_| self.has_calls()).map(crate::context::runtime_notice)
+        self.ended_early().filter(|_| self.has_calls()).map(runtime_notice)
     }
 
     /// An `unknown` result not yet acknowledged: the gate stays shut.
@@ -153,61 +152,12 @@ pub fn message_text(item: &Value) -> Option<String> {
     Some(text)
 }
 
-/// The fields of an output item that say whether it is a call.
-#[derive(Deserialize)]
-struct ItemHead {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    call_id: Option<Value>,
-    name: Option<Value>,
-    arguments: Option<Value>,
-}
-
-/// What one output item is, as far as calls go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ItemCall {
-    NotACall,
-    /// A `function_call` with this `call_id`.
-    Call(String),
-    /// A `function_call` without a usable `call_id`: it cannot be answered,
-    /// so it is neither run nor replayed.
-    Unanswerable,
-}
-
-/// Reads one output item the way [`function_calls`] does.
-pub fn item_call(item: &RawValue) -> ItemCall {
-    match serde_json::from_str::<ItemHead>(item.get()) {
-        Ok(head) if head.kind.as_deref() == Some("function_call") => match head.call_id {
-            Some(Value::String(call_id)) if !call_id.is_empty() => ItemCall::Call(call_id),
-            _ => ItemCall::Unanswerable,
-        },
-        _ => ItemCall::NotACall,
-    }
-}
-
-/// The function calls among a response's output items: `(call_id, name,
-/// arguments)`. This is the only reading of calls: the turn loop, recovery
-/// and replay all use it, so every call that runs, recovers or replays is
-/// the same call. An item without a string `call_id` cannot be answered and
-/// is not a call; odd `name`/`arguments` are kept (as text) so the call gets
-/// a `failed` result the model can read.
-pub fn function_calls(items: &[Box<RawValue>]) -> Vec<(String, String, String)> {
-    let text = |v: Option<Value>| match v {
-        Some(Value::String(s)) => s,
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    };
-    items
-        .iter()
-        .filter_map(|item| serde_json::from_str::<ItemHead>(item.get()).ok())
-        .filter(|head| head.kind.as_deref() == Some("function_call"))
-        .filter_map(|head| match head.call_id {
-            Some(Value::String(call_id)) if !call_id.is_empty() => {
-                Some((call_id, text(head.name), text(head.arguments)))
-            }
-            _ => None,
-        })
-        .collect()
+/// The notice that follows a replayed turn that did not complete.
+pub fn runtime_notice(status: TurnStatus) -> String {
+    format!(
+        "Mino runtime notice: the previous turn ended with status {}. Tool results above are retained; no command was automatically retried.",
+        status.as_str()
+    )
 }
 
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mino_core::agent::{Agent, AgentEvent, Numbered, TurnLimits};
 use mino_core::bash::{BashTool, Limits};
-use mino_core::journal::{Fault, FaultPlan, FaultyFile};
+use mino_core::journal::{Fault, FaultPlan, FaultyFile, JournalFile};
 use mino_core::model::{ModelClient, ModelConfig, RetryPolicy};
 use mino_core::{ApprovalDecision, MinoHome, Session, ToolStatus, TurnStatus};
 use mino_mock_model::{MockModel, Reply, ScriptedCall};
@@ -114,7 +114,7 @@ fn output_of(item: &Value) -> Value {
 #[tokio::test]
 async fn text_streams_in_order_and_the_turn_completes() {
     let mut h = harness(vec![Reply::Text { deltas: vec!["Hi".into(), " there!".into()], delay_ms: 0 }]).await;
-    let turn = h.agent.chat("Hello").expect("chat");
+    let turn = h.agent.chat("Hello").await.expect("chat");
     let events = h.run(None).await;
     assert_eq!(events[0], AgentEvent::TurnStarted { turn_id: turn.clone(), input: "Hello".into() });
     let deltas: Vec<&str> = events
@@ -143,7 +143,7 @@ async fn text_streams_in_order_and_the_turn_completes() {
 #[tokio::test]
 async fn an_approved_call_runs_and_the_next_request_holds_the_pair() {
     let mut h = harness(vec![Reply::call("call_1", "echo hello"), Reply::text("It printed hello.")]).await;
-    h.agent.chat("Say hello").expect("chat");
+    h.agent.chat("Say hello").await.expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     let request = events.iter().find_map(|e| match e {
         AgentEvent::ApprovalRequest { command, directory, environment, limits, .. } => {
@@ -187,7 +187,7 @@ async fn an_approved_call_runs_and_the_next_request_holds_the_pair() {
 #[tokio::test]
 async fn a_denied_call_is_refused_and_the_turn_goes_on() {
     let mut h = harness(vec![Reply::call("call_1", "touch denied.txt"), Reply::text("Understood.")]).await;
-    h.agent.chat("Make a file").expect("chat");
+    h.agent.chat("Make a file").await.expect("chat");
     let events = h.run(Some(ApprovalDecision::Denied)).await;
     assert_eq!(results(&events)[0].1, ToolStatus::Refused);
     assert!(!events.iter().any(|e| matches!(e, AgentEvent::ToolStarted { .. })));
@@ -202,7 +202,7 @@ async fn bad_arguments_become_a_failed_result_the_model_reads() {
         ScriptedCall { call_id: "call_1".into(), command: String::new(), raw_arguments: Some("{not json".into()) };
     let mut h =
         harness(vec![Reply::Calls { text: vec![], calls: vec![call], delay_ms: 0 }, Reply::text("Sorry.")]).await;
-    h.agent.chat("Do it").expect("chat");
+    h.agent.chat("Do it").await.expect("chat");
     let events = h.run(None).await;
     assert!(!events.iter().any(|e| matches!(e, AgentEvent::ApprovalRequest { .. })), "nothing to approve");
     let (_, status, output) = &results(&events)[0];
@@ -215,7 +215,7 @@ async fn bad_arguments_become_a_failed_result_the_model_reads() {
 async fn the_request_limit_ends_the_turn_failed() {
     let script = (0..9).map(|i| Reply::call(&format!("call_{i}"), "true")).collect();
     let mut h = harness(script).await;
-    h.agent.chat("Loop").expect("chat");
+    h.agent.chat("Loop").await.expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     let (status, reason, _) = ended(&events);
     assert_eq!(status, TurnStatus::Failed);
@@ -229,7 +229,7 @@ async fn the_call_limit_closes_the_rest_not_executed() {
     let calls: Vec<(String, String)> = (0..18).map(|i| (format!("call_{i}"), "true".to_string())).collect();
     let refs: Vec<(&str, &str)> = calls.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     let mut h = harness(vec![Reply::calls(&refs)]).await;
-    h.agent.chat("Many").expect("chat");
+    h.agent.chat("Many").await.expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     let results = results(&events);
     assert_eq!(results.len(), 18);
@@ -252,7 +252,7 @@ async fn retryable_failures_are_retried() {
         Reply::Failed { code: "server_error".into(), message: "try later".into() },
     ] {
         let mut h = harness(vec![failure.clone(), Reply::text("Recovered.")]).await;
-        h.agent.chat("Hi").expect("chat");
+        h.agent.chat("Hi").await.expect("chat");
         let events = h.run(None).await;
         assert_eq!(ended(&events).0, TurnStatus::Completed, "{failure:?}");
         assert_eq!(h.mock.requests().len(), 2, "{failure:?}");
@@ -267,7 +267,7 @@ async fn fatal_errors_are_not_retried_and_say_what_to_do() {
         (Reply::http_error(429, "insufficient_quota", "no quota"), "quota"),
     ] {
         let mut h = harness(vec![failure.clone(), Reply::text("never")]).await;
-        h.agent.chat("Hi").expect("chat");
+        h.agent.chat("Hi").await.expect("chat");
         let events = h.run(None).await;
         let (status, reason, _) = ended(&events);
         assert_eq!(status, TurnStatus::Failed, "{failure:?}");
@@ -282,7 +282,7 @@ async fn fatal_errors_are_not_retried_and_say_what_to_do() {
 async fn cancel_while_the_model_streams() {
     let deltas = (0..50).map(|i| format!("word{i} ")).collect();
     let mut h = harness(vec![Reply::Text { deltas, delay_ms: 100 }]).await;
-    let turn = h.agent.chat("Tell a story").expect("chat");
+    let turn = h.agent.chat("Tell a story").await.expect("chat");
     loop {
         if let AgentEvent::TextDelta { .. } = h.next().await {
             break;
@@ -298,7 +298,7 @@ async fn cancel_while_the_model_streams() {
 #[tokio::test]
 async fn cancel_while_an_approval_is_pending() {
     let mut h = harness(vec![Reply::call("call_1", "touch never.txt")]).await;
-    let turn = h.agent.chat("Make a file").expect("chat");
+    let turn = h.agent.chat("Make a file").await.expect("chat");
     loop {
         if let AgentEvent::ApprovalRequest { .. } = h.next().await {
             break;
@@ -323,7 +323,7 @@ async fn cancel_while_a_command_runs_kills_its_group() {
     let marker = format!("touch survived-{}.txt", std::process::id());
     let command = format!("(echo started; sleep 30; {marker}) & sleep 30");
     let mut h = harness(vec![Reply::call("call_1", &command)]).await;
-    let turn = h.agent.chat("Wait").expect("chat");
+    let turn = h.agent.chat("Wait").await.expect("chat");
     loop {
         match h.next().await {
             AgentEvent::ApprovalRequest { turn_id, call_id, .. } => {
@@ -375,7 +375,7 @@ async fn a_command_over_its_timeout_is_killed() {
         limits,
     )
     .await;
-    h.agent.chat("Wait").expect("chat");
+    h.agent.chat("Wait").await.expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     let (_, status, output) = &results(&events)[0];
     assert_eq!(*status, ToolStatus::TimedOut);
@@ -388,7 +388,7 @@ async fn output_is_capped_keeping_head_and_tail() {
     let mut h =
         harness_with(vec![Reply::call("call_1", "seq 1 100000"), Reply::text("Long.")], TurnLimits::default(), limits)
             .await;
-    h.agent.chat("Count").expect("chat");
+    h.agent.chat("Count").await.expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     let (_, status, output) = &results(&events)[0];
     assert_eq!(*status, ToolStatus::Success);
@@ -401,7 +401,7 @@ async fn output_is_capped_keeping_head_and_tail() {
 #[tokio::test]
 async fn a_failing_command_reports_its_exit_code() {
     let mut h = harness(vec![Reply::call("call_1", "echo oops >&2; exit 3"), Reply::text("It failed.")]).await;
-    h.agent.chat("Fail").expect("chat");
+    h.agent.chat("Fail").await.expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     let exit = events.iter().find_map(|e| match e {
         AgentEvent::ToolResult { status, exit_code, output, .. } => Some((*status, *exit_code, output.clone())),
@@ -417,7 +417,7 @@ async fn the_command_environment_holds_no_api_key() {
     // The key is in Mino's own environment, as it is in production.
     std::env::set_var("OPENAI_API_KEY", SENTINEL_KEY);
     let mut h = harness(vec![Reply::call("call_1", "env"), Reply::text("ok")]).await;
-    h.agent.chat("env").expect("chat");
+    h.agent.chat("env").await.expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     let (_, status, output) = &results(&events)[0];
     assert_eq!(*status, ToolStatus::Success);
@@ -436,7 +436,7 @@ async fn no_command_runs_before_its_tool_start_is_on_file() {
         &format!("grep -c '\"kind\":\"tool_start\"' '{journal}'; grep -c '\"decision\":\"approved\"' '{journal}'"),
     ));
     h.mock.push(Reply::text("checked"));
-    h.agent.chat("Check").expect("chat");
+    h.agent.chat("Check").await.expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     assert_eq!(results(&events)[0].2, "1\n1\n", "the command saw its approval and tool_start in the file");
 }
@@ -454,7 +454,7 @@ async fn a_turn_stopped_by_a_failed_save_says_its_end_is_not_on_file() {
         h.agent.with_session(|s| {
             s.journal_mut().wrap_file(|f| Box::new(FaultyFile::new(f, FaultPlan::Sync { nth: 2, fault: Fault::Io }).0))
         });
-        h.agent.chat("Go").expect("chat");
+        h.agent.chat("Go").await.expect("chat");
         let events = h.run(Some(ApprovalDecision::Approved)).await;
         let (status, reason, _) = ended(&events);
         assert_eq!(status, TurnStatus::Failed);
@@ -472,7 +472,7 @@ async fn a_failed_save_stops_the_turn_before_anything_runs() {
     h.agent.with_session(|s| {
         s.journal_mut().wrap_file(|f| Box::new(FaultyFile::new(f, FaultPlan::Sync { nth: 2, fault: Fault::Io }).0))
     });
-    h.agent.chat("Touch").expect("chat");
+    h.agent.chat("Touch").await.expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     let (status, reason, _) = ended(&events);
     assert_eq!(status, TurnStatus::Failed);
@@ -480,7 +480,7 @@ async fn a_failed_save_stops_the_turn_before_anything_runs() {
     assert!(!h.cwd.join("ran.txt").exists(), "nothing spawned after a failed save");
     assert!(!events.iter().any(|e| matches!(e, AgentEvent::ToolStarted { .. })));
     assert_eq!(h.mock.requests().len(), 1, "no model request after a failed save");
-    let refused = h.agent.chat("again");
+    let refused = h.agent.chat("again").await;
     assert!(refused.is_err(), "the session refuses turns until reopened");
     let turns = h.agent.with_session(|s| s.transcript().turns.clone());
     assert!(turns[0].calls.is_empty(), "what the failed save cut from the file is not shown either");
@@ -490,7 +490,7 @@ async fn a_failed_save_stops_the_turn_before_anything_runs() {
 async fn an_approval_after_cancel_runs_nothing() {
     for _ in 0..20 {
         let mut h = harness(vec![Reply::call("call_1", "touch ran.txt")]).await;
-        let turn = h.agent.chat("Touch").expect("chat");
+        let turn = h.agent.chat("Touch").await.expect("chat");
         loop {
             if let AgentEvent::ApprovalRequest { .. } = h.next().await {
                 break;
@@ -514,7 +514,7 @@ async fn a_command_that_exited_is_not_called_timed_out_while_its_output_drains()
         limits,
     )
     .await;
-    h.agent.chat("Go").expect("chat");
+    h.agent.chat("Go").await.expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     let (_, status, output) = &results(&events)[0];
     assert_eq!(*status, ToolStatus::Success, "{output}");
@@ -523,7 +523,7 @@ async fn a_command_that_exited_is_not_called_timed_out_while_its_output_drains()
 #[tokio::test]
 async fn text_streamed_before_a_retry_is_announced_void() {
     let mut h = harness(vec![Reply::CutStream { deltas: vec!["Hel".into()] }, Reply::text("Hello")]).await;
-    h.agent.chat("Hi").expect("chat");
+    h.agent.chat("Hi").await.expect("chat");
     let events = h.run(None).await;
     let retry = events.iter().position(|e| matches!(e, AgentEvent::Retrying { .. })).expect("retry announced");
     let first_delta = events.iter().position(|e| matches!(e, AgentEvent::TextDelta { .. })).expect("delta");
@@ -544,7 +544,7 @@ async fn the_next_turn_can_start_the_moment_one_ends() {
     }
     let mut h = harness(script).await;
     for i in 0..turns {
-        h.agent.chat(&format!("Run true ({i})")).expect("chat");
+        h.agent.chat(&format!("Run true ({i})")).await.expect("chat");
         let events = h.run(Some(ApprovalDecision::Approved)).await;
         assert_eq!(ended(&events).0, TurnStatus::Completed, "turn {i}: {events:?}");
     }
@@ -576,13 +576,13 @@ async fn a_stale_approval_from_a_cancelled_turn_does_not_approve_the_same_call_i
         Reply::call("call_1", "echo DANGEROUS > dangerous.txt"),
     ])
     .await;
-    let first = h.agent.chat("Something harmless").expect("chat");
+    let first = h.agent.chat("Something harmless").await.expect("chat");
     let (turn, call, _) = next_approval_request(&mut h).await;
     assert_eq!((turn.as_str(), call.as_str()), (first.as_str(), "call_1"));
     h.agent.cancel(&first).expect("cancel");
     assert_eq!(ended(&h.run(None).await).0, TurnStatus::Cancelled);
 
-    let second = h.agent.chat("Something else").expect("chat");
+    let second = h.agent.chat("Something else").await.expect("chat");
     let (turn, call, command) = next_approval_request(&mut h).await;
     assert_eq!(
         (turn.as_str(), call.as_str(), command.as_str()),
@@ -605,7 +605,7 @@ async fn a_call_id_repeated_in_the_next_response_of_one_turn_runs_as_its_own_cal
     let mut h =
         harness(vec![Reply::call("call_0", "echo one"), Reply::call("call_0", "echo two"), Reply::text("Both ran.")])
             .await;
-    h.agent.chat("Two steps").expect("chat");
+    h.agent.chat("Two steps").await.expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     assert_eq!(ended(&events).0, TurnStatus::Completed);
     let outputs: Vec<(String, ToolStatus, String)> = results(&events);
@@ -639,7 +639,7 @@ async fn a_duplicate_id_inside_one_response_is_not_run_and_says_why() {
         Reply::text("Noted."),
     ])
     .await;
-    h.agent.chat("Two at once").expect("chat");
+    h.agent.chat("Two at once").await.expect("chat");
     let events = h.run(Some(ApprovalDecision::Approved)).await;
     let asked: Vec<&str> = events
         .iter()
@@ -661,4 +661,63 @@ async fn a_duplicate_id_inside_one_response_is_not_run_and_says_why() {
         ["function_call", "function_call", "function_call_output", "function_call_output"],
         "each call sent once, with exactly one output"
     );
+}
+
+/// A journal file whose first sync waits until the test lets it finish.
+struct HeldSync {
+    inner: Box<dyn JournalFile>,
+    entered: std::sync::mpsc::Sender<()>,
+    release: std::sync::mpsc::Receiver<()>,
+    held: bool,
+}
+
+impl JournalFile for HeldSync {
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> std::io::Result<usize> {
+        self.inner.write_at(buf, offset)
+    }
+    fn sync_data(&mut self) -> std::io::Result<()> {
+        if !self.held {
+            self.held = true;
+            let _ = self.entered.send(());
+            let _ = self.release.recv();
+        }
+        self.inner.sync_data()
+    }
+    fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+        self.inner.set_len(len)
+    }
+}
+
+/// A slow disk does not hold up the person: `mino/cancel` is answered while
+/// the user's record is still being synced, and the turn then ends
+/// `cancelled` on file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_is_answered_while_the_user_record_is_being_synced() {
+    let mut h = harness(vec![Reply::text("never asked")]).await;
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    h.agent.with_session(|s| {
+        s.journal_mut()
+            .wrap_file(|inner| Box::new(HeldSync { inner, entered: entered_tx, release: release_rx, held: false }))
+    });
+    let agent = h.agent.clone();
+    let chat = tokio::spawn(async move { agent.chat("Hi").await });
+    entered.recv_timeout(Duration::from_secs(20)).expect("the user record's sync began");
+    // From a thread of its own, so a cancel stuck behind the sync cannot
+    // hang the test: it fails instead.
+    let agent = h.agent.clone();
+    let (answered_tx, answered) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = answered_tx.send(agent.cancel("turn-1").is_ok());
+    });
+    let cancelled = answered.recv_timeout(Duration::from_secs(10));
+    release.send(()).expect("release the sync");
+    assert_eq!(cancelled, Ok(true), "cancel answered while the sync was still running");
+    let turn = chat.await.expect("chat task").expect("chat");
+    assert_eq!(turn, "turn-1");
+    let events = h.run(None).await;
+    assert_eq!(ended(&events).0, TurnStatus::Cancelled);
+    assert_eq!(h.mock.requests().len(), 0, "a turn cancelled before it began asks the model nothing");
+    let journal = std::fs::read_to_string(&h.journal).expect("journal");
+    assert!(journal.contains("\"turn_end\"") && journal.contains("cancelled"), "{journal}");
 }

@@ -3,27 +3,27 @@
 //!
 //! This is the only file that knows both vocabularies. Handlers return
 //! quickly: a turn runs in the task the [`Agent`] spawns, and its events reach
-//! the client through one forwarding task, so they keep their `seq` order.
+//! the client through [`Notifications`], which the transport reads straight
+//! into its outbox, so they keep their `seq` order with no task in between.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use mino_core::agent::{AgentError, AgentEvent, Numbered, TurnLimits};
-use mino_core::bash::{self, BashTool};
-use mino_core::model::{ModelClient, ModelConfig};
+use mino_core::bash;
 use mino_core::recovery::{RecoveredTurn, RecoveryReport};
 use mino_core::transcript::Turn;
-use mino_core::{agent::Agent, soul, ApprovalDecision, MinoHome, Session, SessionError};
+use mino_core::{agent::Agent, App, ApprovalDecision, OpenError, OpenOptions, Session, SessionError};
 use mino_protocol as wire;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::oneshot;
 use tower_lsp_server::gen_lsp_types::{
-    InitializeParams, InitializeResult, InitializedParams, LspNotificationMethod, MessageDirection, Notification,
-    ServerCapabilities, ServerInfo,
+    InitializeParams, InitializeResult, InitializedParams, ServerCapabilities, ServerInfo,
 };
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
-use tower_lsp_server::{Client, LanguageServer, LspService, LspServiceBuilder};
+use tower_lsp_server::{LanguageServer, LspService, LspServiceBuilder};
 
 pub const SERVER_NAME: &str = "mino-server";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -33,33 +33,61 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 
 // ---------------------------------------------------------------- notifications
 
-/// tower-lsp-server's view of a `mino-protocol` notification: the method
-/// name and params type come from the protocol crate, bound there once.
-struct Lsp<N>(std::marker::PhantomData<N>);
-
-impl<N: wire::notification::Notification> Notification for Lsp<N> {
-    type Params = N::Params;
-    const METHOD: LspNotificationMethod<'static> = LspNotificationMethod::Custom(N::METHOD);
-    const MESSAGE_DIRECTION: MessageDirection = MessageDirection::ServerToClient;
-}
-
-/// Sends the notification `N` with its params.
-async fn notify<N: wire::notification::Notification>(client: &Client, params: N::Params) {
-    client.send_notification::<Lsp<N>>(params).await
-}
-
 // ---------------------------------------------------------------- state
 
 /// What `initialize` opened.
 struct Opened {
     agent: Agent,
     /// Taken by the task that streams notifications, once.
-    stream: Option<(wire::RecoveryNotification, UnboundedReceiver<Numbered>)>,
+    stream: Option<Stream>,
 }
 
-#[derive(Default)]
+type Stream = (wire::RecoveryNotification, UnboundedReceiver<Numbered>);
+
 struct Shared {
     opened: Mutex<Option<Opened>>,
+    /// Hands the stream to [`Notifications`] once streaming starts.
+    start: Mutex<Option<oneshot::Sender<Stream>>>,
+    /// Taken by the transport, once.
+    notifications: Mutex<Option<Notifications>>,
+}
+
+/// The server's notifications in send order, as JSON-RPC messages: first
+/// `mino/recovery`, then every agent event. Read by the transport, which
+/// queues each for stdout itself.
+pub struct Notifications {
+    start: Option<oneshot::Receiver<Stream>>,
+    recovery: Option<wire::RecoveryNotification>,
+    events: Option<UnboundedReceiver<Numbered>>,
+}
+
+impl Notifications {
+    /// The next notification; `None` once there will be no more (the
+    /// session never opened, or the agent is gone).
+    pub async fn next(&mut self) -> Option<String> {
+        if let Some(start) = &mut self.start {
+            let started = start.await.ok();
+            self.start = None;
+            (self.recovery, self.events) = started.map(|(r, e)| (Some(r), Some(e))).unwrap_or_default();
+        }
+        if let Some(recovery) = self.recovery.take() {
+            return Some(message::<wire::notification::Recovery>(recovery));
+        }
+        self.events.as_mut()?.recv().await.map(notification)
+    }
+
+    /// The next notification already waiting, without waiting for one.
+    pub fn try_next(&mut self) -> Option<String> {
+        if let Some(start) = &mut self.start {
+            let started = start.try_recv().ok()?;
+            self.start = None;
+            (self.recovery, self.events) = (Some(started.0), Some(started.1));
+        }
+        if let Some(recovery) = self.recovery.take() {
+            return Some(message::<wire::notification::Recovery>(recovery));
+        }
+        self.events.as_mut()?.try_recv().ok().map(notification)
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -73,36 +101,43 @@ pub struct Handle {
 }
 
 impl Handle {
+    /// The notification stream, for the transport to send; `None` after the
+    /// first call.
+    pub fn notifications(&self) -> Option<Notifications> {
+        lock(&self.shared.notifications).take()
+    }
+
     /// Cancels the running turn (the client is gone) and waits, a bounded
     /// time, for it to record its end.
     pub async fn shutdown(&self) {
         let agent = lock(&self.shared.opened).as_ref().map(|o| o.agent.clone());
         let Some(agent) = agent else { return };
+        if agent.running_turn().is_some() {
+            tracing::info!("client gone: cancelling the running turn");
+        }
         // Closing refuses any chat still in flight, so no turn can start
         // after this and outlive the server without an end on file.
-        agent.close();
-        if agent.running_turn().is_none() {
-            return;
-        }
-        tracing::info!("client gone: cancelling the running turn");
-        let deadline = tokio::time::Instant::now() + EXIT_GRACE;
-        while agent.running_turn().is_some() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        if tokio::time::timeout(EXIT_GRACE, agent.close()).await.is_err() {
+            tracing::warn!("the cancelled turn did not record its end in time");
         }
     }
 }
 
 pub struct Backend {
-    client: Client,
     shared: Arc<Shared>,
 }
 
 /// The service with lifecycle methods plus Mino's.
 pub fn service() -> (LspService<Backend>, tower_lsp_server::ClientSocket, Handle) {
-    let shared = Arc::new(Shared::default());
+    let (start, started) = oneshot::channel();
+    let shared = Arc::new(Shared {
+        opened: Mutex::new(None),
+        start: Mutex::new(Some(start)),
+        notifications: Mutex::new(Some(Notifications { start: Some(started), recovery: None, events: None })),
+    });
     let handle = Handle { shared: shared.clone() };
     let builder: LspServiceBuilder<Backend> =
-        LspService::build_with_lifecycle_methods(move |client| Backend { client, shared });
+        LspService::build_with_lifecycle_methods(move |_client| Backend { shared });
     let (service, socket) = builder
         .custom_method(wire::method::CHAT, Backend::chat)
         .custom_method(wire::method::APPROVAL, Backend::approval)
@@ -280,87 +315,74 @@ fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
     }
 }
 
-/// Sends one agent event as its notification.
-async fn forward(client: &Client, Numbered { seq, event }: Numbered) {
+/// One notification as a JSON-RPC message.
+fn message<N: wire::notification::Notification>(params: N::Params) -> String {
+    #[derive(serde::Serialize)]
+    struct Message<'a, P> {
+        jsonrpc: &'static str,
+        method: &'a str,
+        params: P,
+    }
+    serde_json::to_string(&Message { jsonrpc: "2.0", method: N::METHOD, params }).unwrap_or_else(|e| {
+        // The wire types are plain data; this cannot fail in practice.
+        tracing::error!("cannot serialize a notification: {e}");
+        String::new()
+    })
+}
+
+/// One agent event as its notification.
+fn notification(Numbered { seq, event }: Numbered) -> String {
     match event {
         AgentEvent::TurnStarted { turn_id, input } => {
-            notify::<wire::notification::TurnStarted>(client, wire::TurnStarted { turn_id, seq, input }).await
+            message::<wire::notification::TurnStarted>(wire::TurnStarted { turn_id, seq, input })
         }
         AgentEvent::TextDelta { turn_id, delta } => {
-            notify::<wire::notification::TextDelta>(client, wire::TextDelta { turn_id, seq, delta }).await
+            message::<wire::notification::TextDelta>(wire::TextDelta { turn_id, seq, delta })
         }
         AgentEvent::Retrying { turn_id, attempt, delay_ms, reason } => {
-            notify::<wire::notification::Retrying>(client, wire::Retrying { turn_id, seq, attempt, delay_ms, reason })
-                .await
+            message::<wire::notification::Retrying>(wire::Retrying { turn_id, seq, attempt, delay_ms, reason })
         }
         AgentEvent::ApprovalRequest { turn_id, call_id, command, directory, environment, limits: l } => {
             let n = wire::ApprovalRequest { turn_id, seq, call_id, command, directory, environment, limits: limits(l) };
-            notify::<wire::notification::ApprovalRequest>(client, n).await
+            message::<wire::notification::ApprovalRequest>(n)
         }
         AgentEvent::ToolStarted { turn_id, call_id, command } => {
-            notify::<wire::notification::ToolStarted>(client, wire::ToolStarted { turn_id, seq, call_id, command })
-                .await
+            message::<wire::notification::ToolStarted>(wire::ToolStarted { turn_id, seq, call_id, command })
         }
         AgentEvent::ToolOutput { turn_id, call_id, stream, chunk } => {
             let stream = match stream {
                 bash::Stream::Stdout => wire::OutputStream::Stdout,
                 bash::Stream::Stderr => wire::OutputStream::Stderr,
             };
-            notify::<wire::notification::ToolOutput>(client, wire::ToolOutput { turn_id, seq, call_id, stream, chunk })
-                .await
+            message::<wire::notification::ToolOutput>(wire::ToolOutput { turn_id, seq, call_id, stream, chunk })
         }
         AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code } => {
             let n = wire::ToolResult { turn_id, seq, call_id, status: tool_status(status), output, exit_code };
-            notify::<wire::notification::ToolResult>(client, n).await
+            message::<wire::notification::ToolResult>(n)
         }
         AgentEvent::TurnEnded { turn_id, status, reason, text } => {
             let n = wire::TurnEnded { turn_id, seq, status: turn_status(status), reason, text };
-            notify::<wire::notification::TurnEnded>(client, n).await
+            message::<wire::notification::TurnEnded>(n)
         }
     }
-}
-
-/// Resolves the directory commands run in.
-fn command_dir(requested: Option<&str>) -> Result<PathBuf> {
-    let here =
-        std::env::current_dir().map_err(|e| internal(format!("cannot read the server's working directory: {e}")))?;
-    let dir = match requested {
-        None => here,
-        Some(dir) if Path::new(dir).is_absolute() => PathBuf::from(dir),
-        Some(dir) => here.join(dir),
-    };
-    match std::fs::metadata(&dir) {
-        Ok(meta) if meta.is_dir() => Ok(dir),
-        Ok(_) => Err(invalid_params(format!("initializationOptions.cwd {} is not a directory", dir.display()))),
-        Err(e) => Err(invalid_params(format!("initializationOptions.cwd {}: {e}", dir.display()))),
-    }
-}
-
-/// The environment variable that sets a command's time limit in seconds.
-pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
-
-/// The limits commands run with: the defaults, with the timeout from
-/// [`COMMAND_TIMEOUT_ENV`] when it is set (a whole number of seconds, ≥ 1).
-fn command_limits() -> Result<bash::Limits> {
-    let mut limits = bash::Limits::default();
-    match std::env::var(COMMAND_TIMEOUT_ENV) {
-        Err(std::env::VarError::NotPresent) => {}
-        Ok(value) if value.trim().is_empty() => {}
-        Ok(value) => match value.trim().parse::<u64>() {
-            Ok(secs) if secs >= 1 => limits.timeout = Duration::from_secs(secs),
-            _ => {
-                return Err(internal(format!(
-                    "{COMMAND_TIMEOUT_ENV}={value:?} is not a whole number of seconds (at least 1)"
-                )))
-            }
-        },
-        Err(e) => return Err(internal(format!("{COMMAND_TIMEOUT_ENV}: {e}"))),
-    }
-    Ok(limits)
 }
 
 fn session_unavailable(message: impl Into<String>) -> Error {
     error(wire::error_code::SESSION_UNAVAILABLE, message)
+}
+
+fn open_error(e: OpenError) -> Error {
+    match e {
+        e @ (OpenError::Workspace { .. } | OpenError::WorkspaceNotADirectory { .. }) => invalid_params(e.to_string()),
+        e @ (OpenError::Home(_) | OpenError::Session(_)) => {
+            tracing::warn!(error = %e, "the session could not be opened");
+            session_unavailable(e.to_string())
+        }
+        e @ (OpenError::WorkingDirectory(_)
+        | OpenError::CommandTimeout(_)
+        | OpenError::Model(_)
+        | OpenError::Instructions { .. }) => internal(e.to_string()),
+    }
 }
 
 // ---------------------------------------------------------------- methods
@@ -374,25 +396,22 @@ impl Backend {
             .ok_or_else(|| internal("no session is open; initialize failed"))
     }
 
-    /// Sends `mino/recovery`, then forwards the agent's events, in one task
-    /// so that every notification keeps its order. Runs once: on
-    /// `initialized`, or on the first Mino request if a client skips it.
+    /// Hands `mino/recovery` and the agent's events to [`Notifications`].
+    /// Runs once: on `initialized`, or on the first Mino request if a client
+    /// skips it.
     fn start_streaming(&self) {
-        let Some((recovery, mut events)) = lock(&self.shared.opened).as_mut().and_then(|o| o.stream.take()) else {
+        let Some(stream) = lock(&self.shared.opened).as_mut().and_then(|o| o.stream.take()) else {
             return;
         };
-        let client = self.client.clone();
-        tokio::spawn(async move {
-            notify::<wire::notification::Recovery>(&client, recovery).await;
-            while let Some(event) = events.recv().await {
-                forward(&client, event).await;
-            }
-        });
+        if let Some(start) = lock(&self.shared.start).take() {
+            // Unheard when the transport dropped its stream (the fuzzer).
+            let _ = start.send(stream);
+        }
     }
 
     async fn chat(&self, params: wire::ChatParams) -> Result<wire::ChatResult> {
         let agent = self.agent()?;
-        let turn_id = agent.chat(&params.text).map_err(agent_error)?;
+        let turn_id = agent.chat(&params.text).await.map_err(agent_error)?;
         Ok(wire::ChatResult { turn_id })
     }
 
@@ -406,7 +425,7 @@ impl Backend {
     }
 
     async fn acknowledge(&self, params: wire::AcknowledgeParams) -> Result<wire::AcknowledgeResult> {
-        let acknowledged = self.agent()?.acknowledge(params.turn_ids.as_deref()).map_err(agent_error)?;
+        let acknowledged = self.agent()?.acknowledge(params.turn_ids).await.map_err(agent_error)?;
         Ok(wire::AcknowledgeResult { acknowledged })
     }
 
@@ -454,39 +473,21 @@ impl LanguageServer for Backend {
         if lock(&self.shared.opened).is_some() {
             return Err(Error::invalid_request());
         }
-        let cwd = command_dir(options.cwd.as_deref())?;
-        let command_limits = command_limits()?;
-        // Everything that can fail without touching the session comes first,
-        // so a refused initialize writes nothing to it.
-        let model = ModelClient::new(ModelConfig::from_env())
-            .map_err(|e| internal(format!("the model client could not be set up: {e}")))?;
-        let model_name = model.config().model.clone();
-        let home = MinoHome::from_env()
-            .and_then(|home| home.ensure_root().map(|()| home))
-            .map_err(|e| session_unavailable(format!("Mino's home directory is unusable: {e}")))?;
-        let soul_path = home.soul_path();
-        let instructions = soul::load_or_create(&soul_path)
-            .map_err(|e| internal(format!("{}: could not read the instructions: {e}", soul_path.display())))?;
-
-        let opened = if options.new_session {
-            Session::create(&home, &cwd).map(|s| (s, RecoveryReport::default()))
-        } else {
-            Session::open_or_create(&home, options.session.as_deref(), &cwd)
-        };
-        let (session, report) = opened.map_err(|e| {
-            tracing::warn!(error = %e, "the session could not be opened");
-            session_unavailable(format!("The session could not be opened: {e}"))
-        })?;
-        let session_id = session.id().to_string();
-        let journal_path = session.path().display().to_string();
-        let recovery = recovery_notification(&session_id, &report);
-        tracing::info!(session_id, journal_path, cwd = %cwd.display(), model = model_name, "session open");
-
         // Each command runs under this very binary in supervise mode.
         let supervisor = std::env::current_exe()
             .map_err(|e| internal(format!("cannot find the server's own executable to supervise commands: {e}")))?;
-        let bash = BashTool::new(cwd.clone(), command_limits, supervisor);
-        let (agent, events) = Agent::new(session, model, bash, instructions, TurnLimits::default());
+        let app = mino_core::open(OpenOptions {
+            cwd: options.cwd.map(PathBuf::from),
+            session: options.session,
+            new_session: options.new_session,
+            supervisor,
+            limits: TurnLimits::default(),
+        })
+        .map_err(open_error)?;
+        let App { agent, events, recovery, session_id, journal_path, cwd, model: model_name } = app;
+        let journal_path = journal_path.display().to_string();
+        let recovery = recovery_notification(&session_id, &recovery);
+        tracing::info!(session_id, journal_path, cwd = %cwd.display(), model = model_name, "session open");
         {
             let mut opened = lock(&self.shared.opened);
             if opened.is_some() {

@@ -347,15 +347,46 @@ where
 
     // Notifications (and any other server-to-client message) in send order.
     // The pump waits for room, so a running turn's events wait (in order)
-    // for the client to read rather than pile up here.
+    // for the client to read rather than pile up here. The agent's events
+    // come straight from its stream (no task or channel in between); the
+    // service's own socket carries nothing else Mino sends.
     let (mut requests, _responses) = socket.split();
+    let mut notifications = handle.notifications();
     let pump_outbox = outbox.clone();
+    let drain = CancellationToken::new();
+    let drain_now = drain.clone();
     let pump = tokio::spawn(async move {
-        while let Some(request) = requests.next().await {
-            match serde_json::to_string(&request) {
-                Ok(text) => pump_outbox.push_when_room(text).await,
-                Err(e) => tracing::error!("cannot serialize a notification: {e}"),
-            }
+        let mut socket_open = true;
+        loop {
+            let text = tokio::select! {
+                biased;
+                _ = drain_now.cancelled() => break,
+                text = async { notifications.as_mut()?.next().await }, if notifications.is_some() => match text {
+                    Some(text) => text,
+                    None => {
+                        notifications = None;
+                        continue;
+                    }
+                },
+                request = requests.next(), if socket_open => match request.map(|r| serde_json::to_string(&r)) {
+                    Some(Ok(text)) => text,
+                    Some(Err(e)) => {
+                        tracing::error!("cannot serialize a notification: {e}");
+                        continue;
+                    }
+                    None => {
+                        socket_open = false;
+                        continue;
+                    }
+                },
+                else => break,
+            };
+            pump_outbox.push_when_room(text).await;
+        }
+        // Stopping: what the agent has sent so far (its last turn's end)
+        // goes out too.
+        while let Some(text) = notifications.as_mut().and_then(|n| n.try_next()) {
+            pump_outbox.push(text);
         }
     });
 
@@ -519,13 +550,14 @@ where
         }
     }
 
+    // Resolves once the running turn's end is recorded and sent to the stream.
     handle.shutdown().await;
     // Let the last notifications reach the writer (without waiting for
     // room: the server is stopping), then let it drain.
     outbox.unlimited.store(true, Ordering::SeqCst);
     outbox.room.notify_one();
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    pump.abort();
+    drain.cancel();
+    let _ = pump.await;
     reader.abort();
     drop(service);
     outbox.close();

@@ -115,7 +115,7 @@ async fn one_turn(
     mock.push(Reply::call(&format!("call_{i}"), "true"));
     mock.push(Reply::text("Done: it printed nothing."));
     let started = Instant::now();
-    agent.chat(&format!("Run true, please ({i})."))?;
+    agent.chat(&format!("Run true, please ({i}).")).await?;
     loop {
         let Some(Numbered { event, .. }) = tokio::time::timeout(Duration::from_secs(30), events.recv()).await? else {
             bail!("agent events closed");

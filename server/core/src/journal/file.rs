@@ -1,10 +1,12 @@
 //! The one seam between the journal and the disk. Every byte the journal
 //! writes and every sync it asks for goes through [`JournalFile`], so tests can
-//! put a [`FaultyFile`] in between and fail the N-th write or sync the way a
-//! full or failing disk does.
+//! put a `FaultyFile` in between and fail the N-th write or sync the way a
+//! full or failing disk does. The fault layer exists only with the `testing`
+//! feature, which only tests and benchmarks turn on.
 
 use std::io;
 use std::os::unix::fs::FileExt;
+#[cfg(feature = "testing")]
 use std::sync::{Arc, Mutex};
 
 pub trait JournalFile: Send {
@@ -26,6 +28,7 @@ impl JournalFile for std::fs::File {
     }
 }
 
+#[cfg(feature = "testing")]
 /// How an injected fault fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
@@ -37,6 +40,7 @@ pub enum Fault {
     ShortWrite,
 }
 
+#[cfg(feature = "testing")]
 impl Fault {
     fn error(self) -> io::Error {
         match self {
@@ -46,6 +50,7 @@ impl Fault {
     }
 }
 
+#[cfg(feature = "testing")]
 /// Which operation fails. Counting starts at 1 with the first operation made
 /// through the [`FaultyFile`]; once a fault has fired every later operation
 /// of that kind fails too, as a dead disk would.
@@ -56,6 +61,7 @@ pub enum FaultPlan {
     Sync { nth: usize, fault: Fault },
 }
 
+#[cfg(feature = "testing")]
 /// Shared counters so a test can see how many operations a turn made.
 #[derive(Debug, Default)]
 pub struct FaultCounters {
@@ -64,12 +70,14 @@ pub struct FaultCounters {
     pub fired: bool,
 }
 
+#[cfg(feature = "testing")]
 pub struct FaultyFile {
     inner: Box<dyn JournalFile>,
     plan: FaultPlan,
     counters: Arc<Mutex<FaultCounters>>,
 }
 
+#[cfg(feature = "testing")]
 impl FaultyFile {
     pub fn new(inner: Box<dyn JournalFile>, plan: FaultPlan) -> (Self, Arc<Mutex<FaultCounters>>) {
         let counters = Arc::new(Mutex::new(FaultCounters::default()));
@@ -81,6 +89,7 @@ impl FaultyFile {
     }
 }
 
+#[cfg(feature = "testing")]
 impl JournalFile for FaultyFile {
     fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<usize> {
         let (n, plan) = {

@@ -25,7 +25,9 @@ use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-pub use file::{Fault, FaultCounters, FaultPlan, FaultyFile, JournalFile};
+pub use file::JournalFile;
+#[cfg(feature = "testing")]
+pub use file::{Fault, FaultCounters, FaultPlan, FaultyFile};
 use record::{decode_line, encode_line, LineError};
 pub use record::{Record, RecordBody};
 
@@ -313,7 +315,9 @@ impl Journal {
         self.broken.as_deref()
     }
 
-    /// Puts a layer between the journal and its file (fault injection in tests).
+    /// Puts a layer between the journal and its file (fault injection in
+    /// tests, timing in the benchmarks).
+    #[cfg(feature = "testing")]
     pub fn wrap_file(&mut self, wrap: impl FnOnce(Box<dyn JournalFile>) -> Box<dyn JournalFile>) {
         let placeholder: Box<dyn JournalFile> = Box::new(NoFile);
         let inner = std::mem::replace(&mut self.file, placeholder);
@@ -437,7 +441,9 @@ fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
 }
 
 /// Stands in for the file for the instant `wrap_file` swaps it.
+#[cfg(feature = "testing")]
 struct NoFile;
+#[cfg(feature = "testing")]
 impl JournalFile for NoFile {
     fn write_at(&mut self, _: &[u8], _: u64) -> io::Result<usize> {
         Err(io::Error::other("no file"))

@@ -75,13 +75,11 @@ impl fmt::Debug for ModelConfig {
 }
 
 impl ModelConfig {
-    /// Reads `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `MINO_MODEL`; unset or blank variables
-    /// give the defaults. Everything else is [`ModelConfig::default`].
-    pub fn from_env() -> Self {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
-    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+    /// `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `MINO_MODEL` as `lookup` gives
+    /// them (the environment, read by [`crate::config::Config`]); unset or
+    /// blank variables give the defaults. Everything else is
+    /// [`ModelConfig::default`].
+    pub(crate) fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
         let var = |name: &str| lookup(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
         let defaults = ModelConfig::default();
         ModelConfig {
