@@ -107,8 +107,11 @@ pub fn apply(workspace: &Workspace, proposal: &EditProposal) -> Result<Applied, 
     temp.as_file().sync_all().map_err(io_error("sync the temporary file".into()))?;
     fail::fail_point!("edit::after_temp_file");
     // On failure the temporary file is dropped (deleted) with the error.
-    temp.persist(target)
-        .map_err(|e| ApplyError::Write { action: format!("rename the temporary file over `{display}`"), path: display.clone(), source: e.error })?;
+    temp.persist(target).map_err(|e| ApplyError::Write {
+        action: format!("rename the temporary file over `{display}`"),
+        path: display.clone(),
+        source: e.error,
+    })?;
     fail::fail_point!("edit::after_rename");
     let synced = std::fs::File::open(dir).and_then(|d| d.sync_all());
     let mut output = match proposal.tool {

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-pub use apply::{apply, ApplyError, Applied};
+pub use apply::{apply, Applied, ApplyError};
 pub use recovery::{recover, EditRecovery};
 pub use workspace::{ResolvedPath, Workspace};
 
@@ -180,7 +180,10 @@ impl EditArgs {
             content: String,
         }
         let bad = |e: serde_json::Error, shape: &str| {
-            EditError::BadArguments(format!("The {} tool's arguments are not valid ({e}); send {shape}.", tool.as_str()))
+            EditError::BadArguments(format!(
+                "The {} tool's arguments are not valid ({e}); send {shape}.",
+                tool.as_str()
+            ))
         };
         match tool {
             EditTool::EditFile => {
@@ -229,7 +232,9 @@ pub enum EditError {
     NotAFilePath { path: String },
     #[error("The directory of `{path}` ({dir}) does not exist; create it first (for example with `mkdir -p`), then write the file.")]
     NoDirectory { path: String, dir: String },
-    #[error("`{path}` is a symbolic link to a file that does not exist ({target}); write to the path you mean directly.")]
+    #[error(
+        "`{path}` is a symbolic link to a file that does not exist ({target}); write to the path you mean directly."
+    )]
     DanglingLink { path: String, target: String },
     #[error("`{path}` is {what}, not a regular file; the edit tools only change regular files.")]
     NotRegularFile { path: String, what: &'static str },
@@ -239,7 +244,9 @@ pub enum EditError {
         "`{path}` is {size} bytes, more than the edit tools' limit of {limit} bytes (4 MiB); change it with a command instead."
     )]
     TooLarge { path: String, size: u64, limit: u64 },
-    #[error("The new content of `{path}` would be {size} bytes, more than the edit tools' limit of {limit} bytes (4 MiB).")]
+    #[error(
+        "The new content of `{path}` would be {size} bytes, more than the edit tools' limit of {limit} bytes (4 MiB)."
+    )]
     ResultTooLarge { path: String, size: u64, limit: u64 },
     #[error("`{path}` is not a UTF-8 text file ({why}); the edit tools only change text files.")]
     Binary { path: String, why: String },
@@ -593,9 +600,13 @@ mod tests {
     fn arguments_are_checked_with_a_message_naming_the_shape() {
         let err = EditArgs::parse(EditTool::EditFile, r#"{"path":"a"}"#).unwrap_err().to_string();
         assert!(err.contains("old_text") && err.contains("edit_file"), "{err}");
-        let args = EditArgs::parse(EditTool::EditFile, r#"{"path":"a","old_text":"x","new_text":"y","replace_all":null}"#)
-            .unwrap();
-        assert_eq!(args, EditArgs::Edit { path: "a".into(), old_text: "x".into(), new_text: "y".into(), replace_all: false });
+        let args =
+            EditArgs::parse(EditTool::EditFile, r#"{"path":"a","old_text":"x","new_text":"y","replace_all":null}"#)
+                .unwrap();
+        assert_eq!(
+            args,
+            EditArgs::Edit { path: "a".into(), old_text: "x".into(), new_text: "y".into(), replace_all: false }
+        );
         let err = EditArgs::parse(EditTool::WriteFile, r#"{"path":"a","text":"x"}"#).unwrap_err().to_string();
         assert!(err.contains("content"), "{err}");
     }

@@ -56,12 +56,11 @@ impl Workspace {
         let dir = match std::fs::canonicalize(parent) {
             Ok(dir) => dir,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(EditError::NoDirectory {
-                    path: requested.to_string(),
-                    dir: parent.display().to_string(),
-                })
+                return Err(EditError::NoDirectory { path: requested.to_string(), dir: parent.display().to_string() })
             }
-            Err(source) => return Err(EditError::Io { action: "resolve the directory of", path: requested.into(), source }),
+            Err(source) => {
+                return Err(EditError::Io { action: "resolve the directory of", path: requested.into(), source })
+            }
         };
         let candidate = dir.join(name);
         let path = match std::fs::symlink_metadata(&candidate) {
