@@ -510,3 +510,46 @@ mod crash {
         assert_eq!(recover(&record), EditRecovery::Applied);
     }
 }
+
+/// Figures for docs/reliability.md ("File edits"), printed, never asserted:
+/// `cargo test -p mino-core --release --test edit_tool -- --ignored --nocapture`.
+#[test]
+#[ignore = "measurement; run by hand"]
+fn measure_edits_of_a_4_mib_file() {
+    use std::time::Instant;
+    let f = fixture();
+    let lines = MAX_FILE_BYTES as usize / 34; // 34 bytes a line
+    let content: String = (0..lines).map(|i| format!("line {i:>10} of the big file..\n")).collect();
+    assert!(content.len() as u64 <= MAX_FILE_BYTES);
+    std::fs::write(f.root.join("big.txt"), &content).unwrap();
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1000.0;
+    let runs = 5;
+    let (mut propose_ms, mut apply_ms, mut rewrite_ms) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 0..runs {
+        let old = format!("line {:>10} of", lines / 2 + run);
+        let t = Instant::now();
+        let proposal = propose(&f.ws, &edit("big.txt", &old, "LINE")).unwrap();
+        propose_ms.push(ms(t));
+        let t = Instant::now();
+        apply(&f.ws, &proposal).unwrap();
+        apply_ms.push(ms(t));
+        // Every line changed: the diff's worst case, bounded by its timeout.
+        let rewritten: String = (0..lines).map(|i| format!("LINE {i:>10} of the big file,,\n")).collect();
+        let t = Instant::now();
+        let proposal = propose(&f.ws, &write("big.txt", &rewritten)).unwrap();
+        rewrite_ms.push(ms(t));
+        assert!(proposal.diff.len() > content.len());
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    println!(
+        "4 MiB file ({} bytes, {lines} lines), {runs} runs, median: propose a one-line edit {:.1} ms, apply it {:.1} ms, \
+         propose rewriting every line {:.1} ms",
+        content.len(),
+        median(&mut propose_ms),
+        median(&mut apply_ms),
+        median(&mut rewrite_ms)
+    );
+}
