@@ -186,6 +186,12 @@ fn a_path_out_through_dot_dot_is_reported_with_where_it_leads() {
     let proposal = propose(&f.ws, &write("src/../inside.txt", "x")).unwrap();
     assert!(!proposal.leaves_workspace);
     assert_eq!(proposal.path, f.root.join("inside.txt"));
+    // A path that names no file is refused, saying so.
+    for path in ["src/..", "src/.", "src/", ".", "/"] {
+        let err = propose(&f.ws, &write(path, "x")).unwrap_err();
+        assert!(matches!(err, EditError::NotAFilePath { .. }), "{path}: {err:?}");
+    }
+    assert!(matches!(propose(&f.ws, &write("", "x")), Err(EditError::EmptyPath)));
 }
 
 #[test]

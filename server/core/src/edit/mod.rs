@@ -363,6 +363,40 @@ pub struct EditStartRecord {
     pub after_size: u64,
 }
 
+impl EditStartRecord {
+    /// Checks what the record's format requires beyond its fields' types
+    /// (for the journal reader): an absolute `path`; `before_sha256` and
+    /// `before_size` present exactly when `new_file` is false; each hash 64
+    /// lowercase hex digits; sizes within [`MAX_FILE_BYTES`]. The error
+    /// names the first violation.
+    pub fn check(&self) -> Result<(), String> {
+        let is_hash = |h: &str| h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !Path::new(&self.path).is_absolute() {
+            return Err(format!("edit `path` {:?} is not absolute", self.path));
+        }
+        match (self.new_file, &self.before_sha256, self.before_size) {
+            (true, None, None) => {}
+            (true, _, _) => return Err("a new file's edit record has `before_sha256` or `before_size`".into()),
+            (false, Some(hash), Some(size)) => {
+                if !is_hash(hash) {
+                    return Err("`before_sha256` is not 64 lowercase hex digits".into());
+                }
+                if size > MAX_FILE_BYTES {
+                    return Err(format!("`before_size` {size} is above {MAX_FILE_BYTES}"));
+                }
+            }
+            (false, _, _) => return Err("an existing file's edit record lacks `before_sha256` or `before_size`".into()),
+        }
+        if !is_hash(&self.after_sha256) {
+            return Err("`after_sha256` is not 64 lowercase hex digits".into());
+        }
+        if self.after_size > MAX_FILE_BYTES {
+            return Err(format!("`after_size` {} is above {MAX_FILE_BYTES}", self.after_size));
+        }
+        Ok(())
+    }
+}
+
 /// The file's state as the tools see it.
 enum Current {
     Absent,
@@ -609,6 +643,35 @@ mod tests {
         );
         let err = EditArgs::parse(EditTool::WriteFile, r#"{"path":"a","text":"x"}"#).unwrap_err().to_string();
         assert!(err.contains("content"), "{err}");
+    }
+
+    #[test]
+    fn a_start_record_is_checked_for_what_its_format_requires() {
+        let hash = sha256_hex(b"x");
+        let good = EditStartRecord {
+            tool: EditTool::EditFile,
+            path: "/p/a.txt".into(),
+            leaves_workspace: false,
+            new_file: false,
+            before_sha256: Some(hash.clone()),
+            before_size: Some(1),
+            after_sha256: hash.clone(),
+            after_size: 1,
+        };
+        assert_eq!(good.check(), Ok(()));
+        let new_file = EditStartRecord { new_file: true, before_sha256: None, before_size: None, ..good.clone() };
+        assert_eq!(new_file.check(), Ok(()));
+        let bad = [
+            EditStartRecord { path: "a.txt".into(), ..good.clone() },
+            EditStartRecord { new_file: true, ..good.clone() },
+            EditStartRecord { before_size: None, ..good.clone() },
+            EditStartRecord { before_sha256: Some(hash.to_uppercase()), ..good.clone() },
+            EditStartRecord { after_sha256: "00".into(), ..good.clone() },
+            EditStartRecord { after_size: MAX_FILE_BYTES + 1, ..good.clone() },
+        ];
+        for record in bad {
+            assert!(record.check().is_err(), "{record:?}");
+        }
     }
 
     #[test]
