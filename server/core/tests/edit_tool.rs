@@ -232,6 +232,13 @@ fn symbolic_links_pointing_out_are_reported_with_their_target() {
     apply(&f.ws, &proposal).unwrap();
     assert_eq!(read(&f.root.join("real.txt")), "b\n");
     assert!(std::fs::symlink_metadata(f.root.join("alias.txt")).unwrap().file_type().is_symlink());
+    // A link whose target's name is not UTF-8 cannot be recorded exactly: refused.
+    use std::os::unix::ffi::OsStrExt;
+    let latin1 = f.root.join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt"));
+    std::fs::write(&latin1, "a\n").unwrap();
+    std::os::unix::fs::symlink(&latin1, f.root.join("latin1-link.txt")).unwrap();
+    let err = propose(&f.ws, &edit("latin1-link.txt", "a", "b")).unwrap_err();
+    assert!(matches!(err, EditError::PathNotUtf8 { .. }), "{err:?}");
     // A dangling link is refused, naming its target.
     std::os::unix::fs::symlink(f.root.join("nowhere.txt"), f.root.join("dangling.txt")).unwrap();
     let err = propose(&f.ws, &write("dangling.txt", "x")).unwrap_err();

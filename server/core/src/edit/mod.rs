@@ -236,6 +236,8 @@ pub enum EditError {
         "`{path}` is a symbolic link to a file that does not exist ({target}); write to the path you mean directly."
     )]
     DanglingLink { path: String, target: String },
+    #[error("`{path}` leads to a name that is not valid UTF-8 ({resolved}); the edit tools only write paths they can record exactly. Use a command instead.")]
+    PathNotUtf8 { path: String, resolved: String },
     #[error("`{path}` is {what}, not a regular file; the edit tools only change regular files.")]
     NotRegularFile { path: String, what: &'static str },
     #[error("`{path}` does not exist; use write_file to create it.")]

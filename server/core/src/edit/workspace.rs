@@ -81,6 +81,11 @@ impl Workspace {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => candidate,
             Err(source) => return Err(EditError::Io { action: "look up", path: requested.into(), source }),
         };
+        // The journal records the path as text, and recovery reads the file
+        // at exactly that text: a name that text cannot hold is refused.
+        if path.to_str().is_none() {
+            return Err(EditError::PathNotUtf8 { path: requested.to_string(), resolved: path.display().to_string() });
+        }
         let leaves_workspace = !path.starts_with(&self.root);
         Ok(ResolvedPath { path, leaves_workspace })
     }
