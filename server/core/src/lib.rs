@@ -9,6 +9,8 @@
 //! - [`session`]: one open conversation: journal + transcript + the acknowledgement gate.
 //! - [`model`]: the streamed Responses API client.
 //! - [`bash`]: the approved `bash` tool: environment, limits, process groups.
+//! - [`edit`]: the `edit_file` and `write_file` tools: proposals (diff and hashes),
+//!   atomic writes onto the approved content, and recovery proven from the file.
 //! - [`supervisor`]: the per-command process that runs it, enforces its limits
 //!   and stops it when the server dies, leaving evidence of what it saw.
 //! - [`rules`]: approval rules (matching parsed commands) and the workspace rules file.
@@ -26,6 +28,7 @@ pub mod bash;
 pub mod calls;
 pub mod config;
 pub mod context;
+pub mod edit;
 pub mod home;
 pub mod journal;
 pub mod model;

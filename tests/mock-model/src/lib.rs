@@ -23,7 +23,10 @@
 //!
 //! Replies serialize with an internal `type` tag in snake case, e.g.
 //! `{"type":"text","deltas":["Hi"," there!"]}` or
-//! `{"type":"calls","calls":[{"call_id":"call_1","command":"ls"}]}`.
+//! `{"type":"calls","calls":[{"call_id":"call_1","command":"ls"}]}`. Calls of the edit tools are
+//! `named_call`s, e.g. `{"type":"named_call","call_id":"call_2","name":"write_file",
+//! "arguments":"{\"path\":\"notes.txt\",\"content\":\"milk\\n\"}"}` (what
+//! [`Reply::edit_file`] and [`Reply::write_file`] build).
 //!
 //! Any other path answers 404 with an OpenAI-style error body.
 
@@ -120,8 +123,9 @@ pub enum Reply {
         #[serde(default)]
         delay_ms: u64,
     },
-    /// One function call with any tool name and these verbatim `arguments`, for a client whose
-    /// tools are not Mino's `bash` (e.g. another agent measured beside Mino against this mock).
+    /// One function call with any tool name and these verbatim `arguments`: Mino's edit tools
+    /// ([`Reply::edit_file`], [`Reply::write_file`]), or a client whose tools are not Mino's
+    /// (e.g. another agent measured beside Mino against this mock).
     NamedCall { call_id: String, name: String, arguments: String },
 }
 
@@ -170,6 +174,21 @@ impl Reply {
             calls: calls.iter().map(|(id, command)| ScriptedCall::new(*id, *command)).collect(),
             delay_ms: 0,
         }
+    }
+
+    /// One `edit_file` call (a [`Reply::NamedCall`] with the arguments
+    /// `{"path","old_text","new_text","replace_all"}` encoded as JSON text).
+    pub fn edit_file(call_id: &str, path: &str, old_text: &str, new_text: &str, replace_all: bool) -> Reply {
+        let arguments = serde_json::json!({
+            "path": path, "old_text": old_text, "new_text": new_text, "replace_all": replace_all,
+        });
+        Reply::NamedCall { call_id: call_id.into(), name: "edit_file".into(), arguments: arguments.to_string() }
+    }
+
+    /// One `write_file` call (arguments `{"path","content"}`).
+    pub fn write_file(call_id: &str, path: &str, content: &str) -> Reply {
+        let arguments = serde_json::json!({ "path": path, "content": content });
+        Reply::NamedCall { call_id: call_id.into(), name: "write_file".into(), arguments: arguments.to_string() }
     }
 
     /// An HTTP error before any stream. `code` accepts `"rate_limit_exceeded"`,

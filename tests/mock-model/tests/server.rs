@@ -237,6 +237,35 @@ async fn a_named_call_carries_its_tool_name_and_verbatim_arguments() {
 }
 
 #[tokio::test]
+async fn edit_tool_calls_carry_their_names_and_json_arguments() {
+    let model = MockModel::start(vec![
+        Reply::edit_file("call_e", "src/a \"b\".rs", "let x = 1;\n", "let x = 2;\n", true),
+        Reply::write_file("call_w", "notes.txt", "milk\r\neggs\n"),
+    ])
+    .await
+    .unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let events = stream_events(&model).await;
+        let done = events.iter().find(|e| e.name == "response.output_item.done").unwrap();
+        let item = &done.data["item"];
+        let arguments: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
+        seen.push((item["call_id"].clone(), item["name"].clone(), arguments));
+    }
+    assert_eq!(
+        seen,
+        vec![
+            (
+                json!("call_e"),
+                json!("edit_file"),
+                json!({"path": "src/a \"b\".rs", "old_text": "let x = 1;\n", "new_text": "let x = 2;\n", "replace_all": true})
+            ),
+            (json!("call_w"), json!("write_file"), json!({"path": "notes.txt", "content": "milk\r\neggs\n"})),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn raw_arguments_are_sent_verbatim_and_convenience_constructors_work() {
     let model = MockModel::start(vec![
         Reply::Calls {
