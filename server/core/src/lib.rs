@@ -6,6 +6,8 @@
 //! - [`recovery`]: closing interrupted turns by Table 04-1, executing nothing.
 //! - [`context`]: the model's `input`, rebuilt from the transcript.
 //! - [`session`]: one open conversation: journal + transcript + the acknowledgement gate.
+//! - [`sessions`]: the sessions of one home: which one a process opens (per
+//!   workspace), listing without parsing whole journals, titles, trash, switching.
 //! - [`model`]: the streamed Responses API client.
 //! - [`bash`]: the approved `bash` tool: environment, limits, process groups.
 //! - [`supervisor`]: the per-command process that runs it, enforces its limits
@@ -23,6 +25,7 @@ pub mod journal;
 pub mod model;
 pub mod recovery;
 pub mod session;
+pub mod sessions;
 pub mod soul;
 pub mod supervisor;
 pub mod transcript;
@@ -30,3 +33,4 @@ pub mod transcript;
 pub use home::MinoHome;
 pub use journal::record::{ApprovalDecision, ToolStatus, TurnStatus};
 pub use session::{Session, SessionError};
+pub use sessions::{ListScope, SessionEntry, SessionInfo, SessionPage, SessionStore, StoreError};
