@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::home::{self, HomeError, MinoHome};
-use crate::journal::record::{decode_line, LineError, Record, RecordBody, ToolStatus};
+use crate::journal::record::{decode_line, LineError, Record, RecordBody, ToolStatus, TurnStatus};
 use crate::journal::{self, JournalError, MAX_RECORD_BYTES};
 use crate::recovery::{RecoveredTurn, RecoveryReport};
 use crate::session::{Session, SessionError};
@@ -236,13 +236,6 @@ impl SessionStore {
             (None, ListScope::Workspace) => return None,
             _ => {}
         }
-        let tail = match &file {
-            Some(file) => read_tail(file, candidate.len).unwrap_or_else(|e| Tail {
-                damage: Some(format!("the end of the file could not be read: {e}")),
-                ..Default::default()
-            }),
-            None => Tail::default(),
-        };
         let held_elsewhere = !current
             && match (&file, candidate.has_lock) {
                 (_, true) => lock_held(&journal::lock_path(&candidate.path)),
@@ -250,6 +243,13 @@ impl SessionStore {
                 (Some(file), false) => file_held(file),
                 (None, false) => false,
             };
+        let tail = match &file {
+            Some(file) => read_tail(file, candidate.len, held_elsewhere || current).unwrap_or_else(|e| Tail {
+                damage: Some(format!("the end of the file could not be read: {e}")),
+                ..Default::default()
+            }),
+            None => Tail::default(),
+        };
         let title = if candidate.has_title { self.read_title(&candidate.id) } else { None };
         let header = head.header;
         Some(SessionEntry {
@@ -649,17 +649,25 @@ fn try_lock_exclusive(file: &File) -> Result<(), Option<io::Error>> {
 /// busy, which is why openers try again (`open_retrying`).
 fn lock_held(lock: &Path) -> bool {
     match open_read(lock) {
-        Ok(file) => file_held(&file),
+        // The shared lock taken here goes with the descriptor, at once.
+        Ok(file) => probe(&file),
         Err(_) => false,
     }
 }
 
+/// [`lock_held`] for a descriptor that stays open: the shared lock is
+/// released explicitly.
 fn file_held(file: &File) -> bool {
+    let held = probe(file);
+    if !held {
+        let _ = file.unlock();
+    }
+    held
+}
+
+fn probe(file: &File) -> bool {
     match file.try_lock_shared() {
-        Ok(()) => {
-            let _ = file.unlock();
-            false
-        }
+        Ok(()) => false,
         Err(TryLockError::WouldBlock) => true,
         Err(TryLockError::Error(e)) => {
             tracing::warn!(error = %e, "could not test a session's lock");
@@ -755,15 +763,15 @@ fn read_head(file: &File, len: u64) -> io::Result<Head> {
 }
 
 /// The number of turns and whether an `unknown` result waits, from the last
-/// turn's records, read backwards from the end: [`PROBE_BYTES`] first,
-/// growing (×4) until the last turn's `user` record, or a record that
-/// settles the question, is in reach.
-fn read_tail(file: &File, len: u64) -> io::Result<Tail> {
+/// records, read backwards from the end: [`PROBE_BYTES`] first, growing (×4)
+/// only while the records that settle it are not all in reach. `busy`: a
+/// process holds the session, so an open last turn is running, not crashed.
+fn read_tail(file: &File, len: u64, busy: bool) -> io::Result<Tail> {
     let mut want = PROBE_BYTES.min(len);
     loop {
         let start = len - want;
         let buf = read_at(file, start, want)?;
-        match scan_tail(&buf, start == 0) {
+        match scan_tail(&buf, start == 0, busy) {
             Some(tail) => return Ok(tail),
             None if want < len => want = (want * 4).min(len),
             None => {
@@ -776,9 +784,21 @@ fn read_tail(file: &File, len: u64) -> io::Result<Tail> {
     }
 }
 
+/// Which records settle the question, walking back from the last one:
+///
+/// - `recovery_ack`: nothing waits (only the last turn can wait);
+/// - `turn_end` `completed`: nothing waits. Mino writes an `unknown` result
+///   only while closing a turn that did not complete (recovery, or a turn
+///   stopped with calls unresolved), in the run of `tool_result` records
+///   right before its `turn_end`; so for any other `turn_end`, that run is
+///   read back to its first record, and an `unknown` in it waits;
+/// - a last turn without `turn_end`: running when `busy`; else it crashed,
+///   and opening will record `unknown` for each call started without a
+///   result, so the turn is read back to its `user` record to find one.
+///
 /// `None` when `buf` (the file's last bytes; the whole file when
 /// `from_start`) does not reach far enough back to tell.
-fn scan_tail(buf: &[u8], from_start: bool) -> Option<Tail> {
+fn scan_tail(buf: &[u8], from_start: bool, busy: bool) -> Option<Tail> {
     let mut tail = Tail::default();
     let mut body = buf;
     // A last line without a newline is torn: opening the session cuts it,
@@ -796,18 +816,26 @@ fn scan_tail(buf: &[u8], from_start: bool) -> Option<Tail> {
         let first = body.iter().position(|b| *b == b'\n')?;
         body = &body[first + 1..];
     }
-    let lines: Vec<&[u8]> = body.split_inclusive(|b| *b == b'\n').collect();
+    enum Last {
+        /// A non-`completed` `turn_end`: its closing run of results.
+        ClosingRun,
+        /// No `turn_end`, nobody holds it: the whole turn.
+        Crashed,
+    }
+    let mut mode: Option<Last> = None;
     let mut last_turn: Option<String> = None;
-    let mut ended = false;
     let mut next_seq: Option<u64> = None;
+    let mut is_last_line = true;
     // Results seen (walking backwards) per call id, to pair them with starts.
     let mut results: HashMap<String, u32> = HashMap::new();
-    for (index, line) in lines.iter().enumerate().rev() {
-        let line = &line[..line.len() - 1];
+    // Complete lines, last first (`body` is empty or ends with a newline).
+    let lines = body.strip_suffix(b"\n").map(|b| b.rsplit(|c| *c == b'\n'));
+    for line in lines.into_iter().flatten() {
+        let last_line = std::mem::replace(&mut is_last_line, false);
         let record = match decode_line(line) {
             Ok(record) => record,
             // Opening would cut a garbled last line as torn.
-            Err(LineError::Garbled(why)) if index + 1 == lines.len() && tail.damage.is_none() => {
+            Err(LineError::Garbled(why)) if last_line && tail.damage.is_none() => {
                 tail.damage = Some(format!("the last record is torn ({why}); opening the session cuts it"));
                 continue;
             }
@@ -834,35 +862,40 @@ fn scan_tail(buf: &[u8], from_start: bool) -> Option<Tail> {
             | RecordBody::ToolStart { turn_id, .. }
             | RecordBody::ToolResult { turn_id, .. }
             | RecordBody::TurnEnd { turn_id, .. }
-            | RecordBody::RecoveryAck { turn_id } => turn_id.clone(),
+            | RecordBody::RecoveryAck { turn_id } => turn_id,
         };
-        let last = last_turn.get_or_insert_with(|| {
-            tail.turns = turn_id.strip_prefix("turn-").and_then(|n| n.parse().ok()).unwrap_or(0);
-            turn_id.clone()
-        });
-        if turn_id != *last {
-            // An earlier turn's record: the last turn has been read whole.
-            return Some(tail);
-        }
-        match record.body {
-            // Acknowledged: nothing waits (only the last turn can wait).
-            RecordBody::RecoveryAck { .. } => {
-                tail.started_without_result = false;
-                return Some(tail);
+        match &last_turn {
+            None => {
+                tail.turns = turn_id.strip_prefix("turn-").and_then(|n| n.parse().ok()).unwrap_or(0);
+                last_turn = Some(turn_id.clone());
             }
-            RecordBody::TurnEnd { .. } => ended = true,
-            RecordBody::ToolResult { status: ToolStatus::Unknown, .. } => {
+            // An earlier turn's record: the last turn has been read whole.
+            Some(last) if last != turn_id => return Some(tail),
+            Some(_) => {}
+        }
+        match (&mode, record.body) {
+            (None, RecordBody::RecoveryAck { .. }) => return Some(tail),
+            (None, RecordBody::TurnEnd { status: TurnStatus::Completed, .. }) => return Some(tail),
+            (None, RecordBody::TurnEnd { .. }) => mode = Some(Last::ClosingRun),
+            (None, _) if busy => return Some(tail),
+            (None, body) => {
+                mode = Some(Last::Crashed);
+                if track_crashed(&mut tail, &mut results, body).is_none() {
+                    return Some(tail);
+                }
+            }
+            (Some(_), RecordBody::ToolResult { status: ToolStatus::Unknown, .. }) => {
                 tail.unknown_waiting = true;
                 tail.started_without_result = false;
                 return Some(tail);
             }
-            RecordBody::ToolResult { call_id, .. } => *results.entry(call_id).or_default() += 1,
-            RecordBody::ToolStart { call_id, .. } => match results.get_mut(&call_id) {
-                Some(n) if *n > 0 => *n -= 1,
-                _ => tail.started_without_result = !ended,
-            },
-            RecordBody::User { .. } => return Some(tail),
-            _ => {}
+            (Some(Last::ClosingRun), RecordBody::ToolResult { .. }) => {}
+            (Some(Last::ClosingRun), _) => return Some(tail),
+            (Some(Last::Crashed), body) => {
+                if track_crashed(&mut tail, &mut results, body).is_none() {
+                    return Some(tail);
+                }
+            }
         }
     }
     if from_start {
@@ -870,4 +903,19 @@ fn scan_tail(buf: &[u8], from_start: bool) -> Option<Tail> {
         return Some(tail);
     }
     None
+}
+
+/// One record of a crashed last turn, walking back: `None` once its `user`
+/// record is reached (the turn has been read whole).
+fn track_crashed(tail: &mut Tail, results: &mut HashMap<String, u32>, body: RecordBody) -> Option<()> {
+    match body {
+        RecordBody::ToolResult { call_id, .. } => *results.entry(call_id).or_default() += 1,
+        RecordBody::ToolStart { call_id, .. } => match results.get_mut(&call_id) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => tail.started_without_result = true,
+        },
+        RecordBody::User { .. } => return None,
+        _ => {}
+    }
+    Some(())
 }

@@ -258,7 +258,7 @@ fn the_list_shows_title_turns_held_unknown_and_current() {
 }
 
 #[test]
-fn an_unknown_result_in_a_long_last_turn_is_found_by_growing_the_tail_read() {
+fn a_crash_after_a_long_output_is_found_by_growing_the_tail_read() {
     let f = fixture();
     let mut s = Session::create(&f.home, &f.a).expect("create");
     completed_turn(&mut s, "first");
@@ -266,17 +266,36 @@ fn an_unknown_result_in_a_long_last_turn_is_found_by_growing_the_tail_read() {
     s.record_response(&t, vec![function_call("call_1", "true"), function_call("call_2", "true")]).expect("resp");
     s.record_decision(&t, "call_1", ApprovalDecision::Approved).expect("approve");
     s.record_tool_start(&t, "call_1", "true", "/w").expect("start");
-    s.record_tool_result(&t, "call_1", ToolStatus::Unknown, "lost", None).expect("unknown");
-    // Far more than the first 4 KiB read after the unknown result.
+    // Far more than the first 4 KiB read, between the turn's start and its end.
+    s.record_tool_result(&t, "call_1", ToolStatus::Success, &"o".repeat(60_000), Some(0)).expect("result");
     s.record_decision(&t, "call_2", ApprovalDecision::Approved).expect("approve 2");
     s.record_tool_start(&t, "call_2", "true", "/w").expect("start 2");
-    s.record_tool_result(&t, "call_2", ToolStatus::Success, &"o".repeat(60_000), Some(0)).expect("result 2");
-    s.end_turn(&t, TurnStatus::Completed, None).expect("end");
     let id = s.id().to_string();
+    // Held: the turn is running, nothing waits.
+    let e = entry(&list_all(&store(&f, &f.b), ListScope::All), &id).clone();
+    assert!(e.held_elsewhere && !e.acknowledgement_required, "{e:?}");
     drop(s);
     let e = entry(&list_all(&store(&f, &f.a), ListScope::Workspace), &id).clone();
     assert!(e.acknowledgement_required, "{e:?}");
     assert_eq!(e.turns, 2);
+    // Opened and closed again: recovery wrote `unknown` and `interrupted`.
+    drop(Session::open(&f.home, &id).expect("open"));
+    let e = entry(&list_all(&store(&f, &f.a), ListScope::Workspace), &id).clone();
+    assert!(e.acknowledgement_required && !e.held_elsewhere, "{e:?}");
+}
+
+#[test]
+fn a_long_first_question_and_a_long_last_record_are_read_whole() {
+    let f = fixture();
+    let mut s = Session::create(&f.home, &f.a).expect("create");
+    let question = format!("Summarise this log\n{}", "log line\n".repeat(2_000));
+    completed_turn(&mut s, &question);
+    let t = s.begin_turn(&"q".repeat(30_000)).expect("begin");
+    let id = s.id().to_string();
+    drop((s, t));
+    let e = entry(&list_all(&store(&f, &f.a), ListScope::Workspace), &id).clone();
+    assert_eq!(e.title.as_deref(), Some("Summarise this log"));
+    assert_eq!((e.turns, e.acknowledgement_required, e.damage.clone()), (2, false, None), "{e:?}");
 }
 
 #[test]
