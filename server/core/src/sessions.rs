@@ -199,11 +199,12 @@ impl SessionStore {
         }
         let after = cursor.map(Cursor::parse).transpose()?;
         let candidates = self.candidates()?;
+        let locks = LockTable::read(&self.home.sessions_dir());
         let mut sessions = Vec::new();
         let mut next_cursor = None;
         let mut last_kept = None;
         for candidate in candidates.iter().filter(|c| after.as_ref().is_none_or(|a| a.is_before(c))) {
-            let Some(entry) = self.entry(candidate, scope) else { continue };
+            let Some(entry) = self.entry(candidate, scope, locks.as_ref()) else { continue };
             if sessions.len() == limit {
                 // One more exists: the page ends at the last one kept.
                 next_cursor = last_kept.map(|c: &Candidate| Cursor::of(c).to_string());
@@ -216,7 +217,7 @@ impl SessionStore {
     }
 
     /// The list entry of one candidate, `None` when outside `scope`.
-    fn entry(&self, candidate: &Candidate, scope: ListScope) -> Option<SessionEntry> {
+    fn entry(&self, candidate: &Candidate, scope: ListScope, locks: Option<&LockTable>) -> Option<SessionEntry> {
         let current = self.current.as_deref() == Some(candidate.id.as_str());
         let file = match open_read(&candidate.path) {
             Ok(file) => Some(file),
@@ -237,11 +238,14 @@ impl SessionStore {
             _ => {}
         }
         let held_elsewhere = !current
-            && match (&file, candidate.has_lock) {
-                (_, true) => lock_held(&journal::lock_path(&candidate.path)),
+            && match (&file, candidate.lock_ino) {
+                // Not in the table of held locks: nobody holds it, no lock taken.
+                (_, Some(ino)) if locks.is_some_and(|t| !t.has(ino)) => false,
+                (_, Some(_)) => lock_held(&journal::lock_path(&candidate.path)),
                 // No lock file: a Mino from before it locks the journal itself.
-                (Some(file), false) => file_held(file),
-                (None, false) => false,
+                (_, None) if locks.is_some_and(|t| !t.has(candidate.ino)) => false,
+                (Some(file), None) => file_held(file),
+                (None, None) => false,
             };
         let tail = match &file {
             Some(file) => read_tail(file, candidate.len, held_elsewhere || current).unwrap_or_else(|e| Tail {
@@ -277,7 +281,7 @@ impl SessionStore {
         };
         let mut journals = Vec::new();
         let mut titles = HashSet::new();
-        let mut locks = HashSet::new();
+        let mut locks = HashMap::new();
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
@@ -288,17 +292,20 @@ impl SessionStore {
             } else if let Some(id) = name.strip_suffix(".title") {
                 titles.insert(id.to_string());
             } else if let Some(id) = name.strip_suffix(".lock") {
-                locks.insert(id.to_string());
+                // The entry's inode number, without a stat.
+                locks.insert(id.to_string(), std::os::unix::fs::DirEntryExt::ino(&entry));
             }
         }
         let mut candidates: Vec<Candidate> = journals
             .into_iter()
             .filter_map(|(id, entry)| {
                 // A symlink is not a session (and is refused on open).
-                let meta = entry.path().symlink_metadata().ok().filter(|m| m.is_file())?;
+                // Relative to the directory, without following a symlink.
+                let meta = entry.metadata().ok().filter(|m| m.is_file())?;
                 Some(Candidate {
                     has_title: titles.contains(&id),
-                    has_lock: locks.contains(&id),
+                    lock_ino: locks.get(&id).copied(),
+                    ino: std::os::unix::fs::MetadataExt::ino(&meta),
                     path: entry.path(),
                     modified: meta.modified().unwrap_or(UNIX_EPOCH),
                     len: meta.len(),
@@ -591,7 +598,10 @@ struct Candidate {
     modified: SystemTime,
     len: u64,
     has_title: bool,
-    has_lock: bool,
+    /// The lock file's inode number, when there is one.
+    lock_ino: Option<u64>,
+    /// The journal's inode number.
+    ino: u64,
 }
 
 /// Where a page ended: the last entry's modification time and id.
@@ -647,6 +657,53 @@ fn try_lock_exclusive(file: &File) -> Result<(), Option<io::Error>> {
 /// shared lock on a read-only descriptor and closing it at once: a holder
 /// (exclusive) is never disturbed; an opener racing this instant finds it
 /// busy, which is why openers try again (`open_retrying`).
+/// The inode numbers of every file some process holds an `flock` on, from
+/// `/proc/locks`, read once per list so that a session nobody holds costs
+/// no lock test at all (a number found there is still confirmed by
+/// [`lock_held`]). Only trusted after checking that a lock this process
+/// takes (shared, on the sessions directory, which nothing else locks)
+/// shows up under the directory's own inode number; else `None`, and every
+/// session's lock is tested.
+struct LockTable {
+    inodes: HashSet<u64>,
+}
+
+impl LockTable {
+    /// `/proc/locks` is one line per lock; more than this is not read.
+    const MAX_BYTES: u64 = 4 << 20;
+
+    fn read(sessions: &Path) -> Option<LockTable> {
+        let dir = File::open(sessions).ok()?;
+        let ino = std::os::unix::fs::MetadataExt::ino(&dir.metadata().ok()?);
+        dir.try_lock_shared().ok()?;
+        let mut text = String::new();
+        let read = File::open("/proc/locks")
+            .and_then(|f| io::Read::read_to_string(&mut io::Read::take(f, Self::MAX_BYTES), &mut text));
+        let _ = dir.unlock();
+        if read.ok()? as u64 >= Self::MAX_BYTES {
+            return None;
+        }
+        // `1: FLOCK  ADVISORY  WRITE 4242 fd:01:131090 0 EOF`; a line with
+        // `->` is a process waiting for a lock, which holds nothing.
+        let inodes: HashSet<u64> = text
+            .lines()
+            .filter(|line| !line.contains("->"))
+            .filter_map(|line| {
+                let mut fields = line.split_whitespace().skip(1);
+                if fields.next()? != "FLOCK" {
+                    return None;
+                }
+                fields.nth(3)?.rsplit(':').next()?.parse().ok()
+            })
+            .collect();
+        inodes.contains(&ino).then_some(LockTable { inodes })
+    }
+
+    fn has(&self, ino: u64) -> bool {
+        self.inodes.contains(&ino)
+    }
+}
+
 fn lock_held(lock: &Path) -> bool {
     match open_read(lock) {
         // The shared lock taken here goes with the descriptor, at once.

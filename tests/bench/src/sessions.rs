@@ -56,12 +56,19 @@ pub fn run(quick: bool) -> Result<Vec<Goal>> {
     }])
 }
 
-/// Every session, page by page as a client asks for them.
+/// Sessions per `list` call: all of them in one by default;
+/// `MINO_BENCH_SESSIONS_PAGE=500` lists them as a client does over the wire
+/// (at most 500 a page), each page reading the directory again.
+fn page_size() -> usize {
+    std::env::var("MINO_BENCH_SESSIONS_PAGE").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(SESSIONS)
+}
+
+/// Every session, page by page.
 fn list_all(store: &SessionStore) -> Result<usize> {
     let mut listed = 0;
     let mut cursor: Option<String> = None;
     loop {
-        let page = store.list(ListScope::All, 500, cursor.as_deref())?;
+        let page = store.list(ListScope::All, page_size(), cursor.as_deref())?;
         listed += page.sessions.len();
         ensure!(page.sessions.iter().all(|e| e.turns > 0 && e.title.is_some() && e.damage.is_none()));
         match page.next_cursor {
