@@ -168,10 +168,11 @@ impl SessionStore {
 
     /// The newest session of the workspace this process can lock.
     fn resume_in_workspace(&self) -> Result<Option<(Session, RecoveryReport)>, SessionError> {
+        let mut workspaces = Workspaces::default();
         for candidate in self.candidates()? {
             let Ok(file) = open_read(&candidate.path) else { continue };
             let Ok(head) = read_head(&file, candidate.len) else { continue };
-            if !head.header.as_ref().is_some_and(|h| self.in_workspace(&h.cwd)) {
+            if !head.header.as_ref().is_some_and(|h| self.in_workspace(&h.cwd, &mut workspaces)) {
                 continue;
             }
             drop(file);
@@ -200,11 +201,12 @@ impl SessionStore {
         let after = cursor.map(Cursor::parse).transpose()?;
         let candidates = self.candidates()?;
         let locks = LockTable::read(&self.home.sessions_dir());
+        let mut workspaces = Workspaces::default();
         let mut sessions = Vec::new();
         let mut next_cursor = None;
         let mut last_kept = None;
         for candidate in candidates.iter().filter(|c| after.as_ref().is_none_or(|a| a.is_before(c))) {
-            let Some(entry) = self.entry(candidate, scope, locks.as_ref()) else { continue };
+            let Some(entry) = self.entry(candidate, scope, locks.as_ref(), &mut workspaces) else { continue };
             if sessions.len() == limit {
                 // One more exists: the page ends at the last one kept.
                 next_cursor = last_kept.map(|c: &Candidate| Cursor::of(c).to_string());
@@ -217,7 +219,13 @@ impl SessionStore {
     }
 
     /// The list entry of one candidate, `None` when outside `scope`.
-    fn entry(&self, candidate: &Candidate, scope: ListScope, locks: Option<&LockTable>) -> Option<SessionEntry> {
+    fn entry(
+        &self,
+        candidate: &Candidate,
+        scope: ListScope,
+        locks: Option<&LockTable>,
+        workspaces: &mut Workspaces,
+    ) -> Option<SessionEntry> {
         let current = self.current.as_deref() == Some(candidate.id.as_str());
         let file = match open_read(&candidate.path) {
             Ok(file) => Some(file),
@@ -233,7 +241,7 @@ impl SessionStore {
             None => Head { damage: Some("the session file could not be opened".into()), ..Default::default() },
         };
         match (&head.header, scope) {
-            (Some(h), ListScope::Workspace) if !self.in_workspace(&h.cwd) => return None,
+            (Some(h), ListScope::Workspace) if !self.in_workspace(&h.cwd, workspaces) => return None,
             (None, ListScope::Workspace) => return None,
             _ => {}
         }
@@ -317,9 +325,16 @@ impl SessionStore {
         Ok(candidates)
     }
 
-    fn in_workspace(&self, cwd: &str) -> bool {
-        Path::new(cwd) == self.workspace
-            || std::fs::canonicalize(cwd).is_ok_and(|canonical| canonical == self.workspace)
+    /// Whether a header's `cwd` is this workspace: equal, or equal once
+    /// canonicalised (a header written before `cwd`s were recorded
+    /// canonical), which is asked once per directory and list.
+    fn in_workspace(&self, cwd: &str, seen: &mut Workspaces) -> bool {
+        if Path::new(cwd) == self.workspace {
+            return true;
+        }
+        *seen
+            .entry(cwd.to_string())
+            .or_insert_with(|| std::fs::canonicalize(cwd).is_ok_and(|canonical| canonical == self.workspace))
     }
 
     /// Starts a new session in `cwd` (default: the workspace) and makes it
@@ -365,7 +380,12 @@ impl SessionStore {
         Ok(self.switch(current, session, report))
     }
 
-    fn switch(&mut self, current: &mut Session, next: Session, report: RecoveryReport) -> (SessionInfo, RecoveryReport) {
+    fn switch(
+        &mut self,
+        current: &mut Session,
+        next: Session,
+        report: RecoveryReport,
+    ) -> (SessionInfo, RecoveryReport) {
         let previous = std::mem::replace(current, next);
         // Dropping it closes its journal and releases its lock, only now.
         drop(previous);
@@ -542,7 +562,10 @@ fn canonical_dir(dir: &Path) -> Result<PathBuf, SessionError> {
     let canonical = std::fs::canonicalize(dir)
         .map_err(|source| SessionError::Home(HomeError::Io { path: dir.to_path_buf(), source }))?;
     if !canonical.is_dir() {
-        return Err(SessionError::InvalidInput(format!("{} is not a directory; give a workspace directory", dir.display())));
+        return Err(SessionError::InvalidInput(format!(
+            "{} is not a directory; give a workspace directory",
+            dir.display()
+        )));
     }
     Ok(canonical)
 }
@@ -582,14 +605,19 @@ fn new_trash_dir(trash: &Path, id: &str) -> Result<PathBuf, StoreError> {
 }
 
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|source| StoreError::Io { path: dir.to_path_buf(), action: "sync the directory", source })
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|source| StoreError::Io {
+        path: dir.to_path_buf(),
+        action: "sync the directory",
+        source,
+    })
 }
 
 fn rfc3339(t: SystemTime) -> String {
     time::OffsetDateTime::from(t).format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
+
+/// Header `cwd`s already compared with the workspace, within one call.
+type Workspaces = HashMap<String, bool>;
 
 /// A session file found in the sessions directory.
 struct Candidate {
@@ -616,7 +644,11 @@ impl Cursor {
     }
 
     fn parse(text: &str) -> Result<Cursor, StoreError> {
-        let bad = || StoreError::InvalidInput(format!("cursor {text:?} is not one Mino gave; pass a list's nextCursor unchanged"));
+        let bad = || {
+            StoreError::InvalidInput(format!(
+                "cursor {text:?} is not one Mino gave; pass a list's nextCursor unchanged"
+            ))
+        };
         let (ns, id) = text.split_once(':').ok_or_else(bad)?;
         let modified_ns = ns.parse().map_err(|_| bad())?;
         home::validate_session_id(id).map_err(|_| bad())?;
