@@ -487,6 +487,8 @@ impl LanguageServer for Backend {
         })?;
         let session_id = session.id().to_string();
         let journal_path = session.path().display().to_string();
+        // A session's commands run where it was created, whichever directory opened it.
+        let cwd = PathBuf::from(session.cwd());
         let recovery = recovery_notification(&session_id, &report);
         tracing::info!(session_id, journal_path, cwd = %cwd.display(), model = model_name, "session open");
 
