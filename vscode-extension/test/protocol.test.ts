@@ -270,10 +270,17 @@ describe('mino-server over vscode-jsonrpc', () => {
   it('refuses to open a session held by another server with -32015', async () => {
     const home = tempDir('home');
     const cwd = tempDir('cwd');
-    await startServer(home, cwd);
-    const err = await ServerSession.start({ home, cwd, baseUrl: mock.baseUrl }).catch((e) => e);
+    const { s: first } = await startServer(home, cwd);
+    const held = first.initializeResult.capabilities.experimental.mino.sessionId;
+    const err = await ServerSession.start({
+      home, cwd, baseUrl: mock.baseUrl, initializationOptions: { cwd, session: held },
+    }).catch((e) => e);
     expect(isRpcError(err, ErrorCode.sessionUnavailable)).toBe(true);
-    // A new session in the same home works (what the extension offers then).
+    // Without an id, a second window on the same workspace gets a session of its own.
+    const second = await ServerSession.start({ home, cwd, baseUrl: mock.baseUrl });
+    sessions.push(second);
+    expect(second.initializeResult.capabilities.experimental.mino.sessionId).not.toBe(held);
+    // A new session in the same home works too (what the extension offers then).
     const other = await ServerSession.start({
       home, cwd, baseUrl: mock.baseUrl, initializationOptions: { cwd, newSession: true },
     });

@@ -31,7 +31,8 @@ Usage: mino [--demo] [--session ID | --new]
 Options:
   --demo          Run offline against a scripted model in a temporary directory
                   (no API key, touches none of your files)
-  --session ID    Open session ID (default: the most recent one, or a new one)
+  --session ID    Open session ID (default: this directory's most recent session
+                  that no other Mino has open, or a new one)
   --new           Start a new session
   -h, --help      Show this help
   -V, --version   Show the version

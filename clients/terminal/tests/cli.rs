@@ -166,7 +166,7 @@ fn piped_turn_keeps_the_server_order_under_heavy_output() {
 }
 
 #[test]
-fn a_second_mino_on_an_open_session_is_refused_with_the_servers_message() {
+fn a_second_mino_asking_for_an_open_session_is_refused_and_without_an_id_gets_its_own() {
     let scratch = Scratch::new();
     let mut first = scratch.command("http://127.0.0.1:9/v1");
     first.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -180,10 +180,24 @@ fn a_second_mino_on_an_open_session_is_refused_with_the_servers_message() {
         assert!(n > 0, "first mino ended early: {}", String::from_utf8_lossy(&seen));
         seen.extend_from_slice(&buf[..n]);
     }
-    let (status, out, err) = run_piped(scratch.command("http://127.0.0.1:9/v1"), "");
+    // Asked for by id, the open session is refused with the server's message.
+    let banner = String::from_utf8_lossy(&seen).into_owned();
+    let session_id = banner
+        .split_whitespace()
+        .skip_while(|word| *word != "session")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no session id in the banner: {banner}"))
+        .to_string();
+    let mut second = scratch.command("http://127.0.0.1:9/v1");
+    second.args(["--session", &session_id]);
+    let (status, out, err) = run_piped(second, "");
     assert_eq!(status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
     assert!(err.contains("another Mino process"), "{err}");
     assert!(!out.contains("You>"), "{out}");
+    // Without an id, a second mino in the same directory gets a session of its own.
+    let (status, out, err) = run_piped(scratch.command("http://127.0.0.1:9/v1"), "");
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("session ") && !out.contains(&session_id), "{out}");
     drop(first.stdin.take());
     let status = wait_with_timeout(&mut first, Duration::from_secs(60));
     assert!(status.success(), "{status:?}");

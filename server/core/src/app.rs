@@ -98,6 +98,8 @@ pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<A
     let (session, recovery) = choose_session(&home, &cwd, &options)?;
     let session_id = session.id().to_string();
     let journal_path = session.path().to_path_buf();
+    // A session's commands run where it was created, whichever directory opened it.
+    let cwd = PathBuf::from(session.cwd());
     let bash = BashTool::new(cwd.clone(), config.command_limits, options.supervisor);
     let (agent, events) = Agent::new(session, model, bash, instructions, options.limits);
     Ok(App { agent, events, recovery, session_id, journal_path, cwd, model: model_name })

@@ -34,6 +34,17 @@ impl MinoHome {
         self.root.join("sessions")
     }
 
+    /// Where deleted sessions are moved (never removed): `$MINO_HOME/trash`.
+    pub fn trash_dir(&self) -> PathBuf {
+        self.root.join("trash")
+    }
+
+    /// A session's title once renamed, beside its journal (see `sessions.rs`).
+    pub fn title_path(&self, id: &str) -> Result<PathBuf, HomeError> {
+        validate_session_id(id)?;
+        Ok(self.sessions_dir().join(format!("{id}.title")))
+    }
+
     pub fn soul_path(&self) -> PathBuf {
         self.root.join("SOUL.md")
     }
@@ -74,7 +85,9 @@ impl MinoHome {
         Ok(dir)
     }
 
-    /// The most recently written session, if any.
+    /// The most recently written session of any workspace, if any. Not how
+    /// a session is chosen at start-up (that is `SessionStore::start`, per
+    /// workspace); kept for tools that want the newest file.
     pub fn latest_session(&self) -> Result<Option<String>, HomeError> {
         let dir = self.sessions_dir();
         let entries = match std::fs::read_dir(&dir) {

@@ -7,6 +7,8 @@
 //! - [`recovery`]: closing interrupted turns by Table 04-1, executing nothing.
 //! - [`context`]: the model's `input`, rebuilt from the transcript.
 //! - [`session`]: one open conversation: journal + transcript + the acknowledgement gate.
+//! - [`sessions`]: the sessions of one home: which one a process opens (per
+//!   workspace), listing without parsing whole journals, titles, trash, switching.
 //! - [`model`]: the streamed Responses API client.
 //! - [`bash`]: the approved `bash` tool: environment, limits, process groups.
 //! - [`edit`]: the `edit_file` and `write_file` tools: proposals (diff and hashes),
@@ -36,6 +38,7 @@ pub mod recovery;
 pub mod rules;
 pub mod sandbox;
 pub mod session;
+pub mod sessions;
 pub mod soul;
 pub mod supervisor;
 pub mod transcript;
@@ -45,3 +48,4 @@ pub use config::Config;
 pub use home::MinoHome;
 pub use journal::record::{ApprovalDecision, ToolStatus, TurnStatus};
 pub use session::{Session, SessionError};
+pub use sessions::{ListScope, SessionEntry, SessionInfo, SessionPage, SessionStore, StoreError};

@@ -113,23 +113,25 @@ impl Session {
         Ok((session, report))
     }
 
-    /// The named session, else the most recent one, else a new one.
+    /// The named session (from any workspace), else the most recently
+    /// active session of `cwd` that no other process holds, else a new one
+    /// in `cwd`: [`SessionStore::start`](crate::sessions::SessionStore::start).
     pub fn open_or_create(
         home: &MinoHome,
         id: Option<&str>,
         cwd: &Path,
     ) -> Result<(Session, RecoveryReport), SessionError> {
-        match id {
-            Some(id) => Self::open(home, id),
-            None => match home.latest_session()? {
-                Some(id) => Self::open(home, &id),
-                None => Ok((Self::create(home, cwd)?, RecoveryReport::default())),
-            },
-        }
+        crate::sessions::SessionStore::new(home.clone(), cwd)?.start(id, false)
     }
 
     pub fn id(&self) -> &str {
         &self.transcript.header.session_id
+    }
+
+    /// The directory the session was created for, as its header records it:
+    /// where its commands run, whichever directory opened it.
+    pub fn cwd(&self) -> &str {
+        &self.transcript.header.cwd
     }
 
     pub fn path(&self) -> &Path {

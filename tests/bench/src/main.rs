@@ -13,6 +13,7 @@ mod journal_gen;
 mod open;
 mod peers;
 mod relay;
+mod sessions;
 mod sse;
 mod startup;
 mod turn;
@@ -32,7 +33,7 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("all") => run_all(args.iter().any(|a| a == "--quick"), None),
-        Some(part @ ("open" | "turn" | "relay" | "startup" | "sse")) => {
+        Some(part @ ("open" | "turn" | "relay" | "startup" | "sse" | "sessions")) => {
             run_all(args.iter().any(|a| a == "--quick"), Some(part))
         }
         Some("peers") => {
@@ -54,7 +55,7 @@ fn main() -> Result<()> {
         }
         _ => {
             eprintln!(
-                "usage: mino-bench all|open|turn|relay|startup|sse [--quick] | peers [--quick] [--doc PATH] | peers-crash | gen RECORDS PATH | measure KIND PATH [REPS]"
+                "usage: mino-bench all|open|turn|relay|startup|sse|sessions [--quick] | peers [--quick] [--doc PATH] | peers-crash | gen RECORDS PATH | measure KIND PATH [REPS]"
             );
             std::process::exit(2)
         }
@@ -90,6 +91,9 @@ fn run_all(quick: bool, only: Option<&str>) -> Result<()> {
     }
     if wanted("sse") {
         goals.extend(sse::run(quick)?);
+    }
+    if wanted("sessions") {
+        goals.extend(sessions::run(quick)?);
     }
     println!();
     println!("| measurement | figure | goal | met |");

@@ -26,9 +26,6 @@ async fn a_second_server_on_the_same_session_fails_initialize_and_writes_nothing
     assert_eq!(err.code, wire::error_code::SESSION_UNAVAILABLE);
     assert!(err.message.contains(&caps.journal_path), "names the file: {}", err.message);
     assert!(err.message.contains("open in another Mino process"), "names the cause: {}", err.message);
-    // The most-recent default finds the same session, and is refused the same way.
-    let err = second.initialize(&options_in(&cwd)).await.expect_err("still locked");
-    assert_eq!(err.code, wire::error_code::SESSION_UNAVAILABLE);
     // Other methods are refused as before initialize.
     let err = second.request(wire::method::HISTORY, serde_json::json!({})).await.expect_err("not initialized");
     assert_eq!(err.code, -32002);
@@ -37,6 +34,15 @@ async fn a_second_server_on_the_same_session_fails_initialize_and_writes_nothing
     second.close_stdin();
     assert!(second.wait(TIMEOUT).await.success());
     assert_eq!(std::fs::read(&journal).expect("journal"), before);
+
+    // Without an id, a second server on the same workspace passes over the
+    // held session and gets a session of its own, never an error.
+    let mut third = Server::spawn_in(&home, &mock).await;
+    let own = Server::capabilities(&third.initialize(&options_in(&cwd)).await.expect("a session of its own"));
+    assert_ne!(own.session_id, caps.session_id);
+    third.close_stdin();
+    assert!(third.wait(TIMEOUT).await.success());
+    assert_eq!(std::fs::read(&journal).expect("journal"), before, "the held session is untouched");
 
     // The first server is unaffected.
     let turn: wire::ChatResult =
