@@ -1,5 +1,8 @@
-//! The model client: one streamed OpenAI Responses API call (`POST {base}/responses`), with
-//! retries, stall detection and cancellation inside.
+//! The model client: one streamed model call, with retries, stall detection and cancellation
+//! inside, through one of two providers ([`Provider`]): the OpenAI Responses API
+//! (`POST {base}/responses`, the default) or Chat Completions (`POST {base}/chat/completions`,
+//! for local and self-hosted servers; see `chat.rs`). Both take and return Responses API items,
+//! so the journal does not depend on the provider.
 //!
 //! [`ModelClient::respond`] sends the request built by [`ModelClient::request_body`], streams
 //! text deltas to a callback as they arrive and returns the finished output items. Retryable
@@ -8,6 +11,7 @@
 //! callback hears [`ModelEvent::Retrying`] before each retry, after which any text streamed by
 //! the failed attempt is void.
 
+mod chat;
 mod request;
 mod retry;
 mod sse;
@@ -20,10 +24,12 @@ use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use chat::{chat_bash_tool, chat_messages};
 pub use request::bash_tool;
 pub use retry::parse_retry_hint;
 pub use sse::{parse_sse_body, parse_sse_events, SseEvent, MAX_EVENT_BYTES};
 
+use chat::ChatAccumulator;
 use retry::AttemptError;
 use sse::{ResponseAccumulator, SseError, Step};
 
@@ -31,6 +37,81 @@ use sse::{ResponseAccumulator, SseError, Step};
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The model used when `MINO_MODEL` is not set.
 pub const DEFAULT_MODEL: &str = "gpt-5.1";
+
+/// Which API the model is reached through. The journal holds Responses API items either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Provider {
+    /// The OpenAI Responses API, `POST {base}/responses` (the default).
+    #[default]
+    Responses,
+    /// Chat Completions, `POST {base}/chat/completions`: llama.cpp's server, vLLM, LM Studio,
+    /// Ollama and gateways.
+    ChatCompletions,
+}
+
+impl Provider {
+    /// The name used in configuration and in `MINO_PROVIDER`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Responses => "responses",
+            Provider::ChatCompletions => "chat-completions",
+        }
+    }
+
+    /// `MINO_PROVIDER`; unset or blank gives [`Provider::Responses`]. Read beside
+    /// [`ModelConfig::from_env`], which reads the other model variables.
+    pub fn from_env() -> Result<Provider, ModelError> {
+        Provider::from_setting(std::env::var("MINO_PROVIDER").ok().as_deref())
+    }
+
+    fn from_setting(value: Option<&str>) -> Result<Provider, ModelError> {
+        match value.map(str::trim).filter(|v| !v.is_empty()) {
+            None => Ok(Provider::default()),
+            Some(value) => {
+                value.parse().map_err(|err: UnknownProvider| ModelError::fatal(format!("MINO_PROVIDER: {err}")))
+            }
+        }
+    }
+
+    fn endpoint(self) -> &'static str {
+        match self {
+            Provider::Responses => "responses",
+            Provider::ChatCompletions => "chat/completions",
+        }
+    }
+
+    /// The API's name in messages to the user.
+    fn api_name(self) -> &'static str {
+        match self {
+            Provider::Responses => "Responses API",
+            Provider::ChatCompletions => "Chat Completions",
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A provider name that is neither `responses` nor `chat-completions`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown model provider {0:?}: use \"responses\" (the OpenAI Responses API) or \"chat-completions\" (llama.cpp, vLLM, LM Studio, Ollama)")]
+pub struct UnknownProvider(pub String);
+
+impl std::str::FromStr for Provider {
+    type Err = UnknownProvider;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value.trim() {
+            "responses" => Ok(Provider::Responses),
+            "chat-completions" => Ok(Provider::ChatCompletions),
+            other => Err(UnknownProvider(other.to_string())),
+        }
+    }
+}
 
 /// Where and how to reach the model.
 #[derive(Clone)]
@@ -136,14 +217,69 @@ pub enum ModelEvent<'a> {
     Retrying { attempt: u32, delay: Duration, reason: &'a str },
 }
 
+/// The tokens one response used, as the service reported them (provider-neutral: the
+/// Responses API's `input_tokens`/`output_tokens`, Chat Completions' `prompt_tokens`/
+/// `completion_tokens`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+    /// Input tokens served from the service's prompt cache, when it says.
+    pub cached_input_tokens: Option<u64>,
+    /// Output tokens spent on reasoning, when it says.
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// `usage` of `response.completed` / `response.incomplete`.
+    fn from_responses(usage: &Value) -> Usage {
+        Usage::read(
+            usage,
+            ["input_tokens", "output_tokens"],
+            "/input_tokens_details/cached_tokens",
+            "/output_tokens_details/reasoning_tokens",
+        )
+    }
+
+    /// `usage` of the last chat completion chunk (`stream_options.include_usage`).
+    fn from_chat(usage: &Value) -> Usage {
+        Usage::read(
+            usage,
+            ["prompt_tokens", "completion_tokens"],
+            "/prompt_tokens_details/cached_tokens",
+            "/completion_tokens_details/reasoning_tokens",
+        )
+    }
+
+    fn read(usage: &Value, [input, output]: [&str; 2], cached: &str, reasoning: &str) -> Usage {
+        let number = |field: &str| usage.get(field).and_then(Value::as_u64).unwrap_or(0);
+        let (input_tokens, output_tokens) = (number(input), number(output));
+        Usage {
+            input_tokens,
+            output_tokens,
+            total_tokens: usage
+                .get("total_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(input_tokens.saturating_add(output_tokens)),
+            cached_input_tokens: usage.pointer(cached).and_then(Value::as_u64),
+            reasoning_tokens: usage.pointer(reasoning).and_then(Value::as_u64),
+        }
+    }
+}
+
 /// One finished model response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelResponse {
     /// Finished output items exactly as received in `response.output_item.done`, in output_index order
     /// (messages, function_call, reasoning with encrypted_content...). Ids are kept here; the context builder strips them.
     pub items: Vec<Value>,
-    /// Some(reason) when the response ended `response.incomplete`.
+    /// Some(reason) when the response was cut short: `response.incomplete`'s reason
+    /// (`max_output_tokens`, `content_filter`), or Chat Completions' `finish_reason` `length`
+    /// (as `max_output_tokens`) or `content_filter`.
     pub incomplete: Option<String>,
+    /// The tokens used, when the service reported them.
+    pub usage: Option<Usage>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -166,9 +302,11 @@ impl ModelError {
     }
 }
 
-/// A client for the Responses API. Cheap to clone (the HTTP connection pool is shared).
+/// A client for the model, through one [`Provider`]. Cheap to clone (the HTTP connection pool
+/// is shared).
 #[derive(Clone)]
 pub struct ModelClient {
+    provider: Provider,
     config: ModelConfig,
     http: reqwest::Client,
     url: reqwest::Url,
@@ -177,7 +315,10 @@ pub struct ModelClient {
 
 impl fmt::Debug for ModelClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModelClient").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("ModelClient")
+            .field("provider", &self.provider)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -187,7 +328,12 @@ impl ModelClient {
     /// a header. A missing key is reported by [`ModelClient::respond`] (as
     /// [`ModelError::MissingApiKey`]), so a server can start and tell the user in the chat.
     pub fn new(config: ModelConfig) -> Result<Self, ModelError> {
-        let endpoint = format!("{}/responses", config.base_url.trim_end_matches('/'));
+        ModelClient::with_provider(Provider::Responses, config)
+    }
+
+    /// Like [`ModelClient::new`], through `provider`.
+    pub fn with_provider(provider: Provider, config: ModelConfig) -> Result<Self, ModelError> {
+        let endpoint = format!("{}/{}", config.base_url.trim_end_matches('/'), provider.endpoint());
         let url = reqwest::Url::parse(&endpoint).map_err(|err| {
             ModelError::fatal(format!("OPENAI_BASE_URL is not a usable URL ({:?}): {err}", config.base_url))
         })?;
@@ -223,16 +369,23 @@ impl ModelClient {
         }
         let http =
             builder.build().map_err(|err| ModelError::fatal(format!("Could not set up the HTTP client: {err}")))?;
-        Ok(ModelClient { config, http, url, authorization })
+        Ok(ModelClient { provider, config, http, url, authorization })
     }
 
     pub fn config(&self) -> &ModelConfig {
         &self.config
     }
 
+    pub fn provider(&self) -> Provider {
+        self.provider
+    }
+
     /// The exact JSON body sent (public so tests and docs can show it).
     pub fn request_body(&self, request: &ModelRequest<'_>) -> Value {
-        request::body(&self.config.model, request)
+        match self.provider {
+            Provider::Responses => request::body(&self.config.model, request),
+            Provider::ChatCompletions => chat::body(&self.config.model, request),
+        }
     }
 
     /// One model response, with retries inside. `on_event` is called for every text delta as
@@ -332,14 +485,15 @@ impl ModelClient {
             if content_type.starts_with("application/json") || content_type.starts_with("text/html") {
                 return Err(AttemptError::Fatal(ModelError::fatal(format!(
                     "The model service at {} answered with {content_type} instead of an event stream; \
-                     does OPENAI_BASE_URL point at a Responses API server?",
-                    self.config.base_url
+                     does OPENAI_BASE_URL point at a {} server?",
+                    self.config.base_url,
+                    self.provider.api_name()
                 ))));
             }
         }
 
         let mut events = Box::pin(sse::sse_events(stall_guarded(response.bytes_stream(), stall), MAX_EVENT_BYTES));
-        let mut accumulator = ResponseAccumulator::default();
+        let mut reader = StreamReader::new(self.provider);
         loop {
             let next = tokio::select! {
                 biased;
@@ -348,7 +502,12 @@ impl ModelClient {
             };
             match next {
                 None => {
-                    return Err(AttemptError::retryable("The model's stream ended before the response was finished"))
+                    return match reader.at_end() {
+                        Some(response) => Ok(response),
+                        None => {
+                            Err(AttemptError::retryable("The model's stream ended before the response was finished"))
+                        }
+                    }
                 }
                 Some(Err(SseError::Transport(StreamFailure::Stalled))) => {
                     return Err(AttemptError::retryable(format!(
@@ -379,7 +538,7 @@ impl ModelClient {
                         "The model service sent an unreadable event stream: {err}"
                     )));
                 }
-                Some(Ok(event)) => match accumulator.handle(&event.event, &event.data, &mut *on_event)? {
+                Some(Ok(event)) => match reader.handle(&event, &mut *on_event)? {
                     Step::Continue => {}
                     Step::Done(response) => return Ok(response),
                 },
@@ -436,6 +595,36 @@ impl ModelClient {
         match &self.config.api_key {
             Some(key) if key.len() >= 4 && text.contains(key.as_str()) => text.replace(key.as_str(), "<redacted>"),
             _ => text,
+        }
+    }
+}
+
+/// Reads one attempt's events in its provider's terms.
+enum StreamReader {
+    Responses(ResponseAccumulator),
+    ChatCompletions(ChatAccumulator),
+}
+
+impl StreamReader {
+    fn new(provider: Provider) -> Self {
+        match provider {
+            Provider::Responses => StreamReader::Responses(ResponseAccumulator::default()),
+            Provider::ChatCompletions => StreamReader::ChatCompletions(ChatAccumulator::default()),
+        }
+    }
+
+    fn handle(&mut self, event: &SseEvent, on_event: &mut dyn FnMut(ModelEvent<'_>)) -> Result<Step, AttemptError> {
+        match self {
+            StreamReader::Responses(accumulator) => accumulator.handle(&event.event, &event.data, on_event),
+            StreamReader::ChatCompletions(accumulator) => accumulator.handle(&event.data, on_event),
+        }
+    }
+
+    /// The response a stream that ended without its terminal event still makes, if any.
+    fn at_end(&mut self) -> Option<ModelResponse> {
+        match self {
+            StreamReader::Responses(_) => None,
+            StreamReader::ChatCompletions(accumulator) => accumulator.at_end(),
         }
     }
 }
@@ -530,6 +719,21 @@ mod tests {
         assert_eq!(defaults.base_url, DEFAULT_BASE_URL);
         assert_eq!(defaults.api_key, None);
         assert!(defaults.uses_default_base_url());
+    }
+
+    #[test]
+    fn provider_setting() {
+        assert_eq!(Provider::from_setting(None).ok(), Some(Provider::Responses));
+        assert_eq!(Provider::from_setting(Some("  ")).ok(), Some(Provider::Responses));
+        assert_eq!(Provider::from_setting(Some("chat-completions\n")).ok(), Some(Provider::ChatCompletions));
+        assert_eq!(Provider::from_setting(Some("responses")).ok(), Some(Provider::Responses));
+        let err = Provider::from_setting(Some("chat")).expect_err("unknown");
+        assert!(err.to_string().contains("MINO_PROVIDER") && err.to_string().contains("chat-completions"), "{err}");
+        assert_eq!(serde_json::to_value(Provider::ChatCompletions).ok(), Some(Value::from("chat-completions")));
+        let config = ModelConfig { base_url: "http://127.0.0.1:9/v1/".into(), ..ModelConfig::default() };
+        let client = ModelClient::with_provider(Provider::ChatCompletions, config).unwrap();
+        assert_eq!(client.url.as_str(), "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(client.provider(), Provider::ChatCompletions);
     }
 
     #[test]
