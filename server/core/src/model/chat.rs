@@ -256,12 +256,12 @@ impl ChatAccumulator {
             }
         }
         let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) else { return };
-        for (position, call) in calls.iter().enumerate() {
+        for call in calls {
             // `index` joins the pieces of one call; a server that leaves it out sends each call
-            // whole, so its place in the list stands in.
+            // whole, so each such call is a new one.
             let index = match call.get("index").and_then(Value::as_u64) {
                 Some(index) => index,
-                None => self.calls.len() as u64 + position as u64,
+                None => self.calls.keys().next_back().map_or(0, |last| last.saturating_add(1)),
             };
             let pending = self.calls.entry(index).or_default();
             if let Some(id) = call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty()) {
@@ -405,6 +405,32 @@ mod tests {
         let Ok(Step::Done(response)) = step else { panic!("{step:?}") };
         assert_eq!(response.incomplete.as_deref(), Some("content_filter"));
         assert!(response.items.is_empty(), "{:?}", response.items);
+    }
+
+    #[test]
+    fn length_keeps_only_calls_with_whole_arguments() {
+        let (step, _) = feed(&[
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[
+                {"index":0,"id":"call_1","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}},
+                {"index":1,"id":"call_2","function":{"name":"bash","arguments":"{\"command\":\"rm -"}}
+            ]}}]}),
+            json!({"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}),
+        ]);
+        let Ok(Step::Done(response)) = step else { panic!("{step:?}") };
+        assert_eq!(response.incomplete.as_deref(), Some("max_output_tokens"));
+        assert_eq!(response.items.len(), 1, "{:?}", response.items);
+        assert_eq!(response.items[0]["call_id"], "call_1");
+    }
+
+    #[test]
+    fn a_stream_closed_after_its_finish_reason_is_finished() {
+        let mut acc = ChatAccumulator::default();
+        assert!(acc.at_end().is_none(), "no finish_reason yet: a cut stream");
+        let chunk = json!({"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]});
+        assert!(matches!(acc.handle(&chunk.to_string(), &mut |_| {}), Ok(Step::Continue)));
+        let response = acc.at_end().expect("finished without [DONE]");
+        assert_eq!(response.items.len(), 1);
+        assert_eq!(response.incomplete, None);
     }
 
     #[test]
