@@ -12,9 +12,11 @@
 //! the failed attempt is void.
 
 mod chat;
+mod provider;
 mod request;
 mod retry;
 mod sse;
+mod usage;
 
 use std::fmt;
 use std::time::Duration;
@@ -25,93 +27,20 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use chat::{chat_bash_tool, chat_messages};
+pub use provider::{Provider, UnknownProvider};
 pub use request::bash_tool;
 pub use retry::parse_retry_hint;
 pub use sse::{parse_sse_body, parse_sse_events, SseEvent, MAX_EVENT_BYTES};
+pub use usage::Usage;
 
-use chat::ChatAccumulator;
+use provider::StreamReader;
 use retry::AttemptError;
-use sse::{ResponseAccumulator, SseError, Step};
+use sse::{SseError, Step};
 
 /// The OpenAI API, used when `OPENAI_BASE_URL` is not set.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The model used when `MINO_MODEL` is not set.
 pub const DEFAULT_MODEL: &str = "gpt-5.1";
-
-/// Which API the model is reached through. The journal holds Responses API items either way.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Provider {
-    /// The OpenAI Responses API, `POST {base}/responses` (the default).
-    #[default]
-    Responses,
-    /// Chat Completions, `POST {base}/chat/completions`: llama.cpp's server, vLLM, LM Studio,
-    /// Ollama and gateways.
-    ChatCompletions,
-}
-
-impl Provider {
-    /// The name used in configuration and in `MINO_PROVIDER`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::Responses => "responses",
-            Provider::ChatCompletions => "chat-completions",
-        }
-    }
-
-    /// `MINO_PROVIDER`; unset or blank gives [`Provider::Responses`]. Read beside
-    /// [`ModelConfig::from_env`], which reads the other model variables.
-    pub fn from_env() -> Result<Provider, ModelError> {
-        Provider::from_setting(std::env::var("MINO_PROVIDER").ok().as_deref())
-    }
-
-    fn from_setting(value: Option<&str>) -> Result<Provider, ModelError> {
-        match value.map(str::trim).filter(|v| !v.is_empty()) {
-            None => Ok(Provider::default()),
-            Some(value) => {
-                value.parse().map_err(|err: UnknownProvider| ModelError::fatal(format!("MINO_PROVIDER: {err}")))
-            }
-        }
-    }
-
-    fn endpoint(self) -> &'static str {
-        match self {
-            Provider::Responses => "responses",
-            Provider::ChatCompletions => "chat/completions",
-        }
-    }
-
-    /// The API's name in messages to the user.
-    fn api_name(self) -> &'static str {
-        match self {
-            Provider::Responses => "Responses API",
-            Provider::ChatCompletions => "Chat Completions",
-        }
-    }
-}
-
-impl fmt::Display for Provider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A provider name that is neither `responses` nor `chat-completions`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown model provider {0:?}: use \"responses\" (the OpenAI Responses API) or \"chat-completions\" (llama.cpp, vLLM, LM Studio, Ollama)")]
-pub struct UnknownProvider(pub String);
-
-impl std::str::FromStr for Provider {
-    type Err = UnknownProvider;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        match value.trim() {
-            "responses" => Ok(Provider::Responses),
-            "chat-completions" => Ok(Provider::ChatCompletions),
-            other => Err(UnknownProvider(other.to_string())),
-        }
-    }
-}
 
 /// Where and how to reach the model.
 #[derive(Clone)]
@@ -215,57 +144,6 @@ pub enum ModelEvent<'a> {
     /// A retry is about to happen after `delay`; any text streamed in the failed attempt is void.
     /// `attempt` is the number of the retry (1 for the first retry, so request number `attempt + 1`).
     Retrying { attempt: u32, delay: Duration, reason: &'a str },
-}
-
-/// The tokens one response used, as the service reported them (provider-neutral: the
-/// Responses API's `input_tokens`/`output_tokens`, Chat Completions' `prompt_tokens`/
-/// `completion_tokens`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub total_tokens: u64,
-    /// Input tokens served from the service's prompt cache, when it says.
-    pub cached_input_tokens: Option<u64>,
-    /// Output tokens spent on reasoning, when it says.
-    pub reasoning_tokens: Option<u64>,
-}
-
-impl Usage {
-    /// `usage` of `response.completed` / `response.incomplete`.
-    fn from_responses(usage: &Value) -> Usage {
-        Usage::read(
-            usage,
-            ["input_tokens", "output_tokens"],
-            "/input_tokens_details/cached_tokens",
-            "/output_tokens_details/reasoning_tokens",
-        )
-    }
-
-    /// `usage` of the last chat completion chunk (`stream_options.include_usage`).
-    fn from_chat(usage: &Value) -> Usage {
-        Usage::read(
-            usage,
-            ["prompt_tokens", "completion_tokens"],
-            "/prompt_tokens_details/cached_tokens",
-            "/completion_tokens_details/reasoning_tokens",
-        )
-    }
-
-    fn read(usage: &Value, [input, output]: [&str; 2], cached: &str, reasoning: &str) -> Usage {
-        let number = |field: &str| usage.get(field).and_then(Value::as_u64).unwrap_or(0);
-        let (input_tokens, output_tokens) = (number(input), number(output));
-        Usage {
-            input_tokens,
-            output_tokens,
-            total_tokens: usage
-                .get("total_tokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(input_tokens.saturating_add(output_tokens)),
-            cached_input_tokens: usage.pointer(cached).and_then(Value::as_u64),
-            reasoning_tokens: usage.pointer(reasoning).and_then(Value::as_u64),
-        }
-    }
 }
 
 /// One finished model response.
@@ -599,36 +477,6 @@ impl ModelClient {
     }
 }
 
-/// Reads one attempt's events in its provider's terms.
-enum StreamReader {
-    Responses(ResponseAccumulator),
-    ChatCompletions(ChatAccumulator),
-}
-
-impl StreamReader {
-    fn new(provider: Provider) -> Self {
-        match provider {
-            Provider::Responses => StreamReader::Responses(ResponseAccumulator::default()),
-            Provider::ChatCompletions => StreamReader::ChatCompletions(ChatAccumulator::default()),
-        }
-    }
-
-    fn handle(&mut self, event: &SseEvent, on_event: &mut dyn FnMut(ModelEvent<'_>)) -> Result<Step, AttemptError> {
-        match self {
-            StreamReader::Responses(accumulator) => accumulator.handle(&event.event, &event.data, on_event),
-            StreamReader::ChatCompletions(accumulator) => accumulator.handle(&event.data, on_event),
-        }
-    }
-
-    /// The response a stream that ended without its terminal event still makes, if any.
-    fn at_end(&mut self) -> Option<ModelResponse> {
-        match self {
-            StreamReader::Responses(_) => None,
-            StreamReader::ChatCompletions(accumulator) => accumulator.at_end(),
-        }
-    }
-}
-
 /// Why the byte stream under the SSE parser stopped.
 #[derive(Debug)]
 enum StreamFailure {
@@ -719,21 +567,6 @@ mod tests {
         assert_eq!(defaults.base_url, DEFAULT_BASE_URL);
         assert_eq!(defaults.api_key, None);
         assert!(defaults.uses_default_base_url());
-    }
-
-    #[test]
-    fn provider_setting() {
-        assert_eq!(Provider::from_setting(None).ok(), Some(Provider::Responses));
-        assert_eq!(Provider::from_setting(Some("  ")).ok(), Some(Provider::Responses));
-        assert_eq!(Provider::from_setting(Some("chat-completions\n")).ok(), Some(Provider::ChatCompletions));
-        assert_eq!(Provider::from_setting(Some("responses")).ok(), Some(Provider::Responses));
-        let err = Provider::from_setting(Some("chat")).expect_err("unknown");
-        assert!(err.to_string().contains("MINO_PROVIDER") && err.to_string().contains("chat-completions"), "{err}");
-        assert_eq!(serde_json::to_value(Provider::ChatCompletions).ok(), Some(Value::from("chat-completions")));
-        let config = ModelConfig { base_url: "http://127.0.0.1:9/v1/".into(), ..ModelConfig::default() };
-        let client = ModelClient::with_provider(Provider::ChatCompletions, config).unwrap();
-        assert_eq!(client.url.as_str(), "http://127.0.0.1:9/v1/chat/completions");
-        assert_eq!(client.provider(), Provider::ChatCompletions);
     }
 
     #[test]
