@@ -55,8 +55,9 @@ pub enum OpenError {
     Workspace { path: PathBuf, source: std::io::Error },
     #[error("cannot read the server's working directory: {0}")]
     WorkingDirectory(std::io::Error),
+    /// A setting from the environment is invalid; the message names it.
     #[error("{0}")]
-    CommandTimeout(ConfigError),
+    Setting(ConfigError),
     #[error("the model client could not be set up: {0}")]
     Model(#[from] ModelError),
     #[error("Mino's home directory is unusable: {0}")]
@@ -71,7 +72,7 @@ impl From<ConfigError> for OpenError {
     fn from(e: ConfigError) -> Self {
         match e {
             ConfigError::Home(e) => OpenError::Home(e),
-            e @ ConfigError::CommandTimeout { .. } => OpenError::CommandTimeout(e),
+            e @ (ConfigError::CommandTimeout { .. } | ConfigError::Provider(_)) => OpenError::Setting(e),
         }
     }
 }
@@ -88,7 +89,7 @@ pub fn open(options: OpenOptions) -> Result<App, OpenError> {
 /// Everything that can fail without touching the session comes first, so a
 /// refused open writes nothing to it.
 pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<App, OpenError> {
-    let model = ModelClient::new(config.model)?;
+    let model = ModelClient::with_provider(config.provider, config.model)?;
     let model_name = model.config().model.clone();
     let home = config.home;
     home.ensure_root()?;

@@ -1,6 +1,6 @@
 //! Mino's configuration, read from the environment in this one place:
 //! `MINO_HOME` (else `$HOME/.mino`), `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
-//! `MINO_MODEL` and `MINO_COMMAND_TIMEOUT_SECS`. Nothing else in the core
+//! `MINO_MODEL`, `MINO_PROVIDER` and `MINO_COMMAND_TIMEOUT_SECS`. Nothing else in the core
 //! reads these variables, so what a server runs with is decided once, when
 //! it opens (see [`crate::app::open`]).
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::bash;
 use crate::home::{HomeError, MinoHome};
-use crate::model::ModelConfig;
+use crate::model::{ModelConfig, Provider};
 
 /// The environment variable that sets a command's time limit in seconds.
 pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
@@ -20,6 +20,8 @@ pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
 pub struct Config {
     pub home: MinoHome,
     pub model: ModelConfig,
+    /// The wire the model service speaks (`MINO_PROVIDER`; default `responses`).
+    pub provider: Provider,
     /// The defaults, with the timeout from [`COMMAND_TIMEOUT_ENV`] when set.
     pub command_limits: bash::Limits,
 }
@@ -30,6 +32,9 @@ pub enum ConfigError {
     Home(#[from] HomeError),
     #[error("{COMMAND_TIMEOUT_ENV}={value:?} is not a whole number of seconds (at least 1)")]
     CommandTimeout { value: String },
+    /// `MINO_PROVIDER` names no provider; the message lists the valid names.
+    #[error("{0}")]
+    Provider(String),
 }
 
 impl Config {
@@ -48,6 +53,8 @@ impl Config {
             (None, None) => return Err(HomeError::NoHome.into()),
         };
         let model = ModelConfig::from_lookup(|name| set(name).map(|v| v.to_string_lossy().into_owned()));
+        let provider = set("MINO_PROVIDER").map(|v| v.to_string_lossy().into_owned());
+        let provider = Provider::from_setting(provider.as_deref()).map_err(|e| ConfigError::Provider(e.to_string()))?;
         let mut command_limits = bash::Limits::default();
         if let Some(value) = set(COMMAND_TIMEOUT_ENV) {
             let value = value.to_string_lossy().into_owned();
@@ -57,7 +64,7 @@ impl Config {
                 _ => return Err(ConfigError::CommandTimeout { value }),
             }
         }
-        Ok(Config { home, model, command_limits })
+        Ok(Config { home, model, provider, command_limits })
     }
 }
 
@@ -90,5 +97,16 @@ mod tests {
             let e = config(&[("HOME", "/h"), (COMMAND_TIMEOUT_ENV, bad)]).expect_err(bad);
             assert!(e.to_string().contains("MINO_COMMAND_TIMEOUT_SECS") && e.to_string().contains(bad), "{e}");
         }
+    }
+
+    #[test]
+    fn the_provider_is_responses_unless_mino_provider_names_another() {
+        let c = config(&[("HOME", "/h")]).expect("config");
+        assert_eq!(c.provider, Provider::Responses);
+        let c = config(&[("HOME", "/h"), ("MINO_PROVIDER", "chat-completions")]).expect("config");
+        assert_eq!(c.provider, Provider::ChatCompletions);
+        let e = config(&[("HOME", "/h"), ("MINO_PROVIDER", "ollama")]).expect_err("unknown provider");
+        let e = e.to_string();
+        assert!(e.contains("MINO_PROVIDER") && e.contains("chat-completions") && e.contains("responses"), "{e}");
     }
 }

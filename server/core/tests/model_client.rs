@@ -80,6 +80,23 @@ async fn text_deltas_stream_in_order_and_items_are_returned() {
 }
 
 #[tokio::test]
+async fn usage_of_the_finished_response_is_reported() {
+    let mock = mock(vec![Reply::text("Hi there!"), Reply::call("call_1", "ls")]).await;
+    let (result, _) = run(&mock).await;
+    let usage = result.expect("response").usage.expect("usage of response.completed");
+    // The mock counts a token per four bytes of the request body and of the answer.
+    let body_len = serde_json::to_vec(&mock.requests()[0].body).expect("body").len() as u64;
+    assert_eq!(usage.input_tokens, body_len.div_ceil(4));
+    assert_eq!(usage.output_tokens, 3, "\"Hi there!\" is 9 characters");
+    assert_eq!(usage.total_tokens, usage.input_tokens + 3);
+    assert_eq!(usage.cached_input_tokens, Some(0));
+    assert_eq!(usage.reasoning_tokens, Some(0));
+    let (result, _) = run(&mock).await;
+    let usage = result.expect("response").usage.expect("usage of a response with a call");
+    assert!(usage.output_tokens > 0 && usage.total_tokens == usage.input_tokens + usage.output_tokens, "{usage:?}");
+}
+
+#[tokio::test]
 async fn function_call_items_carry_call_id() {
     let mock = mock(vec![Reply::calls(&[("call_1", "ls -la"), ("call_2", "pwd")])]).await;
     let (result, heard) = run(&mock).await;

@@ -379,7 +379,7 @@ fn open_error(e: OpenError) -> Error {
             session_unavailable(e.to_string())
         }
         e @ (OpenError::WorkingDirectory(_)
-        | OpenError::CommandTimeout(_)
+        | OpenError::Setting(_)
         | OpenError::Model(_)
         | OpenError::Instructions { .. }) => internal(e.to_string()),
     }

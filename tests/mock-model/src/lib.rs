@@ -1,13 +1,15 @@
-//! A scripted OpenAI Responses API server on loopback.
+//! A scripted OpenAI Responses API and Chat Completions server on loopback.
 //!
-//! Mino talks to a model only through `POST {OPENAI_BASE_URL}/responses` with `stream: true`.
+//! Mino talks to a model through `POST {OPENAI_BASE_URL}/responses` (the Responses API) or
+//! `POST {OPENAI_BASE_URL}/chat/completions` (Chat Completions), with `stream: true`.
 //! Tests (and the offline demo, `mino --demo`) need that endpoint to behave exactly like the real
 //! service — same server-sent event framing, same event order, same error shapes — but
 //! deterministically and without a network. This crate is that stand-in:
 //!
 //! * a test builds a script of [`Reply`] values, one per expected model request;
 //! * [`MockModel::start`] serves it on `127.0.0.1:<ephemeral>` and every request to
-//!   `POST /v1/responses` pops exactly one reply (when the script runs dry the answer is the text
+//!   `POST /v1/responses` or `POST /v1/chat/completions` pops exactly one reply, rendered in
+//!   that API's stream format (one script, two renderings) (when the script runs dry the answer is the text
 //!   [`NO_REPLY_LEFT`], so a test fails visibly instead of hanging);
 //! * every request is recorded *before* it is answered, so a test can assert on what Mino sent
 //!   (history replay, tool outputs, headers) with [`MockModel::requests`].
@@ -31,6 +33,7 @@
 //! Any other path answers 404 with an OpenAI-style error body.
 
 mod render;
+mod render_chat;
 mod server;
 
 use std::collections::VecDeque;
@@ -45,14 +48,14 @@ use tokio::sync::watch;
 /// The text answered once the script is exhausted.
 pub const NO_REPLY_LEFT: &str = "mock model: no scripted reply left";
 
-/// One request received on `POST /v1/responses`.
+/// One request received on `POST /v1/responses` or `POST /v1/chat/completions`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecordedRequest {
     /// The request body; a JSON string holding the raw text if the body was not valid JSON.
     pub body: serde_json::Value,
     /// The `Authorization` header, e.g. `Bearer sk-test`.
     pub authorization: Option<String>,
-    /// The request path, e.g. `/v1/responses`.
+    /// The request path: `/v1/responses` or `/v1/chat/completions`.
     pub path: String,
 }
 
@@ -127,6 +130,13 @@ pub enum Reply {
     /// ([`Reply::edit_file`], [`Reply::write_file`]), or a client whose tools are not Mino's
     /// (e.g. another agent measured beside Mino against this mock).
     NamedCall { call_id: String, name: String, arguments: String },
+    /// 200 stream of these text deltas, then one event whose data is `data` verbatim (e.g. text
+    /// that is not JSON), then the end of the body: a server sending an unreadable event.
+    Garbled {
+        #[serde(default)]
+        deltas: Vec<String>,
+        data: String,
+    },
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds: one clock for every process on the
@@ -252,6 +262,10 @@ impl IdCounters {
     }
     pub(crate) fn fc(&self) -> String {
         format!("fc_{}", self.fc.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+    /// A chat completion's id; counts with `resp_N` (one response, either API).
+    pub(crate) fn chatcmpl(&self) -> String {
+        format!("chatcmpl-{}", self.resp.fetch_add(1, Ordering::Relaxed) + 1)
     }
     pub(crate) fn rs(&self) -> String {
         format!("rs_{}", self.rs.fetch_add(1, Ordering::Relaxed) + 1)
@@ -413,7 +427,7 @@ impl MockModel {
         lock(&self.shared.script).len()
     }
 
-    /// Every request received on `POST /v1/responses` so far, in order.
+    /// Every model request received so far (either API), in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.requests()
     }

@@ -14,7 +14,8 @@ use mino_mock_model::{MockModel, MockOptions, Reply};
 
 const USAGE: &str = "usage: mino-mock-model [--port N] [--script FILE.json|-] [--no-nodelay]
 
-Serves a scripted OpenAI Responses API on 127.0.0.1 (port 0 = any free port).
+Serves a scripted OpenAI Responses API (/v1/responses) and Chat Completions
+(/v1/chat/completions) on 127.0.0.1 (port 0 = any free port).
 Prints `listening <base_url>` once bound; exits when stdin closes or on SIGTERM.
 FILE: JSON array of replies, e.g. [{\"type\":\"text\",\"deltas\":[\"Hi\",\" there!\"]}];
 `-` reads it from stdin. --no-nodelay leaves Nagle's algorithm on (TCP_NODELAY unset),

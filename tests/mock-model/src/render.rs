@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 
 use crate::{IdCounters, Reply, ScriptedCall};
 
-const DEFAULT_STALL_MS: u64 = 60_000;
+pub(crate) const DEFAULT_STALL_MS: u64 = 60_000;
 const CUT_FLUSH_DELAY: Duration = Duration::from_millis(20);
-const ARGUMENT_CHUNK_CHARS: usize = 12;
-const REASONING_SUMMARY: &str = "**Planning**\n\nWorking out how to answer the request.";
+pub(crate) const ARGUMENT_CHUNK_CHARS: usize = 12;
+pub(crate) const REASONING_SUMMARY: &str = "**Planning**\n\nWorking out how to answer the request.";
 
 /// What a reply needs to know about the request it answers.
 #[derive(Clone)]
@@ -22,6 +22,8 @@ pub(crate) struct RequestCtx {
     pub parallel_tool_calls: bool,
     pub input_tokens: u64,
     pub created_at: u64,
+    /// `stream_options.include_usage` (Chat Completions): whether a usage chunk ends the stream.
+    pub include_usage: bool,
 }
 
 impl RequestCtx {
@@ -32,6 +34,7 @@ impl RequestCtx {
             // Roughly a token per four bytes: plausible numbers for clients that log usage.
             input_tokens: (raw_len as u64).div_ceil(4),
             created_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+            include_usage: body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false),
         }
     }
 }
@@ -45,7 +48,7 @@ pub(crate) fn error_response(status: StatusCode, kind: &str, code: Option<&str>,
 }
 
 /// The `type` the real service pairs with each status.
-fn error_kind(status: u16, code: Option<&str>) -> &'static str {
+pub(crate) fn error_kind(status: u16, code: Option<&str>) -> &'static str {
     match (status, code) {
         (429, Some("insufficient_quota")) => "insufficient_quota",
         (429, _) => "requests",
@@ -54,14 +57,19 @@ fn error_kind(status: u16, code: Option<&str>) -> &'static str {
     }
 }
 
+/// A scripted HTTP error: the same for both APIs.
+pub(crate) fn http_error(status: u16, code: Option<&str>, message: &str, retry_after: Option<u64>) -> Response {
+    let status_code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = error_response(status_code, error_kind(status, code), code, message);
+    if let Some(secs) = retry_after {
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
+}
+
 pub(crate) fn render(reply: Reply, ctx: &RequestCtx, ids: &IdCounters) -> Response {
     if let Reply::HttpError { status, code, message, retry_after } = reply {
-        let status_code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut response = error_response(status_code, error_kind(status, code.as_deref()), code.as_deref(), &message);
-        if let Some(secs) = retry_after {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        }
-        return response;
+        return http_error(status, code.as_deref(), &message, retry_after);
     }
 
     let mut turn = Turn::new(ctx, ids);
@@ -118,17 +126,21 @@ pub(crate) fn render(reply: Reply, ctx: &RequestCtx, ids: &IdCounters) -> Respon
             turn.message(&deltas, 0, "incomplete");
             turn.finish("response.incomplete", "incomplete", Value::Null, json!({ "reason": reason }));
         }
+        Reply::Garbled { deltas, data } => {
+            turn.open_message_if_any(&deltas);
+            turn.sse.steps.push(Step::Event(format!("event: response.output_text.delta\ndata: {data}\n\n")));
+        }
     }
     turn.sse.into_response()
 }
 
 /// Builds the events that close a stamped message, from the text its deltas made.
-type Closer = Box<dyn FnOnce(&str) -> Vec<String> + Send>;
+pub(crate) type Closer = Box<dyn FnOnce(&str) -> Vec<String> + Send>;
 
 /// Stands in for the stamp while a stamped delta's event is planned.
-const STAMP: &str = "@@STAMP@@";
+pub(crate) const STAMP: &str = "@@STAMP@@";
 
-enum Step {
+pub(crate) enum Step {
     Event(String),
     Sleep(Duration),
     /// A text delta rendered when it is sent: `before` + the stamp + `after`.
@@ -147,9 +159,9 @@ enum Step {
 
 /// A precomputed event plan, played back lazily so that a client hanging up simply drops the
 /// remaining steps (including any sleep in progress).
-struct Sse {
-    steps: Vec<Step>,
-    seq: u64,
+pub(crate) struct Sse {
+    pub(crate) steps: Vec<Step>,
+    pub(crate) seq: u64,
 }
 
 impl Sse {
@@ -175,17 +187,17 @@ impl Sse {
         format!("event: {ty}\ndata: {data}\n\n")
     }
 
-    fn sleep(&mut self, ms: u64) {
+    pub(crate) fn sleep(&mut self, ms: u64) {
         if ms > 0 {
             self.steps.push(Step::Sleep(Duration::from_millis(ms)));
         }
     }
 
-    fn cut(&mut self) {
+    pub(crate) fn cut(&mut self) {
         self.steps.push(Step::Cut);
     }
 
-    fn into_response(self) -> Response {
+    pub(crate) fn into_response(self) -> Response {
         // The state carries the text stamped deltas made so far.
         let state = (VecDeque::from(self.steps), String::new());
         let stream = futures::stream::unfold(state, |(mut steps, mut stamped)| async move {
@@ -513,7 +525,7 @@ impl<'a> Turn<'a> {
 }
 
 /// Splits on char boundaries so multi-byte commands still produce valid UTF-8 deltas.
-fn chunks(s: &str, max_chars: usize) -> Vec<String> {
+pub(crate) fn chunks(s: &str, max_chars: usize) -> Vec<String> {
     let chars: Vec<char> = s.chars().collect();
     chars.chunks(max_chars.max(1)).map(|c| c.iter().collect()).collect()
 }

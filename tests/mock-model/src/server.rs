@@ -1,4 +1,4 @@
-//! HTTP routes: the Responses endpoint, the `/_mock` control endpoints, and OpenAI-style 404s.
+//! HTTP routes: the Responses and Chat Completions endpoints, the `/_mock` control endpoints, and OpenAI-style 404s.
 
 use std::sync::Arc;
 
@@ -11,6 +11,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use crate::render::{error_response, render, RequestCtx};
+use crate::render_chat::render_chat;
 use crate::{RecordedRequest, Reply, Shared, NO_REPLY_LEFT};
 
 type AppState = Arc<Shared>;
@@ -18,6 +19,7 @@ type AppState = Arc<Shared>;
 pub(crate) fn router(shared: AppState) -> Router {
     Router::new()
         .route("/v1/responses", post(responses).fallback(not_found))
+        .route("/v1/chat/completions", post(chat_completions).fallback(not_found))
         .route("/_mock/requests", get(list_requests).fallback(not_found))
         .route("/_mock/script", post(push_script).fallback(not_found))
         .route("/_mock/reset", post(reset).fallback(not_found))
@@ -27,11 +29,27 @@ pub(crate) fn router(shared: AppState) -> Router {
         .with_state(shared)
 }
 
+/// Which API a model request came in on.
+#[derive(Clone, Copy)]
+enum Api {
+    Responses,
+    ChatCompletions,
+}
+
 async fn responses(State(shared): State<AppState>, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
-    let parsed = serde_json::from_slice::<Value>(&body);
+    answer(Api::Responses, &shared, &headers, &uri, &body)
+}
+
+async fn chat_completions(State(shared): State<AppState>, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
+    answer(Api::ChatCompletions, &shared, &headers, &uri, &body)
+}
+
+/// Records the request and answers it with the next scripted reply, rendered for `api`.
+fn answer(api: Api, shared: &Shared, headers: &HeaderMap, uri: &Uri, body: &Bytes) -> Response {
+    let parsed = serde_json::from_slice::<Value>(body);
     let recorded_body = match &parsed {
         Ok(value) => value.clone(),
-        Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
+        Err(_) => Value::String(String::from_utf8_lossy(body).into_owned()),
     };
     // Recorded before answering so a test that sees the reply can already see the request.
     shared.record(RecordedRequest {
@@ -58,7 +76,10 @@ async fn responses(State(shared): State<AppState>, headers: HeaderMap, uri: Uri,
     });
     tracing::debug!("mock model: answering with {reply:?}");
     let ctx = RequestCtx::from_body(&body_value, body.len());
-    render(reply, &ctx, &shared.ids)
+    match api {
+        Api::Responses => render(reply, &ctx, &shared.ids),
+        Api::ChatCompletions => render_chat(reply, &ctx, &shared.ids),
+    }
 }
 
 async fn list_requests(State(shared): State<AppState>) -> Json<Vec<RecordedRequest>> {

@@ -403,13 +403,13 @@ async fn unknown_paths_and_bad_bodies_get_openai_errors() {
     let model = MockModel::start(vec![Reply::text("unused")]).await.unwrap();
     let client = reqwest::Client::new();
 
-    let resp = client.post(format!("{}/chat/completions", model.base_url())).json(&json!({})).send().await.unwrap();
+    let resp = client.post(format!("{}/completions", model.base_url())).json(&json!({})).send().await.unwrap();
     assert_eq!(resp.status(), 404);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["type"], "invalid_request_error");
     assert_eq!(body["error"]["param"], Value::Null);
     assert_eq!(body["error"]["code"], Value::Null);
-    assert!(body["error"]["message"].as_str().unwrap().contains("/v1/chat/completions"));
+    assert!(body["error"]["message"].as_str().unwrap().contains("/v1/completions"));
 
     let resp = client.get(format!("{}/responses", model.base_url())).send().await.unwrap();
     assert_eq!(resp.status(), 404);

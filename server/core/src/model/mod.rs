@@ -1,5 +1,8 @@
-//! The model client: one streamed OpenAI Responses API call (`POST {base}/responses`), with
-//! retries, stall detection and cancellation inside.
+//! The model client: one streamed model call, with retries, stall detection and cancellation
+//! inside, through one of two providers ([`Provider`]): the OpenAI Responses API
+//! (`POST {base}/responses`, the default) or Chat Completions (`POST {base}/chat/completions`,
+//! for local and self-hosted servers; see `chat.rs`). Both take and return Responses API items,
+//! so the journal does not depend on the provider.
 //!
 //! [`ModelClient::respond`] sends the request built by [`ModelClient::request_body`], streams
 //! text deltas to a callback as they arrive and returns the finished output items. Retryable
@@ -8,9 +11,12 @@
 //! callback hears [`ModelEvent::Retrying`] before each retry, after which any text streamed by
 //! the failed attempt is void.
 
+mod chat;
+mod provider;
 mod request;
 mod retry;
 mod sse;
+mod usage;
 
 use std::fmt;
 use std::time::Duration;
@@ -20,12 +26,16 @@ use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use chat::{chat_bash_tool, chat_messages};
+pub use provider::{Provider, UnknownProvider};
 pub use request::bash_tool;
 pub use retry::parse_retry_hint;
 pub use sse::{parse_sse_body, parse_sse_events, SseEvent, MAX_EVENT_BYTES};
+pub use usage::Usage;
 
+use provider::StreamReader;
 use retry::AttemptError;
-use sse::{ResponseAccumulator, SseError, Step};
+use sse::{SseError, Step};
 
 /// The OpenAI API, used when `OPENAI_BASE_URL` is not set.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -140,8 +150,12 @@ pub struct ModelResponse {
     /// Finished output items exactly as received in `response.output_item.done`, in output_index order
     /// (messages, function_call, reasoning with encrypted_content...). Ids are kept here; the context builder strips them.
     pub items: Vec<Value>,
-    /// Some(reason) when the response ended `response.incomplete`.
+    /// Some(reason) when the response was cut short: `response.incomplete`'s reason
+    /// (`max_output_tokens`, `content_filter`), or Chat Completions' `finish_reason` `length`
+    /// (as `max_output_tokens`) or `content_filter`.
     pub incomplete: Option<String>,
+    /// The tokens used, when the service reported them.
+    pub usage: Option<Usage>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -164,9 +178,11 @@ impl ModelError {
     }
 }
 
-/// A client for the Responses API. Cheap to clone (the HTTP connection pool is shared).
+/// A client for the model, through one [`Provider`]. Cheap to clone (the HTTP connection pool
+/// is shared).
 #[derive(Clone)]
 pub struct ModelClient {
+    provider: Provider,
     config: ModelConfig,
     http: reqwest::Client,
     url: reqwest::Url,
@@ -175,7 +191,10 @@ pub struct ModelClient {
 
 impl fmt::Debug for ModelClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModelClient").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("ModelClient")
+            .field("provider", &self.provider)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -185,7 +204,12 @@ impl ModelClient {
     /// a header. A missing key is reported by [`ModelClient::respond`] (as
     /// [`ModelError::MissingApiKey`]), so a server can start and tell the user in the chat.
     pub fn new(config: ModelConfig) -> Result<Self, ModelError> {
-        let endpoint = format!("{}/responses", config.base_url.trim_end_matches('/'));
+        ModelClient::with_provider(Provider::Responses, config)
+    }
+
+    /// Like [`ModelClient::new`], through `provider`.
+    pub fn with_provider(provider: Provider, config: ModelConfig) -> Result<Self, ModelError> {
+        let endpoint = format!("{}/{}", config.base_url.trim_end_matches('/'), provider.endpoint());
         let url = reqwest::Url::parse(&endpoint).map_err(|err| {
             ModelError::fatal(format!("OPENAI_BASE_URL is not a usable URL ({:?}): {err}", config.base_url))
         })?;
@@ -221,16 +245,23 @@ impl ModelClient {
         }
         let http =
             builder.build().map_err(|err| ModelError::fatal(format!("Could not set up the HTTP client: {err}")))?;
-        Ok(ModelClient { config, http, url, authorization })
+        Ok(ModelClient { provider, config, http, url, authorization })
     }
 
     pub fn config(&self) -> &ModelConfig {
         &self.config
     }
 
+    pub fn provider(&self) -> Provider {
+        self.provider
+    }
+
     /// The exact JSON body sent (public so tests and docs can show it).
     pub fn request_body(&self, request: &ModelRequest<'_>) -> Value {
-        request::body(&self.config.model, request)
+        match self.provider {
+            Provider::Responses => request::body(&self.config.model, request),
+            Provider::ChatCompletions => chat::body(&self.config.model, request),
+        }
     }
 
     /// One model response, with retries inside. `on_event` is called for every text delta as
@@ -330,14 +361,15 @@ impl ModelClient {
             if content_type.starts_with("application/json") || content_type.starts_with("text/html") {
                 return Err(AttemptError::Fatal(ModelError::fatal(format!(
                     "The model service at {} answered with {content_type} instead of an event stream; \
-                     does OPENAI_BASE_URL point at a Responses API server?",
-                    self.config.base_url
+                     does OPENAI_BASE_URL point at a {} server?",
+                    self.config.base_url,
+                    self.provider.api_name()
                 ))));
             }
         }
 
         let mut events = Box::pin(sse::sse_events(stall_guarded(response.bytes_stream(), stall), MAX_EVENT_BYTES));
-        let mut accumulator = ResponseAccumulator::default();
+        let mut reader = StreamReader::new(self.provider);
         loop {
             let next = tokio::select! {
                 biased;
@@ -346,7 +378,12 @@ impl ModelClient {
             };
             match next {
                 None => {
-                    return Err(AttemptError::retryable("The model's stream ended before the response was finished"))
+                    return match reader.at_end() {
+                        Some(response) => Ok(response),
+                        None => {
+                            Err(AttemptError::retryable("The model's stream ended before the response was finished"))
+                        }
+                    }
                 }
                 Some(Err(SseError::Transport(StreamFailure::Stalled))) => {
                     return Err(AttemptError::retryable(format!(
@@ -377,7 +414,7 @@ impl ModelClient {
                         "The model service sent an unreadable event stream: {err}"
                     )));
                 }
-                Some(Ok(event)) => match accumulator.handle(&event.event, &event.data, &mut *on_event)? {
+                Some(Ok(event)) => match reader.handle(&event, &mut *on_event)? {
                     Step::Continue => {}
                     Step::Done(response) => return Ok(response),
                 },

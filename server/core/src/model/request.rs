@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::ModelRequest;
 
 /// What the model reads about the `bash` tool.
-const BASH_DESCRIPTION: &str =
+pub(crate) const BASH_DESCRIPTION: &str =
     "Run a bash command in the project's working directory and return its status and output.";
 
 /// The `bash` function tool definition, in the Responses API's flat form with `strict: true`

@@ -16,7 +16,7 @@ use futures::{Stream, StreamExt};
 use serde_json::Value;
 
 use super::retry::{classify, AttemptError};
-use super::{ModelEvent, ModelResponse};
+use super::{ModelEvent, ModelResponse, Usage};
 
 /// The most a response stream may carry between two events (so, the largest event):
 /// 64 MiB. A model event is one text delta or one finished output item; the largest
@@ -242,7 +242,8 @@ impl ResponseAccumulator {
                 items = output.clone();
             }
         }
-        ModelResponse { items, incomplete }
+        let usage = terminal.pointer("/response/usage").filter(|u| u.is_object()).map(Usage::from_responses);
+        ModelResponse { items, incomplete, usage }
     }
 }
 
