@@ -58,7 +58,8 @@ local function record_select(items, opts)
   local kind = opts and opts.kind or "?"
   local ok, text = pcall(chat.text)
   table.insert(ui_log, "select " .. kind)
-  table.insert(selects, { items = vim.deepcopy(items), prompt = opts and opts.prompt, kind = kind, buffer = ok and text })
+  table.insert(selects, { items = vim.deepcopy(items), prompt = opts and opts.prompt, kind = kind, buffer = ok and text,
+    format_item = opts and opts.format_item or tostring })
   return kind
 end
 vim.ui.select = function(items, opts, on_choice)
@@ -674,7 +675,7 @@ test("history is restored when the chat opens again", function()
   assert_contains(t, question("first question"), "restored chat")
   assert_contains(t, answer("First answer."), "restored chat")
   local ids = 0
-  for _ in t:gmatch("first question") do
+  for _ in t:gmatch(vim.pesc(question("first question"))) do
     ids = ids + 1
   end
   assert_eq(ids, 1, "times the question is shown")
@@ -1518,16 +1519,20 @@ test("Allow for this session… asks for the rule prefilled with the suggestion,
   assert_eq(decided[1].decision, "allowSession", "MinoApprovalDecided decision")
   assert_eq(decided[1].rule, { kind = "prefix", command = "git status --short" }, "MinoApprovalDecided rule")
 
-  -- The workspace choice sends allowWorkspace.
+  assert_not_contains(buffer_text(), "The approval mode is `ask`", "chat buffer (mode rules)")
+
+  -- The workspace choice sends allowWorkspace; in `ask` mode the chat says
+  -- the rule waits for another mode.
   answers["mino.approval"] = { "Always allow in this workspace…" }
   input_answers["mino.approval.rule"] = { "git" }
-  mino._on["mino/approvalRequest"](approval_request({ callId = "call_w" }))
+  mino._on["mino/approvalRequest"](approval_request({ callId = "call_w", approvalMode = "ask" }))
   wait_for("the second decision", function()
     return #stub_params("mino/approval") == 2
   end)
   assert_contains(inputs[2].prompt, "workspace", "rule prompt")
   assert_eq(stub_params("mino/approval")[2].decision, "allowWorkspace", "decision")
   assert_eq(stub_params("mino/approval")[2].rule, { kind = "prefix", command = "git" }, "rule")
+  wait_buffer("in this workspace every command starting with `git`._ _(The approval mode is `ask`: rules apply once it is `rules` or `sandboxed-auto`.)_")
 end)
 
 test("an empty or dismissed rule or reason goes back to the question and never approves", function()
@@ -1781,11 +1786,11 @@ test(":MinoSessions shows title, time, turns and marks, then every folder's sess
     return count_kind(selects, "mino.sessions") == 2
   end)
   assert_eq(scopes, { "workspace", "all" }, "scopes listed")
+  --- The picker's lines, as its format_item shows them.
   local function shown(s)
-    local fmt = s.items and s.items
     return vim.tbl_map(function(item)
-      return type(item) == "table" and mino.format_session(item, s.prompt:find("every") ~= nil) or item
-    end, fmt)
+      return s.format_item(item)
+    end, s.items)
   end
   assert_eq(shown(selects[1]), {
     "Open one · 5 min ago · 1 turn · open here",
@@ -1840,6 +1845,9 @@ test("against the server: :MinoNew clears the chat into a new session; the title
   mino.send("Second question")
   wait_buffer(answer("Second answer."))
   wait_turn_end()
+  wait_for("the new session's title in the header", function()
+    return chat.lines()[1] == "# Mino: Second question"
+  end)
   vim.api.nvim_del_augroup_by_name("mino.test.session")
   assert_eq(vim.tbl_map(function(e)
     return e.sessionId
@@ -1885,6 +1893,13 @@ test("against the server: :MinoSessions reopens a session with its history; a sw
   wait_buffer(answer("Milk answer."))
   assert_not_contains(buffer_text(), "Bread", "chat after the switch")
   assert_eq(chat.lines()[1], "# Mino: About milk", "header")
+  -- A restart reopens the session switched to.
+  mino.restart()
+  wait_for("the restarted server's history", function()
+    return mino.client() ~= nil and mino.state.history_loaded
+  end, 15000)
+  assert_eq(current_session(), milk, "session after a restart")
+  wait_buffer(answer("Milk answer."))
 
   -- A switch while a turn runs is refused (-32011); nothing changes.
   mock.script({ { type = "stall", deltas = { "Thinking" }, stall_ms = 30000 } })

@@ -112,6 +112,11 @@ M.state = fresh_state()
 local stopping = {}
 --- Client ids whose process has exited.
 local exited = {}
+--- The session a start opens after a switch (the one switched to last), so a
+--- restart continues it; nil = what `setup()` asked for. Kept across restarts.
+local reopen_session = nil
+--- Defined with the sessions (below); used by the notifications and the start.
+local session_changed, refresh_title
 
 local function notify(msg, level)
   vim.notify("Mino: " .. msg, level or vim.log.levels.INFO, { title = "Mino" })
@@ -370,7 +375,7 @@ on[notification.turnEnded] = function(p)
     status = p.status,
     reason = (p.reason ~= vim.NIL) and p.reason or nil,
   })
-  M._refresh_title()
+  refresh_title()
   if p.status == protocol.turn_status.failed then
     local reason = (p.reason ~= nil and p.reason ~= vim.NIL) and p.reason or "no reason given"
     notify(("turn failed: %s (log: %s)"):format(reason, M.log_path()), vim.log.levels.ERROR)
@@ -454,7 +459,6 @@ local function ask_yes_no(question, kind, on_answer)
     on_answer(choice == "Yes")
   end)
 end
-M._ask_yes_no = ask_yes_no
 
 --- Asks for a line of text with vim.ui.input after prepare_question() (keys
 --- typed ahead would otherwise be typed into the field and confirm it).
@@ -814,7 +818,7 @@ function M.start()
 
   local init_options = { cwd = cwd }
   -- After a switch, a restart reopens the session switched to.
-  local session = M._reopen_session() or M.config.session
+  local session = reopen_session or M.config.session
   if session then
     init_options.session = session
   elseif M.config.new_session then
@@ -876,7 +880,7 @@ function M.start()
       M.state.capabilities = vim.tbl_get(result or {}, "capabilities", "experimental", "mino")
       vim.schedule(function()
         if type(M.state.capabilities) == "table" then
-          M._session_changed(M.state.capabilities)
+          session_changed(M.state.capabilities)
         end
         chat.server_started(M.state.capabilities)
         load_history()
@@ -1029,8 +1033,8 @@ end
 --- The picker's last entry: the sessions of every folder.
 M.ALL_SESSIONS_ITEM = "All folders' sessions…"
 
---- The open session's title in the header (markdown) and MinoSessionChanged.
-local function session_changed(info)
+--- Records `info` as the open session and fires MinoSessionChanged.
+session_changed = function(info)
   M.state.session = {
     sessionId = info.sessionId,
     title = (type(info.title) == "string" and info.title ~= "") and info.title or nil,
@@ -1039,11 +1043,6 @@ local function session_changed(info)
   }
   emit("MinoSessionChanged", vim.deepcopy(M.state.session))
 end
-M._session_changed = session_changed
-
---- The switch target a restart reopens (the session chosen last), kept across
---- server restarts; nil = what `setup()` asked for.
-local reopen_session = nil
 
 --- Makes `info` (a SessionInfo) the open session: the chat is cleared and
 --- rebuilt from its history, then the mino/recovery that follows the switch is
@@ -1099,14 +1098,6 @@ local function switch_session(name, params, cb)
       cb(info)
     end
   end)
-end
-
-function M._reopen_session()
-  return reopen_session
-end
-
-function M._forget_reopen_session()
-  reopen_session = nil
 end
 
 --- :MinoNew: a new session in this workspace.
@@ -1257,7 +1248,7 @@ end
 
 --- After a session's first question the server names it: fetches the title
 --- for the header (a server without mino/sessions/list is left alone).
-local function refresh_title()
+refresh_title = function()
   local session = M.state.session
   if not session or session.title then
     return
@@ -1274,7 +1265,6 @@ local function refresh_title()
     end
   end)
 end
-M._refresh_title = refresh_title
 
 -- ------------------------------------------------------------ approval rules
 
@@ -1406,7 +1396,7 @@ function M._reset()
     wait_exit(client.id, 3000)
   end
   M.state = fresh_state()
-  M._forget_reopen_session()
+  reopen_session = nil
   chat._reset()
 end
 
