@@ -487,7 +487,6 @@ local function code_span(s)
   end
   return fence_ .. s .. fence_
 end
-M._code_span = code_span
 
 --- The header's first line: the session's title as the document's heading.
 function M.title_line(title)
@@ -532,7 +531,11 @@ function M.server_started(caps)
     table.insert(header, line .. "_")
   end
   table.insert(header, "")
-  table.insert(header, "_Bash commands require approval. Write in the input window below the chat and send with "
+  local approval = "Bash commands require approval."
+  if type(caps) == "table" and (caps.approvalMode == "rules" or caps.approvalMode == "sandboxed-auto") then
+    approval = "Bash commands require approval unless a rule (or, in sandboxed-auto, the sandbox) allows them."
+  end
+  table.insert(header, "_" .. approval .. " Write in the input window below the chat and send with "
     .. "`" .. (send_keys(require("mino").config)[1] or "<CR>") .. "`._")
   M.append(header)
 end
