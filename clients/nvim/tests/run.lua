@@ -1733,6 +1733,33 @@ test("against the server: a rule the matcher refuses is shown and the question a
   assert_eq(vim.fn.filereadable(ctx.work .. "/refused.txt"), 0, "refused.txt")
 end)
 
+test("against the server: in sandboxed-auto a command runs in the sandbox without a question, and says so", function()
+  fresh({ approval_mode = "sandboxed-auto", sandbox = "workspace-write" })
+  mock.script({
+    { type = "calls", calls = { { call_id = "call_1", command = "touch boxed.txt" } } },
+    { type = "text", deltas = { "Boxed." } },
+  })
+  local since = #notes
+  vim.cmd("Mino")
+  wait_for("the start or its refusal", function()
+    return (mino.client() ~= nil and mino.state.history_loaded) or note_matching("refused to start", since) ~= nil
+  end, 15000)
+  local refused = note_matching("refused to start", since)
+  if refused then
+    -- A machine that cannot enforce the sandbox refuses the mode (never runs weaker).
+    skip("this machine cannot enforce the sandbox: " .. refused.msg)
+  end
+  require_method("mino/rules/list")
+  mino.send("make it")
+  wait_buffer(answer("Boxed."))
+  wait_turn_end()
+  assert_eq(count_kind(selects, "mino.approval"), 0, "approval questions")
+  assert_contains(buffer_text(), "**Tool call** `call_1` runs:\n```sh\ntouch boxed.txt\n```\n"
+    .. "_Approved automatically in the sandbox (workspace-write)._", "chat buffer")
+  assert_eq(vim.fn.filereadable(ctx.work .. "/boxed.txt"), 1, "boxed.txt")
+  assert_contains(chat.lines()[3], "sandbox workspace-write · approval mode sandboxed-auto", "header")
+end)
+
 test(":MinoRules shows an unreadable workspace rules file's error", function()
   fresh()
   chat.open(mino.config)
