@@ -105,6 +105,8 @@ local function fresh_state()
     session = nil,
     --- A mino/sessions/new or /open is on its way (notifications wait meanwhile).
     switching = false,
+    --- The server answered mino/sessions/list with -32601 (it predates sessions).
+    no_session_list = false,
   }
 end
 M.state = fresh_state()
@@ -838,6 +840,7 @@ function M.start()
   M.state.asking_approval = false
   M.state.shown_approval = nil
   M.state.asking_ack = false
+  M.state.no_session_list = false
 
   local start_ctx = { init_failed = false }
   local env = M.config.cmd_env
@@ -1250,10 +1253,13 @@ end
 --- for the header (a server without mino/sessions/list is left alone).
 refresh_title = function()
   local session = M.state.session
-  if not session or session.title then
+  if not session or session.title or M.state.no_session_list then
     return
   end
   M.request(wire_method("mino/sessions/list"), { scope = "all", limit = 20 }, function(err, result)
+    if err and err.code == M.METHOD_NOT_FOUND then
+      M.state.no_session_list = true -- a server older than sessions: not asked again
+    end
     if err or not result then
       return
     end
