@@ -1085,6 +1085,11 @@ local function switch_session(name, params, cb)
     notify("a session switch is already on its way", vim.log.levels.WARN)
     return
   end
+  if not M.state.history_loaded then
+    -- The open session's history is still being shown: a switch now would mix the two.
+    notify("Mino is still loading this session; try again in a moment", vim.log.levels.WARN)
+    return
+  end
   M.state.switching = true
   M.state.history_loaded = false
   M.request(wire_method(name), params, function(err, info)
