@@ -9,6 +9,11 @@ M.method = {
   acknowledge = "mino/acknowledge",
   cancel = "mino/cancel",
   history = "mino/history",
+  sessionsList = "mino/sessions/list",
+  sessionsNew = "mino/sessions/new",
+  sessionsOpen = "mino/sessions/open",
+  sessionsRename = "mino/sessions/rename",
+  sessionsDelete = "mino/sessions/delete",
 }
 
 --- Server-to-client notifications.
