@@ -211,22 +211,25 @@ async fn opening_a_session_with_an_unknown_result_gates_chat_until_it_is_acknowl
     );
     let all = second.notification_log();
     let turn_notes: Vec<&Notification> = all.iter().filter(|n| n.turn_id().is_some()).collect();
-    assert!(turn_notes.iter().all(|n| n.params.get("sessionId").is_some()), "every turn notification names its session");
+    assert!(
+        turn_notes.iter().all(|n| n.params.get("sessionId").is_some()),
+        "every turn notification names its session"
+    );
     let end: wire::TurnEnded = notes.last().expect("end").parse();
     assert_eq!(end.status, wire::TurnStatus::Completed);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_switch_is_refused_while_a_turn_runs() {
-    let mock = MockModel::start(vec![Reply::call("call_1", "echo hi"), Reply::text("Not run, then.")])
-        .await
-        .expect("mock");
+    let mock =
+        MockModel::start(vec![Reply::call("call_1", "echo hi"), Reply::text("Not run, then.")]).await.expect("mock");
     let mut server = Server::spawn(&mock).await;
     let home = server.home().to_path_buf();
     let dir = workspace(&home, "shop");
     let caps = initialize(&mut server, &options_in(&dir)).await;
     let mut other = Server::spawn_in(&home, &mock).await;
-    let elsewhere = initialize(&mut other, &wire::InitializationOptions { new_session: true, ..options_in(&dir) }).await;
+    let elsewhere =
+        initialize(&mut other, &wire::InitializationOptions { new_session: true, ..options_in(&dir) }).await;
     other.close_stdin();
     assert!(other.wait(TIMEOUT).await.success());
 
