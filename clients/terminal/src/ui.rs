@@ -241,10 +241,35 @@ mod tests {
     }
 
     #[test]
+    fn a_session_line_shows_id_time_turns_title_and_marks() {
+        let entry = SessionEntry {
+            session_id: "20261130T101500-1c2d3e".into(),
+            cwd: "/w".into(),
+            title: None,
+            created_at: "2026-11-30T10:15:00Z".into(),
+            last_active_at: "2026-11-30T10:20:41.5Z".into(),
+            turns: 1,
+            held_elsewhere: true,
+            acknowledgement_required: true,
+            current: false,
+        };
+        let shown = sessions(std::slice::from_ref(&entry), "current");
+        assert_eq!(
+            shown,
+            "  20261130T101500-1c2d3e  2026-11-30 10:20     1 turn  (no question yet) [open in another Mino] \
+             [unknown result: acknowledge when opened]\n"
+        );
+        let current = SessionEntry { current: true, held_elsewhere: false, acknowledgement_required: false, ..entry };
+        assert!(sessions(&[current], "current").ends_with("(no question yet) [current]\n"));
+        assert_eq!(sessions(&[], "current"), "No sessions in this directory yet.\n");
+    }
+
+    #[test]
     fn approval_screen_matches_the_book() {
         let req = ApprovalRequest {
             turn_id: "t".into(),
             seq: 1,
+            session_id: "s".into(),
             call_id: "call_1".into(),
             command: "echo milk >> shopping.txt".into(),
             directory: "/w".into(),
