@@ -428,7 +428,11 @@ impl Agent {
     fn emit(&self, event: AgentEvent) {
         let mut emitter = lock(&self.inner.emitter);
         let seq = emitter.next_seq;
-        emitter.next_seq += 1;
+        // `seq` numbers the turn events (a client sees it count up by one);
+        // a switch's `SessionOpened` is not one of them and takes none.
+        if !matches!(event, AgentEvent::SessionOpened { .. }) {
+            emitter.next_seq += 1;
+        }
         // A closed receiver means nobody listens any more; the journal still
         // records everything, so the event is safely dropped.
         let session_id = emitter.session_id.clone();

@@ -260,7 +260,8 @@ async fn a_crash_after_a_switch_recovers_the_switched_to_session() {
     let (shop, garden) = (workspace(&home, "shop"), workspace(&home, "garden"));
     let first = initialize(&mut server, &options_in(&shop)).await;
     let turn = chat(&mut server, "hello").await;
-    end_of(&mut server, &turn).await;
+    let before = end_of(&mut server, &turn).await;
+    assert_eq!(before.session_id, first.session_id);
 
     let switched = new_session(&mut server, Some(&garden)).await.expect("new");
     assert_ne!(switched.session_id, first.session_id);
@@ -273,6 +274,9 @@ async fn a_crash_after_a_switch_recovers_the_switched_to_session() {
     let seed = format!("echo seed >> beds.txt; {KILL_SERVER}");
     mock.push(Reply::call("call_1", &seed));
     let turn_id = chat(&mut server, "Plant the seeds.").await;
+    let started: wire::TurnStarted = server.next_notification(wire::method::TURN_STARTED, TIMEOUT).await.parse();
+    assert_eq!((started.session_id.as_str(), started.turn_id.as_str()), (switched.session_id.as_str(), "turn-1"));
+    assert_eq!(started.seq, before.seq + 1, "seq counts on by one across the switch");
     let request = next_approval_request(&mut server).await;
     assert_eq!(request.session_id, switched.session_id);
     assert_eq!(request.directory, garden.display().to_string(), "the new session's directory");
