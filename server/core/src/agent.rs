@@ -119,6 +119,8 @@ pub enum AgentEvent {
 /// An event with its place in the agent's order and the session it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Numbered {
+    /// Counts the turn events up by one; a `SessionOpened` takes none (it
+    /// carries the `seq` the next turn event will have).
     pub seq: u64,
     pub session_id: String,
     pub event: AgentEvent,
