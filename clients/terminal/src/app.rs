@@ -8,7 +8,8 @@ use std::time::Duration;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use mino_protocol::{
-    error_code, Decision, InitializationOptions, RecoveryNotification, ServerCapabilities, TurnNotification as Turn,
+    error_code, Decision, InitializationOptions, RecoveryNotification, ServerCapabilities, SessionInfo,
+    TurnNotification as Turn,
 };
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
@@ -38,6 +39,22 @@ pub fn out(text: &str) {
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
 }
+
+/// How the acknowledgement prompt ended.
+enum Ack {
+    Acknowledged,
+    /// Not a terminal: nothing may be acknowledged from piped input.
+    NoTerminal,
+    /// Anything but `y`/`yes`; `ended` when input ended or Ctrl+C was pressed.
+    Declined {
+        ended: bool,
+    },
+    NotSaved(CallError),
+}
+
+/// Chat commands that switch sessions or list them.
+const SESSION_COMMANDS_HELP: &str =
+    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one.";
 
 /// What waiting for a line produced.
 enum Answer {
@@ -131,7 +148,7 @@ impl App {
 
     async fn run_inner(&mut self) -> i32 {
         // The recovery notice, and the gate, come before the banner.
-        let recovery = match self.wait_recovery().await {
+        let recovery = match self.wait_recovery(None).await {
             Ok(recovery) => recovery,
             Err(code) => return code,
         };
@@ -147,10 +164,10 @@ impl App {
             out(&demo.intro());
         }
         let title = match &self.capabilities {
-            Some(c) => format!("Mino {} - session {}", env!("CARGO_PKG_VERSION"), c.session_id),
+            Some(c) => session_header(&c.session_id, c.title.as_deref()),
             None => format!("Mino {}", env!("CARGO_PKG_VERSION")),
         };
-        out(&format!("{title}\n{}\n\n", ui::BANNER));
+        out(&format!("{title}\n{}\n{SESSION_COMMANDS_HELP}\n\n", ui::BANNER));
         match self.server.history().await {
             Ok(h) => out(&ui::history(&h)),
             Err(e) => eprintln!("mino: could not load history: {e}"),
@@ -177,6 +194,27 @@ impl App {
             }
             if text == "/exit" {
                 return EXIT_OK;
+            }
+            let switched = match text.split_whitespace().collect::<Vec<_>>()[..] {
+                ["/sessions"] => Some(self.list_sessions().await),
+                ["/new"] => {
+                    let opened = self.server.new_session().await;
+                    Some(self.switched(opened).await)
+                }
+                ["/open", id] => {
+                    let opened = self.server.open_session(id).await;
+                    Some(self.switched(opened).await)
+                }
+                ["/open", ..] | ["/new", ..] | ["/sessions", ..] => {
+                    out(&format!("\n{SESSION_COMMANDS_HELP}\n\n"));
+                    Some(Ok(()))
+                }
+                _ => None,
+            };
+            match switched {
+                Some(Ok(())) => continue,
+                Some(Err(code)) => return code,
+                None => {}
             }
             if let Some(demo) = &mut self.demo {
                 demo.before_chat(text);
@@ -208,15 +246,16 @@ impl App {
         EXIT_FAILURE
     }
 
-    /// Waits for the `mino/recovery` notification sent after `initialized`.
+    /// Waits for the `mino/recovery` notification sent after `initialized`,
+    /// or after a switch to `session` (that session's).
     /// `Err(code)` when Ctrl+C asked to quit while waiting.
-    async fn wait_recovery(&mut self) -> Result<Option<RecoveryNotification>, i32> {
+    async fn wait_recovery(&mut self, session: Option<&str>) -> Result<Option<RecoveryNotification>, i32> {
         let deadline = tokio::time::sleep(RECOVERY_WAIT);
         tokio::pin!(deadline);
         loop {
             tokio::select! {
                 ev = self.events.next() => match ev {
-                    Some(Event::Recovery(r)) => return Ok(Some(r)),
+                    Some(Event::Recovery(r)) if session.is_none_or(|id| r.session_id == id) => return Ok(Some(r)),
                     Some(other) => tracing::debug!("notification before recovery: {other:?}"),
                     None => return Ok(None),
                 },
@@ -231,30 +270,113 @@ impl App {
 
     /// Asks before the banner; only `y`/`yes` acknowledges. `Err(code)` means exit.
     async fn acknowledgement_gate(&mut self) -> Result<(), i32> {
+        match self.ask_acknowledgement().await {
+            Ack::Acknowledged => Ok(()),
+            Ack::NoTerminal => {
+                eprintln!("{}", ui::ACK_NEEDS_TTY);
+                Err(EXIT_FAILURE)
+            }
+            Ack::Declined { ended } => {
+                let newline = if ended { "\n" } else { "" };
+                out(&format!("{newline}Nothing was acknowledged. Mino will ask again on the next start.\n"));
+                Err(EXIT_FAILURE)
+            }
+            Ack::NotSaved(e) => {
+                eprintln!("mino: the acknowledgement was not saved: {e}");
+                Err(EXIT_FAILURE)
+            }
+        }
+    }
+
+    /// The acknowledgement question (only in a terminal, never answered by
+    /// input typed before it appeared), and `mino/acknowledge` on `y`/`yes`.
+    async fn ask_acknowledgement(&mut self) -> Ack {
         if !self.input.interactive {
-            eprintln!("{}", ui::ACK_NEEDS_TTY);
-            return Err(EXIT_FAILURE);
+            return Ack::NoTerminal;
         }
         self.input.discard_typed_ahead();
         out(ui::ACK_QUESTION);
         match self.read_answer().await {
             Answer::Line(a) if ui::is_yes(&a) => {}
-            Answer::Line(_) => {
-                out("Nothing was acknowledged. Mino will ask again on the next start.\n");
-                return Err(EXIT_FAILURE);
-            }
-            Answer::Eof | Answer::Interrupt => {
-                out("\nNothing was acknowledged. Mino will ask again on the next start.\n");
-                return Err(EXIT_FAILURE);
-            }
+            Answer::Line(_) => return Ack::Declined { ended: false },
+            Answer::Eof | Answer::Interrupt => return Ack::Declined { ended: true },
         }
         match self.server.acknowledge(None).await {
-            Ok(_) => Ok(()),
+            Ok(_) => Ack::Acknowledged,
+            Err(e) => Ack::NotSaved(e),
+        }
+    }
+
+    /// After `/new` or `/open`: the new session's recovery (and its gate, as
+    /// at startup, except that declining keeps mino running in the session,
+    /// where chat stays refused), then its header and history. `Err(code)`
+    /// means exit.
+    async fn switched(&mut self, switched: Result<SessionInfo, CallError>) -> Result<(), i32> {
+        let info = match switched {
+            Ok(info) => info,
+            Err(CallError::Connection(_)) => return Err(self.server_gone()),
             Err(e) => {
-                eprintln!("mino: the acknowledgement was not saved: {e}");
-                Err(EXIT_FAILURE)
+                out(&format!("\nError: {e}\n\n"));
+                return Ok(());
+            }
+        };
+        let recovery = self.wait_recovery(Some(&info.session_id)).await?;
+        if let Some(rec) = &recovery {
+            out(&ui::recovery_notice(rec));
+            if rec.acknowledgement_required {
+                let refused = "Chat in this session is refused until they are acknowledged";
+                match self.ask_acknowledgement().await {
+                    Ack::Acknowledged => {}
+                    Ack::NoTerminal => {
+                        eprintln!("{}", ui::ACK_NEEDS_TTY);
+                        out(&format!("{refused}: /open {} in a terminal, or /new.\n", info.session_id));
+                    }
+                    Ack::Declined { ended } => {
+                        let newline = if ended { "\n" } else { "" };
+                        out(&format!(
+                            "{newline}Nothing was acknowledged. {refused}: /open {} again to be asked, or /new.\n",
+                            info.session_id
+                        ));
+                    }
+                    Ack::NotSaved(CallError::Connection(_)) => return Err(self.server_gone()),
+                    Ack::NotSaved(e) => eprintln!("mino: the acknowledgement was not saved: {e}"),
+                }
             }
         }
+        out(&format!("\n{}\n\n", session_header(&info.session_id, info.title.as_deref())));
+        match self.server.history().await {
+            Ok(h) => out(&ui::history(&h)),
+            Err(e) => eprintln!("mino: could not load history: {e}"),
+        }
+        Ok(())
+    }
+
+    /// `/sessions`: this directory's sessions.
+    async fn list_sessions(&mut self) -> Result<(), i32> {
+        match self.server.sessions().await {
+            Ok(page) => out(&format!("\n{}\n", ui::sessions(&page.sessions, "current"))),
+            Err(CallError::Connection(_)) => return Err(self.server_gone()),
+            Err(e) => out(&format!("\nError: {e}\n\n")),
+        }
+        Ok(())
+    }
+
+    /// `mino --list`: prints this directory's sessions; the one the server
+    /// opened to list them is the one `mino` would open next.
+    pub async fn print_sessions(self) -> i32 {
+        let code = match self.server.sessions().await {
+            Ok(page) => {
+                out("Sessions of this directory, most recently active first:\n");
+                out(&ui::sessions(&page.sessions, "mino opens this one"));
+                EXIT_OK
+            }
+            Err(e) => {
+                eprintln!("mino: could not list the sessions: {e}");
+                EXIT_FAILURE
+            }
+        };
+        self.server.shutdown().await;
+        code
     }
 
     async fn read_answer(&mut self) -> Answer {
@@ -469,6 +591,15 @@ impl TurnView {
         out(text);
         self.text_seen = true;
         self.at_line_start = text.ends_with('\n');
+    }
+}
+
+/// The line naming the session, above its history.
+fn session_header(session_id: &str, title: Option<&str>) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    match title {
+        Some(title) => format!("Mino {version} - session {session_id} ({title})"),
+        None => format!("Mino {version} - session {session_id}"),
     }
 }
 

@@ -11,7 +11,8 @@ use jsonrpsee::core::client::{Client, ClientBuilder, ClientT, Error as RpcError}
 use jsonrpsee::core::traits::ToRpcParams;
 use mino_protocol::{
     method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, CancelParams, ChatParams, ChatResult, Decision,
-    EmptyResult, HistoryParams, HistoryResult, InitializationOptions, ServerCapabilities,
+    EmptyResult, HistoryParams, HistoryResult, InitializationOptions, ServerCapabilities, SessionInfo,
+    SessionsListParams, SessionsListResult, SessionsNewParams, SessionsOpenParams,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -174,6 +175,23 @@ impl Server {
         self.call(method::HISTORY, HistoryParams::default()).await
     }
 
+    /// This workspace's sessions, newest first (one page of at most 500).
+    pub async fn sessions(&self) -> Result<SessionsListResult, CallError> {
+        self.call(method::SESSIONS_LIST, SessionsListParams { limit: Some(500), ..Default::default() }).await
+    }
+
+    /// Starts a new session in the workspace and makes it current; its
+    /// `mino/recovery` follows on the notification queue.
+    pub async fn new_session(&self) -> Result<SessionInfo, CallError> {
+        self.call(method::SESSIONS_NEW, SessionsNewParams::default()).await
+    }
+
+    /// Opens session `id` and makes it current; its `mino/recovery` follows
+    /// on the notification queue.
+    pub async fn open_session(&self, id: &str) -> Result<SessionInfo, CallError> {
+        self.call(method::SESSIONS_OPEN, SessionsOpenParams { session_id: id.to_owned() }).await
+    }
+
     /// Closes the server's stdin (it then releases the session and exits) and
     /// waits a little for it; a server that does not go is killed.
     pub async fn shutdown(self) {
@@ -220,17 +238,18 @@ mod tests {
     /// `seq` falls as `i` grows, so neither sorting by `seq` nor reading
     /// per-method channels one after another gives the arrival order back.
     fn nth(i: u64, count: u64) -> TurnNotification {
-        let (turn_id, seq) = ("turn-1".to_owned(), count - i);
+        let (turn_id, seq, session_id) = ("turn-1".to_owned(), count - i, "s1".to_owned());
         if i % 3 == 2 {
             TurnNotification::ToolOutput(ToolOutput {
                 turn_id,
                 seq,
+                session_id,
                 call_id: "call_1".into(),
                 stream: OutputStream::Stdout,
                 chunk: format!("line-{i}\n"),
             })
         } else {
-            TurnNotification::TextDelta(TextDelta { turn_id, seq, delta: format!("d{i}") })
+            TurnNotification::TextDelta(TextDelta { turn_id, seq, session_id, delta: format!("d{i}") })
         }
     }
 

@@ -1,7 +1,9 @@
 //! What the terminal shows: the book's wording, as plain strings so it can be
 //! tested without a terminal.
 
-use mino_protocol::{ApprovalRequest, HistoryResult, RecoveryNotification, TokenUsage, ToolStatus, TurnStatus};
+use mino_protocol::{
+    ApprovalRequest, HistoryResult, RecoveryNotification, SessionEntry, TokenUsage, ToolStatus, TurnStatus,
+};
 
 pub const RECOVERED: &str = "An interrupted tool turn was recovered without executing commands.";
 pub const UNKNOWN_RESULT: &str = "A previous command started, but its result is unknown. It may have changed files or external systems. Mino has not rerun it. Review those effects before continuing.";
@@ -156,6 +158,34 @@ pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<(String, Option<Strin
         .collect()
 }
 
+/// A list of sessions, one line each: id, last activity, turns, title, and
+/// marks for the one `current_mark` names, one another Mino holds, and one
+/// with an unknown result to acknowledge once opened.
+pub fn sessions(list: &[SessionEntry], current_mark: &str) -> String {
+    if list.is_empty() {
+        return "No sessions in this directory yet.\n".to_owned();
+    }
+    let mut out = String::new();
+    for s in list {
+        // RFC 3339 to the minute: `2026-11-30T10:20:41Z` → `2026-11-30 10:20`.
+        let when: String = s.last_active_at.replacen('T', " ", 1).chars().take(16).collect();
+        let turns = if s.turns == 1 { "1 turn".to_owned() } else { format!("{} turns", s.turns) };
+        let title = s.title.as_deref().unwrap_or("(no question yet)");
+        out.push_str(&format!("  {}  {when}  {turns:>9}  {title}", s.session_id));
+        if s.current {
+            out.push_str(&format!(" [{current_mark}]"));
+        }
+        if s.held_elsewhere {
+            out.push_str(" [open in another Mino]");
+        }
+        if s.acknowledgement_required {
+            out.push_str(" [unknown result: acknowledge when opened]");
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// Restored history, in the same shape a live turn is shown.
 pub fn history(h: &HistoryResult) -> String {
     let mut out = String::new();
@@ -258,10 +288,35 @@ mod tests {
     }
 
     #[test]
+    fn a_session_line_shows_id_time_turns_title_and_marks() {
+        let entry = SessionEntry {
+            session_id: "20261130T101500-1c2d3e".into(),
+            cwd: "/w".into(),
+            title: None,
+            created_at: "2026-11-30T10:15:00Z".into(),
+            last_active_at: "2026-11-30T10:20:41.5Z".into(),
+            turns: 1,
+            held_elsewhere: true,
+            acknowledgement_required: true,
+            current: false,
+        };
+        let shown = sessions(std::slice::from_ref(&entry), "current");
+        assert_eq!(
+            shown,
+            "  20261130T101500-1c2d3e  2026-11-30 10:20     1 turn  (no question yet) [open in another Mino] \
+             [unknown result: acknowledge when opened]\n"
+        );
+        let current = SessionEntry { current: true, held_elsewhere: false, acknowledgement_required: false, ..entry };
+        assert!(sessions(&[current], "current").ends_with("(no question yet) [current]\n"));
+        assert_eq!(sessions(&[], "current"), "No sessions in this directory yet.\n");
+    }
+
+    #[test]
     fn approval_screen_matches_the_book() {
         let req = ApprovalRequest {
             turn_id: "t".into(),
             seq: 1,
+            session_id: "s".into(),
             call_id: "call_1".into(),
             command: "echo milk >> shopping.txt".into(),
             directory: "/w".into(),

@@ -306,3 +306,50 @@ fn ctrl_c_quits_while_the_session_opens() {
     p.exp_eof().expect("mino quits");
     assert_eq!(exit_code(&p), Some(130));
 }
+
+#[test]
+fn a_session_opened_in_the_chat_asks_its_acknowledgement_as_at_startup() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            Reply::call("call_1", MILK),
+            Reply::text("The earlier append may have run; its result was not saved."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    interrupted_session(&scratch, &mock);
+    let journal_path = scratch.journal();
+    let crashed = journal_path.file_stem().and_then(|s| s.to_str()).expect("session id").to_string();
+
+    let mut cmd = scratch.command(&mock.base_url());
+    cmd.arg("--new");
+    let mut p = spawn(cmd);
+    p.exp_string(BANNER).expect("a new session, no question");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line(&format!("/open {crashed}")).expect("open");
+    p.exp_string(UNKNOWN).expect("the opened session's unknown result");
+    p.exp_string(&format!("Command: {MILK:?}")).expect("listed command");
+    p.exp_string(QUESTION).expect("asked as at startup");
+    // Declining keeps mino running in that session, where chat is refused.
+    p.send_line("n").expect("decline");
+    p.exp_string("Nothing was acknowledged.").expect("declined");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Is milk on the list now?").expect("question");
+    p.exp_string("Acknowledge unknown tool results before continuing").expect("refused");
+    assert_eq!(records(&read(&journal_path), "recovery_ack"), 0);
+    // Asked again on reopening; accepting lets the conversation go on there.
+    p.exp_string("You> ").expect("prompt");
+    p.send_line(&format!("/open {crashed}")).expect("open again");
+    p.exp_string(QUESTION).expect("asked again");
+    p.send_line("y").expect("accept");
+    p.exp_string(&format!("session {crashed} (Add milk to shopping.txt.)")).expect("the session's header");
+    p.exp_string("You> ").expect("prompt");
+    assert_eq!(records(&read(&journal_path), "recovery_ack"), 1);
+    p.send_line("Is milk on the list now?").expect("question");
+    p.exp_string("The earlier append may have run").expect("answer in the opened session");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    assert_eq!(exit_code(&p), Some(0));
+    assert_eq!(read(&scratch.work().join("shopping.txt")), "milk\n", "nothing was run again");
+}

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bash::{self, BashTool, Stream};
 use crate::journal::record::{ApprovalDecision, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
+use crate::recovery::RecoveryReport;
 use crate::session::{Session, SessionError};
 use crate::usage::Usage;
 
@@ -113,12 +114,20 @@ pub enum AgentEvent {
         /// The session's tokens so far, this turn included.
         session_usage: Option<Usage>,
     },
+    /// [`Agent::switch`] made another session current: what opening it
+    /// recovered, as the first event of that session.
+    SessionOpened {
+        recovery: RecoveryReport,
+    },
 }
 
-/// An event with its place in the session's order.
+/// An event with its place in the agent's order and the session it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Numbered {
+    /// Counts the turn events up by one; a `SessionOpened` takes none (it
+    /// carries the `seq` the next turn event will have).
     pub seq: u64,
+    pub session_id: String,
     pub event: AgentEvent,
 }
 
@@ -135,6 +144,9 @@ pub enum AgentError {
     UnknownTurn(String),
     #[error("the server is shutting down: its client is gone")]
     Closed,
+    /// A chat or a switch while another switch is opening a session.
+    #[error("another session is being opened; wait for it to finish")]
+    Switching,
 }
 
 /// The result of a call whose id an earlier call of the same response
@@ -177,13 +189,17 @@ struct PendingApproval {
 
 struct Emitter {
     next_seq: u64,
+    /// The current session's id, stamped on every event.
+    session_id: String,
     sender: mpsc::UnboundedSender<Numbered>,
 }
 
 struct Inner {
     session: Mutex<Session>,
     model: ModelClient,
-    bash: BashTool,
+    /// Replaced by a switch (a session's commands run in its own directory);
+    /// a running call keeps the one it started with.
+    bash: Mutex<Arc<BashTool>>,
     instructions: String,
     limits: TurnLimits,
     emitter: Mutex<Emitter>,
@@ -195,6 +211,9 @@ struct Inner {
     /// Set (under the `running` lock) when the client is gone: no new turn
     /// may start, so none can slip in after the running one was cancelled.
     closed: std::sync::atomic::AtomicBool,
+    /// Set (under the `running` lock, only while no turn runs) while
+    /// [`Agent::switch`] replaces the session: no turn may start meanwhile.
+    switching: std::sync::atomic::AtomicBool,
 }
 
 /// One session's agent. Cheap to clone; all clones drive the same session.
@@ -218,16 +237,18 @@ impl Agent {
         limits: TurnLimits,
     ) -> (Agent, mpsc::UnboundedReceiver<Numbered>) {
         let (sender, receiver) = mpsc::unbounded_channel();
+        let session_id = session.id().to_string();
         let inner = Inner {
             session: Mutex::new(session),
             model,
-            bash,
+            bash: Mutex::new(Arc::new(bash)),
             instructions,
             limits,
-            emitter: Mutex::new(Emitter { next_seq: 1, sender }),
+            emitter: Mutex::new(Emitter { next_seq: 1, session_id, sender }),
             running: Mutex::new(None),
             busy: watch::Sender::new(false),
             closed: std::sync::atomic::AtomicBool::new(false),
+            switching: std::sync::atomic::AtomicBool::new(false),
         };
         (Agent { inner: Arc::new(inner) }, receiver)
     }
@@ -270,6 +291,9 @@ impl Agent {
             }
             if let Some(turn) = running.as_ref() {
                 return Err(SessionError::TurnInProgress(turn.turn_id.clone()).into());
+            }
+            if self.inner.switching.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(AgentError::Switching);
             }
             let turn_id = lock(&self.inner.session).next_turn_id();
             let cancel = CancellationToken::new();
@@ -355,6 +379,55 @@ impl Agent {
         let _ = busy.wait_for(|busy| !busy).await;
     }
 
+    /// Replaces the session with the one `open` makes current (it is given
+    /// the current session to replace, as `SessionStore::open` and
+    /// `new_session` take it), then emits [`AgentEvent::SessionOpened`] with
+    /// what `open` recovered, stamped with the new session's id, before any
+    /// event of a turn in it. Refused while a turn runs; no turn can start
+    /// until it returns. Commands then run in the new session's directory.
+    /// `open`'s own error (the session left as it was) is the inner one.
+    pub async fn switch<T: Send + 'static, E: Send + 'static>(
+        &self,
+        open: impl FnOnce(&mut Session) -> Result<(T, RecoveryReport), E> + Send + 'static,
+    ) -> Result<Result<T, E>, AgentError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        {
+            let running = lock(&self.inner.running);
+            if self.inner.closed.load(SeqCst) {
+                return Err(AgentError::Closed);
+            }
+            if let Some(turn) = running.as_ref() {
+                return Err(SessionError::TurnInProgress(turn.turn_id.clone()).into());
+            }
+            if self.inner.switching.swap(true, SeqCst) {
+                return Err(AgentError::Switching);
+            }
+        }
+        struct ClearSwitching<'a>(&'a Inner);
+        impl Drop for ClearSwitching<'_> {
+            fn drop(&mut self) {
+                self.0.switching.store(false, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let _clear = ClearSwitching(&self.inner);
+        let opened = self
+            .with_session_io(move |s| {
+                open(s).map(|(value, report)| (value, report, s.id().to_string(), std::path::PathBuf::from(s.cwd())))
+            })
+            .await;
+        let (value, recovery, session_id, cwd) = match opened {
+            Ok(opened) => opened,
+            Err(e) => return Ok(Err(e)),
+        };
+        {
+            let mut bash = lock(&self.inner.bash);
+            *bash = Arc::new(bash.in_dir(cwd));
+        }
+        lock(&self.inner.emitter).session_id = session_id;
+        self.emit(AgentEvent::SessionOpened { recovery });
+        Ok(Ok(value))
+    }
+
     pub async fn acknowledge(&self, turn_ids: Option<Vec<String>>) -> Result<Vec<String>, AgentError> {
         Ok(self.with_session_io(move |s| s.acknowledge(turn_ids.as_deref())).await?)
     }
@@ -362,10 +435,15 @@ impl Agent {
     fn emit(&self, event: AgentEvent) {
         let mut emitter = lock(&self.inner.emitter);
         let seq = emitter.next_seq;
-        emitter.next_seq += 1;
+        // `seq` numbers the turn events (a client sees it count up by one);
+        // a switch's `SessionOpened` is not one of them and takes none.
+        if !matches!(event, AgentEvent::SessionOpened { .. }) {
+            emitter.next_seq += 1;
+        }
         // A closed receiver means nobody listens any more; the journal still
         // records everything, so the event is safely dropped.
-        let _ = emitter.sender.send(Numbered { seq, event });
+        let session_id = emitter.session_id.clone();
+        let _ = emitter.sender.send(Numbered { seq, session_id, event });
     }
 
     async fn run_turn(self, turn_id: String, cancel: CancellationToken) {
@@ -590,7 +668,7 @@ impl Agent {
         if let Some(turn) = lock(&self.inner.running).as_mut() {
             turn.approval = Some(PendingApproval { call_id: call_id.to_string(), decision: sender });
         }
-        let bash = &self.inner.bash;
+        let bash = &lock(&self.inner.bash).clone();
         self.emit(AgentEvent::ApprovalRequest {
             turn_id: turn_id.to_string(),
             call_id: call_id.to_string(),

@@ -3,8 +3,9 @@
 //! once and then only maps its wire types to the [`Agent`]'s calls.
 //!
 //! [`OpenOptions`] carries what a client may choose (the workspace, a session
-//! id, a new session), so that choosing a session per workspace later changes
-//! only [`choose_session`].
+//! id, a new session); [`choose_session`] chooses through the
+//! [`SessionStore`], which the app keeps so a client can list, switch,
+//! rename and trash sessions later.
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,7 @@ use crate::home::HomeError;
 use crate::model::{ModelClient, ModelError};
 use crate::recovery::RecoveryReport;
 use crate::session::{Session, SessionError};
+use crate::sessions::SessionStore;
 use crate::{soul, MinoHome};
 
 /// What the client chose when it opened Mino.
@@ -45,6 +47,12 @@ pub struct App {
     pub cwd: PathBuf,
     /// The model's name, as requests name it.
     pub model: String,
+    /// The session's title (renamed, else its first question's first line).
+    pub title: Option<String>,
+    /// The sessions of this home as this process sees them; its current
+    /// session is the agent's. Switch with [`Agent::switch`] and
+    /// `SessionStore::open`/`new_session`.
+    pub store: SessionStore,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -98,28 +106,28 @@ pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<A
     let soul_path = home.soul_path();
     let instructions =
         soul::load_or_create(&soul_path).map_err(|source| OpenError::Instructions { path: soul_path, source })?;
-    let (session, recovery) = choose_session(&home, &cwd, &options)?;
+    let (store, session, recovery) = choose_session(&home, &cwd, &options)?;
+    let title = store.title(&session);
     let session_id = session.id().to_string();
     let journal_path = session.path().to_path_buf();
     // A session's commands run where it was created, whichever directory opened it.
     let cwd = PathBuf::from(session.cwd());
     let bash = BashTool::new(cwd.clone(), config.command_limits, options.supervisor);
     let (agent, events) = Agent::new(session, model, bash, instructions, options.limits);
-    Ok(App { agent, events, recovery, session_id, journal_path, cwd, model: model_name })
+    Ok(App { agent, events, recovery, session_id, journal_path, cwd, model: model_name, title, store })
 }
 
-/// Today's choice: a new session when asked, else the named one, else the
-/// most recent one, else a new one.
+/// The named session (from anywhere), else a new one when asked, else the
+/// most recently active session of the workspace `cwd` that no other
+/// process holds, else a new one ([`SessionStore::start`]).
 fn choose_session(
     home: &MinoHome,
     cwd: &Path,
     options: &OpenOptions,
-) -> Result<(Session, RecoveryReport), SessionError> {
-    if options.new_session {
-        Session::create(home, cwd).map(|s| (s, RecoveryReport::default()))
-    } else {
-        Session::open_or_create(home, options.session.as_deref(), cwd)
-    }
+) -> Result<(SessionStore, Session, RecoveryReport), SessionError> {
+    let mut store = SessionStore::new(home.clone(), cwd)?;
+    let (session, recovery) = store.start(options.session.as_deref(), options.new_session)?;
+    Ok((store, session, recovery))
 }
 
 /// The workspace directory: `requested` against the server's directory.

@@ -30,6 +30,7 @@ pub mod bash;
 pub mod calls;
 pub mod config;
 pub mod context;
+pub mod durable;
 pub mod edit;
 pub mod home;
 pub mod journal;

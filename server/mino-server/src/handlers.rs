@@ -15,6 +15,7 @@ use mino_core::bash;
 use mino_core::recovery::{RecoveredTurn, RecoveryReport};
 use mino_core::transcript::Turn;
 use mino_core::{agent::Agent, App, ApprovalDecision, OpenError, OpenOptions, Session, SessionError};
+use mino_core::{ListScope, SessionStore, StoreError};
 use mino_protocol as wire;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -38,6 +39,8 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 /// What `initialize` opened.
 struct Opened {
     agent: Agent,
+    /// Locked after the agent's session when both are needed (a switch).
+    store: Arc<Mutex<SessionStore>>,
     /// Taken by the task that streams notifications, once.
     stream: Option<Stream>,
 }
@@ -144,13 +147,19 @@ pub fn service() -> (LspService<Backend>, tower_lsp_server::ClientSocket, Handle
         .custom_method(wire::method::ACKNOWLEDGE, Backend::acknowledge)
         .custom_method(wire::method::CANCEL, Backend::cancel)
         .custom_method(wire::method::HISTORY, Backend::history)
+        .custom_method(wire::method::SESSIONS_LIST, Backend::sessions_list)
+        .custom_method(wire::method::SESSIONS_NEW, Backend::sessions_new)
+        .custom_method(wire::method::SESSIONS_OPEN, Backend::sessions_open)
+        .custom_method(wire::method::SESSIONS_RENAME, Backend::sessions_rename)
+        .custom_method(wire::method::SESSIONS_DELETE, Backend::sessions_delete)
         .finish();
     (service, socket, handle)
 }
 
 /// Methods whose params are all optional: the transport gives them `{}`
 /// when a request has no `params` member.
-pub const OPTIONAL_PARAMS: [&str; 2] = [wire::method::ACKNOWLEDGE, wire::method::HISTORY];
+pub const OPTIONAL_PARAMS: [&str; 4] =
+    [wire::method::ACKNOWLEDGE, wire::method::HISTORY, wire::method::SESSIONS_LIST, wire::method::SESSIONS_NEW];
 
 // ---------------------------------------------------------------- errors
 
@@ -205,6 +214,26 @@ fn agent_error(e: AgentError) -> Error {
             error_with(code::UNKNOWN_TURN, message, json!({ "turnId": turn_id }))
         }
         AgentError::Closed => internal(AgentError::Closed.to_string()),
+        AgentError::Switching => error(code::TURN_IN_PROGRESS, AgentError::Switching.to_string()),
+    }
+}
+
+/// A session method's error. A session that cannot be opened, held
+/// elsewhere, missing or current (for delete) is `-32015` with what to do.
+fn store_error(e: StoreError) -> Error {
+    use wire::error_code as code;
+    match e {
+        StoreError::Session(e @ (SessionError::TurnInProgress(_) | SessionError::InvalidInput(_))) => session_error(e),
+        StoreError::Session(e @ SessionError::NotFound { .. }) => {
+            session_unavailable(format!("{e}; mino/sessions/list (scope \"all\") shows the sessions that exist"))
+        }
+        StoreError::Session(e @ SessionError::Journal(mino_core::journal::JournalError::Locked { .. })) => {
+            session_unavailable(format!("{e}; or open another session"))
+        }
+        StoreError::Session(e) => session_unavailable(format!("The session could not be opened: {e}")),
+        e @ (StoreError::HeldElsewhere { .. } | StoreError::Current { .. }) => session_unavailable(e.to_string()),
+        StoreError::InvalidInput(why) => invalid_params(why),
+        e @ StoreError::Io { .. } => error(code::JOURNAL_FAILURE, e.to_string()),
     }
 }
 
@@ -343,40 +372,63 @@ fn message<N: wire::notification::Notification>(params: N::Params) -> String {
 }
 
 /// One agent event as its notification.
-fn notification(Numbered { seq, event }: Numbered) -> String {
+fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
     match event {
         AgentEvent::TurnStarted { turn_id, input } => {
-            message::<wire::notification::TurnStarted>(wire::TurnStarted { turn_id, seq, input })
+            message::<wire::notification::TurnStarted>(wire::TurnStarted { turn_id, seq, session_id, input })
         }
         AgentEvent::TextDelta { turn_id, delta } => {
-            message::<wire::notification::TextDelta>(wire::TextDelta { turn_id, seq, delta })
+            message::<wire::notification::TextDelta>(wire::TextDelta { turn_id, seq, session_id, delta })
         }
         AgentEvent::Retrying { turn_id, attempt, delay_ms, reason } => {
-            message::<wire::notification::Retrying>(wire::Retrying { turn_id, seq, attempt, delay_ms, reason })
+            let n = wire::Retrying { turn_id, seq, session_id, attempt, delay_ms, reason };
+            message::<wire::notification::Retrying>(n)
         }
         AgentEvent::ApprovalRequest { turn_id, call_id, command, directory, environment, limits: l } => {
-            let n = wire::ApprovalRequest { turn_id, seq, call_id, command, directory, environment, limits: limits(l) };
+            let limits = limits(l);
+            let n =
+                wire::ApprovalRequest { turn_id, seq, session_id, call_id, command, directory, environment, limits };
             message::<wire::notification::ApprovalRequest>(n)
         }
         AgentEvent::ToolStarted { turn_id, call_id, command } => {
-            message::<wire::notification::ToolStarted>(wire::ToolStarted { turn_id, seq, call_id, command })
+            message::<wire::notification::ToolStarted>(wire::ToolStarted { turn_id, seq, session_id, call_id, command })
         }
         AgentEvent::ToolOutput { turn_id, call_id, stream, chunk } => {
             let stream = match stream {
                 bash::Stream::Stdout => wire::OutputStream::Stdout,
                 bash::Stream::Stderr => wire::OutputStream::Stderr,
             };
-            message::<wire::notification::ToolOutput>(wire::ToolOutput { turn_id, seq, call_id, stream, chunk })
+            let n = wire::ToolOutput { turn_id, seq, session_id, call_id, stream, chunk };
+            message::<wire::notification::ToolOutput>(n)
         }
         AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code } => {
-            let n = wire::ToolResult { turn_id, seq, call_id, status: tool_status(status), output, exit_code };
+            let status = tool_status(status);
+            let n = wire::ToolResult { turn_id, seq, session_id, call_id, status, output, exit_code };
             message::<wire::notification::ToolResult>(n)
         }
         AgentEvent::TurnEnded { turn_id, status, reason, text, usage, session_usage } => {
             let (usage, session_usage) = (usage.map(token_usage), session_usage.map(token_usage));
-            let n = wire::TurnEnded { turn_id, seq, status: turn_status(status), reason, text, usage, session_usage };
+            let status = turn_status(status);
+            let n = wire::TurnEnded { turn_id, seq, session_id, status, reason, text, usage, session_usage };
             message::<wire::notification::TurnEnded>(n)
         }
+        // A switched-to session announces itself as a started one does.
+        AgentEvent::SessionOpened { recovery } => {
+            message::<wire::notification::Recovery>(recovery_notification(&session_id, &recovery))
+        }
+    }
+}
+
+/// `mino/sessions/list`'s page size when none is asked for, and the largest.
+const DEFAULT_LIST_LIMIT: u64 = 50;
+const MAX_LIST_LIMIT: u64 = 500;
+
+fn session_info(info: mino_core::SessionInfo) -> wire::SessionInfo {
+    wire::SessionInfo {
+        session_id: info.session_id,
+        journal_path: info.journal_path.display().to_string(),
+        cwd: info.cwd,
+        title: info.title,
     }
 }
 
@@ -407,6 +459,102 @@ impl Backend {
             .as_ref()
             .map(|o| o.agent.clone())
             .ok_or_else(|| internal("no session is open; initialize failed"))
+    }
+
+    fn store(&self) -> Result<Arc<Mutex<SessionStore>>> {
+        lock(&self.shared.opened)
+            .as_ref()
+            .map(|o| o.store.clone())
+            .ok_or_else(|| internal("no session is open; initialize failed"))
+    }
+
+    /// Runs `f` with the store locked on a blocking thread (it reads and
+    /// writes files).
+    async fn with_store<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut SessionStore) -> std::result::Result<R, StoreError> + Send + 'static,
+    ) -> Result<R> {
+        let store = self.store()?;
+        match tokio::task::spawn_blocking(move || f(&mut lock(&store))).await {
+            Ok(result) => result.map_err(store_error),
+            Err(e) => Err(internal(format!("a session operation was abandoned: {e}"))),
+        }
+    }
+
+    /// Makes another session current through `open` (the store's `open` or
+    /// `new_session`); the agent then sends its `mino/recovery`.
+    async fn switch(
+        &self,
+        open: impl FnOnce(
+                &mut SessionStore,
+                &mut Session,
+            ) -> std::result::Result<(mino_core::SessionInfo, RecoveryReport), StoreError>
+            + Send
+            + 'static,
+    ) -> Result<wire::SessionInfo> {
+        let agent = self.agent()?;
+        let store = self.store()?;
+        let info = agent
+            .switch(move |session| open(&mut lock(&store), session))
+            .await
+            .map_err(agent_error)?
+            .map_err(store_error)?;
+        tracing::info!(session_id = info.session_id, journal_path = %info.journal_path.display(), cwd = info.cwd, "session switched");
+        Ok(session_info(info))
+    }
+
+    async fn sessions_list(&self, params: wire::SessionsListParams) -> Result<wire::SessionsListResult> {
+        let limit = match params.limit {
+            None => DEFAULT_LIST_LIMIT,
+            Some(n @ 1..=MAX_LIST_LIMIT) => n,
+            Some(n) => return Err(invalid_params(format!("limit must be 1 to {MAX_LIST_LIMIT}; it was {n}"))),
+        };
+        let scope = match params.scope.unwrap_or(wire::ListScope::Workspace) {
+            wire::ListScope::Workspace => ListScope::Workspace,
+            wire::ListScope::All => ListScope::All,
+        };
+        let page = self.with_store(move |store| store.list(scope, limit as usize, params.cursor.as_deref())).await?;
+        Ok(wire::SessionsListResult {
+            sessions: page
+                .sessions
+                .into_iter()
+                .map(|e| wire::SessionEntry {
+                    session_id: e.session_id,
+                    cwd: e.cwd,
+                    title: e.title,
+                    created_at: e.created_at,
+                    last_active_at: e.last_active_at,
+                    turns: e.turns,
+                    held_elsewhere: e.held_elsewhere,
+                    acknowledgement_required: e.acknowledgement_required,
+                    current: e.current,
+                })
+                .collect(),
+            next_cursor: page.next_cursor,
+        })
+    }
+
+    async fn sessions_new(&self, params: wire::SessionsNewParams) -> Result<wire::SessionInfo> {
+        self.switch(move |store, session| {
+            // Relative to the workspace, as the client sees it.
+            let cwd = params.cwd.map(|dir| store.workspace().join(dir));
+            store.new_session(session, cwd.as_deref())
+        })
+        .await
+    }
+
+    async fn sessions_open(&self, params: wire::SessionsOpenParams) -> Result<wire::SessionInfo> {
+        self.switch(move |store, session| store.open(session, &params.session_id)).await
+    }
+
+    async fn sessions_rename(&self, params: wire::SessionsRenameParams) -> Result<wire::EmptyResult> {
+        self.with_store(move |store| store.rename(&params.session_id, &params.title)).await?;
+        Ok(wire::EmptyResult {})
+    }
+
+    async fn sessions_delete(&self, params: wire::SessionsDeleteParams) -> Result<wire::SessionsDeleteResult> {
+        let trashed = self.with_store(move |store| store.delete(&params.session_id)).await?;
+        Ok(wire::SessionsDeleteResult { trashed_to: trashed.display().to_string() })
     }
 
     /// Hands `mino/recovery` and the agent's events to [`Notifications`].
@@ -498,7 +646,7 @@ impl LanguageServer for Backend {
             limits: TurnLimits::default(),
         })
         .map_err(open_error)?;
-        let App { agent, events, recovery, session_id, journal_path, cwd, model: model_name } = app;
+        let App { agent, events, recovery, session_id, journal_path, cwd, model: model_name, title, store } = app;
         let journal_path = journal_path.display().to_string();
         let recovery = recovery_notification(&session_id, &recovery);
         tracing::info!(session_id, journal_path, cwd = %cwd.display(), model = model_name, "session open");
@@ -508,11 +656,16 @@ impl LanguageServer for Backend {
                 // A concurrent initialize won; this one's session is dropped (and unlocked).
                 return Err(Error::invalid_request());
             }
-            *opened = Some(Opened { agent, stream: Some((recovery, events)) });
+            *opened = Some(Opened { agent, store: Arc::new(Mutex::new(store)), stream: Some((recovery, events)) });
         }
 
-        let mino =
-            wire::ServerCapabilities { session_id, journal_path, cwd: cwd.display().to_string(), model: model_name };
+        let mino = wire::ServerCapabilities {
+            session_id,
+            journal_path,
+            cwd: cwd.display().to_string(),
+            model: model_name,
+            title,
+        };
         let mino = serde_json::to_value(mino).map_err(|e| internal(e.to_string()))?;
         Ok(InitializeResult {
             capabilities: ServerCapabilities { experimental: Some(json!({ "mino": mino })), ..Default::default() },

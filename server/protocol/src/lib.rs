@@ -100,6 +100,16 @@ methods! {
         Cancel = CANCEL("mino/cancel", CancelParams) -> EmptyResult;
         /// `mino/history`: the session's turns, whole or in pages.
         History = HISTORY("mino/history", HistoryParams) -> HistoryResult;
+        /// `mino/sessions/list`: this workspace's sessions (or every one), newest first.
+        SessionsList = SESSIONS_LIST("mino/sessions/list", SessionsListParams) -> SessionsListResult;
+        /// `mino/sessions/new`: starts a new session and makes it current.
+        SessionsNew = SESSIONS_NEW("mino/sessions/new", SessionsNewParams) -> SessionInfo;
+        /// `mino/sessions/open`: opens a session by id and makes it current.
+        SessionsOpen = SESSIONS_OPEN("mino/sessions/open", SessionsOpenParams) -> SessionInfo;
+        /// `mino/sessions/rename`: sets a session's title.
+        SessionsRename = SESSIONS_RENAME("mino/sessions/rename", SessionsRenameParams) -> EmptyResult;
+        /// `mino/sessions/delete`: moves a session's files to the trash.
+        SessionsDelete = SESSIONS_DELETE("mino/sessions/delete", SessionsDeleteParams) -> SessionsDeleteResult;
     }
     notifications {
         /// `mino/recovery`: what opening the session recovered.
@@ -222,7 +232,8 @@ pub struct InitializationOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub cwd: Option<String>,
-    /// Session to open; `None` opens the most recent one, or a new one if there is none.
+    /// Session to open by id, from any workspace; `None` opens the most
+    /// recently active session of `cwd` that no other process holds, or a new one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub session: Option<String>,
@@ -240,6 +251,9 @@ pub struct ServerCapabilities {
     pub journal_path: String,
     pub cwd: String,
     pub model: String,
+    /// The session's title: renamed, else its first question's first line;
+    /// `null` before the first question.
+    pub title: Option<String>,
 }
 
 // ---------------------------------------------------------------- requests
@@ -412,6 +426,113 @@ pub struct Evidence {
     pub summary: String,
 }
 
+// ---------------------------------------------------------------- sessions
+
+wire_enum! {
+    /// Which sessions `mino/sessions/list` shows.
+    pub enum ListScope {
+        /// The sessions created for this server's workspace.
+        Workspace = "workspace",
+        /// Every session of `$MINO_HOME`.
+        All = "all",
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsListParams {
+    /// Default `workspace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub scope: Option<ListScope>,
+    /// At most this many sessions (1..=500, default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub limit: Option<u64>,
+    /// A previous page's `nextCursor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsListResult {
+    /// Newest (last active) first.
+    pub sessions: Vec<SessionEntry>,
+    /// Present when more sessions follow: pass it as `cursor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub next_cursor: Option<String>,
+}
+
+/// One session in a list.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEntry {
+    pub session_id: String,
+    /// The directory the session was created for; its commands run there.
+    pub cwd: String,
+    pub title: Option<String>,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339: when its journal was last written.
+    pub last_active_at: String,
+    pub turns: u64,
+    /// Another Mino process holds it: it cannot be opened or deleted here.
+    pub held_elsewhere: bool,
+    /// Opening it shows an unknown result to acknowledge before chatting.
+    pub acknowledgement_required: bool,
+    /// It is this server's current session.
+    pub current: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsNewParams {
+    /// The directory the new session's commands run in; default the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub cwd: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsOpenParams {
+    pub session_id: String,
+}
+
+/// The session now current, after `mino/sessions/new` or `mino/sessions/open`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub journal_path: String,
+    pub cwd: String,
+    pub title: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsRenameParams {
+    pub session_id: String,
+    /// 1 to 200 characters after trimming, one line.
+    pub title: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsDeleteParams {
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsDeleteResult {
+    /// The directory under `$MINO_HOME/trash/` now holding the session's files.
+    pub trashed_to: String,
+}
+
 // ---------------------------------------------------------------- shared vocabulary
 
 wire_enum! {
@@ -495,6 +616,8 @@ pub struct RecoveredCallView {
 pub struct TurnStarted {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub input: String,
 }
 
@@ -503,6 +626,8 @@ pub struct TurnStarted {
 pub struct TextDelta {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub delta: String,
 }
 
@@ -515,6 +640,8 @@ pub struct TextDelta {
 pub struct Retrying {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub attempt: u32,
     pub delay_ms: u64,
     pub reason: String,
@@ -525,6 +652,8 @@ pub struct Retrying {
 pub struct ApprovalRequest {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub call_id: String,
     pub command: String,
     pub directory: String,
@@ -538,6 +667,8 @@ pub struct ApprovalRequest {
 pub struct ToolStarted {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub call_id: String,
     pub command: String,
 }
@@ -554,6 +685,8 @@ wire_enum! {
 pub struct ToolOutput {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub call_id: String,
     pub stream: OutputStream,
     pub chunk: String,
@@ -564,6 +697,8 @@ pub struct ToolOutput {
 pub struct ToolResult {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub call_id: String,
     pub status: ToolStatus,
     pub output: String,
@@ -577,6 +712,8 @@ pub struct ToolResult {
 pub struct TurnEnded {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub status: TurnStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
@@ -631,6 +768,19 @@ impl TurnNotification {
         }
     }
 
+    pub fn session_id(&self) -> &str {
+        match self {
+            Self::TurnStarted(n) => &n.session_id,
+            Self::TextDelta(n) => &n.session_id,
+            Self::Retrying(n) => &n.session_id,
+            Self::ApprovalRequest(n) => &n.session_id,
+            Self::ToolStarted(n) => &n.session_id,
+            Self::ToolOutput(n) => &n.session_id,
+            Self::ToolResult(n) => &n.session_id,
+            Self::TurnEnded(n) => &n.session_id,
+        }
+    }
+
     pub fn seq(&self) -> u64 {
         match self {
             Self::TurnStarted(n) => n.seq,
@@ -655,6 +805,7 @@ mod tests {
         let n = TurnNotification::ApprovalRequest(ApprovalRequest {
             turn_id: "t1".into(),
             seq: 3,
+            session_id: "s1".into(),
             call_id: "call_1".into(),
             command: "ls".into(),
             directory: "/tmp".into(),
@@ -665,6 +816,7 @@ mod tests {
         assert_eq!(v["method"], "mino/approvalRequest");
         assert_eq!(v["params"]["callId"], "call_1");
         assert_eq!(v["params"]["limits"]["timeoutSeconds"], 120);
+        assert_eq!(v["params"]["sessionId"], "s1");
     }
 
     #[test]

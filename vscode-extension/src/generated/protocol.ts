@@ -19,7 +19,11 @@ export type ApprovalParams = {
  */
 turnId: string, callId: string, decision: Decision, };
 
-export type ApprovalRequest = { turnId: string, seq: number, callId: string, command: string, directory: string, 
+export type ApprovalRequest = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, callId: string, command: string, directory: string, 
 /**
  * The complete environment the command will get (names and values).
  */
@@ -121,7 +125,8 @@ export type InitializationOptions = {
  */
 cwd?: string, 
 /**
- * Session to open; `None` opens the most recent one, or a new one if there is none.
+ * Session to open by id, from any workspace; `None` opens the most
+ * recently active session of `cwd` that no other process holds, or a new one.
  */
 session?: string, 
 /**
@@ -130,6 +135,11 @@ session?: string,
 newSession?: boolean, };
 
 export type Limits = { timeoutSeconds: number, outputLimitBytes: number, };
+
+/**
+ * Which sessions `mino/sessions/list` shows.
+ */
+export type ListScope = "workspace" | "all";
 
 export type OutputStream = "stdout" | "stderr";
 
@@ -158,14 +168,107 @@ repairs: Array<string>, };
  * model's current response began (since `turnStarted` or the last
  * `toolResult`) is void: the retried response streams it again.
  */
-export type Retrying = { turnId: string, seq: number, attempt: number, delayMs: number, reason: string, };
+export type Retrying = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, attempt: number, delayMs: number, reason: string, };
 
 /**
  * What the server adds to `InitializeResult.capabilities.experimental.mino`.
  */
-export type ServerCapabilities = { sessionId: string, journalPath: string, cwd: string, model: string, };
+export type ServerCapabilities = { sessionId: string, journalPath: string, cwd: string, model: string, 
+/**
+ * The session's title: renamed, else its first question's first line;
+ * `null` before the first question.
+ */
+title: string | null, };
 
-export type TextDelta = { turnId: string, seq: number, delta: string, };
+/**
+ * One session in a list.
+ */
+export type SessionEntry = { sessionId: string, 
+/**
+ * The directory the session was created for; its commands run there.
+ */
+cwd: string, title: string | null, 
+/**
+ * RFC 3339.
+ */
+createdAt: string, 
+/**
+ * RFC 3339: when its journal was last written.
+ */
+lastActiveAt: string, turns: number, 
+/**
+ * Another Mino process holds it: it cannot be opened or deleted here.
+ */
+heldElsewhere: boolean, 
+/**
+ * Opening it shows an unknown result to acknowledge before chatting.
+ */
+acknowledgementRequired: boolean, 
+/**
+ * It is this server's current session.
+ */
+current: boolean, };
+
+/**
+ * The session now current, after `mino/sessions/new` or `mino/sessions/open`.
+ */
+export type SessionInfo = { sessionId: string, journalPath: string, cwd: string, title: string | null, };
+
+export type SessionsDeleteParams = { sessionId: string, };
+
+export type SessionsDeleteResult = { 
+/**
+ * The directory under `$MINO_HOME/trash/` now holding the session's files.
+ */
+trashedTo: string, };
+
+export type SessionsListParams = { 
+/**
+ * Default `workspace`.
+ */
+scope?: ListScope, 
+/**
+ * At most this many sessions (1..=500, default 50).
+ */
+limit?: number, 
+/**
+ * A previous page's `nextCursor`.
+ */
+cursor?: string, };
+
+export type SessionsListResult = { 
+/**
+ * Newest (last active) first.
+ */
+sessions: Array<SessionEntry>, 
+/**
+ * Present when more sessions follow: pass it as `cursor`.
+ */
+nextCursor?: string, };
+
+export type SessionsNewParams = { 
+/**
+ * The directory the new session's commands run in; default the workspace.
+ */
+cwd?: string, };
+
+export type SessionsOpenParams = { sessionId: string, };
+
+export type SessionsRenameParams = { sessionId: string, 
+/**
+ * 1 to 200 characters after trimming, one line.
+ */
+title: string, };
+
+export type TextDelta = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, delta: string, };
 
 /**
  * Tokens the model service reported, summed over responses.
@@ -180,20 +283,36 @@ cachedInputTokens?: number,
  */
 reasoningTokens?: number, };
 
-export type ToolOutput = { turnId: string, seq: number, callId: string, stream: OutputStream, chunk: string, };
+export type ToolOutput = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, callId: string, stream: OutputStream, chunk: string, };
 
-export type ToolResult = { turnId: string, seq: number, callId: string, status: ToolStatus, output: string, exitCode?: number, };
+export type ToolResult = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, callId: string, status: ToolStatus, output: string, exitCode?: number, };
 
 export type ToolResultView = { status: ToolStatus, output: string, exitCode?: number, };
 
-export type ToolStarted = { turnId: string, seq: number, callId: string, command: string, };
+export type ToolStarted = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, callId: string, command: string, };
 
 /**
  * How a tool call ended (`mino_core::ToolStatus` on the wire).
  */
 export type ToolStatus = "success" | "failed" | "refused" | "timed_out" | "cancelled" | "not_executed" | "unknown";
 
-export type TurnEnded = { turnId: string, seq: number, status: TurnStatus, reason?: string, text?: string, 
+export type TurnEnded = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, status: TurnStatus, reason?: string, text?: string, 
 /**
  * The tokens of this turn's responses; absent when none were reported.
  */
@@ -209,7 +328,11 @@ sessionUsage?: TokenUsage, };
  */
 export type TurnNotification = { "method": "mino/turnStarted", "params": TurnStarted } | { "method": "mino/textDelta", "params": TextDelta } | { "method": "mino/retrying", "params": Retrying } | { "method": "mino/approvalRequest", "params": ApprovalRequest } | { "method": "mino/toolStarted", "params": ToolStarted } | { "method": "mino/toolOutput", "params": ToolOutput } | { "method": "mino/toolResult", "params": ToolResult } | { "method": "mino/turnEnded", "params": TurnEnded };
 
-export type TurnStarted = { turnId: string, seq: number, input: string, };
+export type TurnStarted = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, input: string, };
 
 /**
  * How a turn ended (`mino_core::TurnStatus` on the wire).
@@ -225,6 +348,11 @@ export const Method = {
   acknowledge: 'mino/acknowledge',
   cancel: 'mino/cancel',
   history: 'mino/history',
+  sessionsList: 'mino/sessions/list',
+  sessionsNew: 'mino/sessions/new',
+  sessionsOpen: 'mino/sessions/open',
+  sessionsRename: 'mino/sessions/rename',
+  sessionsDelete: 'mino/sessions/delete',
 } as const;
 
 /** Server-to-client notifications. */
@@ -250,6 +378,11 @@ export interface RequestMap {
   'mino/acknowledge': { params: AcknowledgeParams; result: AcknowledgeResult };
   'mino/cancel': { params: CancelParams; result: EmptyResult };
   'mino/history': { params: HistoryParams; result: HistoryResult };
+  'mino/sessions/list': { params: SessionsListParams; result: SessionsListResult };
+  'mino/sessions/new': { params: SessionsNewParams; result: SessionInfo };
+  'mino/sessions/open': { params: SessionsOpenParams; result: SessionInfo };
+  'mino/sessions/rename': { params: SessionsRenameParams; result: EmptyResult };
+  'mino/sessions/delete': { params: SessionsDeleteParams; result: SessionsDeleteResult };
 }
 
 /** Each notification method's params. */
