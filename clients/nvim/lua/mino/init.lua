@@ -1092,7 +1092,7 @@ local function switch_session(name, params, cb)
   end
   M.state.switching = true
   M.state.history_loaded = false
-  M.request(wire_method(name), params, function(err, info)
+  M.request(name, params, function(err, info)
     M.state.switching = false
     if err or type(info) ~= "table" or type(info.sessionId) ~= "string" then
       release_deferred()
@@ -1119,18 +1119,18 @@ function M.new_session()
     M.config.new_session = saved
     return
   end
-  switch_session("mino/sessions/new", { cwd = M.state.capabilities and M.state.capabilities.cwd or nil })
+  switch_session(method.sessionsNew, { cwd = M.state.capabilities and M.state.capabilities.cwd or nil })
 end
 
 --- Opens session `id` (mino/sessions/open).
 function M.open_session(id)
-  switch_session("mino/sessions/open", { sessionId = id })
+  switch_session(method.sessionsOpen, { sessionId = id })
 end
 
 --- Lists sessions (`scope` "workspace" or "all"), newest first; `cb(err, entries)`.
 local SESSION_PAGE = 100
 function M.list_sessions(scope, cb)
-  M.request(wire_method("mino/sessions/list"), { scope = scope, limit = SESSION_PAGE }, function(err, result)
+  M.request(method.sessionsList, { scope = scope, limit = SESSION_PAGE }, function(err, result)
     if err then
       return cb(err)
     end
@@ -1198,7 +1198,7 @@ function M.rename_session(title)
     if t == "" then
       return
     end
-    M.request(wire_method("mino/sessions/rename"), { sessionId = session.sessionId, title = t }, function(err)
+    M.request(method.sessionsRename, { sessionId = session.sessionId, title = t }, function(err)
       if err then
         notify("rename refused: " .. format_error(err), vim.log.levels.ERROR)
         return
@@ -1242,7 +1242,7 @@ function M.delete_session()
           if not yes then
             return
           end
-          M.request(wire_method("mino/sessions/delete"), { sessionId = choice.sessionId }, function(err, result)
+          M.request(method.sessionsDelete, { sessionId = choice.sessionId }, function(err, result)
             if err then
               notify("delete refused: " .. format_error(err), vim.log.levels.ERROR)
               return
@@ -1261,7 +1261,7 @@ refresh_title = function()
   if not session or session.title or M.state.no_session_list then
     return
   end
-  M.request(wire_method("mino/sessions/list"), { scope = "all", limit = 20 }, function(err, result)
+  M.request(method.sessionsList, { scope = "all", limit = 20 }, function(err, result)
     if err and err.code == M.METHOD_NOT_FOUND then
       M.state.no_session_list = true -- a server older than sessions: not asked again
     end
