@@ -31,6 +31,10 @@ pub struct OpenOptions {
     /// itself; see ARCHITECTURE.md, "Command supervision").
     pub supervisor: PathBuf,
     pub limits: TurnLimits,
+    /// The approval mode to start in (`ask` when `None`).
+    pub approval_mode: Option<crate::policy::ApprovalMode>,
+    /// The sandbox mode to start in; `None` takes `MINO_SANDBOX`, else `off`.
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 /// An open application: the agent, its event stream, and what opening found.
@@ -47,6 +51,14 @@ pub struct App {
     pub model: String,
 }
 
+impl App {
+    /// The approval and sandbox modes in force, and one line saying what
+    /// the machine's sandbox enforces.
+    pub fn settings(&self) -> (crate::policy::Settings, String) {
+        self.agent.settings()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error("initializationOptions.cwd {} is not a directory", path.display())]
@@ -57,6 +69,9 @@ pub enum OpenError {
     WorkingDirectory(std::io::Error),
     #[error("{0}")]
     CommandTimeout(ConfigError),
+    /// A sandbox mode this machine cannot enforce (never run weaker).
+    #[error("{0}")]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     #[error("the model client could not be set up: {0}")]
     Model(#[from] ModelError),
     #[error("Mino's home directory is unusable: {0}")]
@@ -71,7 +86,7 @@ impl From<ConfigError> for OpenError {
     fn from(e: ConfigError) -> Self {
         match e {
             ConfigError::Home(e) => OpenError::Home(e),
-            e @ ConfigError::CommandTimeout { .. } => OpenError::CommandTimeout(e),
+            e @ (ConfigError::CommandTimeout { .. } | ConfigError::Sandbox { .. }) => OpenError::CommandTimeout(e),
         }
     }
 }
@@ -88,6 +103,15 @@ pub fn open(options: OpenOptions) -> Result<App, OpenError> {
 /// Everything that can fail without touching the session comes first, so a
 /// refused open writes nothing to it.
 pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<App, OpenError> {
+    // The sandbox before the session: a mode the machine cannot enforce is
+    // refused before anything is written.
+    let support = crate::sandbox::detect();
+    let settings = crate::policy::Settings {
+        approval_mode: options.approval_mode.unwrap_or_default(),
+        sandbox: options.sandbox.or(config.sandbox).unwrap_or_default(),
+    };
+    support.check(settings.sandbox)?;
+    tracing::info!(support = %crate::policy::support_line(&support), "command sandbox");
     let model = ModelClient::new(config.model)?;
     let model_name = model.config().model.clone();
     let home = config.home;
@@ -99,7 +123,8 @@ pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<A
     let session_id = session.id().to_string();
     let journal_path = session.path().to_path_buf();
     let bash = BashTool::new(cwd.clone(), config.command_limits, options.supervisor);
-    let (agent, events) = Agent::new(session, model, bash, instructions, options.limits);
+    let policy = crate::policy::Policy::open(&home, &cwd, support, settings)?;
+    let (agent, events) = Agent::with_policy(session, model, bash, instructions, options.limits, policy);
     Ok(App { agent, events, recovery, session_id, journal_path, cwd, model: model_name })
 }
 

@@ -1,6 +1,6 @@
 //! Mino's configuration, read from the environment in this one place:
 //! `MINO_HOME` (else `$HOME/.mino`), `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
-//! `MINO_MODEL` and `MINO_COMMAND_TIMEOUT_SECS`. Nothing else in the core
+//! `MINO_MODEL`, `MINO_COMMAND_TIMEOUT_SECS` and `MINO_SANDBOX`. Nothing else in the core
 //! reads these variables, so what a server runs with is decided once, when
 //! it opens (see [`crate::app::open`]).
 
@@ -15,6 +15,11 @@ use crate::model::ModelConfig;
 /// The environment variable that sets a command's time limit in seconds.
 pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
 
+/// The environment variable that sets the sandbox mode sessions start in
+/// (`off`, `read-only`, `workspace-write`); `initializationOptions.sandbox`
+/// overrides it.
+pub const SANDBOX_ENV: &str = "MINO_SANDBOX";
+
 /// Everything the environment decides.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -22,6 +27,8 @@ pub struct Config {
     pub model: ModelConfig,
     /// The defaults, with the timeout from [`COMMAND_TIMEOUT_ENV`] when set.
     pub command_limits: bash::Limits,
+    /// The sandbox mode from [`SANDBOX_ENV`], when set.
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +37,8 @@ pub enum ConfigError {
     Home(#[from] HomeError),
     #[error("{COMMAND_TIMEOUT_ENV}={value:?} is not a whole number of seconds (at least 1)")]
     CommandTimeout { value: String },
+    #[error("{SANDBOX_ENV}={value:?} is not a sandbox mode: use off, read-only or workspace-write")]
+    Sandbox { value: String },
 }
 
 impl Config {
@@ -57,7 +66,14 @@ impl Config {
                 _ => return Err(ConfigError::CommandTimeout { value }),
             }
         }
-        Ok(Config { home, model, command_limits })
+        let sandbox = match set(SANDBOX_ENV) {
+            None => None,
+            Some(value) => {
+                let value = value.to_string_lossy().into_owned();
+                Some(value.trim().parse().map_err(|_| ConfigError::Sandbox { value })?)
+            }
+        };
+        Ok(Config { home, model, command_limits, sandbox })
     }
 }
 
@@ -78,6 +94,15 @@ mod tests {
         assert_eq!(c.home.root(), std::path::Path::new("/h/.mino"));
         let e = config(&[]).expect_err("no home");
         assert!(e.to_string().contains("set MINO_HOME"), "{e}");
+    }
+
+    #[test]
+    fn the_sandbox_mode_is_one_of_three() {
+        let c = config(&[("HOME", "/h"), (SANDBOX_ENV, "workspace-write")]).expect("config");
+        assert_eq!(c.sandbox, Some(crate::sandbox::SandboxMode::WorkspaceWrite));
+        assert_eq!(config(&[("HOME", "/h")]).expect("config").sandbox, None);
+        let e = config(&[("HOME", "/h"), (SANDBOX_ENV, "strict")]).expect_err("unknown mode");
+        assert!(e.to_string().contains("MINO_SANDBOX") && e.to_string().contains("read-only"), "{e}");
     }
 
     #[test]

@@ -9,6 +9,9 @@ M.method = {
   acknowledge = "mino/acknowledge",
   cancel = "mino/cancel",
   history = "mino/history",
+  rules/list = "mino/rules/list",
+  rules/revoke = "mino/rules/revoke",
+  settings/update = "mino/settings/update",
 }
 
 --- Server-to-client notifications.
@@ -59,6 +62,8 @@ M.tool_status = {
 M.decision = {
   approve = "approve",
   deny = "deny",
+  allowSession = "allowSession",
+  allowWorkspace = "allowWorkspace",
 }
 
 --- Mino's own JSON-RPC error codes.
