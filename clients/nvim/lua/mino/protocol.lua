@@ -9,9 +9,9 @@ M.method = {
   acknowledge = "mino/acknowledge",
   cancel = "mino/cancel",
   history = "mino/history",
-  rules/list = "mino/rules/list",
-  rules/revoke = "mino/rules/revoke",
-  settings/update = "mino/settings/update",
+  rulesList = "mino/rules/list",
+  rulesRevoke = "mino/rules/revoke",
+  settingsUpdate = "mino/settings/update",
 }
 
 --- Server-to-client notifications.
