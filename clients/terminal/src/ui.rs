@@ -2,8 +2,8 @@
 //! tested without a terminal.
 
 use mino_protocol::{
-    ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, HistoryResult, RecoveryNotification, RuleKind, RuleScope,
-    RuleSpec, RulesListResult, SandboxMode, ToolStatus, TurnStatus,
+    ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, HistoryResult, RecoveredCallView, RecoveryNotification,
+    RuleKind, RuleScope, RuleSpec, RulesListResult, SandboxMode, ToolStatus, TurnStatus,
 };
 
 pub const RECOVERED: &str = "An interrupted tool turn was recovered without executing commands.";
@@ -215,10 +215,13 @@ pub fn recovery_notice(rec: &RecoveryNotification) -> String {
     if rec.acknowledgement_required {
         out.push_str(UNKNOWN_RESULT);
         out.push('\n');
-        for (cmd, evidence) in unknown_commands(rec) {
-            out.push_str(&format!("  {}\n", command_line(&cmd)));
-            if let Some(summary) = evidence {
-                out.push_str(&format!("  {}\n", evidence_line(&summary)));
+        for call in unknown_commands(rec) {
+            out.push_str(&format!("  {}\n", command_line(&call.command)));
+            if let Some(note) = approval_note(call.approved_by.as_ref(), call.sandbox) {
+                out.push_str(&format!("  {note}\n"));
+            }
+            if let Some(evidence) = &call.evidence {
+                out.push_str(&format!("  {}\n", evidence_line(&evidence.summary)));
             }
         }
     }
@@ -231,9 +234,8 @@ pub fn evidence_line(summary: &str) -> String {
     format!("[Evidence: {summary}]")
 }
 
-/// Commands whose result is unknown in turns still awaiting acknowledgement,
-/// each with its supervisor's evidence summary when there is one.
-pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<(String, Option<String>)> {
+/// Calls whose result is unknown in turns still awaiting acknowledgement.
+pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<&RecoveredCallView> {
     let pending =
         |id: &str| rec.unacknowledged_turn_ids.is_empty() || rec.unacknowledged_turn_ids.iter().any(|t| t == id);
     rec.turns
@@ -241,7 +243,6 @@ pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<(String, Option<Strin
         .filter(|t| pending(&t.turn_id))
         .flat_map(|t| t.calls.iter())
         .filter(|c| c.result.status == ToolStatus::Unknown)
-        .map(|c| (c.command.clone(), c.evidence.as_ref().map(|e| e.summary.clone())))
         .collect()
 }
 
@@ -410,6 +411,23 @@ mod tests {
         assert!(text.contains(UNKNOWN_RESULT));
         assert!(text.contains(
             "  Command: \"echo milk >> shopping.txt\"\n  [Evidence: the command exited 0 after Mino stopped; it printed nothing]\n"
+        ));
+
+        // A call a rule approved, run in a sandbox, says so.
+        let mut rec = rec;
+        let call = &mut rec.turns[0].calls[0];
+        call.approved_by = Some(ApprovedBy {
+            kind: ApproverKind::Rule,
+            rule: Some(mino_protocol::RuleView {
+                id: "rule-1".into(),
+                kind: RuleKind::Prefix,
+                command: "echo milk".into(),
+                scope: RuleScope::Workspace,
+            }),
+        });
+        call.sandbox = Some(SandboxMode::WorkspaceWrite);
+        assert!(recovery_notice(&rec).contains(
+            "  Command: \"echo milk >> shopping.txt\"\n  [approved by rule `echo milk` (workspace); sandbox workspace-write]\n"
         ));
     }
 
