@@ -725,12 +725,8 @@ impl Agent {
             (policy.sandbox, policy.approval_mode, automatic)
         };
         if let Some((by, rules)) = automatic {
-            let approver = match by {
-                ApprovedBy::Sandbox => Approver::Sandbox,
-                ApprovedBy::Rule => rules.first().cloned().map_or(Approver::User, Approver::Rule),
-            };
             tracing::info!(turn_id, call_id, approved_by = ?by, "approved without asking");
-            return self.run_approved(turn_id, call_id, &command, (Some(by), rules, approver), sandbox, cancel).await;
+            return self.run_approved(turn_id, call_id, &command, (Some(by), rules), sandbox, cancel).await;
         }
 
         let (sender, receiver) = oneshot::channel();
@@ -777,7 +773,7 @@ impl Agent {
                 Ok(false)
             }
             Some(Decision::Approve) => {
-                self.run_approved(turn_id, call_id, &command, (None, Vec::new(), Approver::User), sandbox, cancel).await
+                self.run_approved(turn_id, call_id, &command, (None, Vec::new()), sandbox, cancel).await
             }
             Some(Decision::Allow(rule)) => {
                 // The rule is on file before it applies to anything.
@@ -787,7 +783,7 @@ impl Agent {
                 if rule.scope() == RuleScope::Workspace {
                     self.write_workspace_rule(&rule).await;
                 }
-                self.run_approved(turn_id, call_id, &command, (None, Vec::new(), Approver::User), sandbox, cancel).await
+                self.run_approved(turn_id, call_id, &command, (None, Vec::new()), sandbox, cancel).await
             }
         }
     }
@@ -833,10 +829,11 @@ impl Agent {
         turn_id: &str,
         call_id: &str,
         command: &str,
-        (approved_by, rules, approver): (Option<ApprovedBy>, Vec<Rule>, Approver),
+        (approved_by, rules): (Option<ApprovedBy>, Vec<Rule>),
         sandbox: SandboxMode,
         cancel: &CancellationToken,
     ) -> Result<bool, SessionError> {
+        let approver = Approver::of(approved_by, &rules);
         let bash = self.inner.bash.clone().with_sandbox(sandbox);
         let directory = bash.cwd().display().to_string();
         let (t, c, cmd) = (turn_id.to_string(), call_id.to_string(), command.to_string());

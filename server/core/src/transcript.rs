@@ -59,20 +59,23 @@ pub enum Approver {
     Sandbox,
 }
 
+impl Approver {
+    /// Who an `approval` record with `approved_by` and `rules` names.
+    pub fn of(approved_by: Option<ApprovedBy>, rules: &[Rule]) -> Approver {
+        match approved_by {
+            None => Approver::User,
+            Some(ApprovedBy::Sandbox) => Approver::Sandbox,
+            // A rule approval always names its rules; without one, no rule
+            // can be shown, and the decision is shown as it was recorded.
+            Some(ApprovedBy::Rule) => rules.first().cloned().map_or(Approver::User, Approver::Rule),
+        }
+    }
+}
+
 impl Call {
     /// Who approved the call; `None` when it was not approved.
     pub fn approver(&self) -> Option<Approver> {
-        if self.decision != Some(ApprovalDecision::Approved) {
-            return None;
-        }
-        Some(match self.approved_by {
-            None => Approver::User,
-            Some(ApprovedBy::Sandbox) => Approver::Sandbox,
-            Some(ApprovedBy::Rule) => match self.rules.first() {
-                Some(rule) => Approver::Rule(rule.clone()),
-                None => Approver::User,
-            },
-        })
+        (self.decision == Some(ApprovalDecision::Approved)).then(|| Approver::of(self.approved_by, &self.rules))
     }
 
     /// The command for display: the `command` argument, or the raw arguments
