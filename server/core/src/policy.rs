@@ -263,9 +263,9 @@ mod tests {
     fn ask_applies_no_rule_and_rules_mode_does() {
         let rule = Rule::new("r1", RuleKind::Prefix, "npm test", RuleScope::Session).expect("rule");
         let mut policy = Policy::ask_only();
-        assert_eq!(approving_rules(&policy, &[rule.clone()], "npm test"), None);
+        assert_eq!(approving_rules(&policy, std::slice::from_ref(&rule), "npm test"), None);
         policy.approval_mode = ApprovalMode::Rules;
-        assert_eq!(approving_rules(&policy, &[rule.clone()], "npm test --ci"), Some(vec![rule.clone()]));
+        assert_eq!(approving_rules(&policy, std::slice::from_ref(&rule), "npm test --ci"), Some(vec![rule.clone()]));
         assert_eq!(approving_rules(&policy, &[rule], "npm testx"), None);
     }
 
