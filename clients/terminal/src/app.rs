@@ -8,8 +8,8 @@ use std::time::Duration;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use mino_protocol::{
-    error_code, Decision, InitializationOptions, RecoveryNotification, ServerCapabilities, SessionInfo,
-    TurnNotification as Turn,
+    error_code, ApprovalMode, ApprovalParams, ApprovalRequest, Decision, InitializationOptions, RecoveryNotification,
+    RuleScope, SandboxMode, ServerCapabilities, SessionInfo, SettingsUpdateParams, TurnNotification as Turn,
 };
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
@@ -194,6 +194,9 @@ impl App {
             }
             if text == "/exit" {
                 return EXIT_OK;
+            }
+            if text.starts_with('/') && self.rules_command(text).await {
+                continue;
             }
             let switched = match text.split_whitespace().collect::<Vec<_>>()[..] {
                 ["/sessions"] => Some(self.list_sessions().await),
@@ -414,6 +417,18 @@ impl App {
                         (_, Err(CallError::Connection(_))) => return TurnEnd::ServerGone,
                         // The turn may have ended on its own before the cancel arrived.
                         (Sent::Cancel, Err(e)) if e.code() == Some(error_code::UNKNOWN_TURN) => {}
+                        // A rule the server refused: the call still waits, so ask again.
+                        (Sent::Approval(req), Err(e)) if e.code() == Some(INVALID_PARAMS) => {
+                            view.newline();
+                            out(&format!("Error: {e}\n"));
+                            match self.ask_approval(&req, &mut view).await {
+                                Some(params) => calls.push(sent(Sent::Approval(req), self.server.approval(params))),
+                                None => {
+                                    cancelling = true;
+                                    calls.push(sent(Sent::Cancel, self.server.cancel(turn_id)));
+                                }
+                            }
+                        }
                         (_, Err(e)) => {
                             view.newline();
                             out(&format!("Error: {e}\n"));
@@ -444,7 +459,13 @@ impl App {
                 }
             };
             match ev {
-                Turn::TurnStarted(_) | Turn::ToolStarted(_) => {}
+                Turn::TurnStarted(_) => {}
+                Turn::ToolStarted(started) => {
+                    if let Some(note) = ui::approval_note(Some(&started.approved_by), Some(started.sandbox)) {
+                        view.newline();
+                        out(&format!("{note}\n"));
+                    }
+                }
                 Turn::TextDelta(d) => {
                     if d.delta.is_empty() {
                         continue;
@@ -464,25 +485,16 @@ impl App {
                 }
                 Turn::ApprovalRequest(req) => {
                     view.newline();
-                    self.input.discard_typed_ahead();
                     out(&ui::approval_screen(&req));
-                    out(ui::APPROVE_QUESTION);
-                    view.at_line_start = true;
-                    let decision = match self.read_answer().await {
-                        Answer::Line(a) if ui::is_yes(&a) => Decision::Approve,
-                        Answer::Line(_) | Answer::Eof => Decision::Deny,
-                        Answer::Interrupt => {
-                            view.at_line_start = false;
-                            self.interrupted(&mut view);
-                            cancelling = true;
-                            calls.push(sent(Sent::Cancel, self.server.cancel(turn_id)));
-                            continue;
-                        }
+                    let Some(params) = self.ask_approval(&req, &mut view).await else {
+                        cancelling = true;
+                        calls.push(sent(Sent::Cancel, self.server.cancel(turn_id)));
+                        continue;
                     };
                     if let Some(demo) = &mut self.demo {
-                        demo.before_decision(decision);
+                        demo.before_decision(params.decision);
                     }
-                    calls.push(sent(Sent::Approval, self.server.approval(&req.turn_id, &req.call_id, decision)));
+                    calls.push(sent(Sent::Approval(Box::new(req)), self.server.approval(params)));
                 }
                 Turn::ToolOutput(o) => {
                     if o.chunk.is_empty() {
@@ -525,6 +537,99 @@ impl App {
         }
     }
 
+    /// Asks the approval question (and, for `a`/`w`, the rule). Lines typed
+    /// before each question are dropped; declining is the default. `None`
+    /// when Ctrl+C cancelled the turn instead.
+    async fn ask_approval(&mut self, req: &ApprovalRequest, view: &mut TurnView) -> Option<ApprovalParams> {
+        self.input.discard_typed_ahead();
+        out(ui::APPROVE_QUESTION);
+        view.at_line_start = true;
+        let answer = match self.read_answer().await {
+            Answer::Line(a) => ui::approval_answer(&a),
+            Answer::Eof => ui::ApprovalAnswer::Deny(None),
+            Answer::Interrupt => {
+                view.at_line_start = false;
+                self.interrupted(view);
+                return None;
+            }
+        };
+        let mut params = ApprovalParams::new(req.turn_id.clone(), req.call_id.clone(), Decision::Deny);
+        let (scope, decision) = match answer {
+            ui::ApprovalAnswer::Approve => {
+                params.decision = Decision::Approve;
+                return Some(params);
+            }
+            ui::ApprovalAnswer::Deny(reason) => {
+                params.reason = reason;
+                return Some(params);
+            }
+            ui::ApprovalAnswer::AllowSession => (RuleScope::Session, Decision::AllowSession),
+            ui::ApprovalAnswer::AllowWorkspace => (RuleScope::Workspace, Decision::AllowWorkspace),
+        };
+        self.input.discard_typed_ahead();
+        out(&ui::rule_question(scope, req.suggested_rule.as_ref()));
+        let rule = match self.read_answer().await {
+            Answer::Line(a) => ui::rule_answer(&a, req.suggested_rule.as_ref()),
+            Answer::Eof => None,
+            Answer::Interrupt => {
+                view.at_line_start = false;
+                self.interrupted(view);
+                return None;
+            }
+        };
+        match rule {
+            Some(rule) => {
+                if let Some(note) = ui::granted_note(req.approval_mode) {
+                    out(&format!("{note}\n"));
+                }
+                params.decision = decision;
+                params.rule = Some(rule);
+            }
+            None => out("[no rule given: denied]\n"),
+        }
+        Some(params)
+    }
+
+    /// `/rules`, `/revoke ID`, `/mode MODE`, `/sandbox MODE`: `true` when
+    /// `text` was one of them (and has been handled).
+    async fn rules_command(&mut self, text: &str) -> bool {
+        let (command, arg) = text.split_once(' ').map_or((text, ""), |(c, a)| (c, a.trim()));
+        match command {
+            "/rules" => match self.server.rules_list().await {
+                Ok(list) => out(&ui::rules_list(&list)),
+                Err(e) => out(&format!("Error: {e}\n")),
+            },
+            "/revoke" if !arg.is_empty() => match self.server.rules_revoke(arg).await {
+                Ok(_) => out(&format!("Rule {arg} revoked.\n")),
+                Err(e) => out(&format!("Error: {e}\n")),
+            },
+            "/mode" | "/sandbox" => {
+                let mut params = SettingsUpdateParams::default();
+                if command == "/mode" {
+                    params.approval_mode = ApprovalMode::ALL.iter().copied().find(|m| m.as_str() == arg);
+                } else {
+                    params.sandbox = SandboxMode::ALL.iter().copied().find(|m| m.as_str() == arg);
+                }
+                if params.approval_mode.is_none() && params.sandbox.is_none() {
+                    out("Use /mode ask|rules|sandboxed-auto or /sandbox off|read-only|workspace-write.\n");
+                    return true;
+                }
+                match self.server.settings_update(params).await {
+                    Ok(s) => out(&format!(
+                        "Approval mode {}, sandbox {} ({}).\n",
+                        s.approval_mode.as_str(),
+                        s.sandbox.as_str(),
+                        s.sandbox_support
+                    )),
+                    Err(e) => out(&format!("Error: {e}\n")),
+                }
+            }
+            _ => return false,
+        }
+        out("\n");
+        true
+    }
+
     /// After Ctrl+C in a turn. A terminal has echoed `^C` where the cursor
     /// was, so the line is ended whatever was printed before.
     fn interrupted(&self, view: &mut TurnView) {
@@ -538,9 +643,13 @@ impl App {
 
 /// Which call an answer in [`App::run_turn`] belongs to.
 enum Sent {
-    Approval,
+    /// The request answered, to ask again when the server refuses a rule.
+    Approval(Box<ApprovalRequest>),
     Cancel,
 }
+
+/// JSON-RPC's "invalid params": a rule the server refused.
+const INVALID_PARAMS: i64 = -32602;
 
 /// A call's answer, tagged with what was sent.
 fn sent<T>(

@@ -10,9 +10,10 @@ use anyhow::{anyhow, Context as _};
 use jsonrpsee::core::client::{Client, ClientBuilder, ClientT, Error as RpcError};
 use jsonrpsee::core::traits::ToRpcParams;
 use mino_protocol::{
-    method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, CancelParams, ChatParams, ChatResult, Decision,
-    EmptyResult, HistoryParams, HistoryResult, InitializationOptions, ServerCapabilities, SessionInfo,
-    SessionsListParams, SessionsListResult, SessionsNewParams, SessionsOpenParams,
+    method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, CancelParams, ChatParams, ChatResult, EmptyResult,
+    HistoryParams, HistoryResult, InitializationOptions, RulesListParams, RulesListResult, RulesRevokeParams,
+    ServerCapabilities, SessionInfo, SessionsListParams, SessionsListResult, SessionsNewParams, SessionsOpenParams,
+    SettingsResult, SettingsUpdateParams,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -155,12 +156,23 @@ impl Server {
 
     pub fn approval(
         &self,
-        turn_id: &str,
-        call_id: &str,
-        decision: Decision,
+        params: ApprovalParams,
     ) -> impl Future<Output = Result<EmptyResult, CallError>> + Send + 'static {
-        let params = ApprovalParams { turn_id: turn_id.to_owned(), call_id: call_id.to_owned(), decision };
         self.call(method::APPROVAL, params)
+    }
+
+    // Approval rules and settings.
+
+    pub async fn rules_list(&self) -> Result<RulesListResult, CallError> {
+        self.call(method::RULES_LIST, RulesListParams::default()).await
+    }
+
+    pub async fn rules_revoke(&self, id: &str) -> Result<EmptyResult, CallError> {
+        self.call(method::RULES_REVOKE, RulesRevokeParams { id: id.to_owned() }).await
+    }
+
+    pub async fn settings_update(&self, params: SettingsUpdateParams) -> Result<SettingsResult, CallError> {
+        self.call(method::SETTINGS_UPDATE, params).await
     }
 
     pub async fn acknowledge(&self, turn_ids: Option<Vec<String>>) -> Result<AcknowledgeResult, CallError> {

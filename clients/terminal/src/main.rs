@@ -203,6 +203,7 @@ async fn run(args: Args) -> i32 {
         cwd: cwd_for_init.map(|d| d.display().to_string()),
         session: args.session,
         new_session: args.new_session,
+        ..Default::default()
     };
     let launch = Launch { program: server_program(), cwd, env, stderr };
     match App::start(Options { launch, init, demo, log_hint }).await {

@@ -2,7 +2,8 @@
 //! tested without a terminal.
 
 use mino_protocol::{
-    ApprovalRequest, HistoryResult, RecoveryNotification, SessionEntry, TokenUsage, ToolStatus, TurnStatus,
+    ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, HistoryResult, RecoveredCallView, RecoveryNotification,
+    RuleKind, RuleScope, RuleSpec, RulesListResult, SandboxMode, SessionEntry, TokenUsage, ToolStatus, TurnStatus,
 };
 
 pub const RECOVERED: &str = "An interrupted tool turn was recovered without executing commands.";
@@ -14,6 +15,120 @@ pub const BANNER: &str =
 pub const USER_PROMPT: &str = "You> ";
 pub const ASSISTANT: &str = "Assistant> ";
 pub const APPROVE_QUESTION: &str = "Approve this operation? [y/N] ";
+/// The answers the approval question takes, shown above it.
+pub const APPROVE_CHOICES: &str =
+    "y: approve once | n, or n: reason: deny | a: allow for this session | w: allow in this workspace";
+
+/// An answer to the approval question. Anything not recognised denies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalAnswer {
+    Approve,
+    Deny(Option<String>),
+    AllowSession,
+    AllowWorkspace,
+}
+
+/// `y`/`yes` approves, `a` and `w` allow (a rule is asked for next),
+/// `n: reason` denies with a reason; anything else denies.
+pub fn approval_answer(answer: &str) -> ApprovalAnswer {
+    let a = answer.trim();
+    if is_yes(a) {
+        return ApprovalAnswer::Approve;
+    }
+    if a.eq_ignore_ascii_case("a") {
+        return ApprovalAnswer::AllowSession;
+    }
+    if a.eq_ignore_ascii_case("w") {
+        return ApprovalAnswer::AllowWorkspace;
+    }
+    let reason = ["n:", "N:", "no:", "No:", "NO:"]
+        .iter()
+        .find_map(|p| a.strip_prefix(p))
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned);
+    ApprovalAnswer::Deny(reason)
+}
+
+/// The question for the rule of `a`/`w`, with the server's suggestion.
+pub fn rule_question(scope: RuleScope, suggested: Option<&RuleSpec>) -> String {
+    let place = match scope {
+        RuleScope::Session => "this session",
+        RuleScope::Workspace => "this workspace",
+    };
+    match suggested {
+        Some(rule) => format!(
+            "Allow in {place} commands starting with: [{}] (Enter accepts; type other words to change it, =words for one exact command, - to deny) ",
+            rule.command
+        ),
+        None => format!("Allow in {place} commands starting with: (type the words, =words for one exact command; Enter or - denies) "),
+    }
+}
+
+/// The rule an answer to [`rule_question`] asks for: an empty answer takes
+/// the suggestion, `=words` is an exact rule, other words a prefix rule.
+/// `None` (deny) when nothing is suggested or given.
+pub fn rule_answer(answer: &str, suggested: Option<&RuleSpec>) -> Option<RuleSpec> {
+    let a = answer.trim();
+    if a.is_empty() {
+        return suggested.cloned();
+    }
+    if a == "-" {
+        return None;
+    }
+    match a.strip_prefix('=') {
+        Some(exact) if !exact.trim().is_empty() => {
+            Some(RuleSpec { kind: RuleKind::Exact, command: exact.trim().to_owned() })
+        }
+        Some(_) => None,
+        None => Some(RuleSpec { kind: RuleKind::Prefix, command: a.to_owned() }),
+    }
+}
+
+/// What granting a rule does under `mode`: under `ask` rules apply to
+/// nothing until the mode changes, and the person is told so.
+pub fn granted_note(mode: ApprovalMode) -> Option<&'static str> {
+    (mode == ApprovalMode::Ask).then_some(
+        "[rule saved; the approval mode is `ask`, so rules approve nothing until you switch with /mode rules]",
+    )
+}
+
+/// `[approved by rule `npm test` (session); sandbox workspace-write]` for a
+/// call not simply approved by the person, or run in a sandbox.
+pub fn approval_note(approved_by: Option<&ApprovedBy>, sandbox: Option<SandboxMode>) -> Option<String> {
+    let by = approved_by.and_then(|a| match a.kind {
+        ApproverKind::User => None,
+        ApproverKind::Sandbox => Some("approved by the sandbox (sandboxed-auto)".to_owned()),
+        ApproverKind::Rule => Some(match &a.rule {
+            Some(rule) => format!("approved by rule `{}` ({})", rule.command, rule.scope.as_str()),
+            None => "approved by rule".to_owned(),
+        }),
+    });
+    let sandbox = sandbox.filter(|m| *m != SandboxMode::Off).map(|m| format!("sandbox {}", m.as_str()));
+    match (by, sandbox) {
+        (None, None) => None,
+        (Some(b), None) => Some(format!("[{b}]")),
+        (None, Some(s)) => Some(format!("[{s}]")),
+        (Some(b), Some(s)) => Some(format!("[{b}; {s}]")),
+    }
+}
+
+/// `/rules`: every rule in force with its id, and the workspace file.
+pub fn rules_list(list: &RulesListResult) -> String {
+    let mut out = String::new();
+    if list.rules.is_empty() {
+        out.push_str("No rules.\n");
+    }
+    for rule in &list.rules {
+        out.push_str(&format!("  {}  {} {} `{}`\n", rule.id, rule.scope.as_str(), rule.kind.as_str(), rule.command));
+    }
+    out.push_str(&format!("Workspace rules file: {}\n", list.workspace_file));
+    if let Some(error) = &list.workspace_file_error {
+        out.push_str(&format!("[the workspace rules file is ignored: {error}]\n"));
+    }
+    out.push_str("Remove one with /revoke ID.\n");
+    out
+}
 
 /// Only `y` or `yes` (any case, surrounding blanks ignored) agrees.
 pub fn is_yes(answer: &str) -> bool {
@@ -55,12 +170,14 @@ pub fn approval_screen(req: &ApprovalRequest) -> String {
         req.environment.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
     };
     format!(
-        "[Tool: bash]\n{}\nDirectory: {}\nEnvironment: {}\nLimits: timeout {}s, output {} bytes\n",
+        "[Tool: bash]\n{}\nDirectory: {}\nEnvironment: {}\nLimits: timeout {}s, output {} bytes\nSandbox: {} (approval mode {})\n{APPROVE_CHOICES}\n",
         command_line(&req.command),
         req.directory,
         env,
         req.limits.timeout_seconds,
         req.limits.output_limit_bytes,
+        req.sandbox.as_str(),
+        req.approval_mode.as_str(),
     )
 }
 
@@ -128,10 +245,13 @@ pub fn recovery_notice(rec: &RecoveryNotification) -> String {
     if rec.acknowledgement_required {
         out.push_str(UNKNOWN_RESULT);
         out.push('\n');
-        for (cmd, evidence) in unknown_commands(rec) {
-            out.push_str(&format!("  {}\n", command_line(&cmd)));
-            if let Some(summary) = evidence {
-                out.push_str(&format!("  {}\n", evidence_line(&summary)));
+        for call in unknown_commands(rec) {
+            out.push_str(&format!("  {}\n", command_line(&call.command)));
+            if let Some(note) = approval_note(call.approved_by.as_ref(), call.sandbox) {
+                out.push_str(&format!("  {note}\n"));
+            }
+            if let Some(evidence) = &call.evidence {
+                out.push_str(&format!("  {}\n", evidence_line(&evidence.summary)));
             }
         }
     }
@@ -144,9 +264,8 @@ pub fn evidence_line(summary: &str) -> String {
     format!("[Evidence: {summary}]")
 }
 
-/// Commands whose result is unknown in turns still awaiting acknowledgement,
-/// each with its supervisor's evidence summary when there is one.
-pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<(String, Option<String>)> {
+/// Calls whose result is unknown in turns still awaiting acknowledgement.
+pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<&RecoveredCallView> {
     let pending =
         |id: &str| rec.unacknowledged_turn_ids.is_empty() || rec.unacknowledged_turn_ids.iter().any(|t| t == id);
     rec.turns
@@ -154,7 +273,6 @@ pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<(String, Option<Strin
         .filter(|t| pending(&t.turn_id))
         .flat_map(|t| t.calls.iter())
         .filter(|c| c.result.status == ToolStatus::Unknown)
-        .map(|c| (c.command.clone(), c.evidence.as_ref().map(|e| e.summary.clone())))
         .collect()
 }
 
@@ -197,6 +315,10 @@ pub fn history(h: &HistoryResult) -> String {
             out.push_str("[Tool: bash]\n");
             out.push_str(&command_line(&call.command));
             out.push('\n');
+            if let Some(note) = approval_note(call.approved_by.as_ref(), call.sandbox) {
+                out.push_str(&note);
+                out.push('\n');
+            }
             match &call.result {
                 Some(r) => out.push_str(&result_line(r.status, r.exit_code)),
                 None => out.push_str("[Result: pending]"),
@@ -312,6 +434,28 @@ mod tests {
     }
 
     #[test]
+    fn approval_answers_and_rules() {
+        assert_eq!(approval_answer(" y "), ApprovalAnswer::Approve);
+        assert_eq!(approval_answer("a"), ApprovalAnswer::AllowSession);
+        assert_eq!(approval_answer("W"), ApprovalAnswer::AllowWorkspace);
+        assert_eq!(
+            approval_answer("n: use the test database"),
+            ApprovalAnswer::Deny(Some("use the test database".into()))
+        );
+        assert_eq!(approval_answer("n"), ApprovalAnswer::Deny(None));
+        assert_eq!(approval_answer("always"), ApprovalAnswer::Deny(None));
+        let suggested = RuleSpec { kind: RuleKind::Prefix, command: "npm test".into() };
+        assert_eq!(rule_answer("", Some(&suggested)), Some(suggested.clone()));
+        assert_eq!(rule_answer("-", Some(&suggested)), None);
+        assert_eq!(rule_answer("", None), None);
+        assert_eq!(rule_answer("npm run", Some(&suggested)).map(|r| r.command), Some("npm run".into()));
+        assert_eq!(
+            rule_answer("=make all", None),
+            Some(RuleSpec { kind: RuleKind::Exact, command: "make all".into() })
+        );
+    }
+
+    #[test]
     fn approval_screen_matches_the_book() {
         let req = ApprovalRequest {
             turn_id: "t".into(),
@@ -322,10 +466,13 @@ mod tests {
             directory: "/w".into(),
             environment: BTreeMap::from([("HOME".into(), "/h".into()), ("PATH".into(), "/usr/bin".into())]),
             limits: Limits { timeout_seconds: 120, output_limit_bytes: 65536 },
+            sandbox: SandboxMode::Off,
+            approval_mode: ApprovalMode::Ask,
+            suggested_rule: None,
         };
         assert_eq!(
             approval_screen(&req),
-            "[Tool: bash]\nCommand: \"echo milk >> shopping.txt\"\nDirectory: /w\nEnvironment: HOME=/h, PATH=/usr/bin\nLimits: timeout 120s, output 65536 bytes\n"
+            format!("[Tool: bash]\nCommand: \"echo milk >> shopping.txt\"\nDirectory: /w\nEnvironment: HOME=/h, PATH=/usr/bin\nLimits: timeout 120s, output 65536 bytes\nSandbox: off (approval mode ask)\n{APPROVE_CHOICES}\n")
         );
     }
 
@@ -349,6 +496,8 @@ mod tests {
                         output_tail: String::new(),
                         summary: "the command exited 0 after Mino stopped; it printed nothing".into(),
                     }),
+                    approved_by: None,
+                    sandbox: None,
                 }],
             }],
             acknowledgement_required: true,
@@ -360,6 +509,23 @@ mod tests {
         assert!(text.contains(UNKNOWN_RESULT));
         assert!(text.contains(
             "  Command: \"echo milk >> shopping.txt\"\n  [Evidence: the command exited 0 after Mino stopped; it printed nothing]\n"
+        ));
+
+        // A call a rule approved, run in a sandbox, says so.
+        let mut rec = rec;
+        let call = &mut rec.turns[0].calls[0];
+        call.approved_by = Some(ApprovedBy {
+            kind: ApproverKind::Rule,
+            rule: Some(mino_protocol::RuleView {
+                id: "rule-1".into(),
+                kind: RuleKind::Prefix,
+                command: "echo milk".into(),
+                scope: RuleScope::Workspace,
+            }),
+        });
+        call.sandbox = Some(SandboxMode::WorkspaceWrite);
+        assert!(recovery_notice(&rec).contains(
+            "  Command: \"echo milk >> shopping.txt\"\n  [approved by rule `echo milk` (workspace); sandbox workspace-write]\n"
         ));
     }
 

@@ -33,6 +33,10 @@ pub struct OpenOptions {
     /// itself; see ARCHITECTURE.md, "Command supervision").
     pub supervisor: PathBuf,
     pub limits: TurnLimits,
+    /// The approval mode to start in (`ask` when `None`).
+    pub approval_mode: Option<crate::policy::ApprovalMode>,
+    /// The sandbox mode to start in; `None` takes `MINO_SANDBOX`, else `off`.
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 /// An open application: the agent, its event stream, and what opening found.
@@ -55,6 +59,14 @@ pub struct App {
     pub store: SessionStore,
 }
 
+impl App {
+    /// The approval and sandbox modes in force, and one line saying what
+    /// the machine's sandbox enforces.
+    pub fn settings(&self) -> (crate::policy::Settings, String) {
+        self.agent.settings()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error("initializationOptions.cwd {} is not a directory", path.display())]
@@ -66,6 +78,9 @@ pub enum OpenError {
     /// A setting from the environment is invalid; the message names it.
     #[error("{0}")]
     Setting(ConfigError),
+    /// A sandbox mode this machine cannot enforce (never run weaker).
+    #[error("{0}")]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     #[error("the model client could not be set up: {0}")]
     Model(#[from] ModelError),
     #[error("Mino's home directory is unusable: {0}")]
@@ -80,9 +95,10 @@ impl From<ConfigError> for OpenError {
     fn from(e: ConfigError) -> Self {
         match e {
             ConfigError::Home(e) => OpenError::Home(e),
-            e @ (ConfigError::CommandTimeout { .. } | ConfigError::Provider(_) | ConfigError::File { .. }) => {
-                OpenError::Setting(e)
-            }
+            e @ (ConfigError::CommandTimeout { .. }
+            | ConfigError::Provider(_)
+            | ConfigError::File { .. }
+            | ConfigError::Sandbox { .. }) => OpenError::Setting(e),
         }
     }
 }
@@ -99,6 +115,15 @@ pub fn open(options: OpenOptions) -> Result<App, OpenError> {
 /// Everything that can fail without touching the session comes first, so a
 /// refused open writes nothing to it.
 pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<App, OpenError> {
+    // The sandbox before the session: a mode the machine cannot enforce is
+    // refused before anything is written.
+    let support = crate::sandbox::detect();
+    let settings = crate::policy::Settings {
+        approval_mode: options.approval_mode.unwrap_or_default(),
+        sandbox: options.sandbox.or(config.sandbox).unwrap_or_default(),
+    };
+    support.check(settings.sandbox)?;
+    tracing::info!(support = %crate::policy::support_line(&support), "command sandbox");
     let model = ModelClient::with_provider(config.provider, config.model)?;
     let model_name = model.config().model.clone();
     let home = config.home;
@@ -113,7 +138,8 @@ pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<A
     // A session's commands run where it was created, whichever directory opened it.
     let cwd = PathBuf::from(session.cwd());
     let bash = BashTool::new(cwd.clone(), config.command_limits, options.supervisor);
-    let (agent, events) = Agent::new(session, model, bash, instructions, options.limits);
+    let policy = crate::policy::Policy::open(&home, &cwd, support, settings)?;
+    let (agent, events) = Agent::with_policy(session, model, bash, instructions, options.limits, policy);
     Ok(App { agent, events, recovery, session_id, journal_path, cwd, model: model_name, title, store })
 }
 

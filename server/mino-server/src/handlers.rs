@@ -10,11 +10,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use mino_core::agent::Decision;
 use mino_core::agent::{AgentError, AgentEvent, Numbered, TurnLimits};
 use mino_core::bash;
+use mino_core::policy::{ApprovalMode, PolicyError};
 use mino_core::recovery::{RecoveredTurn, RecoveryReport};
-use mino_core::transcript::Turn;
-use mino_core::{agent::Agent, App, ApprovalDecision, OpenError, OpenOptions, Session, SessionError};
+use mino_core::rules::{Rule, RuleKind, RuleScope};
+use mino_core::sandbox::SandboxMode;
+use mino_core::transcript::{Approver, Turn};
+use mino_core::{agent::Agent, App, OpenError, OpenOptions, Session, SessionError};
 use mino_core::{ListScope, SessionStore, StoreError};
 use mino_protocol as wire;
 use serde_json::{json, Value};
@@ -152,14 +156,24 @@ pub fn service() -> (LspService<Backend>, tower_lsp_server::ClientSocket, Handle
         .custom_method(wire::method::SESSIONS_OPEN, Backend::sessions_open)
         .custom_method(wire::method::SESSIONS_RENAME, Backend::sessions_rename)
         .custom_method(wire::method::SESSIONS_DELETE, Backend::sessions_delete)
+        // Approval rules and settings.
+        .custom_method(wire::method::RULES_LIST, Backend::rules_list)
+        .custom_method(wire::method::RULES_REVOKE, Backend::rules_revoke)
+        .custom_method(wire::method::SETTINGS_UPDATE, Backend::settings_update)
         .finish();
     (service, socket, handle)
 }
 
 /// Methods whose params are all optional: the transport gives them `{}`
 /// when a request has no `params` member.
-pub const OPTIONAL_PARAMS: [&str; 4] =
-    [wire::method::ACKNOWLEDGE, wire::method::HISTORY, wire::method::SESSIONS_LIST, wire::method::SESSIONS_NEW];
+pub const OPTIONAL_PARAMS: [&str; 6] = [
+    wire::method::ACKNOWLEDGE,
+    wire::method::HISTORY,
+    wire::method::SESSIONS_LIST,
+    wire::method::SESSIONS_NEW,
+    wire::method::RULES_LIST,
+    wire::method::SETTINGS_UPDATE,
+];
 
 // ---------------------------------------------------------------- errors
 
@@ -215,6 +229,70 @@ fn agent_error(e: AgentError) -> Error {
         }
         AgentError::Closed => internal(AgentError::Closed.to_string()),
         AgentError::Switching => error(code::TURN_IN_PROGRESS, AgentError::Switching.to_string()),
+        AgentError::Policy(e @ (PolicyError::Sandbox(_) | PolicyError::UnknownRule(_))) => {
+            invalid_params(e.to_string())
+        }
+        AgentError::Policy(e @ PolicyError::File(_)) => {
+            tracing::warn!(error = %e, "the workspace rules file could not be changed");
+            error(wire::error_code::JOURNAL_FAILURE, e.to_string())
+        }
+    }
+}
+
+// ---------------------------------------------------------------- approval rules and settings
+
+fn sandbox_mode(mode: SandboxMode) -> wire::SandboxMode {
+    match mode {
+        SandboxMode::Off => wire::SandboxMode::Off,
+        SandboxMode::ReadOnly => wire::SandboxMode::ReadOnly,
+        SandboxMode::WorkspaceWrite => wire::SandboxMode::WorkspaceWrite,
+    }
+}
+
+fn core_sandbox_mode(mode: wire::SandboxMode) -> SandboxMode {
+    match mode {
+        wire::SandboxMode::Off => SandboxMode::Off,
+        wire::SandboxMode::ReadOnly => SandboxMode::ReadOnly,
+        wire::SandboxMode::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+    }
+}
+
+fn approval_mode(mode: ApprovalMode) -> wire::ApprovalMode {
+    match mode {
+        ApprovalMode::Ask => wire::ApprovalMode::Ask,
+        ApprovalMode::Rules => wire::ApprovalMode::Rules,
+        ApprovalMode::SandboxedAuto => wire::ApprovalMode::SandboxedAuto,
+    }
+}
+
+fn core_approval_mode(mode: wire::ApprovalMode) -> ApprovalMode {
+    match mode {
+        wire::ApprovalMode::Ask => ApprovalMode::Ask,
+        wire::ApprovalMode::Rules => ApprovalMode::Rules,
+        wire::ApprovalMode::SandboxedAuto => ApprovalMode::SandboxedAuto,
+    }
+}
+
+fn rule_view(rule: &Rule) -> wire::RuleView {
+    wire::RuleView {
+        id: rule.id().to_owned(),
+        kind: match rule.kind() {
+            RuleKind::Exact => wire::RuleKind::Exact,
+            RuleKind::Prefix => wire::RuleKind::Prefix,
+        },
+        command: rule.command().to_owned(),
+        scope: match rule.scope() {
+            RuleScope::Session => wire::RuleScope::Session,
+            RuleScope::Workspace => wire::RuleScope::Workspace,
+        },
+    }
+}
+
+fn approved_by(approver: &Approver) -> wire::ApprovedBy {
+    match approver {
+        Approver::User => wire::ApprovedBy { kind: wire::ApproverKind::User, rule: None },
+        Approver::Sandbox => wire::ApprovedBy { kind: wire::ApproverKind::Sandbox, rule: None },
+        Approver::Rule(rule) => wire::ApprovedBy { kind: wire::ApproverKind::Rule, rule: Some(rule_view(rule)) },
     }
 }
 
@@ -235,6 +313,44 @@ fn store_error(e: StoreError) -> Error {
         StoreError::InvalidInput(why) => invalid_params(why),
         e @ StoreError::Io { .. } => error(code::JOURNAL_FAILURE, e.to_string()),
     }
+}
+
+/// The longest denial reason accepted: it goes into the model's input.
+const MAX_DENIAL_REASON: usize = 4096;
+
+/// The agent's decision for `params`; a rule the matcher refuses, a reason
+/// on anything but a denial, or a missing rule is `-32602` (and the call
+/// stays pending).
+fn decision(params: &wire::ApprovalParams) -> Result<Decision> {
+    if params.reason.is_some() && params.decision != wire::Decision::Deny {
+        return Err(invalid_params("`reason` goes only with decision \"deny\""));
+    }
+    let scope = match params.decision {
+        wire::Decision::Approve => return Ok(Decision::Approve),
+        wire::Decision::Deny => {
+            if params.reason.as_ref().is_some_and(|r| r.len() > MAX_DENIAL_REASON) {
+                return Err(invalid_params(format!(
+                    "the denial reason is longer than {MAX_DENIAL_REASON} bytes; shorten it"
+                )));
+            }
+            return Ok(Decision::Deny { reason: params.reason.clone() });
+        }
+        wire::Decision::AllowSession => RuleScope::Session,
+        wire::Decision::AllowWorkspace => RuleScope::Workspace,
+    };
+    let Some(spec) = &params.rule else {
+        return Err(invalid_params(format!(
+            "decision {:?} needs `rule`: {{\"kind\": \"exact\" | \"prefix\", \"command\": \"...\"}}",
+            params.decision.as_str()
+        )));
+    };
+    let kind = match spec.kind {
+        wire::RuleKind::Exact => RuleKind::Exact,
+        wire::RuleKind::Prefix => RuleKind::Prefix,
+    };
+    let rule = Rule::new(Rule::new_id(), kind, &spec.command, scope)
+        .map_err(|e| invalid_params(format!("the rule was refused, nothing ran and the call still waits: {e}")))?;
+    Ok(Decision::Allow(rule))
 }
 
 // ---------------------------------------------------------------- vocabulary
@@ -300,6 +416,8 @@ fn recovered_turn(t: &RecoveredTurn) -> wire::RecoveredTurnView {
                     exit_code: c.exit_code,
                 },
                 evidence: c.evidence.as_ref().map(evidence),
+                approved_by: c.approver.as_ref().map(approved_by),
+                sandbox: c.sandbox.map(sandbox_mode),
             })
             .collect(),
     }
@@ -347,6 +465,8 @@ fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
                     exit_code: r.exit_code,
                 }),
                 evidence: session.evidence(turn, index).as_ref().map(evidence),
+                approved_by: c.approver().as_ref().map(approved_by),
+                sandbox: c.sandbox.map(sandbox_mode),
             })
             .collect(),
         status: status.map(turn_status),
@@ -384,14 +504,43 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
             let n = wire::Retrying { turn_id, seq, session_id, attempt, delay_ms, reason };
             message::<wire::notification::Retrying>(n)
         }
-        AgentEvent::ApprovalRequest { turn_id, call_id, command, directory, environment, limits: l } => {
-            let limits = limits(l);
-            let n =
-                wire::ApprovalRequest { turn_id, seq, session_id, call_id, command, directory, environment, limits };
+        AgentEvent::ApprovalRequest {
+            turn_id,
+            call_id,
+            command,
+            directory,
+            environment,
+            limits: l,
+            sandbox,
+            approval_mode: mode,
+            suggested_rule,
+        } => {
+            let n = wire::ApprovalRequest {
+                turn_id,
+                seq,
+                session_id,
+                call_id,
+                command,
+                directory,
+                environment,
+                limits: limits(l),
+                sandbox: sandbox_mode(sandbox),
+                approval_mode: approval_mode(mode),
+                suggested_rule: suggested_rule.map(|command| wire::RuleSpec { kind: wire::RuleKind::Prefix, command }),
+            };
             message::<wire::notification::ApprovalRequest>(n)
         }
-        AgentEvent::ToolStarted { turn_id, call_id, command } => {
-            message::<wire::notification::ToolStarted>(wire::ToolStarted { turn_id, seq, session_id, call_id, command })
+        AgentEvent::ToolStarted { turn_id, call_id, command, approver, sandbox } => {
+            let n = wire::ToolStarted {
+                turn_id,
+                seq,
+                session_id,
+                call_id,
+                command,
+                approved_by: approved_by(&approver),
+                sandbox: sandbox_mode(sandbox),
+            };
+            message::<wire::notification::ToolStarted>(n)
         }
         AgentEvent::ToolOutput { turn_id, call_id, stream, chunk } => {
             let stream = match stream {
@@ -443,6 +592,7 @@ fn open_error(e: OpenError) -> Error {
             tracing::warn!(error = %e, "the session could not be opened");
             session_unavailable(e.to_string())
         }
+        e @ OpenError::Sandbox(_) => invalid_params(e.to_string()),
         e @ (OpenError::WorkingDirectory(_)
         | OpenError::Setting(_)
         | OpenError::Model(_)
@@ -577,12 +727,37 @@ impl Backend {
     }
 
     async fn approval(&self, params: wire::ApprovalParams) -> Result<wire::EmptyResult> {
-        let decision = match params.decision {
-            wire::Decision::Approve => ApprovalDecision::Approved,
-            wire::Decision::Deny => ApprovalDecision::Denied,
-        };
-        self.agent()?.approve(&params.turn_id, &params.call_id, decision).map_err(agent_error)?;
+        let agent = self.agent()?;
+        let decision = decision(&params)?;
+        agent.decide(&params.turn_id, &params.call_id, decision).map_err(agent_error)?;
         Ok(wire::EmptyResult {})
+    }
+
+    async fn rules_list(&self, _: wire::RulesListParams) -> Result<wire::RulesListResult> {
+        let rules = self.agent()?.rules();
+        Ok(wire::RulesListResult {
+            rules: rules.rules.iter().map(rule_view).collect(),
+            workspace_file: rules.workspace_file.map(|p| p.display().to_string()).unwrap_or_default(),
+            workspace_file_error: rules.workspace_file_error,
+        })
+    }
+
+    async fn rules_revoke(&self, params: wire::RulesRevokeParams) -> Result<wire::EmptyResult> {
+        self.agent()?.revoke_rule(&params.id).await.map_err(agent_error)?;
+        Ok(wire::EmptyResult {})
+    }
+
+    async fn settings_update(&self, params: wire::SettingsUpdateParams) -> Result<wire::SettingsResult> {
+        let agent = self.agent()?;
+        let settings = agent
+            .update_settings(params.approval_mode.map(core_approval_mode), params.sandbox.map(core_sandbox_mode))
+            .map_err(|e| agent_error(e.into()))?;
+        let (_, support) = agent.settings();
+        Ok(wire::SettingsResult {
+            approval_mode: approval_mode(settings.approval_mode),
+            sandbox: sandbox_mode(settings.sandbox),
+            sandbox_support: support,
+        })
     }
 
     async fn acknowledge(&self, params: wire::AcknowledgeParams) -> Result<wire::AcknowledgeResult> {
@@ -644,8 +819,11 @@ impl LanguageServer for Backend {
             new_session: options.new_session,
             supervisor,
             limits: TurnLimits::default(),
+            approval_mode: options.approval_mode.map(core_approval_mode),
+            sandbox: options.sandbox.map(core_sandbox_mode),
         })
         .map_err(open_error)?;
+        let (settings, sandbox_support) = app.settings();
         let App { agent, events, recovery, session_id, journal_path, cwd, model: model_name, title, store } = app;
         let journal_path = journal_path.display().to_string();
         let recovery = recovery_notification(&session_id, &recovery);
@@ -665,6 +843,9 @@ impl LanguageServer for Backend {
             cwd: cwd.display().to_string(),
             model: model_name,
             title,
+            approval_mode: approval_mode(settings.approval_mode),
+            sandbox: sandbox_mode(settings.sandbox),
+            sandbox_support,
         };
         let mino = serde_json::to_value(mino).map_err(|e| internal(e.to_string()))?;
         Ok(InitializeResult {

@@ -50,18 +50,20 @@ fn banner(comment: &str) -> String {
     )
 }
 
-/// The wire name without the `mino/` prefix, as an identifier (a `/`
-/// starts a capital): `mino/turnStarted` → `turnStarted`,
-/// `mino/sessions/list` → `sessionsList`.
+/// The wire name without the `mino/` prefix, as an identifier:
+/// `mino/turnStarted` → `turnStarted`, `mino/rules/list` → `rulesList`
+/// (a `/` is not valid in a TypeScript or Lua key).
 fn short_name(method: &str) -> String {
     let mut parts = method.strip_prefix("mino/").unwrap_or(method).split('/');
-    let mut out = parts.next().unwrap_or_default().to_string();
+    let mut name = parts.next().unwrap_or_default().to_string();
     for part in parts {
         let mut chars = part.chars();
-        out.extend(chars.next().map(|c| c.to_ascii_uppercase()));
-        out.extend(chars);
+        if let Some(first) = chars.next() {
+            name.extend(first.to_uppercase());
+            name.push_str(chars.as_str());
+        }
     }
-    out
+    name
 }
 
 /// `TURN_IN_PROGRESS` → `turnInProgress`.
@@ -321,6 +323,7 @@ mod tests {
     fn names_are_derived_as_the_clients_spell_them() {
         assert_eq!(short_name("mino/approvalRequest"), "approvalRequest");
         assert_eq!(short_name("mino/sessions/list"), "sessionsList");
+        assert_eq!(short_name("mino/rules/list"), "rulesList");
         assert_eq!(lower_camel("ACKNOWLEDGEMENT_REQUIRED"), "acknowledgementRequired");
         assert_eq!(ts_message_suffix("ACKNOWLEDGEMENT_REQUIRED"), "_MESSAGE");
         assert_eq!(ts_message_suffix("ACKNOWLEDGEMENT_QUESTION"), "");

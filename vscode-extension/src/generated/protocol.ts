@@ -12,12 +12,25 @@ turnIds?: Array<string>, };
 
 export type AcknowledgeResult = { acknowledged: Array<string>, };
 
+/**
+ * When a command may run without the person's answer.
+ */
+export type ApprovalMode = "ask" | "rules" | "sandboxed-auto";
+
 export type ApprovalParams = { 
 /**
  * The turn of the call, as in its `mino/approvalRequest`: call ids
  * repeat across turns, so the pair names the call.
  */
-turnId: string, callId: string, decision: Decision, };
+turnId: string, callId: string, decision: Decision, 
+/**
+ * Only with `deny`: the model reads "Denied by the user: <reason>".
+ */
+reason?: string, 
+/**
+ * Required with `allowSession`/`allowWorkspace`: the rule to grant.
+ */
+rule?: RuleSpec, };
 
 export type ApprovalRequest = { turnId: string, seq: number, 
 /**
@@ -27,7 +40,27 @@ sessionId: string, callId: string, command: string, directory: string,
 /**
  * The complete environment the command will get (names and values).
  */
-environment: { [key in string]: string }, limits: Limits, };
+environment: { [key in string]: string }, limits: Limits, 
+/**
+ * The sandbox the command will run in if approved.
+ */
+sandbox: SandboxMode, approvalMode: ApprovalMode, 
+/**
+ * The command's first words as a prefix rule, for "allow for
+ * session/workspace"; absent when the command is not one plain command.
+ */
+suggestedRule?: RuleSpec, };
+
+/**
+ * Who approved a call; `rule` with `kind: "rule"` (the first rule that
+ * covered it).
+ */
+export type ApprovedBy = { kind: ApproverKind, rule?: RuleView, };
+
+/**
+ * Who approved a call.
+ */
+export type ApproverKind = "user" | "rule" | "sandbox";
 
 export type CancelParams = { turnId: string, };
 
@@ -38,7 +71,7 @@ export type ChatResult = { turnId: string, };
 /**
  * The person's decision on a call, in `mino/approval`.
  */
-export type Decision = "approve" | "deny";
+export type Decision = "approve" | "deny" | "allowSession" | "allowWorkspace";
 
 /**
  * The `{}` result of methods that only acknowledge.
@@ -78,7 +111,15 @@ result: ToolResultView | null,
 /**
  * What the command's supervisor saw; only beside an `unknown` result.
  */
-evidence?: Evidence, };
+evidence?: Evidence, 
+/**
+ * Who approved it; absent when it was not approved.
+ */
+approvedBy?: ApprovedBy, 
+/**
+ * The sandbox mode it ran in; absent when it never started.
+ */
+sandbox?: SandboxMode, };
 
 /**
  * Paging: without `limit` every turn (before `beforeTurnId`, if given);
@@ -132,7 +173,15 @@ session?: string,
 /**
  * Start a new session even if others exist.
  */
-newSession?: boolean, };
+newSession?: boolean, 
+/**
+ * The approval mode to start in (default `ask`).
+ */
+approvalMode?: ApprovalMode, 
+/**
+ * The sandbox mode to start in (default `MINO_SANDBOX`, else `off`).
+ */
+sandbox?: SandboxMode, };
 
 export type Limits = { timeoutSeconds: number, outputLimitBytes: number, };
 
@@ -147,7 +196,15 @@ export type RecoveredCallView = { callId: string, command: string, result: ToolR
 /**
  * What the command's supervisor saw; only beside an `unknown` result.
  */
-evidence?: Evidence, };
+evidence?: Evidence, 
+/**
+ * Who approved it; absent when it was not approved.
+ */
+approvedBy?: ApprovedBy, 
+/**
+ * The sandbox mode it ran in; absent when it never started.
+ */
+sandbox?: SandboxMode, };
 
 export type RecoveredTurnView = { turnId: string, status: TurnStatus, calls: Array<RecoveredCallView>, };
 
@@ -175,6 +232,45 @@ export type Retrying = { turnId: string, seq: number,
 sessionId: string, attempt: number, delayMs: number, reason: string, };
 
 /**
+ * How a rule compares a command's words.
+ */
+export type RuleKind = "exact" | "prefix";
+
+/**
+ * Where a rule holds.
+ */
+export type RuleScope = "session" | "workspace";
+
+/**
+ * A rule as a client asks for it (and as the server suggests it).
+ */
+export type RuleSpec = { kind: RuleKind, command: string, };
+
+/**
+ * A rule in force.
+ */
+export type RuleView = { id: string, kind: RuleKind, command: string, scope: RuleScope, };
+
+export type RulesListParams = Record<symbol, never>;
+
+export type RulesListResult = { rules: Array<RuleView>, 
+/**
+ * The workspace rules file's path (it may not exist yet).
+ */
+workspaceFile: string, 
+/**
+ * Why none of the file's rules apply (it names the line), when so.
+ */
+workspaceFileError?: string, };
+
+export type RulesRevokeParams = { id: string, };
+
+/**
+ * What a command may touch (`mino_core::sandbox::SandboxMode`).
+ */
+export type SandboxMode = "off" | "read-only" | "workspace-write";
+
+/**
  * What the server adds to `InitializeResult.capabilities.experimental.mino`.
  */
 export type ServerCapabilities = { sessionId: string, journalPath: string, cwd: string, model: string, 
@@ -182,7 +278,11 @@ export type ServerCapabilities = { sessionId: string, journalPath: string, cwd: 
  * The session's title: renamed, else its first question's first line;
  * `null` before the first question.
  */
-title: string | null, };
+title: string | null, approvalMode: ApprovalMode, sandbox: SandboxMode, 
+/**
+ * One line saying what this machine's sandbox enforces.
+ */
+sandboxSupport: string, };
 
 /**
  * One session in a list.
@@ -264,6 +364,14 @@ export type SessionsRenameParams = { sessionId: string,
  */
 title: string, };
 
+export type SettingsResult = { approvalMode: ApprovalMode, sandbox: SandboxMode, 
+/**
+ * One line saying what this machine's sandbox enforces.
+ */
+sandboxSupport: string, };
+
+export type SettingsUpdateParams = { approvalMode?: ApprovalMode, sandbox?: SandboxMode, };
+
 export type TextDelta = { turnId: string, seq: number, 
 /**
  * The session the turn belongs to.
@@ -301,7 +409,11 @@ export type ToolStarted = { turnId: string, seq: number,
 /**
  * The session the turn belongs to.
  */
-sessionId: string, callId: string, command: string, };
+sessionId: string, callId: string, command: string, approvedBy: ApprovedBy, 
+/**
+ * The sandbox mode the command runs in.
+ */
+sandbox: SandboxMode, };
 
 /**
  * How a tool call ended (`mino_core::ToolStatus` on the wire).
@@ -353,6 +465,9 @@ export const Method = {
   sessionsOpen: 'mino/sessions/open',
   sessionsRename: 'mino/sessions/rename',
   sessionsDelete: 'mino/sessions/delete',
+  rulesList: 'mino/rules/list',
+  rulesRevoke: 'mino/rules/revoke',
+  settingsUpdate: 'mino/settings/update',
 } as const;
 
 /** Server-to-client notifications. */
@@ -383,6 +498,9 @@ export interface RequestMap {
   'mino/sessions/open': { params: SessionsOpenParams; result: SessionInfo };
   'mino/sessions/rename': { params: SessionsRenameParams; result: EmptyResult };
   'mino/sessions/delete': { params: SessionsDeleteParams; result: SessionsDeleteResult };
+  'mino/rules/list': { params: RulesListParams; result: RulesListResult };
+  'mino/rules/revoke': { params: RulesRevokeParams; result: EmptyResult };
+  'mino/settings/update': { params: SettingsUpdateParams; result: SettingsResult };
 }
 
 /** Each notification method's params. */
@@ -402,7 +520,7 @@ export interface NotificationMap {
 
 export const TURN_STATUSES: readonly TurnStatus[] = ['completed', 'failed', 'cancelled', 'interrupted'] as const;
 export const TOOL_STATUSES: readonly ToolStatus[] = ['success', 'failed', 'refused', 'timed_out', 'cancelled', 'not_executed', 'unknown'] as const;
-export const DECISIONS: readonly Decision[] = ['approve', 'deny'] as const;
+export const DECISIONS: readonly Decision[] = ['approve', 'deny', 'allowSession', 'allowWorkspace'] as const;
 export const EVIDENCE_OUTCOMES: readonly EvidenceOutcome[] = ['exited', 'signalled', 'stopped_when_mino_stopped', 'timed_out'] as const;
 export const OUTPUT_STREAMS: readonly OutputStream[] = ['stdout', 'stderr'] as const;
 
