@@ -1709,6 +1709,14 @@ test("against the server: a session rule lets a later matching command run unask
   assert_eq(#wire("<-", "mino/rules/revoke"), 1, "revocations sent")
   vim.cmd("MinoRules")
   wait_note("no approval rules")
+
+  -- The history says so too, after a restart.
+  mino.restart()
+  wait_for("the restarted server's history", function()
+    return mino.client() ~= nil and mino.state.history_loaded
+  end, 15000)
+  assert_contains(buffer_text(), "**Tool call** `call_2`\n```sh\ntouch two.txt\n```\n"
+    .. "_Approved by rule `touch` (prefix, this session)._", "chat buffer after a restart")
 end)
 
 test("against the server: a rule the matcher refuses is shown and the question asked again", function()

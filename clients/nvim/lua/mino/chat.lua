@@ -753,7 +753,7 @@ function M.approval_decided(req, answer)
   elseif answer.decision == d.deny then
     line = answer.reason and ("_Denied %s: %s_"):format(call, md_text(answer.reason)) or ("_Denied %s._"):format(call)
   else
-    local scope = answer.decision == (d.allowSession or "allowSession") and "this session" or "this workspace"
+    local scope = answer.decision == d.allowSession and "this session" or "this workspace"
     line = ("_Approved %s, and from now on in %s every command starting with %s._"):format(call, scope,
       code_span(answer.rule and answer.rule.command or "?"))
     if req.approvalMode == "ask" then

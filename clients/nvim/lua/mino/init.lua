@@ -22,16 +22,6 @@ M.ACK_QUESTION = protocol.messages.ACKNOWLEDGEMENT_QUESTION
 M.METHOD_NOT_FOUND = -32601
 M.INVALID_PARAMS = -32602
 
---- A request method by its wire name, as the generated table spells it.
-local function wire_method(name)
-  for _, m in pairs(method) do
-    if m == name then
-      return m
-    end
-  end
-  return name
-end
-
 local defaults = {
   --- Path or name (looked up on $PATH) of the server binary.
   server_path = "mino-server",
@@ -594,8 +584,7 @@ local function on_approval_choice(asked, choice)
       decide(asked, { decision = d.deny, reason = reason })
     end)
   elseif (choice == c.allow_session or choice == c.allow_workspace) and suggested_rule(asked.req) then
-    local decision = choice == c.allow_session and (d.allowSession or "allowSession")
-      or (d.allowWorkspace or "allowWorkspace")
+    local decision = choice == c.allow_session and d.allowSession or d.allowWorkspace
     input_safely(RULE_PROMPTS[decision], suggested_rule(asked.req).command, "mino.approval.rule", function(rule)
       if asked.decided then
         return
@@ -1291,7 +1280,7 @@ function M.rules()
   if not M.start() then
     return
   end
-  M.request(wire_method("mino/rules/list"), vim.empty_dict(), function(err, result)
+  M.request(method.rulesList, vim.empty_dict(), function(err, result)
     if err then
       notify("cannot list rules: " .. format_error(err), vim.log.levels.ERROR)
       return
@@ -1319,7 +1308,7 @@ function M.rules()
         if not yes then
           return
         end
-        M.request(wire_method("mino/rules/revoke"), { id = rule.id }, function(e)
+        M.request(method.rulesRevoke, { id = rule.id }, function(e)
           if e then
             notify("revoke refused: " .. format_error(e), vim.log.levels.ERROR)
             return
