@@ -20,9 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
-    CancelNotification, InitializeRequest, LoadSessionRequest, LoadSessionResponse,
-    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, StopReason,
+    CancelNotification, InitializeRequest, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, StopReason,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{ByteStreams, Client, Responder, V1};
@@ -69,13 +68,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 type Error = agent_client_protocol::Error;
 
+/// `-32602` with a message saying what is wrong and how to fix it.
 fn invalid_params(message: impl Into<String>) -> Error {
-    Error::invalid_params().data(serde_json::json!({ "message": message.into() }))
+    Error::new(agent_client_protocol::ErrorCode::INVALID_PARAMS, message)
 }
 
 fn internal(message: impl Into<String>) -> Error {
-    let message = message.into();
-    Error::new(Error::internal_error().code, message)
+    Error::new(agent_client_protocol::ErrorCode::INTERNAL_ERROR, message)
 }
 
 fn agent_error(e: AgentError) -> Error {
@@ -108,7 +107,9 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: NewSessionRequest, responder: Responder<NewSessionResponse, V1>, cx: ConnectionTo<Client>| {
+            async move |request: NewSessionRequest,
+                        responder: Responder<NewSessionResponse, V1>,
+                        cx: ConnectionTo<Client>| {
                 let server = s1.clone();
                 tokio::spawn(async move {
                     let mcp = translate::mcp_server_names(&request.mcp_servers);
@@ -127,7 +128,9 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: LoadSessionRequest, responder: Responder<LoadSessionResponse, V1>, cx: ConnectionTo<Client>| {
+            async move |request: LoadSessionRequest,
+                        responder: Responder<LoadSessionResponse, V1>,
+                        cx: ConnectionTo<Client>| {
                 let server = s2.clone();
                 tokio::spawn(async move {
                     let mcp = translate::mcp_server_names(&request.mcp_servers);
@@ -246,9 +249,9 @@ impl Server {
 
     async fn prompt(&self, request: PromptRequest, cx: ConnectionTo<Client>) -> Result<StopReason, Error> {
         let id = request.session_id.0.to_string();
-        let session = self
-            .session(&id)
-            .ok_or_else(|| invalid_params(format!("session {id} is not open here; send session/new or session/load first")))?;
+        let session = self.session(&id).ok_or_else(|| {
+            invalid_params(format!("session {id} is not open here; send session/new or session/load first"))
+        })?;
         let text = translate::prompt_text(&request.prompt)?;
         let mut ended = session.prompting.try_lock().map_err(|_| {
             invalid_params(format!("session {id} is still answering a prompt; wait for it or send session/cancel"))
@@ -316,12 +319,13 @@ async fn forward_events(
     let mut calls = translate::LiveCalls::default();
     while let Some(Numbered { event, .. }) = events.recv().await {
         let command_of = |turn_id: &str, call_id: &str| {
-            agent.with_session(|s| {
-                let turn = s.transcript().turn(turn_id);
-                // The call's result was just recorded: the last call with this id.
-                turn.and_then(|t| t.calls.iter().rev().find(|c| c.call_id == call_id)).map(|c| c.command())
-            })
-            .unwrap_or_else(|| call_id.to_string())
+            agent
+                .with_session(|s| {
+                    let turn = s.transcript().turn(turn_id);
+                    // The call's result was just recorded: the last call with this id.
+                    turn.and_then(|t| t.calls.iter().rev().find(|c| c.call_id == call_id)).map(|c| c.command())
+                })
+                .unwrap_or_else(|| call_id.to_string())
         };
         let out = calls.translate(&session_id, event, command_of);
         for update in out.updates {

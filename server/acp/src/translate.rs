@@ -308,7 +308,12 @@ pub struct LiveCalls {
 }
 
 impl LiveCalls {
-    pub fn translate(&mut self, session_id: &str, event: AgentEvent, command_of: impl Fn(&str, &str) -> String) -> Translated {
+    pub fn translate(
+        &mut self,
+        session_id: &str,
+        event: AgentEvent,
+        command_of: impl Fn(&str, &str) -> String,
+    ) -> Translated {
         let mut out = Translated::default();
         match event {
             AgentEvent::TurnStarted { turn_id, .. } => *self = LiveCalls { turn_id, ..LiveCalls::default() },

@@ -27,7 +27,6 @@ const LIMIT: Duration = Duration::from_secs(60);
 const UNKNOWN_OUTPUT: &str =
     "Execution was started but its result was not saved. The operation may have happened. Do not automatically retry it.";
 
-
 /// What the client saw, and the answers it gives to permission requests
 /// (option ids, in order; `None` answers `cancelled`).
 #[derive(Default)]
@@ -109,14 +108,22 @@ async fn open_new(cx: &ConnectionTo<Agent>, workspace: &Path) -> Result<String, 
     Ok(created.session_id.0.to_string())
 }
 
-async fn prompt(cx: &ConnectionTo<Agent>, session: &str, text: &str) -> Result<PromptResponse, agent_client_protocol::Error> {
+async fn prompt(
+    cx: &ConnectionTo<Agent>,
+    session: &str,
+    text: &str,
+) -> Result<PromptResponse, agent_client_protocol::Error> {
     let blocks = vec![ContentBlock::Text(TextContent::new(text))];
     cx.send_request(PromptRequest::new(session.to_string(), blocks)).block_task().await
 }
 
 fn tool_updates(seen: &Shared) -> Vec<Value> {
     let seen = seen.lock().expect("seen");
-    seen.updates.iter().filter(|u| u["sessionUpdate"].as_str().is_some_and(|k| k.starts_with("tool_call"))).cloned().collect()
+    seen.updates
+        .iter()
+        .filter(|u| u["sessionUpdate"].as_str().is_some_and(|k| k.starts_with("tool_call")))
+        .cloned()
+        .collect()
 }
 
 fn dirs() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
@@ -144,7 +151,8 @@ async fn acp_prompt_runs_an_approved_command_and_ends_the_turn() {
     assert_eq!(result.expect("prompt answered").stop_reason, StopReason::EndTurn);
     assert_eq!(std::fs::read_to_string(workspace.join("greeting.txt")).expect("the command ran"), "hello\n");
     let question = seen.lock().expect("seen").questions[0].clone();
-    let kinds: Vec<&str> = question["options"].as_array().expect("options").iter().filter_map(|o| o["kind"].as_str()).collect();
+    let kinds: Vec<&str> =
+        question["options"].as_array().expect("options").iter().filter_map(|o| o["kind"].as_str()).collect();
     assert_eq!(kinds, ["allow_once", "reject_once"], "no allow_always: approval rules are not mapped");
     let tools = tool_updates(&seen);
     let statuses: Vec<&str> = tools.iter().map(|u| u["status"].as_str().unwrap_or("pending")).collect();
@@ -153,7 +161,6 @@ async fn acp_prompt_runs_an_approved_command_and_ends_the_turn() {
     assert_eq!(tools[0]["kind"], "execute");
     assert_eq!(tools[2]["rawOutput"]["minoResult"], "success");
 }
-
 
 #[tokio::test]
 async fn acp_gate_after_sigkill_refuses_then_acknowledges() {
@@ -203,7 +210,8 @@ async fn acp_gate_after_sigkill_refuses_then_acknowledges() {
     let questions = seen.lock().expect("seen").questions.clone();
     assert_eq!(questions.len(), 2, "one gate question per prompt");
     assert_eq!(questions[0]["toolCall"]["toolCallId"], loaded["toolCallId"]);
-    let names: Vec<&str> = questions[0]["options"].as_array().expect("options").iter().filter_map(|o| o["name"].as_str()).collect();
+    let names: Vec<&str> =
+        questions[0]["options"].as_array().expect("options").iter().filter_map(|o| o["name"].as_str()).collect();
     assert_eq!(names, ["I understand these commands may already have run", "Not now"]);
     let requests = mock.requests();
     assert_eq!(requests.len(), requests_before + 1, "only the acknowledged prompt reached the model");
