@@ -385,3 +385,83 @@ impl LiveCalls {
         id
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(t: &str) -> ContentBlock {
+        typed(json!({ "type": "text", "text": t }))
+    }
+
+    #[test]
+    fn turn_ends_map_to_their_stop_reasons_and_failures_to_errors_with_minos_reason() {
+        let reason = |r: &str| Some(r.to_string());
+        assert_eq!(stop_reason(TurnStatus::Completed, None, "turn-1").ok(), Some(StopReason::EndTurn));
+        assert_eq!(
+            stop_reason(TurnStatus::Cancelled, reason("cancelled by the user"), "turn-1").ok(),
+            Some(StopReason::Cancelled)
+        );
+        let limit = reason("limit reached: at most 8 model requests per turn");
+        assert_eq!(stop_reason(TurnStatus::Failed, limit, "turn-1").ok(), Some(StopReason::MaxTurnRequests));
+        let cut = reason("the model's answer was cut short (max_output_tokens)");
+        assert_eq!(stop_reason(TurnStatus::Failed, cut, "turn-1").ok(), Some(StopReason::MaxTokens));
+        let filtered = reason("the model's answer was cut short (content_filter)");
+        assert_eq!(stop_reason(TurnStatus::Failed, filtered, "turn-1").ok(), Some(StopReason::Refusal));
+        let error = stop_reason(TurnStatus::Failed, reason("model error 500: overloaded"), "turn-3")
+            .expect_err("a failed turn is an error");
+        assert_eq!(error.message, "model error 500: overloaded");
+        assert_eq!(error.data, Some(json!({ "turnId": "turn-3", "minoTurnStatus": "failed" })));
+    }
+
+    #[test]
+    fn prompts_keep_text_and_embedded_context_and_refuse_images_by_name() {
+        let context: ContentBlock = typed(json!({
+            "type": "resource",
+            "resource": { "uri": "file:///w/list.txt", "text": "milk\n", "mimeType": "text/plain" },
+        }));
+        let prompt = prompt_text(&[text("Is it on "), text("the list?"), context]).expect("text prompt");
+        assert!(prompt.starts_with("Is it on the list?"));
+        assert!(prompt.contains("<context uri=\"file:///w/list.txt\">\nmilk\n\n</context>"));
+        let image: ContentBlock = typed(json!({ "type": "image", "data": "AAAA", "mimeType": "image/png" }));
+        let refused = prompt_text(&[text("look"), image]).expect_err("images are not offered");
+        assert!(refused.message.contains("\"image\""), "{}", refused.message);
+        assert!(prompt_text(&[text("  ")]).is_err(), "an empty prompt is refused");
+    }
+
+    #[test]
+    fn results_other_than_success_are_failed_with_minos_status_named() {
+        let unknown = result_fields("rm -rf build", ToolStatus::Unknown, UNKNOWN_OUTPUT, None);
+        assert_eq!(unknown["status"], "failed");
+        assert_eq!(unknown["title"], "Result unknown: rm -rf build");
+        assert_eq!(unknown["rawOutput"], json!({ "minoResult": "unknown" }));
+        assert_eq!(unknown["_meta"], json!({ "minoStatus": "unknown" }));
+        assert_eq!(unknown["content"][0]["content"]["text"], UNKNOWN_OUTPUT);
+        let not_run = result_fields("ls", ToolStatus::NotExecuted, mino_core::recovery::NOT_EXECUTED_OUTPUT, None);
+        assert_eq!(not_run["title"], "Not executed: ls");
+        assert_eq!(not_run["status"], "failed");
+        let ran = result_fields("false", ToolStatus::Failed, "", Some(1));
+        assert_eq!((ran["status"].as_str(), ran["title"].as_str()), (Some("failed"), Some("false")));
+        assert_eq!(ran["rawOutput"], json!({ "minoResult": "failed", "exitCode": 1 }));
+        assert_eq!(result_fields("true", ToolStatus::Success, "", Some(0))["status"], "completed");
+    }
+
+    #[test]
+    fn the_gate_offers_exactly_two_options_and_never_allow_always() {
+        let options = gate_options();
+        assert_eq!(
+            options,
+            json!([
+                { "optionId": "acknowledge", "name": "I understand these commands may already have run", "kind": "allow_once" },
+                { "optionId": "not-now", "name": "Not now", "kind": "reject_once" },
+            ])
+        );
+    }
+
+    #[test]
+    fn mcp_servers_offered_are_named_in_the_notice() {
+        assert_eq!(mcp_notice(&[]), None);
+        let notice = mcp_notice(&["github".into(), "files".into()]).expect("a notice");
+        assert!(notice.contains("github, files"), "{notice}");
+    }
+}
