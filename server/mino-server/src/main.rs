@@ -24,6 +24,9 @@ fn main() -> anyhow::Result<()> {
     }
     // `--acp`: the Agent Client Protocol front door (docs/acp.md), same core.
     let acp = args.first().map(String::as_str) == Some("--acp");
+    if acp && args.len() > 1 {
+        anyhow::bail!("--acp takes no other argument (got {:?}); try --help", &args[1..]);
+    }
     match args.first().map(String::as_str).filter(|_| !acp) {
         Some("--version" | "-V") => {
             // Not the protocol stream: the server is not serving.
