@@ -13,6 +13,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activate, deactivate } from '../src/extension';
 import { ACKNOWLEDGEMENT_QUESTION } from '../src/protocol';
+import { ALL_FOLDERS_LABEL } from '../src/sessions';
 import {
   deliver,
   launchChromium,
@@ -24,7 +25,7 @@ import {
   type PageProbe,
   type WebviewHost,
 } from './browser';
-import { missingBinaries, MockModel, SERVER_BIN, tempDir } from './helpers';
+import { missingBinaries, MockModel, SERVER_BIN, serverHas, tempDir } from './helpers';
 import { clients, settings } from './mocks/languageclient';
 import * as fake from './mocks/vscode';
 
@@ -145,3 +146,71 @@ describe.skipIf(SKIP_WEBVIEW)('extension + real mino-server + webview in chromiu
     expect(probe.pageErrors).toEqual([]);
   });
 });
+
+const NO_SESSIONS = 'the mino-server binary has no mino/sessions/* yet';
+describe.skipIf(SKIP_WEBVIEW || !serverHas('mino/sessions/list'))(
+  `sessions through the extension, the real server and the webview${serverHas('mino/sessions/list') ? '' : ` (skipped: ${NO_SESSIONS})`}`,
+  () => {
+    it('New Chat empties the panel and names it after its first question; Sessions reopens the first chat with its history', async () => {
+      await deactivate();
+      for (const d of context?.subscriptions.splice(0) ?? []) d.dispose();
+      const home = tempDir('e2e-home');
+      const cwd = tempDir('e2e-cwd');
+      fake.mock.reset();
+      clients.length = 0;
+      settings.mode = 'process';
+      process.env.MINO_HOME = home;
+      process.env.OPENAI_API_KEY = 'sk-e2e';
+      fake.mock.workspaceFolder = cwd;
+      fake.mock.config.set('mino.serverPath', SERVER_BIN);
+      fake.mock.config.set('mino.baseUrl', mock.baseUrl);
+      fake.mock.config.set('mino.model', 'mock-model');
+      context = fake.createExtensionContext();
+      const api = activate(context as any);
+      await page?.context().close();
+      ({ page, probe } = await newWebviewPage(browser));
+      const view = fake.createFakeWebviewView({
+        cspSource: webHost.origin,
+        asWebviewUri: (u) => ({ toString: () => `${webHost.origin}/dist/${path.basename(u.fsPath)}` }),
+        onPost: (m) => void deliver(page, m).catch(() => undefined),
+      });
+      await page.exposeFunction('__toHost', (m: unknown) => view.webview.receive(m));
+      fake.mock.viewProviders.get('mino.chat')!.provider.resolveWebviewView(view, {}, {});
+      webHost.html = view.webview.html;
+      await page.goto(`${webHost.origin}/`);
+      await expect.poll(() => api.server.state, { timeout: 15000 }).toBe('ready');
+      const input = page.locator('#input');
+      const title = page.locator('#session-title');
+      await expect.poll(() => title.textContent()).toBe('New chat');
+
+      const ask = async (question: string, answer: string) => {
+        await mock.script([{ type: 'text', deltas: [answer] }]);
+        await expect.poll(() => page.locator('#send').isDisabled()).toBe(false);
+        await input.fill(question);
+        await input.press('Enter');
+        await expect.poll(() => page.locator('.turn').last().locator('.assistant-text').textContent(), { timeout: 15000 }).toBe(answer);
+      };
+      await ask('Plan the release', 'Here is the plan.');
+      // The server named the session after the question.
+      await expect.poll(() => title.textContent(), { timeout: 15000 }).toBe('Plan the release');
+
+      await fake.commands.executeCommand('mino.newChat');
+      await expect.poll(() => title.textContent()).toBe('New chat');
+      expect(await page.locator('.turn').count()).toBe(0);
+      await ask('Write the notes', 'Notes written.');
+      await expect.poll(() => title.textContent(), { timeout: 15000 }).toBe('Write the notes');
+
+      const running = fake.commands.executeCommand('mino.sessions');
+      await expect.poll(() => (fake.mock.quickPicks.at(-1)?.items ?? []).length, { timeout: 15000 }).toBeGreaterThan(0);
+      const pick = fake.mock.quickPicks.at(-1)!;
+      expect(pick.items.map((i: any) => i.label)).toEqual(['Write the notes', 'Plan the release', ALL_FOLDERS_LABEL]);
+      pick.accept('Plan the release');
+      await running;
+      await expect.poll(() => title.textContent(), { timeout: 15000 }).toBe('Plan the release');
+      await expect.poll(() => page.locator('.turn .msg.user .text').allTextContents(), { timeout: 15000 }).toEqual(['Plan the release']);
+      await page.screenshot({ path: path.join(OUT, 'e2e-sessions.png'), fullPage: true });
+      expect(probe.cspViolations).toEqual([]);
+      expect(probe.pageErrors).toEqual([]);
+    });
+  },
+);
