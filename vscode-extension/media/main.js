@@ -523,15 +523,28 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     // The choices that open a form come before Approve and Deny in the DOM
     // (shown below them), so Shift+Tab from the input still reaches Deny first.
     const more = h('div', 'more-actions');
+    // Rules exist only where the server reports an approval mode. A command
+    // that is not one plain command has no suggested rule: no rule can cover it.
+    const rulesOffered = typeof p.approvalMode === 'string';
+    const ruleable = rulesOffered && !!(p.suggestedRule && typeof p.suggestedRule.command === 'string');
     for (const [choice, label] of [
       ['allowSession', 'Allow for session…'],
       ['allowWorkspace', 'Always allow in workspace…'],
       ['denyReason', 'Deny with reason…'],
     ]) {
+      const isAllow = choice !== 'denyReason';
+      if (isAllow && !rulesOffered) continue;
       const b = deliberateButton('secondary open-form ' + choice, label, () => openAnswerForm(card, p, choice));
       b.dataset.choice = choice;
       b.setAttribute('aria-describedby', question.id + ' ' + card.command.id);
+      if (isAllow && !ruleable) {
+        b.disabled = true;
+        b.dataset.keepDisabled = 'true';
+      }
       more.appendChild(b);
+    }
+    if (rulesOffered && !ruleable) {
+      more.appendChild(h('span', 'no-rule-note', 'No rule can cover this command: it is not one plain command.'));
     }
     for (const b of [approve, deny]) b.setAttribute('aria-describedby', question.id + ' ' + card.command.id);
     card.actions.append(question, more, approve, deny);
@@ -553,7 +566,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   }
 
   function setCardControlsDisabled(card, disabled) {
-    for (const c of card.actions.querySelectorAll('button, input')) /** @type {HTMLInputElement} */ (c).disabled = disabled;
+    for (const c of card.actions.querySelectorAll('button, input')) {
+      const control = /** @type {HTMLInputElement} */ (c);
+      control.disabled = disabled || control.dataset.keepDisabled === 'true';
+    }
   }
 
   const SANDBOX_LABELS = {
@@ -609,10 +625,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         return reason ? { reason } : {};
       };
     } else {
-      const suggested = p.suggestedRule && typeof p.suggestedRule.command === 'string' ? p.suggestedRule.command : null;
-      // Without a suggestion (the command is not plain) the rule starts as exactly this command.
-      const prefill = { prefix: suggested ?? p.command, exact: p.command };
-      let kind = suggested !== null ? 'prefix' : 'exact';
+      const prefill = { prefix: p.suggestedRule.command, exact: p.command };
+      let kind = 'prefix';
       const kinds = h('div', 'rule-kinds');
       kinds.setAttribute('role', 'radiogroup');
       kinds.setAttribute('aria-label', 'Rule kind');
@@ -642,6 +656,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       field.spellcheck = false;
       field.setAttribute('aria-label', 'Command the rule allows');
       formEl.appendChild(field);
+      if (p.approvalMode === 'ask') {
+        formEl.appendChild(h('div', 'answer-form-note',
+          'The approval mode is ask: this command runs now and the rule is kept, but later commands use it only once the mode is rules.'));
+      }
       answer = () => {
         const command = field.value.trim();
         if (!command) {

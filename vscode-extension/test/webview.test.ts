@@ -746,12 +746,31 @@ describe.skipIf(skip)('approval rules in the card', () => {
     await form.getByRole('button', { name: 'Always allow', exact: true }).click();
     expect(await form.locator('.answer-form-error').textContent()).toBe('Enter the command the rule allows.');
     expect(await approvals()).toHaveLength(1);
-    // A command that is not plain has no suggestion: the rule starts as exactly the command.
+    // A command that is not one plain command has no suggestion: no rule can cover it.
     await notify('mino/approvalRequest', ruleRequest('w1', 'call_x', 'ls | wc -l', null));
     const card2 = page.locator('.tool-card[data-call-id="call_x"]');
-    await card2.getByRole('button', { name: 'Allow for session…' }).click();
-    expect(await card2.locator('input.rule-command').inputValue()).toBe('ls | wc -l');
-    expect(await card2.getByRole('radio', { name: 'exactly this command' }).isChecked()).toBe(true);
+    expect(await card2.getByRole('button', { name: 'Allow for session…' }).isDisabled()).toBe(true);
+    expect(await card2.getByRole('button', { name: 'Always allow in workspace…' }).isDisabled()).toBe(true);
+    expect(await card2.locator('.no-rule-note').textContent()).toContain('not one plain command');
+    expect(await card2.getByRole('button', { name: 'Deny with reason…' }).isEnabled()).toBe(true);
+    // It stays so after a refused answer re-enables the card.
+    await card2.getByRole('button', { name: 'Deny', exact: true }).click();
+    await host({ type: 'error', request: 'approval', turnId: 'w1', callId: 'call_x', code: -32602, message: 'refused' });
+    expect(await card2.getByRole('button', { name: 'Approve' }).isEnabled()).toBe(true);
+    expect(await card2.getByRole('button', { name: 'Allow for session…' }).isDisabled()).toBe(true);
+  });
+
+  it('under the ask mode the rule form says the rule applies to later commands only once the mode is rules; a server without approval modes offers no rules', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'q1', seq: 0, input: 'Test.' });
+    await notify('mino/approvalRequest', { ...ruleRequest('q1', 'call_q', 'npm test', 'npm test'), approvalMode: 'ask' });
+    const card = page.locator('.tool-card[data-call-id="call_q"]');
+    await card.getByRole('button', { name: 'Allow for session…' }).click();
+    expect(await card.locator('.answer-form-note').textContent()).toContain('only once the mode is rules');
+    await notify('mino/approvalRequest', approvalRequest('q1', 'call_o', 'ls', 2));
+    const old = page.locator('.tool-card[data-call-id="call_o"]');
+    expect(await old.getByRole('button', { name: 'Allow for session…' }).count()).toBe(0);
+    expect(await old.getByRole('button', { name: 'Deny with reason…' }).count()).toBe(1);
   });
 
   it('Deny with reason… sends the reason; Enter in the field does not; Escape leaves the form without cancelling the turn', async () => {
