@@ -59,11 +59,20 @@ export class SessionCommands {
     private readonly output: vscode.OutputChannel,
   ) {}
 
-  private get workspaceCwd(): string | undefined {
-    return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-  }
-
-  private connectionOrSay(): MinoConnection | undefined {
+  /**
+   * The connection, once a server that is starting (the command opened the
+   * view, which starts it) is ready; else undefined, and the person is told.
+   */
+  private async connectionOrSay(): Promise<MinoConnection | undefined> {
+    if (this.server.state === 'starting') {
+      await new Promise<void>((resolve) => {
+        const sub = this.server.onDidChangeState((state) => {
+          if (state === 'starting') return;
+          sub.dispose();
+          resolve();
+        });
+      });
+    }
     const conn = this.server.connection;
     if (!conn) void vscode.window.showErrorMessage('Mino: the server is not running. Open the Mino view to start it.');
     return conn;
@@ -71,13 +80,14 @@ export class SessionCommands {
 
   /** Mino: New Chat — a new session in this workspace becomes current. */
   async newChat(): Promise<boolean> {
-    if (!this.connectionOrSay()) return false;
-    return this.switchTo({ cwd: this.workspaceCwd }, 'start a new chat');
+    if (!(await this.connectionOrSay())) return false;
+    // Without `cwd` the server starts it in its workspace (this folder).
+    return this.switchTo({}, 'start a new chat');
   }
 
   /** Opens `sessionId`; a refusal (turn running, held elsewhere) is shown and changes nothing. */
   async open(sessionId: string): Promise<boolean> {
-    if (!this.connectionOrSay()) return false;
+    if (!(await this.connectionOrSay())) return false;
     return this.switchTo({ sessionId }, 'open the session');
   }
 
@@ -95,7 +105,7 @@ export class SessionCommands {
 
   /** Mino: Sessions — this workspace's sessions (or every folder's) in a quick pick. */
   async showSessions(): Promise<void> {
-    const conn = this.connectionOrSay();
+    const conn = await this.connectionOrSay();
     if (!conn) return;
     const pick = vscode.window.createQuickPick<SessionPickItem>();
     pick.title = 'Mino: Sessions';
@@ -163,7 +173,7 @@ export class SessionCommands {
 
   /** A modal question whose default is Cancel; true when the session was trashed. */
   async confirmAndDelete(entry: SessionEntry): Promise<boolean> {
-    const conn = this.connectionOrSay();
+    const conn = await this.connectionOrSay();
     if (!conn) return false;
     const cancel: vscode.MessageItem = { title: 'Cancel', isCloseAffordance: true };
     const remove: vscode.MessageItem = { title: 'Delete' };
@@ -190,7 +200,7 @@ export class SessionCommands {
 
   /** Mino: Rename Session — the current session's title, from an input box. */
   async renameCurrent(): Promise<void> {
-    if (!this.connectionOrSay()) return;
+    if (!(await this.connectionOrSay())) return;
     const session = this.server.session;
     if (!session) return;
     const title = await vscode.window.showInputBox({
@@ -226,7 +236,7 @@ export class SessionCommands {
 
   /** Mino: Rules — the approval rules in force, each with a revoke button. */
   async showRules(): Promise<void> {
-    const conn = this.connectionOrSay();
+    const conn = await this.connectionOrSay();
     if (!conn) return;
     type RuleItem = vscode.QuickPickItem & { rule?: RuleView };
     const pick = vscode.window.createQuickPick<RuleItem>();

@@ -671,7 +671,22 @@ describe('sessions: title bar, quick pick, switch, rename, delete', () => {
     expect(api.server.session?.sessionId).toBe('s1');
   });
 
-  it('New Chat opens a new session of this workspace and focuses a cleared input', async () => {
+  it('New Chat run before the view was ever shown waits for the server the view starts', async () => {
+    await deactivate();
+    for (const d of context.subscriptions.splice(0)) d.dispose();
+    fake.mock.reset();
+    clients.length = 0;
+    fake.mock.config.set('mino.serverPath', serverBin);
+    context = fake.createExtensionContext();
+    api = activate(context as any);
+    // VS Code shows the view on the command's focus request: that starts the server.
+    fake.mock.commands.set('mino.chat.focus', () => void openView());
+    await fake.commands.executeCommand('mino.newChat');
+    expect(fake.mock.errorMessages).toEqual([]);
+    expect(client().requests.filter((r) => r.method === 'mino/sessions/new')).toHaveLength(1);
+  });
+
+  it('New Chat opens a new session of this workspace (the server\'s default) and focuses a cleared input', async () => {
     const c = client();
     serveSessions(c);
     c.replies.set('mino/sessions/new', { sessionId: 's7', journalPath: '/tmp/s7.jsonl', cwd: '/tmp/mino-workspace', title: null });
@@ -679,7 +694,7 @@ describe('sessions: title bar, quick pick, switch, rename, delete', () => {
     await settle();
     await fake.commands.executeCommand('mino.newChat');
     await settle();
-    expect(c.requests.filter((r) => r.method === 'mino/sessions/new')).toEqual([{ method: 'mino/sessions/new', params: { cwd: '/tmp/mino-workspace' } }]);
+    expect(c.requests.filter((r) => r.method === 'mino/sessions/new')).toEqual([{ method: 'mino/sessions/new', params: {} }]);
     expect(firstView.webview.posted).toContainEqual({ type: 'session', session: { sessionId: 's7', title: null } });
     expect(firstView.webview.posted).toContainEqual({ type: 'history', history: { sessionId: 's7', turns: [], hasMore: false } });
     expect(firstView.webview.posted).toContainEqual({ type: 'focus', clear: true });
