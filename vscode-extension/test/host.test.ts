@@ -679,9 +679,18 @@ describe('sessions: title bar, quick pick, switch, rename, delete', () => {
     fake.mock.config.set('mino.serverPath', serverBin);
     context = fake.createExtensionContext();
     api = activate(context as any);
-    // VS Code shows the view on the command's focus request: that starts the server.
+    // VS Code shows the view on the command's focus request: that starts the server, which takes a while.
     fake.mock.commands.set('mino.chat.focus', () => void openView());
-    await fake.commands.executeCommand('mino.newChat');
+    const origStart = LanguageClient.prototype.start;
+    LanguageClient.prototype.start = async function (this: LanguageClient) {
+      await new Promise((r) => setTimeout(r, 20));
+      return origStart.call(this);
+    };
+    try {
+      await fake.commands.executeCommand('mino.newChat');
+    } finally {
+      LanguageClient.prototype.start = origStart;
+    }
     expect(fake.mock.errorMessages).toEqual([]);
     expect(client().requests.filter((r) => r.method === 'mino/sessions/new')).toHaveLength(1);
   });
