@@ -195,7 +195,12 @@ export class MinoServer implements vscode.Disposable {
     this.stateEmitter.fire(state);
   }
 
-  async start(options: { newSession?: boolean } = {}): Promise<void> {
+  /**
+   * `session` opens that session (a restart goes back to the one that was
+   * current, which is also the one whose recovery matters); `newSession` a
+   * fresh one; neither, the server's choice for the workspace.
+   */
+  async start(options: { newSession?: boolean; session?: string } = {}): Promise<void> {
     if (this.client) return;
     this.stopping = false;
     this._recovery = undefined;
@@ -231,6 +236,7 @@ export class MinoServer implements vscode.Disposable {
     };
     const initializationOptions: InitializationOptions = cwd ? { cwd } : {};
     if (options.newSession) initializationOptions.newSession = true;
+    else if (options.session) initializationOptions.session = options.session;
     const clientOptions: LanguageClientOptions = {
       // Mino is not a language server: no documents are synchronised.
       documentSelector: [],
@@ -350,10 +356,15 @@ export class MinoServer implements vscode.Disposable {
     this.setState('stopped');
   }
 
-  /** Stops the server (if running) and starts it again; `newSession` opens a fresh session. */
+  /**
+   * Stops the server (if running) and starts it again on the session that was
+   * current (after a switch, the workspace's most recent one may be another);
+   * `newSession` opens a fresh session.
+   */
   async restart(options: { newSession?: boolean } = {}): Promise<void> {
+    const session = options.newSession ? undefined : this._session?.sessionId;
     await this.stop();
-    await this.start(options);
+    await this.start(session ? { ...options, session } : options);
   }
 
   dispose(): void {

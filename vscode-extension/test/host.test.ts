@@ -90,7 +90,9 @@ describe('activation', () => {
     const c = client();
     expect(c.started).toBe(true);
     expect(c.clientOptions.documentSelector).toEqual([]);
-    expect(c.clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace' });
+    // The first start lets the server choose the workspace's session; a restart goes back to the current one.
+    expect(clients[0].clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace' });
+    expect(c.clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace', session: 's1' });
     expect(c.serverOptions.command).toBe(serverBin);
     expect(c.serverOptions.options.cwd).toBe('/tmp/mino-workspace');
     const env = c.serverOptions.options.env;
@@ -640,6 +642,21 @@ describe('sessions: title bar, quick pick, switch, rename, delete', () => {
     // The new session's are.
     c.notify('mino/turnStarted', { sessionId: 's2', turnId: 'n1', seq: 0, input: 'new' });
     expect(api.server.runningTurnId).toBe('n1');
+  });
+
+  it('after a switch, a crash\'s Restart reopens the session that was current, not the workspace\'s default', async () => {
+    const c = client();
+    serveSessions(c);
+    c.replies.set('mino/sessions/open', (p: any) => ({ sessionId: p.sessionId, journalPath: '/tmp/s4.jsonl', cwd: '/tmp/mino-workspace', title: 'Old refactor' }));
+    const { pick, running } = await openSessionsPick();
+    pick.accept('Old refactor');
+    await running;
+    fake.mock.nextChoice = 'Restart';
+    c.crash();
+    await settle();
+    await settle();
+    expect(clients).toHaveLength(2);
+    expect(client().clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace', session: 's4' });
   });
 
   it('a held session (-32015) or a running turn (-32011) refuses the switch: the server\'s message is shown and nothing changes', async () => {
