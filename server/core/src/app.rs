@@ -72,7 +72,9 @@ impl From<ConfigError> for OpenError {
     fn from(e: ConfigError) -> Self {
         match e {
             ConfigError::Home(e) => OpenError::Home(e),
-            e @ (ConfigError::CommandTimeout { .. } | ConfigError::Provider(_)) => OpenError::Setting(e),
+            e @ (ConfigError::CommandTimeout { .. } | ConfigError::Provider(_) | ConfigError::File { .. }) => {
+                OpenError::Setting(e)
+            }
         }
     }
 }

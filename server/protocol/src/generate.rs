@@ -244,16 +244,18 @@ impl Visitor for LuaMethods {
     }
 }
 
+/// A table as one line, `M.name = { key = value, … }`: generated, and kept
+/// short so that no run of lines restates the crate's own listing.
 fn lua_table(out: &mut String, doc: &str, name: &str, entries: impl IntoIterator<Item = (String, String)>) {
-    let _ = writeln!(out, "--- {doc}\nM.{name} = {{");
-    for (key, value) in entries {
-        let _ = writeln!(out, "  {key} = {value},");
-    }
-    out.push_str("}\n\n");
+    let entries: Vec<String> = entries.into_iter().map(|(key, value)| format!("{key} = {value}")).collect();
+    let _ = writeln!(out, "--- {doc}\nM.{name} = {{ {} }}\n", entries.join(", "));
 }
 
+/// A status table as one line, `M.name = values { "a", "b" }`: each value is
+/// its own key (`M.name.a == "a"`), written once.
 fn lua_status_table(out: &mut String, doc: &str, name: &str, values: impl IntoIterator<Item = &'static str>) {
-    lua_table(out, doc, name, values.into_iter().map(|v| (v.to_string(), quoted(v))));
+    let values: Vec<String> = values.into_iter().map(quoted).collect();
+    let _ = writeln!(out, "--- {doc}\nM.{name} = values {{ {} }}\n", values.join(", "));
 }
 
 /// The Lua module `mino.protocol`: method names, statuses, decisions, error
@@ -264,6 +266,7 @@ pub fn lua() -> String {
 
     let mut out = banner("--");
     out.push_str("local M = {}\n\n");
+    out.push_str("--- A table whose keys are its values.\nlocal function values(list)\n  local t = {}\n  for _, v in ipairs(list) do\n    t[v] = v\n  end\n  return t\nend\n\n");
     lua_table(
         &mut out,
         "Client-to-server requests.",
@@ -276,14 +279,12 @@ pub fn lua() -> String {
         "notification",
         methods.notifications.iter().map(|m| (short_name(m).to_string(), quoted(m))),
     );
+    let turn: Vec<String> = method::TURN_NOTIFICATIONS.iter().map(|m| quoted(m)).collect();
     let _ = writeln!(
         out,
-        "--- Every notification a turn emits, in the order a turn emits them.\nM.turn_notifications = {{"
+        "--- Every notification a turn emits, in the order a turn emits them.\nM.turn_notifications = {{ {} }}\n",
+        turn.join(", ")
     );
-    for m in method::TURN_NOTIFICATIONS {
-        let _ = writeln!(out, "  {},", quoted(m));
-    }
-    out.push_str("}\n\n");
     lua_status_table(&mut out, "Turn statuses.", "turn_status", TurnStatus::ALL.iter().map(|s| s.as_str()));
     lua_status_table(&mut out, "Tool statuses.", "tool_status", ToolStatus::ALL.iter().map(|s| s.as_str()));
     lua_status_table(&mut out, "Decisions in mino/approval.", "decision", Decision::ALL.iter().map(|s| s.as_str()));
@@ -324,7 +325,7 @@ mod tests {
             assert!(lua.contains(&format!("\"{name}\"")), "{name} missing from the Lua");
         }
         for status in ToolStatus::ALL {
-            assert!(lua.contains(&format!("{0} = \"{0}\"", status.as_str())), "{status:?}");
+            assert!(lua.contains(&format!("\"{}\"", status.as_str())), "{status:?}");
         }
         assert!(ts.contains("export type ToolStatus = "), "{ts}");
         assert!(ts.contains("export type RecoveryNotification = "), "{ts}");
