@@ -575,7 +575,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   const SANDBOX_LABELS = {
     off: 'off: the command runs with your permissions',
     'read-only': 'read-only: no writes, no network',
-    'workspace-write': 'workspace-write: writes only in the workspace, no network',
+    'workspace-write': 'workspace-write: writes only in the workspace and a temporary folder, no network',
   };
   const APPROVAL_MODE_LABELS = {
     ask: 'ask for every command',
