@@ -393,6 +393,9 @@ impl App {
                     if let Some(line) = ui::turn_end_line(end.status, end.reason.as_deref()) {
                         out(&format!("{line}\n"));
                     }
+                    if let Some(line) = ui::usage_line(end.usage.as_ref(), end.session_usage.as_ref()) {
+                        out(&format!("{line}\n"));
+                    }
                     out("\n");
                     return TurnEnd::Ended;
                 }

@@ -1,7 +1,7 @@
 //! What the terminal shows: the book's wording, as plain strings so it can be
 //! tested without a terminal.
 
-use mino_protocol::{ApprovalRequest, HistoryResult, RecoveryNotification, ToolStatus, TurnStatus};
+use mino_protocol::{ApprovalRequest, HistoryResult, RecoveryNotification, TokenUsage, ToolStatus, TurnStatus};
 
 pub const RECOVERED: &str = "An interrupted tool turn was recovered without executing commands.";
 pub const UNKNOWN_RESULT: &str = "A previous command started, but its result is unknown. It may have changed files or external systems. Mino has not rerun it. Review those effects before continuing.";
@@ -79,6 +79,36 @@ pub fn turn_end_line(status: TurnStatus, reason: Option<&str>) -> Option<String>
         Some(reason) => format!("[turn {}: {reason}]", turn_status(status)),
         None => format!("[turn {}]", turn_status(status)),
     })
+}
+
+/// `[tokens: 1,234 this turn (1,000 in, 234 out) · 5,678 this session]`,
+/// when the model service reported any.
+pub fn usage_line(turn: Option<&TokenUsage>, session: Option<&TokenUsage>) -> Option<String> {
+    let turn = turn?;
+    let mut line = format!(
+        "[tokens: {} this turn ({} in, {} out)",
+        thousands(turn.total_tokens),
+        thousands(turn.input_tokens),
+        thousands(turn.output_tokens)
+    );
+    if let Some(session) = session {
+        line.push_str(&format!(" · {} this session", thousands(session.total_tokens)));
+    }
+    line.push(']');
+    Some(line)
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// What the recovery notice prints before the gate (empty if nothing was recovered).
@@ -191,6 +221,21 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn usage_is_shown_with_thousands_separated_and_only_when_reported() {
+        let turn = TokenUsage { input_tokens: 1000, output_tokens: 234, total_tokens: 1234, ..Default::default() };
+        let session = TokenUsage { total_tokens: 5_678_901, ..turn };
+        assert_eq!(
+            usage_line(Some(&turn), Some(&session)).as_deref(),
+            Some("[tokens: 1,234 this turn (1,000 in, 234 out) · 5,678,901 this session]")
+        );
+        assert_eq!(usage_line(None, Some(&session)), None, "nothing reported for this turn, nothing shown");
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+    }
+
     #[test]
     fn control_sequences_are_shown_not_obeyed() {
         assert_eq!(super::printable("plain\ttext\n"), "plain\ttext\n");

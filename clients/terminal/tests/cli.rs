@@ -91,6 +91,10 @@ fn piped_demo_streams_an_answer_asks_for_approval_and_adds_milk() {
         "Approve this operation? [y/N] y",
         "[Result: success, exit code 0]",
         "Done: milk is now the last line of shopping.txt.",
+        // The tokens the (scripted) model reported for the turn and the session.
+        "[tokens: ",
+        " this turn (",
+        " this session]",
     ] {
         assert!(out.contains(needle), "missing {needle:?} in:\n{out}\nstderr:\n{err}");
     }

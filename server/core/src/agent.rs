@@ -18,6 +18,7 @@ use crate::bash::{self, BashTool, Stream};
 use crate::journal::record::{ApprovalDecision, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
 use crate::session::{Session, SessionError};
+use crate::usage::Usage;
 
 pub const DEFAULT_MAX_REQUESTS: u32 = 8;
 pub const DEFAULT_MAX_CALLS: u32 = 16;
@@ -107,6 +108,10 @@ pub enum AgentEvent {
         status: TurnStatus,
         reason: Option<String>,
         text: Option<String>,
+        /// The tokens of the turn's responses, as the service reported them.
+        usage: Option<Usage>,
+        /// The session's tokens so far, this turn included.
+        session_usage: Option<Usage>,
     },
 }
 
@@ -417,9 +422,12 @@ impl Agent {
     /// Announces the turn's end and frees the session for the next turn in
     /// one step, so no next turn can start (and announce itself) in between.
     fn finish(&self, ended: TurnEnded) {
-        let mut running = lock(&self.inner.running);
         let TurnEnded { turn_id, status, reason, text } = ended;
-        self.emit(AgentEvent::TurnEnded { turn_id, status, reason, text });
+        // Read first, so that neither lock is held while the other is taken.
+        let (usage, session_usage) =
+            self.with_session(|s| (s.transcript().turn(&turn_id).and_then(|t| t.usage), s.transcript().usage));
+        let mut running = lock(&self.inner.running);
+        self.emit(AgentEvent::TurnEnded { turn_id, status, reason, text, usage, session_usage });
         running.take();
         self.inner.busy.send_replace(false);
     }
@@ -494,7 +502,7 @@ impl Agent {
             let calls = self
                 .with_session_io(move |s| -> Result<Vec<(String, String, String)>, SessionError> {
                     let turn_id = owned_turn_id.as_str();
-                    s.record_response(turn_id, response.items)?;
+                    s.record_response_with_usage(turn_id, response.items, response.usage)?;
                     Ok(s.transcript()
                         .turn(turn_id)
                         .map(|turn| {

@@ -42,6 +42,8 @@ pub mod sessions;
 pub mod soul;
 pub mod supervisor;
 pub mod transcript;
+/// Tokens the model service reported, per response, turn and session.
+pub mod usage;
 
 pub use app::{open, App, OpenError, OpenOptions};
 pub use config::Config;

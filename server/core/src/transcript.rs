@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::calls::{self, function_calls};
 use crate::journal::record::{ApprovalDecision, RecordBody, ToolStatus, TurnStatus};
+use crate::usage::Usage;
 
 #[derive(Debug, Clone)]
 pub struct SessionHeader {
@@ -65,6 +66,9 @@ pub struct Turn {
     pub calls: Vec<Call>,
     pub end: Option<TurnEnd>,
     pub acknowledged: bool,
+    /// The tokens of the turn's responses, summed; `None` when the service
+    /// reported none.
+    pub usage: Option<Usage>,
 }
 
 impl Turn {
@@ -164,13 +168,16 @@ pub fn runtime_notice(status: TurnStatus) -> String {
 pub struct Transcript {
     pub header: SessionHeader,
     pub turns: Vec<Turn>,
+    /// The tokens of every response on file, summed; `None` when the
+    /// service reported none.
+    pub usage: Option<Usage>,
     by_id: HashMap<String, usize>,
 }
 
 impl Transcript {
     /// A transcript holding only the session header.
     pub fn new(header: SessionHeader) -> Transcript {
-        Transcript { header, turns: Vec::new(), by_id: HashMap::new() }
+        Transcript { header, turns: Vec::new(), usage: None, by_id: HashMap::new() }
     }
 
     pub fn turn(&self, turn_id: &str) -> Option<&Turn> {
@@ -212,10 +219,17 @@ impl Transcript {
                     calls: Vec::new(),
                     end: None,
                     acknowledged: false,
+                    usage: None,
                 });
             }
-            RecordBody::Response { items, .. } => {
+            RecordBody::Response { items, usage, .. } => {
+                if let Some(usage) = usage {
+                    *self.usage.get_or_insert_with(Usage::default) += usage;
+                }
                 let Some(turn) = self.turns.last_mut() else { return };
+                if let Some(usage) = usage {
+                    *turn.usage.get_or_insert_with(Usage::default) += usage;
+                }
                 let response_index = turn.responses.len();
                 for (call_id, name, arguments) in function_calls(&items) {
                     turn.calls.push(Call {
@@ -271,7 +285,7 @@ impl Transcript {
                 }
                 Ok(())
             }
-            RecordBody::Response { turn_id, items } => {
+            RecordBody::Response { turn_id, items, .. } => {
                 let turn = self.open_turn_named(turn_id)?;
                 // A repeated id is fine once the earlier call has its result
                 // (see `Turn::pending_call`); before that, a record could not

@@ -286,6 +286,17 @@ fn recovery_notification(session_id: &str, report: &RecoveryReport) -> wire::Rec
     }
 }
 
+/// The core's token counts on the wire.
+fn token_usage(u: mino_core::usage::Usage) -> wire::TokenUsage {
+    wire::TokenUsage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        total_tokens: u.total_tokens,
+        cached_input_tokens: u.cached_input_tokens,
+        reasoning_tokens: u.reasoning_tokens,
+    }
+}
+
 fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
     let status = turn.end.as_ref().map(|e| e.status);
     // The same notice the model receives after this turn's results.
@@ -312,6 +323,7 @@ fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
         status: status.map(turn_status),
         reason: turn.end.as_ref().and_then(|e| e.reason.clone()),
         notices,
+        usage: turn.usage.map(token_usage),
     }
 }
 
@@ -360,8 +372,9 @@ fn notification(Numbered { seq, event }: Numbered) -> String {
             let n = wire::ToolResult { turn_id, seq, call_id, status: tool_status(status), output, exit_code };
             message::<wire::notification::ToolResult>(n)
         }
-        AgentEvent::TurnEnded { turn_id, status, reason, text } => {
-            let n = wire::TurnEnded { turn_id, seq, status: turn_status(status), reason, text };
+        AgentEvent::TurnEnded { turn_id, status, reason, text, usage, session_usage } => {
+            let (usage, session_usage) = (usage.map(token_usage), session_usage.map(token_usage));
+            let n = wire::TurnEnded { turn_id, seq, status: turn_status(status), reason, text, usage, session_usage };
             message::<wire::notification::TurnEnded>(n)
         }
     }
@@ -458,6 +471,7 @@ impl Backend {
                 session_id: s.id().to_string(),
                 turns: turns[start..end].iter().map(|t| history_turn(s, t)).collect(),
                 has_more: start > 0,
+                usage: s.transcript().usage.map(token_usage),
             })
         })
     }

@@ -321,6 +321,28 @@ pub struct HistoryResult {
     /// Whether older turns exist before the first one returned.
     #[serde(default)]
     pub has_more: bool,
+    /// The tokens of every turn of the session (not only those returned);
+    /// absent when the model service reported none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub usage: Option<TokenUsage>,
+}
+
+/// Tokens the model service reported, summed over responses.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+    /// Input tokens served from the service's prompt cache, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub cached_input_tokens: Option<u64>,
+    /// Output tokens spent on reasoning, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -338,6 +360,10 @@ pub struct HistoryTurn {
     pub reason: Option<String>,
     /// Runtime notices shown with the turn (e.g. that it was interrupted).
     pub notices: Vec<String>,
+    /// The tokens of the turn's responses; absent when none were reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub usage: Option<TokenUsage>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -558,6 +584,14 @@ pub struct TurnEnded {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub text: Option<String>,
+    /// The tokens of this turn's responses; absent when none were reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub usage: Option<TokenUsage>,
+    /// The session's tokens so far, this turn included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub session_usage: Option<TokenUsage>,
 }
 
 /// Any notification a turn emits, tagged by its method name; handy for

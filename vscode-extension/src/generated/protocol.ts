@@ -87,7 +87,12 @@ export type HistoryResult = { sessionId: string, turns: Array<HistoryTurn>,
 /**
  * Whether older turns exist before the first one returned.
  */
-hasMore: boolean, };
+hasMore: boolean, 
+/**
+ * The tokens of every turn of the session (not only those returned);
+ * absent when the model service reported none.
+ */
+usage?: TokenUsage, };
 
 export type HistoryTurn = { turnId: string, input: string, 
 /**
@@ -101,7 +106,11 @@ status: TurnStatus | null, reason?: string,
 /**
  * Runtime notices shown with the turn (e.g. that it was interrupted).
  */
-notices: Array<string>, };
+notices: Array<string>, 
+/**
+ * The tokens of the turn's responses; absent when none were reported.
+ */
+usage?: TokenUsage, };
 
 /**
  * `initializationOptions` of the LSP `initialize` request.
@@ -158,6 +167,19 @@ export type ServerCapabilities = { sessionId: string, journalPath: string, cwd: 
 
 export type TextDelta = { turnId: string, seq: number, delta: string, };
 
+/**
+ * Tokens the model service reported, summed over responses.
+ */
+export type TokenUsage = { inputTokens: number, outputTokens: number, totalTokens: number, 
+/**
+ * Input tokens served from the service's prompt cache, when it said.
+ */
+cachedInputTokens?: number, 
+/**
+ * Output tokens spent on reasoning, when it said.
+ */
+reasoningTokens?: number, };
+
 export type ToolOutput = { turnId: string, seq: number, callId: string, stream: OutputStream, chunk: string, };
 
 export type ToolResult = { turnId: string, seq: number, callId: string, status: ToolStatus, output: string, exitCode?: number, };
@@ -171,7 +193,15 @@ export type ToolStarted = { turnId: string, seq: number, callId: string, command
  */
 export type ToolStatus = "success" | "failed" | "refused" | "timed_out" | "cancelled" | "not_executed" | "unknown";
 
-export type TurnEnded = { turnId: string, seq: number, status: TurnStatus, reason?: string, text?: string, };
+export type TurnEnded = { turnId: string, seq: number, status: TurnStatus, reason?: string, text?: string, 
+/**
+ * The tokens of this turn's responses; absent when none were reported.
+ */
+usage?: TokenUsage, 
+/**
+ * The session's tokens so far, this turn included.
+ */
+sessionUsage?: TokenUsage, };
 
 /**
  * Any notification a turn emits, tagged by its method name; handy for

@@ -6,6 +6,7 @@
 //! CRC-32 over the bytes of the line before `,"crc":`, so verifying it needs
 //! no re-serialisation and detects any garbling of what it covers.
 
+use crate::usage::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -86,7 +87,13 @@ pub enum RecordBody {
     User { turn_id: String, text: String },
     /// One finished model response: every output item as received, reasoning
     /// items with their `encrypted_content`.
-    Response { turn_id: String, items: Vec<Box<RawValue>> },
+    Response {
+        turn_id: String,
+        items: Vec<Box<RawValue>>,
+        /// The tokens the service reported for this response, when it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
     /// The person's decision on one call.
     Approval { turn_id: String, call_id: String, decision: ApprovalDecision },
     /// The execution boundary: synced before the command is spawned.
@@ -151,6 +158,7 @@ struct Line {
     mino_version: Option<String>,
     text: Option<String>,
     items: Option<Vec<Box<RawValue>>>,
+    usage: Option<Usage>,
     call_id: Option<String>,
     decision: Option<ApprovalDecision>,
     command: Option<String>,
@@ -184,9 +192,11 @@ impl Line {
                 mino_version: self.mino_version.clone().unwrap_or_default(),
             },
             "user" => RecordBody::User { turn_id: turn_id()?, text: self.text.clone().ok_or_else(|| missing("text"))? },
-            "response" => {
-                RecordBody::Response { turn_id: turn_id()?, items: self.items.clone().ok_or_else(|| missing("items"))? }
-            }
+            "response" => RecordBody::Response {
+                turn_id: turn_id()?,
+                items: self.items.clone().ok_or_else(|| missing("items"))?,
+                usage: self.usage,
+            },
             "approval" => RecordBody::Approval {
                 turn_id: turn_id()?,
                 call_id: call_id()?,
