@@ -1,6 +1,7 @@
 //! Mino's configuration, read in this one place: the environment
 //! (`MINO_HOME`, else `$HOME/.mino`; `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
-//! `MINO_MODEL`, `MINO_PROVIDER`, `MINO_COMMAND_TIMEOUT_SECS`) over the
+//! `MINO_MODEL`, `MINO_PROVIDER`, `MINO_COMMAND_TIMEOUT_SECS`, `MINO_SANDBOX`)
+//! over the
 //! file `$MINO_HOME/config.toml` over the defaults. Nothing else in the
 //! core reads these settings, so what a server runs with is decided once,
 //! when it opens (see [`crate::app::open`]). A file with an error stops the
@@ -17,6 +18,11 @@ use crate::model::{ModelConfig, Provider};
 /// The environment variable that sets a command's time limit in seconds.
 pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
 
+/// The environment variable that sets the sandbox mode sessions start in
+/// (`off`, `read-only`, `workspace-write`); `initializationOptions.sandbox`
+/// overrides it.
+pub const SANDBOX_ENV: &str = "MINO_SANDBOX";
+
 /// Everything the environment decides.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -26,6 +32,8 @@ pub struct Config {
     pub provider: Provider,
     /// The defaults, with the timeout from [`COMMAND_TIMEOUT_ENV`] when set.
     pub command_limits: bash::Limits,
+    /// The sandbox mode from [`SANDBOX_ENV`], when set.
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +48,8 @@ pub enum ConfigError {
     /// `$MINO_HOME/config.toml` cannot be read or has an error.
     #[error("{}{}: {message}; fix or remove the file (its keys are listed in Mino's README)", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
     File { path: PathBuf, line: Option<usize>, message: String },
+    #[error("{SANDBOX_ENV}={value:?} is not a sandbox mode: use off, read-only or workspace-write")]
+    Sandbox { value: String },
 }
 
 /// The name of the configuration file in `$MINO_HOME`.
@@ -62,7 +72,11 @@ impl ConfigFile {
     fn read(path: &Path) -> Result<ConfigFile, ConfigError> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ConfigFile::default()),
+            // No file, or a home that is no directory (which opening the
+            // home reports, naming what to do): nothing is set by a file.
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+                return Ok(ConfigFile::default())
+            }
             Err(e) => return Err(ConfigError::File { path: path.to_path_buf(), line: None, message: e.to_string() }),
         };
         let file_error = |span: Option<std::ops::Range<usize>>, message: String| ConfigError::File {
@@ -148,7 +162,14 @@ impl Config {
                 _ => return Err(ConfigError::CommandTimeout { value }),
             }
         }
-        Ok(Config { home, model, provider, command_limits })
+        let sandbox = match set(SANDBOX_ENV) {
+            None => None,
+            Some(value) => {
+                let value = value.to_string_lossy().into_owned();
+                Some(value.trim().parse().map_err(|_| ConfigError::Sandbox { value })?)
+            }
+        };
+        Ok(Config { home, model, provider, command_limits, sandbox })
     }
 }
 
@@ -169,6 +190,15 @@ mod tests {
         assert_eq!(c.home.root(), std::path::Path::new("/h/.mino"));
         let e = config(&[]).expect_err("no home");
         assert!(e.to_string().contains("set MINO_HOME"), "{e}");
+    }
+
+    #[test]
+    fn the_sandbox_mode_is_one_of_three() {
+        let c = config(&[("HOME", "/h"), (SANDBOX_ENV, "workspace-write")]).expect("config");
+        assert_eq!(c.sandbox, Some(crate::sandbox::SandboxMode::WorkspaceWrite));
+        assert_eq!(config(&[("HOME", "/h")]).expect("config").sandbox, None);
+        let e = config(&[("HOME", "/h"), (SANDBOX_ENV, "strict")]).expect_err("unknown mode");
+        assert!(e.to_string().contains("MINO_SANDBOX") && e.to_string().contains("read-only"), "{e}");
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub struct RecoveredCall {
     /// What the command's supervisor saw, for an `unknown` result whose
     /// supervisor left a record. Shown beside the result; never changes it.
     pub evidence: Option<Evidence>,
+    /// Who approved it (a rule, the sandbox, the person), if anyone did.
+    pub approver: Option<crate::transcript::Approver>,
+    /// The sandbox mode its start recorded; `None` when it never started.
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +72,8 @@ impl RecoveredTurn {
                         output: result.output.clone(),
                         exit_code: result.exit_code,
                         evidence: evidence_for(journal, turn, index),
+                        approver: call.approver(),
+                        sandbox: call.sandbox,
                     })
                 })
                 .collect(),

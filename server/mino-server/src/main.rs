@@ -35,7 +35,7 @@ fn main() -> anyhow::Result<()> {
                 out,
                 "{name} {version}\n\nMino's agent as a JSON-RPC server on stdin/stdout (LSP base protocol).\n\
                  Started by a client, not by hand. See docs/protocol.md.\n\n\
-                 Environment: MINO_HOME, OPENAI_API_KEY, OPENAI_BASE_URL, MINO_MODEL, MINO_PROVIDER, MINO_COMMAND_TIMEOUT_SECS, RUST_LOG (logs go to stderr).\n\n\
+                 Environment: MINO_HOME, OPENAI_API_KEY, OPENAI_BASE_URL, MINO_MODEL, MINO_PROVIDER, MINO_COMMAND_TIMEOUT_SECS, MINO_SANDBOX, RUST_LOG (logs go to stderr).\n\n\
                  Options:\n  --version  print the version and exit\n  --help     print this help and exit",
                 name = handlers::SERVER_NAME,
                 version = handlers::VERSION,

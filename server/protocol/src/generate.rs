@@ -50,9 +50,20 @@ fn banner(comment: &str) -> String {
     )
 }
 
-/// The wire name without the `mino/` prefix: `mino/turnStarted` → `turnStarted`.
-fn short_name(method: &str) -> &str {
-    method.strip_prefix("mino/").unwrap_or(method)
+/// The wire name without the `mino/` prefix, as an identifier:
+/// `mino/turnStarted` → `turnStarted`, `mino/rules/list` → `rulesList`
+/// (a `/` is not valid in a TypeScript or Lua key).
+fn short_name(method: &str) -> String {
+    let mut parts = method.strip_prefix("mino/").unwrap_or(method).split('/');
+    let mut name = parts.next().unwrap_or_default().to_string();
+    for part in parts {
+        let mut chars = part.chars();
+        if let Some(first) = chars.next() {
+            name.extend(first.to_uppercase());
+            name.push_str(chars.as_str());
+        }
+    }
+    name
 }
 
 /// `TURN_IN_PROGRESS` → `turnInProgress`.
@@ -121,7 +132,7 @@ struct TsMethods {
 impl Visitor for TsMethods {
     fn request<R: Request>(&mut self) {
         let cfg = ts_config();
-        self.names.push((short_name(R::METHOD).to_string(), R::METHOD));
+        self.names.push((short_name(R::METHOD), R::METHOD));
         self.request_map.push(format!(
             "  '{}': {{ params: {}; result: {} }};",
             R::METHOD,
@@ -134,7 +145,7 @@ impl Visitor for TsMethods {
 
     fn notification<N: Notification>(&mut self) {
         let cfg = ts_config();
-        self.notification_names.push((short_name(N::METHOD).to_string(), N::METHOD));
+        self.notification_names.push((short_name(N::METHOD), N::METHOD));
         self.notification_map.push(format!("  '{}': {};", N::METHOD, N::Params::name(&cfg)));
         self.roots.push(|d| d.visit::<N::Params>());
     }
@@ -271,13 +282,13 @@ pub fn lua() -> String {
         &mut out,
         "Client-to-server requests.",
         "method",
-        methods.requests.iter().map(|m| (short_name(m).to_string(), quoted(m))),
+        methods.requests.iter().map(|m| (short_name(m), quoted(m))),
     );
     lua_table(
         &mut out,
         "Server-to-client notifications.",
         "notification",
-        methods.notifications.iter().map(|m| (short_name(m).to_string(), quoted(m))),
+        methods.notifications.iter().map(|m| (short_name(m), quoted(m))),
     );
     let turn: Vec<String> = method::TURN_NOTIFICATIONS.iter().map(|m| quoted(m)).collect();
     let _ = writeln!(
@@ -311,6 +322,8 @@ mod tests {
     #[test]
     fn names_are_derived_as_the_clients_spell_them() {
         assert_eq!(short_name("mino/approvalRequest"), "approvalRequest");
+        assert_eq!(short_name("mino/sessions/list"), "sessionsList");
+        assert_eq!(short_name("mino/rules/list"), "rulesList");
         assert_eq!(lower_camel("ACKNOWLEDGEMENT_REQUIRED"), "acknowledgementRequired");
         assert_eq!(ts_message_suffix("ACKNOWLEDGEMENT_REQUIRED"), "_MESSAGE");
         assert_eq!(ts_message_suffix("ACKNOWLEDGEMENT_QUESTION"), "");

@@ -69,8 +69,16 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
                 turn_id: turn_id.clone(),
                 call_id: call_id.clone(),
                 decision: ApprovalDecision::Approved,
+                approved_by: None,
+                rules: Vec::new(),
             },
-            RecordBody::ToolStart { turn_id: turn_id.clone(), call_id: call_id.clone(), command, cwd: "/work".into() },
+            RecordBody::ToolStart {
+                turn_id: turn_id.clone(),
+                call_id: call_id.clone(),
+                command,
+                cwd: "/work".into(),
+                sandbox: None,
+            },
             RecordBody::ToolResult {
                 turn_id: turn_id.clone(),
                 call_id: call_id.clone(),

@@ -399,7 +399,7 @@ impl Server {
         call_id: &str,
         decision: wire::Decision,
     ) -> Result<Value, RpcError> {
-        let params = wire::ApprovalParams { turn_id: turn_id.into(), call_id: call_id.into(), decision };
+        let params = wire::ApprovalParams::new(turn_id, call_id, decision);
         self.call(wire::method::APPROVAL, &params).await
     }
 

@@ -12,7 +12,7 @@ local function values(list)
 end
 
 --- Client-to-server requests.
-M.method = { chat = "mino/chat", approval = "mino/approval", acknowledge = "mino/acknowledge", cancel = "mino/cancel", history = "mino/history" }
+M.method = { chat = "mino/chat", approval = "mino/approval", acknowledge = "mino/acknowledge", cancel = "mino/cancel", history = "mino/history", sessionsList = "mino/sessions/list", sessionsNew = "mino/sessions/new", sessionsOpen = "mino/sessions/open", sessionsRename = "mino/sessions/rename", sessionsDelete = "mino/sessions/delete", rulesList = "mino/rules/list", rulesRevoke = "mino/rules/revoke", settingsUpdate = "mino/settings/update" }
 
 --- Server-to-client notifications.
 M.notification = { recovery = "mino/recovery", turnStarted = "mino/turnStarted", textDelta = "mino/textDelta", retrying = "mino/retrying", approvalRequest = "mino/approvalRequest", toolStarted = "mino/toolStarted", toolOutput = "mino/toolOutput", toolResult = "mino/toolResult", turnEnded = "mino/turnEnded" }
@@ -27,7 +27,7 @@ M.turn_status = values { "completed", "failed", "cancelled", "interrupted" }
 M.tool_status = values { "success", "failed", "refused", "timed_out", "cancelled", "not_executed", "unknown" }
 
 --- Decisions in mino/approval.
-M.decision = values { "approve", "deny" }
+M.decision = values { "approve", "deny", "allowSession", "allowWorkspace" }
 
 --- Mino's own JSON-RPC error codes.
 M.errors = { ACKNOWLEDGEMENT_REQUIRED = -32010, TURN_IN_PROGRESS = -32011, NO_PENDING_APPROVAL = -32012, JOURNAL_FAILURE = -32013, UNKNOWN_TURN = -32014, SESSION_UNAVAILABLE = -32015 }

@@ -1,4 +1,5 @@
-//! The `v: 2` record kinds of a session file, and how one record becomes one
+//! The record kinds of a session file (`v: 2`, and `v: 3` for records that
+//! carry what only a Mino with approval rules and the sandbox understands), and how one record becomes one
 //! line and back.
 //!
 //! A line is the record's JSON object with a checksum as its last member:
@@ -10,14 +11,28 @@ use crate::usage::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-/// The only format version this build writes; files with a higher `v` were
-/// written by a newer Mino and are refused untouched.
-pub const FORMAT_VERSION: u32 = 2;
+/// The highest format version this build reads and writes; files with a
+/// higher `v` were written by a newer Mino and are refused untouched. A
+/// record is written with the lowest version that holds all it says
+/// ([`RecordBody::version`]): `3` only for rules, rule-approved or
+/// sandbox-approved calls and sandboxed starts, so a Mino that knows only
+/// `v: 2` refuses exactly what it would misread.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Every record kind this version knows. A kind outside this list means the
 /// file was written by a newer Mino.
-pub const KNOWN_KINDS: [&str; 8] =
-    ["session", "user", "response", "approval", "tool_start", "tool_result", "turn_end", "recovery_ack"];
+pub const KNOWN_KINDS: [&str; 10] = [
+    "session",
+    "user",
+    "response",
+    "approval",
+    "tool_start",
+    "tool_result",
+    "turn_end",
+    "recovery_ack",
+    "rule",
+    "rule_revoke",
+];
 
 const CRC_PREFIX: &[u8] = b",\"crc\":\"";
 /// `,"crc":"` + 8 hex digits + `"}`
@@ -76,6 +91,17 @@ pub enum ApprovalDecision {
     Denied,
 }
 
+/// Who approved a call when it was not the person: the `approval` record's
+/// `approved_by` (absent: the person decided).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovedBy {
+    /// Standing rules covered every part of the command (named in `rules`).
+    Rule,
+    /// The approval mode `sandboxed-auto` with the sandbox in force.
+    Sandbox,
+}
+
 /// What a record says. The `kind` tag and field names are the file format:
 /// renaming anything here breaks every existing session file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -94,10 +120,28 @@ pub enum RecordBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
     },
-    /// The person's decision on one call.
-    Approval { turn_id: String, call_id: String, decision: ApprovalDecision },
+    /// The decision on one call: the person's, or (`approved_by`) the
+    /// rules' or the sandbox's.
+    Approval {
+        turn_id: String,
+        call_id: String,
+        decision: ApprovalDecision,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approved_by: Option<ApprovedBy>,
+        /// The rules that covered the command's parts (distinct, in order).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        rules: Vec<crate::rules::Rule>,
+    },
     /// The execution boundary: synced before the command is spawned.
-    ToolStart { turn_id: String, call_id: String, command: String, cwd: String },
+    /// `sandbox` is the mode it runs in, absent when `off`.
+    ToolStart {
+        turn_id: String,
+        call_id: String,
+        command: String,
+        cwd: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<crate::sandbox::SandboxMode>,
+    },
     /// A call's outcome. `recovered` marks results written by recovery, not by a run.
     ToolResult {
         turn_id: String,
@@ -117,6 +161,11 @@ pub enum RecordBody {
     },
     /// The person confirmed they understand the turn's commands may have run.
     RecoveryAck { turn_id: String },
+    /// The person granted a rule while answering a call: synced before the
+    /// rule applies to anything.
+    Rule { turn_id: String, call_id: String, rule: crate::rules::Rule },
+    /// The person revoked a session rule: synced before the revoke answers.
+    RuleRevoke { id: String },
 }
 
 impl RecordBody {
@@ -130,6 +179,19 @@ impl RecordBody {
             Self::ToolResult { .. } => "tool_result",
             Self::TurnEnd { .. } => "turn_end",
             Self::RecoveryAck { .. } => "recovery_ack",
+            Self::Rule { .. } => "rule",
+            Self::RuleRevoke { .. } => "rule_revoke",
+        }
+    }
+
+    /// The format version this record needs: `3` when it says something a
+    /// `v: 2` reader would silently misread or not know.
+    pub fn version(&self) -> u32 {
+        match self {
+            Self::Rule { .. } | Self::RuleRevoke { .. } => 3,
+            Self::Approval { approved_by: Some(_), .. } => 3,
+            Self::ToolStart { sandbox: Some(mode), .. } if *mode != crate::sandbox::SandboxMode::Off => 3,
+            _ => 2,
         }
     }
 }
@@ -168,6 +230,12 @@ struct Line {
     #[serde(default)]
     recovered: bool,
     reason: Option<String>,
+    approved_by: Option<ApprovedBy>,
+    #[serde(default)]
+    rules: Vec<crate::rules::Rule>,
+    sandbox: Option<crate::sandbox::SandboxMode>,
+    rule: Option<crate::rules::Rule>,
+    id: Option<String>,
 }
 
 impl Line {
@@ -201,12 +269,15 @@ impl Line {
                 turn_id: turn_id()?,
                 call_id: call_id()?,
                 decision: self.decision.ok_or_else(|| missing("decision"))?,
+                approved_by: self.approved_by,
+                rules: self.rules.clone(),
             },
             "tool_start" => RecordBody::ToolStart {
                 turn_id: turn_id()?,
                 call_id: call_id()?,
                 command: self.command.clone().ok_or_else(|| missing("command"))?,
                 cwd: self.cwd.clone().unwrap_or_default(),
+                sandbox: self.sandbox,
             },
             "tool_result" => RecordBody::ToolResult {
                 turn_id: turn_id()?,
@@ -224,6 +295,12 @@ impl Line {
                 reason: self.reason.clone(),
             },
             "recovery_ack" => RecordBody::RecoveryAck { turn_id: turn_id()? },
+            "rule" => RecordBody::Rule {
+                turn_id: turn_id()?,
+                call_id: call_id()?,
+                rule: self.rule.clone().ok_or_else(|| missing("rule"))?,
+            },
+            "rule_revoke" => RecordBody::RuleRevoke { id: self.id.clone().ok_or_else(|| missing("id"))? },
             _ => return Err(LineError::Newer { v: self.v, kind }),
         };
         Ok(Record { v: self.v, seq: self.seq, body })
@@ -289,7 +366,7 @@ pub fn encode_line(seq: u64, body: &RecordBody) -> Vec<u8> {
     }
     // Serialising our own types to a Vec cannot fail: no maps with non-string
     // keys, no fallible Serialize impls.
-    let mut line = serde_json::to_vec(&Borrowed { v: FORMAT_VERSION, seq, body }).unwrap_or_default();
+    let mut line = serde_json::to_vec(&Borrowed { v: body.version(), seq, body }).unwrap_or_default();
     debug_assert_eq!(line.last(), Some(&b'}'));
     line.pop();
     let crc = crc32fast::hash(&line);
@@ -414,10 +491,10 @@ mod tests {
 
     #[test]
     fn a_higher_version_is_newer() {
-        let mut line = br#"{"v":3,"seq":3,"kind":"user","turn_id":"turn-1","text":"x""#.to_vec();
+        let mut line = br#"{"v":4,"seq":3,"kind":"user","turn_id":"turn-1","text":"x""#.to_vec();
         let crc = crc32fast::hash(&line);
         line.extend_from_slice(format!(",\"crc\":\"{crc:08x}\"}}").as_bytes());
-        assert!(matches!(decode_line(&line), Err(LineError::Newer { v: 3, .. })));
+        assert!(matches!(decode_line(&line), Err(LineError::Newer { v: 4, .. })));
     }
 
     #[test]
