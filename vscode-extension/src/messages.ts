@@ -2,7 +2,7 @@
  * Messages between the chat webview (media/main.js) and the extension host.
  * Types only; media/main.js follows the same shapes.
  */
-import type { ApprovalDecision, HistoryResult, NotificationMethod, RuleSpec } from './protocol';
+import type { Decision, HistoryResult, NotificationMethod, RuleSpec } from './protocol';
 
 /** Webview → host. */
 export type WebviewMessage =
@@ -12,7 +12,7 @@ export type WebviewMessage =
    * The answer to one approval card: `turnId` and `callId` of its `mino/approvalRequest`;
    * `reason` with a deny, `rule` (as the person edited it) with allowSession/allowWorkspace.
    */
-  | { type: 'approval'; turnId: string; callId: string; decision: ApprovalDecision; reason?: string; rule?: RuleSpec }
+  | { type: 'approval'; turnId: string; callId: string; decision: Decision; reason?: string; rule?: RuleSpec }
   /** The header's Rename: the host asks for the new title. */
   | { type: 'renameSession' }
   | { type: 'acknowledge'; turnIds: string[] }

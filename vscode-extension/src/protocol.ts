@@ -17,6 +17,7 @@ export * from './generated/protocol';
 import type {
   AcknowledgeParams,
   AcknowledgeResult,
+  ApprovalParams,
   ApprovalRequest,
   ChatResult,
   Decision,
@@ -27,7 +28,12 @@ import type {
   RequestMap,
   RecoveryNotification,
   Retrying,
+  RulesListResult,
   ServerCapabilities,
+  SessionInfo,
+  SessionsDeleteResult,
+  SessionsListParams,
+  SessionsListResult,
   TextDelta,
   ToolOutput,
   ToolResult,
@@ -48,57 +54,8 @@ export type CallEvidence = Evidence;
 
 export type NotificationMethod = keyof NotificationMap;
 
-// ---------------------------------------------------------------- sessions and rules
-//
-// The wire shapes of `mino/sessions/*`, `mino/rules/*` and the rule decisions
-// of `mino/approval` (docs/protocol.md). Declared here until the generated
-// module carries them; a local declaration takes precedence over the `export *`
-// above, and each has the generated one's name and shape.
-
-export type SessionScope = 'workspace' | 'all';
-export interface SessionsListParams { scope?: SessionScope; limit?: number; cursor?: string }
-export interface SessionEntry {
-  sessionId: string;
-  cwd: string;
-  title: string | null;
-  createdAt: string;
-  lastActiveAt: string;
-  turns: number;
-  heldElsewhere: boolean;
-  acknowledgementRequired: boolean;
-  current: boolean;
-}
-export interface SessionsListResult { sessions: SessionEntry[]; nextCursor?: string }
-export interface SessionInfo { sessionId: string; journalPath: string; cwd: string; title: string | null }
-export interface DeleteSessionResult { trashedTo: string }
-
-export type SandboxMode = 'off' | 'read-only' | 'workspace-write';
-export type ApprovalMode = 'ask' | 'rules' | 'sandboxed-auto';
-export type RuleKind = 'exact' | 'prefix';
-export type RuleScope = 'session' | 'workspace';
-/** A rule as the person states it in `mino/approval` (allowSession, allowWorkspace). */
-export interface RuleSpec { kind: RuleKind; command: string }
-/** A rule in force, as `mino/rules/list` and `approvedBy` name it. */
-export interface RuleView extends RuleSpec { id: string; scope: RuleScope }
-export interface RulesListResult { rules: RuleView[]; workspaceFile: string; workspaceFileError?: string }
-/** Who let a call run: the person, a rule, or the sandbox (sandboxed-auto). */
-export interface ApprovedBy { kind: 'user' | 'rule' | 'sandbox'; rule?: RuleView }
-export type ApprovalDecision = 'approve' | 'deny' | 'allowSession' | 'allowWorkspace';
 /** What goes with a decision: `reason` only with deny, `rule` with allowSession/allowWorkspace. */
-export interface DecisionDetails { reason?: string; rule?: RuleSpec }
-
-/** Requests beyond the generated `Method` table. */
-export const SessionMethod = {
-  list: 'mino/sessions/list',
-  new: 'mino/sessions/new',
-  open: 'mino/sessions/open',
-  rename: 'mino/sessions/rename',
-  delete: 'mino/sessions/delete',
-} as const;
-export const RulesMethod = {
-  list: 'mino/rules/list',
-  revoke: 'mino/rules/revoke',
-} as const;
+export type DecisionDetails = Pick<ApprovalParams, 'reason' | 'rule'>;
 export const ALL_NOTIFICATIONS = Object.values(Notification) as NotificationMethod[];
 
 // ---------------------------------------------------------------- connection
@@ -170,43 +127,43 @@ export class MinoConnection implements Disposable {
    * Answers the `mino/approvalRequest` of `callId` in `turnId`; `details`
    * carries the reason of a deny or the rule of an allowSession/allowWorkspace.
    */
-  decide(turnId: string, callId: string, decision: Decision | ApprovalDecision, details: DecisionDetails = {}): Promise<EmptyResult> {
-    const params: Record<string, unknown> = { turnId, callId, decision };
+  decide(turnId: string, callId: string, decision: Decision, details: DecisionDetails = {}): Promise<EmptyResult> {
+    const params: ApprovalParams = { turnId, callId, decision };
     if (decision === 'deny' && details.reason) params.reason = details.reason;
     if ((decision === 'allowSession' || decision === 'allowWorkspace') && details.rule) params.rule = details.rule;
-    return this.rawRequest(Method.approval, params);
+    return this.request(Method.approval, params);
   }
 
   /** This workspace's sessions (or every folder's), newest first. */
   listSessions(params: SessionsListParams = {}): Promise<SessionsListResult> {
-    return this.rawRequest(SessionMethod.list, params);
+    return this.request(Method.sessionsList, params);
   }
 
   /** Makes a new session current; a `mino/recovery` for it follows. */
   newSession(cwd?: string): Promise<SessionInfo> {
-    return this.rawRequest(SessionMethod.new, cwd ? { cwd } : {});
+    return this.request(Method.sessionsNew, cwd ? { cwd } : {});
   }
 
   /** Makes `sessionId` current; a `mino/recovery` for it follows. */
   openSession(sessionId: string): Promise<SessionInfo> {
-    return this.rawRequest(SessionMethod.open, { sessionId });
+    return this.request(Method.sessionsOpen, { sessionId });
   }
 
   renameSession(sessionId: string, title: string): Promise<EmptyResult> {
-    return this.rawRequest(SessionMethod.rename, { sessionId, title });
+    return this.request(Method.sessionsRename, { sessionId, title });
   }
 
   /** Moves the session's files to the trash of `$MINO_HOME`. */
-  deleteSession(sessionId: string): Promise<DeleteSessionResult> {
-    return this.rawRequest(SessionMethod.delete, { sessionId });
+  deleteSession(sessionId: string): Promise<SessionsDeleteResult> {
+    return this.request(Method.sessionsDelete, { sessionId });
   }
 
   listRules(): Promise<RulesListResult> {
-    return this.rawRequest(RulesMethod.list, {});
+    return this.request(Method.rulesList, {});
   }
 
   revokeRule(id: string): Promise<EmptyResult> {
-    return this.rawRequest(RulesMethod.revoke, { id });
+    return this.request(Method.rulesRevoke, { id });
   }
 
   /** Acknowledges unknown tool results; no `turnIds` means every pending one. */
@@ -229,11 +186,6 @@ export class MinoConnection implements Disposable {
     params: RequestMap[M]['params'],
   ): Promise<RequestMap[M]['result']> {
     return (this.endpoint as RpcEndpoint).sendRequest<RequestMap[M]['result']>(method, params);
-  }
-
-  /** A request whose shape is declared above rather than in the generated `RequestMap`. */
-  private rawRequest<R>(method: string, params: unknown): Promise<R> {
-    return (this.endpoint as RpcEndpoint).sendRequest<R>(method, params);
   }
 
   // ------------------------------------------------------------ events

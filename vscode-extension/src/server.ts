@@ -21,6 +21,7 @@ import {
   MinoConnection,
   Notification,
   type InitializationOptions,
+  type MinoServerCapabilities,
   type NotificationMethod,
   type RecoveryNotification,
   type SessionInfo,
@@ -300,8 +301,8 @@ export class MinoServer implements vscode.Disposable {
       return;
     }
     if (this.client !== client) return;
-    const caps = (client.initializeResult?.capabilities as { experimental?: { mino?: { sessionId?: unknown; title?: unknown } } } | undefined)
-      ?.experimental?.mino;
+    // The session `initialize` opened (`capabilities.experimental.mino`).
+    const caps = (client.initializeResult?.capabilities?.experimental as { mino?: Partial<MinoServerCapabilities> } | undefined)?.mino;
     if (caps && typeof caps.sessionId === 'string') {
       this._session = { sessionId: caps.sessionId, title: typeof caps.title === 'string' ? caps.title : null };
     }

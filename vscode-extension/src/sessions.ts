@@ -4,7 +4,7 @@
  * (revoke). The view follows through `MinoServer.onDidChangeSession`.
  */
 import * as vscode from 'vscode';
-import { ErrorCode, isRpcError, type MinoConnection, type RuleView, type SessionEntry, type SessionScope } from './protocol';
+import { ErrorCode, isRpcError, type MinoConnection, type RuleView, type SessionEntry, type ListScope } from './protocol';
 import { errorMessage, type MinoServer } from './server';
 
 export const NEW_CHAT_TITLE = 'New chat';
@@ -35,7 +35,7 @@ interface SessionPickItem extends vscode.QuickPickItem {
 
 const DELETE_BUTTON_TOOLTIP = 'Delete session';
 
-export function sessionItem(entry: SessionEntry, scope: SessionScope, now = Date.now()): SessionPickItem {
+export function sessionItem(entry: SessionEntry, scope: ListScope, now = Date.now()): SessionPickItem {
   const turns = `${entry.turns} turn${entry.turns === 1 ? '' : 's'}`;
   const marks = [
     entry.current ? CURRENT_MARK : '',
@@ -111,7 +111,7 @@ export class SessionCommands {
     pick.title = 'Mino: Sessions';
     pick.matchOnDescription = true;
     pick.matchOnDetail = true;
-    let scope: SessionScope = 'workspace';
+    let scope: ListScope = 'workspace';
     let entries: SessionEntry[] = [];
     let nextCursor: string | undefined;
 

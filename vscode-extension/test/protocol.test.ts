@@ -459,7 +459,7 @@ describe.skipIf(!hasRules)(`approval rules over vscode-jsonrpc${hasRules ? '' : 
     const home = tempDir('home');
     const cwd = tempDir('cwd');
     const s = await ServerSession.start({
-      home, cwd, baseUrl: mock.baseUrl, initializationOptions: { cwd, approvalMode: 'rules' } as any,
+      home, cwd, baseUrl: mock.baseUrl, initializationOptions: { cwd, approvalMode: 'rules' },
     });
     sessions.push(s);
     const { turnId } = await s.mino.chat('Echo twice.');
@@ -480,8 +480,8 @@ describe.skipIf(!hasRules)(`approval rules over vscode-jsonrpc${hasRules ? '' : 
     expect(s.of('mino/approvalRequest').filter((p) => p.callId === 'call_b')).toHaveLength(0);
     expect((await s.waitFor('mino/turnEnded', (p) => p.turnId === turnId)).status).toBe('completed');
     const history = await s.mino.history();
-    const calls = history.turns.find((t) => t.turnId === turnId)!.calls as any[];
-    expect(calls.find((c) => c.callId === 'call_b').approvedBy).toMatchObject({ kind: 'rule', rule: { command: 'echo' } });
+    const calls = history.turns.find((t) => t.turnId === turnId)!.calls;
+    expect(calls.find((c) => c.callId === 'call_b')!.approvedBy).toMatchObject({ kind: 'rule', rule: { command: 'echo' } });
 
     const rules = await s.mino.listRules();
     const rule = rules.rules.find((r) => r.command === 'echo')!;
