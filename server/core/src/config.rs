@@ -72,7 +72,11 @@ impl ConfigFile {
     fn read(path: &Path) -> Result<ConfigFile, ConfigError> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ConfigFile::default()),
+            // No file, or a home that is no directory (which opening the
+            // home reports, naming what to do): nothing is set by a file.
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+                return Ok(ConfigFile::default())
+            }
             Err(e) => return Err(ConfigError::File { path: path.to_path_buf(), line: None, message: e.to_string() }),
         };
         let file_error = |span: Option<std::ops::Range<usize>>, message: String| ConfigError::File {

@@ -266,6 +266,33 @@ pub fn approving_rules(policy: &Policy, granted: &[Rule], command: &str) -> Opti
 mod tests {
     use super::*;
 
+    /// A switch to a session of another workspace must not carry the old
+    /// workspace's rules along: each workspace's file is its own.
+    #[test]
+    fn another_workspace_gets_its_own_rules_and_not_the_previous_ones() {
+        let home_dir = tempfile::tempdir().expect("home");
+        let home = MinoHome::new(home_dir.path().to_path_buf());
+        let (a, b) = (tempfile::tempdir().expect("a"), tempfile::tempdir().expect("b"));
+        let rule_in = |workspace: &Path, command: &str| {
+            let rule =
+                Rule::new(Rule::new_id(), crate::rules::RuleKind::Prefix, command, crate::rules::RuleScope::Workspace)
+                    .expect("rule");
+            let path = file::workspace_rules_path(&home, workspace).expect("path");
+            file::append(&path, workspace, &rule).expect("append");
+        };
+        rule_in(a.path(), "npm test");
+        rule_in(b.path(), "cargo test");
+        let support = SandboxSupport { landlock_abi: 0, network_namespace: false };
+        let settings = Settings { approval_mode: ApprovalMode::Rules, sandbox: SandboxMode::Off };
+        let in_a = Policy::open(&home, a.path(), support, settings).expect("policy");
+        let commands = |p: &Policy| p.workspace_rules.iter().map(|r| r.command().to_string()).collect::<Vec<_>>();
+        assert_eq!(commands(&in_a), ["npm test"]);
+        let in_b = in_a.for_workspace(b.path());
+        assert_eq!(commands(&in_b), ["cargo test"], "only b's rules apply in b");
+        assert_eq!(in_b.approval_mode, ApprovalMode::Rules, "the settings stay");
+        assert_ne!(in_a.workspace_file, in_b.workspace_file);
+    }
+
     #[test]
     fn the_suggested_rule_is_the_first_words_never_a_lone_runner() {
         assert_eq!(suggested_rule("npm test -- --watch").as_deref(), Some("npm test"));

@@ -162,7 +162,7 @@ pub fn server_bin() -> PathBuf {
         let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
         let bin = profile_dir.join("mino-server");
         let root = workspace_root();
-        let sources = ["server/mino-server", "server/core", "server/protocol"]
+        let sources = ["server/mino-server", "server/acp", "server/core", "server/protocol"]
             .iter()
             .map(|d| newest_source(&root.join(d)))
             .max()
