@@ -25,6 +25,26 @@ vim.api.nvim_create_user_command("MinoAcknowledge", function()
   mino().acknowledge()
 end, { desc = "Acknowledge unknown tool results of recovered turns" })
 
+vim.api.nvim_create_user_command("MinoNew", function()
+  mino().new_session()
+end, { desc = "Start a new Mino chat (a new session) in this workspace" })
+
+vim.api.nvim_create_user_command("MinoSessions", function()
+  mino().pick_session()
+end, { desc = "Pick a Mino session of this workspace (or any folder) to continue" })
+
+vim.api.nvim_create_user_command("MinoRename", function(cmd)
+  mino().rename_session(cmd.args ~= "" and cmd.args or nil)
+end, { nargs = "*", desc = "Rename the open Mino session" })
+
+vim.api.nvim_create_user_command("MinoDelete", function()
+  mino().delete_session()
+end, { desc = "Move a Mino session of this workspace to Mino's trash" })
+
+vim.api.nvim_create_user_command("MinoRules", function()
+  mino().rules()
+end, { desc = "List Mino's approval rules and revoke one" })
+
 vim.api.nvim_create_user_command("MinoRestart", function()
   mino().restart()
 end, { desc = "Restart mino-server" })

@@ -40,6 +40,9 @@ local st = {
   --- "## Mino" section from its blank line to its last line.
   response = nil,
   sender = nil,
+  --- "turnId callId" -> true while a call shown with its approval request has
+  --- not started (a call that starts without one is shown at its start).
+  asked = {},
 }
 
 function M._set_sender(fn)
@@ -465,23 +468,74 @@ local function evidence_lines(call, indent)
   return out
 end
 
---- A new server started: the buffer is rebuilt from its history.
+--- `s` as literal markdown text on one line (a title is the person's text).
+local function md_text(s)
+  s = tostring(s):gsub("[%c]+", " ")
+  return (s:gsub("([\\`*_%[%]<>#|~])", "\\%1"))
+end
+
+--- A markdown code span holding `s` whatever backticks it contains.
+local function code_span(s)
+  s = tostring(s):gsub("\n", " ")
+  local longest = 0
+  for run in s:gmatch("`+") do
+    longest = math.max(longest, #run)
+  end
+  local fence_ = ("`"):rep(longest + 1)
+  if longest > 0 then
+    return fence_ .. " " .. s .. " " .. fence_
+  end
+  return fence_ .. s .. fence_
+end
+
+--- The header's first line: the session's title as the document's heading.
+function M.title_line(title)
+  if type(title) == "string" and title ~= "" then
+    return "# Mino: " .. md_text(title)
+  end
+  return "# Mino"
+end
+
+--- Shows `title` (the open session's, just named or renamed) in the header.
+function M.set_title(title)
+  if not valid_buf() then
+    return
+  end
+  local first = api.nvim_buf_get_lines(st.buf, 0, 1, false)[1] or ""
+  if first:match("^# Mino") then
+    set_lines(st.buf, 0, 1, { M.title_line(title) })
+  end
+end
+
+--- A new server started, or another session was opened: the buffer is
+--- rebuilt from its header and (by the caller) its history.
 function M.server_started(caps)
   local buf = M.buf()
   st.stream = nil
   st.streamed = {}
   st.output_streamed = {}
+  st.asked = {}
   start_response()
   -- Remove everything above the prompt line.
   set_lines(buf, 0, -1, {})
-  local header = { "# Mino" }
+  local header = { M.title_line(type(caps) == "table" and caps.title or nil) }
   if type(caps) == "table" then
     table.insert(header, "")
-    table.insert(header, ("_Session %s · model %s · %s_"):format(caps.sessionId or "?", caps.model or "?",
-      caps.cwd or "?"))
+    local line = ("_Session %s · model %s · %s"):format(caps.sessionId or "?", caps.model or "?", caps.cwd or "?")
+    if type(caps.sandbox) == "string" then
+      line = line .. " · sandbox " .. caps.sandbox
+    end
+    if type(caps.approvalMode) == "string" then
+      line = line .. " · approval mode " .. caps.approvalMode
+    end
+    table.insert(header, line .. "_")
   end
   table.insert(header, "")
-  table.insert(header, "_Bash commands require approval. Write in the input window below the chat and send with "
+  local approval = "Bash commands require approval."
+  if type(caps) == "table" and (caps.approvalMode == "rules" or caps.approvalMode == "sandboxed-auto") then
+    approval = "Bash commands require approval unless a rule (or, in sandboxed-auto, the sandbox) allows them."
+  end
+  table.insert(header, "_" .. approval .. " Write in the input window below the chat and send with "
     .. "`" .. (send_keys(require("mino").config)[1] or "<CR>") .. "`._")
   M.append(header)
 end
@@ -494,6 +548,10 @@ function M.render_history(result)
       table.insert(lines, "")
       table.insert(lines, ("**Tool call** `%s`"):format(c.callId or "?"))
       vim.list_extend(lines, fence("sh", c.command))
+      local by = M.approved_by_line(c.approvedBy, c.sandbox)
+      if by then
+        table.insert(lines, by)
+      end
       if is_nil(c.result) then
         table.insert(lines, "Result: _pending_")
       else
@@ -537,6 +595,10 @@ function M.render_recovery(p)
         unknown = true
       end
       table.insert(lines, ("  - `%s` → **%s**"):format(c.command or "?", r.status or "?"))
+      local by = M.approved_by_line(c.approvedBy, c.sandbox)
+      if by then
+        table.insert(lines, "    " .. by)
+      end
       vim.list_extend(lines, evidence_lines(c, "    "))
       if (r.output or "") ~= "" then
         table.insert(lines, "    " .. truncate(r.output, 3):gsub("\n", "\n    "))
@@ -668,20 +730,73 @@ function M.approval_request(p)
   local l = p.limits or {}
   table.insert(lines, ("- Limits: timeout %s s, output limit %s bytes"):format(l.timeoutSeconds or "?",
     l.outputLimitBytes or "?"))
+  if type(p.sandbox) == "string" or type(p.approvalMode) == "string" then
+    table.insert(lines, ("- Sandbox: %s · approval mode: %s"):format(is_nil(p.sandbox) and "?" or p.sandbox,
+      is_nil(p.approvalMode) and "?" or p.approvalMode))
+  end
   -- Blank lines keep each note a paragraph of its own (not part of the list).
   table.insert(lines, "")
   table.insert(lines, "_Waiting for your decision (Approve / Deny)…_")
+  st.asked[(p.turnId or "") .. " " .. (p.callId or "")] = true
   M.append(lines)
 end
 
-function M.approval_decided(req, decision)
-  M.append({ "", decision == protocol.decision.approve and ("_Approved `%s`._"):format(req.callId)
-    or ("_Denied `%s`._"):format(req.callId) })
+local SCOPES = { session = "this session", workspace = "this workspace" }
+
+--- `answer` = { decision, reason?, rule? } as sent in mino/approval.
+function M.approval_decided(req, answer)
+  local d = protocol.decision
+  local call = code_span(req.callId or "?")
+  local line
+  if answer.decision == d.approve then
+    line = ("_Approved %s._"):format(call)
+  elseif answer.decision == d.deny then
+    line = answer.reason and ("_Denied %s: %s_"):format(call, md_text(answer.reason)) or ("_Denied %s._"):format(call)
+  else
+    local scope = answer.decision == d.allowSession and "this session" or "this workspace"
+    line = ("_Approved %s, and from now on in %s every command starting with %s._"):format(call, scope,
+      code_span(answer.rule and answer.rule.command or "?"))
+    if req.approvalMode == "ask" then
+      -- The server records the rule but applies none in `ask` mode.
+      line = line .. " _(The approval mode is `ask`: rules apply once it is `rules` or `sandboxed-auto`.)_"
+    end
+  end
+  M.append({ "", line })
+end
+
+--- How a call was approved, from its `approvedBy` ({kind, rule?}) and
+--- `sandbox`: nil for the person's own approval (shown when it was given).
+function M.approved_by_line(approved_by, sandbox)
+  if type(approved_by) ~= "table" then
+    return nil
+  end
+  if approved_by.kind == "rule" then
+    local r = type(approved_by.rule) == "table" and approved_by.rule or {}
+    return ("_Approved by rule %s (%s, %s)._"):format(code_span(r.command or "?"), r.kind or "?",
+      SCOPES[r.scope] or tostring(r.scope or "?"))
+  elseif approved_by.kind == "sandbox" then
+    return ("_Approved automatically in the sandbox (%s)._"):format(type(sandbox) == "string" and sandbox or "?")
+  end
+  return nil
 end
 
 function M.tool_started(p)
   close_output_fence()
   st.stream = nil
+  local key = (p.turnId or "") .. " " .. (p.callId or "")
+  if st.asked[key] then
+    st.asked[key] = nil
+    return
+  end
+  -- Approved without a question (by a rule or in the sandbox): the call
+  -- block is shown here, with what approved it.
+  local lines = { "", ("**Tool call** %s runs:"):format(code_span(p.callId or "?")) }
+  vim.list_extend(lines, fence("sh", p.command))
+  local by = M.approved_by_line(p.approvedBy, p.sandbox)
+  if by then
+    table.insert(lines, by)
+  end
+  M.append(lines)
 end
 
 function M.tool_output(p)
@@ -758,7 +873,7 @@ function M._reset()
     end
   end
   st.buf, st.win, st.input_buf, st.input_win, st.stream, st.stream_call = nil, nil, nil, nil, nil, nil
-  st.streamed, st.output_streamed, st.response = {}, {}, nil
+  st.streamed, st.output_streamed, st.response, st.asked = {}, {}, nil, {}
 end
 
 return M

@@ -17,6 +17,11 @@ M.errors = protocol.errors
 
 M.ACK_QUESTION = protocol.messages.ACKNOWLEDGEMENT_QUESTION
 
+--- JSON-RPC's own codes the plugin tells apart: an unknown method (a server
+--- older than a command) and invalid params (e.g. a rule the server refuses).
+M.METHOD_NOT_FOUND = -32601
+M.INVALID_PARAMS = -32602
+
 local defaults = {
   --- Path or name (looked up on $PATH) of the server binary.
   server_path = "mino-server",
@@ -31,6 +36,11 @@ local defaults = {
   session = nil,
   --- Start a new session even if others exist.
   new_session = false,
+  --- Approval mode ("ask", "rules", "sandboxed-auto") and sandbox ("off",
+  --- "read-only", "workspace-write") asked of the server at start; nil = the
+  --- server's default.
+  approval_mode = nil,
+  sandbox = nil,
   --- Where the server's stderr goes; nil = stdpath("log") .. "/mino-server.log".
   log_file = nil,
   --- "split" or "float".
@@ -55,6 +65,8 @@ M.default_keymaps = {
   cancel = "<leader>mc", -- cancel the running turn
   approve = "<leader>my", -- approve the command whose question is shown
   deny = "<leader>mn", -- deny the command whose question is shown
+  new = "<leader>mN", -- start a new chat (a new session) in this workspace
+  sessions = "<leader>ms", -- pick a session to continue
 }
 
 M.config = vim.deepcopy(defaults)
@@ -78,6 +90,13 @@ local function fresh_state()
     response_streaming = false, -- MinoStreaming was sent for the current response
     asking_ack = false,
     capabilities = nil,
+    --- The open session: { sessionId, title (nil until the first question),
+    --- cwd, journalPath }, from `initialize` or the last switch.
+    session = nil,
+    --- A mino/sessions/new or /open is on its way (notifications wait meanwhile).
+    switching = false,
+    --- The server answered mino/sessions/list with -32601 (it predates sessions).
+    no_session_list = false,
   }
 end
 M.state = fresh_state()
@@ -85,6 +104,11 @@ M.state = fresh_state()
 local stopping = {}
 --- Client ids whose process has exited.
 local exited = {}
+--- The session a start opens after a switch (the one switched to last), so a
+--- restart continues it; nil = what `setup()` asked for. Kept across restarts.
+local reopen_session = nil
+--- Defined with the sessions (below); used by the notifications and the start.
+local session_changed, refresh_title
 
 local function notify(msg, level)
   vim.notify("Mino: " .. msg, level or vim.log.levels.INFO, { title = "Mino" })
@@ -106,7 +130,9 @@ local function apply_keymaps(opt)
   if type(opt) == "table" then
     for name, lhs in pairs(opt) do
       if M.default_keymaps[name] == nil then
-        notify(("keymaps.%s is not a Mino keymap (known: open, cancel, approve, deny)"):format(name),
+        local known = vim.tbl_keys(M.default_keymaps)
+        table.sort(known)
+        notify(("keymaps.%s is not a Mino keymap (known: %s)"):format(name, table.concat(known, ", ")),
           vim.log.levels.WARN)
       else
         keys[name] = lhs
@@ -118,6 +144,8 @@ local function apply_keymaps(opt)
     cancel = { function() M.cancel() end, "Cancel Mino's running turn" },
     approve = { function() M.approve_shown() end, "Approve the command Mino is asking about" },
     deny = { function() M.deny_shown() end, "Deny the command Mino is asking about" },
+    new = { function() M.new_session() end, "Start a new Mino chat" },
+    sessions = { function() M.pick_session() end, "Pick a Mino session to continue" },
   }
   for name, lhs in pairs(keys) do
     if type(lhs) == "string" and lhs ~= "" then
@@ -196,10 +224,13 @@ local function format_error(err)
     if err.code == M.errors.ACKNOWLEDGEMENT_REQUIRED then
       return msg .. " (run :MinoAcknowledge)"
     end
+    -- Refusals whose message says what to do: the log adds nothing.
     local expected = {
       [M.errors.TURN_IN_PROGRESS] = true,
       [M.errors.NO_PENDING_APPROVAL] = true,
       [M.errors.UNKNOWN_TURN] = true,
+      [M.errors.SESSION_UNAVAILABLE] = true,
+      [M.INVALID_PARAMS] = true,
     }
     if not expected[err.code] then
       -- Unexpected failures: the server log has the details.
@@ -336,6 +367,7 @@ on[notification.turnEnded] = function(p)
     status = p.status,
     reason = (p.reason ~= vim.NIL) and p.reason or nil,
   })
+  refresh_title()
   if p.status == protocol.turn_status.failed then
     local reason = (p.reason ~= nil and p.reason ~= vim.NIL) and p.reason or "no reason given"
     notify(("turn failed: %s (log: %s)"):format(reason, M.log_path()), vim.log.levels.ERROR)
@@ -344,14 +376,27 @@ end
 
 M._on = on
 
+--- Handles a notification of the open session; one that names another
+--- session (sent before a switch took effect) is dropped. mino/recovery
+--- waits while a switch or the history is on its way (defer_until_history)
+--- and comes back here once the open session is known.
+local function dispatch(name, params)
+  local current = M.state.session and M.state.session.sessionId
+  if current and type(params.sessionId) == "string" and params.sessionId ~= current then
+    return
+  end
+  local ok, e = pcall(on[name], params)
+  if not ok then
+    notify(("error handling %s: %s"):format(name, e), vim.log.levels.ERROR)
+  end
+end
+M._dispatch = dispatch
+
 local function make_handlers()
   local handlers = {}
-  for method, fn in pairs(on) do
-    handlers[method] = function(_, params, _)
-      local ok, e = pcall(fn, params or {})
-      if not ok then
-        notify(("error handling %s: %s"):format(method, e), vim.log.levels.ERROR)
-      end
+  for name in pairs(on) do
+    handlers[name] = function(_, params, _)
+      dispatch(name, params or {})
     end
   end
   return handlers
@@ -376,28 +421,84 @@ local function discard_typeahead()
   return dropped
 end
 
---- Asks `question` with vim.ui.select after dropping typed-ahead keys; the
---- declining answer is listed first, so a UI whose <CR> takes the highlighted
---- (first) item declines, and so does dismissing the menu. The screen is
---- redrawn first, so the question never shows over a stale chat; `on_shown`
---- runs right before the question is asked.
-local function ask_safely(question, decline, accept, kind, on_answer, on_shown)
+--- Drops the keys typed before a question appears (saying how many) and
+--- brings the screen up to date, so the question never shows over a stale
+--- chat and nothing typed earlier can answer it.
+local function prepare_question()
   local dropped = discard_typeahead()
   if dropped > 0 then
     notify(("%d key(s) typed before the question appeared were ignored"):format(dropped), vim.log.levels.WARN)
   end
   chat.redraw()
+end
+
+--- Asks `question` with vim.ui.select after prepare_question(). `items[1]` is
+--- the declining answer: a UI whose <CR> takes the highlighted (first) item
+--- declines, and dismissing the menu gives `on_choice(nil)`, which every
+--- caller treats as declining. `on_shown` runs right before the question.
+local function ask_safely(question, items, kind, on_choice, on_shown, format_item)
+  prepare_question()
   if on_shown then
     on_shown()
   end
-  vim.ui.select({ decline, accept }, { prompt = question, kind = kind }, function(choice)
-    on_answer(choice == accept)
+  vim.ui.select(items, { prompt = question, kind = kind, format_item = format_item }, on_choice)
+end
+
+--- A No / Yes question (No first and the default); `on_answer(true)` only for
+--- an explicit Yes.
+local function ask_yes_no(question, kind, on_answer)
+  ask_safely(question, { "No", "Yes" }, kind, function(choice)
+    on_answer(choice == "Yes")
   end)
 end
 
---- Records the decision about `asked` (once: a keymap and the menu may both
---- answer it) and asks about the next queued approval.
-local function decide(asked, approved)
+--- Asks for a line of text with vim.ui.input after prepare_question() (keys
+--- typed ahead would otherwise be typed into the field and confirm it).
+--- `on_answer` gets the trimmed text, or nil when it is empty or dismissed.
+local function input_safely(prompt, default, kind, on_answer)
+  prepare_question()
+  vim.ui.input({ prompt = prompt, default = default, kind = kind }, function(text)
+    text = type(text) == "string" and vim.trim(text) or ""
+    on_answer(text ~= "" and text or nil)
+  end)
+end
+
+--- The approval menu's answers. Deny is first, so it is the default.
+M.APPROVAL_CHOICES = {
+  deny = "Deny",
+  deny_with_reason = "Deny with reason…",
+  approve = "Approve once",
+  allow_session = "Allow for this session…",
+  allow_workspace = "Always allow in this workspace…",
+}
+
+--- The rule the server suggests for a request ({kind, command}), or nil when
+--- the command is not plain enough for one.
+local function suggested_rule(req)
+  local r = req.suggestedRule
+  if type(r) == "table" and type(r.command) == "string" and r.command ~= "" then
+    return r
+  end
+end
+
+--- The menu for `req`: the allow choices only when the server suggests a rule
+--- (a command it cannot split into words gets none).
+function M.approval_items(req)
+  local c = M.APPROVAL_CHOICES
+  local items = { c.deny, c.deny_with_reason, c.approve }
+  if suggested_rule(req) then
+    vim.list_extend(items, { c.allow_session, c.allow_workspace })
+  end
+  return items
+end
+
+local ask_approval
+
+--- Sends the answer about `asked` (once: a keymap and the menu may both answer
+--- it). `answer` = { decision, reason?, rule? }. The next queued approval is
+--- asked once the server took this one; a refused rule or reason (-32602:
+--- nothing ran, the call still waits) is shown and the question asked again.
+local function decide(asked, answer)
   if asked.decided then
     return
   end
@@ -406,38 +507,126 @@ local function decide(asked, approved)
     M.state.shown_approval = nil
   end
   local req = asked.req
-  local decision = approved and protocol.decision.approve or protocol.decision.deny
-  M.state.asking_approval = false
+  local function next_one()
+    M.state.asking_approval = false
+    M._next_approval()
+  end
   if M.state.ended[req.turnId] then
     chat.append({ ("_`%s` no longer awaits a decision: its turn has ended; nothing was run._"):format(req.callId) })
-    M._next_approval()
+    next_one()
     return
   end
-  chat.approval_decided(req, decision)
-  emit("MinoApprovalDecided", { turnId = req.turnId, callId = req.callId, decision = decision })
+  local params = { turnId = req.turnId, callId = req.callId, decision = answer.decision, reason = answer.reason,
+    rule = answer.rule }
+  local function decided()
+    chat.approval_decided(req, answer)
+    emit("MinoApprovalDecided", { turnId = req.turnId, callId = req.callId, decision = answer.decision,
+      reason = answer.reason, rule = answer.rule })
+  end
+  -- A plain approve or deny is shown at once (its tool notifications follow);
+  -- a rule or a reason only once the server accepted it.
+  local plain = answer.rule == nil and answer.reason == nil
+  if plain then
+    decided()
+  end
   -- The turn id binds the decision to the turn that asked: the server
   -- refuses it (-32012) if that turn no longer waits for this call.
-  M.request(method.approval, { turnId = req.turnId, callId = req.callId, decision = decision }, function(err)
+  M.request(method.approval, params, function(err)
+    if err and err.code == M.INVALID_PARAMS and not plain then
+      chat.append({ "", ("**Refused:** %s"):format(err.message or "invalid decision") })
+      notify(("%s: %s"):format(req.callId, err.message or "invalid decision"), vim.log.levels.WARN)
+      ask_approval(req)
+      return
+    end
     if err and err.code == M.errors.NO_PENDING_APPROVAL then
       -- The turn ended (e.g. cancelled) while the question was open.
       chat.append({ ("_`%s` no longer awaits a decision: %s_"):format(req.callId, err.message or "") })
     elseif err then
       notify("approval of " .. req.callId .. " failed: " .. format_error(err), vim.log.levels.ERROR)
+    elseif not plain then
+      decided()
     end
+    next_one()
   end)
-  M._next_approval()
+end
+
+--- What the allow choices ask, by decision.
+local RULE_PROMPTS = {
+  allowSession = "Allow for this session the commands starting with: ",
+  allowWorkspace = "Always allow in this workspace the commands starting with: ",
+}
+
+--- Acts on the menu's choice about `asked`: Deny, dismissal and anything
+--- unknown deny; the "…" choices ask for a reason or a rule first, and an
+--- empty or dismissed answer there goes back to the question.
+local function on_approval_choice(asked, choice)
+  if asked.decided then
+    return
+  end
+  local c = M.APPROVAL_CHOICES
+  local d = protocol.decision
+  local function back()
+    if not asked.decided then
+      asked.decided = true
+      ask_approval(asked.req)
+    end
+  end
+  if choice == c.approve then
+    decide(asked, { decision = d.approve })
+  elseif choice == c.deny_with_reason then
+    input_safely("Why deny it? (the model reads this): ", "", "mino.approval.reason", function(reason)
+      if asked.decided then
+        return
+      end
+      if not reason then
+        return back()
+      end
+      decide(asked, { decision = d.deny, reason = reason })
+    end)
+  elseif (choice == c.allow_session or choice == c.allow_workspace) and suggested_rule(asked.req) then
+    local decision = choice == c.allow_session and d.allowSession or d.allowWorkspace
+    input_safely(RULE_PROMPTS[decision], suggested_rule(asked.req).command, "mino.approval.rule", function(rule)
+      if asked.decided then
+        return
+      end
+      if not rule then
+        return back()
+      end
+      decide(asked, { decision = decision, rule = { kind = "prefix", command = rule } })
+    end)
+  else
+    decide(asked, { decision = d.deny })
+  end
 end
 
 --- The question asked about a call: the essentials are in the prompt itself,
 --- for UIs that show it apart from the chat.
 function M.approval_prompt(req)
   local limits = type(req.limits) == "table" and req.limits or {}
-  return ("Mino wants to run `%s` in %s (timeout %s s). Approve?"):format(req.command or "?", req.directory or "?",
-    limits.timeoutSeconds or "?")
+  local details = { ("timeout %s s"):format(limits.timeoutSeconds or "?") }
+  if type(req.sandbox) == "string" then
+    table.insert(details, "sandbox " .. req.sandbox)
+  end
+  if type(req.approvalMode) == "string" then
+    table.insert(details, "approval mode " .. req.approvalMode)
+  end
+  return ("Mino wants to run `%s` in %s (%s). Approve?"):format(req.command or "?", req.directory or "?",
+    table.concat(details, ", "))
 end
 
---- Asks about the next queued approval with vim.ui.select; anything but an
---- explicit "Approve" (including dismissing the menu) denies.
+--- Asks about `req` (again, after a refused rule or a dismissed reason).
+ask_approval = function(req)
+  local asked = { req = req, decided = false }
+  vim.schedule(function()
+    ask_safely(M.approval_prompt(req), M.approval_items(req), "mino.approval", function(choice)
+      on_approval_choice(asked, choice)
+    end, function()
+      M.state.shown_approval = asked
+    end)
+  end)
+end
+
+--- Asks about the next queued approval, one at a time.
 function M._next_approval()
   if M.state.asking_approval then
     return
@@ -447,14 +636,7 @@ function M._next_approval()
     return
   end
   M.state.asking_approval = true
-  local asked = { req = req, decided = false }
-  vim.schedule(function()
-    ask_safely(M.approval_prompt(req), "Deny", "Approve", "mino.approval", function(approved)
-      decide(asked, approved)
-    end, function()
-      M.state.shown_approval = asked
-    end)
-  end)
+  ask_approval(req)
 end
 
 --- The approve / deny keymaps: they answer only a question already on screen
@@ -466,7 +648,7 @@ local function answer_shown(approved)
     notify("no command is waiting for your approval")
     return
   end
-  decide(asked, approved)
+  decide(asked, { decision = approved and protocol.decision.approve or protocol.decision.deny })
 end
 
 function M.approve_shown()
@@ -496,7 +678,10 @@ function M.ask_acknowledgement()
   end
   M.state.asking_ack = true
   vim.schedule(function()
-    ask_safely(M.ACK_QUESTION, "No", "Yes", "mino.acknowledge", function(yes)
+    ask_yes_no(M.ACK_QUESTION, "mino.acknowledge", function(yes)
+      if M.state.recovery ~= rec then
+        return -- asked about a session that is no longer open
+      end
       M.state.asking_ack = false
       if not yes then
         chat.append({ "", "_Not acknowledged. Mino refuses new questions until you run :MinoAcknowledge and answer Yes._" })
@@ -562,6 +747,22 @@ local function wait_exit(id, ms)
   end, 10)
 end
 
+--- Handles the notifications that waited for the history (or a switch) and
+--- sends the questions asked meanwhile.
+local function release_deferred()
+  M.state.history_loaded = true
+  local deferred = M.state.deferred
+  M.state.deferred = {}
+  for _, d in ipairs(deferred) do
+    dispatch(d[1], d[2])
+  end
+  local outbox = M.state.outbox
+  M.state.outbox = {}
+  for _, q in ipairs(outbox) do
+    M.send(q.text, q.opts)
+  end
+end
+
 local function load_history()
   M.request(method.history, vim.empty_dict(), function(err, result)
     if err then
@@ -569,17 +770,7 @@ local function load_history()
     elseif result then
       chat.render_history(result)
     end
-    M.state.history_loaded = true
-    local deferred = M.state.deferred
-    M.state.deferred = {}
-    for _, d in ipairs(deferred) do
-      on[d[1]](d[2])
-    end
-    local outbox = M.state.outbox
-    M.state.outbox = {}
-    for _, q in ipairs(outbox) do
-      M.send(q.text, q.opts)
-    end
+    release_deferred()
   end)
 end
 
@@ -617,12 +808,15 @@ function M.start()
   vim.list_extend(cmd, M.config.server_args or {})
 
   local init_options = { cwd = cwd }
-  if M.config.session then
-    init_options.session = M.config.session
-  end
-  if M.config.new_session then
+  -- After a switch, a restart reopens the session switched to.
+  local session = reopen_session or M.config.session
+  if session then
+    init_options.session = session
+  elseif M.config.new_session then
     init_options.newSession = true
   end
+  init_options.approvalMode = M.config.approval_mode
+  init_options.sandbox = M.config.sandbox
 
   M.state.history_loaded = false
   M.state.deferred = {}
@@ -635,6 +829,7 @@ function M.start()
   M.state.asking_approval = false
   M.state.shown_approval = nil
   M.state.asking_ack = false
+  M.state.no_session_list = false
 
   local start_ctx = { init_failed = false }
   local env = M.config.cmd_env
@@ -676,6 +871,9 @@ function M.start()
     on_init = function(client, result)
       M.state.capabilities = vim.tbl_get(result or {}, "capabilities", "experimental", "mino")
       vim.schedule(function()
+        if type(M.state.capabilities) == "table" then
+          session_changed(M.state.capabilities)
+        end
         chat.server_started(M.state.capabilities)
         load_history()
       end)
@@ -737,6 +935,389 @@ function M.restart()
   end
   M.state.client_id = nil
   return M.start()
+end
+
+-- ------------------------------------------------------------ sessions
+
+local function is_nil(v)
+  return v == nil or v == vim.NIL
+end
+
+--- Seconds since the epoch of an RFC 3339 time ("2026-11-30T10:00:00.123Z",
+--- "…+01:00"), or nil.
+local function rfc3339_epoch(s)
+  if type(s) ~= "string" then
+    return nil
+  end
+  local y, mo, d, h, mi, sec, rest = s:match("^(%d%d%d%d)-(%d%d)-(%d%d)[Tt ](%d%d):(%d%d):(%d%d)(.*)$")
+  if not y then
+    return nil
+  end
+  y, mo, d = tonumber(y), tonumber(mo), tonumber(d)
+  -- Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+  local yy = mo <= 2 and y - 1 or y
+  local era = math.floor(yy / 400)
+  local yoe = yy - era * 400
+  local doy = math.floor((153 * (mo + (mo > 2 and -3 or 9)) + 2) / 5) + d - 1
+  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+  local days = era * 146097 + doe - 719468
+  local t = days * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(sec)
+  rest = rest:gsub("^%.%d+", "")
+  local sign, oh, om = rest:match("^([+-])(%d%d):?(%d%d)$")
+  if sign then
+    local offset = tonumber(oh) * 3600 + tonumber(om) * 60
+    t = sign == "+" and t - offset or t + offset
+  elseif not rest:match("^[Zz]?$") then
+    return nil
+  end
+  return t
+end
+
+--- "just now", "5 min ago", "3 h ago", "2 days ago", or the date for older times.
+function M.relative_time(s, now)
+  local t = rfc3339_epoch(s)
+  if not t then
+    return tostring(is_nil(s) and "?" or s)
+  end
+  local ago = (now or os.time()) - t
+  if ago < 60 then
+    return "just now"
+  elseif ago < 3600 then
+    return ("%d min ago"):format(math.floor(ago / 60))
+  elseif ago < 86400 then
+    return ("%d h ago"):format(math.floor(ago / 3600))
+  elseif ago < 7 * 86400 then
+    local days = math.floor(ago / 86400)
+    return days == 1 and "yesterday" or ("%d days ago"):format(days)
+  end
+  return s:sub(1, 10)
+end
+
+--- A session's title for display ("untitled" before its first question).
+local function title_of(s)
+  if type(s) == "table" and type(s.title) == "string" and s.title ~= "" then
+    return s.title
+  end
+  return "untitled"
+end
+
+--- How a `SessionEntry` reads in the picker: title, last activity, turns, and
+--- marks for a session waiting for acknowledgement or open in another Mino.
+--- `with_cwd` adds its folder (the all-folders list).
+function M.format_session(e, with_cwd)
+  local turns = tonumber(e.turns) or 0
+  local parts = { title_of(e), M.relative_time(e.lastActiveAt), ("%d turn%s"):format(turns, turns == 1 and "" or "s") }
+  if e.acknowledgementRequired == true then
+    table.insert(parts, "⚠ needs acknowledgement")
+  end
+  if e.heldElsewhere == true then
+    table.insert(parts, "open in another Mino")
+  end
+  if e.current == true then
+    table.insert(parts, "open here")
+  end
+  if with_cwd and type(e.cwd) == "string" then
+    table.insert(parts, e.cwd)
+  end
+  return table.concat(parts, " · ")
+end
+
+--- The picker's last entry: the sessions of every folder.
+M.ALL_SESSIONS_ITEM = "All folders' sessions…"
+
+--- Records `info` as the open session and fires MinoSessionChanged.
+session_changed = function(info)
+  M.state.session = {
+    sessionId = info.sessionId,
+    title = (type(info.title) == "string" and info.title ~= "") and info.title or nil,
+    cwd = info.cwd,
+    journalPath = info.journalPath,
+  }
+  emit("MinoSessionChanged", vim.deepcopy(M.state.session))
+end
+
+--- Makes `info` (a SessionInfo) the open session: the chat is cleared and
+--- rebuilt from its history, then the mino/recovery that follows the switch is
+--- handled as at startup (its acknowledgement question included).
+local function switched(info)
+  reopen_session = info.sessionId
+  M.state.ended = {}
+  M.state.recovery = nil
+  M.state.recovery_seen = false
+  M.state.running_turn = nil
+  M.state.approvals = {}
+  M.state.asking_approval = false
+  M.state.shown_approval = nil
+  M.state.asking_ack = false
+  local caps = vim.tbl_extend("force", M.state.capabilities or {}, {
+    sessionId = info.sessionId,
+    journalPath = info.journalPath,
+    cwd = info.cwd,
+    title = info.title,
+  })
+  M.state.capabilities = caps
+  session_changed(info)
+  chat.server_started(caps)
+  load_history()
+end
+
+--- Asks the server to switch sessions (mino/sessions/new or /open). Until it
+--- answers, the recovery that follows a switch and questions sent meanwhile
+--- wait; a refusal (e.g. -32011 while a turn runs, -32015 for a session open
+--- elsewhere) is shown and changes nothing.
+local function switch_session(name, params, cb)
+  if not M.client() then
+    notify("mino-server is not running: run :Mino first", vim.log.levels.WARN)
+    return
+  end
+  if M.state.switching then
+    notify("a session switch is already on its way", vim.log.levels.WARN)
+    return
+  end
+  if not M.state.history_loaded then
+    -- The open session's history is still being shown: a switch now would mix the two.
+    notify("Mino is still loading this session; try again in a moment", vim.log.levels.WARN)
+    return
+  end
+  M.state.switching = true
+  M.state.history_loaded = false
+  M.request(name, params, function(err, info)
+    M.state.switching = false
+    if err or type(info) ~= "table" or type(info.sessionId) ~= "string" then
+      release_deferred()
+      local level = (err and err.code == M.errors.TURN_IN_PROGRESS) and vim.log.levels.WARN or vim.log.levels.ERROR
+      notify(err and format_error(err) or ("%s answered without a session"):format(name), level)
+      return
+    end
+    chat.reveal(M.config)
+    switched(info)
+    if cb then
+      cb(info)
+    end
+  end)
+end
+
+--- :MinoNew: a new session in this workspace.
+function M.new_session()
+  if not M.client() then
+    -- Nothing is open yet: start straight into a new session.
+    reopen_session = nil
+    local saved = M.config.new_session
+    M.config.new_session = true
+    M.open()
+    M.config.new_session = saved
+    return
+  end
+  switch_session(method.sessionsNew, { cwd = M.state.capabilities and M.state.capabilities.cwd or nil })
+end
+
+--- Opens session `id` (mino/sessions/open).
+function M.open_session(id)
+  switch_session(method.sessionsOpen, { sessionId = id })
+end
+
+--- Lists sessions (`scope` "workspace" or "all"), newest first; `cb(err, entries)`.
+local SESSION_PAGE = 100
+function M.list_sessions(scope, cb)
+  M.request(method.sessionsList, { scope = scope, limit = SESSION_PAGE }, function(err, result)
+    if err then
+      return cb(err)
+    end
+    cb(nil, (result and result.sessions) or {}, result and not is_nil(result.nextCursor))
+  end)
+end
+
+local function list_or_notify(scope, cb)
+  if not M.start() then
+    return
+  end
+  M.list_sessions(scope, function(err, entries, more)
+    if err then
+      notify("cannot list sessions: " .. format_error(err), vim.log.levels.ERROR)
+      return
+    end
+    cb(entries, more)
+  end)
+end
+
+--- :MinoSessions: picks a session of this workspace (or, from the last entry,
+--- of any folder) with vim.ui.select and opens it.
+function M.pick_session(scope)
+  scope = scope or "workspace"
+  list_or_notify(scope, function(entries, more)
+    local items = vim.list_extend({}, entries)
+    if scope == "workspace" then
+      table.insert(items, M.ALL_SESSIONS_ITEM)
+    end
+    local prompt = scope == "workspace" and "Mino sessions in this folder" or "Mino sessions in every folder"
+    if more then
+      prompt = ("%s (the %d most recent)"):format(prompt, SESSION_PAGE)
+    end
+    vim.ui.select(items, {
+      prompt = prompt,
+      kind = "mino.sessions",
+      format_item = function(item)
+        return type(item) == "table" and M.format_session(item, scope == "all") or item
+      end,
+    }, function(choice)
+      if choice == M.ALL_SESSIONS_ITEM then
+        return M.pick_session("all")
+      end
+      if type(choice) ~= "table" then
+        return
+      end
+      if choice.current then
+        notify(("“%s” is already open"):format(title_of(choice)))
+        return
+      end
+      M.open_session(choice.sessionId)
+    end)
+  end)
+end
+
+--- :MinoRename {title}: renames the open session (asks for the title without one).
+function M.rename_session(title)
+  local session = M.state.session
+  if not M.client() or not session then
+    notify("no session is open: run :Mino first", vim.log.levels.WARN)
+    return
+  end
+  local function rename(t)
+    t = vim.trim(t or "")
+    if t == "" then
+      return
+    end
+    M.request(method.sessionsRename, { sessionId = session.sessionId, title = t }, function(err)
+      if err then
+        notify("rename refused: " .. format_error(err), vim.log.levels.ERROR)
+        return
+      end
+      if M.state.session and M.state.session.sessionId == session.sessionId then
+        session_changed(vim.tbl_extend("force", M.state.session, { title = t }))
+        chat.set_title(t)
+      end
+      notify(("session renamed “%s”"):format(t))
+    end)
+  end
+  if title and vim.trim(title) ~= "" then
+    return rename(title)
+  end
+  vim.ui.input({ prompt = "Session title: ", default = session.title or "" }, rename)
+end
+
+--- :MinoDelete: picks a session of this workspace and, after a confirmation
+--- (No is the default), moves it to Mino's trash.
+function M.delete_session()
+  list_or_notify("workspace", function(entries)
+    local deletable = vim.tbl_filter(function(e)
+      return not e.current
+    end, entries)
+    if #deletable == 0 then
+      notify("no other session of this folder to delete (the open one cannot be)")
+      return
+    end
+    vim.ui.select(deletable, {
+      prompt = "Delete which Mino session?",
+      kind = "mino.sessions.delete",
+      format_item = function(e)
+        return M.format_session(e, false)
+      end,
+    }, function(choice)
+      if type(choice) ~= "table" then
+        return
+      end
+      ask_yes_no(("Move the session “%s” (%s) to Mino's trash?"):format(title_of(choice), choice.sessionId),
+        "mino.sessions.delete.confirm", function(yes)
+          if not yes then
+            return
+          end
+          M.request(method.sessionsDelete, { sessionId = choice.sessionId }, function(err, result)
+            if err then
+              notify("delete refused: " .. format_error(err), vim.log.levels.ERROR)
+              return
+            end
+            notify(("session “%s” moved to %s"):format(title_of(choice), (result and result.trashedTo) or "the trash"))
+          end)
+        end)
+    end)
+  end)
+end
+
+--- After a session's first question the server names it: fetches the title
+--- for the header (a server without mino/sessions/list is left alone).
+refresh_title = function()
+  local session = M.state.session
+  if not session or session.title or M.state.no_session_list then
+    return
+  end
+  M.request(method.sessionsList, { scope = "all", limit = 20 }, function(err, result)
+    if err and err.code == M.METHOD_NOT_FOUND then
+      M.state.no_session_list = true -- a server older than sessions: not asked again
+    end
+    if err or not result then
+      return
+    end
+    for _, e in ipairs(result.sessions or {}) do
+      if e.sessionId == session.sessionId and M.state.session == session and type(e.title) == "string" then
+        session_changed(vim.tbl_extend("force", session, { title = e.title }))
+        chat.set_title(e.title)
+      end
+    end
+  end)
+end
+
+-- ------------------------------------------------------------ approval rules
+
+--- How a rule reads: `git status` (prefix, this session).
+function M.format_rule(r)
+  local scope = r.scope == "workspace" and "this workspace" or (r.scope == "session" and "this session" or tostring(r.scope))
+  return ("%s  (%s, %s)"):format(r.command or "?", r.kind or "?", scope)
+end
+
+--- :MinoRules: lists the approval rules in force and revokes the chosen one
+--- after a confirmation (No is the default).
+function M.rules()
+  if not M.start() then
+    return
+  end
+  M.request(method.rulesList, vim.empty_dict(), function(err, result)
+    if err then
+      notify("cannot list rules: " .. format_error(err), vim.log.levels.ERROR)
+      return
+    end
+    result = result or {}
+    local file_error = not is_nil(result.workspaceFileError) and result.workspaceFileError or nil
+    if file_error then
+      notify(("the workspace rules file %s is not used: %s"):format(result.workspaceFile or "?", file_error),
+        vim.log.levels.WARN)
+    end
+    local rules = result.rules or {}
+    if #rules == 0 then
+      notify(("no approval rules (workspace rules file: %s)"):format(result.workspaceFile or "?"))
+      return
+    end
+    local prompt = "Mino approval rules: choose one to revoke"
+    if file_error then
+      prompt = ("%s (workspace file unreadable: %s)"):format(prompt, file_error)
+    end
+    vim.ui.select(rules, { prompt = prompt, kind = "mino.rules", format_item = M.format_rule }, function(rule)
+      if type(rule) ~= "table" then
+        return
+      end
+      ask_yes_no(("Revoke the rule %s?"):format(M.format_rule(rule)), "mino.rules.revoke", function(yes)
+        if not yes then
+          return
+        end
+        M.request(method.rulesRevoke, { id = rule.id }, function(e)
+          if e then
+            notify("revoke refused: " .. format_error(e), vim.log.levels.ERROR)
+            return
+          end
+          notify("revoked the rule " .. M.format_rule(rule))
+        end)
+      end)
+    end)
+  end)
 end
 
 -- ------------------------------------------------------------ user actions
@@ -815,6 +1396,7 @@ function M._reset()
     wait_exit(client.id, 3000)
   end
   M.state = fresh_state()
+  reopen_session = nil
   chat._reset()
 end
 
