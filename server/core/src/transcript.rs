@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::calls::{self, function_calls};
+use crate::edit::{self, EditArgs, EditStartRecord, EditTool};
 use crate::journal::record::{ApprovalDecision, RecordBody, ToolStatus, TurnStatus};
 
 #[derive(Debug, Clone)]
@@ -38,14 +39,32 @@ pub struct Call {
     pub response_index: usize,
     pub decision: Option<ApprovalDecision>,
     pub started: bool,
+    /// An edit's `tool_start` fields (path, hashes): what recovery checks
+    /// the file against.
+    pub edit: Option<EditStartRecord>,
     pub result: Option<CallResult>,
 }
 
 impl Call {
     /// The command for display: the `command` argument, or the raw arguments
-    /// when the model sent something that is not a bash call.
+    /// when the model sent something that is not a bash call; for an edit
+    /// call, its one-line summary (`edit_file src/main.rs`).
     pub fn command(&self) -> String {
+        if let Some(tool) = EditTool::from_name(&self.name) {
+            return match EditArgs::parse(tool, &self.arguments) {
+                Ok(args) => edit::summary(tool, args.path()),
+                Err(_) => format!("{} {}", tool.as_str(), self.arguments),
+            };
+        }
         calls::command_of(&self.arguments).unwrap_or_else(|_| self.arguments.clone())
+    }
+
+    /// The diff an edit call wrote, as its saved `success` result holds it
+    /// (cut at the result's limit); `None` for anything else.
+    pub fn applied_diff(&self) -> Option<String> {
+        let result = self.result.as_ref().filter(|r| r.status == ToolStatus::Success)?;
+        EditTool::from_name(&self.name)?;
+        edit::diff_of_output(&result.output).map(str::to_string)
     }
 }
 
@@ -225,6 +244,7 @@ impl Transcript {
                         response_index,
                         decision: None,
                         started: false,
+                        edit: None,
                         result: None,
                     });
                 }
@@ -235,9 +255,10 @@ impl Transcript {
                     call.decision = Some(decision);
                 }
             }
-            RecordBody::ToolStart { call_id, .. } => {
+            RecordBody::ToolStart { call_id, edit, .. } => {
                 if let Some(call) = self.last_call_mut(&call_id) {
                     call.started = true;
+                    call.edit = edit;
                 }
             }
             RecordBody::ToolResult { call_id, status, output, exit_code, recovered, .. } => {
@@ -292,8 +313,24 @@ impl Transcript {
                 }
                 Ok(())
             }
-            RecordBody::ToolStart { turn_id, call_id, .. } => {
+            RecordBody::ToolStart { turn_id, call_id, edit, .. } => {
                 let call = self.open_call(turn_id, call_id)?;
+                // An edit's start names the tool its call asked for; a
+                // command's start is never an edit call's.
+                match (edit, EditTool::from_name(&call.name)) {
+                    (Some(edit), Some(tool)) if edit.tool == tool => {}
+                    (None, None) => {}
+                    (Some(edit), _) => {
+                        return Err(format!(
+                            "the start of call {call_id} is a {} edit, but the call is `{}`",
+                            edit.tool.as_str(),
+                            call.name
+                        ))
+                    }
+                    (None, Some(tool)) => {
+                        return Err(format!("the start of {} call {call_id} has no edit fields", tool.as_str()))
+                    }
+                }
                 if call.decision != Some(ApprovalDecision::Approved) {
                     return Err(format!("call {call_id} started without a recorded approval"));
                 }

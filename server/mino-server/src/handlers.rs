@@ -230,6 +230,22 @@ fn tool_status(s: mino_core::ToolStatus) -> wire::ToolStatus {
         C::Cancelled => wire::ToolStatus::Cancelled,
         C::NotExecuted => wire::ToolStatus::NotExecuted,
         C::Unknown => wire::ToolStatus::Unknown,
+        C::Applied => wire::ToolStatus::Applied,
+        C::NotApplied => wire::ToolStatus::NotApplied,
+    }
+}
+
+fn edit_view(e: mino_core::agent::EditApproval) -> wire::EditView {
+    wire::EditView {
+        tool: match e.tool {
+            mino_core::edit::EditTool::EditFile => wire::EditToolName::EditFile,
+            mino_core::edit::EditTool::WriteFile => wire::EditToolName::WriteFile,
+        },
+        path: e.path,
+        new_file: e.new_file,
+        size: e.size,
+        diff: e.diff,
+        leaves_workspace: e.leaves_workspace,
     }
 }
 
@@ -269,6 +285,7 @@ fn recovered_turn(t: &RecoveredTurn) -> wire::RecoveredTurnView {
                     status: tool_status(c.status),
                     output: c.output.clone(),
                     exit_code: c.exit_code,
+                    diff: c.diff.clone(),
                 },
                 evidence: c.evidence.as_ref().map(evidence),
             })
@@ -305,6 +322,7 @@ fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
                     status: tool_status(r.status),
                     output: r.output.clone(),
                     exit_code: r.exit_code,
+                    diff: c.applied_diff(),
                 }),
                 evidence: session.evidence(turn, index).as_ref().map(evidence),
             })
@@ -342,8 +360,10 @@ fn notification(Numbered { seq, event }: Numbered) -> String {
         AgentEvent::Retrying { turn_id, attempt, delay_ms, reason } => {
             message::<wire::notification::Retrying>(wire::Retrying { turn_id, seq, attempt, delay_ms, reason })
         }
-        AgentEvent::ApprovalRequest { turn_id, call_id, command, directory, environment, limits: l } => {
-            let n = wire::ApprovalRequest { turn_id, seq, call_id, command, directory, environment, limits: limits(l) };
+        AgentEvent::ApprovalRequest { turn_id, call_id, command, directory, environment, limits: l, edit } => {
+            let edit = edit.map(edit_view);
+            let n =
+                wire::ApprovalRequest { turn_id, seq, call_id, command, directory, environment, limits: limits(l), edit };
             message::<wire::notification::ApprovalRequest>(n)
         }
         AgentEvent::ToolStarted { turn_id, call_id, command } => {
@@ -356,8 +376,8 @@ fn notification(Numbered { seq, event }: Numbered) -> String {
             };
             message::<wire::notification::ToolOutput>(wire::ToolOutput { turn_id, seq, call_id, stream, chunk })
         }
-        AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code } => {
-            let n = wire::ToolResult { turn_id, seq, call_id, status: tool_status(status), output, exit_code };
+        AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code, diff } => {
+            let n = wire::ToolResult { turn_id, seq, call_id, status: tool_status(status), output, exit_code, diff };
             message::<wire::notification::ToolResult>(n)
         }
         AgentEvent::TurnEnded { turn_id, status, reason, text } => {

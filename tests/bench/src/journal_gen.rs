@@ -69,7 +69,13 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
                 call_id: call_id.clone(),
                 decision: ApprovalDecision::Approved,
             },
-            RecordBody::ToolStart { turn_id: turn_id.clone(), call_id: call_id.clone(), command, cwd: "/work".into() },
+            RecordBody::ToolStart {
+                turn_id: turn_id.clone(),
+                call_id: call_id.clone(),
+                command: Some(command),
+                edit: None,
+                cwd: "/work".into(),
+            },
             RecordBody::ToolResult {
                 turn_id: turn_id.clone(),
                 call_id: call_id.clone(),
