@@ -39,6 +39,20 @@ pub fn out(text: &str) {
     let _ = stdout.flush();
 }
 
+/// Writes text that is already safe to show (built by `ui` from
+/// [`ui::printable`] pieces and Mino's own colour codes) and flushes.
+pub fn out_shown(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// Whether this terminal gets coloured diffs (see [`ui::colour_wanted`]).
+fn colour() -> bool {
+    use std::io::IsTerminal;
+    ui::colour_wanted(std::io::stdout().is_terminal(), std::env::var_os("NO_COLOR").as_deref())
+}
+
 /// What waiting for a line produced.
 enum Answer {
     Line(String),
@@ -343,7 +357,10 @@ impl App {
                 Turn::ApprovalRequest(req) => {
                     view.newline();
                     self.input.discard_typed_ahead();
-                    out(&ui::approval_screen(&req));
+                    match &req.edit {
+                        Some(edit) => out_shown(&ui::edit_approval_screen(&req, edit, colour())),
+                        None => out(&ui::approval_screen(&req)),
+                    }
                     out(ui::APPROVE_QUESTION);
                     view.at_line_start = true;
                     let decision = match self.read_answer().await {
@@ -375,8 +392,9 @@ impl App {
                     // later call of this turn, whose output is its own.
                     if !view.streamed.remove(&r.call_id) && !r.output.is_empty() {
                         view.newline();
-                        out(&r.output);
-                        view.at_line_start = r.output.ends_with('\n');
+                        let shown = ui::result_output(&r.output, r.diff.is_some(), colour());
+                        out_shown(&shown);
+                        view.at_line_start = shown.ends_with('\n');
                     }
                     view.newline();
                     out(&format!("{}\n", ui::result_line(r.status, r.exit_code)));

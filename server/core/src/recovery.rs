@@ -46,6 +46,8 @@ pub struct RecoveredCall {
     pub evidence: Option<Evidence>,
     /// The diff a kept `success` result of an edit call wrote.
     pub diff: Option<String>,
+    /// The edit tool, for an edit call.
+    pub edit_tool: Option<crate::edit::EditTool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +77,7 @@ impl RecoveredTurn {
                         exit_code: result.exit_code,
                         evidence: evidence_for(journal, turn, index),
                         diff: call.applied_diff(),
+                        edit_tool: crate::edit::EditTool::from_name(&call.name),
                     })
                 })
                 .collect(),

@@ -235,12 +235,16 @@ fn tool_status(s: mino_core::ToolStatus) -> wire::ToolStatus {
     }
 }
 
+fn edit_tool_name(tool: mino_core::edit::EditTool) -> wire::EditToolName {
+    match tool {
+        mino_core::edit::EditTool::EditFile => wire::EditToolName::EditFile,
+        mino_core::edit::EditTool::WriteFile => wire::EditToolName::WriteFile,
+    }
+}
+
 fn edit_view(e: mino_core::agent::EditApproval) -> wire::EditView {
     wire::EditView {
-        tool: match e.tool {
-            mino_core::edit::EditTool::EditFile => wire::EditToolName::EditFile,
-            mino_core::edit::EditTool::WriteFile => wire::EditToolName::WriteFile,
-        },
+        tool: edit_tool_name(e.tool),
         path: e.path,
         new_file: e.new_file,
         size: e.size,
@@ -281,6 +285,7 @@ fn recovered_turn(t: &RecoveredTurn) -> wire::RecoveredTurnView {
             .map(|c| wire::RecoveredCallView {
                 call_id: c.call_id.clone(),
                 command: c.command.clone(),
+                tool: c.edit_tool.map(edit_tool_name),
                 result: wire::ToolResultView {
                     status: tool_status(c.status),
                     output: c.output.clone(),
@@ -318,6 +323,7 @@ fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
             .map(|(index, c)| wire::HistoryCall {
                 call_id: c.call_id.clone(),
                 command: c.command(),
+                tool: mino_core::edit::EditTool::from_name(&c.name).map(edit_tool_name),
                 result: c.result.as_ref().map(|r| wire::ToolResultView {
                     status: tool_status(r.status),
                     output: r.output.clone(),

@@ -344,7 +344,12 @@ pub struct HistoryTurn {
 #[serde(rename_all = "camelCase")]
 pub struct HistoryCall {
     pub call_id: String,
+    /// The command; for an edit call, the summary `<tool> <path>`.
     pub command: String,
+    /// The edit tool of an edit call; absent for a command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub tool: Option<EditToolName>,
     /// `None` only while the call is still in flight.
     pub result: Option<ToolResultView>,
     /// What the command's supervisor saw; only beside an `unknown` result.
@@ -491,7 +496,12 @@ pub struct RecoveredTurnView {
 #[serde(rename_all = "camelCase")]
 pub struct RecoveredCallView {
     pub call_id: String,
+    /// The command; for an edit call, the summary `<tool> <path>`.
     pub command: String,
+    /// The edit tool of an edit call; absent for a command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub tool: Option<EditToolName>,
     pub result: ToolResultView,
     /// What the command's supervisor saw; only beside an `unknown` result.
     #[serde(default, skip_serializing_if = "Option::is_none")]

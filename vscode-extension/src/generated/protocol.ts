@@ -23,7 +23,13 @@ export type ApprovalRequest = { turnId: string, seq: number, callId: string, com
 /**
  * The complete environment the command will get (names and values).
  */
-environment: { [key in string]: string }, limits: Limits, };
+environment: { [key in string]: string }, limits: Limits, 
+/**
+ * An edit call's proposal; absent for a command. For an edit, `command`
+ * is the summary `<tool> <path as the model gave it>`, `environment`
+ * is empty and `limits` are zero (nothing runs).
+ */
+edit?: EditView, };
 
 export type CancelParams = { turnId: string, };
 
@@ -35,6 +41,37 @@ export type ChatResult = { turnId: string, };
  * The person's decision on a call, in `mino/approval`.
  */
 export type Decision = "approve" | "deny";
+
+/**
+ * Which file-edit tool a call is.
+ */
+export type EditToolName = "edit_file" | "write_file";
+
+/**
+ * What the person approves for an `edit_file` / `write_file` call.
+ */
+export type EditView = { tool: EditToolName, 
+/**
+ * Where the edit writes: relative to the session's directory when
+ * inside it, else absolute (every symbolic link resolved).
+ */
+path: string, 
+/**
+ * The file does not exist yet; `write_file` creates it.
+ */
+newFile: boolean, 
+/**
+ * Size in bytes of the file's content after the edit.
+ */
+size: number, 
+/**
+ * The unified diff from the file's content now to the content after.
+ */
+diff: string, 
+/**
+ * The path is outside the session's directory: show it prominently.
+ */
+leavesWorkspace: boolean, };
 
 /**
  * The `{}` result of methods that only acknowledge.
@@ -160,16 +197,26 @@ export type TextDelta = { turnId: string, seq: number, delta: string, };
 
 export type ToolOutput = { turnId: string, seq: number, callId: string, stream: OutputStream, chunk: string, };
 
-export type ToolResult = { turnId: string, seq: number, callId: string, status: ToolStatus, output: string, exitCode?: number, };
+export type ToolResult = { turnId: string, seq: number, callId: string, status: ToolStatus, output: string, exitCode?: number, 
+/**
+ * The diff an edit call wrote (its whole diff; `output` holds it cut
+ * at 64 KiB); only on a `success` result of an edit.
+ */
+diff?: string, };
 
-export type ToolResultView = { status: ToolStatus, output: string, exitCode?: number, };
+export type ToolResultView = { status: ToolStatus, output: string, exitCode?: number, 
+/**
+ * The diff an edit call wrote, as its saved result holds it (cut at
+ * 64 KiB with a note); only on a `success` result of an edit.
+ */
+diff?: string, };
 
 export type ToolStarted = { turnId: string, seq: number, callId: string, command: string, };
 
 /**
  * How a tool call ended (`mino_core::ToolStatus` on the wire).
  */
-export type ToolStatus = "success" | "failed" | "refused" | "timed_out" | "cancelled" | "not_executed" | "unknown";
+export type ToolStatus = "success" | "failed" | "refused" | "timed_out" | "cancelled" | "not_executed" | "unknown" | "applied" | "not_applied";
 
 export type TurnEnded = { turnId: string, seq: number, status: TurnStatus, reason?: string, text?: string, };
 
@@ -238,7 +285,7 @@ export interface NotificationMap {
 // ---------------------------------------------------------------- vocabulary
 
 export const TURN_STATUSES: readonly TurnStatus[] = ['completed', 'failed', 'cancelled', 'interrupted'] as const;
-export const TOOL_STATUSES: readonly ToolStatus[] = ['success', 'failed', 'refused', 'timed_out', 'cancelled', 'not_executed', 'unknown'] as const;
+export const TOOL_STATUSES: readonly ToolStatus[] = ['success', 'failed', 'refused', 'timed_out', 'cancelled', 'not_executed', 'unknown', 'applied', 'not_applied'] as const;
 export const DECISIONS: readonly Decision[] = ['approve', 'deny'] as const;
 export const EVIDENCE_OUTCOMES: readonly EvidenceOutcome[] = ['exited', 'signalled', 'stopped_when_mino_stopped', 'timed_out'] as const;
 export const OUTPUT_STREAMS: readonly OutputStream[] = ['stdout', 'stderr'] as const;

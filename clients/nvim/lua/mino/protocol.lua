@@ -53,6 +53,8 @@ M.tool_status = {
   cancelled = "cancelled",
   not_executed = "not_executed",
   unknown = "unknown",
+  applied = "applied",
+  not_applied = "not_applied",
 }
 
 --- Decisions in mino/approval.
