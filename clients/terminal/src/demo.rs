@@ -96,7 +96,13 @@ mod scripted {
                 self.pending = Some(Pending::AddButter);
                 self.calls += 1;
                 // An edit, not a command: Mino shows its diff for approval.
-                Reply::edit_file(&format!("call_demo_{}", self.calls), "shopping.txt", "bread\n", "bread\nbutter\n", false)
+                Reply::edit_file(
+                    &format!("call_demo_{}", self.calls),
+                    "shopping.txt",
+                    "bread\n",
+                    "bread\nbutter\n",
+                    false,
+                )
             } else if ["list", "shopping", "show", "read", "cat", "check"].iter().any(|w| lower.contains(w)) {
                 self.pending = Some(Pending::ShowList);
                 self.call("Let me read shopping.txt.", "cat shopping.txt")

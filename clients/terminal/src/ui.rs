@@ -106,8 +106,7 @@ pub fn edit_approval_screen(req: &ApprovalRequest, edit: &EditView, colour: bool
     };
     let mut out = format!("[Tool: {tool}]\n");
     if edit.leaves_workspace {
-        let warning =
-            format!("Warning: this file is OUTSIDE the session's directory ({}).", printable(&req.directory));
+        let warning = format!("Warning: this file is OUTSIDE the session's directory ({}).", printable(&req.directory));
         if colour {
             out.push_str(&format!("{BOLD_RED}{warning}{RESET}\n"));
         } else {

@@ -770,7 +770,10 @@ impl Agent {
         // Reading and hashing up to 4 MiB (and diffing) is blocking work.
         let proposed = blocking(move || -> Result<(Workspace, EditProposal), String> {
             let workspace = Workspace::new(&directory).map_err(|e| {
-                format!("The session's directory {} cannot be resolved ({e}); nothing was written.", directory.display())
+                format!(
+                    "The session's directory {} cannot be resolved ({e}); nothing was written.",
+                    directory.display()
+                )
             })?;
             let proposal = edit::propose(&workspace, &args).map_err(|e| e.to_string())?;
             Ok((workspace, proposal))
@@ -821,8 +824,14 @@ impl Agent {
                 })
                 .await?;
                 if cancel.is_cancelled() {
-                    self.save_result(turn_id, call_id, ToolStatus::Cancelled, outputs::EDIT_CANCELLED_BEFORE_WRITE, None)
-                        .await?;
+                    self.save_result(
+                        turn_id,
+                        call_id,
+                        ToolStatus::Cancelled,
+                        outputs::EDIT_CANCELLED_BEFORE_WRITE,
+                        None,
+                    )
+                    .await?;
                     return Ok(true);
                 }
                 // The approval and tool_start are on disk: only now may it write.

@@ -16,10 +16,10 @@
 
 use std::path::Path;
 
+use crate::edit::EditRecovery;
 use crate::journal::record::{RecordBody, ToolStatus, TurnStatus};
 use crate::journal::TornTail;
 use crate::supervisor::Evidence;
-use crate::edit::EditRecovery;
 use crate::transcript::{Call, Transcript, Turn};
 
 /// The output of a recovered `unknown` result, fixed by the specification.

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use mino_core::model::{
-    chat_bash_tool, chat_messages, chat_tools, ModelClient, ModelConfig, ModelError, ModelEvent, ModelRequest, ModelResponse,
-    Provider, RetryPolicy,
+    chat_bash_tool, chat_messages, chat_tools, ModelClient, ModelConfig, ModelError, ModelEvent, ModelRequest,
+    ModelResponse, Provider, RetryPolicy,
 };
 use mino_core::transcript::{function_calls, message_text};
 use mino_core::{ApprovalDecision, MinoHome, Session, ToolStatus, TurnStatus};

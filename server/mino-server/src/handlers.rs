@@ -368,8 +368,16 @@ fn notification(Numbered { seq, event }: Numbered) -> String {
         }
         AgentEvent::ApprovalRequest { turn_id, call_id, command, directory, environment, limits: l, edit } => {
             let edit = edit.map(edit_view);
-            let n =
-                wire::ApprovalRequest { turn_id, seq, call_id, command, directory, environment, limits: limits(l), edit };
+            let n = wire::ApprovalRequest {
+                turn_id,
+                seq,
+                call_id,
+                command,
+                directory,
+                environment,
+                limits: limits(l),
+                edit,
+            };
             message::<wire::notification::ApprovalRequest>(n)
         }
         AgentEvent::ToolStarted { turn_id, call_id, command } => {

@@ -219,7 +219,10 @@ impl Line {
         let Some(tool) = self.tool else { return Ok(None) };
         let missing = |field: &str| LineError::Garbled(format!("edit `tool_start` record without `{field}`"));
         if self.v < EDIT_FORMAT_VERSION {
-            return Err(LineError::Garbled(format!("an edit `tool_start` record with v {}; edit records are v 3", self.v)));
+            return Err(LineError::Garbled(format!(
+                "an edit `tool_start` record with v {}; edit records are v 3",
+                self.v
+            )));
         }
         let record = EditStartRecord {
             tool,
