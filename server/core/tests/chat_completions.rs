@@ -4,11 +4,12 @@
 
 use std::time::Duration;
 
+use mino_core::calls::function_calls;
 use mino_core::model::{
-    chat_bash_tool, chat_messages, chat_tools, ModelClient, ModelConfig, ModelError, ModelEvent, ModelRequest,
-    ModelResponse, Provider, RetryPolicy,
+    chat_messages, chat_tools, ModelClient, ModelConfig, ModelError, ModelEvent, ModelRequest, ModelResponse, Provider,
+    RetryPolicy,
 };
-use mino_core::transcript::{function_calls, message_text};
+use mino_core::transcript::message_text;
 use mino_core::{ApprovalDecision, MinoHome, Session, ToolStatus, TurnStatus};
 use mino_mock_model::{MockModel, Reply, ScriptedCall};
 use serde_json::{json, value::RawValue, Value};

@@ -430,7 +430,7 @@ fn a_last_line_from_a_newer_mino_is_refused_not_cut() {
     let (id, path) = write_session(&home);
     let mut bytes = std::fs::read(&path).expect("read");
     bytes.extend_from_slice(
-        b"{\"v\":3,\"seq\":5,\"kind\":\"user\",\"turn_id\":\"turn-2\",\"text\":\"x\",\"crc32c\":\"0badf00d\"}\n",
+        b"{\"v\":4,\"seq\":5,\"kind\":\"user\",\"turn_id\":\"turn-2\",\"text\":\"x\",\"crc32c\":\"0badf00d\"}\n",
     );
     std::fs::write(&path, &bytes).expect("write");
     let err = Session::open(&home, &id).err().expect("refused");

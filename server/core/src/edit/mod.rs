@@ -144,7 +144,7 @@ const UNSYNCED_WARNING: &str = "\nWarning: the new content is in place, but sync
 /// what history shows as the applied diff.
 pub fn diff_of_output(output: &str) -> Option<&str> {
     let (_, rest) = output.split_once("\n\n")?;
-    let diff = rest.rfind(UNSYNCED_WARNING).map_or(rest, |at| &rest[..at + 1]);
+    let diff = rest.rfind(UNSYNCED_WARNING).map_or(rest, |at| &rest[..at]);
     (!diff.is_empty()).then_some(diff)
 }
 
