@@ -103,7 +103,15 @@ summary: string, };
  */
 export type EvidenceOutcome = "exited" | "signalled" | "stopped_when_mino_stopped" | "timed_out";
 
-export type HistoryCall = { callId: string, command: string, 
+export type HistoryCall = { callId: string, 
+/**
+ * The command; for an edit call, the summary `<tool> <path>`.
+ */
+command: string, 
+/**
+ * The edit tool of an edit call; absent for a command.
+ */
+tool?: EditToolName, 
 /**
  * `None` only while the call is still in flight.
  */
@@ -161,7 +169,15 @@ export type Limits = { timeoutSeconds: number, outputLimitBytes: number, };
 
 export type OutputStream = "stdout" | "stderr";
 
-export type RecoveredCallView = { callId: string, command: string, result: ToolResultView, 
+export type RecoveredCallView = { callId: string, 
+/**
+ * The command; for an edit call, the summary `<tool> <path>`.
+ */
+command: string, 
+/**
+ * The edit tool of an edit call; absent for a command.
+ */
+tool?: EditToolName, result: ToolResultView, 
 /**
  * What the command's supervisor saw; only beside an `unknown` result.
  */
