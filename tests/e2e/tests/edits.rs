@@ -359,3 +359,39 @@ async fn a_file_changed_by_someone_else_before_reopening_is_unknown_behind_the_g
     let journal = session_files(home.path()).pop().expect("journal");
     assert_eq!(journal_records(&journal).iter().filter(|r| r["kind"] == "recovery_ack").count(), 1);
 }
+
+/// Under Chat Completions the edit tools are offered in that API's shape,
+/// and an approved `write_file` creates the file, the model hearing it.
+#[tokio::test(flavor = "multi_thread")]
+async fn under_chat_completions_a_write_file_call_creates_the_file() {
+    let mock = MockModel::start(vec![Reply::write_file("call_1", "notes.txt", "milk\n"), Reply::text("Written.")])
+        .await
+        .expect("mock");
+    let mut server = Server::spawn_with(Spawn {
+        base_url: Some(mock.base_url()),
+        env: vec![("MINO_PROVIDER".into(), "chat-completions".into())],
+        ..Default::default()
+    })
+    .await;
+    let cwd = work_dir(server.home());
+    open(&mut server, &cwd).await;
+    let turn = chat(&mut server, "Start a notes file with milk.").await;
+    let request = next_approval_request(&mut server).await;
+    let edit = request.edit.expect("edit");
+    assert_eq!((edit.tool, edit.new_file, edit.path.as_str()), (wire::EditToolName::WriteFile, true, "notes.txt"));
+    assert_eq!(edit.diff, "--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+milk\n");
+    server.approval(&turn, "call_1", wire::Decision::Approve).await.expect("approve");
+    assert_eq!(end_of(&mut server, &turn).await.status, wire::TurnStatus::Completed);
+    assert_eq!(read(&cwd.join("notes.txt")), "milk\n");
+    let requests = mock.requests();
+    assert_eq!(requests[0].path, "/v1/chat/completions");
+    let tools: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(tools, ["bash", "edit_file", "write_file"]);
+    let said = requests[1].body.to_string();
+    assert!(said.contains("Created notes.txt (5 bytes)."), "{said}");
+}
