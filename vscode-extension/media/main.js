@@ -48,7 +48,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   const sendBtn = /** @type {HTMLButtonElement} */ ($('send'));
   const cancelBtn = /** @type {HTMLButtonElement} */ ($('cancel'));
   const composerError = $('composer-error');
+  const sessionHeader = $('session-header');
+  const sessionTitle = $('session-title');
   $('ack-question').textContent = ACK_QUESTION;
+  const NEW_CHAT_TITLE = 'New chat';
 
   /** @type {Map<string, Turn>} */
   const turns = new Map();
@@ -78,6 +81,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     /** @type {string | null} the question sent and not yet accepted; it stays in the input */
     pendingQuestion: null,
     server: 'starting',
+    /** @type {string | null} the session shown; notifications of another are ignored */
+    sessionId: null,
   };
   /** Gives each card's elements ids of their own, for aria-describedby. */
   let nextElementId = 0;
@@ -97,8 +102,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
    * @typedef {{ el: HTMLElement, frozen: HTMLElement, tail: HTMLElement, source: string,
    *   frozenLen: number, scan: import('./markdown.js').SplitScan }} Segment
    * @typedef {{ el: HTMLElement, badge: HTMLElement, command: HTMLElement, actions: HTMLElement,
-   *   output: HTMLElement, result: HTMLElement, evidence: HTMLElement, liveOutput: boolean,
-   *   done: boolean }} Card
+   *   output: HTMLElement, result: HTMLElement, evidence: HTMLElement, approvedBy: HTMLElement,
+   *   actionError: HTMLElement, liveOutput: boolean, done: boolean }} Card
    */
 
   // ------------------------------------------------------------ helpers
@@ -453,11 +458,17 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     result.hidden = true;
     const evidence = h('div', 'tool-evidence');
     evidence.hidden = true;
-    el.append(actions, output, result, evidence);
+    const approvedBy = h('div', 'tool-approved-by');
+    approvedBy.hidden = true;
+    // A refusal of the card's answer (e.g. a rule the server will not keep), shown where it was given.
+    const actionError = h('div', 'card-error');
+    actionError.setAttribute('role', 'alert');
+    actionError.hidden = true;
+    el.append(actions, actionError, approvedBy, output, result, evidence);
     turn.body.appendChild(el);
     // Text after a tool call starts a new segment below the card.
     turn.segment = null;
-    const card = { el, badge, command: commandEl, actions, output, result, evidence, liveOutput: false, done: false };
+    const card = { el, badge, command: commandEl, actions, output, result, evidence, approvedBy, actionError, liveOutput: false, done: false };
     const key = cardKey(turnId, callId);
     cards.set(key, [...(cards.get(key) || []), card]);
     return card;
@@ -499,15 +510,44 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       'Limits',
       'timeout ' + limits.timeoutSeconds + ' s, output ' + formatBytes(limits.outputLimitBytes),
     );
+    if (p.sandbox) metaRow(dl, 'Sandbox', SANDBOX_LABELS[p.sandbox] || p.sandbox, 'sandbox-row');
+    if (p.approvalMode) metaRow(dl, 'Approval mode', APPROVAL_MODE_LABELS[p.approvalMode] || p.approvalMode, 'approval-mode-row');
     card.el.insertBefore(dl, card.actions);
 
     card.actions.textContent = '';
+    card.actionError.hidden = true;
     const question = h('span', 'question', 'Run this command?');
     question.id = 'mino-el-' + nextElementId++;
     const approve = deliberateButton('primary approve', 'Approve', () => decide(card, p.turnId, p.callId, 'approve'));
     const deny = deliberateButton('secondary deny', 'Deny', () => decide(card, p.turnId, p.callId, 'deny'));
+    // The choices that open a form come before Approve and Deny in the DOM
+    // (shown below them), so Shift+Tab from the input still reaches Deny first.
+    const more = h('div', 'more-actions');
+    // Rules exist only where the server reports an approval mode. A command
+    // that is not one plain command has no suggested rule: no rule can cover it.
+    const rulesOffered = typeof p.approvalMode === 'string';
+    const ruleable = rulesOffered && !!(p.suggestedRule && typeof p.suggestedRule.command === 'string');
+    for (const [choice, label] of [
+      ['allowSession', 'Allow for session…'],
+      ['allowWorkspace', 'Always allow in workspace…'],
+      ['denyReason', 'Deny with reason…'],
+    ]) {
+      const isAllow = choice !== 'denyReason';
+      if (isAllow && !rulesOffered) continue;
+      const b = deliberateButton('secondary open-form ' + choice, label, () => openAnswerForm(card, p, choice));
+      b.dataset.choice = choice;
+      b.setAttribute('aria-describedby', question.id + ' ' + card.command.id);
+      if (isAllow && !ruleable) {
+        b.disabled = true;
+        b.dataset.keepDisabled = 'true';
+      }
+      more.appendChild(b);
+    }
+    if (rulesOffered && !ruleable) {
+      more.appendChild(h('span', 'no-rule-note', 'No rule can cover this command: it is not one plain command.'));
+    }
     for (const b of [approve, deny]) b.setAttribute('aria-describedby', question.id + ' ' + card.command.id);
-    card.actions.append(question, approve, deny);
+    card.actions.append(question, more, approve, deny);
     card.actions.hidden = false;
     // Announced with its command; never focused (see deliberateButton).
     card.el.setAttribute('role', 'group');
@@ -517,10 +557,150 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     scrollToEnd();
   }
 
-  function decide(card, turnId, callId, decision) {
-    for (const b of card.actions.querySelectorAll('button')) /** @type {HTMLButtonElement} */ (b).disabled = true;
-    setCardStatus(card, decision === 'approve' ? 'approved' : 'denied');
-    post({ type: 'approval', turnId, callId, decision });
+  /** `extra`: the `reason` of a deny, the `rule` of allowSession/allowWorkspace. */
+  function decide(card, turnId, callId, decision, extra) {
+    setCardControlsDisabled(card, true);
+    card.actionError.hidden = true;
+    setCardStatus(card, decision === 'deny' ? 'denied' : 'approved');
+    post(Object.assign({ type: 'approval', turnId, callId, decision }, extra || {}));
+  }
+
+  function setCardControlsDisabled(card, disabled) {
+    for (const c of card.actions.querySelectorAll('button, input')) {
+      const control = /** @type {HTMLInputElement} */ (c);
+      control.disabled = disabled || control.dataset.keepDisabled === 'true';
+    }
+  }
+
+  const SANDBOX_LABELS = {
+    off: 'off: the command runs with your permissions',
+    'read-only': 'read-only: no writes, no network',
+    'workspace-write': 'workspace-write: writes only in the workspace and a temporary folder, no network',
+  };
+  const APPROVAL_MODE_LABELS = {
+    ask: 'ask for every command',
+    rules: 'ask unless a rule allows it',
+    'sandboxed-auto': 'run sandboxed commands without asking',
+  };
+
+  /**
+   * The inline form of "Allow for session…", "Always allow in workspace…" or
+   * "Deny with reason…": the rule (prefilled with the server's suggestion,
+   * editable, prefix or exact) or the reason. The person just chose it, so its
+   * text field takes focus; its confirm button never does, and only a
+   * deliberate click (or Enter/Space pressed on it) confirms. Enter in the
+   * text field confirms nothing.
+   */
+  function openAnswerForm(card, p, choice) {
+    const old = card.actions.querySelector('.answer-form');
+    if (old) old.remove();
+    for (const b of card.actions.querySelectorAll('.open-form')) b.setAttribute('aria-expanded', String(b === card.actions.querySelector('.open-form.' + choice)));
+    const isDeny = choice === 'denyReason';
+    const formEl = h('div', 'answer-form ' + choice);
+    formEl.setAttribute('role', 'group');
+    const titleId = 'mino-el-' + nextElementId++;
+    const heading = h('div', 'answer-form-title', isDeny
+      ? 'Deny, and tell Mino why:'
+      : choice === 'allowSession'
+        ? 'Allow without asking, for the rest of this session:'
+        : 'Always allow in this workspace (kept in its rules file):');
+    heading.id = titleId;
+    formEl.setAttribute('aria-labelledby', titleId);
+    formEl.appendChild(heading);
+    const error = h('div', 'answer-form-error');
+    error.setAttribute('role', 'alert');
+    error.hidden = true;
+    /** @type {HTMLInputElement} */
+    let field;
+    /** @type {() => Record<string, unknown> | null} */
+    let answer;
+    if (isDeny) {
+      field = /** @type {HTMLInputElement} */ (h('input', 'deny-reason'));
+      field.type = 'text';
+      field.placeholder = 'Reason (Mino reads it)';
+      field.setAttribute('aria-label', 'Reason for denying');
+      formEl.appendChild(field);
+      answer = () => {
+        const reason = field.value.trim();
+        return reason ? { reason } : {};
+      };
+    } else {
+      const prefill = { prefix: p.suggestedRule.command, exact: p.command };
+      let kind = 'prefix';
+      const kinds = h('div', 'rule-kinds');
+      kinds.setAttribute('role', 'radiogroup');
+      kinds.setAttribute('aria-label', 'Rule kind');
+      const radios = [];
+      const group = 'mino-rule-kind-' + nextElementId++;
+      for (const [value, label] of [['prefix', 'commands starting with'], ['exact', 'exactly this command']]) {
+        const lab = h('label', 'rule-kind');
+        const radio = /** @type {HTMLInputElement} */ (h('input'));
+        radio.type = 'radio';
+        radio.name = group;
+        radio.value = value;
+        radio.checked = value === kind;
+        radio.addEventListener('change', () => {
+          if (!radio.checked) return;
+          // An untouched prefill follows the kind; an edited rule stays as written.
+          if (field.value === prefill[kind]) field.value = prefill[value];
+          kind = value;
+        });
+        radios.push(radio);
+        lab.append(radio, ' ' + label);
+        kinds.appendChild(lab);
+      }
+      formEl.appendChild(kinds);
+      field = /** @type {HTMLInputElement} */ (h('input', 'rule-command'));
+      field.type = 'text';
+      field.value = prefill[kind];
+      field.spellcheck = false;
+      field.setAttribute('aria-label', 'Command the rule allows');
+      formEl.appendChild(field);
+      if (p.approvalMode === 'ask') {
+        formEl.appendChild(h('div', 'answer-form-note',
+          'The approval mode is ask: this command runs now and the rule is kept, but later commands use it only once the mode is rules.'));
+      }
+      answer = () => {
+        const command = field.value.trim();
+        if (!command) {
+          error.textContent = 'Enter the command the rule allows.';
+          error.hidden = false;
+          return null;
+        }
+        return { rule: { kind, command } };
+      };
+    }
+    field.addEventListener('input', () => (error.hidden = true));
+    formEl.appendChild(error);
+    const confirmLabel = isDeny ? 'Deny' : choice === 'allowSession' ? 'Allow for session' : 'Always allow';
+    const confirm = deliberateButton((isDeny ? 'secondary' : 'primary') + ' confirm-answer', confirmLabel, () => {
+      const extra = answer();
+      if (extra === null) return;
+      decide(card, p.turnId, p.callId, isDeny ? 'deny' : choice, extra);
+    });
+    confirm.setAttribute('aria-describedby', titleId + ' ' + card.command.id);
+    const back = /** @type {HTMLButtonElement} */ (h('button', 'secondary close-form', 'Back'));
+    back.type = 'button';
+    const close = () => {
+      formEl.remove();
+      const opener = /** @type {HTMLElement | null} */ (card.actions.querySelector('.open-form.' + choice));
+      opener?.setAttribute('aria-expanded', 'false');
+      opener?.focus({ preventScroll: true });
+    };
+    back.addEventListener('click', close);
+    // Escape leaves the form (not the turn: the view's Escape cancels a running turn).
+    formEl.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape') {
+        e.stopPropagation();
+        close();
+      }
+    });
+    const buttons = h('div', 'answer-form-buttons');
+    buttons.append(confirm, back);
+    formEl.appendChild(buttons);
+    card.actions.appendChild(formEl);
+    field.focus({ preventScroll: true });
+    scrollToEnd();
   }
 
   // ------------------------------------------------------------ deliberate answers
@@ -578,7 +758,30 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     const turn = getTurn(p.turnId);
     const card = openCard(p.turnId, p.callId) || createCard(turn, p.turnId, p.callId, p.command);
     card.actions.hidden = true;
+    card.actionError.hidden = true;
     setCardStatus(card, 'running');
+    showApprovedBy(card, p.approvedBy, p.sandbox);
+  }
+
+  /**
+   * Who let the call run, when it was not the person's own answer in this
+   * card: a rule (named by its command), or the sandbox (sandboxed-auto).
+   */
+  function showApprovedBy(card, approvedBy, sandbox) {
+    if (!approvedBy || typeof approvedBy.kind !== 'string') return;
+    let text = '';
+    if (approvedBy.kind === 'rule' && approvedBy.rule && typeof approvedBy.rule.command === 'string') {
+      const rule = approvedBy.rule;
+      text = 'approved by rule `' + rule.command + '`';
+      card.approvedBy.title = (rule.kind === 'exact' ? 'Exactly this command' : 'Commands starting with this') +
+        (rule.scope === 'workspace' ? ', for this workspace' : ', for this session') + (rule.id ? ' (rule ' + rule.id + ')' : '');
+    } else if (approvedBy.kind === 'sandbox') {
+      text = 'approved automatically in the sandbox' + (sandbox && sandbox !== 'off' ? ' (' + sandbox + ')' : '');
+    } else {
+      return;
+    }
+    card.approvedBy.textContent = text;
+    card.approvedBy.hidden = false;
   }
 
   function toolOutput(p) {
@@ -647,6 +850,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         const card = createCard(turn, t.turnId, c.callId, c.command);
         if (c.result) toolResult(Object.assign({ callId: c.callId, command: c.command, evidence: c.evidence }, c.result), t.turnId);
         else setCardStatus(card, 'running');
+        showApprovedBy(card, c.approvedBy, c.sandbox);
         // History carries one output per call; live output flag stays off.
         card.liveOutput = false;
       }
@@ -721,6 +925,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   });
 
   function onNotification(method, p) {
+    // Every notification names its session: one for another session (late,
+    // from before a switch) must not touch this transcript.
+    if (p && typeof p.sessionId === 'string' && state.sessionId !== null && p.sessionId !== state.sessionId) return;
     switch (method) {
       case 'mino/recovery':
         return onRecovery(p);
@@ -808,8 +1015,34 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         return focusInput();
       case 'context':
         return addContextItems(msg.items || []);
+      case 'session':
+        return onSession(msg.session);
     }
   });
+
+  /**
+   * The current session, for the header. Another session than the one shown
+   * is a switch: the transcript, notices and gate of the old one go; the
+   * history and mino/recovery that follow rebuild them (the gate exactly as
+   * at startup).
+   */
+  function onSession(session) {
+    if (!session || typeof session.sessionId !== 'string') return;
+    const switched = state.sessionId !== null && state.sessionId !== session.sessionId;
+    state.sessionId = session.sessionId;
+    sessionTitle.textContent = session.title || NEW_CHAT_TITLE;
+    sessionTitle.title = session.title || NEW_CHAT_TITLE;
+    sessionHeader.hidden = false;
+    if (!switched) return;
+    notices.textContent = '';
+    closeGate();
+    state.pendingQuestion = null;
+    renderHistory(null);
+    setProgress('idle');
+    announce('Opened ' + (session.title || NEW_CHAT_TITLE) + '.');
+  }
+
+  $('session-rename').addEventListener('click', () => post({ type: 'renameSession' }));
 
   function focusInput() {
     if (!input.disabled) input.focus({ preventScroll: true });
@@ -827,7 +1060,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       }
     } else if (msg.request === 'addContext') {
       showComposerError(msg.message);
-    } else {
+    } else if (msg.request !== 'approval' || !(msg.callId && msg.turnId && openCard(msg.turnId, msg.callId))) {
+      // An approval's error is shown in its card (below).
       addNotice(msg.message, 'error');
     }
     if (msg.request === 'acknowledge') {
@@ -842,8 +1076,12 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       const code = msg.code;
       const answeredByServer = typeof code === 'number' && !(code >= -32099 && code <= -32096);
       if (card && answeredByServer && code !== -32012 && card.el.dataset.status !== 'unfinished') {
-        for (const b of card.actions.querySelectorAll('button')) /** @type {HTMLButtonElement} */ (b).disabled = false;
+        // Nothing ran and the request is still pending (e.g. -32602, a rule the
+        // server refuses): the card says why and stays answerable.
+        setCardControlsDisabled(card, false);
         setCardStatus(card, 'waiting');
+        card.actionError.textContent = msg.message;
+        card.actionError.hidden = false;
       }
     }
     updateComposer();

@@ -3,7 +3,7 @@
  * into Mino requests.
  */
 import * as vscode from 'vscode';
-import type { ContextSource, HostMessage, WebviewMessage } from './messages';
+import type { ContextSource, HostMessage, ViewSession, WebviewMessage } from './messages';
 import { readContext } from './editorContext';
 import { isRpcError, Notification, type HistoryResult, type RecoveryNotification } from './protocol';
 import { errorMessage, type MinoServer } from './server';
@@ -15,6 +15,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private view: vscode.WebviewView | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private syncGeneration = 0;
+  /** The session the view was last told about. */
+  private shownSessionId: string | undefined;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -28,6 +30,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         // view opened later shows the same thing.
         if (method === Notification.recovery) void this.sync();
         else this.post({ type: 'notification', method, params });
+      }),
+      // A switch rebuilds the view from the new session's history (its
+      // mino/recovery, which follows, syncs again with the gate); a rename
+      // only changes the header.
+      server.onDidChangeSession((session) => {
+        const switched = this.shownSessionId !== undefined && this.shownSessionId !== session.sessionId;
+        this.postSession(session);
+        if (switched) void this.sync();
       }),
     );
   }
@@ -90,11 +100,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     if (generation !== this.syncGeneration) return;
     const { message, fixSetting } = this.server.stateDetail;
     this.post({ type: 'server', state, ...(message ? { message } : {}), ...(fixSetting ? { fixSetting } : {}) });
+    const session = this.server.session;
+    if (session && state === 'ready') this.postSession(session);
     if (history) this.post({ type: 'history', history });
     const recovery: RecoveryNotification | undefined = this.server.recovery;
     if (recovery && state === 'ready') {
       this.post({ type: 'notification', method: Notification.recovery, params: recovery });
     }
+  }
+
+  private postSession(session: ViewSession): void {
+    if (!this.view) return;
+    this.shownSessionId = session.sessionId;
+    this.post({ type: 'session', session });
   }
 
   async handleMessage(msg: WebviewMessage): Promise<void> {
@@ -113,6 +131,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return this.insertAtCursor(msg.text);
       case 'addContext':
         return this.addContext(msg.source);
+      case 'renameSession':
+        await vscode.commands.executeCommand('mino.renameSession');
+        return;
     }
     const conn = this.server.connection;
     if (!conn) {
@@ -128,7 +149,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
           return;
         }
         case 'approval':
-          await conn.decide(msg.turnId, msg.callId, msg.decision);
+          await conn.decide(msg.turnId, msg.callId, msg.decision, { reason: msg.reason, rule: msg.rule });
           return;
         case 'acknowledge': {
           const result = await conn.acknowledge(msg.turnIds.length ? msg.turnIds : undefined);

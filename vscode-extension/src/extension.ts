@@ -5,10 +5,12 @@ import * as vscode from 'vscode';
 import { ChatViewProvider } from './chatViewProvider';
 import { Notification } from './protocol';
 import { API_KEY_SECRET, MinoServer } from './server';
+import { SessionCommands } from './sessions';
 
 export interface MinoExtensionApi {
   server: MinoServer;
   view: ChatViewProvider;
+  sessions: SessionCommands;
 }
 
 let server: MinoServer | undefined;
@@ -18,6 +20,7 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
   server = new MinoServer({ context, output });
   const view = new ChatViewProvider(context.extensionUri, server, output);
   const s = server;
+  const sessions = new SessionCommands(s, output);
 
   context.subscriptions.push(
     output,
@@ -44,6 +47,16 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
         void vscode.window.showErrorMessage(`Mino: could not cancel the turn: ${String((e as Error).message ?? e)}`);
       }
     }),
+    vscode.commands.registerCommand('mino.newChat', async () => {
+      await openView();
+      if (await sessions.newChat()) view.focusInput(true);
+    }),
+    vscode.commands.registerCommand('mino.sessions', async () => {
+      await openView();
+      await sessions.showSessions();
+    }),
+    vscode.commands.registerCommand('mino.renameSession', () => sessions.renameCurrent()),
+    vscode.commands.registerCommand('mino.rules', () => sessions.showRules()),
     vscode.commands.registerCommand('mino.showServerLog', () => output.show(true)),
     vscode.commands.registerCommand('mino.restartServer', () => s.restart()),
     vscode.commands.registerCommand('mino.setApiKey', async () => {
@@ -65,6 +78,8 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
     // Shows Cancel in the view's title bar (and enables its keybinding) while a turn runs.
     s.onNotification(({ method }) => {
       if (method === Notification.turnStarted || method === Notification.turnEnded) setTurnRunning(s.runningTurnId !== undefined);
+      // The server names an untitled session after its first question.
+      if (method === Notification.turnEnded) void sessions.refreshTitle();
     }),
     s.onDidChangeState(() => setTurnRunning(s.runningTurnId !== undefined)),
     vscode.workspace.onDidChangeConfiguration((e) => {
@@ -78,7 +93,7 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
 
   // The server starts when the view is first shown (ChatViewProvider.resolveWebviewView)
   // or a command needs it; activation alone starts nothing.
-  return { server: s, view };
+  return { server: s, view, sessions };
 }
 
 /** Context key for `when` clauses in package.json. */

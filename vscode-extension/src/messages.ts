@@ -2,14 +2,19 @@
  * Messages between the chat webview (media/main.js) and the extension host.
  * Types only; media/main.js follows the same shapes.
  */
-import type { Decision, HistoryResult, NotificationMethod } from './protocol';
+import type { Decision, HistoryResult, NotificationMethod, RuleSpec } from './protocol';
 
 /** Webview → host. */
 export type WebviewMessage =
   | { type: 'ready' }
   | { type: 'send'; text: string }
-  /** The answer to one approval card: `turnId` and `callId` of its `mino/approvalRequest`. */
-  | { type: 'approval'; turnId: string; callId: string; decision: Decision }
+  /**
+   * The answer to one approval card: `turnId` and `callId` of its `mino/approvalRequest`;
+   * `reason` with a deny, `rule` (as the person edited it) with allowSession/allowWorkspace.
+   */
+  | { type: 'approval'; turnId: string; callId: string; decision: Decision; reason?: string; rule?: RuleSpec }
+  /** The header's Rename: the host asks for the new title. */
+  | { type: 'renameSession' }
   | { type: 'acknowledge'; turnIds: string[] }
   | { type: 'cancel'; turnId?: string }
   | { type: 'restart' }
@@ -62,4 +67,17 @@ export type HostMessage =
   /** Focus the input; `clear` empties it first (Mino: New Question). */
   | { type: 'focus'; clear?: boolean }
   /** Editor context read for an `addContext`: shown as chips above the input. */
-  | { type: 'context'; items: ContextItem[] };
+  | { type: 'context'; items: ContextItem[] }
+  /**
+   * The current session, for the header. A different `sessionId` from the one
+   * shown means a switch: the view drops the transcript, notices and gate, and
+   * rebuilds them from the `history` and `mino/recovery` that follow.
+   */
+  | { type: 'session'; session: ViewSession };
+
+/** What the view shows of the current session. */
+export interface ViewSession {
+  sessionId: string;
+  /** `null` until the first question (shown as "New chat"). */
+  title: string | null;
+}

@@ -17,6 +17,7 @@ export * from './generated/protocol';
 import type {
   AcknowledgeParams,
   AcknowledgeResult,
+  ApprovalParams,
   ApprovalRequest,
   ChatResult,
   Decision,
@@ -27,7 +28,12 @@ import type {
   RequestMap,
   RecoveryNotification,
   Retrying,
+  RulesListResult,
   ServerCapabilities,
+  SessionInfo,
+  SessionsDeleteResult,
+  SessionsListParams,
+  SessionsListResult,
   TextDelta,
   ToolOutput,
   ToolResult,
@@ -47,6 +53,9 @@ export type MinoServerCapabilities = ServerCapabilities;
 export type CallEvidence = Evidence;
 
 export type NotificationMethod = keyof NotificationMap;
+
+/** What goes with a decision: `reason` only with deny, `rule` with allowSession/allowWorkspace. */
+export type DecisionDetails = Pick<ApprovalParams, 'reason' | 'rule'>;
 export const ALL_NOTIFICATIONS = Object.values(Notification) as NotificationMethod[];
 
 // ---------------------------------------------------------------- connection
@@ -114,9 +123,47 @@ export class MinoConnection implements Disposable {
     return this.decide(turnId, callId, 'deny');
   }
 
-  /** Answers the `mino/approvalRequest` of `callId` in `turnId`. */
-  decide(turnId: string, callId: string, decision: Decision): Promise<EmptyResult> {
-    return this.request(Method.approval, { turnId, callId, decision });
+  /**
+   * Answers the `mino/approvalRequest` of `callId` in `turnId`; `details`
+   * carries the reason of a deny or the rule of an allowSession/allowWorkspace.
+   */
+  decide(turnId: string, callId: string, decision: Decision, details: DecisionDetails = {}): Promise<EmptyResult> {
+    const params: ApprovalParams = { turnId, callId, decision };
+    if (decision === 'deny' && details.reason) params.reason = details.reason;
+    if ((decision === 'allowSession' || decision === 'allowWorkspace') && details.rule) params.rule = details.rule;
+    return this.request(Method.approval, params);
+  }
+
+  /** This workspace's sessions (or every folder's), newest first. */
+  listSessions(params: SessionsListParams = {}): Promise<SessionsListResult> {
+    return this.request(Method.sessionsList, params);
+  }
+
+  /** Makes a new session current; a `mino/recovery` for it follows. */
+  newSession(cwd?: string): Promise<SessionInfo> {
+    return this.request(Method.sessionsNew, cwd ? { cwd } : {});
+  }
+
+  /** Makes `sessionId` current; a `mino/recovery` for it follows. */
+  openSession(sessionId: string): Promise<SessionInfo> {
+    return this.request(Method.sessionsOpen, { sessionId });
+  }
+
+  renameSession(sessionId: string, title: string): Promise<EmptyResult> {
+    return this.request(Method.sessionsRename, { sessionId, title });
+  }
+
+  /** Moves the session's files to the trash of `$MINO_HOME`. */
+  deleteSession(sessionId: string): Promise<SessionsDeleteResult> {
+    return this.request(Method.sessionsDelete, { sessionId });
+  }
+
+  listRules(): Promise<RulesListResult> {
+    return this.request(Method.rulesList, {});
+  }
+
+  revokeRule(id: string): Promise<EmptyResult> {
+    return this.request(Method.rulesRevoke, { id });
   }
 
   /** Acknowledges unknown tool results; no `turnIds` means every pending one. */

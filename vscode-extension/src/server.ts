@@ -21,10 +21,12 @@ import {
   MinoConnection,
   Notification,
   type InitializationOptions,
+  type MinoServerCapabilities,
   type NotificationMethod,
   type RecoveryNotification,
+  type SessionInfo,
 } from './protocol';
-import type { ServerState } from './messages';
+import type { ServerState, ViewSession } from './messages';
 
 export const API_KEY_SECRET = 'mino.openaiApiKey';
 export const CRASH_MESSAGE = 'Mino server stopped unexpectedly.';
@@ -81,6 +83,10 @@ export class MinoServer implements vscode.Disposable {
   private _detail: StateDetail = {};
   private _recovery: RecoveryNotification | undefined;
   private _runningTurnId: string | undefined;
+  private _session: ViewSession | undefined;
+  /** A switch (mino/sessions/open or new) is in flight: its mino/recovery may arrive before its result. */
+  private switching = false;
+  private readonly sessionEmitter = new vscode.EventEmitter<ViewSession>();
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   private readonly notificationEmitter = new vscode.EventEmitter<{ method: NotificationMethod; params: any }>();
 
@@ -88,6 +94,8 @@ export class MinoServer implements vscode.Disposable {
   readonly onDidChangeState = this.stateEmitter.event;
   /** Every Mino notification of the current server, in arrival order. */
   readonly onNotification = this.notificationEmitter.event;
+  /** Fires when the current session changes (a switch) or is renamed. */
+  readonly onDidChangeSession = this.sessionEmitter.event;
 
   constructor(private readonly deps: MinoServerDeps) {}
 
@@ -114,6 +122,66 @@ export class MinoServer implements vscode.Disposable {
     return this._runningTurnId;
   }
 
+  /** The session this server has open (from `initialize`, then each switch). */
+  get session(): ViewSession | undefined {
+    return this._session;
+  }
+
+  /**
+   * Makes another session current: `{sessionId}` opens it, `{cwd}` starts a new
+   * one. The server refuses while a turn runs (-32011) or for a held session
+   * (-32015); the error is thrown and nothing here changes. On success the old
+   * session's recovery and running turn are forgotten: the new session's
+   * `mino/recovery` follows.
+   */
+  async switchSession(target: { sessionId: string } | { cwd?: string }): Promise<SessionInfo> {
+    const conn = this.connection;
+    if (!conn) throw new Error('Mino server is not running.');
+    this.switching = true;
+    let info: SessionInfo;
+    try {
+      info = 'sessionId' in target ? await conn.openSession(target.sessionId) : await conn.newSession(target.cwd);
+    } finally {
+      this.switching = false;
+    }
+    if (this._recovery?.sessionId !== info.sessionId) this._recovery = undefined;
+    this._runningTurnId = undefined;
+    this.setSession({ sessionId: info.sessionId, title: info.title ?? null });
+    return info;
+  }
+
+  /** Renames a session (the current one's header follows). */
+  async renameSession(sessionId: string, title: string): Promise<void> {
+    const conn = this.connection;
+    if (!conn) throw new Error('Mino server is not running.');
+    await conn.renameSession(sessionId, title);
+    if (this._session?.sessionId === sessionId) this.setSession({ sessionId, title: title.trim() });
+  }
+
+  /** Records the server's title of the current session (it names a session after its first question). */
+  noteTitle(title: string | null): void {
+    const s = this._session;
+    if (s && s.title !== title) this.setSession({ ...s, title });
+  }
+
+  private setSession(session: ViewSession): void {
+    this._session = session;
+    this.sessionEmitter.fire(session);
+  }
+
+  /**
+   * Whether a notification belongs to the current session. Every notification
+   * names its session; one for another session (a late one from before a
+   * switch) must not touch this view. A switch's own `mino/recovery` may come
+   * before the switch's result and names the new session.
+   */
+  private isForCurrentSession(method: NotificationMethod, params: any): boolean {
+    const sessionId = params?.sessionId;
+    if (typeof sessionId !== 'string' || !this._session) return true;
+    if (sessionId === this._session.sessionId) return true;
+    return method === Notification.recovery && this.switching;
+  }
+
   /** Records turns acknowledged through `mino/acknowledge`. */
   markAcknowledged(turnIds: string[]): void {
     const r = this._recovery;
@@ -128,11 +196,17 @@ export class MinoServer implements vscode.Disposable {
     this.stateEmitter.fire(state);
   }
 
-  async start(options: { newSession?: boolean } = {}): Promise<void> {
+  /**
+   * `session` opens that session (a restart goes back to the one that was
+   * current, which is also the one whose recovery matters); `newSession` a
+   * fresh one; neither, the server's choice for the workspace.
+   */
+  async start(options: { newSession?: boolean; session?: string } = {}): Promise<void> {
     if (this.client) return;
     this.stopping = false;
     this._recovery = undefined;
     this._runningTurnId = undefined;
+    this._session = undefined;
     this.setState('starting');
 
     const config = vscode.workspace.getConfiguration('mino');
@@ -163,6 +237,7 @@ export class MinoServer implements vscode.Disposable {
     };
     const initializationOptions: InitializationOptions = cwd ? { cwd } : {};
     if (options.newSession) initializationOptions.newSession = true;
+    else if (options.session) initializationOptions.session = options.session;
     const clientOptions: LanguageClientOptions = {
       // Mino is not a language server: no documents are synchronised.
       documentSelector: [],
@@ -190,6 +265,10 @@ export class MinoServer implements vscode.Disposable {
     this.conn = conn;
     conn.onAny((method, params) => {
       if (this.client !== client) return;
+      if (!this.isForCurrentSession(method, params)) {
+        this.deps.output.appendLine(`ignored ${method} for session ${params.sessionId}: not the current session`);
+        return;
+      }
       if (method === Notification.recovery) this._recovery = params as RecoveryNotification;
       if (method === Notification.turnStarted) this._runningTurnId = params.turnId;
       if (method === Notification.turnEnded && this._runningTurnId === params.turnId) this._runningTurnId = undefined;
@@ -221,7 +300,13 @@ export class MinoServer implements vscode.Disposable {
       }
       return;
     }
-    if (this.client === client) this.setState('ready');
+    if (this.client !== client) return;
+    // The session `initialize` opened (`capabilities.experimental.mino`).
+    const caps = (client.initializeResult?.capabilities?.experimental as { mino?: Partial<MinoServerCapabilities> } | undefined)?.mino;
+    if (caps && typeof caps.sessionId === 'string') {
+      this._session = { sessionId: caps.sessionId, title: typeof caps.title === 'string' ? caps.title : null };
+    }
+    this.setState('ready');
   }
 
   /** The server could not be started: say why in the view and in an error message. */
@@ -272,16 +357,22 @@ export class MinoServer implements vscode.Disposable {
     this.setState('stopped');
   }
 
-  /** Stops the server (if running) and starts it again; `newSession` opens a fresh session. */
+  /**
+   * Stops the server (if running) and starts it again on the session that was
+   * current (after a switch, the workspace's most recent one may be another);
+   * `newSession` opens a fresh session.
+   */
   async restart(options: { newSession?: boolean } = {}): Promise<void> {
+    const session = options.newSession ? undefined : this._session?.sessionId;
     await this.stop();
-    await this.start(options);
+    await this.start(session ? { ...options, session } : options);
   }
 
   dispose(): void {
     void this.stop();
     this.stateEmitter.dispose();
     this.notificationEmitter.dispose();
+    this.sessionEmitter.dispose();
   }
 }
 

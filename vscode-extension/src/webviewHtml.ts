@@ -57,6 +57,10 @@ export function renderChatHtml(opts: WebviewHtmlOptions): string {
 </head>
 <body>
 <div id="app">
+  <header id="session-header" class="session-header" hidden>
+    <h1 id="session-title" class="session-title">New chat</h1>
+    <button id="session-rename" type="button" class="icon-button" title="Rename this session" aria-label="Rename this session">Rename</button>
+  </header>
   <div id="status" class="status" role="status" aria-live="polite"></div>
   <div id="notices" class="notices" aria-live="polite"></div>
   <main id="transcript" class="transcript" aria-label="Conversation"></main>

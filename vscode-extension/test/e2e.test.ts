@@ -7,12 +7,13 @@
  * (the conversation stays), restart from the view, acknowledge the unknown
  * result, ask again.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activate, deactivate } from '../src/extension';
 import { ACKNOWLEDGEMENT_QUESTION } from '../src/protocol';
+import { ALL_FOLDERS_LABEL } from '../src/sessions';
 import {
   deliver,
   launchChromium,
@@ -24,7 +25,7 @@ import {
   type PageProbe,
   type WebviewHost,
 } from './browser';
-import { missingBinaries, MockModel, SERVER_BIN, tempDir } from './helpers';
+import { missingBinaries, MockModel, SERVER_BIN, serverHas, serverTakesDecision, tempDir } from './helpers';
 import { clients, settings } from './mocks/languageclient';
 import * as fake from './mocks/vscode';
 
@@ -145,3 +146,131 @@ describe.skipIf(SKIP_WEBVIEW)('extension + real mino-server + webview in chromiu
     expect(probe.pageErrors).toEqual([]);
   });
 });
+
+/** A fresh activation on a new home and workspace, the view in a new page; returns the API once the server is ready. */
+async function launchFresh() {
+  await deactivate();
+  for (const d of context?.subscriptions.splice(0) ?? []) d.dispose();
+  const home = tempDir('e2e-home');
+  const cwd = tempDir('e2e-cwd');
+  fake.mock.reset();
+  clients.length = 0;
+  settings.mode = 'process';
+  process.env.MINO_HOME = home;
+  process.env.OPENAI_API_KEY = 'sk-e2e';
+  fake.mock.workspaceFolder = cwd;
+  fake.mock.config.set('mino.serverPath', SERVER_BIN);
+  fake.mock.config.set('mino.baseUrl', mock.baseUrl);
+  fake.mock.config.set('mino.model', 'mock-model');
+  context = fake.createExtensionContext();
+  const api = activate(context as any);
+  await page?.context().close();
+  ({ page, probe } = await newWebviewPage(browser));
+  const view = fake.createFakeWebviewView({
+    cspSource: webHost.origin,
+    asWebviewUri: (u) => ({ toString: () => `${webHost.origin}/dist/${path.basename(u.fsPath)}` }),
+    onPost: (m) => void deliver(page, m).catch(() => undefined),
+  });
+  await page.exposeFunction('__toHost', (m: unknown) => view.webview.receive(m));
+  fake.mock.viewProviders.get('mino.chat')!.provider.resolveWebviewView(view, {}, {});
+  webHost.html = view.webview.html;
+  await page.goto(`${webHost.origin}/`);
+  await expect.poll(() => api.server.state, { timeout: 15000 }).toBe('ready');
+  return { api, cwd, home };
+}
+
+const NO_SESSIONS = 'the mino-server binary has no mino/sessions/* yet';
+describe.skipIf(SKIP_WEBVIEW || !serverHas('mino/sessions/list'))(
+  `sessions through the extension, the real server and the webview${serverHas('mino/sessions/list') ? '' : ` (skipped: ${NO_SESSIONS})`}`,
+  () => {
+    it('New Chat empties the panel and names it after its first question; Sessions reopens the first chat with its history', async () => {
+      await launchFresh();
+      const input = page.locator('#input');
+      const title = page.locator('#session-title');
+      await expect.poll(() => title.textContent()).toBe('New chat');
+
+      const ask = async (question: string, answer: string) => {
+        await mock.script([{ type: 'text', deltas: [answer] }]);
+        await expect.poll(() => page.locator('#send').isDisabled()).toBe(false);
+        await input.fill(question);
+        await input.press('Enter');
+        await expect.poll(() => page.locator('.turn').last().locator('.assistant-text').textContent(), { timeout: 15000 }).toBe(answer);
+      };
+      await ask('Plan the release', 'Here is the plan.');
+      // The server named the session after the question.
+      await expect.poll(() => title.textContent(), { timeout: 15000 }).toBe('Plan the release');
+
+      await fake.commands.executeCommand('mino.newChat');
+      await expect.poll(() => title.textContent()).toBe('New chat');
+      expect(await page.locator('.turn').count()).toBe(0);
+      await ask('Write the notes', 'Notes written.');
+      await expect.poll(() => title.textContent(), { timeout: 15000 }).toBe('Write the notes');
+
+      const running = fake.commands.executeCommand('mino.sessions');
+      await expect.poll(() => (fake.mock.quickPicks.at(-1)?.items ?? []).length, { timeout: 15000 }).toBeGreaterThan(0);
+      const pick = fake.mock.quickPicks.at(-1)!;
+      // Newest first, to the second: two chats of the same second may come in either order.
+      expect(pick.items.map((i: any) => i.label).sort()).toEqual(['Write the notes', 'Plan the release', ALL_FOLDERS_LABEL].sort());
+      expect(pick.items.at(-1)!.label).toBe(ALL_FOLDERS_LABEL);
+      pick.accept('Plan the release');
+      await running;
+      await expect.poll(() => title.textContent(), { timeout: 15000 }).toBe('Plan the release');
+      await expect.poll(() => page.locator('.turn .msg.user .text').allTextContents(), { timeout: 15000 }).toEqual(['Plan the release']);
+      await page.screenshot({ path: path.join(OUT, 'e2e-sessions.png'), fullPage: true });
+      expect(probe.cspViolations).toEqual([]);
+      expect(probe.pageErrors).toEqual([]);
+    });
+  },
+);
+
+const NO_RULES = 'the mino-server binary does not take allowSession yet';
+const hasRules = serverTakesDecision('allowSession') && serverHas('mino/rules/list');
+describe.skipIf(SKIP_WEBVIEW || !hasRules)(
+  `approval rules through the extension, the real server and the webview${hasRules ? '' : ` (skipped: ${NO_RULES})`}`,
+  () => {
+    it('Allow for session… with an edited rule runs the command and keeps the rule (listed by Rules); Deny with reason… reaches the model', async () => {
+      await mock.script([
+        { type: 'calls', calls: [{ call_id: 'call_e', command: 'echo rule-e2e' }] },
+        { type: 'calls', calls: [{ call_id: 'call_n', command: 'echo never > never.txt' }] },
+        { type: 'text', deltas: ['Understood.'] },
+      ]);
+      const { cwd } = await launchFresh();
+      const input = page.locator('#input');
+      await expect.poll(() => page.locator('#send').isDisabled()).toBe(false);
+      await input.fill('Echo something.');
+      await input.press('Enter');
+      const card = page.locator('.tool-card[data-call-id="call_e"]');
+      await expect.poll(() => card.getByRole('button', { name: 'Allow for session…' }).isVisible(), { timeout: 15000 }).toBe(true);
+      expect(await card.locator('.tool-meta').innerText()).toContain('Sandbox');
+      await card.getByRole('button', { name: 'Allow for session…' }).click();
+      const field = card.locator('input.rule-command');
+      expect('echo rule-e2e'.startsWith(await field.inputValue())).toBe(true);
+      await field.fill('echo');
+      await card.locator('.answer-form').getByRole('button', { name: 'Allow for session', exact: true }).click();
+      await expect.poll(() => card.locator('.badge').textContent(), { timeout: 15000 }).toBe('succeeded');
+
+      const deny = page.locator('.tool-card[data-call-id="call_n"]');
+      await expect.poll(() => deny.getByRole('button', { name: 'Deny with reason…' }).isVisible(), { timeout: 15000 }).toBe(true);
+      await deny.getByRole('button', { name: 'Deny with reason…' }).click();
+      await deny.locator('input.deny-reason').fill('no files today');
+      await deny.locator('.answer-form').getByRole('button', { name: 'Deny', exact: true }).click();
+      await expect.poll(() => deny.locator('.badge').textContent(), { timeout: 15000 }).toBe('denied');
+      await expect.poll(() => page.locator('.turn').last().locator('.assistant-text').last().textContent(), { timeout: 15000 }).toBe('Understood.');
+      const requests = await mock.requests();
+      const outputs = (requests[requests.length - 1].body.input as any[]).filter((i) => i.type === 'function_call_output');
+      expect(String(outputs.find((o) => o.call_id === 'call_n')?.output)).toContain('Denied by the user: no files today');
+      expect(existsSync(path.join(cwd, 'never.txt'))).toBe(false);
+
+      // The rule is listed by Mino: Rules, as edited.
+      const running = fake.commands.executeCommand('mino.rules');
+      await expect.poll(() => (fake.mock.quickPicks.at(-1)?.items ?? []).length, { timeout: 15000 }).toBeGreaterThan(0);
+      const pick = fake.mock.quickPicks.at(-1)!;
+      expect(pick.items.map((i: any) => [i.label, i.description])).toContainEqual(['echo', 'commands starting with this · this session']);
+      pick.hide();
+      await running;
+      await page.screenshot({ path: path.join(OUT, 'e2e-rules.png'), fullPage: true });
+      expect(probe.cspViolations).toEqual([]);
+      expect(probe.pageErrors).toEqual([]);
+    });
+  },
+);

@@ -1,7 +1,7 @@
 /**
  * Runs the real `mino-server` and `mino-mock-model` binaries for the protocol tests.
  */
-import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -20,6 +20,38 @@ export const MOCK_BIN = path.resolve(EXT_DIR, process.env.MINO_MOCK_BIN ?? '../t
 
 export function missingBinaries(): string[] {
   return [SERVER_BIN, MOCK_BIN].filter((p) => !existsSync(p));
+}
+
+let probed: Record<string, number> | undefined;
+
+/**
+ * What the server binary answers to a newer request or decision (asked once,
+ * synchronously, so that `it.skipIf` can use it): the error code, or 0 when
+ * it answered. See test/probe-server.cjs.
+ */
+function probeServer(): Record<string, number> {
+  if (!probed) {
+    try {
+      probed = JSON.parse(
+        execFileSync(process.execPath, [path.join(__dirname, 'probe-server.cjs'), SERVER_BIN], { encoding: 'utf8', timeout: 30000 }),
+      ) as Record<string, number>;
+    } catch {
+      probed = {};
+    }
+  }
+  return probed;
+}
+
+/** Whether the server has `method` (it does not answer "method not found"). */
+export function serverHas(method: string): boolean {
+  const code = probeServer()[method];
+  return code !== undefined && code !== -32601;
+}
+
+/** Whether `mino/approval` takes `decision` (a server without it refuses the params). */
+export function serverTakesDecision(decision: 'allowSession'): boolean {
+  const code = probeServer()[decision];
+  return code !== undefined && code !== -32602;
 }
 
 export function tempDir(prefix: string): string {

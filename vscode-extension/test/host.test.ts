@@ -12,6 +12,7 @@ import * as fake from './mocks/vscode';
 import { clients, CloseAction, LanguageClient, RpcFailure } from './mocks/languageclient';
 import { activate, deactivate, type MinoExtensionApi } from '../src/extension';
 import { API_KEY_SECRET } from '../src/server';
+import { ALL_FOLDERS_LABEL, HELD_MARK, relativeTime, WAITING_MARK } from '../src/sessions';
 
 const pkg = JSON.parse(readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'));
 
@@ -66,7 +67,7 @@ describe('activation', () => {
     expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
     const contributed = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
     expect(contributed).toEqual(
-      ['mino.cancelTurn', 'mino.newQuestion', 'mino.open', 'mino.restartServer', 'mino.setApiKey', 'mino.showServerLog'],
+      ['mino.cancelTurn', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
     );
     expect([...fake.mock.commands.keys()].sort()).toEqual(contributed);
     // The view is contributed into its own activity-bar container, with an icon.
@@ -89,7 +90,9 @@ describe('activation', () => {
     const c = client();
     expect(c.started).toBe(true);
     expect(c.clientOptions.documentSelector).toEqual([]);
-    expect(c.clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace' });
+    // The first start lets the server choose the workspace's session; a restart goes back to the current one.
+    expect(clients[0].clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace' });
+    expect(c.clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace', session: 's1' });
     expect(c.serverOptions.command).toBe(serverBin);
     expect(c.serverOptions.options.cwd).toBe('/tmp/mino-workspace');
     const env = c.serverOptions.options.env;
@@ -497,12 +500,346 @@ describe('the bundle', () => {
       const bundled = ext.activate(context);
       expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
       expect([...fake.mock.commands.keys()].sort()).toEqual(
-        ['mino.cancelTurn', 'mino.newQuestion', 'mino.open', 'mino.restartServer', 'mino.setApiKey', 'mino.showServerLog'],
+        ['mino.cancelTurn', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
       );
       expect(bundled.server.state).toBe('stopped');
       await ext.deactivate();
     } finally {
       Module._load = load;
     }
+  });
+});
+
+describe('sessions: title bar, quick pick, switch, rename, delete', () => {
+  const HOUR = 3600_000;
+  const now = Date.now();
+  function entry(sessionId: string, title: string | null, extra: Record<string, unknown> = {}) {
+    return {
+      sessionId, cwd: '/tmp/mino-workspace', title,
+      createdAt: new Date(now - 5 * HOUR).toISOString(), lastActiveAt: new Date(now - 2 * HOUR).toISOString(),
+      turns: 3, heldElsewhere: false, acknowledgementRequired: false, current: false, ...extra,
+    };
+  }
+  const workspaceSessions = [
+    entry('s1', null, { current: true, turns: 0, lastActiveAt: new Date(now).toISOString() }),
+    entry('s2', 'Add milk to the list', { acknowledgementRequired: true, turns: 1 }),
+    entry('s3', 'Release notes', { heldElsewhere: true }),
+    entry('s4', 'Old refactor'),
+  ];
+  const otherFolder = entry('s9', 'Elsewhere', { cwd: '/home/me/other' });
+
+  function serveSessions(c: LanguageClient) {
+    c.replies.set('mino/sessions/list', (p: any) => ({
+      sessions: p.scope === 'all' ? [...workspaceSessions, otherFolder] : workspaceSessions,
+    }));
+    c.replies.set('mino/history', (/* current */) => ({ sessionId: api.server.session?.sessionId, turns: [], hasMore: false }));
+  }
+
+  /** Runs `mino.sessions` and returns its quick pick once the list is in. */
+  async function openSessionsPick() {
+    const running = fake.commands.executeCommand('mino.sessions');
+    await settle();
+    const pick = fake.mock.quickPicks.at(-1)!;
+    expect(pick.shown).toBe(true);
+    return { pick, running };
+  }
+
+  it('New Chat and Sessions are in the view title bar with keybindings; Rename and Rules in its overflow', () => {
+    const title = pkg.contributes.menus['view/title'] as { command: string; when: string; group: string }[];
+    const commands = pkg.contributes.commands as { command: string; title: string; icon?: string }[];
+    const bindings = pkg.contributes.keybindings as { command: string; key: string; mac: string }[];
+    for (const id of ['mino.newChat', 'mino.sessions']) {
+      const item = title.find((m) => m.command === id)!;
+      expect(item.when, id).toBe('view == mino.chat');
+      expect(item.group, id).toMatch(/^navigation@/);
+      expect(commands.find((c) => c.command === id)!.icon, id).toMatch(/^\$\(.+\)$/);
+      const binding = bindings.find((k) => k.command === id);
+      expect(binding?.key, id).toBeTruthy();
+      expect(binding?.mac, id).toBeTruthy();
+    }
+    expect(commands.find((c) => c.command === 'mino.newChat')!.title).toBe('New Chat');
+    expect(commands.find((c) => c.command === 'mino.sessions')!.title).toBe('Sessions');
+    for (const id of ['mino.renameSession', 'mino.rules']) {
+      expect(title.find((m) => m.command === id)!.group, id).not.toMatch(/^navigation/);
+    }
+    // Keybindings are unique.
+    const keys = bindings.map((b) => b.key);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it('lists this workspace\'s sessions with title, time, turns and marks; a button deletes all but the current and held ones; "Show sessions of all folders" lists every folder\'s', async () => {
+    const c = client();
+    serveSessions(c);
+    const { pick, running } = await openSessionsPick();
+    expect(c.requests.filter((r) => r.method === 'mino/sessions/list')).toEqual([{ method: 'mino/sessions/list', params: { scope: 'workspace' } }]);
+    const items = pick.items as any[];
+    expect(items.map((i) => i.label)).toEqual(['New chat', 'Add milk to the list', 'Release notes', 'Old refactor', ALL_FOLDERS_LABEL]);
+    expect(items[1].description).toBe('2 h ago · 1 turn');
+    expect(items[3].description).toBe('2 h ago · 3 turns');
+    expect(items[1].detail).toContain(WAITING_MARK);
+    expect(items[2].detail).toContain(HELD_MARK);
+    expect(items[3].detail).toBeUndefined();
+    // No delete for the current session or one another Mino holds.
+    expect(items.map((i) => (i.buttons ?? []).length)).toEqual([0, 1, 0, 1, 0]);
+    expect(items[1].buttons[0].iconPath).toEqual(new fake.ThemeIcon('trash'));
+
+    pick.accept(ALL_FOLDERS_LABEL);
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/sessions/list').at(-1)).toEqual({ method: 'mino/sessions/list', params: { scope: 'all' } });
+    const all = pick.items as any[];
+    expect(all.map((i) => i.label)).toContain('Elsewhere');
+    expect(all.find((i) => i.label === 'Elsewhere').detail).toContain('/home/me/other');
+    expect(all.map((i) => i.label)).not.toContain(ALL_FOLDERS_LABEL);
+    pick.hide();
+    await running;
+    expect(pick.disposed).toBe(true);
+  });
+
+  it('choosing a session opens it: the view is told, rebuilt from its history, then its recovery (the gate); the old session\'s notifications are ignored', async () => {
+    const c = client();
+    serveSessions(c);
+    // The current session had an acknowledgement due.
+    c.notify('mino/recovery', {
+      sessionId: 's1', turns: [{ turnId: 'o1', status: 'interrupted', calls: [] }],
+      acknowledgementRequired: true, unacknowledgedTurnIds: ['o1'], repairs: [],
+    });
+    firstView.webview.receive({ type: 'ready' });
+    await settle();
+    expect(firstView.webview.posted).toContainEqual({ type: 'session', session: { sessionId: 's1', title: null } });
+    c.replies.set('mino/sessions/open', (p: any) => ({ sessionId: p.sessionId, journalPath: '/tmp/s2.jsonl', cwd: '/tmp/mino-workspace', title: 'Add milk to the list' }));
+    const { pick, running } = await openSessionsPick();
+    const before = firstView.webview.posted.length;
+    pick.accept('Add milk to the list');
+    await running;
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/sessions/open')).toEqual([{ method: 'mino/sessions/open', params: { sessionId: 's2' } }]);
+    expect(api.server.session).toEqual({ sessionId: 's2', title: 'Add milk to the list' });
+    const after = firstView.webview.posted.slice(before) as any[];
+    expect(after[0]).toEqual({ type: 'session', session: { sessionId: 's2', title: 'Add milk to the list' } });
+    expect(after).toContainEqual({ type: 'history', history: { sessionId: 's2', turns: [], hasMore: false } });
+    // The old session's recovery is not shown for the new one.
+    expect(after.filter((m) => m.type === 'notification' && m.method === 'mino/recovery')).toEqual([]);
+    expect(api.server.recovery).toBeUndefined();
+
+    const recovery = {
+      sessionId: 's2', turns: [{ turnId: 'm1', status: 'interrupted', calls: [{ callId: 'c', command: 'echo milk >> shopping.txt', result: { status: 'unknown', output: '' } }] }],
+      acknowledgementRequired: true, unacknowledgedTurnIds: ['m1'], repairs: [],
+    };
+    c.notify('mino/recovery', recovery);
+    await settle();
+    const last = firstView.webview.posted.slice(before) as any[];
+    expect(last.filter((m) => m.type === 'notification' && m.method === 'mino/recovery')).toEqual([
+      { type: 'notification', method: 'mino/recovery', params: recovery },
+    ]);
+    // Late notifications of the old session reach neither the view nor the server state.
+    const count = firstView.webview.posted.length;
+    c.notify('mino/turnStarted', { sessionId: 's1', turnId: 'late', seq: 9, input: 'old' });
+    c.notify('mino/recovery', { sessionId: 's1', turns: [], acknowledgementRequired: false, unacknowledgedTurnIds: [], repairs: [] });
+    await settle();
+    expect(firstView.webview.posted.length).toBe(count);
+    expect(api.server.runningTurnId).toBeUndefined();
+    expect(api.server.recovery).toEqual(recovery);
+    // The new session's are.
+    c.notify('mino/turnStarted', { sessionId: 's2', turnId: 'n1', seq: 0, input: 'new' });
+    expect(api.server.runningTurnId).toBe('n1');
+  });
+
+  it('after a switch, a crash\'s Restart reopens the session that was current, not the workspace\'s default', async () => {
+    const c = client();
+    serveSessions(c);
+    c.replies.set('mino/sessions/open', (p: any) => ({ sessionId: p.sessionId, journalPath: '/tmp/s4.jsonl', cwd: '/tmp/mino-workspace', title: 'Old refactor' }));
+    const { pick, running } = await openSessionsPick();
+    pick.accept('Old refactor');
+    await running;
+    fake.mock.nextChoice = 'Restart';
+    c.crash();
+    await settle();
+    await settle();
+    expect(clients).toHaveLength(2);
+    expect(client().clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace', session: 's4' });
+  });
+
+  it('a held session (-32015) or a running turn (-32011) refuses the switch: the server\'s message is shown and nothing changes', async () => {
+    const c = client();
+    serveSessions(c);
+    firstView.webview.receive({ type: 'ready' });
+    await settle();
+    for (const [code, message] of [
+      [-32015, 'session s3 is open in another Mino process (pid 4242); close it there or open another session'],
+      [-32011, 'a turn is in progress; cancel it or wait for it to end'],
+    ] as const) {
+      c.replies.set('mino/sessions/open', () => new RpcFailure(code, message));
+      fake.mock.errorMessages.length = 0;
+      const before = firstView.webview.posted.length;
+      const { pick, running } = await openSessionsPick();
+      pick.accept('Release notes');
+      await running;
+      await settle();
+      expect(fake.mock.errorMessages).toHaveLength(1);
+      expect(fake.mock.errorMessages[0].message).toContain(message);
+      expect(api.server.session).toEqual({ sessionId: 's1', title: null });
+      expect((firstView.webview.posted.slice(before) as any[]).filter((m) => m.type === 'session' || m.type === 'history')).toEqual([]);
+    }
+    // New Chat is refused the same way.
+    c.replies.set('mino/sessions/new', () => new RpcFailure(-32011, 'a turn is in progress'));
+    fake.mock.errorMessages.length = 0;
+    await fake.commands.executeCommand('mino.newChat');
+    expect(fake.mock.errorMessages[0].message).toContain('a turn is in progress');
+    expect(api.server.session?.sessionId).toBe('s1');
+  });
+
+  it('New Chat run before the view was ever shown waits for the server the view starts', async () => {
+    await deactivate();
+    for (const d of context.subscriptions.splice(0)) d.dispose();
+    fake.mock.reset();
+    clients.length = 0;
+    fake.mock.config.set('mino.serverPath', serverBin);
+    context = fake.createExtensionContext();
+    api = activate(context as any);
+    // VS Code shows the view on the command's focus request: that starts the server, which takes a while.
+    fake.mock.commands.set('mino.chat.focus', () => void openView());
+    const origStart = LanguageClient.prototype.start;
+    LanguageClient.prototype.start = async function (this: LanguageClient) {
+      await new Promise((r) => setTimeout(r, 20));
+      return origStart.call(this);
+    };
+    try {
+      await fake.commands.executeCommand('mino.newChat');
+    } finally {
+      LanguageClient.prototype.start = origStart;
+    }
+    expect(fake.mock.errorMessages).toEqual([]);
+    expect(client().requests.filter((r) => r.method === 'mino/sessions/new')).toHaveLength(1);
+  });
+
+  it('New Chat opens a new session of this workspace (the server\'s default) and focuses a cleared input', async () => {
+    const c = client();
+    serveSessions(c);
+    c.replies.set('mino/sessions/new', { sessionId: 's7', journalPath: '/tmp/s7.jsonl', cwd: '/tmp/mino-workspace', title: null });
+    firstView.webview.receive({ type: 'ready' });
+    await settle();
+    await fake.commands.executeCommand('mino.newChat');
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/sessions/new')).toEqual([{ method: 'mino/sessions/new', params: {} }]);
+    expect(firstView.webview.posted).toContainEqual({ type: 'session', session: { sessionId: 's7', title: null } });
+    expect(firstView.webview.posted).toContainEqual({ type: 'history', history: { sessionId: 's7', turns: [], hasMore: false } });
+    expect(firstView.webview.posted).toContainEqual({ type: 'focus', clear: true });
+  });
+
+  it('delete asks in a modal whose default is Cancel; only Delete trashes the session, and the list is read again', async () => {
+    const c = client();
+    serveSessions(c);
+    c.replies.set('mino/sessions/delete', { trashedTo: '/tmp/home/trash/s4' });
+    const { pick, running } = await openSessionsPick();
+    pick.triggerButton('Old refactor');
+    await settle();
+    expect(fake.mock.warningMessages).toHaveLength(1);
+    const asked = fake.mock.warningMessages[0];
+    expect(asked.message).toContain('Old refactor');
+    expect(asked.options).toMatchObject({ modal: true });
+    expect(asked.items.map((i) => i.title)).toEqual(['Cancel', 'Delete']);
+    expect(asked.items[0].isCloseAffordance).toBe(true);
+    expect(c.requests.filter((r) => r.method === 'mino/sessions/delete')).toEqual([]);
+
+    const lists = c.requests.filter((r) => r.method === 'mino/sessions/list').length;
+    fake.mock.warningChoice = 'Delete';
+    pick.triggerButton('Old refactor');
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/sessions/delete')).toEqual([{ method: 'mino/sessions/delete', params: { sessionId: 's4' } }]);
+    expect(c.requests.filter((r) => r.method === 'mino/sessions/list').length).toBe(lists + 1);
+    pick.hide();
+    await running;
+  });
+
+  it('Rename asks for a title prefilled with the current one and the header follows; an untitled session takes the server\'s title after its first turn', async () => {
+    const c = client();
+    serveSessions(c);
+    firstView.webview.receive({ type: 'ready' });
+    await settle();
+    // The server named the session after the first question.
+    c.replies.set('mino/sessions/list', { sessions: [entry('s1', 'Fix the build', { current: true })] });
+    c.notify('mino/turnStarted', { sessionId: 's1', turnId: 't1', seq: 0, input: 'Fix the build\nplease' });
+    c.notify('mino/turnEnded', { sessionId: 's1', turnId: 't1', seq: 1, status: 'completed' });
+    await settle();
+    expect(firstView.webview.posted.at(-1)).toEqual({ type: 'session', session: { sessionId: 's1', title: 'Fix the build' } });
+
+    fake.mock.inputBoxValue = '  Build fixes  ';
+    // The header's Rename goes through the command.
+    firstView.webview.receive({ type: 'renameSession' });
+    await settle();
+    expect(fake.mock.inputBoxOptions.at(-1)).toMatchObject({ value: 'Fix the build' });
+    expect(fake.mock.inputBoxOptions.at(-1).validateInput('   ')).toBeTruthy();
+    expect(fake.mock.inputBoxOptions.at(-1).validateInput('x'.repeat(201))).toBeTruthy();
+    expect(fake.mock.inputBoxOptions.at(-1).validateInput('ok')).toBeUndefined();
+    expect(c.requests.filter((r) => r.method === 'mino/sessions/rename')).toEqual([
+      { method: 'mino/sessions/rename', params: { sessionId: 's1', title: 'Build fixes' } },
+    ]);
+    expect(firstView.webview.posted.at(-1)).toEqual({ type: 'session', session: { sessionId: 's1', title: 'Build fixes' } });
+    // Dismissed: nothing is sent.
+    fake.mock.inputBoxValue = undefined;
+    await fake.commands.executeCommand('mino.renameSession');
+    expect(c.requests.filter((r) => r.method === 'mino/sessions/rename')).toHaveLength(1);
+  });
+
+  it('relative times', () => {
+    const t = Date.parse('2026-12-01T12:00:00Z');
+    expect(relativeTime('2026-12-01T11:59:40Z', t)).toBe('just now');
+    expect(relativeTime('2026-12-01T11:55:00Z', t)).toBe('5 min ago');
+    expect(relativeTime('2026-11-30T11:00:00Z', t)).toBe('yesterday');
+    expect(relativeTime('2026-11-20T12:00:00Z', t)).toBe('11 days ago');
+    expect(relativeTime('2026-01-02T12:00:00Z', t)).toBe('2026-01-02');
+  });
+});
+
+describe('approval rules: decisions and the Rules quick pick', () => {
+  it('a rule decision or a reasoned deny from the card reaches mino/approval as the person wrote it', async () => {
+    const c = client();
+    firstView.webview.receive({ type: 'approval', turnId: 't1', callId: 'a', decision: 'allowSession', rule: { kind: 'prefix', command: 'npm run test' } });
+    firstView.webview.receive({ type: 'approval', turnId: 't1', callId: 'b', decision: 'allowWorkspace', rule: { kind: 'exact', command: 'cargo fmt --all' } });
+    firstView.webview.receive({ type: 'approval', turnId: 't1', callId: 'c', decision: 'deny', reason: 'not on main' });
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/approval').map((r) => r.params)).toEqual([
+      { turnId: 't1', callId: 'a', decision: 'allowSession', rule: { kind: 'prefix', command: 'npm run test' } },
+      { turnId: 't1', callId: 'b', decision: 'allowWorkspace', rule: { kind: 'exact', command: 'cargo fmt --all' } },
+      { turnId: 't1', callId: 'c', decision: 'deny', reason: 'not on main' },
+    ]);
+    // A refused rule comes back to the card with its code.
+    c.replies.set('mino/approval', () => new RpcFailure(-32602, 'a rule for `bash` would allow any command'));
+    firstView.webview.receive({ type: 'approval', turnId: 't1', callId: 'd', decision: 'allowSession', rule: { kind: 'prefix', command: 'bash' } });
+    await settle();
+    expect(firstView.webview.posted).toContainEqual({
+      type: 'error', request: 'approval', code: -32602, message: 'a rule for `bash` would allow any command', turnId: 't1', callId: 'd',
+    });
+  });
+
+  it('Rules lists the rules (and an unreadable workspace file) with a button that revokes one', async () => {
+    const c = client();
+    let rules = [
+      { id: 'r1', kind: 'prefix', command: 'npm test', scope: 'workspace' },
+      { id: 'r2', kind: 'exact', command: 'cargo fmt --all', scope: 'session' },
+    ];
+    c.replies.set('mino/rules/list', () => ({
+      rules, workspaceFile: '/tmp/mino-workspace/.mino/rules.json', workspaceFileError: 'line 3: expected a rule',
+    }));
+    c.replies.set('mino/rules/revoke', (p: any) => {
+      rules = rules.filter((r) => r.id !== p.id);
+      return {};
+    });
+    const running = fake.commands.executeCommand('mino.rules');
+    await settle();
+    const pick = fake.mock.quickPicks.at(-1)!;
+    const items = pick.items as any[];
+    expect(items[0].label).toContain('/tmp/mino-workspace/.mino/rules.json could not be read');
+    expect(items[0].detail).toBe('line 3: expected a rule');
+    expect(items.slice(1).map((i) => [i.label, i.description])).toEqual([
+      ['npm test', 'commands starting with this · this workspace'],
+      ['cargo fmt --all', 'exactly this command · this session'],
+    ]);
+    pick.triggerButton('npm test');
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/rules/revoke')).toEqual([{ method: 'mino/rules/revoke', params: { id: 'r1' } }]);
+    expect((pick.items as any[]).map((i) => i.label)).not.toContain('npm test');
+    pick.hide();
+    await running;
   });
 });

@@ -2,7 +2,7 @@
  * The protocol layer (src/protocol.ts, no `vscode`) against the real
  * `mino-server` and the mock model.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -12,7 +12,7 @@ import {
   MinoConnection,
   type RecoveryNotification,
 } from '../src/protocol';
-import { missingBinaries, MockModel, ServerSession, tempDir } from './helpers';
+import { missingBinaries, MockModel, serverHas, serverTakesDecision, ServerSession, tempDir } from './helpers';
 
 const missing = missingBinaries();
 if (missing.length > 0) {
@@ -353,5 +353,161 @@ describe('mino-server over vscode-jsonrpc', () => {
     await mock.script([{ type: 'text', deltas: ['Yes.'] }]);
     const after = await third.mino.chat('And now?');
     expect((await third.waitFor('mino/turnEnded', (p) => p.turnId === after.turnId)).status).toBe('completed');
+  });
+});
+
+// Sessions on the wire (docs/protocol.md). Skipped, with the reason, against a
+// server binary that answers mino/sessions/list with "method not found".
+const NO_SESSIONS = 'the mino-server binary has no mino/sessions/* yet (rebuild it from a tree that has them)';
+describe.skipIf(!serverHas('mino/sessions/list'))(`sessions over vscode-jsonrpc${serverHas('mino/sessions/list') ? '' : ` (skipped: ${NO_SESSIONS})`}`, () => {
+  it('lists, starts, opens, renames and deletes sessions; notifications name their session; a switch is followed by its recovery', async () => {
+    await mock.script([{ type: 'text', deltas: ['Noted.'] }]);
+    const { s, cwd } = await startServer();
+    const first = s.initializeResult.capabilities.experimental.mino.sessionId as string;
+    expect(s.initializeResult.capabilities.experimental.mino.title).toBeNull();
+    const { turnId } = await s.mino.chat('Buy milk\nand bread');
+    await s.waitFor('mino/turnEnded', (p) => p.turnId === turnId);
+    // Every notification names its session.
+    expect(s.of('mino/turnStarted', turnId)[0].sessionId).toBe(first);
+    expect(s.of('mino/turnEnded', turnId)[0].sessionId).toBe(first);
+
+    let list = await s.mino.listSessions();
+    expect(list.sessions).toHaveLength(1);
+    expect(list.sessions[0]).toMatchObject({
+      sessionId: first, title: 'Buy milk', turns: 1, current: true, heldElsewhere: false, acknowledgementRequired: false,
+    });
+    expect(realpathSync(list.sessions[0].cwd)).toBe(realpathSync(cwd));
+    expect(Number.isNaN(Date.parse(list.sessions[0].lastActiveAt))).toBe(false);
+
+    const fresh = await s.mino.newSession();
+    expect(fresh.sessionId).not.toBe(first);
+    expect(fresh.title).toBeNull();
+    const recovery = await s.waitFor('mino/recovery', (p) => p.sessionId === fresh.sessionId);
+    expect(recovery.acknowledgementRequired).toBe(false);
+    expect((await s.mino.history()).sessionId).toBe(fresh.sessionId);
+    list = await s.mino.listSessions({ scope: 'workspace' });
+    // (Last active is kept to the second: two sessions of the same second may come in either order.)
+    expect(list.sessions.map((e) => [e.sessionId, e.current]).sort()).toEqual([[fresh.sessionId, true], [first, false]].sort());
+    expect(realpathSync(fresh.cwd)).toBe(realpathSync(cwd));
+
+    await s.mino.renameSession(first, '  Groceries  ');
+    list = await s.mino.listSessions();
+    expect(list.sessions.find((e) => e.sessionId === first)!.title).toBe('Groceries');
+    const blank = await s.mino.renameSession(first, '   ').catch((e) => e);
+    expect(isRpcError(blank, -32602)).toBe(true);
+
+    // The current session cannot be deleted; open the first, then delete the new one.
+    const current = await s.mino.deleteSession(fresh.sessionId).catch((e) => e);
+    expect(isRpcError(current, ErrorCode.sessionUnavailable)).toBe(true);
+    const opened = await s.mino.openSession(first);
+    expect(opened).toMatchObject({ sessionId: first, title: 'Groceries' });
+    await s.waitFor('mino/recovery', (p) => p.sessionId === first);
+    const history = await s.mino.history();
+    expect(history.sessionId).toBe(first);
+    expect(history.turns.map((t) => t.input)).toEqual(['Buy milk\nand bread']);
+    const trashed = await s.mino.deleteSession(fresh.sessionId);
+    expect(typeof trashed.trashedTo).toBe('string');
+    expect(existsSync(trashed.trashedTo)).toBe(true);
+    list = await s.mino.listSessions();
+    expect(list.sessions.map((e) => e.sessionId)).toEqual([first]);
+  });
+
+  it('refuses a switch while a turn runs (-32011) and a session another server holds (-32015), which it lists as held', async () => {
+    const home = tempDir('home');
+    const cwd = tempDir('cwd');
+    const { s: one } = await startServer(home, cwd);
+    const { s: two } = await startServer(home, cwd);
+    const held = two.initializeResult.capabilities.experimental.mino.sessionId as string;
+    const list = await one.mino.listSessions();
+    expect(list.sessions.find((e) => e.sessionId === held)).toMatchObject({ heldElsewhere: true, current: false });
+    const refused = await one.mino.openSession(held).catch((e) => e);
+    expect(isRpcError(refused, ErrorCode.sessionUnavailable)).toBe(true);
+    expect(String(refused.message).length).toBeGreaterThan(0);
+
+    await mock.script([{ type: 'stall', deltas: ['Thinking'], stall_ms: 30000 }]);
+    const { turnId } = await one.mino.chat('Think.');
+    await one.waitFor('mino/textDelta', (p) => p.turnId === turnId);
+    const busy = await one.mino.newSession().catch((e) => e);
+    expect(isRpcError(busy, ErrorCode.turnInProgress)).toBe(true);
+    // Nothing changed: the turn goes on in the same session.
+    expect((await one.mino.history()).sessionId).toBe(one.initializeResult.capabilities.experimental.mino.sessionId);
+    await one.mino.cancel(turnId);
+    await one.waitFor('mino/turnEnded', (p) => p.turnId === turnId, 10000);
+  });
+
+  it('lists the sessions of every folder with scope "all"', async () => {
+    const home = tempDir('home');
+    const { s: a } = await startServer(home, tempDir('cwd'));
+    const { s: b } = await startServer(home, tempDir('cwd'));
+    const other = b.initializeResult.capabilities.experimental.mino.sessionId as string;
+    expect((await a.mino.listSessions()).sessions.map((e) => e.sessionId)).not.toContain(other);
+    expect((await a.mino.listSessions({ scope: 'all' })).sessions.map((e) => e.sessionId)).toContain(other);
+  });
+});
+
+// Approval rules on the wire. Skipped, with the reason, against a server
+// binary whose mino/approval does not take `allowSession`.
+const NO_RULES = 'the mino-server binary does not take allowSession in mino/approval yet (rebuild it from a tree that has rules on the wire)';
+const hasRules = serverTakesDecision('allowSession') && serverHas('mino/rules/list');
+describe.skipIf(!hasRules)(`approval rules over vscode-jsonrpc${hasRules ? '' : ` (skipped: ${NO_RULES})`}`, () => {
+  it('an allowSession rule (as edited) lets the next matching command run without asking, approved by that rule; a runner rule is refused and the request stays; rules are listed and revoked', async () => {
+    await mock.script([
+      { type: 'calls', calls: [{ call_id: 'call_a', command: 'echo rule-one' }] },
+      { type: 'calls', calls: [{ call_id: 'call_b', command: 'echo rule-two' }] },
+      { type: 'text', deltas: ['Done.'] },
+    ]);
+    const home = tempDir('home');
+    const cwd = tempDir('cwd');
+    const s = await ServerSession.start({
+      home, cwd, baseUrl: mock.baseUrl, initializationOptions: { cwd, approvalMode: 'rules' },
+    });
+    sessions.push(s);
+    const { turnId } = await s.mino.chat('Echo twice.');
+    const req = await s.waitFor('mino/approvalRequest', (p) => p.callId === 'call_a');
+    expect(['off', 'read-only', 'workspace-write']).toContain(req.sandbox);
+    expect(req.approvalMode).toBe('rules');
+    expect(req.suggestedRule).toMatchObject({ kind: 'prefix' });
+    expect('echo rule-one'.startsWith(req.suggestedRule.command)).toBe(true);
+
+    // A rule for a command runner is refused; nothing ran and the card can still be answered.
+    const runner = await s.mino.decide(turnId, 'call_a', 'allowSession', { rule: { kind: 'prefix', command: 'bash' } }).catch((e) => e);
+    expect(isRpcError(runner, -32602)).toBe(true);
+    expect(s.of('mino/toolStarted').filter((p) => p.callId === 'call_a')).toHaveLength(0);
+
+    await s.mino.decide(turnId, 'call_a', 'allowSession', { rule: { kind: 'prefix', command: 'echo' } });
+    const started = await s.waitFor('mino/toolStarted', (p) => p.callId === 'call_b');
+    expect(started.approvedBy).toMatchObject({ kind: 'rule', rule: { kind: 'prefix', command: 'echo', scope: 'session' } });
+    expect(s.of('mino/approvalRequest').filter((p) => p.callId === 'call_b')).toHaveLength(0);
+    expect((await s.waitFor('mino/turnEnded', (p) => p.turnId === turnId)).status).toBe('completed');
+    const history = await s.mino.history();
+    const calls = history.turns.find((t) => t.turnId === turnId)!.calls;
+    expect(calls.find((c) => c.callId === 'call_b')!.approvedBy).toMatchObject({ kind: 'rule', rule: { command: 'echo' } });
+
+    const rules = await s.mino.listRules();
+    const rule = rules.rules.find((r) => r.command === 'echo')!;
+    expect(rule).toMatchObject({ kind: 'prefix', scope: 'session' });
+    expect(typeof rules.workspaceFile).toBe('string');
+    await s.mino.revokeRule(rule.id);
+    expect((await s.mino.listRules()).rules.find((r) => r.id === rule.id)).toBeUndefined();
+    const unknown = await s.mino.revokeRule(rule.id).catch((e) => e);
+    expect(isRpcError(unknown, -32602)).toBe(true);
+  });
+
+  it('a deny with a reason reaches the model as "Denied by the user: <reason>"', async () => {
+    await mock.script([
+      { type: 'calls', calls: [{ call_id: 'call_r', command: 'echo no > reason.txt' }] },
+      { type: 'text', deltas: ['Understood.'] },
+    ]);
+    const { s, cwd } = await startServer();
+    const { turnId } = await s.mino.chat('Write reason.txt.');
+    await s.waitFor('mino/approvalRequest', (p) => p.callId === 'call_r');
+    await s.mino.decide(turnId, 'call_r', 'deny', { reason: 'not on a Friday' });
+    const result = await s.waitFor('mino/toolResult', (p) => p.callId === 'call_r');
+    expect(result.status).toBe('refused');
+    await s.waitFor('mino/turnEnded', (p) => p.turnId === turnId);
+    expect(existsSync(path.join(cwd, 'reason.txt'))).toBe(false);
+    const requests = await mock.requests();
+    const out = inputItems(requests[1]).find((i) => i.type === 'function_call_output');
+    expect(String(out?.output)).toContain('Denied by the user: not on a Friday');
   });
 });

@@ -200,7 +200,7 @@ describe.skipIf(skip)('chat webview in chromium', () => {
 
     await notify('mino/approvalRequest', approval('call_2', 'rm -rf /', 5));
     const card2 = page.locator('.tool-card[data-call-id="call_2"]');
-    await card2.getByRole('button', { name: 'Deny' }).click();
+    await card2.getByRole('button', { name: 'Deny', exact: true }).click();
     expect((await posted()).filter((m) => m.type === 'approval')).toEqual([
       { type: 'approval', turnId: 't2', callId: 'call_1', decision: 'approve' },
       { type: 'approval', turnId: 't2', callId: 'call_2', decision: 'deny' },
@@ -225,7 +225,7 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     await expect.poll(() => waiting.count()).toBe(1);
     expect(await waiting.locator('.tool-command').textContent()).toBe('rm -rf build');
     expect(await page.locator('.tool-card[data-status="success"] .tool-command').textContent()).toBe('ls');
-    await waiting.getByRole('button', { name: 'Deny' }).click();
+    await waiting.getByRole('button', { name: 'Deny', exact: true }).click();
     await notify('mino/toolResult', { turnId: 't1', seq: 5, callId: 'call_0', status: 'refused', output: 'denied' });
     // A second call with the same id in one response is answered without running.
     await notify('mino/toolResult', { turnId: 't1', seq: 6, callId: 'call_0', status: 'failed', output: 'Not run: repeated id' });
@@ -490,7 +490,7 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     await notify('mino/turnStarted', { turnId: 'x2', seq: 0, input: 'Again.' });
     await notify('mino/approvalRequest', approvalRequest('x2', 'call_n', 'ls', 1));
     const again = page.locator('.tool-card[data-call-id="call_n"]');
-    await again.getByRole('button', { name: 'Deny' }).click();
+    await again.getByRole('button', { name: 'Deny', exact: true }).click();
     await host({ type: 'error', request: 'approval', turnId: 'x2', callId: 'call_n', code: -32602, message: 'invalid params' });
     expect(await again.locator('.badge').textContent()).toBe('waiting for approval');
     expect(await again.getByRole('button', { name: 'Approve' }).isEnabled()).toBe(true);
@@ -576,6 +576,253 @@ const MARKDOWN_ANSWER = [
   '| mino-server | 48 |',
   '',
 ].join('\n');
+
+describe.skipIf(skip)('sessions in the panel', () => {
+  async function openSession(sessionId: string, title: string | null): Promise<void> {
+    await host({ type: 'session', session: { sessionId, title } });
+  }
+
+  it('the header names the session ("New chat" until it has a title); Rename asks the host; a rename keeps the transcript', async () => {
+    await ready();
+    expect(await page.locator('#session-header').isVisible()).toBe(false);
+    await openSession('s1', null);
+    expect(await page.locator('#session-title').textContent()).toBe('New chat');
+    await notify('mino/turnStarted', { sessionId: 's1', turnId: 'h1', seq: 0, input: 'Fix the build.' });
+    await page.locator('#session-header').getByRole('button', { name: 'Rename this session' }).click();
+    expect((await posted()).filter((m) => m.type === 'renameSession')).toEqual([{ type: 'renameSession' }]);
+    await openSession('s1', 'Build fixes');
+    expect(await page.locator('#session-title').textContent()).toBe('Build fixes');
+    expect(await page.locator('[data-turn-id="h1"]').count()).toBe(1);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it('a switch clears the transcript, then rebuilds it from the history and mino/recovery that follow, with the gate as at startup', async () => {
+    await ready();
+    await openSession('s1', 'First');
+    await host({ type: 'history', history: { sessionId: 's1', turns: [{
+      turnId: 'a1', input: 'Old question', text: 'Old answer', status: 'completed', notices: [], calls: [],
+    }] } });
+    await notify('mino/recovery', { sessionId: 's1', turns: [], acknowledgementRequired: false, unacknowledgedTurnIds: [], repairs: ['cut a torn line'] });
+    expect(await page.locator('#notices').innerText()).toContain('cut a torn line');
+
+    await openSession('s2', 'Second');
+    // The old session's transcript and notices are gone at once.
+    expect(await page.locator('[data-turn-id="a1"]').count()).toBe(0);
+    expect(await page.locator('#notices').innerText()).toBe('');
+    expect(await page.locator('#session-title').textContent()).toBe('Second');
+    const calls = [{ callId: 'u1', command: 'echo milk >> shopping.txt', result: { status: 'unknown', output: '' } }];
+    await host({ type: 'history', history: { sessionId: 's2', turns: [{
+      turnId: 'b1', input: 'Add milk.', text: '', status: 'interrupted', notices: [], calls,
+    }] } });
+    await notify('mino/recovery', {
+      sessionId: 's2', turns: [{ turnId: 'b1', status: 'interrupted', calls }],
+      acknowledgementRequired: true, unacknowledgedTurnIds: ['b1'], repairs: [],
+    });
+    expect(await page.locator('[data-turn-id="b1"]').count()).toBe(1);
+    expect(await page.locator('#ack-gate').isVisible()).toBe(true);
+    expect(await page.locator('#ack-calls code').allTextContents()).toEqual(['echo milk >> shopping.txt']);
+    expect(await page.locator('#input').isDisabled()).toBe(true);
+    // A stray Enter does not acknowledge; a deliberate click does, for this session's turn.
+    await page.keyboard.press('Enter');
+    expect((await posted()).filter((m) => m.type === 'acknowledge')).toEqual([]);
+    await page.locator('#ack-gate').getByRole('button', { name: /Yes/ }).click();
+    expect((await posted()).filter((m) => m.type === 'acknowledge')).toEqual([{ type: 'acknowledge', turnIds: ['b1'] }]);
+
+    // Switching away from a gated session closes its gate; the next session has none.
+    await openSession('s3', null);
+    expect(await page.locator('#ack-gate').isVisible()).toBe(false);
+    await host({ type: 'history', history: { sessionId: 's3', turns: [] } });
+    await notify('mino/recovery', { sessionId: 's3', turns: [], acknowledgementRequired: false, unacknowledgedTurnIds: [], repairs: [] });
+    expect(await page.locator('#input').isDisabled()).toBe(false);
+    expect(await page.locator('#session-title').textContent()).toBe('New chat');
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it('ignores notifications of a session other than the current one', async () => {
+    await ready();
+    await openSession('s1', 'Current');
+    await notify('mino/turnStarted', { sessionId: 'old', turnId: 'f1', seq: 0, input: 'From the old session' });
+    await notify('mino/approvalRequest', { ...approvalRequest('f1', 'call_f', 'rm -rf build', 1), sessionId: 'old' });
+    await notify('mino/recovery', {
+      sessionId: 'old', turns: [{ turnId: 'f0', status: 'interrupted', calls: [{ callId: 'c', command: 'make', result: { status: 'unknown', output: '' } }] }],
+      acknowledgementRequired: true, unacknowledgedTurnIds: ['f0'], repairs: [],
+    });
+    expect(await page.locator('[data-turn-id="f1"]').count()).toBe(0);
+    expect(await page.locator('.tool-card').count()).toBe(0);
+    expect(await page.locator('#ack-gate').isVisible()).toBe(false);
+    expect(await page.locator('#progress').isVisible()).toBe(false);
+    // The current session's notifications are shown.
+    await notify('mino/turnStarted', { sessionId: 's1', turnId: 'g1', seq: 0, input: 'From this session' });
+    expect(await page.locator('[data-turn-id="g1"] .msg.user .text').textContent()).toBe('From this session');
+  });
+});
+
+describe.skipIf(skip)('approval rules in the card', () => {
+  function ruleRequest(turnId: string, callId: string, command: string, suggested: string | null) {
+    return {
+      ...approvalRequest(turnId, callId, command, 1),
+      sandbox: 'workspace-write',
+      approvalMode: 'rules',
+      ...(suggested ? { suggestedRule: { kind: 'prefix', command: suggested } } : {}),
+    };
+  }
+  const approvals = async () => (await posted()).filter((m) => m.type === 'approval');
+
+  it('shows the sandbox and approval mode; Allow for session… opens a form whose rule is prefilled and editable, sent as edited; the confirm button never takes focus and typed-ahead Enter confirms nothing', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.click();
+    await notify('mino/turnStarted', { turnId: 'r1', seq: 0, input: 'Run the tests.' });
+    await input.pressSequentially('next');
+    await notify('mino/approvalRequest', ruleRequest('r1', 'call_r', 'npm test -- --watch=false', 'npm test'));
+    const card = page.locator('.tool-card[data-call-id="call_r"]');
+    const meta = await card.locator('.tool-meta').innerText();
+    expect(meta).toContain('workspace-write');
+    expect(meta).toContain('ask unless a rule allows it');
+    // Nothing in the card took focus on arrival.
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('input');
+
+    await card.getByRole('button', { name: 'Allow for session…' }).click();
+    const form = card.locator('.answer-form');
+    const field = form.locator('input.rule-command');
+    expect(await field.inputValue()).toBe('npm test');
+    expect(await form.getByRole('radio', { name: 'commands starting with' }).isChecked()).toBe(true);
+    // The person just chose the form: its text field has focus, never the confirm button.
+    expect(await page.evaluate(() => document.activeElement?.className)).toBe('rule-command');
+    const confirm = form.getByRole('button', { name: 'Allow for session', exact: true });
+    expect(await confirm.evaluate((b) => b === document.activeElement)).toBe(false);
+
+    // Enter in the text field (typed ahead, or to "submit") confirms nothing.
+    await page.keyboard.press('Enter');
+    await field.fill('npm run test');
+    await field.press('Enter');
+    expect(await approvals()).toEqual([]);
+    // Nor does a click while Enter is held from the field.
+    await page.keyboard.down('Enter');
+    await confirm.evaluate((b: HTMLButtonElement) => { b.focus(); b.click(); });
+    await page.keyboard.up('Enter');
+    expect(await approvals()).toEqual([]);
+
+    // An edited rule stays as written when the kind changes.
+    await form.getByRole('radio', { name: 'exactly this command' }).check();
+    expect(await field.inputValue()).toBe('npm run test');
+    await form.getByRole('radio', { name: 'commands starting with' }).check();
+    // Enter pressed on the confirm button itself, after moving there, confirms.
+    await field.focus();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Allow for session');
+    await page.keyboard.press('Enter');
+    expect(await approvals()).toEqual([{
+      type: 'approval', turnId: 'r1', callId: 'call_r', decision: 'allowSession', rule: { kind: 'prefix', command: 'npm run test' },
+    }]);
+    expect(await card.locator('.badge').textContent()).toBe('approved');
+    expect(await field.isDisabled()).toBe(true);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it('Always allow in workspace… as an exact rule; a refusal (-32602) is shown in the card, which stays answerable', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'w1', seq: 0, input: 'Format.' });
+    await notify('mino/approvalRequest', ruleRequest('w1', 'call_w', 'cargo fmt --all', 'cargo fmt'));
+    const card = page.locator('.tool-card[data-call-id="call_w"]');
+    await card.getByRole('button', { name: 'Always allow in workspace…' }).click();
+    const form = card.locator('.answer-form');
+    // The untouched prefill follows the kind.
+    await form.getByRole('radio', { name: 'exactly this command' }).check();
+    expect(await form.locator('input.rule-command').inputValue()).toBe('cargo fmt --all');
+    await form.getByRole('button', { name: 'Always allow', exact: true }).click();
+    expect(await approvals()).toEqual([{
+      type: 'approval', turnId: 'w1', callId: 'call_w', decision: 'allowWorkspace', rule: { kind: 'exact', command: 'cargo fmt --all' },
+    }]);
+
+    const refusal = 'invalid params: a rule for `bash` would allow any command: state the command it runs instead';
+    await host({ type: 'error', request: 'approval', turnId: 'w1', callId: 'call_w', code: -32602, message: refusal });
+    expect(await card.locator('.card-error').textContent()).toBe(refusal);
+    expect(await card.locator('.badge').textContent()).toBe('waiting for approval');
+    expect(await form.locator('input.rule-command').isEnabled()).toBe(true);
+    expect(await card.getByRole('button', { name: 'Approve' }).isEnabled()).toBe(true);
+    // An empty rule is not sent.
+    await form.locator('input.rule-command').fill('  ');
+    await form.getByRole('button', { name: 'Always allow', exact: true }).click();
+    expect(await form.locator('.answer-form-error').textContent()).toBe('Enter the command the rule allows.');
+    expect(await approvals()).toHaveLength(1);
+    // A command that is not one plain command has no suggestion: no rule can cover it.
+    await notify('mino/approvalRequest', ruleRequest('w1', 'call_x', 'ls | wc -l', null));
+    const card2 = page.locator('.tool-card[data-call-id="call_x"]');
+    expect(await card2.getByRole('button', { name: 'Allow for session…' }).isDisabled()).toBe(true);
+    expect(await card2.getByRole('button', { name: 'Always allow in workspace…' }).isDisabled()).toBe(true);
+    expect(await card2.locator('.no-rule-note').textContent()).toContain('not one plain command');
+    expect(await card2.getByRole('button', { name: 'Deny with reason…' }).isEnabled()).toBe(true);
+    // It stays so after a refused answer re-enables the card.
+    await card2.getByRole('button', { name: 'Deny', exact: true }).click();
+    await host({ type: 'error', request: 'approval', turnId: 'w1', callId: 'call_x', code: -32602, message: 'refused' });
+    expect(await card2.getByRole('button', { name: 'Approve' }).isEnabled()).toBe(true);
+    expect(await card2.getByRole('button', { name: 'Allow for session…' }).isDisabled()).toBe(true);
+  });
+
+  it('under the ask mode the rule form says the rule applies to later commands only once the mode is rules; a server without approval modes offers no rules', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'q1', seq: 0, input: 'Test.' });
+    await notify('mino/approvalRequest', { ...ruleRequest('q1', 'call_q', 'npm test', 'npm test'), approvalMode: 'ask' });
+    const card = page.locator('.tool-card[data-call-id="call_q"]');
+    await card.getByRole('button', { name: 'Allow for session…' }).click();
+    expect(await card.locator('.answer-form-note').textContent()).toContain('only once the mode is rules');
+    await notify('mino/approvalRequest', approvalRequest('q1', 'call_o', 'ls', 2));
+    const old = page.locator('.tool-card[data-call-id="call_o"]');
+    expect(await old.getByRole('button', { name: 'Allow for session…' }).count()).toBe(0);
+    expect(await old.getByRole('button', { name: 'Deny with reason…' }).count()).toBe(1);
+  });
+
+  it('Deny with reason… sends the reason; Enter in the field does not; Escape leaves the form without cancelling the turn', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'd1', seq: 0, input: 'Clean.' });
+    await notify('mino/approvalRequest', ruleRequest('d1', 'call_d', 'rm -rf build', 'rm'));
+    const card = page.locator('.tool-card[data-call-id="call_d"]');
+    await card.getByRole('button', { name: 'Deny with reason…' }).click();
+    const reason = card.locator('input.deny-reason');
+    expect(await page.evaluate(() => document.activeElement?.className)).toBe('deny-reason');
+    await page.keyboard.press('Escape');
+    expect(await card.locator('.answer-form').count()).toBe(0);
+    expect((await posted()).filter((m) => m.type === 'cancel')).toEqual([]);
+
+    await card.getByRole('button', { name: 'Deny with reason…' }).click();
+    await reason.pressSequentially('build/ holds my release artefacts');
+    await reason.press('Enter');
+    expect(await approvals()).toEqual([]);
+    await card.locator('.answer-form').getByRole('button', { name: 'Deny', exact: true }).click();
+    expect(await approvals()).toEqual([{
+      type: 'approval', turnId: 'd1', callId: 'call_d', decision: 'deny', reason: 'build/ holds my release artefacts',
+    }]);
+    expect(await card.locator('.badge').textContent()).toBe('denying…');
+  });
+
+  it('tool cards say a rule or the sandbox approved them, live and from history', async () => {
+    await ready();
+    await host({ type: 'history', history: { sessionId: 's1', turns: [{
+      turnId: 'p0', input: 'Test it.', text: '', status: 'completed', notices: [],
+      calls: [
+        { callId: 'h1', command: 'npm test', result: { status: 'success', output: '', exitCode: 0 }, sandbox: 'off',
+          approvedBy: { kind: 'rule', rule: { id: 'r1', kind: 'prefix', command: 'npm test', scope: 'workspace' } } },
+        { callId: 'h2', command: 'ls', result: { status: 'success', output: '', exitCode: 0 }, sandbox: 'read-only',
+          approvedBy: { kind: 'sandbox' } },
+        { callId: 'h3', command: 'make', result: { status: 'success', output: '', exitCode: 0 }, sandbox: 'off',
+          approvedBy: { kind: 'user' } },
+      ],
+    }] } });
+    expect(await page.locator('.tool-card[data-call-id="h1"] .tool-approved-by').textContent()).toBe('approved by rule `npm test`');
+    expect(await page.locator('.tool-card[data-call-id="h2"] .tool-approved-by').textContent()).toBe('approved automatically in the sandbox (read-only)');
+    expect(await page.locator('.tool-card[data-call-id="h3"] .tool-approved-by').isVisible()).toBe(false);
+
+    await notify('mino/turnStarted', { turnId: 'p1', seq: 0, input: 'Again.' });
+    await notify('mino/toolStarted', {
+      turnId: 'p1', seq: 1, callId: 'l1', command: 'npm test -- --ci', sandbox: 'workspace-write',
+      approvedBy: { kind: 'rule', rule: { id: 'r2', kind: 'prefix', command: 'npm test', scope: 'session' } },
+    });
+    const live = page.locator('.tool-card[data-call-id="l1"]');
+    expect(await live.locator('.tool-approved-by').textContent()).toBe('approved by rule `npm test`');
+    expect(await live.locator('.badge').textContent()).toBe('running');
+  });
+});
 
 describe.skipIf(skip)('answers as markdown', () => {
   it('renders headings, bold, inline code, highlighted code blocks and tables from streamed text', async () => {
@@ -903,9 +1150,11 @@ describe.skipIf(skip)('screenshots of the panel', () => {
         }] } });
         await notify('mino/turnStarted', { turnId: 'sh1', seq: 0, input: 'Clean the build directory.' });
         await notify('mino/textDelta', { turnId: 'sh1', seq: 1, delta: 'I will remove `build/` with **rm**:' });
+        await host({ type: 'session', session: { sessionId: 's1', title: 'How do I run the tests?' } });
         await notify('mino/approvalRequest', {
           ...approvalRequest('sh1', 'sc1', 'rm -rf build', 2),
           environment: { HOME: '/home/me', LANG: 'C.UTF-8', PATH: '/home/me/.cargo/bin:/usr/local/bin:/usr/bin:/bin' },
+          sandbox: 'workspace-write', approvalMode: 'rules', suggestedRule: { kind: 'prefix', command: 'rm -rf' },
         });
         await page.locator('.tool-card[data-call-id="sc1"] details.env summary').click();
         await host({ type: 'context', items: [{ path: 'src/build.rs', language: 'rust', text: 'fn main() {}', startLine: 1, endLine: 12 }] });
@@ -917,6 +1166,11 @@ describe.skipIf(skip)('screenshots of the panel', () => {
         const file = path.join(OUT, 'screenshots', `panel-${theme}-${width}.png`);
         mkdirSync(path.dirname(file), { recursive: true });
         await page.screenshot({ path: file });
+        // The same card with its rule form open (the session header above).
+        await page.locator('.tool-card[data-call-id="sc1"] details.env summary').click();
+        await page.locator('.tool-card[data-call-id="sc1"]').getByRole('button', { name: 'Allow for session…' }).click();
+        await page.locator('.tool-card[data-call-id="sc1"] .answer-form').scrollIntoViewIfNeeded();
+        await page.screenshot({ path: path.join(OUT, 'screenshots', `rule-form-${theme}-${width}.png`) });
         expect(probe.cspViolations).toEqual([]);
         expect(probe.pageErrors).toEqual([]);
       });

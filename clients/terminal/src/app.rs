@@ -8,7 +8,8 @@ use std::time::Duration;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use mino_protocol::{
-    error_code, Decision, InitializationOptions, RecoveryNotification, ServerCapabilities, TurnNotification as Turn,
+    error_code, ApprovalMode, ApprovalParams, ApprovalRequest, Decision, InitializationOptions, RecoveryNotification,
+    RuleScope, SandboxMode, ServerCapabilities, SessionInfo, SettingsUpdateParams, TurnNotification as Turn,
 };
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
@@ -52,6 +53,22 @@ fn colour() -> bool {
     use std::io::IsTerminal;
     ui::colour_wanted(std::io::stdout().is_terminal(), std::env::var_os("NO_COLOR").as_deref())
 }
+
+/// How the acknowledgement prompt ended.
+enum Ack {
+    Acknowledged,
+    /// Not a terminal: nothing may be acknowledged from piped input.
+    NoTerminal,
+    /// Anything but `y`/`yes`; `ended` when input ended or Ctrl+C was pressed.
+    Declined {
+        ended: bool,
+    },
+    NotSaved(CallError),
+}
+
+/// Chat commands that switch sessions or list them.
+const SESSION_COMMANDS_HELP: &str =
+    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one.";
 
 /// What waiting for a line produced.
 enum Answer {
@@ -145,7 +162,7 @@ impl App {
 
     async fn run_inner(&mut self) -> i32 {
         // The recovery notice, and the gate, come before the banner.
-        let recovery = match self.wait_recovery().await {
+        let recovery = match self.wait_recovery(None).await {
             Ok(recovery) => recovery,
             Err(code) => return code,
         };
@@ -161,10 +178,10 @@ impl App {
             out(&demo.intro());
         }
         let title = match &self.capabilities {
-            Some(c) => format!("Mino {} - session {}", env!("CARGO_PKG_VERSION"), c.session_id),
+            Some(c) => session_header(&c.session_id, c.title.as_deref()),
             None => format!("Mino {}", env!("CARGO_PKG_VERSION")),
         };
-        out(&format!("{title}\n{}\n\n", ui::BANNER));
+        out(&format!("{title}\n{}\n{SESSION_COMMANDS_HELP}\n\n", ui::BANNER));
         match self.server.history().await {
             Ok(h) => out(&ui::history(&h)),
             Err(e) => eprintln!("mino: could not load history: {e}"),
@@ -191,6 +208,30 @@ impl App {
             }
             if text == "/exit" {
                 return EXIT_OK;
+            }
+            if text.starts_with('/') && self.rules_command(text).await {
+                continue;
+            }
+            let switched = match text.split_whitespace().collect::<Vec<_>>()[..] {
+                ["/sessions"] => Some(self.list_sessions().await),
+                ["/new"] => {
+                    let opened = self.server.new_session().await;
+                    Some(self.switched(opened).await)
+                }
+                ["/open", id] => {
+                    let opened = self.server.open_session(id).await;
+                    Some(self.switched(opened).await)
+                }
+                ["/open", ..] | ["/new", ..] | ["/sessions", ..] => {
+                    out(&format!("\n{SESSION_COMMANDS_HELP}\n\n"));
+                    Some(Ok(()))
+                }
+                _ => None,
+            };
+            match switched {
+                Some(Ok(())) => continue,
+                Some(Err(code)) => return code,
+                None => {}
             }
             if let Some(demo) = &mut self.demo {
                 demo.before_chat(text);
@@ -222,15 +263,16 @@ impl App {
         EXIT_FAILURE
     }
 
-    /// Waits for the `mino/recovery` notification sent after `initialized`.
+    /// Waits for the `mino/recovery` notification sent after `initialized`,
+    /// or after a switch to `session` (that session's).
     /// `Err(code)` when Ctrl+C asked to quit while waiting.
-    async fn wait_recovery(&mut self) -> Result<Option<RecoveryNotification>, i32> {
+    async fn wait_recovery(&mut self, session: Option<&str>) -> Result<Option<RecoveryNotification>, i32> {
         let deadline = tokio::time::sleep(RECOVERY_WAIT);
         tokio::pin!(deadline);
         loop {
             tokio::select! {
                 ev = self.events.next() => match ev {
-                    Some(Event::Recovery(r)) => return Ok(Some(r)),
+                    Some(Event::Recovery(r)) if session.is_none_or(|id| r.session_id == id) => return Ok(Some(r)),
                     Some(other) => tracing::debug!("notification before recovery: {other:?}"),
                     None => return Ok(None),
                 },
@@ -245,30 +287,113 @@ impl App {
 
     /// Asks before the banner; only `y`/`yes` acknowledges. `Err(code)` means exit.
     async fn acknowledgement_gate(&mut self) -> Result<(), i32> {
+        match self.ask_acknowledgement().await {
+            Ack::Acknowledged => Ok(()),
+            Ack::NoTerminal => {
+                eprintln!("{}", ui::ACK_NEEDS_TTY);
+                Err(EXIT_FAILURE)
+            }
+            Ack::Declined { ended } => {
+                let newline = if ended { "\n" } else { "" };
+                out(&format!("{newline}Nothing was acknowledged. Mino will ask again on the next start.\n"));
+                Err(EXIT_FAILURE)
+            }
+            Ack::NotSaved(e) => {
+                eprintln!("mino: the acknowledgement was not saved: {e}");
+                Err(EXIT_FAILURE)
+            }
+        }
+    }
+
+    /// The acknowledgement question (only in a terminal, never answered by
+    /// input typed before it appeared), and `mino/acknowledge` on `y`/`yes`.
+    async fn ask_acknowledgement(&mut self) -> Ack {
         if !self.input.interactive {
-            eprintln!("{}", ui::ACK_NEEDS_TTY);
-            return Err(EXIT_FAILURE);
+            return Ack::NoTerminal;
         }
         self.input.discard_typed_ahead();
         out(ui::ACK_QUESTION);
         match self.read_answer().await {
             Answer::Line(a) if ui::is_yes(&a) => {}
-            Answer::Line(_) => {
-                out("Nothing was acknowledged. Mino will ask again on the next start.\n");
-                return Err(EXIT_FAILURE);
-            }
-            Answer::Eof | Answer::Interrupt => {
-                out("\nNothing was acknowledged. Mino will ask again on the next start.\n");
-                return Err(EXIT_FAILURE);
-            }
+            Answer::Line(_) => return Ack::Declined { ended: false },
+            Answer::Eof | Answer::Interrupt => return Ack::Declined { ended: true },
         }
         match self.server.acknowledge(None).await {
-            Ok(_) => Ok(()),
+            Ok(_) => Ack::Acknowledged,
+            Err(e) => Ack::NotSaved(e),
+        }
+    }
+
+    /// After `/new` or `/open`: the new session's recovery (and its gate, as
+    /// at startup, except that declining keeps mino running in the session,
+    /// where chat stays refused), then its header and history. `Err(code)`
+    /// means exit.
+    async fn switched(&mut self, switched: Result<SessionInfo, CallError>) -> Result<(), i32> {
+        let info = match switched {
+            Ok(info) => info,
+            Err(CallError::Connection(_)) => return Err(self.server_gone()),
             Err(e) => {
-                eprintln!("mino: the acknowledgement was not saved: {e}");
-                Err(EXIT_FAILURE)
+                out(&format!("\nError: {e}\n\n"));
+                return Ok(());
+            }
+        };
+        let recovery = self.wait_recovery(Some(&info.session_id)).await?;
+        if let Some(rec) = &recovery {
+            out(&ui::recovery_notice(rec));
+            if rec.acknowledgement_required {
+                let refused = "Chat in this session is refused until they are acknowledged";
+                match self.ask_acknowledgement().await {
+                    Ack::Acknowledged => {}
+                    Ack::NoTerminal => {
+                        eprintln!("{}", ui::ACK_NEEDS_TTY);
+                        out(&format!("{refused}: /open {} in a terminal, or /new.\n", info.session_id));
+                    }
+                    Ack::Declined { ended } => {
+                        let newline = if ended { "\n" } else { "" };
+                        out(&format!(
+                            "{newline}Nothing was acknowledged. {refused}: /open {} again to be asked, or /new.\n",
+                            info.session_id
+                        ));
+                    }
+                    Ack::NotSaved(CallError::Connection(_)) => return Err(self.server_gone()),
+                    Ack::NotSaved(e) => eprintln!("mino: the acknowledgement was not saved: {e}"),
+                }
             }
         }
+        out(&format!("\n{}\n\n", session_header(&info.session_id, info.title.as_deref())));
+        match self.server.history().await {
+            Ok(h) => out(&ui::history(&h)),
+            Err(e) => eprintln!("mino: could not load history: {e}"),
+        }
+        Ok(())
+    }
+
+    /// `/sessions`: this directory's sessions.
+    async fn list_sessions(&mut self) -> Result<(), i32> {
+        match self.server.sessions().await {
+            Ok(page) => out(&format!("\n{}\n", ui::sessions(&page.sessions, "current"))),
+            Err(CallError::Connection(_)) => return Err(self.server_gone()),
+            Err(e) => out(&format!("\nError: {e}\n\n")),
+        }
+        Ok(())
+    }
+
+    /// `mino --list`: prints this directory's sessions; the one the server
+    /// opened to list them is the one `mino` would open next.
+    pub async fn print_sessions(self) -> i32 {
+        let code = match self.server.sessions().await {
+            Ok(page) => {
+                out("Sessions of this directory, most recently active first:\n");
+                out(&ui::sessions(&page.sessions, "mino opens this one"));
+                EXIT_OK
+            }
+            Err(e) => {
+                eprintln!("mino: could not list the sessions: {e}");
+                EXIT_FAILURE
+            }
+        };
+        self.server.shutdown().await;
+        code
     }
 
     async fn read_answer(&mut self) -> Answer {
@@ -306,6 +431,18 @@ impl App {
                         (_, Err(CallError::Connection(_))) => return TurnEnd::ServerGone,
                         // The turn may have ended on its own before the cancel arrived.
                         (Sent::Cancel, Err(e)) if e.code() == Some(error_code::UNKNOWN_TURN) => {}
+                        // A rule the server refused: the call still waits, so ask again.
+                        (Sent::Approval(req), Err(e)) if e.code() == Some(INVALID_PARAMS) => {
+                            view.newline();
+                            out(&format!("Error: {e}\n"));
+                            match self.ask_approval(&req, &mut view).await {
+                                Some(params) => calls.push(sent(Sent::Approval(req), self.server.approval(params))),
+                                None => {
+                                    cancelling = true;
+                                    calls.push(sent(Sent::Cancel, self.server.cancel(turn_id)));
+                                }
+                            }
+                        }
                         (_, Err(e)) => {
                             view.newline();
                             out(&format!("Error: {e}\n"));
@@ -336,7 +473,13 @@ impl App {
                 }
             };
             match ev {
-                Turn::TurnStarted(_) | Turn::ToolStarted(_) => {}
+                Turn::TurnStarted(_) => {}
+                Turn::ToolStarted(started) => {
+                    if let Some(note) = ui::approval_note(Some(&started.approved_by), Some(started.sandbox)) {
+                        view.newline();
+                        out(&format!("{note}\n"));
+                    }
+                }
                 Turn::TextDelta(d) => {
                     if d.delta.is_empty() {
                         continue;
@@ -356,28 +499,19 @@ impl App {
                 }
                 Turn::ApprovalRequest(req) => {
                     view.newline();
-                    self.input.discard_typed_ahead();
                     match &req.edit {
                         Some(edit) => out_shown(&ui::edit_approval_screen(&req, edit, colour())),
                         None => out(&ui::approval_screen(&req)),
                     }
-                    out(ui::APPROVE_QUESTION);
-                    view.at_line_start = true;
-                    let decision = match self.read_answer().await {
-                        Answer::Line(a) if ui::is_yes(&a) => Decision::Approve,
-                        Answer::Line(_) | Answer::Eof => Decision::Deny,
-                        Answer::Interrupt => {
-                            view.at_line_start = false;
-                            self.interrupted(&mut view);
-                            cancelling = true;
-                            calls.push(sent(Sent::Cancel, self.server.cancel(turn_id)));
-                            continue;
-                        }
+                    let Some(params) = self.ask_approval(&req, &mut view).await else {
+                        cancelling = true;
+                        calls.push(sent(Sent::Cancel, self.server.cancel(turn_id)));
+                        continue;
                     };
                     if let Some(demo) = &mut self.demo {
-                        demo.before_decision(decision);
+                        demo.before_decision(params.decision);
                     }
-                    calls.push(sent(Sent::Approval, self.server.approval(&req.turn_id, &req.call_id, decision)));
+                    calls.push(sent(Sent::Approval(Box::new(req)), self.server.approval(params)));
                 }
                 Turn::ToolOutput(o) => {
                     if o.chunk.is_empty() {
@@ -411,11 +545,107 @@ impl App {
                     if let Some(line) = ui::turn_end_line(end.status, end.reason.as_deref()) {
                         out(&format!("{line}\n"));
                     }
+                    if let Some(line) = ui::usage_line(end.usage.as_ref(), end.session_usage.as_ref()) {
+                        out(&format!("{line}\n"));
+                    }
                     out("\n");
                     return TurnEnd::Ended;
                 }
             }
         }
+    }
+
+    /// Asks the approval question (and, for `a`/`w`, the rule). Lines typed
+    /// before each question are dropped; declining is the default. `None`
+    /// when Ctrl+C cancelled the turn instead.
+    async fn ask_approval(&mut self, req: &ApprovalRequest, view: &mut TurnView) -> Option<ApprovalParams> {
+        self.input.discard_typed_ahead();
+        out(ui::APPROVE_QUESTION);
+        view.at_line_start = true;
+        let answer = match self.read_answer().await {
+            Answer::Line(a) => ui::approval_answer(&a),
+            Answer::Eof => ui::ApprovalAnswer::Deny(None),
+            Answer::Interrupt => {
+                view.at_line_start = false;
+                self.interrupted(view);
+                return None;
+            }
+        };
+        let mut params = ApprovalParams::new(req.turn_id.clone(), req.call_id.clone(), Decision::Deny);
+        let (scope, decision) = match answer {
+            ui::ApprovalAnswer::Approve => {
+                params.decision = Decision::Approve;
+                return Some(params);
+            }
+            ui::ApprovalAnswer::Deny(reason) => {
+                params.reason = reason;
+                return Some(params);
+            }
+            ui::ApprovalAnswer::AllowSession => (RuleScope::Session, Decision::AllowSession),
+            ui::ApprovalAnswer::AllowWorkspace => (RuleScope::Workspace, Decision::AllowWorkspace),
+        };
+        self.input.discard_typed_ahead();
+        out(&ui::rule_question(scope, req.suggested_rule.as_ref()));
+        let rule = match self.read_answer().await {
+            Answer::Line(a) => ui::rule_answer(&a, req.suggested_rule.as_ref()),
+            Answer::Eof => None,
+            Answer::Interrupt => {
+                view.at_line_start = false;
+                self.interrupted(view);
+                return None;
+            }
+        };
+        match rule {
+            Some(rule) => {
+                if let Some(note) = ui::granted_note(req.approval_mode) {
+                    out(&format!("{note}\n"));
+                }
+                params.decision = decision;
+                params.rule = Some(rule);
+            }
+            None => out("[no rule given: denied]\n"),
+        }
+        Some(params)
+    }
+
+    /// `/rules`, `/revoke ID`, `/mode MODE`, `/sandbox MODE`: `true` when
+    /// `text` was one of them (and has been handled).
+    async fn rules_command(&mut self, text: &str) -> bool {
+        let (command, arg) = text.split_once(' ').map_or((text, ""), |(c, a)| (c, a.trim()));
+        match command {
+            "/rules" => match self.server.rules_list().await {
+                Ok(list) => out(&ui::rules_list(&list)),
+                Err(e) => out(&format!("Error: {e}\n")),
+            },
+            "/revoke" if !arg.is_empty() => match self.server.rules_revoke(arg).await {
+                Ok(_) => out(&format!("Rule {arg} revoked.\n")),
+                Err(e) => out(&format!("Error: {e}\n")),
+            },
+            "/mode" | "/sandbox" => {
+                let mut params = SettingsUpdateParams::default();
+                if command == "/mode" {
+                    params.approval_mode = ApprovalMode::ALL.iter().copied().find(|m| m.as_str() == arg);
+                } else {
+                    params.sandbox = SandboxMode::ALL.iter().copied().find(|m| m.as_str() == arg);
+                }
+                if params.approval_mode.is_none() && params.sandbox.is_none() {
+                    out("Use /mode ask|rules|sandboxed-auto or /sandbox off|read-only|workspace-write.\n");
+                    return true;
+                }
+                match self.server.settings_update(params).await {
+                    Ok(s) => out(&format!(
+                        "Approval mode {}, sandbox {} ({}).\n",
+                        s.approval_mode.as_str(),
+                        s.sandbox.as_str(),
+                        s.sandbox_support
+                    )),
+                    Err(e) => out(&format!("Error: {e}\n")),
+                }
+            }
+            _ => return false,
+        }
+        out("\n");
+        true
     }
 
     /// After Ctrl+C in a turn. A terminal has echoed `^C` where the cursor
@@ -431,9 +661,13 @@ impl App {
 
 /// Which call an answer in [`App::run_turn`] belongs to.
 enum Sent {
-    Approval,
+    /// The request answered, to ask again when the server refuses a rule.
+    Approval(Box<ApprovalRequest>),
     Cancel,
 }
+
+/// JSON-RPC's "invalid params": a rule the server refused.
+const INVALID_PARAMS: i64 = -32602;
 
 /// A call's answer, tagged with what was sent.
 fn sent<T>(
@@ -484,6 +718,15 @@ impl TurnView {
         out(text);
         self.text_seen = true;
         self.at_line_start = text.ends_with('\n');
+    }
+}
+
+/// The line naming the session, above its history.
+fn session_header(session_id: &str, title: Option<&str>) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    match title {
+        Some(title) => format!("Mino {version} - session {session_id} ({title})"),
+        None => format!("Mino {version} - session {session_id}"),
     }
 }
 

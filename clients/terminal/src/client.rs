@@ -10,8 +10,10 @@ use anyhow::{anyhow, Context as _};
 use jsonrpsee::core::client::{Client, ClientBuilder, ClientT, Error as RpcError};
 use jsonrpsee::core::traits::ToRpcParams;
 use mino_protocol::{
-    method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, CancelParams, ChatParams, ChatResult, Decision,
-    EmptyResult, HistoryParams, HistoryResult, InitializationOptions, ServerCapabilities,
+    method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, CancelParams, ChatParams, ChatResult, EmptyResult,
+    HistoryParams, HistoryResult, InitializationOptions, RulesListParams, RulesListResult, RulesRevokeParams,
+    ServerCapabilities, SessionInfo, SessionsListParams, SessionsListResult, SessionsNewParams, SessionsOpenParams,
+    SettingsResult, SettingsUpdateParams,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -154,12 +156,23 @@ impl Server {
 
     pub fn approval(
         &self,
-        turn_id: &str,
-        call_id: &str,
-        decision: Decision,
+        params: ApprovalParams,
     ) -> impl Future<Output = Result<EmptyResult, CallError>> + Send + 'static {
-        let params = ApprovalParams { turn_id: turn_id.to_owned(), call_id: call_id.to_owned(), decision };
         self.call(method::APPROVAL, params)
+    }
+
+    // Approval rules and settings.
+
+    pub async fn rules_list(&self) -> Result<RulesListResult, CallError> {
+        self.call(method::RULES_LIST, RulesListParams::default()).await
+    }
+
+    pub async fn rules_revoke(&self, id: &str) -> Result<EmptyResult, CallError> {
+        self.call(method::RULES_REVOKE, RulesRevokeParams { id: id.to_owned() }).await
+    }
+
+    pub async fn settings_update(&self, params: SettingsUpdateParams) -> Result<SettingsResult, CallError> {
+        self.call(method::SETTINGS_UPDATE, params).await
     }
 
     pub async fn acknowledge(&self, turn_ids: Option<Vec<String>>) -> Result<AcknowledgeResult, CallError> {
@@ -172,6 +185,23 @@ impl Server {
 
     pub async fn history(&self) -> Result<HistoryResult, CallError> {
         self.call(method::HISTORY, HistoryParams::default()).await
+    }
+
+    /// This workspace's sessions, newest first (one page of at most 500).
+    pub async fn sessions(&self) -> Result<SessionsListResult, CallError> {
+        self.call(method::SESSIONS_LIST, SessionsListParams { limit: Some(500), ..Default::default() }).await
+    }
+
+    /// Starts a new session in the workspace and makes it current; its
+    /// `mino/recovery` follows on the notification queue.
+    pub async fn new_session(&self) -> Result<SessionInfo, CallError> {
+        self.call(method::SESSIONS_NEW, SessionsNewParams::default()).await
+    }
+
+    /// Opens session `id` and makes it current; its `mino/recovery` follows
+    /// on the notification queue.
+    pub async fn open_session(&self, id: &str) -> Result<SessionInfo, CallError> {
+        self.call(method::SESSIONS_OPEN, SessionsOpenParams { session_id: id.to_owned() }).await
     }
 
     /// Closes the server's stdin (it then releases the session and exits) and
@@ -220,17 +250,18 @@ mod tests {
     /// `seq` falls as `i` grows, so neither sorting by `seq` nor reading
     /// per-method channels one after another gives the arrival order back.
     fn nth(i: u64, count: u64) -> TurnNotification {
-        let (turn_id, seq) = ("turn-1".to_owned(), count - i);
+        let (turn_id, seq, session_id) = ("turn-1".to_owned(), count - i, "s1".to_owned());
         if i % 3 == 2 {
             TurnNotification::ToolOutput(ToolOutput {
                 turn_id,
                 seq,
+                session_id,
                 call_id: "call_1".into(),
                 stream: OutputStream::Stdout,
                 chunk: format!("line-{i}\n"),
             })
         } else {
-            TurnNotification::TextDelta(TextDelta { turn_id, seq, delta: format!("d{i}") })
+            TurnNotification::TextDelta(TextDelta { turn_id, seq, session_id, delta: format!("d{i}") })
         }
     }
 

@@ -122,14 +122,14 @@ mod scripted {
                 return;
             };
             let text = match (pending, decision) {
-                (Pending::AddMilk, Decision::Approve) => {
+                (Pending::AddMilk, Decision::Deny) => "Okay, I did not run it; shopping.txt is unchanged.",
+                (Pending::AddMilk, _) => {
                     "Done: milk is now the last line of shopping.txt. Ask \"What is on my shopping list?\" to check."
                 }
-                (Pending::AddMilk, Decision::Deny) => "Okay, I did not run it; shopping.txt is unchanged.",
-                (Pending::AddButter, Decision::Approve) => "Done: butter now follows bread in shopping.txt.",
                 (Pending::AddButter, Decision::Deny) => "Okay, I did not edit shopping.txt.",
-                (Pending::ShowList, Decision::Approve) => "That is everything on shopping.txt right now.",
+                (Pending::AddButter, _) => "Done: butter now follows bread in shopping.txt.",
                 (Pending::ShowList, Decision::Deny) => "Okay, I won't read shopping.txt.",
+                (Pending::ShowList, _) => "That is everything on shopping.txt right now.",
             };
             self.mock.push(text_reply(text));
         }

@@ -27,13 +27,17 @@ const HELP: &str = "\
 mino - a coding agent in your terminal
 
 Usage: mino [--demo] [--session ID | --new]
+       mino --list
 
 Options:
   --demo          Run offline against a scripted model in a temporary directory
                   (no API key, touches none of your files)
-  --session ID    Open session ID (default: this directory's most recent session
-                  that no other Mino has open, or a new one)
+  --session ID    Open session ID, from any directory (default: this directory's
+                  most recent session that no other Mino has open, or a new one)
   --new           Start a new session
+  --list          List this directory's sessions (id, last active, turns, title,
+                  and whether another Mino has one open or one waits for an
+                  acknowledgement) and exit
   -h, --help      Show this help
   -V, --version   Show the version
 
@@ -45,6 +49,10 @@ Environment:
   MINO_SERVER       Path of mino-server, if it is not beside mino or on PATH
   RUST_LOG          Show mino-server's log on stderr (otherwise $MINO_HOME/logs/server.log)
 
+In the chat: /new starts a new session, /sessions lists this directory's
+sessions, /open ID opens one (its recovery is shown, and asked about, as at
+startup).
+
 Commands run only after you approve them. Use /exit, Ctrl+D, or Ctrl+C to quit;
 Ctrl+C during a turn cancels it.
 ";
@@ -53,6 +61,7 @@ struct Args {
     demo: bool,
     session: Option<String>,
     new_session: bool,
+    list: bool,
 }
 
 enum Parsed {
@@ -61,7 +70,7 @@ enum Parsed {
 }
 
 fn parse_args() -> Parsed {
-    let mut args = Args { demo: false, session: None, new_session: false };
+    let mut args = Args { demo: false, session: None, new_session: false, list: false };
     let mut it = std::env::args_os().skip(1);
     while let Some(arg) = it.next() {
         let Some(arg) = arg.to_str().map(str::to_owned) else {
@@ -79,6 +88,7 @@ fn parse_args() -> Parsed {
             }
             "--demo" => args.demo = true,
             "--new" => args.new_session = true,
+            "--list" => args.list = true,
             "--session" => match it.next().and_then(|v| v.to_str().map(str::to_owned)) {
                 Some(id) if !id.is_empty() => args.session = Some(id),
                 _ => {
@@ -98,6 +108,10 @@ fn parse_args() -> Parsed {
     }
     if args.session.is_some() && args.new_session {
         eprintln!("mino: use either --session or --new, not both");
+        return Parsed::Exit(EXIT_USAGE);
+    }
+    if args.list && (args.session.is_some() || args.new_session || args.demo) {
+        eprintln!("mino: --list lists this directory's sessions; use it alone");
         return Parsed::Exit(EXIT_USAGE);
     }
     Parsed::Run(args)
@@ -166,7 +180,8 @@ async fn run(args: Args) -> i32 {
             }
         }
     } else {
-        if !env_set("OPENAI_API_KEY") && !env_set("OPENAI_BASE_URL") {
+        // Listing asks the model nothing.
+        if !args.list && !env_set("OPENAI_API_KEY") && !env_set("OPENAI_BASE_URL") {
             eprintln!(
                 "mino: no API key. Set one for the model service:\n\n    export OPENAI_API_KEY=...\n\n\
                  (or OPENAI_BASE_URL for a compatible endpoint), or try Mino offline first:\n\n    mino --demo"
@@ -188,9 +203,11 @@ async fn run(args: Args) -> i32 {
         cwd: cwd_for_init.map(|d| d.display().to_string()),
         session: args.session,
         new_session: args.new_session,
+        ..Default::default()
     };
     let launch = Launch { program: server_program(), cwd, env, stderr };
     match App::start(Options { launch, init, demo, log_hint }).await {
+        Ok(app) if args.list => app.print_sessions().await,
         Ok(app) => app.run().await,
         Err(code) => code,
     }

@@ -131,7 +131,7 @@ mod tests {
 
     fn delta(seq: u64) -> Event {
         let body = format!(
-            r#"{{"jsonrpc":"2.0","method":"mino/textDelta","params":{{"turnId":"t","seq":{seq},"delta":"x"}}}}"#
+            r#"{{"jsonrpc":"2.0","method":"mino/textDelta","params":{{"turnId":"t","seq":{seq},"sessionId":"s","delta":"x"}}}}"#
         );
         match classify(&body) {
             Incoming::Notification(event) => event,

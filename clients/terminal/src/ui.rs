@@ -1,7 +1,11 @@
 //! What the terminal shows: the book's wording, as plain strings so it can be
 //! tested without a terminal.
 
-use mino_protocol::{ApprovalRequest, EditView, HistoryResult, RecoveryNotification, ToolStatus, TurnStatus};
+use mino_protocol::{
+    ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, EditView, HistoryResult, RecoveredCallView,
+    RecoveryNotification, RuleKind, RuleScope, RuleSpec, RulesListResult, SandboxMode, SessionEntry, TokenUsage,
+    ToolStatus, TurnStatus,
+};
 
 pub const RECOVERED: &str = "An interrupted tool turn was recovered without executing commands.";
 pub const UNKNOWN_RESULT: &str = "A previous command started, but its result is unknown. It may have changed files or external systems. Mino has not rerun it. Review those effects before continuing.";
@@ -12,6 +16,120 @@ pub const BANNER: &str =
 pub const USER_PROMPT: &str = "You> ";
 pub const ASSISTANT: &str = "Assistant> ";
 pub const APPROVE_QUESTION: &str = "Approve this operation? [y/N] ";
+/// The answers the approval question takes, shown above it.
+pub const APPROVE_CHOICES: &str =
+    "y: approve once | n, or n: reason: deny | a: allow for this session | w: allow in this workspace";
+
+/// An answer to the approval question. Anything not recognised denies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalAnswer {
+    Approve,
+    Deny(Option<String>),
+    AllowSession,
+    AllowWorkspace,
+}
+
+/// `y`/`yes` approves, `a` and `w` allow (a rule is asked for next),
+/// `n: reason` denies with a reason; anything else denies.
+pub fn approval_answer(answer: &str) -> ApprovalAnswer {
+    let a = answer.trim();
+    if is_yes(a) {
+        return ApprovalAnswer::Approve;
+    }
+    if a.eq_ignore_ascii_case("a") {
+        return ApprovalAnswer::AllowSession;
+    }
+    if a.eq_ignore_ascii_case("w") {
+        return ApprovalAnswer::AllowWorkspace;
+    }
+    let reason = ["n:", "N:", "no:", "No:", "NO:"]
+        .iter()
+        .find_map(|p| a.strip_prefix(p))
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned);
+    ApprovalAnswer::Deny(reason)
+}
+
+/// The question for the rule of `a`/`w`, with the server's suggestion.
+pub fn rule_question(scope: RuleScope, suggested: Option<&RuleSpec>) -> String {
+    let place = match scope {
+        RuleScope::Session => "this session",
+        RuleScope::Workspace => "this workspace",
+    };
+    match suggested {
+        Some(rule) => format!(
+            "Allow in {place} commands starting with: [{}] (Enter accepts; type other words to change it, =words for one exact command, - to deny) ",
+            rule.command
+        ),
+        None => format!("Allow in {place} commands starting with: (type the words, =words for one exact command; Enter or - denies) "),
+    }
+}
+
+/// The rule an answer to [`rule_question`] asks for: an empty answer takes
+/// the suggestion, `=words` is an exact rule, other words a prefix rule.
+/// `None` (deny) when nothing is suggested or given.
+pub fn rule_answer(answer: &str, suggested: Option<&RuleSpec>) -> Option<RuleSpec> {
+    let a = answer.trim();
+    if a.is_empty() {
+        return suggested.cloned();
+    }
+    if a == "-" {
+        return None;
+    }
+    match a.strip_prefix('=') {
+        Some(exact) if !exact.trim().is_empty() => {
+            Some(RuleSpec { kind: RuleKind::Exact, command: exact.trim().to_owned() })
+        }
+        Some(_) => None,
+        None => Some(RuleSpec { kind: RuleKind::Prefix, command: a.to_owned() }),
+    }
+}
+
+/// What granting a rule does under `mode`: under `ask` rules apply to
+/// nothing until the mode changes, and the person is told so.
+pub fn granted_note(mode: ApprovalMode) -> Option<&'static str> {
+    (mode == ApprovalMode::Ask).then_some(
+        "[rule saved; the approval mode is `ask`, so rules approve nothing until you switch with /mode rules]",
+    )
+}
+
+/// `[approved by rule `npm test` (session); sandbox workspace-write]` for a
+/// call not simply approved by the person, or run in a sandbox.
+pub fn approval_note(approved_by: Option<&ApprovedBy>, sandbox: Option<SandboxMode>) -> Option<String> {
+    let by = approved_by.and_then(|a| match a.kind {
+        ApproverKind::User => None,
+        ApproverKind::Sandbox => Some("approved by the sandbox (sandboxed-auto)".to_owned()),
+        ApproverKind::Rule => Some(match &a.rule {
+            Some(rule) => format!("approved by rule `{}` ({})", rule.command, rule.scope.as_str()),
+            None => "approved by rule".to_owned(),
+        }),
+    });
+    let sandbox = sandbox.filter(|m| *m != SandboxMode::Off).map(|m| format!("sandbox {}", m.as_str()));
+    match (by, sandbox) {
+        (None, None) => None,
+        (Some(b), None) => Some(format!("[{b}]")),
+        (None, Some(s)) => Some(format!("[{s}]")),
+        (Some(b), Some(s)) => Some(format!("[{b}; {s}]")),
+    }
+}
+
+/// `/rules`: every rule in force with its id, and the workspace file.
+pub fn rules_list(list: &RulesListResult) -> String {
+    let mut out = String::new();
+    if list.rules.is_empty() {
+        out.push_str("No rules.\n");
+    }
+    for rule in &list.rules {
+        out.push_str(&format!("  {}  {} {} `{}`\n", rule.id, rule.scope.as_str(), rule.kind.as_str(), rule.command));
+    }
+    out.push_str(&format!("Workspace rules file: {}\n", list.workspace_file));
+    if let Some(error) = &list.workspace_file_error {
+        out.push_str(&format!("[the workspace rules file is ignored: {error}]\n"));
+    }
+    out.push_str("Remove one with /revoke ID.\n");
+    out
+}
 
 /// Only `y` or `yes` (any case, surrounding blanks ignored) agrees.
 pub fn is_yes(answer: &str) -> bool {
@@ -141,12 +259,14 @@ pub fn approval_screen(req: &ApprovalRequest) -> String {
         req.environment.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
     };
     format!(
-        "[Tool: bash]\n{}\nDirectory: {}\nEnvironment: {}\nLimits: timeout {}s, output {} bytes\n",
+        "[Tool: bash]\n{}\nDirectory: {}\nEnvironment: {}\nLimits: timeout {}s, output {} bytes\nSandbox: {} (approval mode {})\n{APPROVE_CHOICES}\n",
         command_line(&req.command),
         req.directory,
         env,
         req.limits.timeout_seconds,
         req.limits.output_limit_bytes,
+        req.sandbox.as_str(),
+        req.approval_mode.as_str(),
     )
 }
 
@@ -169,6 +289,36 @@ pub fn turn_end_line(status: TurnStatus, reason: Option<&str>) -> Option<String>
     })
 }
 
+/// `[tokens: 1,234 this turn (1,000 in, 234 out) · 5,678 this session]`,
+/// when the model service reported any.
+pub fn usage_line(turn: Option<&TokenUsage>, session: Option<&TokenUsage>) -> Option<String> {
+    let turn = turn?;
+    let mut line = format!(
+        "[tokens: {} this turn ({} in, {} out)",
+        thousands(turn.total_tokens),
+        thousands(turn.input_tokens),
+        thousands(turn.output_tokens)
+    );
+    if let Some(session) = session {
+        line.push_str(&format!(" · {} this session", thousands(session.total_tokens)));
+    }
+    line.push(']');
+    Some(line)
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// What the recovery notice prints before the gate (empty if nothing was recovered).
 pub fn recovery_notice(rec: &RecoveryNotification) -> String {
     let mut out = String::new();
@@ -184,10 +334,13 @@ pub fn recovery_notice(rec: &RecoveryNotification) -> String {
     if rec.acknowledgement_required {
         out.push_str(UNKNOWN_RESULT);
         out.push('\n');
-        for (cmd, evidence) in unknown_commands(rec) {
-            out.push_str(&format!("  {}\n", command_line(&cmd)));
-            if let Some(summary) = evidence {
-                out.push_str(&format!("  {}\n", evidence_line(&summary)));
+        for call in unknown_commands(rec) {
+            out.push_str(&format!("  {}\n", command_line(&call.command)));
+            if let Some(note) = approval_note(call.approved_by.as_ref(), call.sandbox) {
+                out.push_str(&format!("  {note}\n"));
+            }
+            if let Some(evidence) = &call.evidence {
+                out.push_str(&format!("  {}\n", evidence_line(&evidence.summary)));
             }
         }
     }
@@ -200,9 +353,8 @@ pub fn evidence_line(summary: &str) -> String {
     format!("[Evidence: {summary}]")
 }
 
-/// Commands whose result is unknown in turns still awaiting acknowledgement,
-/// each with its supervisor's evidence summary when there is one.
-pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<(String, Option<String>)> {
+/// Calls whose result is unknown in turns still awaiting acknowledgement.
+pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<&RecoveredCallView> {
     let pending =
         |id: &str| rec.unacknowledged_turn_ids.is_empty() || rec.unacknowledged_turn_ids.iter().any(|t| t == id);
     rec.turns
@@ -210,8 +362,35 @@ pub fn unknown_commands(rec: &RecoveryNotification) -> Vec<(String, Option<Strin
         .filter(|t| pending(&t.turn_id))
         .flat_map(|t| t.calls.iter())
         .filter(|c| c.result.status == ToolStatus::Unknown)
-        .map(|c| (c.command.clone(), c.evidence.as_ref().map(|e| e.summary.clone())))
         .collect()
+}
+
+/// A list of sessions, one line each: id, last activity, turns, title, and
+/// marks for the one `current_mark` names, one another Mino holds, and one
+/// with an unknown result to acknowledge once opened.
+pub fn sessions(list: &[SessionEntry], current_mark: &str) -> String {
+    if list.is_empty() {
+        return "No sessions in this directory yet.\n".to_owned();
+    }
+    let mut out = String::new();
+    for s in list {
+        // RFC 3339 to the minute: `2026-11-30T10:20:41Z` → `2026-11-30 10:20`.
+        let when: String = s.last_active_at.replacen('T', " ", 1).chars().take(16).collect();
+        let turns = if s.turns == 1 { "1 turn".to_owned() } else { format!("{} turns", s.turns) };
+        let title = s.title.as_deref().unwrap_or("(no question yet)");
+        out.push_str(&format!("  {}  {when}  {turns:>9}  {title}", s.session_id));
+        if s.current {
+            out.push_str(&format!(" [{current_mark}]"));
+        }
+        if s.held_elsewhere {
+            out.push_str(" [open in another Mino]");
+        }
+        if s.acknowledgement_required {
+            out.push_str(" [unknown result: acknowledge when opened]");
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// Restored history, in the same shape a live turn is shown.
@@ -230,6 +409,10 @@ pub fn history(h: &HistoryResult) -> String {
                     out.push_str(&command_line(&call.command));
                     out.push('\n');
                 }
+            }
+            if let Some(note) = approval_note(call.approved_by.as_ref(), call.sandbox) {
+                out.push_str(&note);
+                out.push('\n');
             }
             match &call.result {
                 Some(r) => out.push_str(&result_line(r.status, r.exit_code)),
@@ -291,6 +474,21 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn usage_is_shown_with_thousands_separated_and_only_when_reported() {
+        let turn = TokenUsage { input_tokens: 1000, output_tokens: 234, total_tokens: 1234, ..Default::default() };
+        let session = TokenUsage { total_tokens: 5_678_901, ..turn };
+        assert_eq!(
+            usage_line(Some(&turn), Some(&session)).as_deref(),
+            Some("[tokens: 1,234 this turn (1,000 in, 234 out) · 5,678,901 this session]")
+        );
+        assert_eq!(usage_line(None, Some(&session)), None, "nothing reported for this turn, nothing shown");
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+    }
+
     #[test]
     fn control_sequences_are_shown_not_obeyed() {
         assert_eq!(super::printable("plain\ttext\n"), "plain\ttext\n");
@@ -313,20 +511,70 @@ mod tests {
     }
 
     #[test]
+    fn a_session_line_shows_id_time_turns_title_and_marks() {
+        let entry = SessionEntry {
+            session_id: "20261130T101500-1c2d3e".into(),
+            cwd: "/w".into(),
+            title: None,
+            created_at: "2026-11-30T10:15:00Z".into(),
+            last_active_at: "2026-11-30T10:20:41.5Z".into(),
+            turns: 1,
+            held_elsewhere: true,
+            acknowledgement_required: true,
+            current: false,
+        };
+        let shown = sessions(std::slice::from_ref(&entry), "current");
+        assert_eq!(
+            shown,
+            "  20261130T101500-1c2d3e  2026-11-30 10:20     1 turn  (no question yet) [open in another Mino] \
+             [unknown result: acknowledge when opened]\n"
+        );
+        let current = SessionEntry { current: true, held_elsewhere: false, acknowledgement_required: false, ..entry };
+        assert!(sessions(&[current], "current").ends_with("(no question yet) [current]\n"));
+        assert_eq!(sessions(&[], "current"), "No sessions in this directory yet.\n");
+    }
+
+    #[test]
+    fn approval_answers_and_rules() {
+        assert_eq!(approval_answer(" y "), ApprovalAnswer::Approve);
+        assert_eq!(approval_answer("a"), ApprovalAnswer::AllowSession);
+        assert_eq!(approval_answer("W"), ApprovalAnswer::AllowWorkspace);
+        assert_eq!(
+            approval_answer("n: use the test database"),
+            ApprovalAnswer::Deny(Some("use the test database".into()))
+        );
+        assert_eq!(approval_answer("n"), ApprovalAnswer::Deny(None));
+        assert_eq!(approval_answer("always"), ApprovalAnswer::Deny(None));
+        let suggested = RuleSpec { kind: RuleKind::Prefix, command: "npm test".into() };
+        assert_eq!(rule_answer("", Some(&suggested)), Some(suggested.clone()));
+        assert_eq!(rule_answer("-", Some(&suggested)), None);
+        assert_eq!(rule_answer("", None), None);
+        assert_eq!(rule_answer("npm run", Some(&suggested)).map(|r| r.command), Some("npm run".into()));
+        assert_eq!(
+            rule_answer("=make all", None),
+            Some(RuleSpec { kind: RuleKind::Exact, command: "make all".into() })
+        );
+    }
+
+    #[test]
     fn approval_screen_matches_the_book() {
         let req = ApprovalRequest {
             turn_id: "t".into(),
             seq: 1,
+            session_id: "s".into(),
             call_id: "call_1".into(),
             command: "echo milk >> shopping.txt".into(),
             directory: "/w".into(),
             environment: BTreeMap::from([("HOME".into(), "/h".into()), ("PATH".into(), "/usr/bin".into())]),
             limits: Limits { timeout_seconds: 120, output_limit_bytes: 65536 },
             edit: None,
+            sandbox: SandboxMode::Off,
+            approval_mode: ApprovalMode::Ask,
+            suggested_rule: None,
         };
         assert_eq!(
             approval_screen(&req),
-            "[Tool: bash]\nCommand: \"echo milk >> shopping.txt\"\nDirectory: /w\nEnvironment: HOME=/h, PATH=/usr/bin\nLimits: timeout 120s, output 65536 bytes\n"
+            format!("[Tool: bash]\nCommand: \"echo milk >> shopping.txt\"\nDirectory: /w\nEnvironment: HOME=/h, PATH=/usr/bin\nLimits: timeout 120s, output 65536 bytes\nSandbox: off (approval mode ask)\n{APPROVE_CHOICES}\n")
         );
     }
 
@@ -356,6 +604,8 @@ mod tests {
                         output_tail: String::new(),
                         summary: "the command exited 0 after Mino stopped; it printed nothing".into(),
                     }),
+                    approved_by: None,
+                    sandbox: None,
                 }],
             }],
             acknowledgement_required: true,
@@ -367,6 +617,23 @@ mod tests {
         assert!(text.contains(UNKNOWN_RESULT));
         assert!(text.contains(
             "  Command: \"echo milk >> shopping.txt\"\n  [Evidence: the command exited 0 after Mino stopped; it printed nothing]\n"
+        ));
+
+        // A call a rule approved, run in a sandbox, says so.
+        let mut rec = rec;
+        let call = &mut rec.turns[0].calls[0];
+        call.approved_by = Some(ApprovedBy {
+            kind: ApproverKind::Rule,
+            rule: Some(mino_protocol::RuleView {
+                id: "rule-1".into(),
+                kind: RuleKind::Prefix,
+                command: "echo milk".into(),
+                scope: RuleScope::Workspace,
+            }),
+        });
+        call.sandbox = Some(SandboxMode::WorkspaceWrite);
+        assert!(recovery_notice(&rec).contains(
+            "  Command: \"echo milk >> shopping.txt\"\n  [approved by rule `echo milk` (workspace); sandbox workspace-write]\n"
         ));
     }
 
@@ -393,12 +660,16 @@ mod tests {
         let req = ApprovalRequest {
             turn_id: "t".into(),
             seq: 1,
+            session_id: "s".into(),
             call_id: "call_1".into(),
             command: "edit_file ../elsewhere/shopping.txt".into(),
             directory: "/w".into(),
             environment: BTreeMap::new(),
             limits: Limits { timeout_seconds: 0, output_limit_bytes: 0 },
             edit: Some(edit.clone()),
+            sandbox: SandboxMode::Off,
+            approval_mode: ApprovalMode::Ask,
+            suggested_rule: None,
         };
         let plain = edit_approval_screen(&req, &edit, false);
         assert_eq!(

@@ -91,6 +91,10 @@ fn piped_demo_streams_an_answer_asks_for_approval_and_adds_milk() {
         "Approve this operation? [y/N] y",
         "[Result: success, exit code 0]",
         "Done: milk is now the last line of shopping.txt.",
+        // The tokens the (scripted) model reported for the turn and the session.
+        "[tokens: ",
+        " this turn (",
+        " this session]",
     ] {
         assert!(out.contains(needle), "missing {needle:?} in:\n{out}\nstderr:\n{err}");
     }
@@ -258,4 +262,100 @@ fn piped_demo_shows_an_edit_as_a_diff_and_applies_it() {
     let workspace = std::path::PathBuf::from(workspace);
     assert_eq!(read(&workspace.join("work").join("shopping.txt")), "bread\nbutter\neggs\n");
     let _ = std::fs::remove_dir_all(&workspace);
+}
+
+/// The session id `mino` names in its header line (`… - session ID …`),
+/// the last one printed.
+fn session_in_header(out: &str) -> String {
+    let line = out
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("Mino ") && l.contains(" - session "))
+        .unwrap_or_else(|| panic!("no session header in:\n{out}"));
+    line.split(" - session ").nth(1).and_then(|rest| rest.split_whitespace().next()).expect("an id").to_string()
+}
+
+/// The line of `--list` or `/sessions` output naming `id`.
+fn listed<'a>(out: &'a str, id: &str) -> &'a str {
+    out.lines().find(|l| l.trim_start().starts_with(id)).unwrap_or_else(|| panic!("{id} not listed in:\n{out}"))
+}
+
+#[test]
+fn sessions_are_listed_started_and_opened_from_the_command_line_and_the_chat() {
+    const MILK: &str = "echo milk >> shopping.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)";
+    let rt = runtime();
+    let mock = rt
+        .block_on(mino_mock_model::MockModel::start(vec![
+            mino_mock_model::Reply::call("call_1", MILK),
+            mino_mock_model::Reply::text("Hello from a new session."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let command = || scratch.command(&mock.base_url());
+
+    // A session left with an unknown result by a real crash mid-command.
+    let (status, out, err) = run_piped(command(), "Add milk to shopping.txt.\ny\n");
+    assert_eq!(status.code(), Some(1), "the server was killed:\n{out}\n{err}");
+    let crashed = session_in_header(&out);
+
+    // `mino --list`: the session, its title and turns, and its marks.
+    let mut list = command();
+    list.arg("--list");
+    let (status, out, err) = run_piped(list, "");
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    let line = listed(&out, &crashed);
+    assert!(line.contains("Add milk to shopping.txt.") && line.contains("1 turn"), "{line}");
+    assert!(line.contains("[unknown result: acknowledge when opened]"), "{line}");
+    assert!(!out.contains("You>"), "--list only lists:\n{out}");
+
+    // `mino --new`, then `/sessions` and `/open` of the crashed one: its
+    // recovery is shown and its gate applies (piped: nothing can be
+    // acknowledged, so chat stays refused).
+    let mut new = command();
+    new.arg("--new");
+    let input = format!("/sessions\n/open {crashed}\nIs milk on the list?\n");
+    let (status, out, err) = run_piped(new, &input);
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    let fresh = out
+        .lines()
+        .find(|l| l.starts_with("Mino ") && l.contains(" - session "))
+        .and_then(|l| l.split(" - session ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the new session's header")
+        .to_string();
+    assert_ne!(fresh, crashed);
+    assert!(listed(&out, &fresh).contains("[current]"), "{out}");
+    assert!(listed(&out, &crashed).contains("[unknown result: acknowledge when opened]"), "{out}");
+    let pos = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("missing {needle:?} in:\n{out}"));
+    let unknown = pos("A previous command started, but its result is unknown.");
+    let command_line = pos(&format!("Command: {MILK:?}"));
+    let header = pos(&format!("session {crashed} (Add milk to shopping.txt.)"));
+    let refused = pos("Error: Acknowledge unknown tool results before continuing");
+    assert!(unknown < command_line && command_line < header && header < refused, "out of order:\n{out}");
+    assert!(err.contains("Unknown tool results require acknowledgement in an interactive terminal"), "{err}");
+    assert_eq!(read(&scratch.work().join("shopping.txt")), "milk\n", "nothing was run again");
+
+    // `mino --session ID` opens that one; `/new` switches to a new session,
+    // where the conversation goes on.
+    let mut open = command();
+    open.args(["--session", &fresh]);
+    let (status, out, err) = run_piped(open, "/new\nSay hello.\n");
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    let first_header = out.find(&format!("session {fresh}")).unwrap_or_else(|| panic!("opened {fresh}:\n{out}"));
+    let third = session_in_header(&out);
+    assert!(third != fresh && third != crashed, "{out}");
+    assert!(out.find(&format!("session {third}")).expect("new header") > first_header);
+    assert!(out.contains("Assistant> Hello from a new session."), "{out}");
+
+    let mut list = command();
+    list.arg("--list");
+    let (status, out, _) = run_piped(list, "");
+    assert!(status.success());
+    assert!(listed(&out, &third).contains("Say hello."), "titled by its first question:\n{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("  ")).count(), 3, "{out}");
+
+    let mut both = command();
+    both.args(["--list", "--new"]);
+    let (status, _, err) = run_piped(both, "");
+    assert_eq!(status.code(), Some(2), "{err}");
 }

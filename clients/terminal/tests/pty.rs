@@ -364,3 +364,123 @@ fn an_edit_is_approved_from_a_coloured_diff_unless_no_color() {
     p.exp_eof().expect("eof");
     assert_eq!(read(&scratch.work().join("shopping.txt")), "bread\nmilk\n");
 }
+
+#[test]
+fn a_session_opened_in_the_chat_asks_its_acknowledgement_as_at_startup() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            Reply::call("call_1", MILK),
+            Reply::text("The earlier append may have run; its result was not saved."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    interrupted_session(&scratch, &mock);
+    let journal_path = scratch.journal();
+    let crashed = journal_path.file_stem().and_then(|s| s.to_str()).expect("session id").to_string();
+
+    let mut cmd = scratch.command(&mock.base_url());
+    cmd.arg("--new");
+    let mut p = spawn(cmd);
+    p.exp_string(BANNER).expect("a new session, no question");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line(&format!("/open {crashed}")).expect("open");
+    p.exp_string(UNKNOWN).expect("the opened session's unknown result");
+    p.exp_string(&format!("Command: {MILK:?}")).expect("listed command");
+    p.exp_string(QUESTION).expect("asked as at startup");
+    // Declining keeps mino running in that session, where chat is refused.
+    p.send_line("n").expect("decline");
+    p.exp_string("Nothing was acknowledged.").expect("declined");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Is milk on the list now?").expect("question");
+    p.exp_string("Acknowledge unknown tool results before continuing").expect("refused");
+    assert_eq!(records(&read(&journal_path), "recovery_ack"), 0);
+    // Asked again on reopening; accepting lets the conversation go on there.
+    p.exp_string("You> ").expect("prompt");
+    p.send_line(&format!("/open {crashed}")).expect("open again");
+    p.exp_string(QUESTION).expect("asked again");
+    p.send_line("y").expect("accept");
+    p.exp_string(&format!("session {crashed} (Add milk to shopping.txt.)")).expect("the session's header");
+    p.exp_string("You> ").expect("prompt");
+    assert_eq!(records(&read(&journal_path), "recovery_ack"), 1);
+    p.send_line("Is milk on the list now?").expect("question");
+    p.exp_string("The earlier append may have run").expect("answer in the opened session");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    assert_eq!(exit_code(&p), Some(0));
+    assert_eq!(read(&scratch.work().join("shopping.txt")), "milk\n", "nothing was run again");
+}
+
+/// `a` allows for the session and `w` for the workspace, each asking for the
+/// rule prefilled with the server's suggestion (Enter accepts it, other
+/// words replace it); under `ask` the client says the rule waits for
+/// `/mode rules`, after which a covered command runs without asking and is
+/// shown as approved by its rule; `n: reason` denies with a reason the model
+/// reads; `/rules` lists both rules.
+#[test]
+fn the_terminal_allows_for_the_session_and_the_workspace_and_denies_with_a_reason() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            Reply::call("c1", "echo alpha one"),
+            Reply::text("First done."),
+            Reply::call("c2", "echo beta two --loud"),
+            Reply::text("Second done."),
+            Reply::call("c3", "echo alpha three"),
+            Reply::text("Third done."),
+            Reply::call("c4", "rm -rf data"),
+            Reply::text("Fourth understood."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("First.").expect("send");
+    p.exp_string("Sandbox: off (approval mode ask)").expect("the sandbox and the mode are shown");
+    p.exp_string("a: allow for this session").expect("the choices are shown");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
+    p.send_line("a").expect("allow for the session");
+    p.exp_string("Allow in this session commands starting with: [echo alpha]").expect("the rule, prefilled");
+    p.send_line("").expect("accept the suggestion");
+    p.exp_string("rules approve nothing until you switch with /mode rules").expect("ask says so");
+    p.exp_string("alpha one").expect("the call ran");
+    p.exp_string("First done.").expect("answer");
+
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Second.").expect("send");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
+    p.send_line("w").expect("allow in the workspace");
+    p.exp_string("Allow in this workspace commands starting with: [echo beta]").expect("the rule, prefilled");
+    p.send_line("echo beta two").expect("edit the rule");
+    p.exp_string("beta two --loud").expect("the call ran");
+    p.exp_string("Second done.").expect("answer");
+
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/mode rules").expect("switch the mode");
+    p.exp_string("Approval mode rules, sandbox off").expect("settings");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Third.").expect("send");
+    p.exp_string("[approved by rule `echo alpha` (session)]").expect("approved by the session rule");
+    p.exp_string("alpha three").expect("the call ran without asking");
+    p.exp_string("Third done.").expect("answer");
+
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Fourth.").expect("send");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
+    p.send_line("n: use the test database").expect("deny with a reason");
+    p.exp_string("Denied by the user: use the test database").expect("the result says why");
+    p.exp_string("Fourth understood.").expect("answer");
+
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/rules").expect("list the rules");
+    p.exp_string("session prefix `echo alpha`").expect("the session rule");
+    p.exp_string("workspace prefix `echo beta two`").expect("the workspace rule, as edited");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    assert_eq!(exit_code(&p), Some(0));
+
+    let requests = rt.block_on(mock.wait_for_requests(8, Duration::from_secs(10)));
+    assert!(requests[7].body.to_string().contains("Denied by the user: use the test database"), "{}", requests[7].body);
+}

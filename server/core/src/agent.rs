@@ -17,9 +17,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bash::{self, BashTool, Stream};
 use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
-use crate::journal::record::{ApprovalDecision, ToolStatus, TurnStatus};
+use crate::journal::record::{ApprovalDecision, ApprovedBy, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
+use crate::policy::{ApprovalMode, Policy, PolicyError, Settings};
+use crate::recovery::RecoveryReport;
+use crate::rules::{Rule, RuleScope};
+use crate::sandbox::SandboxMode;
 use crate::session::{Session, SessionError};
+use crate::transcript::Approver;
+use crate::usage::Usage;
 
 pub const DEFAULT_MAX_REQUESTS: u32 = 8;
 pub const DEFAULT_MAX_CALLS: u32 = 16;
@@ -87,11 +93,18 @@ pub enum AgentEvent {
         limits: bash::Limits,
         /// An edit call's proposal (`None` for a command).
         edit: Option<EditApproval>,
+        /// The sandbox the command will run in if approved.
+        sandbox: SandboxMode,
+        approval_mode: ApprovalMode,
+        /// The prefix rule a client offers for "allow for session/workspace".
+        suggested_rule: Option<String>,
     },
     ToolStarted {
         turn_id: String,
         call_id: String,
         command: String,
+        approver: Approver,
+        sandbox: SandboxMode,
     },
     ToolOutput {
         turn_id: String,
@@ -113,6 +126,15 @@ pub enum AgentEvent {
         status: TurnStatus,
         reason: Option<String>,
         text: Option<String>,
+        /// The tokens of the turn's responses, as the service reported them.
+        usage: Option<Usage>,
+        /// The session's tokens so far, this turn included.
+        session_usage: Option<Usage>,
+    },
+    /// [`Agent::switch`] made another session current: what opening it
+    /// recovered, as the first event of that session.
+    SessionOpened {
+        recovery: RecoveryReport,
     },
 }
 
@@ -132,10 +154,13 @@ pub struct EditApproval {
     pub leaves_workspace: bool,
 }
 
-/// An event with its place in the session's order.
+/// An event with its place in the agent's order and the session it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Numbered {
+    /// Counts the turn events up by one; a `SessionOpened` takes none (it
+    /// carries the `seq` the next turn event will have).
     pub seq: u64,
+    pub session_id: String,
     pub event: AgentEvent,
 }
 
@@ -152,6 +177,11 @@ pub enum AgentError {
     UnknownTurn(String),
     #[error("the server is shutting down: its client is gone")]
     Closed,
+    /// A chat or a switch while another switch is opening a session.
+    #[error("another session is being opened; wait for it to finish")]
+    Switching,
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
 }
 
 /// The result of a call whose id an earlier call of the same response
@@ -176,6 +206,12 @@ pub mod outputs {
         "The turn was cancelled before this edit was approved; nothing was written.";
     pub const EDIT_CANCELLED_BEFORE_WRITE: &str =
         "The turn was cancelled after this edit was approved and before it was written; nothing was written.";
+
+    /// The result of a call the person denied with a reason: the model
+    /// reads the reason as they wrote it.
+    pub fn denied_with_reason(reason: &str) -> String {
+        format!("Denied by the user: {reason}")
+    }
 }
 
 struct TurnEnded {
@@ -194,20 +230,57 @@ struct RunningTurn {
 
 struct PendingApproval {
     call_id: String,
-    decision: oneshot::Sender<ApprovalDecision>,
+    decision: oneshot::Sender<Decision>,
+}
+
+/// The person's answer to an approval request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Approve,
+    /// Not run; the model hears `Denied by the user: <reason>` when a
+    /// reason is given.
+    Deny {
+        reason: Option<String>,
+    },
+    /// Approve, and grant `rule` (its scope says for the session or the
+    /// workspace). The rule is journaled before it applies.
+    Allow(Rule),
+}
+
+impl From<ApprovalDecision> for Decision {
+    fn from(decision: ApprovalDecision) -> Self {
+        match decision {
+            ApprovalDecision::Approved => Decision::Approve,
+            ApprovalDecision::Denied => Decision::Deny { reason: None },
+        }
+    }
+}
+
+/// The rules a client can list: those in force, and the workspace file.
+#[derive(Debug, Clone)]
+pub struct RulesInForce {
+    pub rules: Vec<Rule>,
+    pub workspace_file: Option<std::path::PathBuf>,
+    pub workspace_file_error: Option<String>,
 }
 
 struct Emitter {
     next_seq: u64,
+    /// The current session's id, stamped on every event.
+    session_id: String,
     sender: mpsc::UnboundedSender<Numbered>,
 }
 
 struct Inner {
     session: Mutex<Session>,
     model: ModelClient,
-    bash: BashTool,
+    /// Replaced by a switch (a session's commands run in its own directory);
+    /// a running call keeps the one it started with.
+    bash: Mutex<Arc<BashTool>>,
     instructions: String,
     limits: TurnLimits,
+    /// Approval mode, sandbox mode, workspace rules (see [`crate::policy`]).
+    policy: Mutex<Policy>,
     emitter: Mutex<Emitter>,
     running: Mutex<Option<RunningTurn>>,
     /// Whether a turn runs, published (under the `running` lock) whenever
@@ -217,6 +290,9 @@ struct Inner {
     /// Set (under the `running` lock) when the client is gone: no new turn
     /// may start, so none can slip in after the running one was cancelled.
     closed: std::sync::atomic::AtomicBool,
+    /// Set (under the `running` lock, only while no turn runs) while
+    /// [`Agent::switch`] replaces the session: no turn may start meanwhile.
+    switching: std::sync::atomic::AtomicBool,
 }
 
 /// One session's agent. Cheap to clone; all clones drive the same session.
@@ -239,17 +315,32 @@ impl Agent {
         instructions: String,
         limits: TurnLimits,
     ) -> (Agent, mpsc::UnboundedReceiver<Numbered>) {
+        Self::with_policy(session, model, bash, instructions, limits, Policy::ask_only())
+    }
+
+    /// [`Agent::new`] with a session policy (approval mode, sandbox, rules).
+    pub fn with_policy(
+        session: Session,
+        model: ModelClient,
+        bash: BashTool,
+        instructions: String,
+        limits: TurnLimits,
+        policy: Policy,
+    ) -> (Agent, mpsc::UnboundedReceiver<Numbered>) {
         let (sender, receiver) = mpsc::unbounded_channel();
+        let session_id = session.id().to_string();
         let inner = Inner {
             session: Mutex::new(session),
             model,
-            bash,
+            bash: Mutex::new(Arc::new(bash)),
             instructions,
             limits,
-            emitter: Mutex::new(Emitter { next_seq: 1, sender }),
+            policy: Mutex::new(policy),
+            emitter: Mutex::new(Emitter { next_seq: 1, session_id, sender }),
             running: Mutex::new(None),
             busy: watch::Sender::new(false),
             closed: std::sync::atomic::AtomicBool::new(false),
+            switching: std::sync::atomic::AtomicBool::new(false),
         };
         (Agent { inner: Arc::new(inner) }, receiver)
     }
@@ -293,6 +384,9 @@ impl Agent {
             if let Some(turn) = running.as_ref() {
                 return Err(SessionError::TurnInProgress(turn.turn_id.clone()).into());
             }
+            if self.inner.switching.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(AgentError::Switching);
+            }
             let turn_id = lock(&self.inner.session).next_turn_id();
             let cancel = CancellationToken::new();
             *running = Some(RunningTurn { turn_id: turn_id.clone(), cancel, approval: None });
@@ -333,6 +427,12 @@ impl Agent {
     /// `turn_id` and `call_id` must both name; anything else is refused and
     /// decides nothing.
     pub fn approve(&self, turn_id: &str, call_id: &str, decision: ApprovalDecision) -> Result<(), AgentError> {
+        self.decide(turn_id, call_id, decision.into())
+    }
+
+    /// [`Agent::approve`] with every answer a person can give (a reason for
+    /// a denial, a rule to grant).
+    pub fn decide(&self, turn_id: &str, call_id: &str, decision: Decision) -> Result<(), AgentError> {
         let refused = || AgentError::NoPendingApproval { turn_id: turn_id.to_string(), call_id: call_id.to_string() };
         let pending = lock(&self.inner.running)
             .as_mut()
@@ -340,6 +440,69 @@ impl Agent {
             .and_then(|turn| turn.approval.take_if(|pending| pending.call_id == call_id))
             .ok_or_else(refused)?;
         pending.decision.send(decision).map_err(|_| refused())
+    }
+
+    /// The session's settings and what the machine's sandbox enforces.
+    pub fn settings(&self) -> (Settings, String) {
+        let policy = lock(&self.inner.policy);
+        (policy.settings(), policy.support_line())
+    }
+
+    /// Changes the approval or sandbox mode for the calls asked about from
+    /// now on (a call already waiting runs as its request said). A sandbox
+    /// the machine cannot enforce is refused.
+    pub fn update_settings(
+        &self,
+        approval_mode: Option<ApprovalMode>,
+        sandbox: Option<SandboxMode>,
+    ) -> Result<Settings, PolicyError> {
+        let settings = lock(&self.inner.policy).update(approval_mode, sandbox)?;
+        tracing::info!(approval_mode = %settings.approval_mode, sandbox = %settings.sandbox, "settings changed");
+        Ok(settings)
+    }
+
+    /// The rules in force (this session's and the workspace file's).
+    pub fn rules(&self) -> RulesInForce {
+        let granted = self.with_session(|s| s.transcript().rules.clone());
+        let policy = lock(&self.inner.policy);
+        RulesInForce {
+            rules: policy.rules_in_force(&granted),
+            workspace_file: policy.workspace_file.clone(),
+            workspace_file_error: policy.workspace_file_error.clone(),
+        }
+    }
+
+    /// Revokes a rule: a rule this session granted gets a synced
+    /// `rule_revoke` record; a workspace rule is also removed from the
+    /// workspace rules file (rewritten atomically).
+    pub async fn revoke_rule(&self, id: &str) -> Result<(), AgentError> {
+        let granted = self.with_session(|s| s.transcript().rules.iter().find(|r| r.id() == id).cloned());
+        let (in_file, path) = {
+            let policy = lock(&self.inner.policy);
+            (policy.workspace_rules.iter().find(|r| r.id() == id).cloned(), policy.workspace_file.clone())
+        };
+        if granted.is_none() && in_file.is_none() {
+            return Err(AgentError::Policy(PolicyError::UnknownRule(id.to_owned())));
+        }
+        if granted.is_some() {
+            let owned = id.to_owned();
+            self.with_session_io(move |s| s.record_rule_revoke(&owned)).await?;
+        }
+        let workspace_rule = in_file.is_some() || granted.is_some_and(|r| r.scope() == RuleScope::Workspace);
+        if workspace_rule {
+            lock(&self.inner.policy).workspace_rules.retain(|r| r.id() != id);
+            if let Some(path) = path {
+                let owned = id.to_owned();
+                let removed = tokio::task::spawn_blocking(move || crate::rules::file::remove(&path, &owned)).await;
+                match removed {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => return Err(AgentError::Policy(PolicyError::File(e))),
+                    Err(e) => return Err(AgentError::Session(SessionError::Usage(e.to_string()))),
+                }
+            }
+        }
+        tracing::info!(rule = id, "rule revoked");
+        Ok(())
     }
 
     /// Cancels the running turn; it ends `cancelled` through its own events.
@@ -377,6 +540,60 @@ impl Agent {
         let _ = busy.wait_for(|busy| !busy).await;
     }
 
+    /// Replaces the session with the one `open` makes current (it is given
+    /// the current session to replace, as `SessionStore::open` and
+    /// `new_session` take it), then emits [`AgentEvent::SessionOpened`] with
+    /// what `open` recovered, stamped with the new session's id, before any
+    /// event of a turn in it. Refused while a turn runs; no turn can start
+    /// until it returns. Commands then run in the new session's directory.
+    /// `open`'s own error (the session left as it was) is the inner one.
+    pub async fn switch<T: Send + 'static, E: Send + 'static>(
+        &self,
+        open: impl FnOnce(&mut Session) -> Result<(T, RecoveryReport), E> + Send + 'static,
+    ) -> Result<Result<T, E>, AgentError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        {
+            let running = lock(&self.inner.running);
+            if self.inner.closed.load(SeqCst) {
+                return Err(AgentError::Closed);
+            }
+            if let Some(turn) = running.as_ref() {
+                return Err(SessionError::TurnInProgress(turn.turn_id.clone()).into());
+            }
+            if self.inner.switching.swap(true, SeqCst) {
+                return Err(AgentError::Switching);
+            }
+        }
+        struct ClearSwitching<'a>(&'a Inner);
+        impl Drop for ClearSwitching<'_> {
+            fn drop(&mut self) {
+                self.0.switching.store(false, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let _clear = ClearSwitching(&self.inner);
+        let opened = self
+            .with_session_io(move |s| {
+                open(s).map(|(value, report)| (value, report, s.id().to_string(), std::path::PathBuf::from(s.cwd())))
+            })
+            .await;
+        let (value, recovery, session_id, cwd) = match opened {
+            Ok(opened) => opened,
+            Err(e) => return Ok(Err(e)),
+        };
+        {
+            // The new session's workspace rules replace the old one's.
+            let mut policy = lock(&self.inner.policy);
+            *policy = policy.for_workspace(&cwd);
+        }
+        {
+            let mut bash = lock(&self.inner.bash);
+            *bash = Arc::new(bash.in_dir(cwd));
+        }
+        lock(&self.inner.emitter).session_id = session_id;
+        self.emit(AgentEvent::SessionOpened { recovery });
+        Ok(Ok(value))
+    }
+
     pub async fn acknowledge(&self, turn_ids: Option<Vec<String>>) -> Result<Vec<String>, AgentError> {
         Ok(self.with_session_io(move |s| s.acknowledge(turn_ids.as_deref())).await?)
     }
@@ -384,10 +601,15 @@ impl Agent {
     fn emit(&self, event: AgentEvent) {
         let mut emitter = lock(&self.inner.emitter);
         let seq = emitter.next_seq;
-        emitter.next_seq += 1;
+        // `seq` numbers the turn events (a client sees it count up by one);
+        // a switch's `SessionOpened` is not one of them and takes none.
+        if !matches!(event, AgentEvent::SessionOpened { .. }) {
+            emitter.next_seq += 1;
+        }
         // A closed receiver means nobody listens any more; the journal still
         // records everything, so the event is safely dropped.
-        let _ = emitter.sender.send(Numbered { seq, event });
+        let session_id = emitter.session_id.clone();
+        let _ = emitter.sender.send(Numbered { seq, session_id, event });
     }
 
     async fn run_turn(self, turn_id: String, cancel: CancellationToken) {
@@ -444,9 +666,12 @@ impl Agent {
     /// Announces the turn's end and frees the session for the next turn in
     /// one step, so no next turn can start (and announce itself) in between.
     fn finish(&self, ended: TurnEnded) {
-        let mut running = lock(&self.inner.running);
         let TurnEnded { turn_id, status, reason, text } = ended;
-        self.emit(AgentEvent::TurnEnded { turn_id, status, reason, text });
+        // Read first, so that neither lock is held while the other is taken.
+        let (usage, session_usage) =
+            self.with_session(|s| (s.transcript().turn(&turn_id).and_then(|t| t.usage), s.transcript().usage));
+        let mut running = lock(&self.inner.running);
+        self.emit(AgentEvent::TurnEnded { turn_id, status, reason, text, usage, session_usage });
         running.take();
         self.inner.busy.send_replace(false);
     }
@@ -521,7 +746,7 @@ impl Agent {
             let calls = self
                 .with_session_io(move |s| -> Result<Vec<(String, String, String)>, SessionError> {
                     let turn_id = owned_turn_id.as_str();
-                    s.record_response(turn_id, response.items)?;
+                    s.record_response_with_usage(turn_id, response.items, response.usage)?;
                     Ok(s.transcript()
                         .turn(turn_id)
                         .map(|turn| {
@@ -608,11 +833,28 @@ impl Agent {
             return Ok(true);
         }
 
+        // What would approve it without asking, decided from the policy as
+        // it stands now; the mode shown is the mode it runs in.
+        let granted = self.with_session(|s| s.transcript().rules.clone());
+        let (sandbox, approval_mode, automatic) = {
+            let policy = lock(&self.inner.policy);
+            let automatic = match crate::policy::approving_rules(&policy, &granted, &command) {
+                Some(rules) => Some((ApprovedBy::Rule, rules)),
+                None if policy.sandbox_approves() => Some((ApprovedBy::Sandbox, Vec::new())),
+                None => None,
+            };
+            (policy.sandbox, policy.approval_mode, automatic)
+        };
+        if let Some((by, rules)) = automatic {
+            tracing::info!(turn_id, call_id, approved_by = ?by, "approved without asking");
+            return self.run_approved(turn_id, call_id, &command, (Some(by), rules), sandbox, cancel).await;
+        }
+
         let (sender, receiver) = oneshot::channel();
         if let Some(turn) = lock(&self.inner.running).as_mut() {
             turn.approval = Some(PendingApproval { call_id: call_id.to_string(), decision: sender });
         }
-        let bash = &self.inner.bash;
+        let bash = &lock(&self.inner.bash).clone();
         self.emit(AgentEvent::ApprovalRequest {
             turn_id: turn_id.to_string(),
             call_id: call_id.to_string(),
@@ -621,6 +863,9 @@ impl Agent {
             environment: bash.environment().clone(),
             limits: bash.limits(),
             edit: None,
+            sandbox,
+            approval_mode,
+            suggested_rule: crate::policy::suggested_rule(&command),
         });
         // A cancel wins over an approval that arrives at the same moment:
         // once `mino/cancel` has answered, nothing of this turn may start.
@@ -639,68 +884,133 @@ impl Agent {
                     .await?;
                 Ok(true)
             }
-            Some(ApprovalDecision::Denied) => {
+            Some(Decision::Deny { reason }) => {
                 let (t, c) = (turn_id.to_string(), call_id.to_string());
                 self.with_session_io(move |s| s.record_decision(&t, &c, ApprovalDecision::Denied)).await?;
-                self.save_result(turn_id, call_id, ToolStatus::Refused, outputs::REFUSED, None).await?;
+                let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+                    Some(reason) => outputs::denied_with_reason(reason),
+                    None => outputs::REFUSED.to_string(),
+                };
+                self.save_result(turn_id, call_id, ToolStatus::Refused, &output, None).await?;
                 Ok(false)
             }
-            Some(ApprovalDecision::Approved) => {
-                let directory = bash.cwd().display().to_string();
-                let (t, c, cmd) = (turn_id.to_string(), call_id.to_string(), command.clone());
-                let evidence = self
-                    .with_session_io(move |s| {
-                        s.record_decision(&t, &c, ApprovalDecision::Approved)?;
-                        s.record_tool_start(&t, &c, &cmd, &directory)?;
-                        Ok::<_, SessionError>(s.evidence_target(&t, &c))
-                    })
-                    .await?;
-                if cancel.is_cancelled() {
-                    // Cancelled while the start was being saved: the start is
-                    // on file, so the result says plainly that it never ran.
-                    self.save_result(turn_id, call_id, ToolStatus::Cancelled, outputs::CANCELLED_BEFORE_SPAWN, None)
-                        .await?;
-                    return Ok(true);
+            Some(Decision::Approve) => {
+                self.run_approved(turn_id, call_id, &command, (None, Vec::new()), sandbox, cancel).await
+            }
+            Some(Decision::Allow(rule)) => {
+                // The rule is on file before it applies to anything.
+                let (t, c, r) = (turn_id.to_string(), call_id.to_string(), rule.clone());
+                self.with_session_io(move |s| s.record_rule(&t, &c, r)).await?;
+                tracing::info!(rule = rule.id(), command = rule.command(), scope = ?rule.scope(), "rule granted");
+                if rule.scope() == RuleScope::Workspace {
+                    self.write_workspace_rule(&rule).await;
                 }
-                // The approval and tool_start are on disk: only now may it run.
-                self.emit(AgentEvent::ToolStarted {
-                    turn_id: turn_id.to_string(),
-                    call_id: call_id.to_string(),
-                    command: command.clone(),
-                });
-                fail::fail_point!("agent::before_spawn");
-                let mut streamed = 0usize;
-                let mut on_output = |stream: Stream, chunk: &str| {
-                    // The saved result keeps head and tail within the output
-                    // limit; live output stops too, so a runaway command
-                    // cannot flood the client (or the server's queues).
-                    if streamed >= LIVE_OUTPUT_LIMIT {
-                        return;
-                    }
-                    streamed += chunk.len();
-                    let chunk = if streamed >= LIVE_OUTPUT_LIMIT {
-                        format!("{chunk}\n[live output stopped after {LIVE_OUTPUT_LIMIT} bytes; the result keeps the head and tail]\n")
-                    } else {
-                        chunk.to_string()
-                    };
-                    // The command is running (it has written output).
-                    fail::fail_point!("agent::after_spawn");
-                    self.emit(AgentEvent::ToolOutput {
-                        turn_id: turn_id.to_string(),
-                        call_id: call_id.to_string(),
-                        stream,
-                        chunk,
-                    })
-                };
-                let (outcome, settle) = bash.run_recorded(&command, evidence, &mut on_output, cancel).await;
-                fail::fail_point!("agent::before_tool_result");
-                // Unsaved, `settle` is dropped: the supervisor hears that
-                // and leaves its evidence for the unknown result.
-                self.save_result(turn_id, call_id, outcome.status, &outcome.output, outcome.exit_code).await?;
-                settle.saved().await;
-                Ok(outcome.status == ToolStatus::Cancelled)
+                self.run_approved(turn_id, call_id, &command, (None, Vec::new()), sandbox, cancel).await
             }
         }
+    }
+
+    /// Appends a granted workspace rule to the workspace rules file. A
+    /// failure is logged: the rule still holds for this session (its `rule`
+    /// record says so) and is missing from the file for later ones.
+    async fn write_workspace_rule(&self, rule: &Rule) {
+        let (path, workspace) = {
+            let policy = lock(&self.inner.policy);
+            (policy.workspace_file.clone(), lock(&self.inner.bash).cwd().to_path_buf())
+        };
+        let Some(path) = path else {
+            tracing::warn!(
+                rule = rule.id(),
+                "the workspace rules file cannot be located; the rule holds for this session only"
+            );
+            return;
+        };
+        let owned = rule.clone();
+        let written = tokio::task::spawn_blocking(move || crate::rules::file::append(&path, &workspace, &owned)).await;
+        match written {
+            Ok(Ok(_)) => {
+                let mut policy = lock(&self.inner.policy);
+                if policy.workspace_file_error.is_none() && !policy.workspace_rules.iter().any(|r| r.id() == rule.id())
+                {
+                    policy.workspace_rules.push(rule.clone());
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(rule = rule.id(), error = %e, "the workspace rule could not be written to the rules file; it holds for this session only")
+            }
+            Err(e) => tracing::warn!(rule = rule.id(), error = %e, "writing the workspace rule was abandoned"),
+        }
+    }
+
+    /// Runs an approved call: its approval (saying who approved it) and its
+    /// start (saying the sandbox) are synced first, then it runs in that
+    /// sandbox and its result is saved. Returns whether the turn was
+    /// cancelled during it.
+    async fn run_approved(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        command: &str,
+        (approved_by, rules): (Option<ApprovedBy>, Vec<Rule>),
+        sandbox: SandboxMode,
+        cancel: &CancellationToken,
+    ) -> Result<bool, SessionError> {
+        let approver = Approver::of(approved_by, &rules);
+        let bash = BashTool::clone(&lock(&self.inner.bash)).with_sandbox(sandbox);
+        let directory = bash.cwd().display().to_string();
+        let (t, c, cmd) = (turn_id.to_string(), call_id.to_string(), command.to_string());
+        let evidence = self
+            .with_session_io(move |s| {
+                s.record_approval(&t, &c, ApprovalDecision::Approved, approved_by, rules)?;
+                s.record_tool_start_in(&t, &c, &cmd, &directory, sandbox)?;
+                Ok::<_, SessionError>(s.evidence_target(&t, &c))
+            })
+            .await?;
+        if cancel.is_cancelled() {
+            // Cancelled while the start was being saved: the start is
+            // on file, so the result says plainly that it never ran.
+            self.save_result(turn_id, call_id, ToolStatus::Cancelled, outputs::CANCELLED_BEFORE_SPAWN, None).await?;
+            return Ok(true);
+        }
+        // The approval and tool_start are on disk: only now may it run.
+        self.emit(AgentEvent::ToolStarted {
+            turn_id: turn_id.to_string(),
+            call_id: call_id.to_string(),
+            command: command.to_string(),
+            approver,
+            sandbox,
+        });
+        fail::fail_point!("agent::before_spawn");
+        let mut streamed = 0usize;
+        let mut on_output = |stream: Stream, chunk: &str| {
+            // The saved result keeps head and tail within the output
+            // limit; live output stops too, so a runaway command
+            // cannot flood the client (or the server's queues).
+            if streamed >= LIVE_OUTPUT_LIMIT {
+                return;
+            }
+            streamed += chunk.len();
+            let chunk = if streamed >= LIVE_OUTPUT_LIMIT {
+                format!("{chunk}\n[live output stopped after {LIVE_OUTPUT_LIMIT} bytes; the result keeps the head and tail]\n")
+            } else {
+                chunk.to_string()
+            };
+            // The command is running (it has written output).
+            fail::fail_point!("agent::after_spawn");
+            self.emit(AgentEvent::ToolOutput {
+                turn_id: turn_id.to_string(),
+                call_id: call_id.to_string(),
+                stream,
+                chunk,
+            })
+        };
+        let (outcome, settle) = bash.run_recorded(command, evidence, &mut on_output, cancel).await;
+        fail::fail_point!("agent::before_tool_result");
+        // Unsaved, `settle` is dropped: the supervisor hears that
+        // and leaves its evidence for the unknown result.
+        self.save_result(turn_id, call_id, outcome.status, &outcome.output, outcome.exit_code).await?;
+        settle.saved().await;
+        Ok(outcome.status == ToolStatus::Cancelled)
     }
 
     async fn save_result(
@@ -766,7 +1076,7 @@ impl Agent {
             return Ok(true);
         }
         let summary = edit::summary(tool, args.path());
-        let directory = self.inner.bash.cwd().to_path_buf();
+        let directory = lock(&self.inner.bash).cwd().to_path_buf();
         // Reading and hashing up to 4 MiB (and diffing) is blocking work.
         let proposed = blocking(move || -> Result<(Workspace, EditProposal), String> {
             let workspace = Workspace::new(&directory).map_err(|e| {
@@ -786,7 +1096,8 @@ impl Agent {
                 return Ok(false);
             }
         };
-        let directory = self.inner.bash.cwd().display().to_string();
+        let directory = lock(&self.inner.bash).cwd().display().to_string();
+        let approval_mode = lock(&self.inner.policy).approval_mode;
         let request = AgentEvent::ApprovalRequest {
             turn_id: turn_id.to_string(),
             call_id: call_id.to_string(),
@@ -803,6 +1114,11 @@ impl Agent {
                 diff: proposal.diff.clone(),
                 leaves_workspace: proposal.leaves_workspace,
             }),
+            // An edit is always the person's to approve: rules and the
+            // sandbox cover commands only.
+            sandbox: SandboxMode::Off,
+            approval_mode,
+            suggested_rule: None,
         };
         match self.wait_for_decision(turn_id, call_id, request, cancel).await {
             None => {
@@ -810,13 +1126,19 @@ impl Agent {
                     .await?;
                 Ok(true)
             }
-            Some(ApprovalDecision::Denied) => {
+            Some(Decision::Deny { reason }) => {
                 let (t, c) = (turn_id.to_string(), call_id.to_string());
                 self.with_session_io(move |s| s.record_decision(&t, &c, ApprovalDecision::Denied)).await?;
-                self.save_result(turn_id, call_id, ToolStatus::Refused, outputs::EDIT_REFUSED, None).await?;
+                let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+                    Some(reason) => outputs::denied_with_reason(reason),
+                    None => outputs::EDIT_REFUSED.to_string(),
+                };
+                self.save_result(turn_id, call_id, ToolStatus::Refused, &output, None).await?;
                 Ok(false)
             }
-            Some(ApprovalDecision::Approved) => {
+            // A rule offered with the approval covers commands, not edits:
+            // the edit is approved once, and no rule is granted.
+            Some(Decision::Approve | Decision::Allow(_)) => {
                 let (t, c, start) = (turn_id.to_string(), call_id.to_string(), proposal.start_record());
                 self.with_session_io(move |s| {
                     s.record_decision(&t, &c, ApprovalDecision::Approved)?;
@@ -839,6 +1161,8 @@ impl Agent {
                     turn_id: turn_id.to_string(),
                     call_id: call_id.to_string(),
                     command: summary,
+                    approver: crate::transcript::Approver::User,
+                    sandbox: SandboxMode::Off,
                 });
                 fail::fail_point!("agent::before_edit_write");
                 let applied = blocking(move || edit::apply(&workspace, &proposal)).await;
@@ -873,7 +1197,7 @@ impl Agent {
         call_id: &str,
         request: AgentEvent,
         cancel: &CancellationToken,
-    ) -> Option<ApprovalDecision> {
+    ) -> Option<Decision> {
         let (sender, receiver) = oneshot::channel();
         if let Some(turn) = lock(&self.inner.running).as_mut() {
             turn.approval = Some(PendingApproval { call_id: call_id.to_string(), decision: sender });

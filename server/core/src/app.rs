@@ -3,8 +3,9 @@
 //! once and then only maps its wire types to the [`Agent`]'s calls.
 //!
 //! [`OpenOptions`] carries what a client may choose (the workspace, a session
-//! id, a new session), so that choosing a session per workspace later changes
-//! only [`choose_session`].
+//! id, a new session); [`choose_session`] chooses through the
+//! [`SessionStore`], which the app keeps so a client can list, switch,
+//! rename and trash sessions later.
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,7 @@ use crate::home::HomeError;
 use crate::model::{ModelClient, ModelError};
 use crate::recovery::RecoveryReport;
 use crate::session::{Session, SessionError};
+use crate::sessions::SessionStore;
 use crate::{soul, MinoHome};
 
 /// What the client chose when it opened Mino.
@@ -31,6 +33,10 @@ pub struct OpenOptions {
     /// itself; see ARCHITECTURE.md, "Command supervision").
     pub supervisor: PathBuf,
     pub limits: TurnLimits,
+    /// The approval mode to start in (`ask` when `None`).
+    pub approval_mode: Option<crate::policy::ApprovalMode>,
+    /// The sandbox mode to start in; `None` takes `MINO_SANDBOX`, else `off`.
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 /// An open application: the agent, its event stream, and what opening found.
@@ -45,6 +51,20 @@ pub struct App {
     pub cwd: PathBuf,
     /// The model's name, as requests name it.
     pub model: String,
+    /// The session's title (renamed, else its first question's first line).
+    pub title: Option<String>,
+    /// The sessions of this home as this process sees them; its current
+    /// session is the agent's. Switch with [`Agent::switch`] and
+    /// `SessionStore::open`/`new_session`.
+    pub store: SessionStore,
+}
+
+impl App {
+    /// The approval and sandbox modes in force, and one line saying what
+    /// the machine's sandbox enforces.
+    pub fn settings(&self) -> (crate::policy::Settings, String) {
+        self.agent.settings()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +78,9 @@ pub enum OpenError {
     /// A setting from the environment is invalid; the message names it.
     #[error("{0}")]
     Setting(ConfigError),
+    /// A sandbox mode this machine cannot enforce (never run weaker).
+    #[error("{0}")]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     #[error("the model client could not be set up: {0}")]
     Model(#[from] ModelError),
     #[error("Mino's home directory is unusable: {0}")]
@@ -72,7 +95,10 @@ impl From<ConfigError> for OpenError {
     fn from(e: ConfigError) -> Self {
         match e {
             ConfigError::Home(e) => OpenError::Home(e),
-            e @ (ConfigError::CommandTimeout { .. } | ConfigError::Provider(_)) => OpenError::Setting(e),
+            e @ (ConfigError::CommandTimeout { .. }
+            | ConfigError::Provider(_)
+            | ConfigError::File { .. }
+            | ConfigError::Sandbox { .. }) => OpenError::Setting(e),
         }
     }
 }
@@ -89,6 +115,15 @@ pub fn open(options: OpenOptions) -> Result<App, OpenError> {
 /// Everything that can fail without touching the session comes first, so a
 /// refused open writes nothing to it.
 pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<App, OpenError> {
+    // The sandbox before the session: a mode the machine cannot enforce is
+    // refused before anything is written.
+    let support = crate::sandbox::detect();
+    let settings = crate::policy::Settings {
+        approval_mode: options.approval_mode.unwrap_or_default(),
+        sandbox: options.sandbox.or(config.sandbox).unwrap_or_default(),
+    };
+    support.check(settings.sandbox)?;
+    tracing::info!(support = %crate::policy::support_line(&support), "command sandbox");
     let model = ModelClient::with_provider(config.provider, config.model)?;
     let model_name = model.config().model.clone();
     let home = config.home;
@@ -96,28 +131,29 @@ pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<A
     let soul_path = home.soul_path();
     let instructions =
         soul::load_or_create(&soul_path).map_err(|source| OpenError::Instructions { path: soul_path, source })?;
-    let (session, recovery) = choose_session(&home, &cwd, &options)?;
+    let (store, session, recovery) = choose_session(&home, &cwd, &options)?;
+    let title = store.title(&session);
     let session_id = session.id().to_string();
     let journal_path = session.path().to_path_buf();
     // A session's commands run where it was created, whichever directory opened it.
     let cwd = PathBuf::from(session.cwd());
     let bash = BashTool::new(cwd.clone(), config.command_limits, options.supervisor);
-    let (agent, events) = Agent::new(session, model, bash, instructions, options.limits);
-    Ok(App { agent, events, recovery, session_id, journal_path, cwd, model: model_name })
+    let policy = crate::policy::Policy::open(&home, &cwd, support, settings)?;
+    let (agent, events) = Agent::with_policy(session, model, bash, instructions, options.limits, policy);
+    Ok(App { agent, events, recovery, session_id, journal_path, cwd, model: model_name, title, store })
 }
 
-/// Today's choice: a new session when asked, else the named one, else the
-/// most recent one, else a new one.
+/// The named session (from anywhere), else a new one when asked, else the
+/// most recently active session of the workspace `cwd` that no other
+/// process holds, else a new one ([`SessionStore::start`]).
 fn choose_session(
     home: &MinoHome,
     cwd: &Path,
     options: &OpenOptions,
-) -> Result<(Session, RecoveryReport), SessionError> {
-    if options.new_session {
-        Session::create(home, cwd).map(|s| (s, RecoveryReport::default()))
-    } else {
-        Session::open_or_create(home, options.session.as_deref(), cwd)
-    }
+) -> Result<(SessionStore, Session, RecoveryReport), SessionError> {
+    let mut store = SessionStore::new(home.clone(), cwd)?;
+    let (session, recovery) = store.start(options.session.as_deref(), options.new_session)?;
+    Ok((store, session, recovery))
 }
 
 /// The workspace directory: `requested` against the server's directory.

@@ -100,6 +100,17 @@ impl BashTool {
         self
     }
 
+    /// The same tool (environment, limits, supervisor, sandbox mode) running
+    /// commands in `cwd`: a switched-to session's own directory.
+    pub fn in_dir(&self, cwd: PathBuf) -> Self {
+        let mut tool = self.clone();
+        if let Some(policy) = &mut tool.sandbox {
+            policy.workspace = cwd.clone();
+        }
+        tool.cwd = cwd;
+        tool
+    }
+
     /// Where `bash` is in the command's `PATH`: the first directory holding
     /// an executable `bash`, as `execvp` would pick. Just `bash` (looked up
     /// at spawn, as before) when that needs anything but absolute

@@ -1,11 +1,14 @@
-//! Mino's configuration, read from the environment in this one place:
-//! `MINO_HOME` (else `$HOME/.mino`), `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
-//! `MINO_MODEL`, `MINO_PROVIDER` and `MINO_COMMAND_TIMEOUT_SECS`. Nothing else in the core
-//! reads these variables, so what a server runs with is decided once, when
-//! it opens (see [`crate::app::open`]).
+//! Mino's configuration, read in this one place: the environment
+//! (`MINO_HOME`, else `$HOME/.mino`; `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
+//! `MINO_MODEL`, `MINO_PROVIDER`, `MINO_COMMAND_TIMEOUT_SECS`, `MINO_SANDBOX`)
+//! over the
+//! file `$MINO_HOME/config.toml` over the defaults. Nothing else in the
+//! core reads these settings, so what a server runs with is decided once,
+//! when it opens (see [`crate::app::open`]). A file with an error stops the
+//! start with its path and line: Mino never runs half-configured.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::bash;
@@ -14,6 +17,11 @@ use crate::model::{ModelConfig, Provider};
 
 /// The environment variable that sets a command's time limit in seconds.
 pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
+
+/// The environment variable that sets the sandbox mode sessions start in
+/// (`off`, `read-only`, `workspace-write`); `initializationOptions.sandbox`
+/// overrides it.
+pub const SANDBOX_ENV: &str = "MINO_SANDBOX";
 
 /// Everything the environment decides.
 #[derive(Debug, Clone)]
@@ -24,6 +32,8 @@ pub struct Config {
     pub provider: Provider,
     /// The defaults, with the timeout from [`COMMAND_TIMEOUT_ENV`] when set.
     pub command_limits: bash::Limits,
+    /// The sandbox mode from [`SANDBOX_ENV`], when set.
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +45,80 @@ pub enum ConfigError {
     /// `MINO_PROVIDER` names no provider; the message lists the valid names.
     #[error("{0}")]
     Provider(String),
+    /// `$MINO_HOME/config.toml` cannot be read or has an error.
+    #[error("{}{}: {message}; fix or remove the file (its keys are listed in Mino's README)", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    File { path: PathBuf, line: Option<usize>, message: String },
+    #[error("{SANDBOX_ENV}={value:?} is not a sandbox mode: use off, read-only or workspace-write")]
+    Sandbox { value: String },
+}
+
+/// The name of the configuration file in `$MINO_HOME`.
+pub const CONFIG_FILE: &str = "config.toml";
+
+/// What `$MINO_HOME/config.toml` may set; the environment overrides each.
+/// An unknown key is an error, so a misspelt setting is never silently
+/// ignored. The API key is not among them: it stays in the environment.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    provider: Option<String>,
+    base_url: Option<String>,
+    model: Option<String>,
+    command_timeout_secs: Option<toml::Spanned<i64>>,
+}
+
+impl ConfigFile {
+    /// The file's settings; a missing file sets nothing.
+    fn read(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            // No file, or a home that is no directory (which opening the
+            // home reports, naming what to do): nothing is set by a file.
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+                return Ok(ConfigFile::default())
+            }
+            Err(e) => return Err(ConfigError::File { path: path.to_path_buf(), line: None, message: e.to_string() }),
+        };
+        let file_error = |span: Option<std::ops::Range<usize>>, message: String| ConfigError::File {
+            path: path.to_path_buf(),
+            line: span.map(|span| line_of(&text, span.start)),
+            message,
+        };
+        let file: ConfigFile = toml::from_str(&text).map_err(|e| {
+            // Name the setting the line holds: toml's type errors do not.
+            let key = e.span().and_then(|span| {
+                let line = text.get(..span.start.min(text.len()))?.rsplit('\n').next()?.to_string()
+                    + text.get(span.start.min(text.len())..)?.split('\n').next()?;
+                line.split_once('=').map(|(key, _)| key.trim().to_string()).filter(|k| !k.is_empty())
+            });
+            let message = e.message().trim();
+            file_error(e.span(), key.map(|k| format!("{k}: {message}")).unwrap_or_else(|| message.to_string()))
+        })?;
+        if let Some(timeout) = &file.command_timeout_secs {
+            if *timeout.get_ref() < 1 {
+                return Err(file_error(
+                    Some(timeout.span()),
+                    "command_timeout_secs must be a whole number of seconds, at least 1".into(),
+                ));
+            }
+        }
+        if let Some(provider) = &file.provider {
+            Provider::from_setting(Some(provider)).map_err(|e| {
+                let line = text.lines().position(|l| l.trim_start().starts_with("provider")).map(|i| i + 1);
+                ConfigError::File {
+                    path: path.to_path_buf(),
+                    line,
+                    message: e.to_string().replace("MINO_PROVIDER", "provider"),
+                }
+            })?;
+        }
+        Ok(file)
+    }
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())].iter().filter(|b| **b == b'\n').count() + 1
 }
 
 impl Config {
@@ -43,8 +127,9 @@ impl Config {
         Self::from_lookup(|name| std::env::var_os(name))
     }
 
-    /// Reads each variable through `lookup`; unset or blank variables give
-    /// the defaults.
+    /// Reads each variable through `lookup`, then `$MINO_HOME/config.toml`;
+    /// a setting neither gives is the default. Unset or blank variables
+    /// count as not given.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Result<Config, ConfigError> {
         let set = |name: &str| lookup(name).filter(|v| !v.is_empty());
         let home = match (set("MINO_HOME"), set("HOME")) {
@@ -52,10 +137,23 @@ impl Config {
             (None, Some(home)) => MinoHome::new(PathBuf::from(home).join(".mino")),
             (None, None) => return Err(HomeError::NoHome.into()),
         };
-        let model = ModelConfig::from_lookup(|name| set(name).map(|v| v.to_string_lossy().into_owned()));
-        let provider = set("MINO_PROVIDER").map(|v| v.to_string_lossy().into_owned());
+        let file = ConfigFile::read(&home.root().join(CONFIG_FILE))?;
+        // The environment first, then the file: each setting has one winner.
+        let string = |name: &str| set(name).map(|v| v.to_string_lossy().into_owned());
+        let model = ModelConfig::from_lookup(|name| {
+            string(name).or_else(|| match name {
+                "OPENAI_BASE_URL" => file.base_url.clone(),
+                "MINO_MODEL" => file.model.clone(),
+                _ => None,
+            })
+        });
+        let provider = string("MINO_PROVIDER").or_else(|| file.provider.clone());
         let provider = Provider::from_setting(provider.as_deref()).map_err(|e| ConfigError::Provider(e.to_string()))?;
         let mut command_limits = bash::Limits::default();
+        if let Some(timeout) = &file.command_timeout_secs {
+            // Checked to be at least 1 when the file was read.
+            command_limits.timeout = Duration::from_secs(timeout.get_ref().unsigned_abs());
+        }
         if let Some(value) = set(COMMAND_TIMEOUT_ENV) {
             let value = value.to_string_lossy().into_owned();
             match value.trim().parse::<u64>() {
@@ -64,7 +162,14 @@ impl Config {
                 _ => return Err(ConfigError::CommandTimeout { value }),
             }
         }
-        Ok(Config { home, model, provider, command_limits })
+        let sandbox = match set(SANDBOX_ENV) {
+            None => None,
+            Some(value) => {
+                let value = value.to_string_lossy().into_owned();
+                Some(value.trim().parse().map_err(|_| ConfigError::Sandbox { value })?)
+            }
+        };
+        Ok(Config { home, model, provider, command_limits, sandbox })
     }
 }
 
@@ -88,6 +193,15 @@ mod tests {
     }
 
     #[test]
+    fn the_sandbox_mode_is_one_of_three() {
+        let c = config(&[("HOME", "/h"), (SANDBOX_ENV, "workspace-write")]).expect("config");
+        assert_eq!(c.sandbox, Some(crate::sandbox::SandboxMode::WorkspaceWrite));
+        assert_eq!(config(&[("HOME", "/h")]).expect("config").sandbox, None);
+        let e = config(&[("HOME", "/h"), (SANDBOX_ENV, "strict")]).expect_err("unknown mode");
+        assert!(e.to_string().contains("MINO_SANDBOX") && e.to_string().contains("read-only"), "{e}");
+    }
+
+    #[test]
     fn the_command_timeout_is_whole_seconds_at_least_one() {
         let c = config(&[("HOME", "/h"), (COMMAND_TIMEOUT_ENV, " 7 ")]).expect("config");
         assert_eq!(c.command_limits.timeout, Duration::from_secs(7));
@@ -108,5 +222,66 @@ mod tests {
         let e = config(&[("HOME", "/h"), ("MINO_PROVIDER", "ollama")]).expect_err("unknown provider");
         let e = e.to_string();
         assert!(e.contains("MINO_PROVIDER") && e.contains("chat-completions") && e.contains("responses"), "{e}");
+    }
+
+    /// A home directory holding `config.toml` with `text`.
+    fn home_with_file(text: &str) -> tempfile::TempDir {
+        let home = tempfile::tempdir().expect("home");
+        std::fs::write(home.path().join(CONFIG_FILE), text).expect("config file");
+        home
+    }
+
+    fn config_in(home: &tempfile::TempDir, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let mut vars = vars.to_vec();
+        let root = home.path().display().to_string();
+        vars.push(("MINO_HOME", &root));
+        config(&vars)
+    }
+
+    #[test]
+    fn the_file_sets_what_the_environment_does_not() {
+        let home = home_with_file(
+            "# a local model\nprovider = \"chat-completions\"\nbase_url = \"http://localhost:11434/v1\"\nmodel = \"qwen3:8b\"\ncommand_timeout_secs = 30\n",
+        );
+        let c = config_in(&home, &[]).expect("config");
+        assert_eq!(c.provider, Provider::ChatCompletions);
+        assert_eq!(c.model.base_url, "http://localhost:11434/v1");
+        assert_eq!(c.model.model, "qwen3:8b");
+        assert_eq!(c.command_limits.timeout, Duration::from_secs(30));
+
+        let c =
+            config_in(&home, &[("MINO_PROVIDER", "responses"), ("MINO_MODEL", "gpt-5.1"), (COMMAND_TIMEOUT_ENV, "9")])
+                .expect("config");
+        assert_eq!(c.provider, Provider::Responses, "the environment wins");
+        assert_eq!(c.model.model, "gpt-5.1");
+        assert_eq!(c.model.base_url, "http://localhost:11434/v1", "what the environment leaves, the file sets");
+        assert_eq!(c.command_limits.timeout, Duration::from_secs(9));
+    }
+
+    #[test]
+    fn a_missing_file_sets_nothing() {
+        let home = tempfile::tempdir().expect("home");
+        let c = config_in(&home, &[]).expect("config");
+        assert_eq!(c.provider, Provider::Responses);
+        assert_eq!(c.model.model, ModelConfig::default().model);
+    }
+
+    #[test]
+    fn a_file_with_an_error_is_refused_with_its_path_and_line() {
+        for (text, line, says) in [
+            ("model = \"m\"\nbase_url = http://x\n", 2, "quoted"),
+            ("model = \"m\"\n\nmodle = \"typo\"\n", 3, "modle"),
+            ("command_timeout_secs = 0\n", 1, "at least 1"),
+            ("command_timeout_secs = \"ten\"\n", 1, "command_timeout_secs"),
+            ("# comment\nprovider = \"ollama\"\n", 2, "chat-completions"),
+            ("api_key = \"sk-in-a-file\"\n", 1, "api_key"),
+        ] {
+            let home = home_with_file(text);
+            let e = config_in(&home, &[]).expect_err(text).to_string();
+            let at = format!("{}:{line}", home.path().join(CONFIG_FILE).display());
+            assert!(e.starts_with(&at), "{text:?} must be refused at {at}: {e}");
+            assert!(e.contains(says), "{text:?}: {e}");
+            assert!(!e.contains("sk-in-a-file"), "a key written in the file is never repeated: {e}");
+        }
     }
 }

@@ -17,6 +17,7 @@
 //!   and stops it when the server dies, leaving evidence of what it saw.
 //! - [`rules`]: approval rules (matching parsed commands) and the workspace rules file.
 //! - [`sandbox`]: the kernel-enforced command sandbox (Landlock, network namespace).
+//! - [`policy`]: a session's approval mode, sandbox mode and workspace rules.
 //! - [`agent`]: the turn loop tying them together, emitting [`agent::AgentEvent`]s.
 //! - [`config`]: the configuration, read from the environment in one place.
 //! - [`app`]: [`open`] builds all of the above for a transport.
@@ -30,10 +31,12 @@ pub mod bash;
 pub mod calls;
 pub mod config;
 pub mod context;
+pub mod durable;
 pub mod edit;
 pub mod home;
 pub mod journal;
 pub mod model;
+pub mod policy;
 pub mod recovery;
 pub mod rules;
 pub mod sandbox;
@@ -42,6 +45,8 @@ pub mod sessions;
 pub mod soul;
 pub mod supervisor;
 pub mod transcript;
+/// Tokens the model service reported, per response, turn and session.
+pub mod usage;
 
 pub use app::{open, App, OpenError, OpenOptions};
 pub use config::Config;

@@ -48,6 +48,10 @@ pub struct RecoveredCall {
     pub diff: Option<String>,
     /// The edit tool, for an edit call.
     pub edit_tool: Option<crate::edit::EditTool>,
+    /// Who approved it (a rule, the sandbox, the person), if anyone did.
+    pub approver: Option<crate::transcript::Approver>,
+    /// The sandbox mode its start recorded; `None` when it never started.
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +82,8 @@ impl RecoveredTurn {
                         evidence: evidence_for(journal, turn, index),
                         diff: call.applied_diff(),
                         edit_tool: crate::edit::EditTool::from_name(&call.name),
+                        approver: call.approver(),
+                        sandbox: call.sandbox,
                     })
                 })
                 .collect(),

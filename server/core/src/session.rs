@@ -224,12 +224,22 @@ impl Session {
     /// A finished model response, written through but not synced: if it is
     /// lost, its calls were never started and the turn recovers honestly.
     pub fn record_response(&mut self, turn_id: &str, items: Vec<Value>) -> Result<(), SessionError> {
+        self.record_response_with_usage(turn_id, items, None)
+    }
+
+    /// [`Session::record_response`], with the tokens the service reported.
+    pub fn record_response_with_usage(
+        &mut self,
+        turn_id: &str,
+        items: Vec<Value>,
+        usage: Option<crate::usage::Usage>,
+    ) -> Result<(), SessionError> {
         let items = items
             .iter()
             .map(serde_json::value::to_raw_value)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| SessionError::Usage(format!("a model output item could not be serialised: {e}")))?;
-        self.append(&RecordBody::Response { turn_id: turn_id.to_string(), items })?;
+        self.append(&RecordBody::Response { turn_id: turn_id.to_string(), items, usage })?;
         fail::fail_point!("session::after_response_append");
         Ok(())
     }
@@ -242,9 +252,42 @@ impl Session {
         call_id: &str,
         decision: ApprovalDecision,
     ) -> Result<(), SessionError> {
-        self.append(&RecordBody::Approval { turn_id: turn_id.into(), call_id: call_id.into(), decision })?;
+        self.record_approval(turn_id, call_id, decision, None, Vec::new())
+    }
+
+    /// A decision made by rules or the sandbox rather than the person
+    /// (`approved_by`), naming the rules that made it; written through like
+    /// [`Self::record_decision`].
+    pub fn record_approval(
+        &mut self,
+        turn_id: &str,
+        call_id: &str,
+        decision: ApprovalDecision,
+        approved_by: Option<crate::journal::record::ApprovedBy>,
+        rules: Vec<crate::rules::Rule>,
+    ) -> Result<(), SessionError> {
+        self.append(&RecordBody::Approval {
+            turn_id: turn_id.into(),
+            call_id: call_id.into(),
+            decision,
+            approved_by,
+            rules,
+        })?;
         fail::fail_point!("session::after_approval_append");
         Ok(())
+    }
+
+    /// A rule the person granted while answering `call_id`, synced: only
+    /// once this returns Ok may the rule apply to anything.
+    pub fn record_rule(&mut self, turn_id: &str, call_id: &str, rule: crate::rules::Rule) -> Result<(), SessionError> {
+        self.append(&RecordBody::Rule { turn_id: turn_id.into(), call_id: call_id.into(), rule })?;
+        self.sync()
+    }
+
+    /// Revokes a rule this session granted, synced before this returns.
+    pub fn record_rule_revoke(&mut self, id: &str) -> Result<(), SessionError> {
+        self.append(&RecordBody::RuleRevoke { id: id.into() })?;
+        self.sync()
     }
 
     /// The execution boundary: the approval and this start are on disk when
@@ -256,12 +299,26 @@ impl Session {
         command: &str,
         cwd: &str,
     ) -> Result<(), SessionError> {
+        self.record_tool_start_in(turn_id, call_id, command, cwd, crate::sandbox::SandboxMode::Off)
+    }
+
+    /// [`Self::record_tool_start`] for a command that runs in `sandbox`
+    /// (recorded unless `off`).
+    pub fn record_tool_start_in(
+        &mut self,
+        turn_id: &str,
+        call_id: &str,
+        command: &str,
+        cwd: &str,
+        sandbox: crate::sandbox::SandboxMode,
+    ) -> Result<(), SessionError> {
         self.append(&RecordBody::ToolStart {
             turn_id: turn_id.into(),
             call_id: call_id.into(),
             command: Some(command.into()),
             edit: None,
             cwd: cwd.into(),
+            sandbox: (sandbox != crate::sandbox::SandboxMode::Off).then_some(sandbox),
         })?;
         fail::fail_point!("journal::after_tool_start_append");
         self.sync()?;
@@ -285,6 +342,8 @@ impl Session {
             command: None,
             edit: Some(edit),
             cwd: cwd.into(),
+            // An edit runs nothing: no sandbox.
+            sandbox: None,
         })?;
         fail::fail_point!("journal::after_tool_start_append");
         self.sync()?;

@@ -22,6 +22,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::durable;
 use crate::home::{self, HomeError, MinoHome};
 use crate::journal::record::{decode_line, LineError, Record, RecordBody, ToolStatus, TurnStatus};
 use crate::journal::{self, JournalError, MAX_RECORD_BYTES};
@@ -418,26 +419,12 @@ impl SessionStore {
         let journal = self.existing_journal(id)?;
         let path = self.home.title_path(id)?;
         let dir = journal.parent().unwrap_or(Path::new(".")).to_path_buf();
-        let tmp = dir.join(format!(".{id}.title.{:08x}.tmp", fastrand::u32(..)));
-        let io_err = |path: &Path, action, source| StoreError::Io { path: path.to_path_buf(), action, source };
         let body = serde_json::json!({ "v": 1, "title": title }).to_string();
-        let written = (|| {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&tmp)
-                .map_err(|e| io_err(&tmp, "create the title file", e))?;
-            io::Write::write_all(&mut file, body.as_bytes()).map_err(|e| io_err(&tmp, "write the title file", e))?;
-            file.sync_all().map_err(|e| io_err(&tmp, "sync the title file", e))?;
-            std::fs::rename(&tmp, &path).map_err(|e| io_err(&path, "replace the title file", e))
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written?;
-        sync_dir(&dir)
+        durable::replace(&path, body.as_bytes(), 0o600).map_err(|(step, source)| StoreError::Io {
+            path: if step == durable::Step::SyncDirectory { dir } else { path.clone() },
+            action: step.as_str(),
+            source,
+        })
     }
 
     /// Moves a session's files (journal, title, evidence, lock) into a new
@@ -945,6 +932,8 @@ fn scan_tail(buf: &[u8], from_start: bool, busy: bool) -> Option<Tail> {
         next_seq = Some(record.seq);
         let turn_id = match &record.body {
             RecordBody::Session { .. } => return Some(tail),
+            // Rules granted or revoked belong to the session, not to a turn.
+            RecordBody::Rule { .. } | RecordBody::RuleRevoke { .. } => continue,
             RecordBody::User { turn_id, .. }
             | RecordBody::Response { turn_id, .. }
             | RecordBody::Approval { turn_id, .. }

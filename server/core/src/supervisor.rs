@@ -243,7 +243,6 @@ pub fn load_evidence(journal: &Path, turn_id: &str, call_index: usize, call_id: 
 /// or not at all: a temporary file, fsync, rename, fsync of the directory
 /// (created, and its parent synced, if it does not exist yet).
 pub fn write_evidence(path: &Path, evidence: &Evidence) -> std::io::Result<()> {
-    use std::io::Write;
     let dir = path.parent().ok_or_else(|| std::io::Error::other("the evidence path has no directory"))?;
     // A symlink (or file) in place of the directory is not followed out of
     // the session's directory: the record is then not written.
@@ -263,18 +262,8 @@ pub fn write_evidence(path: &Path, evidence: &Evidence) -> std::io::Result<()> {
         Err(e) => return Err(e),
     }
     let bytes = serde_json::to_vec(evidence).map_err(std::io::Error::other)?;
-    let tmp = path.with_extension(format!("json.tmp-{}", std::process::id()));
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written?;
-    std::fs::File::open(dir)?.sync_all()
+    crate::durable::replace(path, &bytes, 0o600)
+        .map_err(|(step, e)| std::io::Error::new(e.kind(), format!("{}: {e}", step.as_str())))
 }
 
 /// Entry point of supervise mode: `args` are the arguments after [`FLAG`].

@@ -11,7 +11,10 @@ use serde_json::Value;
 
 use crate::calls::{self, function_calls};
 use crate::edit::{self, EditArgs, EditStartRecord, EditTool};
-use crate::journal::record::{ApprovalDecision, RecordBody, ToolStatus, TurnStatus};
+use crate::journal::record::{ApprovalDecision, ApprovedBy, RecordBody, ToolStatus, TurnStatus};
+use crate::rules::Rule;
+use crate::sandbox::SandboxMode;
+use crate::usage::Usage;
 
 #[derive(Debug, Clone)]
 pub struct SessionHeader {
@@ -38,6 +41,12 @@ pub struct Call {
     /// Which response of the turn asked for it.
     pub response_index: usize,
     pub decision: Option<ApprovalDecision>,
+    /// Who approved it when the person did not (rules or the sandbox).
+    pub approved_by: Option<ApprovedBy>,
+    /// The rules that approved it (with `approved_by: Rule`).
+    pub rules: Vec<Rule>,
+    /// The sandbox mode its `tool_start` recorded (`Off` when none was).
+    pub sandbox: Option<SandboxMode>,
     pub started: bool,
     /// An edit's `tool_start` fields (path, hashes): what recovery checks
     /// the file against.
@@ -45,7 +54,35 @@ pub struct Call {
     pub result: Option<CallResult>,
 }
 
+/// Who approved a call, as its `approval` record says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approver {
+    User,
+    /// The first rule that covered it (a command of several parts may have
+    /// needed more; all are in [`Call::rules`]).
+    Rule(Rule),
+    Sandbox,
+}
+
+impl Approver {
+    /// Who an `approval` record with `approved_by` and `rules` names.
+    pub fn of(approved_by: Option<ApprovedBy>, rules: &[Rule]) -> Approver {
+        match approved_by {
+            None => Approver::User,
+            Some(ApprovedBy::Sandbox) => Approver::Sandbox,
+            // A rule approval always names its rules; without one, no rule
+            // can be shown, and the decision is shown as it was recorded.
+            Some(ApprovedBy::Rule) => rules.first().cloned().map_or(Approver::User, Approver::Rule),
+        }
+    }
+}
+
 impl Call {
+    /// Who approved the call; `None` when it was not approved.
+    pub fn approver(&self) -> Option<Approver> {
+        (self.decision == Some(ApprovalDecision::Approved)).then(|| Approver::of(self.approved_by, &self.rules))
+    }
+
     /// The command for display: the `command` argument, or the raw arguments
     /// when the model sent something that is not a bash call; for an edit
     /// call, its one-line summary (`edit_file src/main.rs`).
@@ -84,6 +121,9 @@ pub struct Turn {
     pub calls: Vec<Call>,
     pub end: Option<TurnEnd>,
     pub acknowledged: bool,
+    /// The tokens of the turn's responses, summed; `None` when the service
+    /// reported none.
+    pub usage: Option<Usage>,
 }
 
 impl Turn {
@@ -183,13 +223,19 @@ pub fn runtime_notice(status: TurnStatus) -> String {
 pub struct Transcript {
     pub header: SessionHeader,
     pub turns: Vec<Turn>,
+    /// The tokens of every response on file, summed; `None` when the
+    /// service reported none.
+    pub usage: Option<Usage>,
+    /// The rules granted in this session (`rule` records) and not revoked
+    /// since (`rule_revoke`), in the order granted.
+    pub rules: Vec<Rule>,
     by_id: HashMap<String, usize>,
 }
 
 impl Transcript {
     /// A transcript holding only the session header.
     pub fn new(header: SessionHeader) -> Transcript {
-        Transcript { header, turns: Vec::new(), by_id: HashMap::new() }
+        Transcript { header, turns: Vec::new(), usage: None, rules: Vec::new(), by_id: HashMap::new() }
     }
 
     pub fn turn(&self, turn_id: &str) -> Option<&Turn> {
@@ -231,10 +277,17 @@ impl Transcript {
                     calls: Vec::new(),
                     end: None,
                     acknowledged: false,
+                    usage: None,
                 });
             }
-            RecordBody::Response { items, .. } => {
+            RecordBody::Response { items, usage, .. } => {
+                if let Some(usage) = usage {
+                    *self.usage.get_or_insert_with(Usage::default) += usage;
+                }
                 let Some(turn) = self.turns.last_mut() else { return };
+                if let Some(usage) = usage {
+                    *turn.usage.get_or_insert_with(Usage::default) += usage;
+                }
                 let response_index = turn.responses.len();
                 for (call_id, name, arguments) in function_calls(&items) {
                     turn.calls.push(Call {
@@ -243,6 +296,9 @@ impl Transcript {
                         arguments,
                         response_index,
                         decision: None,
+                        approved_by: None,
+                        rules: Vec::new(),
+                        sandbox: None,
                         started: false,
                         edit: None,
                         result: None,
@@ -250,17 +306,22 @@ impl Transcript {
                 }
                 turn.responses.push(items);
             }
-            RecordBody::Approval { call_id, decision, .. } => {
+            RecordBody::Approval { call_id, decision, approved_by, rules, .. } => {
                 if let Some(call) = self.last_call_mut(&call_id) {
                     call.decision = Some(decision);
+                    call.approved_by = approved_by;
+                    call.rules = rules;
                 }
             }
-            RecordBody::ToolStart { call_id, edit, .. } => {
+            RecordBody::ToolStart { call_id, sandbox, edit, .. } => {
                 if let Some(call) = self.last_call_mut(&call_id) {
                     call.started = true;
+                    call.sandbox = Some(sandbox.unwrap_or_default());
                     call.edit = edit;
                 }
             }
+            RecordBody::Rule { rule, .. } => self.rules.push(rule),
+            RecordBody::RuleRevoke { id } => self.rules.retain(|r| r.id() != id),
             RecordBody::ToolResult { call_id, status, output, exit_code, recovered, .. } => {
                 if let Some(call) = self.last_call_mut(&call_id) {
                     call.result = Some(CallResult { status, output, exit_code, recovered });
@@ -292,7 +353,7 @@ impl Transcript {
                 }
                 Ok(())
             }
-            RecordBody::Response { turn_id, items } => {
+            RecordBody::Response { turn_id, items, .. } => {
                 let turn = self.open_turn_named(turn_id)?;
                 // A repeated id is fine once the earlier call has its result
                 // (see `Turn::pending_call`); before that, a record could not
@@ -351,6 +412,20 @@ impl Transcript {
                 Some(turn) if turn.end.is_some() => Ok(()),
                 Some(_) => Err(format!("acknowledges turn {turn_id} before it ended")),
                 None => Err(format!("acknowledges unknown turn {turn_id}")),
+            },
+            RecordBody::Rule { turn_id, call_id, rule } => {
+                let call = self.open_call(turn_id, call_id)?;
+                if call.decision.is_some() {
+                    return Err(format!("rule {} granted for call {call_id} after its decision", rule.id()));
+                }
+                if self.rules.iter().any(|r| r.id() == rule.id()) {
+                    return Err(format!("rule {} granted twice", rule.id()));
+                }
+                Ok(())
+            }
+            RecordBody::RuleRevoke { id } => match self.rules.iter().any(|r| r.id() == id) {
+                true => Ok(()),
+                false => Err(format!("revokes rule {id}, which this session has not granted (or already revoked)")),
             },
         }
     }

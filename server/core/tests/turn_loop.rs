@@ -167,6 +167,7 @@ async fn an_approved_call_runs_and_the_next_request_holds_the_pair() {
             AgentEvent::ToolOutput { .. } => "output",
             AgentEvent::ToolResult { .. } => "result",
             AgentEvent::TurnEnded { .. } => "ended",
+            AgentEvent::SessionOpened { .. } => "session_opened",
         })
         .collect();
     let first_text = order.iter().position(|e| *e == "text").expect("text");
@@ -720,4 +721,73 @@ async fn cancel_is_answered_while_the_user_record_is_being_synced() {
     assert_eq!(h.mock.requests().len(), 0, "a turn cancelled before it began asks the model nothing");
     let journal = std::fs::read_to_string(&h.journal).expect("journal");
     assert!(journal.contains("\"turn_end\"") && journal.contains("cancelled"), "{journal}");
+}
+
+/// `Agent::switch`: refused while a turn runs; afterwards the old session is
+/// released, `SessionOpened` comes first, stamped with the new session, and
+/// the next turn's events and commands belong to the new session.
+#[tokio::test]
+async fn a_switch_waits_for_no_turn_and_moves_events_and_commands_to_the_new_session() {
+    let mut h = harness(vec![
+        Reply::call("call_1", "pwd"),
+        Reply::text("first"),
+        Reply::call("call_2", "pwd"),
+        Reply::text("second"),
+    ])
+    .await;
+    let home = MinoHome::new(h._dir.path().join("home"));
+    let other = h._dir.path().join("other");
+    std::fs::create_dir_all(&other).expect("other dir");
+    let other = other.canonicalize().expect("canonical");
+    let mut store = mino_core::SessionStore::new(home.clone(), &h.cwd).expect("store");
+    let old_id = h.agent.with_session(|s| s.id().to_string());
+
+    let turn = h.agent.chat("one").await.expect("chat");
+    loop {
+        if let AgentEvent::ApprovalRequest { .. } = h.next().await {
+            break;
+        }
+    }
+    let target = other.clone();
+    let refused = h.agent.switch(move |s| store.new_session(s, Some(&target))).await;
+    assert!(
+        matches!(&refused, Err(mino_core::agent::AgentError::Session(mino_core::SessionError::TurnInProgress(t))) if *t == turn),
+        "{:?}",
+        refused.as_ref().err()
+    );
+    h.agent.approve(&turn, "call_1", ApprovalDecision::Approved).expect("approve");
+    h.run(None).await;
+
+    let mut store = mino_core::SessionStore::new(home.clone(), &h.cwd).expect("store");
+    let target = other.clone();
+    let info = h.agent.switch(move |s| store.new_session(s, Some(&target))).await.expect("no turn runs").expect("new");
+    assert_ne!(info.session_id, old_id);
+    let opened = tokio::time::timeout(Duration::from_secs(20), h.events.recv()).await.expect("event").expect("open");
+    assert_eq!(opened.session_id, info.session_id);
+    assert!(matches!(&opened.event, AgentEvent::SessionOpened { recovery } if recovery.turns().is_empty()));
+    // Released: another opener can take the old session now.
+    drop(Session::open(&home, &old_id).expect("the old session is released"));
+
+    let turn = h.agent.chat("two").await.expect("chat in the new session");
+    assert_eq!(turn, "turn-1", "a new session counts its own turns");
+    let numbered = tokio::time::timeout(Duration::from_secs(20), h.events.recv()).await.expect("event").expect("open");
+    assert_eq!(numbered.seq, opened.seq, "the switch took no seq");
+    assert_eq!(numbered.session_id, info.session_id);
+    loop {
+        let numbered =
+            tokio::time::timeout(Duration::from_secs(20), h.events.recv()).await.expect("event").expect("open");
+        assert_eq!(numbered.session_id, info.session_id);
+        match numbered.event {
+            AgentEvent::ApprovalRequest { turn_id, call_id, directory, .. } => {
+                assert_eq!(directory, other.display().to_string(), "commands run in the new session's directory");
+                h.agent.approve(&turn_id, &call_id, ApprovalDecision::Approved).expect("approve");
+            }
+            AgentEvent::ToolResult { output, .. } => assert_eq!(output, format!("{}\n", other.display())),
+            AgentEvent::TurnEnded { status, .. } => {
+                assert_eq!(status, TurnStatus::Completed);
+                break;
+            }
+            _ => {}
+        }
+    }
 }

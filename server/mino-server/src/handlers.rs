@@ -10,11 +10,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use mino_core::agent::Decision;
 use mino_core::agent::{AgentError, AgentEvent, Numbered, TurnLimits};
 use mino_core::bash;
+use mino_core::policy::{ApprovalMode, PolicyError};
 use mino_core::recovery::{RecoveredTurn, RecoveryReport};
-use mino_core::transcript::Turn;
-use mino_core::{agent::Agent, App, ApprovalDecision, OpenError, OpenOptions, Session, SessionError};
+use mino_core::rules::{Rule, RuleKind, RuleScope};
+use mino_core::sandbox::SandboxMode;
+use mino_core::transcript::{Approver, Turn};
+use mino_core::{agent::Agent, App, OpenError, OpenOptions, Session, SessionError};
+use mino_core::{ListScope, SessionStore, StoreError};
 use mino_protocol as wire;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -38,6 +43,8 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 /// What `initialize` opened.
 struct Opened {
     agent: Agent,
+    /// Locked after the agent's session when both are needed (a switch).
+    store: Arc<Mutex<SessionStore>>,
     /// Taken by the task that streams notifications, once.
     stream: Option<Stream>,
 }
@@ -144,13 +151,29 @@ pub fn service() -> (LspService<Backend>, tower_lsp_server::ClientSocket, Handle
         .custom_method(wire::method::ACKNOWLEDGE, Backend::acknowledge)
         .custom_method(wire::method::CANCEL, Backend::cancel)
         .custom_method(wire::method::HISTORY, Backend::history)
+        .custom_method(wire::method::SESSIONS_LIST, Backend::sessions_list)
+        .custom_method(wire::method::SESSIONS_NEW, Backend::sessions_new)
+        .custom_method(wire::method::SESSIONS_OPEN, Backend::sessions_open)
+        .custom_method(wire::method::SESSIONS_RENAME, Backend::sessions_rename)
+        .custom_method(wire::method::SESSIONS_DELETE, Backend::sessions_delete)
+        // Approval rules and settings.
+        .custom_method(wire::method::RULES_LIST, Backend::rules_list)
+        .custom_method(wire::method::RULES_REVOKE, Backend::rules_revoke)
+        .custom_method(wire::method::SETTINGS_UPDATE, Backend::settings_update)
         .finish();
     (service, socket, handle)
 }
 
 /// Methods whose params are all optional: the transport gives them `{}`
 /// when a request has no `params` member.
-pub const OPTIONAL_PARAMS: [&str; 2] = [wire::method::ACKNOWLEDGE, wire::method::HISTORY];
+pub const OPTIONAL_PARAMS: [&str; 6] = [
+    wire::method::ACKNOWLEDGE,
+    wire::method::HISTORY,
+    wire::method::SESSIONS_LIST,
+    wire::method::SESSIONS_NEW,
+    wire::method::RULES_LIST,
+    wire::method::SETTINGS_UPDATE,
+];
 
 // ---------------------------------------------------------------- errors
 
@@ -205,7 +228,129 @@ fn agent_error(e: AgentError) -> Error {
             error_with(code::UNKNOWN_TURN, message, json!({ "turnId": turn_id }))
         }
         AgentError::Closed => internal(AgentError::Closed.to_string()),
+        AgentError::Switching => error(code::TURN_IN_PROGRESS, AgentError::Switching.to_string()),
+        AgentError::Policy(e @ (PolicyError::Sandbox(_) | PolicyError::UnknownRule(_))) => {
+            invalid_params(e.to_string())
+        }
+        AgentError::Policy(e @ PolicyError::File(_)) => {
+            tracing::warn!(error = %e, "the workspace rules file could not be changed");
+            error(wire::error_code::JOURNAL_FAILURE, e.to_string())
+        }
     }
+}
+
+// ---------------------------------------------------------------- approval rules and settings
+
+fn sandbox_mode(mode: SandboxMode) -> wire::SandboxMode {
+    match mode {
+        SandboxMode::Off => wire::SandboxMode::Off,
+        SandboxMode::ReadOnly => wire::SandboxMode::ReadOnly,
+        SandboxMode::WorkspaceWrite => wire::SandboxMode::WorkspaceWrite,
+    }
+}
+
+fn core_sandbox_mode(mode: wire::SandboxMode) -> SandboxMode {
+    match mode {
+        wire::SandboxMode::Off => SandboxMode::Off,
+        wire::SandboxMode::ReadOnly => SandboxMode::ReadOnly,
+        wire::SandboxMode::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+    }
+}
+
+fn approval_mode(mode: ApprovalMode) -> wire::ApprovalMode {
+    match mode {
+        ApprovalMode::Ask => wire::ApprovalMode::Ask,
+        ApprovalMode::Rules => wire::ApprovalMode::Rules,
+        ApprovalMode::SandboxedAuto => wire::ApprovalMode::SandboxedAuto,
+    }
+}
+
+fn core_approval_mode(mode: wire::ApprovalMode) -> ApprovalMode {
+    match mode {
+        wire::ApprovalMode::Ask => ApprovalMode::Ask,
+        wire::ApprovalMode::Rules => ApprovalMode::Rules,
+        wire::ApprovalMode::SandboxedAuto => ApprovalMode::SandboxedAuto,
+    }
+}
+
+fn rule_view(rule: &Rule) -> wire::RuleView {
+    wire::RuleView {
+        id: rule.id().to_owned(),
+        kind: match rule.kind() {
+            RuleKind::Exact => wire::RuleKind::Exact,
+            RuleKind::Prefix => wire::RuleKind::Prefix,
+        },
+        command: rule.command().to_owned(),
+        scope: match rule.scope() {
+            RuleScope::Session => wire::RuleScope::Session,
+            RuleScope::Workspace => wire::RuleScope::Workspace,
+        },
+    }
+}
+
+fn approved_by(approver: &Approver) -> wire::ApprovedBy {
+    match approver {
+        Approver::User => wire::ApprovedBy { kind: wire::ApproverKind::User, rule: None },
+        Approver::Sandbox => wire::ApprovedBy { kind: wire::ApproverKind::Sandbox, rule: None },
+        Approver::Rule(rule) => wire::ApprovedBy { kind: wire::ApproverKind::Rule, rule: Some(rule_view(rule)) },
+    }
+}
+
+/// A session method's error. A session that cannot be opened, held
+/// elsewhere, missing or current (for delete) is `-32015` with what to do.
+fn store_error(e: StoreError) -> Error {
+    use wire::error_code as code;
+    match e {
+        StoreError::Session(e @ (SessionError::TurnInProgress(_) | SessionError::InvalidInput(_))) => session_error(e),
+        StoreError::Session(e @ SessionError::NotFound { .. }) => {
+            session_unavailable(format!("{e}; mino/sessions/list (scope \"all\") shows the sessions that exist"))
+        }
+        StoreError::Session(e @ SessionError::Journal(mino_core::journal::JournalError::Locked { .. })) => {
+            session_unavailable(format!("{e}; or open another session"))
+        }
+        StoreError::Session(e) => session_unavailable(format!("The session could not be opened: {e}")),
+        e @ (StoreError::HeldElsewhere { .. } | StoreError::Current { .. }) => session_unavailable(e.to_string()),
+        StoreError::InvalidInput(why) => invalid_params(why),
+        e @ StoreError::Io { .. } => error(code::JOURNAL_FAILURE, e.to_string()),
+    }
+}
+
+/// The longest denial reason accepted: it goes into the model's input.
+const MAX_DENIAL_REASON: usize = 4096;
+
+/// The agent's decision for `params`; a rule the matcher refuses, a reason
+/// on anything but a denial, or a missing rule is `-32602` (and the call
+/// stays pending).
+fn decision(params: &wire::ApprovalParams) -> Result<Decision> {
+    if params.reason.is_some() && params.decision != wire::Decision::Deny {
+        return Err(invalid_params("`reason` goes only with decision \"deny\""));
+    }
+    let scope = match params.decision {
+        wire::Decision::Approve => return Ok(Decision::Approve),
+        wire::Decision::Deny => {
+            if params.reason.as_ref().is_some_and(|r| r.len() > MAX_DENIAL_REASON) {
+                return Err(invalid_params(format!(
+                    "the denial reason is longer than {MAX_DENIAL_REASON} bytes; shorten it"
+                )));
+            }
+            return Ok(Decision::Deny { reason: params.reason.clone() });
+        }
+        wire::Decision::AllowSession => RuleScope::Session,
+        wire::Decision::AllowWorkspace => RuleScope::Workspace,
+    };
+    let Some(spec) = &params.rule else {
+        return Err(invalid_params(format!(
+            "decision {:?} needs `rule`: {{\"kind\": \"exact\" | \"prefix\", \"command\": \"...\"}}",
+            params.decision.as_str()
+        )));
+    };
+    let kind = match spec.kind {
+        wire::RuleKind::Exact => RuleKind::Exact,
+        wire::RuleKind::Prefix => RuleKind::Prefix,
+    };
+    let rule = Rule::new(Rule::new_id(), kind, &spec.command, scope)
+        .map_err(|e| invalid_params(format!("the rule was refused, nothing ran and the call still waits: {e}")))?;
+    Ok(Decision::Allow(rule))
 }
 
 // ---------------------------------------------------------------- vocabulary
@@ -293,6 +438,8 @@ fn recovered_turn(t: &RecoveredTurn) -> wire::RecoveredTurnView {
                     diff: c.diff.clone(),
                 },
                 evidence: c.evidence.as_ref().map(evidence),
+                approved_by: c.approver.as_ref().map(approved_by),
+                sandbox: c.sandbox.map(sandbox_mode),
             })
             .collect(),
     }
@@ -305,6 +452,17 @@ fn recovery_notification(session_id: &str, report: &RecoveryReport) -> wire::Rec
         acknowledgement_required: report.acknowledgement_required(),
         unacknowledged_turn_ids: report.unacknowledged.iter().map(|t| t.turn_id.clone()).collect(),
         repairs: report.repairs(),
+    }
+}
+
+/// The core's token counts on the wire.
+fn token_usage(u: mino_core::usage::Usage) -> wire::TokenUsage {
+    wire::TokenUsage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        total_tokens: u.total_tokens,
+        cached_input_tokens: u.cached_input_tokens,
+        reasoning_tokens: u.reasoning_tokens,
     }
 }
 
@@ -331,11 +489,14 @@ fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
                     diff: c.applied_diff(),
                 }),
                 evidence: session.evidence(turn, index).as_ref().map(evidence),
+                approved_by: c.approver().as_ref().map(approved_by),
+                sandbox: c.sandbox.map(sandbox_mode),
             })
             .collect(),
         status: status.map(turn_status),
         reason: turn.end.as_ref().and_then(|e| e.reason.clone()),
         notices,
+        usage: turn.usage.map(token_usage),
     }
 }
 
@@ -355,49 +516,95 @@ fn message<N: wire::notification::Notification>(params: N::Params) -> String {
 }
 
 /// One agent event as its notification.
-fn notification(Numbered { seq, event }: Numbered) -> String {
+fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
     match event {
         AgentEvent::TurnStarted { turn_id, input } => {
-            message::<wire::notification::TurnStarted>(wire::TurnStarted { turn_id, seq, input })
+            message::<wire::notification::TurnStarted>(wire::TurnStarted { turn_id, seq, session_id, input })
         }
         AgentEvent::TextDelta { turn_id, delta } => {
-            message::<wire::notification::TextDelta>(wire::TextDelta { turn_id, seq, delta })
+            message::<wire::notification::TextDelta>(wire::TextDelta { turn_id, seq, session_id, delta })
         }
         AgentEvent::Retrying { turn_id, attempt, delay_ms, reason } => {
-            message::<wire::notification::Retrying>(wire::Retrying { turn_id, seq, attempt, delay_ms, reason })
+            let n = wire::Retrying { turn_id, seq, session_id, attempt, delay_ms, reason };
+            message::<wire::notification::Retrying>(n)
         }
-        AgentEvent::ApprovalRequest { turn_id, call_id, command, directory, environment, limits: l, edit } => {
+        AgentEvent::ApprovalRequest {
+            turn_id,
+            call_id,
+            command,
+            directory,
+            environment,
+            limits: l,
+            sandbox,
+            approval_mode: mode,
+            suggested_rule,
+            edit,
+        } => {
             let edit = edit.map(edit_view);
             let n = wire::ApprovalRequest {
                 turn_id,
                 seq,
+                session_id,
                 call_id,
                 command,
                 directory,
                 environment,
                 limits: limits(l),
                 edit,
+                sandbox: sandbox_mode(sandbox),
+                approval_mode: approval_mode(mode),
+                suggested_rule: suggested_rule.map(|command| wire::RuleSpec { kind: wire::RuleKind::Prefix, command }),
             };
             message::<wire::notification::ApprovalRequest>(n)
         }
-        AgentEvent::ToolStarted { turn_id, call_id, command } => {
-            message::<wire::notification::ToolStarted>(wire::ToolStarted { turn_id, seq, call_id, command })
+        AgentEvent::ToolStarted { turn_id, call_id, command, approver, sandbox } => {
+            let n = wire::ToolStarted {
+                turn_id,
+                seq,
+                session_id,
+                call_id,
+                command,
+                approved_by: approved_by(&approver),
+                sandbox: sandbox_mode(sandbox),
+            };
+            message::<wire::notification::ToolStarted>(n)
         }
         AgentEvent::ToolOutput { turn_id, call_id, stream, chunk } => {
             let stream = match stream {
                 bash::Stream::Stdout => wire::OutputStream::Stdout,
                 bash::Stream::Stderr => wire::OutputStream::Stderr,
             };
-            message::<wire::notification::ToolOutput>(wire::ToolOutput { turn_id, seq, call_id, stream, chunk })
+            let n = wire::ToolOutput { turn_id, seq, session_id, call_id, stream, chunk };
+            message::<wire::notification::ToolOutput>(n)
         }
         AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code, diff } => {
-            let n = wire::ToolResult { turn_id, seq, call_id, status: tool_status(status), output, exit_code, diff };
+            let status = tool_status(status);
+            let n = wire::ToolResult { turn_id, seq, session_id, call_id, status, output, exit_code, diff };
             message::<wire::notification::ToolResult>(n)
         }
-        AgentEvent::TurnEnded { turn_id, status, reason, text } => {
-            let n = wire::TurnEnded { turn_id, seq, status: turn_status(status), reason, text };
+        AgentEvent::TurnEnded { turn_id, status, reason, text, usage, session_usage } => {
+            let (usage, session_usage) = (usage.map(token_usage), session_usage.map(token_usage));
+            let status = turn_status(status);
+            let n = wire::TurnEnded { turn_id, seq, session_id, status, reason, text, usage, session_usage };
             message::<wire::notification::TurnEnded>(n)
         }
+        // A switched-to session announces itself as a started one does.
+        AgentEvent::SessionOpened { recovery } => {
+            message::<wire::notification::Recovery>(recovery_notification(&session_id, &recovery))
+        }
+    }
+}
+
+/// `mino/sessions/list`'s page size when none is asked for, and the largest.
+const DEFAULT_LIST_LIMIT: u64 = 50;
+const MAX_LIST_LIMIT: u64 = 500;
+
+fn session_info(info: mino_core::SessionInfo) -> wire::SessionInfo {
+    wire::SessionInfo {
+        session_id: info.session_id,
+        journal_path: info.journal_path.display().to_string(),
+        cwd: info.cwd,
+        title: info.title,
     }
 }
 
@@ -412,6 +619,7 @@ fn open_error(e: OpenError) -> Error {
             tracing::warn!(error = %e, "the session could not be opened");
             session_unavailable(e.to_string())
         }
+        e @ OpenError::Sandbox(_) => invalid_params(e.to_string()),
         e @ (OpenError::WorkingDirectory(_)
         | OpenError::Setting(_)
         | OpenError::Model(_)
@@ -428,6 +636,102 @@ impl Backend {
             .as_ref()
             .map(|o| o.agent.clone())
             .ok_or_else(|| internal("no session is open; initialize failed"))
+    }
+
+    fn store(&self) -> Result<Arc<Mutex<SessionStore>>> {
+        lock(&self.shared.opened)
+            .as_ref()
+            .map(|o| o.store.clone())
+            .ok_or_else(|| internal("no session is open; initialize failed"))
+    }
+
+    /// Runs `f` with the store locked on a blocking thread (it reads and
+    /// writes files).
+    async fn with_store<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut SessionStore) -> std::result::Result<R, StoreError> + Send + 'static,
+    ) -> Result<R> {
+        let store = self.store()?;
+        match tokio::task::spawn_blocking(move || f(&mut lock(&store))).await {
+            Ok(result) => result.map_err(store_error),
+            Err(e) => Err(internal(format!("a session operation was abandoned: {e}"))),
+        }
+    }
+
+    /// Makes another session current through `open` (the store's `open` or
+    /// `new_session`); the agent then sends its `mino/recovery`.
+    async fn switch(
+        &self,
+        open: impl FnOnce(
+                &mut SessionStore,
+                &mut Session,
+            ) -> std::result::Result<(mino_core::SessionInfo, RecoveryReport), StoreError>
+            + Send
+            + 'static,
+    ) -> Result<wire::SessionInfo> {
+        let agent = self.agent()?;
+        let store = self.store()?;
+        let info = agent
+            .switch(move |session| open(&mut lock(&store), session))
+            .await
+            .map_err(agent_error)?
+            .map_err(store_error)?;
+        tracing::info!(session_id = info.session_id, journal_path = %info.journal_path.display(), cwd = info.cwd, "session switched");
+        Ok(session_info(info))
+    }
+
+    async fn sessions_list(&self, params: wire::SessionsListParams) -> Result<wire::SessionsListResult> {
+        let limit = match params.limit {
+            None => DEFAULT_LIST_LIMIT,
+            Some(n @ 1..=MAX_LIST_LIMIT) => n,
+            Some(n) => return Err(invalid_params(format!("limit must be 1 to {MAX_LIST_LIMIT}; it was {n}"))),
+        };
+        let scope = match params.scope.unwrap_or(wire::ListScope::Workspace) {
+            wire::ListScope::Workspace => ListScope::Workspace,
+            wire::ListScope::All => ListScope::All,
+        };
+        let page = self.with_store(move |store| store.list(scope, limit as usize, params.cursor.as_deref())).await?;
+        Ok(wire::SessionsListResult {
+            sessions: page
+                .sessions
+                .into_iter()
+                .map(|e| wire::SessionEntry {
+                    session_id: e.session_id,
+                    cwd: e.cwd,
+                    title: e.title,
+                    created_at: e.created_at,
+                    last_active_at: e.last_active_at,
+                    turns: e.turns,
+                    held_elsewhere: e.held_elsewhere,
+                    acknowledgement_required: e.acknowledgement_required,
+                    current: e.current,
+                })
+                .collect(),
+            next_cursor: page.next_cursor,
+        })
+    }
+
+    async fn sessions_new(&self, params: wire::SessionsNewParams) -> Result<wire::SessionInfo> {
+        self.switch(move |store, session| {
+            // Relative to the workspace, as the client sees it.
+            let cwd = params.cwd.map(|dir| store.workspace().join(dir));
+            store.new_session(session, cwd.as_deref())
+        })
+        .await
+    }
+
+    async fn sessions_open(&self, params: wire::SessionsOpenParams) -> Result<wire::SessionInfo> {
+        self.switch(move |store, session| store.open(session, &params.session_id)).await
+    }
+
+    async fn sessions_rename(&self, params: wire::SessionsRenameParams) -> Result<wire::EmptyResult> {
+        self.with_store(move |store| store.rename(&params.session_id, &params.title)).await?;
+        Ok(wire::EmptyResult {})
+    }
+
+    async fn sessions_delete(&self, params: wire::SessionsDeleteParams) -> Result<wire::SessionsDeleteResult> {
+        let trashed = self.with_store(move |store| store.delete(&params.session_id)).await?;
+        Ok(wire::SessionsDeleteResult { trashed_to: trashed.display().to_string() })
     }
 
     /// Hands `mino/recovery` and the agent's events to [`Notifications`].
@@ -450,12 +754,37 @@ impl Backend {
     }
 
     async fn approval(&self, params: wire::ApprovalParams) -> Result<wire::EmptyResult> {
-        let decision = match params.decision {
-            wire::Decision::Approve => ApprovalDecision::Approved,
-            wire::Decision::Deny => ApprovalDecision::Denied,
-        };
-        self.agent()?.approve(&params.turn_id, &params.call_id, decision).map_err(agent_error)?;
+        let agent = self.agent()?;
+        let decision = decision(&params)?;
+        agent.decide(&params.turn_id, &params.call_id, decision).map_err(agent_error)?;
         Ok(wire::EmptyResult {})
+    }
+
+    async fn rules_list(&self, _: wire::RulesListParams) -> Result<wire::RulesListResult> {
+        let rules = self.agent()?.rules();
+        Ok(wire::RulesListResult {
+            rules: rules.rules.iter().map(rule_view).collect(),
+            workspace_file: rules.workspace_file.map(|p| p.display().to_string()).unwrap_or_default(),
+            workspace_file_error: rules.workspace_file_error,
+        })
+    }
+
+    async fn rules_revoke(&self, params: wire::RulesRevokeParams) -> Result<wire::EmptyResult> {
+        self.agent()?.revoke_rule(&params.id).await.map_err(agent_error)?;
+        Ok(wire::EmptyResult {})
+    }
+
+    async fn settings_update(&self, params: wire::SettingsUpdateParams) -> Result<wire::SettingsResult> {
+        let agent = self.agent()?;
+        let settings = agent
+            .update_settings(params.approval_mode.map(core_approval_mode), params.sandbox.map(core_sandbox_mode))
+            .map_err(|e| agent_error(e.into()))?;
+        let (_, support) = agent.settings();
+        Ok(wire::SettingsResult {
+            approval_mode: approval_mode(settings.approval_mode),
+            sandbox: sandbox_mode(settings.sandbox),
+            sandbox_support: support,
+        })
     }
 
     async fn acknowledge(&self, params: wire::AcknowledgeParams) -> Result<wire::AcknowledgeResult> {
@@ -492,6 +821,7 @@ impl Backend {
                 session_id: s.id().to_string(),
                 turns: turns[start..end].iter().map(|t| history_turn(s, t)).collect(),
                 has_more: start > 0,
+                usage: s.transcript().usage.map(token_usage),
             })
         })
     }
@@ -516,9 +846,12 @@ impl LanguageServer for Backend {
             new_session: options.new_session,
             supervisor,
             limits: TurnLimits::default(),
+            approval_mode: options.approval_mode.map(core_approval_mode),
+            sandbox: options.sandbox.map(core_sandbox_mode),
         })
         .map_err(open_error)?;
-        let App { agent, events, recovery, session_id, journal_path, cwd, model: model_name } = app;
+        let (settings, sandbox_support) = app.settings();
+        let App { agent, events, recovery, session_id, journal_path, cwd, model: model_name, title, store } = app;
         let journal_path = journal_path.display().to_string();
         let recovery = recovery_notification(&session_id, &recovery);
         tracing::info!(session_id, journal_path, cwd = %cwd.display(), model = model_name, "session open");
@@ -528,11 +861,19 @@ impl LanguageServer for Backend {
                 // A concurrent initialize won; this one's session is dropped (and unlocked).
                 return Err(Error::invalid_request());
             }
-            *opened = Some(Opened { agent, stream: Some((recovery, events)) });
+            *opened = Some(Opened { agent, store: Arc::new(Mutex::new(store)), stream: Some((recovery, events)) });
         }
 
-        let mino =
-            wire::ServerCapabilities { session_id, journal_path, cwd: cwd.display().to_string(), model: model_name };
+        let mino = wire::ServerCapabilities {
+            session_id,
+            journal_path,
+            cwd: cwd.display().to_string(),
+            model: model_name,
+            title,
+            approval_mode: approval_mode(settings.approval_mode),
+            sandbox: sandbox_mode(settings.sandbox),
+            sandbox_support,
+        };
         let mino = serde_json::to_value(mino).map_err(|e| internal(e.to_string()))?;
         Ok(InitializeResult {
             capabilities: ServerCapabilities { experimental: Some(json!({ "mino": mino })), ..Default::default() },

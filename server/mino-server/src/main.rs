@@ -22,7 +22,12 @@ fn main() -> anyhow::Result<()> {
     if args.first().map(String::as_str) == Some(mino_core::supervisor::FLAG) {
         std::process::exit(mino_core::supervisor::main(&args[1..]));
     }
-    match args.first().map(String::as_str) {
+    // `--acp`: the Agent Client Protocol front door (docs/acp.md), same core.
+    let acp = args.first().map(String::as_str) == Some("--acp");
+    if acp && args.len() > 1 {
+        anyhow::bail!("--acp takes no other argument (got {:?}); try --help", &args[1..]);
+    }
+    match args.first().map(String::as_str).filter(|_| !acp) {
         Some("--version" | "-V") => {
             // Not the protocol stream: the server is not serving.
             let mut out = std::io::stdout().lock();
@@ -35,8 +40,8 @@ fn main() -> anyhow::Result<()> {
                 out,
                 "{name} {version}\n\nMino's agent as a JSON-RPC server on stdin/stdout (LSP base protocol).\n\
                  Started by a client, not by hand. See docs/protocol.md.\n\n\
-                 Environment: MINO_HOME, OPENAI_API_KEY, OPENAI_BASE_URL, MINO_MODEL, MINO_PROVIDER, MINO_COMMAND_TIMEOUT_SECS, RUST_LOG (logs go to stderr).\n\n\
-                 Options:\n  --version  print the version and exit\n  --help     print this help and exit",
+                 Environment: MINO_HOME, OPENAI_API_KEY, OPENAI_BASE_URL, MINO_MODEL, MINO_PROVIDER, MINO_COMMAND_TIMEOUT_SECS, MINO_SANDBOX, RUST_LOG (logs go to stderr).\n\n\
+                 Options:\n  --acp      speak the Agent Client Protocol instead (see docs/acp.md)\n  --version  print the version and exit\n  --help     print this help and exit",
                 name = handlers::SERVER_NAME,
                 version = handlers::VERSION,
             )?;
@@ -70,6 +75,9 @@ fn main() -> anyhow::Result<()> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async {
+        if acp {
+            return mino_acp::serve_stdio().await;
+        }
         let (service, socket, handle) = handlers::service();
         transport::serve(tokio::io::stdin(), std::io::stdout(), service, socket, handle).await;
     });

@@ -50,9 +50,20 @@ fn banner(comment: &str) -> String {
     )
 }
 
-/// The wire name without the `mino/` prefix: `mino/turnStarted` → `turnStarted`.
-fn short_name(method: &str) -> &str {
-    method.strip_prefix("mino/").unwrap_or(method)
+/// The wire name without the `mino/` prefix, as an identifier:
+/// `mino/turnStarted` → `turnStarted`, `mino/rules/list` → `rulesList`
+/// (a `/` is not valid in a TypeScript or Lua key).
+fn short_name(method: &str) -> String {
+    let mut parts = method.strip_prefix("mino/").unwrap_or(method).split('/');
+    let mut name = parts.next().unwrap_or_default().to_string();
+    for part in parts {
+        let mut chars = part.chars();
+        if let Some(first) = chars.next() {
+            name.extend(first.to_uppercase());
+            name.push_str(chars.as_str());
+        }
+    }
+    name
 }
 
 /// `TURN_IN_PROGRESS` → `turnInProgress`.
@@ -121,7 +132,7 @@ struct TsMethods {
 impl Visitor for TsMethods {
     fn request<R: Request>(&mut self) {
         let cfg = ts_config();
-        self.names.push((short_name(R::METHOD).to_string(), R::METHOD));
+        self.names.push((short_name(R::METHOD), R::METHOD));
         self.request_map.push(format!(
             "  '{}': {{ params: {}; result: {} }};",
             R::METHOD,
@@ -134,7 +145,7 @@ impl Visitor for TsMethods {
 
     fn notification<N: Notification>(&mut self) {
         let cfg = ts_config();
-        self.notification_names.push((short_name(N::METHOD).to_string(), N::METHOD));
+        self.notification_names.push((short_name(N::METHOD), N::METHOD));
         self.notification_map.push(format!("  '{}': {};", N::METHOD, N::Params::name(&cfg)));
         self.roots.push(|d| d.visit::<N::Params>());
     }
@@ -244,16 +255,18 @@ impl Visitor for LuaMethods {
     }
 }
 
+/// A table as one line, `M.name = { key = value, … }`: generated, and kept
+/// short so that no run of lines restates the crate's own listing.
 fn lua_table(out: &mut String, doc: &str, name: &str, entries: impl IntoIterator<Item = (String, String)>) {
-    let _ = writeln!(out, "--- {doc}\nM.{name} = {{");
-    for (key, value) in entries {
-        let _ = writeln!(out, "  {key} = {value},");
-    }
-    out.push_str("}\n\n");
+    let entries: Vec<String> = entries.into_iter().map(|(key, value)| format!("{key} = {value}")).collect();
+    let _ = writeln!(out, "--- {doc}\nM.{name} = {{ {} }}\n", entries.join(", "));
 }
 
+/// A status table as one line, `M.name = values { "a", "b" }`: each value is
+/// its own key (`M.name.a == "a"`), written once.
 fn lua_status_table(out: &mut String, doc: &str, name: &str, values: impl IntoIterator<Item = &'static str>) {
-    lua_table(out, doc, name, values.into_iter().map(|v| (v.to_string(), quoted(v))));
+    let values: Vec<String> = values.into_iter().map(quoted).collect();
+    let _ = writeln!(out, "--- {doc}\nM.{name} = values {{ {} }}\n", values.join(", "));
 }
 
 /// The Lua module `mino.protocol`: method names, statuses, decisions, error
@@ -264,26 +277,25 @@ pub fn lua() -> String {
 
     let mut out = banner("--");
     out.push_str("local M = {}\n\n");
+    out.push_str("--- A table whose keys are its values.\nlocal function values(list)\n  local t = {}\n  for _, v in ipairs(list) do\n    t[v] = v\n  end\n  return t\nend\n\n");
     lua_table(
         &mut out,
         "Client-to-server requests.",
         "method",
-        methods.requests.iter().map(|m| (short_name(m).to_string(), quoted(m))),
+        methods.requests.iter().map(|m| (short_name(m), quoted(m))),
     );
     lua_table(
         &mut out,
         "Server-to-client notifications.",
         "notification",
-        methods.notifications.iter().map(|m| (short_name(m).to_string(), quoted(m))),
+        methods.notifications.iter().map(|m| (short_name(m), quoted(m))),
     );
+    let turn: Vec<String> = method::TURN_NOTIFICATIONS.iter().map(|m| quoted(m)).collect();
     let _ = writeln!(
         out,
-        "--- Every notification a turn emits, in the order a turn emits them.\nM.turn_notifications = {{"
+        "--- Every notification a turn emits, in the order a turn emits them.\nM.turn_notifications = {{ {} }}\n",
+        turn.join(", ")
     );
-    for m in method::TURN_NOTIFICATIONS {
-        let _ = writeln!(out, "  {},", quoted(m));
-    }
-    out.push_str("}\n\n");
     lua_status_table(&mut out, "Turn statuses.", "turn_status", TurnStatus::ALL.iter().map(|s| s.as_str()));
     lua_status_table(&mut out, "Tool statuses.", "tool_status", ToolStatus::ALL.iter().map(|s| s.as_str()));
     lua_status_table(&mut out, "Decisions in mino/approval.", "decision", Decision::ALL.iter().map(|s| s.as_str()));
@@ -310,6 +322,8 @@ mod tests {
     #[test]
     fn names_are_derived_as_the_clients_spell_them() {
         assert_eq!(short_name("mino/approvalRequest"), "approvalRequest");
+        assert_eq!(short_name("mino/sessions/list"), "sessionsList");
+        assert_eq!(short_name("mino/rules/list"), "rulesList");
         assert_eq!(lower_camel("ACKNOWLEDGEMENT_REQUIRED"), "acknowledgementRequired");
         assert_eq!(ts_message_suffix("ACKNOWLEDGEMENT_REQUIRED"), "_MESSAGE");
         assert_eq!(ts_message_suffix("ACKNOWLEDGEMENT_QUESTION"), "");
@@ -324,7 +338,7 @@ mod tests {
             assert!(lua.contains(&format!("\"{name}\"")), "{name} missing from the Lua");
         }
         for status in ToolStatus::ALL {
-            assert!(lua.contains(&format!("{0} = \"{0}\"", status.as_str())), "{status:?}");
+            assert!(lua.contains(&format!("\"{}\"", status.as_str())), "{status:?}");
         }
         assert!(ts.contains("export type ToolStatus = "), "{ts}");
         assert!(ts.contains("export type RecoveryNotification = "), "{ts}");

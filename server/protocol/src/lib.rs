@@ -100,6 +100,23 @@ methods! {
         Cancel = CANCEL("mino/cancel", CancelParams) -> EmptyResult;
         /// `mino/history`: the session's turns, whole or in pages.
         History = HISTORY("mino/history", HistoryParams) -> HistoryResult;
+        /// `mino/sessions/list`: this workspace's sessions (or every one), newest first.
+        SessionsList = SESSIONS_LIST("mino/sessions/list", SessionsListParams) -> SessionsListResult;
+        /// `mino/sessions/new`: starts a new session and makes it current.
+        SessionsNew = SESSIONS_NEW("mino/sessions/new", SessionsNewParams) -> SessionInfo;
+        /// `mino/sessions/open`: opens a session by id and makes it current.
+        SessionsOpen = SESSIONS_OPEN("mino/sessions/open", SessionsOpenParams) -> SessionInfo;
+        /// `mino/sessions/rename`: sets a session's title.
+        SessionsRename = SESSIONS_RENAME("mino/sessions/rename", SessionsRenameParams) -> EmptyResult;
+        /// `mino/sessions/delete`: moves a session's files to the trash.
+        SessionsDelete = SESSIONS_DELETE("mino/sessions/delete", SessionsDeleteParams) -> SessionsDeleteResult;
+        // Approval rules and settings.
+        /// `mino/rules/list`: the rules in force and the workspace rules file.
+        RulesList = RULES_LIST("mino/rules/list", RulesListParams) -> RulesListResult;
+        /// `mino/rules/revoke`: removes a rule (session or workspace).
+        RulesRevoke = RULES_REVOKE("mino/rules/revoke", RulesRevokeParams) -> EmptyResult;
+        /// `mino/settings/update`: the session's approval mode and sandbox mode.
+        SettingsUpdate = SETTINGS_UPDATE("mino/settings/update", SettingsUpdateParams) -> SettingsResult;
     }
     notifications {
         /// `mino/recovery`: what opening the session recovered.
@@ -222,7 +239,8 @@ pub struct InitializationOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub cwd: Option<String>,
-    /// Session to open; `None` opens the most recent one, or a new one if there is none.
+    /// Session to open by id, from any workspace; `None` opens the most
+    /// recently active session of `cwd` that no other process holds, or a new one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub session: Option<String>,
@@ -230,6 +248,14 @@ pub struct InitializationOptions {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     #[ts(as = "Option<bool>", optional)]
     pub new_session: bool,
+    /// The approval mode to start in (default `ask`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub approval_mode: Option<ApprovalMode>,
+    /// The sandbox mode to start in (default `MINO_SANDBOX`, else `off`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub sandbox: Option<SandboxMode>,
 }
 
 /// What the server adds to `InitializeResult.capabilities.experimental.mino`.
@@ -240,6 +266,13 @@ pub struct ServerCapabilities {
     pub journal_path: String,
     pub cwd: String,
     pub model: String,
+    /// The session's title: renamed, else its first question's first line;
+    /// `null` before the first question.
+    pub title: Option<String>,
+    pub approval_mode: ApprovalMode,
+    pub sandbox: SandboxMode,
+    /// One line saying what this machine's sandbox enforces.
+    pub sandbox_support: String,
 }
 
 // ---------------------------------------------------------------- requests
@@ -261,6 +294,10 @@ wire_enum! {
     pub enum Decision {
         Approve = "approve",
         Deny = "deny",
+        /// Approve, and allow `rule` for the rest of the session.
+        AllowSession = "allowSession",
+        /// Approve, and allow `rule` in every session of the workspace.
+        AllowWorkspace = "allowWorkspace",
     }
 }
 
@@ -272,6 +309,137 @@ pub struct ApprovalParams {
     pub turn_id: String,
     pub call_id: String,
     pub decision: Decision,
+    /// Only with `deny`: the model reads "Denied by the user: <reason>".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub reason: Option<String>,
+    /// Required with `allowSession`/`allowWorkspace`: the rule to grant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub rule: Option<RuleSpec>,
+}
+
+impl ApprovalParams {
+    /// A plain approve or deny.
+    pub fn new(turn_id: impl Into<String>, call_id: impl Into<String>, decision: Decision) -> Self {
+        Self { turn_id: turn_id.into(), call_id: call_id.into(), decision, reason: None, rule: None }
+    }
+}
+
+// ---------------------------------------------------------------- approval rules and settings
+
+wire_enum! {
+    /// What a command may touch (`mino_core::sandbox::SandboxMode`).
+    pub enum SandboxMode {
+        Off = "off",
+        ReadOnly = "read-only",
+        WorkspaceWrite = "workspace-write",
+    }
+}
+
+wire_enum! {
+    /// When a command may run without the person's answer.
+    pub enum ApprovalMode {
+        Ask = "ask",
+        Rules = "rules",
+        SandboxedAuto = "sandboxed-auto",
+    }
+}
+
+wire_enum! {
+    /// How a rule compares a command's words.
+    pub enum RuleKind {
+        Exact = "exact",
+        Prefix = "prefix",
+    }
+}
+
+wire_enum! {
+    /// Where a rule holds.
+    pub enum RuleScope {
+        Session = "session",
+        Workspace = "workspace",
+    }
+}
+
+wire_enum! {
+    /// Who approved a call.
+    pub enum ApproverKind {
+        User = "user",
+        Rule = "rule",
+        Sandbox = "sandbox",
+    }
+}
+
+/// A rule as a client asks for it (and as the server suggests it).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RuleSpec {
+    pub kind: RuleKind,
+    pub command: String,
+}
+
+/// A rule in force.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RuleView {
+    pub id: String,
+    pub kind: RuleKind,
+    pub command: String,
+    pub scope: RuleScope,
+}
+
+/// Who approved a call; `rule` with `kind: "rule"` (the first rule that
+/// covered it).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovedBy {
+    pub kind: ApproverKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub rule: Option<RuleView>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RulesListParams {}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RulesListResult {
+    pub rules: Vec<RuleView>,
+    /// The workspace rules file's path (it may not exist yet).
+    pub workspace_file: String,
+    /// Why none of the file's rules apply (it names the line), when so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub workspace_file_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RulesRevokeParams {
+    pub id: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsUpdateParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub approval_mode: Option<ApprovalMode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub sandbox: Option<SandboxMode>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsResult {
+    pub approval_mode: ApprovalMode,
+    pub sandbox: SandboxMode,
+    /// One line saying what this machine's sandbox enforces.
+    pub sandbox_support: String,
 }
 
 /// The `{}` result of methods that only acknowledge.
@@ -321,6 +489,28 @@ pub struct HistoryResult {
     /// Whether older turns exist before the first one returned.
     #[serde(default)]
     pub has_more: bool,
+    /// The tokens of every turn of the session (not only those returned);
+    /// absent when the model service reported none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub usage: Option<TokenUsage>,
+}
+
+/// Tokens the model service reported, summed over responses.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+    /// Input tokens served from the service's prompt cache, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub cached_input_tokens: Option<u64>,
+    /// Output tokens spent on reasoning, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -338,6 +528,10 @@ pub struct HistoryTurn {
     pub reason: Option<String>,
     /// Runtime notices shown with the turn (e.g. that it was interrupted).
     pub notices: Vec<String>,
+    /// The tokens of the turn's responses; absent when none were reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub usage: Option<TokenUsage>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -356,6 +550,14 @@ pub struct HistoryCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub evidence: Option<Evidence>,
+    /// Who approved it; absent when it was not approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub approved_by: Option<ApprovedBy>,
+    /// The sandbox mode it ran in; absent when it never started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub sandbox: Option<SandboxMode>,
 }
 
 wire_enum! {
@@ -389,6 +591,113 @@ pub struct Evidence {
     /// One sentence to show beside the unknown result, e.g. "the command
     /// exited 0 after Mino stopped; last output: done".
     pub summary: String,
+}
+
+// ---------------------------------------------------------------- sessions
+
+wire_enum! {
+    /// Which sessions `mino/sessions/list` shows.
+    pub enum ListScope {
+        /// The sessions created for this server's workspace.
+        Workspace = "workspace",
+        /// Every session of `$MINO_HOME`.
+        All = "all",
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsListParams {
+    /// Default `workspace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub scope: Option<ListScope>,
+    /// At most this many sessions (1..=500, default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub limit: Option<u64>,
+    /// A previous page's `nextCursor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsListResult {
+    /// Newest (last active) first.
+    pub sessions: Vec<SessionEntry>,
+    /// Present when more sessions follow: pass it as `cursor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub next_cursor: Option<String>,
+}
+
+/// One session in a list.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEntry {
+    pub session_id: String,
+    /// The directory the session was created for; its commands run there.
+    pub cwd: String,
+    pub title: Option<String>,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339: when its journal was last written.
+    pub last_active_at: String,
+    pub turns: u64,
+    /// Another Mino process holds it: it cannot be opened or deleted here.
+    pub held_elsewhere: bool,
+    /// Opening it shows an unknown result to acknowledge before chatting.
+    pub acknowledgement_required: bool,
+    /// It is this server's current session.
+    pub current: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsNewParams {
+    /// The directory the new session's commands run in; default the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub cwd: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsOpenParams {
+    pub session_id: String,
+}
+
+/// The session now current, after `mino/sessions/new` or `mino/sessions/open`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub journal_path: String,
+    pub cwd: String,
+    pub title: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsRenameParams {
+    pub session_id: String,
+    /// 1 to 200 characters after trimming, one line.
+    pub title: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsDeleteParams {
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsDeleteResult {
+    /// The directory under `$MINO_HOME/trash/` now holding the session's files.
+    pub trashed_to: String,
 }
 
 // ---------------------------------------------------------------- shared vocabulary
@@ -507,6 +816,14 @@ pub struct RecoveredCallView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub evidence: Option<Evidence>,
+    /// Who approved it; absent when it was not approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub approved_by: Option<ApprovedBy>,
+    /// The sandbox mode it ran in; absent when it never started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub sandbox: Option<SandboxMode>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -514,6 +831,8 @@ pub struct RecoveredCallView {
 pub struct TurnStarted {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub input: String,
 }
 
@@ -522,6 +841,8 @@ pub struct TurnStarted {
 pub struct TextDelta {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub delta: String,
 }
 
@@ -534,6 +855,8 @@ pub struct TextDelta {
 pub struct Retrying {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub attempt: u32,
     pub delay_ms: u64,
     pub reason: String,
@@ -544,12 +867,22 @@ pub struct Retrying {
 pub struct ApprovalRequest {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub call_id: String,
     pub command: String,
     pub directory: String,
     /// The complete environment the command will get (names and values).
     pub environment: BTreeMap<String, String>,
     pub limits: Limits,
+    /// The sandbox the command will run in if approved.
+    pub sandbox: SandboxMode,
+    pub approval_mode: ApprovalMode,
+    /// The command's first words as a prefix rule, for "allow for
+    /// session/workspace"; absent when the command is not one plain command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub suggested_rule: Option<RuleSpec>,
     /// An edit call's proposal; absent for a command. For an edit, `command`
     /// is the summary `<tool> <path as the model gave it>`, `environment`
     /// is empty and `limits` are zero (nothing runs).
@@ -563,8 +896,13 @@ pub struct ApprovalRequest {
 pub struct ToolStarted {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub call_id: String,
     pub command: String,
+    pub approved_by: ApprovedBy,
+    /// The sandbox mode the command runs in.
+    pub sandbox: SandboxMode,
 }
 
 wire_enum! {
@@ -579,6 +917,8 @@ wire_enum! {
 pub struct ToolOutput {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub call_id: String,
     pub stream: OutputStream,
     pub chunk: String,
@@ -589,6 +929,8 @@ pub struct ToolOutput {
 pub struct ToolResult {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub call_id: String,
     pub status: ToolStatus,
     pub output: String,
@@ -607,6 +949,8 @@ pub struct ToolResult {
 pub struct TurnEnded {
     pub turn_id: String,
     pub seq: u64,
+    /// The session the turn belongs to.
+    pub session_id: String,
     pub status: TurnStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
@@ -614,6 +958,14 @@ pub struct TurnEnded {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub text: Option<String>,
+    /// The tokens of this turn's responses; absent when none were reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub usage: Option<TokenUsage>,
+    /// The session's tokens so far, this turn included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub session_usage: Option<TokenUsage>,
 }
 
 /// Any notification a turn emits, tagged by its method name; handy for
@@ -653,6 +1005,19 @@ impl TurnNotification {
         }
     }
 
+    pub fn session_id(&self) -> &str {
+        match self {
+            Self::TurnStarted(n) => &n.session_id,
+            Self::TextDelta(n) => &n.session_id,
+            Self::Retrying(n) => &n.session_id,
+            Self::ApprovalRequest(n) => &n.session_id,
+            Self::ToolStarted(n) => &n.session_id,
+            Self::ToolOutput(n) => &n.session_id,
+            Self::ToolResult(n) => &n.session_id,
+            Self::TurnEnded(n) => &n.session_id,
+        }
+    }
+
     pub fn seq(&self) -> u64 {
         match self {
             Self::TurnStarted(n) => n.seq,
@@ -677,18 +1042,25 @@ mod tests {
         let n = TurnNotification::ApprovalRequest(ApprovalRequest {
             turn_id: "t1".into(),
             seq: 3,
+            session_id: "s1".into(),
             call_id: "call_1".into(),
             command: "ls".into(),
             directory: "/tmp".into(),
             environment: BTreeMap::from([("PATH".into(), "/usr/bin".into())]),
             limits: Limits { timeout_seconds: 120, output_limit_bytes: 65536 },
             edit: None,
+            sandbox: SandboxMode::WorkspaceWrite,
+            approval_mode: ApprovalMode::Rules,
+            suggested_rule: Some(RuleSpec { kind: RuleKind::Prefix, command: "ls".into() }),
         });
         let v = serde_json::to_value(&n).unwrap();
         assert_eq!(v["method"], "mino/approvalRequest");
         assert_eq!(v["params"]["callId"], "call_1");
         assert_eq!(v["params"]["limits"]["timeoutSeconds"], 120);
-        assert!(v["params"].get("edit").is_none(), "a command's request has no `edit`");
+        assert_eq!(v["params"]["sessionId"], "s1");
+        assert_eq!(v["params"]["sandbox"], "workspace-write");
+        assert_eq!(v["params"]["approvalMode"], "rules");
+        assert_eq!(v["params"]["suggestedRule"], json!({"kind": "prefix", "command": "ls"}));
     }
 
     #[test]
@@ -710,12 +1082,17 @@ mod tests {
 
     #[test]
     fn approval_params_name_the_turn_and_the_call() {
-        let p = ApprovalParams { turn_id: "turn-2".into(), call_id: "call_1".into(), decision: Decision::Approve };
+        let p = ApprovalParams::new("turn-2", "call_1", Decision::Approve);
         let v = serde_json::to_value(&p).unwrap();
         assert_eq!(v, json!({"turnId": "turn-2", "callId": "call_1", "decision": "approve"}));
         let missing = serde_json::from_value::<ApprovalParams>(json!({"callId": "call_1", "decision": "approve"}));
         let err = missing.expect_err("turnId is required").to_string();
         assert!(err.contains("turnId"), "{err}");
+        let allow: ApprovalParams = serde_json::from_value(json!({"turnId": "turn-2", "callId": "call_1",
+            "decision": "allowWorkspace", "rule": {"kind": "prefix", "command": "npm test"}}))
+        .unwrap();
+        assert_eq!(allow.decision, Decision::AllowWorkspace);
+        assert_eq!(allow.rule, Some(RuleSpec { kind: RuleKind::Prefix, command: "npm test".into() }));
     }
 
     #[test]

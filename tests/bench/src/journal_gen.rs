@@ -52,6 +52,7 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
             RecordBody::User { turn_id: turn_id.clone(), text: prose(40, turn) },
             RecordBody::Response {
                 turn_id: turn_id.clone(),
+                usage: None,
                 items: vec![
                     raw(
                         json!({"id": format!("rs_{turn}"), "type": "reasoning", "summary": [], "encrypted_content": "gAAAA".repeat(60)}),
@@ -68,6 +69,8 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
                 turn_id: turn_id.clone(),
                 call_id: call_id.clone(),
                 decision: ApprovalDecision::Approved,
+                approved_by: None,
+                rules: Vec::new(),
             },
             RecordBody::ToolStart {
                 turn_id: turn_id.clone(),
@@ -75,6 +78,7 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
                 command: Some(command),
                 edit: None,
                 cwd: "/work".into(),
+                sandbox: None,
             },
             RecordBody::ToolResult {
                 turn_id: turn_id.clone(),
@@ -86,6 +90,7 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
             },
             RecordBody::Response {
                 turn_id: turn_id.clone(),
+                usage: None,
                 items: vec![raw(
                     json!({"id": format!("msg_{turn}b"), "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": prose(120, turn + 2), "annotations": []}]}),
                 )?],

@@ -162,7 +162,7 @@ pub fn server_bin() -> PathBuf {
         let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
         let bin = profile_dir.join("mino-server");
         let root = workspace_root();
-        let sources = ["server/mino-server", "server/core", "server/protocol"]
+        let sources = ["server/mino-server", "server/acp", "server/core", "server/protocol"]
             .iter()
             .map(|d| newest_source(&root.join(d)))
             .max()
@@ -399,7 +399,7 @@ impl Server {
         call_id: &str,
         decision: wire::Decision,
     ) -> Result<Value, RpcError> {
-        let params = wire::ApprovalParams { turn_id: turn_id.into(), call_id: call_id.into(), decision };
+        let params = wire::ApprovalParams::new(turn_id, call_id, decision);
         self.call(wire::method::APPROVAL, &params).await
     }
 

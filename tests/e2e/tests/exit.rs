@@ -25,6 +25,8 @@ async fn stdin_close_exits_zero_and_the_key_never_appears_in_journal_or_logs() {
                 turn_id: turn.turn_id.clone(),
                 call_id: "call_1".into(),
                 decision: wire::Decision::Approve,
+                reason: None,
+                rule: None,
             },
         )
         .await

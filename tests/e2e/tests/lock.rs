@@ -21,6 +21,7 @@ async fn a_second_server_on_the_same_session_fails_initialize_and_writes_nothing
         cwd: Some(cwd.display().to_string()),
         session: Some(caps.session_id.clone()),
         new_session: false,
+        ..Default::default()
     };
     let err = second.initialize(&options).await.expect_err("the session is locked");
     assert_eq!(err.code, wire::error_code::SESSION_UNAVAILABLE);
@@ -60,7 +61,7 @@ async fn a_new_session_can_be_opened_beside_a_locked_one() {
     let one = Server::capabilities(&first.initialize(&options_in(&cwd)).await.expect("initialize"));
     let mut second = Server::spawn_in(&home, &mock).await;
     let options =
-        wire::InitializationOptions { cwd: Some(cwd.display().to_string()), session: None, new_session: true };
+        wire::InitializationOptions { cwd: Some(cwd.display().to_string()), new_session: true, ..Default::default() };
     let two = Server::capabilities(&second.initialize(&options).await.expect("a new session"));
     assert_ne!(one.session_id, two.session_id);
 

@@ -105,3 +105,45 @@ async fn an_unknown_provider_is_refused_by_name() {
             || std::fs::read_dir(home.path().join("sessions")).map(|d| d.count()).unwrap_or(0) == 0
     );
 }
+
+/// `$MINO_HOME/config.toml` chooses the provider, the address and the model
+/// when the environment does not; a file with an error stops `initialize`
+/// with its path and line, and no session is opened half-configured.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_config_file_is_read_and_an_error_in_it_is_named_by_line() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let mock = MockModel::start(vec![Reply::text("Configured by file.")]).await.expect("mock");
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "# Mino's settings\nprovider = \"chat-completions\"\nbase_url = \"{}\"\nmodel = \"from-file\"\n",
+            mock.base_url()
+        ),
+    )
+    .expect("config");
+    let mut spawn = Spawn { home: Some(home.path().to_path_buf()), ..Spawn::default() };
+    // The harness points the server at an unreachable address unless told otherwise;
+    // an empty variable counts as unset, so the file's address is used.
+    spawn.env = vec![("OPENAI_BASE_URL".into(), String::new()), ("MINO_MODEL".into(), String::new())];
+    let mut server = Server::spawn_with(spawn).await;
+    let result = server.initialize(&mino_e2e::options_in(&cwd)).await.expect("initialize");
+    assert_eq!(Server::capabilities(&result).model, "from-file");
+    server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
+    let turn = chat(&mut server, "Hi").await;
+    assert_eq!(end_of(&mut server, &turn).await.text.as_deref(), Some("Configured by file."));
+    assert_eq!(mock.requests()[0].path, "/v1/chat/completions");
+    assert_eq!(mock.requests()[0].body["model"], "from-file");
+    server.close_stdin();
+    server.wait(TIMEOUT).await;
+
+    std::fs::write(&config, "provider = \"chat-completions\"\ncommand_timeout_secs = 0\n").expect("config");
+    let sessions_before = std::fs::read_dir(home.path().join("sessions")).expect("sessions").count();
+    let mut server = Server::spawn_in(home.path(), &mock).await;
+    let err = server.initialize(&mino_e2e::options_in(&cwd)).await.expect_err("refused");
+    let at = format!("{}:2", config.display());
+    assert!(err.message.contains(&at) && err.message.contains("command_timeout_secs"), "{}", err.message);
+    let sessions_after = std::fs::read_dir(home.path().join("sessions")).expect("sessions").count();
+    assert_eq!(sessions_before, sessions_after, "no session was created or touched");
+}

@@ -84,6 +84,8 @@ async fn approved_command_runs_and_its_result_goes_back_to_the_model() {
                 turn_id: turn_id.clone(),
                 call_id: "call_nope".into(),
                 decision: wire::Decision::Approve,
+                reason: None,
+                rule: None,
             },
         )
         .await
@@ -101,6 +103,8 @@ async fn approved_command_runs_and_its_result_goes_back_to_the_model() {
                 turn_id: turn_id.clone(),
                 call_id: "call_1".into(),
                 decision: wire::Decision::Approve,
+                reason: None,
+                rule: None,
             },
         )
         .await
@@ -146,6 +150,8 @@ async fn denied_command_is_refused_and_the_model_sees_the_pair() {
                 turn_id: turn_id.clone(),
                 call_id: request.call_id,
                 decision: wire::Decision::Deny,
+                reason: None,
+                rule: None,
             },
         )
         .await

@@ -12,24 +12,61 @@ turnIds?: Array<string>, };
 
 export type AcknowledgeResult = { acknowledged: Array<string>, };
 
+/**
+ * When a command may run without the person's answer.
+ */
+export type ApprovalMode = "ask" | "rules" | "sandboxed-auto";
+
 export type ApprovalParams = { 
 /**
  * The turn of the call, as in its `mino/approvalRequest`: call ids
  * repeat across turns, so the pair names the call.
  */
-turnId: string, callId: string, decision: Decision, };
+turnId: string, callId: string, decision: Decision, 
+/**
+ * Only with `deny`: the model reads "Denied by the user: <reason>".
+ */
+reason?: string, 
+/**
+ * Required with `allowSession`/`allowWorkspace`: the rule to grant.
+ */
+rule?: RuleSpec, };
 
-export type ApprovalRequest = { turnId: string, seq: number, callId: string, command: string, directory: string, 
+export type ApprovalRequest = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, callId: string, command: string, directory: string, 
 /**
  * The complete environment the command will get (names and values).
  */
 environment: { [key in string]: string }, limits: Limits, 
+/**
+ * The sandbox the command will run in if approved.
+ */
+sandbox: SandboxMode, approvalMode: ApprovalMode, 
+/**
+ * The command's first words as a prefix rule, for "allow for
+ * session/workspace"; absent when the command is not one plain command.
+ */
+suggestedRule?: RuleSpec, 
 /**
  * An edit call's proposal; absent for a command. For an edit, `command`
  * is the summary `<tool> <path as the model gave it>`, `environment`
  * is empty and `limits` are zero (nothing runs).
  */
 edit?: EditView, };
+
+/**
+ * Who approved a call; `rule` with `kind: "rule"` (the first rule that
+ * covered it).
+ */
+export type ApprovedBy = { kind: ApproverKind, rule?: RuleView, };
+
+/**
+ * Who approved a call.
+ */
+export type ApproverKind = "user" | "rule" | "sandbox";
 
 export type CancelParams = { turnId: string, };
 
@@ -40,7 +77,7 @@ export type ChatResult = { turnId: string, };
 /**
  * The person's decision on a call, in `mino/approval`.
  */
-export type Decision = "approve" | "deny";
+export type Decision = "approve" | "deny" | "allowSession" | "allowWorkspace";
 
 /**
  * Which file-edit tool a call is.
@@ -119,7 +156,15 @@ result: ToolResultView | null,
 /**
  * What the command's supervisor saw; only beside an `unknown` result.
  */
-evidence?: Evidence, };
+evidence?: Evidence, 
+/**
+ * Who approved it; absent when it was not approved.
+ */
+approvedBy?: ApprovedBy, 
+/**
+ * The sandbox mode it ran in; absent when it never started.
+ */
+sandbox?: SandboxMode, };
 
 /**
  * Paging: without `limit` every turn (before `beforeTurnId`, if given);
@@ -132,7 +177,12 @@ export type HistoryResult = { sessionId: string, turns: Array<HistoryTurn>,
 /**
  * Whether older turns exist before the first one returned.
  */
-hasMore: boolean, };
+hasMore: boolean, 
+/**
+ * The tokens of every turn of the session (not only those returned);
+ * absent when the model service reported none.
+ */
+usage?: TokenUsage, };
 
 export type HistoryTurn = { turnId: string, input: string, 
 /**
@@ -146,7 +196,11 @@ status: TurnStatus | null, reason?: string,
 /**
  * Runtime notices shown with the turn (e.g. that it was interrupted).
  */
-notices: Array<string>, };
+notices: Array<string>, 
+/**
+ * The tokens of the turn's responses; absent when none were reported.
+ */
+usage?: TokenUsage, };
 
 /**
  * `initializationOptions` of the LSP `initialize` request.
@@ -157,15 +211,29 @@ export type InitializationOptions = {
  */
 cwd?: string, 
 /**
- * Session to open; `None` opens the most recent one, or a new one if there is none.
+ * Session to open by id, from any workspace; `None` opens the most
+ * recently active session of `cwd` that no other process holds, or a new one.
  */
 session?: string, 
 /**
  * Start a new session even if others exist.
  */
-newSession?: boolean, };
+newSession?: boolean, 
+/**
+ * The approval mode to start in (default `ask`).
+ */
+approvalMode?: ApprovalMode, 
+/**
+ * The sandbox mode to start in (default `MINO_SANDBOX`, else `off`).
+ */
+sandbox?: SandboxMode, };
 
 export type Limits = { timeoutSeconds: number, outputLimitBytes: number, };
+
+/**
+ * Which sessions `mino/sessions/list` shows.
+ */
+export type ListScope = "workspace" | "all";
 
 export type OutputStream = "stdout" | "stderr";
 
@@ -181,7 +249,15 @@ tool?: EditToolName, result: ToolResultView,
 /**
  * What the command's supervisor saw; only beside an `unknown` result.
  */
-evidence?: Evidence, };
+evidence?: Evidence, 
+/**
+ * Who approved it; absent when it was not approved.
+ */
+approvedBy?: ApprovedBy, 
+/**
+ * The sandbox mode it ran in; absent when it never started.
+ */
+sandbox?: SandboxMode, };
 
 export type RecoveredTurnView = { turnId: string, status: TurnStatus, calls: Array<RecoveredCallView>, };
 
@@ -202,18 +278,183 @@ repairs: Array<string>, };
  * model's current response began (since `turnStarted` or the last
  * `toolResult`) is void: the retried response streams it again.
  */
-export type Retrying = { turnId: string, seq: number, attempt: number, delayMs: number, reason: string, };
+export type Retrying = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, attempt: number, delayMs: number, reason: string, };
+
+/**
+ * How a rule compares a command's words.
+ */
+export type RuleKind = "exact" | "prefix";
+
+/**
+ * Where a rule holds.
+ */
+export type RuleScope = "session" | "workspace";
+
+/**
+ * A rule as a client asks for it (and as the server suggests it).
+ */
+export type RuleSpec = { kind: RuleKind, command: string, };
+
+/**
+ * A rule in force.
+ */
+export type RuleView = { id: string, kind: RuleKind, command: string, scope: RuleScope, };
+
+export type RulesListParams = Record<symbol, never>;
+
+export type RulesListResult = { rules: Array<RuleView>, 
+/**
+ * The workspace rules file's path (it may not exist yet).
+ */
+workspaceFile: string, 
+/**
+ * Why none of the file's rules apply (it names the line), when so.
+ */
+workspaceFileError?: string, };
+
+export type RulesRevokeParams = { id: string, };
+
+/**
+ * What a command may touch (`mino_core::sandbox::SandboxMode`).
+ */
+export type SandboxMode = "off" | "read-only" | "workspace-write";
 
 /**
  * What the server adds to `InitializeResult.capabilities.experimental.mino`.
  */
-export type ServerCapabilities = { sessionId: string, journalPath: string, cwd: string, model: string, };
+export type ServerCapabilities = { sessionId: string, journalPath: string, cwd: string, model: string, 
+/**
+ * The session's title: renamed, else its first question's first line;
+ * `null` before the first question.
+ */
+title: string | null, approvalMode: ApprovalMode, sandbox: SandboxMode, 
+/**
+ * One line saying what this machine's sandbox enforces.
+ */
+sandboxSupport: string, };
 
-export type TextDelta = { turnId: string, seq: number, delta: string, };
+/**
+ * One session in a list.
+ */
+export type SessionEntry = { sessionId: string, 
+/**
+ * The directory the session was created for; its commands run there.
+ */
+cwd: string, title: string | null, 
+/**
+ * RFC 3339.
+ */
+createdAt: string, 
+/**
+ * RFC 3339: when its journal was last written.
+ */
+lastActiveAt: string, turns: number, 
+/**
+ * Another Mino process holds it: it cannot be opened or deleted here.
+ */
+heldElsewhere: boolean, 
+/**
+ * Opening it shows an unknown result to acknowledge before chatting.
+ */
+acknowledgementRequired: boolean, 
+/**
+ * It is this server's current session.
+ */
+current: boolean, };
 
-export type ToolOutput = { turnId: string, seq: number, callId: string, stream: OutputStream, chunk: string, };
+/**
+ * The session now current, after `mino/sessions/new` or `mino/sessions/open`.
+ */
+export type SessionInfo = { sessionId: string, journalPath: string, cwd: string, title: string | null, };
 
-export type ToolResult = { turnId: string, seq: number, callId: string, status: ToolStatus, output: string, exitCode?: number, 
+export type SessionsDeleteParams = { sessionId: string, };
+
+export type SessionsDeleteResult = { 
+/**
+ * The directory under `$MINO_HOME/trash/` now holding the session's files.
+ */
+trashedTo: string, };
+
+export type SessionsListParams = { 
+/**
+ * Default `workspace`.
+ */
+scope?: ListScope, 
+/**
+ * At most this many sessions (1..=500, default 50).
+ */
+limit?: number, 
+/**
+ * A previous page's `nextCursor`.
+ */
+cursor?: string, };
+
+export type SessionsListResult = { 
+/**
+ * Newest (last active) first.
+ */
+sessions: Array<SessionEntry>, 
+/**
+ * Present when more sessions follow: pass it as `cursor`.
+ */
+nextCursor?: string, };
+
+export type SessionsNewParams = { 
+/**
+ * The directory the new session's commands run in; default the workspace.
+ */
+cwd?: string, };
+
+export type SessionsOpenParams = { sessionId: string, };
+
+export type SessionsRenameParams = { sessionId: string, 
+/**
+ * 1 to 200 characters after trimming, one line.
+ */
+title: string, };
+
+export type SettingsResult = { approvalMode: ApprovalMode, sandbox: SandboxMode, 
+/**
+ * One line saying what this machine's sandbox enforces.
+ */
+sandboxSupport: string, };
+
+export type SettingsUpdateParams = { approvalMode?: ApprovalMode, sandbox?: SandboxMode, };
+
+export type TextDelta = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, delta: string, };
+
+/**
+ * Tokens the model service reported, summed over responses.
+ */
+export type TokenUsage = { inputTokens: number, outputTokens: number, totalTokens: number, 
+/**
+ * Input tokens served from the service's prompt cache, when it said.
+ */
+cachedInputTokens?: number, 
+/**
+ * Output tokens spent on reasoning, when it said.
+ */
+reasoningTokens?: number, };
+
+export type ToolOutput = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, callId: string, stream: OutputStream, chunk: string, };
+
+export type ToolResult = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, callId: string, status: ToolStatus, output: string, exitCode?: number, 
 /**
  * The diff an edit call wrote (its whole diff; `output` holds it cut
  * at 64 KiB); only on a `success` result of an edit.
@@ -227,14 +468,34 @@ export type ToolResultView = { status: ToolStatus, output: string, exitCode?: nu
  */
 diff?: string, };
 
-export type ToolStarted = { turnId: string, seq: number, callId: string, command: string, };
+export type ToolStarted = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, callId: string, command: string, approvedBy: ApprovedBy, 
+/**
+ * The sandbox mode the command runs in.
+ */
+sandbox: SandboxMode, };
 
 /**
  * How a tool call ended (`mino_core::ToolStatus` on the wire).
  */
 export type ToolStatus = "success" | "failed" | "refused" | "timed_out" | "cancelled" | "not_executed" | "unknown" | "applied" | "not_applied";
 
-export type TurnEnded = { turnId: string, seq: number, status: TurnStatus, reason?: string, text?: string, };
+export type TurnEnded = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, status: TurnStatus, reason?: string, text?: string, 
+/**
+ * The tokens of this turn's responses; absent when none were reported.
+ */
+usage?: TokenUsage, 
+/**
+ * The session's tokens so far, this turn included.
+ */
+sessionUsage?: TokenUsage, };
 
 /**
  * Any notification a turn emits, tagged by its method name; handy for
@@ -242,7 +503,11 @@ export type TurnEnded = { turnId: string, seq: number, status: TurnStatus, reaso
  */
 export type TurnNotification = { "method": "mino/turnStarted", "params": TurnStarted } | { "method": "mino/textDelta", "params": TextDelta } | { "method": "mino/retrying", "params": Retrying } | { "method": "mino/approvalRequest", "params": ApprovalRequest } | { "method": "mino/toolStarted", "params": ToolStarted } | { "method": "mino/toolOutput", "params": ToolOutput } | { "method": "mino/toolResult", "params": ToolResult } | { "method": "mino/turnEnded", "params": TurnEnded };
 
-export type TurnStarted = { turnId: string, seq: number, input: string, };
+export type TurnStarted = { turnId: string, seq: number, 
+/**
+ * The session the turn belongs to.
+ */
+sessionId: string, input: string, };
 
 /**
  * How a turn ended (`mino_core::TurnStatus` on the wire).
@@ -258,6 +523,14 @@ export const Method = {
   acknowledge: 'mino/acknowledge',
   cancel: 'mino/cancel',
   history: 'mino/history',
+  sessionsList: 'mino/sessions/list',
+  sessionsNew: 'mino/sessions/new',
+  sessionsOpen: 'mino/sessions/open',
+  sessionsRename: 'mino/sessions/rename',
+  sessionsDelete: 'mino/sessions/delete',
+  rulesList: 'mino/rules/list',
+  rulesRevoke: 'mino/rules/revoke',
+  settingsUpdate: 'mino/settings/update',
 } as const;
 
 /** Server-to-client notifications. */
@@ -283,6 +556,14 @@ export interface RequestMap {
   'mino/acknowledge': { params: AcknowledgeParams; result: AcknowledgeResult };
   'mino/cancel': { params: CancelParams; result: EmptyResult };
   'mino/history': { params: HistoryParams; result: HistoryResult };
+  'mino/sessions/list': { params: SessionsListParams; result: SessionsListResult };
+  'mino/sessions/new': { params: SessionsNewParams; result: SessionInfo };
+  'mino/sessions/open': { params: SessionsOpenParams; result: SessionInfo };
+  'mino/sessions/rename': { params: SessionsRenameParams; result: EmptyResult };
+  'mino/sessions/delete': { params: SessionsDeleteParams; result: SessionsDeleteResult };
+  'mino/rules/list': { params: RulesListParams; result: RulesListResult };
+  'mino/rules/revoke': { params: RulesRevokeParams; result: EmptyResult };
+  'mino/settings/update': { params: SettingsUpdateParams; result: SettingsResult };
 }
 
 /** Each notification method's params. */
@@ -302,7 +583,7 @@ export interface NotificationMap {
 
 export const TURN_STATUSES: readonly TurnStatus[] = ['completed', 'failed', 'cancelled', 'interrupted'] as const;
 export const TOOL_STATUSES: readonly ToolStatus[] = ['success', 'failed', 'refused', 'timed_out', 'cancelled', 'not_executed', 'unknown', 'applied', 'not_applied'] as const;
-export const DECISIONS: readonly Decision[] = ['approve', 'deny'] as const;
+export const DECISIONS: readonly Decision[] = ['approve', 'deny', 'allowSession', 'allowWorkspace'] as const;
 export const EVIDENCE_OUTCOMES: readonly EvidenceOutcome[] = ['exited', 'signalled', 'stopped_when_mino_stopped', 'timed_out'] as const;
 export const OUTPUT_STREAMS: readonly OutputStream[] = ['stdout', 'stderr'] as const;
 

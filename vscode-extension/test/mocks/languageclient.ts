@@ -40,6 +40,10 @@ export class LanguageClient {
   stopped = false;
   /** Set to make `start()` fail. */
   startError: Error | undefined;
+  /** What `initialize` answered (fake: a session `s1` without a title). */
+  initializeResult: any = {
+    capabilities: { experimental: { mino: { sessionId: 's1', journalPath: '/tmp/s1.jsonl', cwd: '/tmp/mino-workspace', model: 'mock', title: null } } },
+  };
 
   constructor(
     readonly id: string,
@@ -82,7 +86,7 @@ export class LanguageClient {
       if (!this.stopped) this.clientOptions.errorHandler.closed();
     });
     connection.listen();
-    await connection.sendRequest('initialize', {
+    this.initializeResult = await connection.sendRequest('initialize', {
       processId: process.pid,
       rootUri: null,
       capabilities: {},

@@ -60,6 +60,56 @@ export interface FakeWebviewView {
   setVisible(visible: boolean): void;
 }
 
+export class ThemeIcon {
+  constructor(readonly id: string) {}
+}
+
+/** A quick pick built with `createQuickPick`; the test plays the person. */
+export class FakeQuickPick<T extends { label: string }> {
+  items: readonly T[] = [];
+  selectedItems: readonly T[] = [];
+  title: string | undefined;
+  placeholder: string | undefined;
+  busy = false;
+  matchOnDescription = false;
+  matchOnDetail = false;
+  shown = false;
+  disposed = false;
+  private readonly acceptEmitter = new EventEmitter<void>();
+  private readonly buttonEmitter = new EventEmitter<{ item: T; button: unknown }>();
+  private readonly hideEmitter = new EventEmitter<void>();
+  readonly onDidAccept = this.acceptEmitter.event;
+  readonly onDidTriggerItemButton = this.buttonEmitter.event;
+  readonly onDidHide = this.hideEmitter.event;
+  show(): void {
+    this.shown = true;
+  }
+  hide(): void {
+    if (!this.shown) return;
+    this.shown = false;
+    this.hideEmitter.fire();
+  }
+  dispose(): void {
+    this.disposed = true;
+  }
+  /** Test helper: the item whose label is `label`. */
+  item(label: string): T {
+    const found = this.items.find((i) => i.label === label);
+    if (!found) throw new Error(`no quick pick item ${label}; items: ${this.items.map((i) => i.label).join(', ')}`);
+    return found;
+  }
+  /** Test helper: choose the item labelled `label` (Enter on it). */
+  accept(label: string): void {
+    this.selectedItems = [this.item(label)];
+    this.acceptEmitter.fire();
+  }
+  /** Test helper: click the first button of the item labelled `label`. */
+  triggerButton(label: string): void {
+    const item = this.item(label) as T & { buttons?: unknown[] };
+    this.buttonEmitter.fire({ item, button: item.buttons?.[0] });
+  }
+}
+
 export class Position {
   constructor(readonly line: number, readonly character: number) {}
 }
@@ -121,6 +171,11 @@ export const mock = {
   quickPickItems: [] as { label: string }[],
   /** Every `setContext` key and value, in order. */
   contextKeys: [] as [string, unknown][],
+  quickPicks: [] as FakeQuickPick<any>[],
+  warningMessages: [] as { message: string; options: any; items: any[] }[],
+  /** The title of the item showWarningMessage resolves to (undefined: dismissed). */
+  warningChoice: undefined as string | undefined,
+  inputBoxOptions: [] as any[],
   reset(): void {
     this.commands.clear();
     this.executed.length = 0;
@@ -138,6 +193,10 @@ export const mock = {
     this.quickPickChoice = undefined;
     this.quickPickItems = [];
     this.contextKeys.length = 0;
+    this.quickPicks.length = 0;
+    this.warningMessages.length = 0;
+    this.warningChoice = undefined;
+    this.inputBoxOptions.length = 0;
   },
 };
 
@@ -237,8 +296,19 @@ export const window = {
     mock.infoMessages.push({ message, items });
     return mock.nextChoice;
   },
-  async showInputBox(): Promise<string | undefined> {
+  async showInputBox(options?: unknown): Promise<string | undefined> {
+    mock.inputBoxOptions.push(options);
     return mock.inputBoxValue;
+  },
+  async showWarningMessage(message: string, ...rest: any[]): Promise<any> {
+    const options = rest.length && typeof rest[0] === 'object' && !('title' in rest[0]) ? rest.shift() : undefined;
+    mock.warningMessages.push({ message, options, items: rest });
+    return rest.find((i) => (typeof i === 'string' ? i : i.title) === mock.warningChoice);
+  },
+  createQuickPick<T extends { label: string }>(): FakeQuickPick<T> {
+    const pick = new FakeQuickPick<T>();
+    mock.quickPicks.push(pick);
+    return pick;
   },
   get activeTextEditor() {
     return mock.activeTextEditor;

@@ -2,81 +2,37 @@
 -- Do not edit: change the crate and run that command.
 local M = {}
 
+--- A table whose keys are its values.
+local function values(list)
+  local t = {}
+  for _, v in ipairs(list) do
+    t[v] = v
+  end
+  return t
+end
+
 --- Client-to-server requests.
-M.method = {
-  chat = "mino/chat",
-  approval = "mino/approval",
-  acknowledge = "mino/acknowledge",
-  cancel = "mino/cancel",
-  history = "mino/history",
-}
+M.method = { chat = "mino/chat", approval = "mino/approval", acknowledge = "mino/acknowledge", cancel = "mino/cancel", history = "mino/history", sessionsList = "mino/sessions/list", sessionsNew = "mino/sessions/new", sessionsOpen = "mino/sessions/open", sessionsRename = "mino/sessions/rename", sessionsDelete = "mino/sessions/delete", rulesList = "mino/rules/list", rulesRevoke = "mino/rules/revoke", settingsUpdate = "mino/settings/update" }
 
 --- Server-to-client notifications.
-M.notification = {
-  recovery = "mino/recovery",
-  turnStarted = "mino/turnStarted",
-  textDelta = "mino/textDelta",
-  retrying = "mino/retrying",
-  approvalRequest = "mino/approvalRequest",
-  toolStarted = "mino/toolStarted",
-  toolOutput = "mino/toolOutput",
-  toolResult = "mino/toolResult",
-  turnEnded = "mino/turnEnded",
-}
+M.notification = { recovery = "mino/recovery", turnStarted = "mino/turnStarted", textDelta = "mino/textDelta", retrying = "mino/retrying", approvalRequest = "mino/approvalRequest", toolStarted = "mino/toolStarted", toolOutput = "mino/toolOutput", toolResult = "mino/toolResult", turnEnded = "mino/turnEnded" }
 
 --- Every notification a turn emits, in the order a turn emits them.
-M.turn_notifications = {
-  "mino/turnStarted",
-  "mino/textDelta",
-  "mino/retrying",
-  "mino/approvalRequest",
-  "mino/toolStarted",
-  "mino/toolOutput",
-  "mino/toolResult",
-  "mino/turnEnded",
-}
+M.turn_notifications = { "mino/turnStarted", "mino/textDelta", "mino/retrying", "mino/approvalRequest", "mino/toolStarted", "mino/toolOutput", "mino/toolResult", "mino/turnEnded" }
 
 --- Turn statuses.
-M.turn_status = {
-  completed = "completed",
-  failed = "failed",
-  cancelled = "cancelled",
-  interrupted = "interrupted",
-}
+M.turn_status = values { "completed", "failed", "cancelled", "interrupted" }
 
 --- Tool statuses.
-M.tool_status = {
-  success = "success",
-  failed = "failed",
-  refused = "refused",
-  timed_out = "timed_out",
-  cancelled = "cancelled",
-  not_executed = "not_executed",
-  unknown = "unknown",
-  applied = "applied",
-  not_applied = "not_applied",
-}
+M.tool_status = values { "success", "failed", "refused", "timed_out", "cancelled", "not_executed", "unknown", "applied", "not_applied" }
 
 --- Decisions in mino/approval.
-M.decision = {
-  approve = "approve",
-  deny = "deny",
-}
+M.decision = values { "approve", "deny", "allowSession", "allowWorkspace" }
 
 --- Mino's own JSON-RPC error codes.
-M.errors = {
-  ACKNOWLEDGEMENT_REQUIRED = -32010,
-  TURN_IN_PROGRESS = -32011,
-  NO_PENDING_APPROVAL = -32012,
-  JOURNAL_FAILURE = -32013,
-  UNKNOWN_TURN = -32014,
-  SESSION_UNAVAILABLE = -32015,
-}
+M.errors = { ACKNOWLEDGEMENT_REQUIRED = -32010, TURN_IN_PROGRESS = -32011, NO_PENDING_APPROVAL = -32012, JOURNAL_FAILURE = -32013, UNKNOWN_TURN = -32014, SESSION_UNAVAILABLE = -32015 }
 
 --- Fixed sentences shown exactly as written.
-M.messages = {
-  ACKNOWLEDGEMENT_REQUIRED = "Acknowledge unknown tool results before continuing",
-  ACKNOWLEDGEMENT_QUESTION = "Do you understand that these commands may already have run?",
-}
+M.messages = { ACKNOWLEDGEMENT_REQUIRED = "Acknowledge unknown tool results before continuing", ACKNOWLEDGEMENT_QUESTION = "Do you understand that these commands may already have run?" }
 
 return M

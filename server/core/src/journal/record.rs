@@ -1,4 +1,5 @@
-//! The `v: 2` record kinds of a session file, and how one record becomes one
+//! The record kinds of a session file (`v: 2`, and `v: 3` for records that
+//! carry what only a Mino with approval rules and the sandbox understands), and how one record becomes one
 //! line and back.
 //!
 //! A line is the record's JSON object with a checksum as its last member:
@@ -6,13 +7,19 @@
 //! CRC-32 over the bytes of the line before `,"crc":`, so verifying it needs
 //! no re-serialisation and detects any garbling of what it covers.
 
+use crate::usage::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::edit::{EditStartRecord, EditTool};
 
-/// The format version of every record except the edit records below.
-pub const FORMAT_VERSION: u32 = 2;
+/// The highest format version this build reads and writes; files with a
+/// higher `v` were written by a newer Mino and are refused untouched. A
+/// record is written with the lowest version that holds all it says
+/// ([`RecordBody::version`]): `3` only for rules, rule-approved or
+/// sandbox-approved calls and sandboxed starts, so a Mino that knows only
+/// `v: 2` refuses exactly what it would misread.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The format version of the records of file edits: an edit's `tool_start`
 /// and the `applied` / `not_applied` results recovery writes
@@ -24,8 +31,18 @@ pub const EDIT_FORMAT_VERSION: u32 = 3;
 
 /// Every record kind this version knows. A kind outside this list means the
 /// file was written by a newer Mino.
-pub const KNOWN_KINDS: [&str; 8] =
-    ["session", "user", "response", "approval", "tool_start", "tool_result", "turn_end", "recovery_ack"];
+pub const KNOWN_KINDS: [&str; 10] = [
+    "session",
+    "user",
+    "response",
+    "approval",
+    "tool_start",
+    "tool_result",
+    "turn_end",
+    "recovery_ack",
+    "rule",
+    "rule_revoke",
+];
 
 const CRC_PREFIX: &[u8] = b",\"crc\":\"";
 /// `,"crc":"` + 8 hex digits + `"}`
@@ -95,6 +112,17 @@ pub enum ApprovalDecision {
     Denied,
 }
 
+/// Who approved a call when it was not the person: the `approval` record's
+/// `approved_by` (absent: the person decided).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovedBy {
+    /// Standing rules covered every part of the command (named in `rules`).
+    Rule,
+    /// The approval mode `sandboxed-auto` with the sandbox in force.
+    Sandbox,
+}
+
 /// What a record says. The `kind` tag and field names are the file format:
 /// renaming anything here breaks every existing session file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -106,20 +134,39 @@ pub enum RecordBody {
     User { turn_id: String, text: String },
     /// One finished model response: every output item as received, reasoning
     /// items with their `encrypted_content`.
-    Response { turn_id: String, items: Vec<Box<RawValue>> },
-    /// The person's decision on one call.
-    Approval { turn_id: String, call_id: String, decision: ApprovalDecision },
-    /// The execution boundary: synced before the command is spawned (a
-    /// command: `command`) or the file is written (an edit: the flattened
-    /// [`EditStartRecord`] fields, no `command`, `v` 3).
+    Response {
+        turn_id: String,
+        items: Vec<Box<RawValue>>,
+        /// The tokens the service reported for this response, when it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    /// The decision on one call: the person's, or (`approved_by`) the
+    /// rules' or the sandbox's.
+    Approval {
+        turn_id: String,
+        call_id: String,
+        decision: ApprovalDecision,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approved_by: Option<ApprovedBy>,
+        /// The rules that covered the command's parts (distinct, in order).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        rules: Vec<crate::rules::Rule>,
+    },
+    /// The execution boundary: synced before the command is spawned.
+    /// `sandbox` is the mode it runs in, absent when `off`.
     ToolStart {
         turn_id: String,
         call_id: String,
+        /// Absent for an edit, which has the flattened [`EditStartRecord`]
+        /// fields instead (`v` 3).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         command: Option<String>,
         #[serde(flatten)]
         edit: Option<EditStartRecord>,
         cwd: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<crate::sandbox::SandboxMode>,
     },
     /// A call's outcome. `recovered` marks results written by recovery, not by a run.
     ToolResult {
@@ -140,20 +187,14 @@ pub enum RecordBody {
     },
     /// The person confirmed they understand the turn's commands may have run.
     RecoveryAck { turn_id: String },
+    /// The person granted a rule while answering a call: synced before the
+    /// rule applies to anything.
+    Rule { turn_id: String, call_id: String, rule: crate::rules::Rule },
+    /// The person revoked a session rule: synced before the revoke answers.
+    RuleRevoke { id: String },
 }
 
 impl RecordBody {
-    /// The `v` this record is written with: [`EDIT_FORMAT_VERSION`] for an
-    /// edit's `tool_start` and an `applied` / `not_applied` result,
-    /// [`FORMAT_VERSION`] for everything else.
-    pub fn version(&self) -> u32 {
-        match self {
-            Self::ToolStart { edit: Some(_), .. } => EDIT_FORMAT_VERSION,
-            Self::ToolResult { status, .. } if status.is_edit_recovery() => EDIT_FORMAT_VERSION,
-            _ => FORMAT_VERSION,
-        }
-    }
-
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Session { .. } => "session",
@@ -164,6 +205,22 @@ impl RecordBody {
             Self::ToolResult { .. } => "tool_result",
             Self::TurnEnd { .. } => "turn_end",
             Self::RecoveryAck { .. } => "recovery_ack",
+            Self::Rule { .. } => "rule",
+            Self::RuleRevoke { .. } => "rule_revoke",
+        }
+    }
+
+    /// The format version this record needs: `3` when it says something a
+    /// `v: 2` reader would silently misread or not know.
+    pub fn version(&self) -> u32 {
+        match self {
+            Self::Rule { .. } | Self::RuleRevoke { .. } => 3,
+            // The edit records (docs/journal.md, "Versions").
+            Self::ToolStart { edit: Some(_), .. } => EDIT_FORMAT_VERSION,
+            Self::ToolResult { status, .. } if status.is_edit_recovery() => EDIT_FORMAT_VERSION,
+            Self::Approval { approved_by: Some(_), .. } => 3,
+            Self::ToolStart { sandbox: Some(mode), .. } if *mode != crate::sandbox::SandboxMode::Off => 3,
+            _ => 2,
         }
     }
 }
@@ -192,6 +249,7 @@ struct Line {
     mino_version: Option<String>,
     text: Option<String>,
     items: Option<Vec<Box<RawValue>>>,
+    usage: Option<Usage>,
     call_id: Option<String>,
     decision: Option<ApprovalDecision>,
     command: Option<String>,
@@ -210,6 +268,12 @@ struct Line {
     before_size: Option<u64>,
     after_sha256: Option<String>,
     after_size: Option<u64>,
+    approved_by: Option<ApprovedBy>,
+    #[serde(default)]
+    rules: Vec<crate::rules::Rule>,
+    sandbox: Option<crate::sandbox::SandboxMode>,
+    rule: Option<crate::rules::Rule>,
+    id: Option<String>,
 }
 
 impl Line {
@@ -260,13 +324,17 @@ impl Line {
                 mino_version: self.mino_version.clone().unwrap_or_default(),
             },
             "user" => RecordBody::User { turn_id: turn_id()?, text: self.text.clone().ok_or_else(|| missing("text"))? },
-            "response" => {
-                RecordBody::Response { turn_id: turn_id()?, items: self.items.clone().ok_or_else(|| missing("items"))? }
-            }
+            "response" => RecordBody::Response {
+                turn_id: turn_id()?,
+                items: self.items.clone().ok_or_else(|| missing("items"))?,
+                usage: self.usage,
+            },
             "approval" => RecordBody::Approval {
                 turn_id: turn_id()?,
                 call_id: call_id()?,
                 decision: self.decision.ok_or_else(|| missing("decision"))?,
+                approved_by: self.approved_by,
+                rules: self.rules.clone(),
             },
             "tool_start" => {
                 // A command's start names its command; an edit's has none.
@@ -284,6 +352,7 @@ impl Line {
                     command,
                     edit,
                     cwd: self.cwd.clone().unwrap_or_default(),
+                    sandbox: self.sandbox,
                 }
             }
             "tool_result" => RecordBody::ToolResult {
@@ -303,6 +372,12 @@ impl Line {
                 reason: self.reason.clone(),
             },
             "recovery_ack" => RecordBody::RecoveryAck { turn_id: turn_id()? },
+            "rule" => RecordBody::Rule {
+                turn_id: turn_id()?,
+                call_id: call_id()?,
+                rule: self.rule.clone().ok_or_else(|| missing("rule"))?,
+            },
+            "rule_revoke" => RecordBody::RuleRevoke { id: self.id.clone().ok_or_else(|| missing("id"))? },
             _ => return Err(LineError::Newer { v: self.v, kind }),
         };
         Ok(Record { v: self.v, seq: self.seq, body })
@@ -543,6 +618,7 @@ mod tests {
             command: Some("ls".into()),
             edit: None,
             cwd: "/p".into(),
+            sandbox: None,
         };
         assert!(encode_line(3, &bash).starts_with(br#"{"v":2,"#));
     }

@@ -16,7 +16,6 @@ mod provider;
 mod request;
 mod retry;
 mod sse;
-mod usage;
 
 use std::fmt;
 use std::time::Duration;
@@ -26,12 +25,12 @@ use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::usage::Usage;
 pub use chat::{chat_bash_tool, chat_messages, chat_tools};
 pub use provider::{Provider, UnknownProvider};
 pub use request::{bash_tool, tools};
 pub use retry::parse_retry_hint;
 pub use sse::{parse_sse_body, parse_sse_events, SseEvent, MAX_EVENT_BYTES};
-pub use usage::Usage;
 
 use provider::StreamReader;
 use retry::AttemptError;

@@ -249,3 +249,75 @@ impl DirLock {
         Ok(Self(file))
     }
 }
+
+/// Removes the rule `id` from the file at `path`, rewriting it atomically
+/// (as [`append`] does) and keeping every other line as it was: the
+/// removed rule's `[[rule]]` table goes, with the comments inside it, but
+/// comments after its last key (which introduce what follows) stay.
+/// `Ok(false)` when the file has no such rule. A malformed file is not
+/// written to.
+pub fn remove(path: &Path, id: &str) -> Result<bool, RulesFileError> {
+    let io = |what, source| RulesFileError::Io { path: path.to_owned(), what, source };
+    let Some(dir) = path.parent() else { return Ok(false) };
+    if !dir.is_dir() {
+        return Ok(false);
+    }
+    let _lock = DirLock::take(&dir.join("rules.lock")).map_err(|e| io("lock it", e))?;
+    let Some(text) = read_text(path)? else { return Ok(false) };
+    let rules = parse(path, &text)?;
+    if !rules.iter().any(|r| r.id() == id) {
+        return Ok(false);
+    }
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let is_header = |line: &str| line.trim_start().starts_with('[');
+    let is_key = |line: &str| {
+        let t = line.trim();
+        !t.is_empty() && !t.starts_with('#')
+    };
+    let headers: Vec<usize> = (0..lines.len()).filter(|&i| is_header(lines[i])).collect();
+    for (n, &start) in headers.iter().enumerate() {
+        let end = headers.get(n + 1).copied().unwrap_or(lines.len());
+        let section: String = lines[start..end].concat();
+        let names_id = parse(path, &section).is_ok_and(|rules| rules.iter().any(|r| r.id() == id));
+        if !names_id {
+            continue;
+        }
+        // Keep the comments and blank lines after the table's last key.
+        let last_key = (start..end).rev().find(|&i| is_key(lines[i])).unwrap_or(start);
+        let mut kept: String = lines[..start].concat();
+        kept.push_str(&lines[last_key + 1..end].concat());
+        kept.push_str(&lines[end..].concat());
+        let left = parse(path, &kept)?;
+        if left.iter().any(|r| r.id() == id) || left.len() + 1 != rules.len() {
+            break;
+        }
+        replace_durably(path, dir, kept.as_bytes()).map_err(|e| io("write it", e))?;
+        return Ok(true);
+    }
+    Err(RulesFileError::Malformed {
+        path: path.to_owned(),
+        line: 1,
+        message: format!("the rule {id} could not be told apart from the text around it; remove it by hand"),
+    })
+}
+
+#[cfg(test)]
+mod remove_tests {
+    use super::*;
+
+    #[test]
+    fn removing_a_rule_keeps_the_others_and_the_comments_between_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(RULES_FILE);
+        let text = "# my rules\n[[rule]]\nid = \"a\"\nkind = \"prefix\"\ncommand = \"npm test\"\n# the next one is for builds\n\n[[rule]]\n# inside b\nid = \"b\"\nkind = \"exact\"\ncommand = \"make\"\n# trailing\n";
+        std::fs::write(&path, text).expect("write");
+        assert!(remove(&path, "a").expect("remove a"));
+        let after = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(after, "# my rules\n# the next one is for builds\n\n[[rule]]\n# inside b\nid = \"b\"\nkind = \"exact\"\ncommand = \"make\"\n# trailing\n");
+        assert!(!remove(&path, "a").expect("again"));
+        assert!(remove(&path, "b").expect("remove b"));
+        let left = load(&path).expect("load");
+        assert!(left.is_empty());
+        assert!(std::fs::read_to_string(&path).expect("read").contains("# trailing"));
+    }
+}

@@ -11,9 +11,26 @@ pub struct Usage {
     pub output_tokens: u64,
     pub total_tokens: u64,
     /// Input tokens served from the service's prompt cache, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input_tokens: Option<u64>,
     /// Output tokens spent on reasoning, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
+}
+
+impl std::ops::AddAssign for Usage {
+    /// Sums of several responses; a detail counts when any part reported it.
+    fn add_assign(&mut self, other: Usage) {
+        let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+        };
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
+        self.cached_input_tokens = add(self.cached_input_tokens, other.cached_input_tokens);
+        self.reasoning_tokens = add(self.reasoning_tokens, other.reasoning_tokens);
+    }
 }
 
 impl Usage {

@@ -1,0 +1,393 @@
+//! `mino-server --acp`: Mino's agent speaking the Agent Client Protocol
+//! (agentclientprotocol.com, protocol version 1): JSON-RPC 2.0 over stdio,
+//! one message per line. See docs/acp.md for the mapping of every Mino
+//! concept to its ACP message.
+//!
+//! This front door only translates: sessions are opened with
+//! [`mino_core::open`], prompts go to [`Agent::chat`], permission answers to
+//! [`Agent::approve`], `session/cancel` to [`Agent::cancel`], the
+//! acknowledgement gate to [`Agent::acknowledge`], and the agent's
+//! [`AgentEvent`]s come back out as `session/update` notifications. The turn
+//! loop, the journal and recovery are the core's, as for `mino/*` clients.
+
+#![deny(clippy::print_stdout)]
+
+mod translate;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::{
+    CancelNotification, InitializeRequest, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, StopReason,
+};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::{ByteStreams, Client, Responder, V1};
+use mino_core::agent::{Agent, AgentError, Numbered, TurnLimits};
+use mino_core::{ApprovalDecision, OpenOptions, SessionError, TurnStatus};
+use tokio::sync::mpsc;
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+use tokio_util::sync::CancellationToken;
+
+pub use translate::{ACKNOWLEDGE_NAME, ACKNOWLEDGE_OPTION, ALLOW_OPTION, NOT_NOW_NAME, NOT_NOW_OPTION, REJECT_OPTION};
+
+/// The ACP protocol version this front door speaks.
+pub const PROTOCOL_VERSION: u16 = 1;
+/// How long the server waits, once the client is gone, for a cancelled
+/// turn to record its end (as the `mino/*` front door does on exit).
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// One open Mino session behind an ACP session id (the same id).
+struct AcpSession {
+    agent: Agent,
+    /// Serializes prompts and holds the ends of this session's turns, sent
+    /// by the event forwarder after the turn's last update. One entry per
+    /// turn, each taken by the prompt that started it.
+    prompting: tokio::sync::Mutex<mpsc::UnboundedReceiver<TurnEnd>>,
+    /// Cancels the prompt now running (its gate question included).
+    cancel: Mutex<CancellationToken>,
+}
+
+/// How a turn ended, as the prompt that started it answers with it.
+struct TurnEnd {
+    turn_id: String,
+    status: TurnStatus,
+    reason: Option<String>,
+}
+
+#[derive(Default)]
+struct Server {
+    sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+type Error = agent_client_protocol::Error;
+
+/// `-32602` with a message saying what is wrong and how to fix it.
+fn invalid_params(message: impl Into<String>) -> Error {
+    Error::new(agent_client_protocol::ErrorCode::INVALID_PARAMS, message)
+}
+
+fn internal(message: impl Into<String>) -> Error {
+    Error::new(agent_client_protocol::ErrorCode::INTERNAL_ERROR, message)
+}
+
+fn agent_error(e: AgentError) -> Error {
+    match e {
+        AgentError::Session(SessionError::InvalidInput(why)) => invalid_params(why),
+        e => internal(e.to_string()),
+    }
+}
+
+/// Serves ACP on stdin/stdout until the client closes stdin; then cancels
+/// the sessions' running turns and waits (a bounded time) for their ends to
+/// be recorded.
+pub async fn serve_stdio() {
+    let transport = ByteStreams::new(tokio::io::stdout().compat_write(), tokio::io::stdin().compat());
+    serve(transport).await
+}
+
+/// Serves ACP over `transport` (stdio in `mino-server --acp`).
+pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client_protocol::Agent> + 'static) {
+    let server = Arc::new(Server::default());
+    let (s1, s2, s3, s4) = (server.clone(), server.clone(), server.clone(), server.clone());
+    let served = agent_client_protocol::Agent
+        .v1()
+        .name(concat!("mino-server ", env!("CARGO_PKG_VERSION")))
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                tracing::info!(client = ?request.client_info, "ACP initialize");
+                responder.respond(translate::initialize_response(request.protocol_version))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest,
+                        responder: Responder<NewSessionResponse, V1>,
+                        cx: ConnectionTo<Client>| {
+                let server = s1.clone();
+                tokio::spawn(async move {
+                    let mcp = translate::mcp_server_names(&request.mcp_servers);
+                    match server.open(request.cwd, None, cx.clone()).await {
+                        Err(e) => log_send(responder.respond_with_error(e)),
+                        Ok(id) => {
+                            log_send(responder.respond(NewSessionResponse::new(id.clone())));
+                            if let Some(text) = translate::mcp_notice(&mcp) {
+                                log_send(cx.send_notification(translate::agent_message(&id, &text)));
+                            }
+                        }
+                    }
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest,
+                        responder: Responder<LoadSessionResponse, V1>,
+                        cx: ConnectionTo<Client>| {
+                let server = s2.clone();
+                tokio::spawn(async move {
+                    let mcp = translate::mcp_server_names(&request.mcp_servers);
+                    let id = request.session_id.0.to_string();
+                    let opened = match server.session(&id) {
+                        Some(session) => Ok(session),
+                        None => server.open(request.cwd, Some(id.clone()), cx.clone()).await.and_then(|id| {
+                            server.session(&id).ok_or_else(|| internal("the session closed while it was loading"))
+                        }),
+                    };
+                    let session = match opened {
+                        Ok(session) => session,
+                        Err(e) => return log_send(responder.respond_with_error(e)),
+                    };
+                    // The whole conversation, before the answer (ACP's rule for session/load).
+                    let updates = session.agent.with_session(|s| translate::replay(&id, s.transcript()));
+                    for update in updates {
+                        log_send(cx.send_notification(update));
+                    }
+                    if let Some(text) = translate::mcp_notice(&mcp) {
+                        log_send(cx.send_notification(translate::agent_message(&id, &text)));
+                    }
+                    log_send(responder.respond(LoadSessionResponse::new()));
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder: Responder<PromptResponse, V1>, cx: ConnectionTo<Client>| {
+                let server = s3.clone();
+                // Outside the dispatch loop: a prompt waits on permission
+                // answers and on `session/cancel`, which the loop delivers.
+                tokio::spawn(async move {
+                    match server.prompt(request, cx).await {
+                        Ok(stop) => log_send(responder.respond(PromptResponse::new(stop))),
+                        Err(e) => log_send(responder.respond_with_error(e)),
+                    }
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                s4.cancel(&notification.session_id.0);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await;
+    if let Err(e) = served {
+        tracing::warn!("the ACP connection ended with an error: {e}");
+    }
+    server.close().await;
+}
+
+/// A failed send means the client is gone; the journal still holds everything.
+fn log_send(result: Result<(), Error>) {
+    if let Err(e) = result {
+        tracing::debug!("could not send to the ACP client: {e}");
+    }
+}
+
+impl Server {
+    fn session(&self, id: &str) -> Option<Arc<AcpSession>> {
+        lock(&self.sessions).get(id).cloned()
+    }
+
+    /// Opens a Mino session (a new one for `cwd`, or `id`), starts
+    /// forwarding its events to `cx`, and returns its id.
+    async fn open(&self, cwd: PathBuf, id: Option<String>, cx: ConnectionTo<Client>) -> Result<String, Error> {
+        if !cwd.is_absolute() {
+            return Err(invalid_params(format!("cwd {} must be an absolute path", cwd.display())));
+        }
+        // Each command runs under this very binary in supervise mode.
+        let supervisor = std::env::current_exe()
+            .map_err(|e| internal(format!("cannot find the server's own executable to supervise commands: {e}")))?;
+        let new_session = id.is_none();
+        let options =
+            // The approval and sandbox modes of the environment (`MINO_SANDBOX`); every call asks.
+            OpenOptions {
+                cwd: Some(cwd),
+                session: id,
+                new_session,
+                supervisor,
+                limits: TurnLimits::default(),
+                approval_mode: None,
+                sandbox: None,
+            };
+        let app = tokio::task::spawn_blocking(move || mino_core::open(options))
+            .await
+            .map_err(|e| internal(format!("opening the session stopped: {e}")))?
+            .map_err(|e| match e {
+                e @ (mino_core::OpenError::Workspace { .. } | mino_core::OpenError::WorkspaceNotADirectory { .. }) => {
+                    invalid_params(e.to_string())
+                }
+                e => internal(e.to_string()),
+            })?;
+        let (ends, ended) = mpsc::unbounded_channel();
+        let session = Arc::new(AcpSession {
+            agent: app.agent.clone(),
+            prompting: tokio::sync::Mutex::new(ended),
+            cancel: Mutex::new(CancellationToken::new()),
+        });
+        let id = app.session_id.clone();
+        lock(&self.sessions).insert(id.clone(), session);
+        tokio::spawn(forward_events(id.clone(), app.agent, app.events, ends, cx));
+        Ok(id)
+    }
+
+    fn cancel(&self, id: &str) {
+        let Some(session) = self.session(id) else {
+            tracing::debug!(session_id = id, "session/cancel for a session that is not open");
+            return;
+        };
+        lock(&session.cancel).cancel();
+        if let Some(turn_id) = session.agent.running_turn() {
+            if let Err(e) = session.agent.cancel(&turn_id) {
+                tracing::debug!("session/cancel: {e}");
+            }
+        }
+    }
+
+    async fn prompt(&self, request: PromptRequest, cx: ConnectionTo<Client>) -> Result<StopReason, Error> {
+        let id = request.session_id.0.to_string();
+        let session = self.session(&id).ok_or_else(|| {
+            invalid_params(format!("session {id} is not open here; send session/new or session/load first"))
+        })?;
+        let text = translate::prompt_text(&request.prompt)?;
+        let mut ended = session.prompting.try_lock().map_err(|_| {
+            invalid_params(format!("session {id} is still answering a prompt; wait for it or send session/cancel"))
+        })?;
+        let cancel = CancellationToken::new();
+        *lock(&session.cancel) = cancel.clone();
+
+        // The acknowledgement gate: each turn whose `unknown` result waits
+        // is asked about before the prompt reaches the model.
+        let waiting = session.agent.with_session(|s| translate::gate_questions(&id, s.transcript()));
+        for (turn_id, question) in waiting {
+            let asked = cx.send_request(question).block_task();
+            let answer = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
+                answer = asked => answer?,
+            };
+            match answer.outcome {
+                RequestPermissionOutcome::Cancelled => return Ok(StopReason::Cancelled),
+                RequestPermissionOutcome::Selected(selected) if selected.option_id.0.as_ref() == ACKNOWLEDGE_OPTION => {
+                    session.agent.acknowledge(Some(vec![turn_id])).await.map_err(agent_error)?;
+                }
+                // "Not now" (or anything else): the question is not recorded
+                // and never reaches the model.
+                _ => return Ok(StopReason::Refusal),
+            }
+        }
+        if cancel.is_cancelled() {
+            return Ok(StopReason::Cancelled);
+        }
+
+        let turn_id = session.agent.chat(&text).await.map_err(agent_error)?;
+        // Ends of turns whose prompt failed before it could wait are older
+        // than this one; they are passed over.
+        while let Some(end) = ended.recv().await {
+            if end.turn_id == turn_id {
+                return translate::stop_reason(end.status, end.reason, &end.turn_id);
+            }
+        }
+        Err(internal("the session's agent stopped before the turn ended"))
+    }
+
+    /// The client is gone: cancel every running turn and wait (bounded) for
+    /// their ends to be on file.
+    async fn close(&self) {
+        let agents: Vec<Agent> = lock(&self.sessions).values().map(|s| s.agent.clone()).collect();
+        for agent in agents {
+            if tokio::time::timeout(EXIT_GRACE, agent.close()).await.is_err() {
+                tracing::warn!("a cancelled turn did not record its end in time");
+            }
+        }
+    }
+}
+
+/// Forwards one session's agent events as `session/update` notifications,
+/// asks `session/request_permission` for each approval, and hands each
+/// turn's end to the prompt waiting for it, after the turn's last update.
+async fn forward_events(
+    session_id: String,
+    agent: Agent,
+    mut events: mpsc::UnboundedReceiver<Numbered>,
+    ends: mpsc::UnboundedSender<TurnEnd>,
+    cx: ConnectionTo<Client>,
+) {
+    let mut calls = translate::LiveCalls::default();
+    while let Some(Numbered { event, .. }) = events.recv().await {
+        let command_of = |turn_id: &str, call_id: &str| {
+            agent
+                .with_session(|s| {
+                    let turn = s.transcript().turn(turn_id);
+                    // The call's result was just recorded: the last call with this id.
+                    turn.and_then(|t| t.calls.iter().rev().find(|c| c.call_id == call_id)).map(|c| c.command())
+                })
+                .unwrap_or_else(|| call_id.to_string())
+        };
+        let out = calls.translate(&session_id, event, command_of);
+        for update in out.updates {
+            log_send(cx.send_notification(update));
+        }
+        if let Some((turn_id, call_id, question)) = out.permission {
+            tokio::spawn(ask_permission(agent.clone(), cx.clone(), turn_id, call_id, question));
+        }
+        if let Some((turn_id, status, reason)) = out.ended {
+            if let Some(notice) =
+                agent.with_session(|s| s.transcript().turn(&turn_id).and_then(mino_core::transcript::Turn::notice))
+            {
+                log_send(cx.send_notification(translate::agent_message(&session_id, &notice)));
+            }
+            // Nobody waits when the prompt was dropped; the end is on file.
+            let _ = ends.send(TurnEnd { turn_id, status, reason });
+        }
+    }
+}
+
+/// One approval: the client's answer becomes the core's decision. A
+/// `cancelled` outcome records no decision: it cancels the turn, so the
+/// call is recorded `not_executed`.
+async fn ask_permission(
+    agent: Agent,
+    cx: ConnectionTo<Client>,
+    turn_id: String,
+    call_id: String,
+    question: RequestPermissionRequest,
+) {
+    let answer = match cx.send_request(question).block_task().await {
+        Ok(answer) => answer,
+        Err(e) => {
+            tracing::warn!(turn_id, call_id, "session/request_permission failed ({e}); cancelling the turn");
+            let _ = agent.cancel(&turn_id);
+            return;
+        }
+    };
+    let decision = match answer.outcome {
+        RequestPermissionOutcome::Selected(selected) => match selected.option_id.0.as_ref() {
+            translate::ALLOW_OPTION => ApprovalDecision::Approved,
+            _ => ApprovalDecision::Denied,
+        },
+        RequestPermissionOutcome::Cancelled => {
+            if let Err(e) = agent.cancel(&turn_id) {
+                tracing::debug!("permission cancelled: {e}");
+            }
+            return;
+        }
+        _ => ApprovalDecision::Denied,
+    };
+    // Refused when the turn was cancelled meanwhile: the cancel won.
+    if let Err(e) = agent.approve(&turn_id, &call_id, decision) {
+        tracing::debug!("permission answer not applied: {e}");
+    }
+}

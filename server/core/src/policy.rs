@@ -1,0 +1,329 @@
+//! A session's approval policy: its approval mode, its sandbox mode, what the
+//! machine's sandbox can enforce, and the workspace rules read at open.
+//!
+//! Approval modes ([`ApprovalMode`]):
+//! - `ask` (the default): every command asks. Rules are not applied, not
+//!   even those granted in this session: granting one records it (and, for
+//!   the workspace, writes it to the file) but changes nothing until the
+//!   mode is `rules` or `sandboxed-auto`; clients say so when granting.
+//! - `rules`: a command every part of which a rule covers runs without
+//!   asking (its `approval` record names the rules); anything else asks.
+//! - `sandboxed-auto`: as `rules`, and a command that runs inside the
+//!   sandbox (mode not `off`, and the machine enforces it) is approved
+//!   automatically (`approved_by: sandbox`). With the sandbox `off` nothing
+//!   is approved by the sandbox: the person is asked.
+//!
+//! No mode, rule or sandbox acknowledges an `unknown` result: the
+//! acknowledgement gate is the session's, untouched by any of this.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::rules::{self, file, plain_commands, Rule, RuleKind, RuleScope, COMMAND_RUNNERS};
+use crate::sandbox::{SandboxError, SandboxMode, SandboxSupport};
+use crate::MinoHome;
+
+/// When a command may run without the person's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalMode {
+    #[default]
+    Ask,
+    Rules,
+    SandboxedAuto,
+}
+
+impl ApprovalMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalMode::Ask => "ask",
+            ApprovalMode::Rules => "rules",
+            ApprovalMode::SandboxedAuto => "sandboxed-auto",
+        }
+    }
+
+    /// Whether standing rules approve commands in this mode.
+    pub fn applies_rules(self) -> bool {
+        self != ApprovalMode::Ask
+    }
+}
+
+impl std::fmt::Display for ApprovalMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    #[error("no rule with id {0:?} is in force in this session; use an id from mino/rules/list")]
+    UnknownRule(String),
+    #[error("the workspace rules file could not be changed: {0}")]
+    File(#[from] file::RulesFileError),
+}
+
+/// The settings a client can change while the session is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    pub approval_mode: ApprovalMode,
+    pub sandbox: SandboxMode,
+}
+
+/// One session's policy (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub approval_mode: ApprovalMode,
+    pub sandbox: SandboxMode,
+    /// What this machine enforces, detected once at startup.
+    pub support: SandboxSupport,
+    /// The workspace rules file, when its path could be worked out.
+    pub workspace_file: Option<PathBuf>,
+    /// The file's rules as read at open (and changed by grants and revokes
+    /// since); empty when the file is malformed.
+    pub workspace_rules: Vec<Rule>,
+    /// Why the file's rules do not apply (malformed, unreadable), with its line.
+    pub workspace_file_error: Option<String>,
+    /// Where workspace rules files live; `None` for [`Policy::ask_only`].
+    home: Option<MinoHome>,
+}
+
+impl Policy {
+    /// `ask`, sandbox `off`, no workspace rules, and a machine that enforces
+    /// nothing: what a session gets unless its opener says otherwise.
+    pub fn ask_only() -> Policy {
+        Policy {
+            approval_mode: ApprovalMode::Ask,
+            sandbox: SandboxMode::Off,
+            support: SandboxSupport { landlock_abi: 0, network_namespace: false },
+            workspace_file: None,
+            workspace_rules: Vec::new(),
+            workspace_file_error: None,
+            home: None,
+        }
+    }
+
+    /// Reads the workspace rules file of `workspace` (whole; a malformed
+    /// file is reported in the log and in [`Self::workspace_file_error`],
+    /// and none of it applies) and checks that `sandbox` can be enforced.
+    pub fn open(
+        home: &MinoHome,
+        workspace: &Path,
+        support: SandboxSupport,
+        settings: Settings,
+    ) -> Result<Policy, SandboxError> {
+        support.check(settings.sandbox)?;
+        let mut policy =
+            Policy { approval_mode: settings.approval_mode, sandbox: settings.sandbox, support, ..Policy::ask_only() };
+        policy.home = Some(home.clone());
+        policy.read_workspace_rules(workspace);
+        Ok(policy)
+    }
+
+    /// The same settings for another session's workspace: its rules file is
+    /// read whole, and the previous workspace's rules no longer apply.
+    pub fn for_workspace(&self, workspace: &Path) -> Policy {
+        let mut policy =
+            Policy { workspace_file: None, workspace_rules: Vec::new(), workspace_file_error: None, ..self.clone() };
+        policy.read_workspace_rules(workspace);
+        policy
+    }
+
+    fn read_workspace_rules(&mut self, workspace: &Path) {
+        let Some(home) = self.home.clone() else { return };
+        let policy = self;
+        match file::workspace_rules_path(&home, workspace) {
+            Err(e) => {
+                let why = format!("the workspace rules file of {} cannot be located: {e}", workspace.display());
+                tracing::warn!("{why}");
+                policy.workspace_file_error = Some(why);
+            }
+            Ok(path) => {
+                match file::load(&path) {
+                    Ok(rules) => policy.workspace_rules = rules,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the workspace rules file is ignored");
+                        policy.workspace_file_error = Some(e.to_string());
+                    }
+                }
+                policy.workspace_file = Some(path);
+            }
+        }
+    }
+
+    pub fn settings(&self) -> Settings {
+        Settings { approval_mode: self.approval_mode, sandbox: self.sandbox }
+    }
+
+    /// Changes the settings; a sandbox mode the machine cannot enforce is
+    /// refused and nothing changes.
+    pub fn update(
+        &mut self,
+        approval_mode: Option<ApprovalMode>,
+        sandbox: Option<SandboxMode>,
+    ) -> Result<Settings, SandboxError> {
+        if let Some(mode) = sandbox {
+            self.support.check(mode)?;
+        }
+        if let Some(mode) = approval_mode {
+            self.approval_mode = mode;
+        }
+        if let Some(mode) = sandbox {
+            self.sandbox = mode;
+        }
+        Ok(self.settings())
+    }
+
+    /// Whether `sandboxed-auto` approves commands now: the mode is on and
+    /// the machine enforces it.
+    pub fn sandbox_approves(&self) -> bool {
+        self.approval_mode == ApprovalMode::SandboxedAuto
+            && self.sandbox != SandboxMode::Off
+            && self.support.check(self.sandbox).is_ok()
+    }
+
+    /// One line saying what the machine enforces (`sandboxSupport`).
+    pub fn support_line(&self) -> String {
+        support_line(&self.support)
+    }
+
+    /// The rules in force: `granted` (this session's, from its records)
+    /// and the workspace file's, each id once.
+    pub fn rules_in_force(&self, granted: &[Rule]) -> Vec<Rule> {
+        let mut all = granted.to_vec();
+        for rule in &self.workspace_rules {
+            if !all.iter().any(|r| r.id() == rule.id()) {
+                all.push(rule.clone());
+            }
+        }
+        all
+    }
+}
+
+/// One line saying what this machine's sandbox enforces, never more than
+/// [`SandboxSupport::check`] found.
+pub fn support_line(support: &SandboxSupport) -> String {
+    match support.check(SandboxMode::WorkspaceWrite) {
+        Ok(_) => {
+            format!("read-only and workspace-write can be enforced: {}", support.describe(SandboxMode::WorkspaceWrite))
+        }
+        Err(e) => format!("only `off` is available: {e}"),
+    }
+}
+
+/// The rule a client offers for `command`: its first words (up to two, and
+/// never a lone command runner such as `bash`), as a prefix rule. `None`
+/// when the command is not one plain command.
+pub fn suggested_rule(command: &str) -> Option<String> {
+    let parts = plain_commands(command).ok()?;
+    let [words] = parts.as_slice() else { return None };
+    let mut take: Vec<&str> = Vec::new();
+    for word in words.iter() {
+        if take.len() == 2 || (!take.is_empty() && word.starts_with('-')) {
+            break;
+        }
+        take.push(word);
+    }
+    if take.len() == 1 && COMMAND_RUNNERS.contains(&take[0]) && words.len() > 1 {
+        take.push(&words[1]);
+    }
+    let suggested = take.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ");
+    Rule::new("suggested", RuleKind::Prefix, &suggested, RuleScope::Session).ok().map(|_| suggested)
+}
+
+/// A word as bash would read it back: bare when it is plainly safe, else
+/// single-quoted.
+fn quote(word: &str) -> String {
+    let safe = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c));
+    if safe {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The rules that approve `command` under `policy` with the session's
+/// `granted` rules, or `None` when the person must be asked by rule.
+pub fn approving_rules(policy: &Policy, granted: &[Rule], command: &str) -> Option<Vec<Rule>> {
+    if !policy.approval_mode.applies_rules() {
+        return None;
+    }
+    let all = policy.rules_in_force(granted);
+    let verdict = rules::evaluate(&all, command);
+    let rules::Verdict::Allowed { rules } = verdict else { return None };
+    let mut distinct: Vec<Rule> = Vec::new();
+    for rule in rules {
+        if !distinct.iter().any(|r| r.id() == rule.id()) {
+            distinct.push(rule.clone());
+        }
+    }
+    Some(distinct)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A switch to a session of another workspace must not carry the old
+    /// workspace's rules along: each workspace's file is its own.
+    #[test]
+    fn another_workspace_gets_its_own_rules_and_not_the_previous_ones() {
+        let home_dir = tempfile::tempdir().expect("home");
+        let home = MinoHome::new(home_dir.path().to_path_buf());
+        let (a, b) = (tempfile::tempdir().expect("a"), tempfile::tempdir().expect("b"));
+        let rule_in = |workspace: &Path, command: &str| {
+            let rule =
+                Rule::new(Rule::new_id(), crate::rules::RuleKind::Prefix, command, crate::rules::RuleScope::Workspace)
+                    .expect("rule");
+            let path = file::workspace_rules_path(&home, workspace).expect("path");
+            file::append(&path, workspace, &rule).expect("append");
+        };
+        rule_in(a.path(), "npm test");
+        rule_in(b.path(), "cargo test");
+        let support = SandboxSupport { landlock_abi: 0, network_namespace: false };
+        let settings = Settings { approval_mode: ApprovalMode::Rules, sandbox: SandboxMode::Off };
+        let in_a = Policy::open(&home, a.path(), support, settings).expect("policy");
+        let commands = |p: &Policy| p.workspace_rules.iter().map(|r| r.command().to_string()).collect::<Vec<_>>();
+        assert_eq!(commands(&in_a), ["npm test"]);
+        let in_b = in_a.for_workspace(b.path());
+        assert_eq!(commands(&in_b), ["cargo test"], "only b's rules apply in b");
+        assert_eq!(in_b.approval_mode, ApprovalMode::Rules, "the settings stay");
+        assert_ne!(in_a.workspace_file, in_b.workspace_file);
+    }
+
+    #[test]
+    fn the_suggested_rule_is_the_first_words_never_a_lone_runner() {
+        assert_eq!(suggested_rule("npm test -- --watch").as_deref(), Some("npm test"));
+        assert_eq!(suggested_rule("git status --short").as_deref(), Some("git status"));
+        assert_eq!(suggested_rule("ls -la").as_deref(), Some("ls"));
+        assert_eq!(suggested_rule("bash -c 'rm -rf /'").as_deref(), Some("bash -c"));
+        assert_eq!(suggested_rule("cat 'my file.txt'").as_deref(), Some("cat 'my file.txt'"));
+        assert_eq!(suggested_rule("echo hi > out.txt"), None);
+        assert_eq!(suggested_rule("make && make install"), None);
+        assert_eq!(suggested_rule("bash"), None);
+    }
+
+    #[test]
+    fn ask_applies_no_rule_and_rules_mode_does() {
+        let rule = Rule::new("r1", RuleKind::Prefix, "npm test", RuleScope::Session).expect("rule");
+        let mut policy = Policy::ask_only();
+        assert_eq!(approving_rules(&policy, std::slice::from_ref(&rule), "npm test"), None);
+        policy.approval_mode = ApprovalMode::Rules;
+        assert_eq!(approving_rules(&policy, std::slice::from_ref(&rule), "npm test --ci"), Some(vec![rule.clone()]));
+        assert_eq!(approving_rules(&policy, &[rule], "npm testx"), None);
+    }
+
+    #[test]
+    fn sandboxed_auto_needs_a_sandbox_in_force() {
+        let mut policy = Policy::ask_only();
+        policy.approval_mode = ApprovalMode::SandboxedAuto;
+        assert!(!policy.sandbox_approves(), "sandbox off approves nothing");
+        assert!(policy.update(None, Some(SandboxMode::ReadOnly)).is_err(), "a machine without Landlock refuses");
+        assert_eq!(policy.sandbox, SandboxMode::Off);
+        policy.support = SandboxSupport { landlock_abi: 6, network_namespace: true };
+        policy.update(None, Some(SandboxMode::ReadOnly)).expect("enforceable");
+        assert!(policy.sandbox_approves());
+    }
+}

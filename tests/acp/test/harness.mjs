@@ -1,0 +1,174 @@
+// Drives `mino-server --acp` over real stdio with the official ACP TypeScript
+// SDK, against `mino-mock-model` (the only thing mocked: the model's HTTP wire).
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { Readable, Writable } from "node:stream";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import * as acp from "@agentclientprotocol/sdk";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+const serverBin = process.env.MINO_SERVER_BIN || join(root, "target/debug/mino-server");
+const mockBin = process.env.MINO_MOCK_MODEL_BIN || join(root, "target/debug/mino-mock-model");
+export const outputDir = join(root, "tests/acp/test-output");
+
+/** The command that kills `mino-server` from inside an approved command
+ * (commands run under a supervisor, so the server is the parent of $PPID);
+ * the same as `mino_e2e::KILL_SERVER`. */
+export const KILL_SERVER = "kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)";
+
+/** Starts the mock model with `script`; resolves once it listens. */
+export async function startMockModel(script) {
+  const dir = mkdtempSync(join(tmpdir(), "mino-acp-mock-"));
+  const file = join(dir, "script.json");
+  writeFileSync(file, JSON.stringify(script));
+  const child = spawn(mockBin, ["--script", file], { stdio: ["pipe", "pipe", "inherit"] });
+  const lines = createInterface({ input: child.stdout });
+  const baseUrl = await new Promise((ok, fail) => {
+    child.once("exit", (code) => fail(new Error(`mino-mock-model exited (${code}) before listening`)));
+    lines.once("line", (line) => {
+      const m = /^listening (\S+)$/.exec(line);
+      m ? ok(m[1]) : fail(new Error(`unexpected first line from mino-mock-model: ${line}`));
+    });
+  });
+  return {
+    baseUrl,
+    /** Every request the model received so far. */
+    async requests() {
+      const res = await fetch(new URL("/_mock/requests", baseUrl.replace(/\/v1\/?$/, "/")));
+      return res.json();
+    },
+    stop() {
+      child.stdin.end();
+      child.kill();
+    },
+  };
+}
+
+/** A workspace and a Mino home, fresh for each test. */
+export function freshDirs() {
+  const base = realpathSync(mkdtempSync(join(tmpdir(), "mino-acp-")));
+  const workspace = join(base, "workspace");
+  const home = join(base, "home");
+  mkdirSync(workspace);
+  mkdirSync(home);
+  return { base, workspace, home };
+}
+
+/**
+ * Starts `mino-server --acp` and connects an SDK client to it.
+ * `onPermission(params)` answers `session/request_permission`.
+ * Every message both ways is kept in `transcript` (direction, message).
+ */
+export function startServer({ home, workspace, baseUrl, onPermission }) {
+  const child = spawn(serverBin, ["--acp"], {
+    cwd: workspace,
+    env: {
+      ...process.env,
+      MINO_HOME: home,
+      OPENAI_API_KEY: "test-key",
+      OPENAI_BASE_URL: baseUrl,
+      MINO_MODEL: "mock-model",
+      RUST_LOG: process.env.RUST_LOG || "warn",
+    },
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const exited = new Promise((ok) => child.once("exit", (code, signal) => ok({ code, signal })));
+  const transcript = [];
+  const updates = [];
+  const waiters = [];
+  const record = (direction) =>
+    new TransformStream({
+      transform(message, controller) {
+        transcript.push({ direction, message });
+        controller.enqueue(message);
+      },
+    });
+  const raw = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const toServer = record("client→agent");
+  toServer.readable.pipeTo(raw.writable).catch(() => {});
+  const stream = { writable: toServer.writable, readable: raw.readable.pipeThrough(record("agent→client")) };
+  const app = acp
+    .client({ name: "mino-acp-tests" })
+    .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => onPermission(params))
+    .onNotification(acp.methods.client.session.update, async ({ params }) => {
+      updates.push(params);
+      for (const w of [...waiters]) w();
+    });
+  const connection = app.connect(stream);
+  return {
+    agent: connection.agent,
+    child,
+    exited,
+    transcript,
+    updates,
+    /** Resolves once `predicate(updates)` holds (checked on every update). */
+    waitFor(predicate) {
+      return new Promise((ok) => {
+        const check = () => {
+          if (predicate(updates)) {
+            waiters.splice(waiters.indexOf(check), 1);
+            ok();
+          }
+        };
+        waiters.push(check);
+        check();
+      });
+    },
+    async stop() {
+      connection.close();
+      child.stdin.end();
+      await exited;
+    },
+  };
+}
+
+/** `initialize` as an editor sends it. */
+export function initialize(agent) {
+  return agent.request(acp.methods.agent.initialize, {
+    protocolVersion: acp.PROTOCOL_VERSION,
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    clientInfo: { name: "mino-acp-tests", version: "1" },
+  });
+}
+
+export function prompt(agent, sessionId, text) {
+  return agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text }] });
+}
+
+/** The text of the agent message chunks among `updates`. */
+export function agentText(updates) {
+  return updates
+    .filter((u) => u.update.sessionUpdate === "agent_message_chunk")
+    .map((u) => u.update.content.text)
+    .join("");
+}
+
+/**
+ * The transcript as JSON lines, with what differs between runs and machines
+ * replaced: `replacements` (session id, temporary paths), the request ids the
+ * server draws at random (numbered in order instead) and the commands'
+ * environment (the machine's PATH, HOME…).
+ */
+export function writeTranscript(name, transcript, replacements) {
+  mkdirSync(outputDir, { recursive: true });
+  const machineEnvironment = (key, value) =>
+    key === "environment" && value && typeof value === "object" ? { "…": "the environment commands run with" } : value;
+  let text =
+    transcript
+      .map(({ direction, message }) => JSON.stringify(JSON.parse(JSON.stringify({ direction, message }), machineEnvironment)))
+      .join("\n") + "\n";
+  for (const [from, to] of replacements) text = text.split(from).join(to);
+  const ids = new Map();
+  text = text.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (uuid) => {
+    if (!ids.has(uuid)) ids.set(uuid, `agent-request-${ids.size + 1}`);
+    return ids.get(uuid);
+  });
+  const file = join(outputDir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+export { acp };

@@ -1,0 +1,221 @@
+//! `mino-server --acp` driven by the `agent-client-protocol` crate's client
+//! side over real stdio, against the mock model: initialize, a new session,
+//! a prompt with an approved command, and the acknowledgement gate after a
+//! real SIGKILL. (The official TypeScript SDK drives the same front door in
+//! tests/acp, `scripts/test acp`.)
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest, PromptResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
+    SessionNotification, StopReason, TextContent,
+};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::{Agent, ByteStreams, Client, Responder, V1};
+use mino_e2e::{server_bin, KILL_SERVER};
+use mino_mock_model::{MockModel, Reply};
+use serde_json::Value;
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+const LIMIT: Duration = Duration::from_secs(60);
+const UNKNOWN_OUTPUT: &str =
+    "Execution was started but its result was not saved. The operation may have happened. Do not automatically retry it.";
+
+/// What the client saw, and the answers it gives to permission requests
+/// (option ids, in order; `None` answers `cancelled`).
+#[derive(Default)]
+struct Seen {
+    updates: Vec<Value>,
+    questions: Vec<Value>,
+    answers: VecDeque<Option<&'static str>>,
+}
+
+type Shared = Arc<Mutex<Seen>>;
+
+/// Runs `body` against a fresh `mino-server --acp` in `workspace` with `home`.
+async fn with_server<R>(
+    home: &Path,
+    workspace: &Path,
+    mock: &MockModel,
+    seen: Shared,
+    body: impl AsyncFnOnce(ConnectionTo<Agent>) -> Result<R, agent_client_protocol::Error>,
+) -> (Result<R, agent_client_protocol::Error>, std::process::ExitStatus) {
+    let mut child = tokio::process::Command::new(server_bin())
+        .arg("--acp")
+        .current_dir(workspace)
+        .env("MINO_HOME", home)
+        .env("OPENAI_API_KEY", "test-key")
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("MINO_MODEL", "mock-model")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn mino-server --acp");
+    let stdin = child.stdin.take().expect("piped stdin");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
+    let (on_update, on_question) = (seen.clone(), seen.clone());
+    let result = Client
+        .v1()
+        .name("mino-acp-rust-test")
+        .on_receive_notification(
+            async move |n: SessionNotification, _cx| {
+                on_update.lock().expect("seen").updates.push(serde_json::to_value(&n.update).expect("update json"));
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |q: RequestPermissionRequest, responder: Responder<RequestPermissionResponse, V1>, _cx| {
+                let answer = {
+                    let mut seen = on_question.lock().expect("seen");
+                    seen.questions.push(serde_json::to_value(&q).expect("question json"));
+                    seen.answers.pop_front().expect("a permission answer was scripted")
+                };
+                let outcome = match answer {
+                    Some(id) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id)),
+                    None => RequestPermissionOutcome::Cancelled,
+                };
+                responder.respond(RequestPermissionResponse::new(outcome))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, body);
+    let result = tokio::time::timeout(LIMIT, result).await.expect("the ACP exchange finished in time");
+    let status = tokio::time::timeout(LIMIT, async {
+        // Closing stdin (the transport is dropped) ends the server.
+        child.wait().await.expect("wait for mino-server")
+    })
+    .await
+    .expect("mino-server exited");
+    (result, status)
+}
+
+async fn open_new(cx: &ConnectionTo<Agent>, workspace: &Path) -> Result<String, agent_client_protocol::Error> {
+    let init = cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+    assert_eq!(init.protocol_version, ProtocolVersion::V1);
+    assert!(init.agent_capabilities.load_session, "loadSession is offered");
+    let created = cx.send_request(NewSessionRequest::new(workspace)).block_task().await?;
+    Ok(created.session_id.0.to_string())
+}
+
+async fn prompt(
+    cx: &ConnectionTo<Agent>,
+    session: &str,
+    text: &str,
+) -> Result<PromptResponse, agent_client_protocol::Error> {
+    let blocks = vec![ContentBlock::Text(TextContent::new(text))];
+    cx.send_request(PromptRequest::new(session.to_string(), blocks)).block_task().await
+}
+
+fn tool_updates(seen: &Shared) -> Vec<Value> {
+    let seen = seen.lock().expect("seen");
+    seen.updates
+        .iter()
+        .filter(|u| u["sessionUpdate"].as_str().is_some_and(|k| k.starts_with("tool_call")))
+        .cloned()
+        .collect()
+}
+
+fn dirs() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let base = tempfile::tempdir().expect("tempdir");
+    let (home, workspace) = (base.path().join("home"), base.path().join("workspace"));
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::create_dir_all(&workspace).expect("workspace");
+    (base, home, workspace)
+}
+
+#[tokio::test]
+async fn acp_prompt_runs_an_approved_command_and_ends_the_turn() {
+    let (_base, home, workspace) = dirs();
+    let mock = MockModel::start(vec![Reply::call("call_1", "echo hello > greeting.txt"), Reply::text("Done.")])
+        .await
+        .expect("mock model");
+    let seen = Shared::default();
+    seen.lock().expect("seen").answers.push_back(Some("allow"));
+    let ws = workspace.clone();
+    let (result, _) = with_server(&home, &workspace, &mock, seen.clone(), async move |cx| {
+        let session = open_new(&cx, &ws).await?;
+        prompt(&cx, &session, "Greet the file.").await
+    })
+    .await;
+    assert_eq!(result.expect("prompt answered").stop_reason, StopReason::EndTurn);
+    assert_eq!(std::fs::read_to_string(workspace.join("greeting.txt")).expect("the command ran"), "hello\n");
+    let question = seen.lock().expect("seen").questions[0].clone();
+    let kinds: Vec<&str> =
+        question["options"].as_array().expect("options").iter().filter_map(|o| o["kind"].as_str()).collect();
+    assert_eq!(kinds, ["allow_once", "reject_once"], "no allow_always: approval rules are not mapped");
+    let tools = tool_updates(&seen);
+    let statuses: Vec<&str> = tools.iter().map(|u| u["status"].as_str().unwrap_or("pending")).collect();
+    assert_eq!(statuses, ["pending", "in_progress", "completed"]);
+    assert_eq!(tools[0]["title"], "echo hello > greeting.txt");
+    assert_eq!(tools[0]["kind"], "execute");
+    assert_eq!(tools[2]["rawOutput"]["minoResult"], "success");
+}
+
+#[tokio::test]
+async fn acp_gate_after_sigkill_refuses_then_acknowledges() {
+    let (_base, home, workspace) = dirs();
+    let command = format!("echo milk >> shopping.txt && {KILL_SERVER}");
+    let mock = MockModel::start(vec![Reply::call("call_1", &command), Reply::text("It is on the list.")])
+        .await
+        .expect("mock model");
+
+    // The approved command kills the server between tool_start and tool_result.
+    let seen = Shared::default();
+    seen.lock().expect("seen").answers.push_back(Some("allow"));
+    let ws = workspace.clone();
+    let (result, status) = with_server(&home, &workspace, &mock, seen, async move |cx| {
+        let session = open_new(&cx, &ws).await?;
+        let answered = prompt(&cx, &session, "Add milk to shopping.txt.").await;
+        Ok((session, answered.is_ok()))
+    })
+    .await;
+    let (session, answered) = result.expect("the exchange ran");
+    assert!(!answered, "the prompt cannot be answered by a killed server");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+
+    // A new server: load shows the unknown call; "Not now" refuses without
+    // reaching the model; "I understand" acknowledges and the prompt runs.
+    let seen = Shared::default();
+    seen.lock().expect("seen").answers.extend([Some("not-now"), Some("acknowledge")]);
+    let (ws, id) = (workspace.clone(), session.clone());
+    let requests_before = mock.requests().len();
+    let (result, _) = with_server(&home, &workspace, &mock, seen.clone(), async move |cx| {
+        cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+        cx.send_request(LoadSessionRequest::new(id.clone(), ws)).block_task().await?;
+        let refused = prompt(&cx, &id, "Is milk on the list now?").await?;
+        let answered = prompt(&cx, &id, "Is milk on the list now?").await?;
+        Ok((refused.stop_reason, answered.stop_reason))
+    })
+    .await;
+    let (refused, answered) = result.expect("prompts answered");
+    assert_eq!(refused, StopReason::Refusal);
+    assert_eq!(answered, StopReason::EndTurn);
+    let loaded = tool_updates(&seen)[0].clone();
+    assert_eq!(loaded["status"], "failed");
+    assert_eq!(loaded["title"], format!("Result unknown: {command}"));
+    assert_eq!(loaded["rawOutput"], serde_json::json!({ "minoResult": "unknown" }));
+    assert_eq!(loaded["content"][0]["content"]["text"], UNKNOWN_OUTPUT);
+    let questions = seen.lock().expect("seen").questions.clone();
+    assert_eq!(questions.len(), 2, "one gate question per prompt");
+    assert_eq!(questions[0]["toolCall"]["toolCallId"], loaded["toolCallId"]);
+    let names: Vec<&str> =
+        questions[0]["options"].as_array().expect("options").iter().filter_map(|o| o["name"].as_str()).collect();
+    assert_eq!(names, ["I understand these commands may already have run", "Not now"]);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), requests_before + 1, "only the acknowledged prompt reached the model");
+    let input = requests.last().expect("a request").body["input"].to_string();
+    assert_eq!(input.matches("Is milk on the list now?").count(), 1, "the refused question was never recorded");
+    assert_eq!(std::fs::read_to_string(workspace.join("shopping.txt")).expect("ran once"), "milk\n");
+}
