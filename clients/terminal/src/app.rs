@@ -40,6 +40,20 @@ pub fn out(text: &str) {
     let _ = stdout.flush();
 }
 
+/// Writes text that is already safe to show (built by `ui` from
+/// [`ui::printable`] pieces and Mino's own colour codes) and flushes.
+pub fn out_shown(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// Whether this terminal gets coloured diffs (see [`ui::colour_wanted`]).
+fn colour() -> bool {
+    use std::io::IsTerminal;
+    ui::colour_wanted(std::io::stdout().is_terminal(), std::env::var_os("NO_COLOR").as_deref())
+}
+
 /// How the acknowledgement prompt ended.
 enum Ack {
     Acknowledged,
@@ -485,7 +499,10 @@ impl App {
                 }
                 Turn::ApprovalRequest(req) => {
                     view.newline();
-                    out(&ui::approval_screen(&req));
+                    match &req.edit {
+                        Some(edit) => out_shown(&ui::edit_approval_screen(&req, edit, colour())),
+                        None => out(&ui::approval_screen(&req)),
+                    }
                     let Some(params) = self.ask_approval(&req, &mut view).await else {
                         cancelling = true;
                         calls.push(sent(Sent::Cancel, self.server.cancel(turn_id)));
@@ -509,8 +526,9 @@ impl App {
                     // later call of this turn, whose output is its own.
                     if !view.streamed.remove(&r.call_id) && !r.output.is_empty() {
                         view.newline();
-                        out(&r.output);
-                        view.at_line_start = r.output.ends_with('\n');
+                        let shown = ui::result_output(&r.output, r.diff.is_some(), colour());
+                        out_shown(&shown);
+                        view.at_line_start = shown.ends_with('\n');
                     }
                     view.newline();
                     out(&format!("{}\n", ui::result_line(r.status, r.exit_code)));

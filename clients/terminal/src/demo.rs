@@ -27,6 +27,7 @@ mod scripted {
     #[derive(Clone, Copy)]
     enum Pending {
         AddMilk,
+        AddButter,
         ShowList,
     }
 
@@ -69,7 +70,8 @@ mod scripted {
             format!(
                 "Mino demo: a scripted model on {} stands in for OpenAI; no network, no API key.\n\
                  Demo workspace: {} (commands run in {}; it is kept after exit)\n\
-                 Try: Add milk to shopping.txt.   Then: What is on my shopping list?\n\n",
+                 Try: Add milk to shopping.txt.   Then: Add butter after bread (a file edit you approve as a diff).\n\
+                 And: What is on my shopping list?\n\n",
                 self.mock.addr(),
                 self.root.display(),
                 self.work().display(),
@@ -89,6 +91,17 @@ mod scripted {
                 self.call(
                     "I'll append milk to shopping.txt. That runs a command, so Mino asks you first.",
                     "echo milk >> shopping.txt",
+                )
+            } else if lower.contains("butter") {
+                self.pending = Some(Pending::AddButter);
+                self.calls += 1;
+                // An edit, not a command: Mino shows its diff for approval.
+                Reply::edit_file(
+                    &format!("call_demo_{}", self.calls),
+                    "shopping.txt",
+                    "bread\n",
+                    "bread\nbutter\n",
+                    false,
                 )
             } else if ["list", "shopping", "show", "read", "cat", "check"].iter().any(|w| lower.contains(w)) {
                 self.pending = Some(Pending::ShowList);
@@ -113,6 +126,8 @@ mod scripted {
                 (Pending::AddMilk, _) => {
                     "Done: milk is now the last line of shopping.txt. Ask \"What is on my shopping list?\" to check."
                 }
+                (Pending::AddButter, Decision::Deny) => "Okay, I did not edit shopping.txt.",
+                (Pending::AddButter, _) => "Done: butter now follows bread in shopping.txt.",
                 (Pending::ShowList, Decision::Deny) => "Okay, I won't read shopping.txt.",
                 (Pending::ShowList, _) => "That is everything on shopping.txt right now.",
             };

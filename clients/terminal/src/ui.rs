@@ -2,8 +2,9 @@
 //! tested without a terminal.
 
 use mino_protocol::{
-    ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, HistoryResult, RecoveredCallView, RecoveryNotification,
-    RuleKind, RuleScope, RuleSpec, RulesListResult, SandboxMode, SessionEntry, TokenUsage, ToolStatus, TurnStatus,
+    ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, EditView, HistoryResult, RecoveredCallView,
+    RecoveryNotification, RuleKind, RuleScope, RuleSpec, RulesListResult, SandboxMode, SessionEntry, TokenUsage,
+    ToolStatus, TurnStatus,
 };
 
 pub const RECOVERED: &str = "An interrupted tool turn was recovered without executing commands.";
@@ -145,6 +146,8 @@ pub fn tool_status(status: ToolStatus) -> &'static str {
         ToolStatus::Cancelled => "cancelled",
         ToolStatus::NotExecuted => "not_executed",
         ToolStatus::Unknown => "unknown",
+        ToolStatus::Applied => "applied",
+        ToolStatus::NotApplied => "not_applied",
     }
 }
 
@@ -160,6 +163,92 @@ pub fn turn_status(status: TurnStatus) -> &'static str {
 /// `Command: "echo milk >> shopping.txt"`: debug-quoted, as in the book.
 pub fn command_line(command: &str) -> String {
     format!("Command: {command:?}")
+}
+
+/// Whether diffs are coloured: only on a terminal, and never when
+/// `NO_COLOR` is set to anything (https://no-color.org).
+pub fn colour_wanted(is_tty: bool, no_colour: Option<&std::ffi::OsStr>) -> bool {
+    is_tty && no_colour.is_none_or(|v| v.is_empty())
+}
+
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const CYAN: &str = "\x1b[36m";
+const BOLD_RED: &str = "\x1b[1;31m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+/// A unified diff for the terminal: every line made [`printable`] first (a
+/// diff holds the model's text, which may carry control sequences), then,
+/// with `colour`, removed lines red, added lines green, hunk headers cyan,
+/// file headers bold. The result is safe to write as it is.
+pub fn diff_text(diff: &str, colour: bool) -> String {
+    let mut out = String::with_capacity(diff.len() + 64);
+    for line in diff.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        let shown = printable(body);
+        let style = if !colour {
+            None
+        } else if body.starts_with("+++ ") || body.starts_with("--- ") {
+            Some(BOLD)
+        } else if body.starts_with('+') {
+            Some(GREEN)
+        } else if body.starts_with('-') {
+            Some(RED)
+        } else if body.starts_with("@@") {
+            Some(CYAN)
+        } else {
+            None
+        };
+        match style {
+            Some(style) => out.push_str(&format!("{style}{shown}{RESET}{end}")),
+            None => out.push_str(&format!("{shown}{end}")),
+        }
+    }
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+/// The approval screen of an edit call, every line but the question, safe
+/// to write as it is (see [`diff_text`]). A path outside the session's
+/// directory is said first, in bold red with colour.
+pub fn edit_approval_screen(req: &ApprovalRequest, edit: &EditView, colour: bool) -> String {
+    let tool = match edit.tool {
+        mino_protocol::EditToolName::EditFile => "edit_file",
+        mino_protocol::EditToolName::WriteFile => "write_file",
+    };
+    let mut out = format!("[Tool: {tool}]\n");
+    if edit.leaves_workspace {
+        let warning = format!("Warning: this file is OUTSIDE the session's directory ({}).", printable(&req.directory));
+        if colour {
+            out.push_str(&format!("{BOLD_RED}{warning}{RESET}\n"));
+        } else {
+            out.push_str(&format!("{warning}\n"));
+        }
+    }
+    out.push_str(&format!("Path: {}\n", printable(&edit.path)));
+    if edit.new_file {
+        out.push_str(&format!("New file: {} bytes\n", edit.size));
+    } else {
+        out.push_str(&format!("Size after the edit: {} bytes\n", edit.size));
+    }
+    out.push_str(&diff_text(&edit.diff, colour));
+    out
+}
+
+/// A result's output, safe to write as it is: an edit's (`diff` present)
+/// has its diff coloured as [`diff_text`] does; anything else is made
+/// [`printable`].
+pub fn result_output(output: &str, has_diff: bool, colour: bool) -> String {
+    match output.split_once("\n\n").filter(|_| has_diff) {
+        Some((head, diff)) => format!("{}\n\n{}", printable(head), diff_text(diff, colour)),
+        None => printable(output).into_owned(),
+    }
 }
 
 /// The approval screen, every line but the question.
@@ -312,9 +401,15 @@ pub fn history(h: &HistoryResult) -> String {
         // The turn's text is all its responses joined, so it cannot be placed
         // between the calls; it follows them, where the final answer goes.
         for call in &turn.calls {
-            out.push_str("[Tool: bash]\n");
-            out.push_str(&command_line(&call.command));
-            out.push('\n');
+            match call.tool {
+                // An edit: its summary names the tool and the path.
+                Some(_) => out.push_str(&format!("[Tool: {}]\n", call.command)),
+                None => {
+                    out.push_str("[Tool: bash]\n");
+                    out.push_str(&command_line(&call.command));
+                    out.push('\n');
+                }
+            }
             if let Some(note) = approval_note(call.approved_by.as_ref(), call.sandbox) {
                 out.push_str(&note);
                 out.push('\n');
@@ -324,6 +419,12 @@ pub fn history(h: &HistoryResult) -> String {
                 None => out.push_str("[Result: pending]"),
             }
             out.push('\n');
+            if let Some(diff) = call.result.as_ref().and_then(|r| r.diff.as_deref()) {
+                out.push_str(diff);
+                if !diff.ends_with('\n') {
+                    out.push('\n');
+                }
+            }
             if let Some(evidence) = &call.evidence {
                 out.push_str(&evidence_line(&evidence.summary));
                 out.push('\n');
@@ -466,6 +567,7 @@ mod tests {
             directory: "/w".into(),
             environment: BTreeMap::from([("HOME".into(), "/h".into()), ("PATH".into(), "/usr/bin".into())]),
             limits: Limits { timeout_seconds: 120, output_limit_bytes: 65536 },
+            edit: None,
             sandbox: SandboxMode::Off,
             approval_mode: ApprovalMode::Ask,
             suggested_rule: None,
@@ -486,7 +588,13 @@ mod tests {
                 calls: vec![RecoveredCallView {
                     call_id: "c".into(),
                     command: "echo milk >> shopping.txt".into(),
-                    result: ToolResultView { status: ToolStatus::Unknown, output: String::new(), exit_code: None },
+                    tool: None,
+                    result: ToolResultView {
+                        status: ToolStatus::Unknown,
+                        output: String::new(),
+                        exit_code: None,
+                        diff: None,
+                    },
                     evidence: Some(Evidence {
                         outcome: EvidenceOutcome::Exited,
                         exit_code: Some(0),
@@ -527,6 +635,51 @@ mod tests {
         assert!(recovery_notice(&rec).contains(
             "  Command: \"echo milk >> shopping.txt\"\n  [approved by rule `echo milk` (workspace); sandbox workspace-write]\n"
         ));
+    }
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        use std::ffi::OsStr;
+        assert!(colour_wanted(true, None));
+        assert!(colour_wanted(true, Some(OsStr::new(""))));
+        assert!(!colour_wanted(true, Some(OsStr::new("1"))));
+        assert!(!colour_wanted(false, None));
+    }
+
+    #[test]
+    fn an_edit_approval_shows_the_path_and_the_diff_coloured_or_plain() {
+        let diff = "--- a/shopping.txt\n+++ b/shopping.txt\n@@ -1,2 +1,3 @@\n bread\n+milk\n-jam\x1b[8m\n";
+        let edit = EditView {
+            tool: mino_protocol::EditToolName::EditFile,
+            path: "../elsewhere/shopping.txt".into(),
+            new_file: false,
+            size: 11,
+            diff: diff.into(),
+            leaves_workspace: true,
+        };
+        let req = ApprovalRequest {
+            turn_id: "t".into(),
+            seq: 1,
+            session_id: "s".into(),
+            call_id: "call_1".into(),
+            command: "edit_file ../elsewhere/shopping.txt".into(),
+            directory: "/w".into(),
+            environment: BTreeMap::new(),
+            limits: Limits { timeout_seconds: 0, output_limit_bytes: 0 },
+            edit: Some(edit.clone()),
+            sandbox: SandboxMode::Off,
+            approval_mode: ApprovalMode::Ask,
+            suggested_rule: None,
+        };
+        let plain = edit_approval_screen(&req, &edit, false);
+        assert_eq!(
+            plain,
+            "[Tool: edit_file]\nWarning: this file is OUTSIDE the session's directory (/w).\nPath: ../elsewhere/shopping.txt\nSize after the edit: 11 bytes\n--- a/shopping.txt\n+++ b/shopping.txt\n@@ -1,2 +1,3 @@\n bread\n+milk\n-jam^[[8m\n"
+        );
+        let coloured = edit_approval_screen(&req, &edit, true);
+        assert!(coloured.contains("\x1b[32m+milk\x1b[0m\n"), "{coloured:?}");
+        assert!(coloured.contains("\x1b[31m-jam^[[8m\x1b[0m\n"), "the model's escape stays visible: {coloured:?}");
+        assert!(coloured.contains("\x1b[1;31mWarning: this file is OUTSIDE"), "{coloured:?}");
     }
 
     #[test]

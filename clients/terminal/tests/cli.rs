@@ -232,6 +232,38 @@ fn piped_demo_declined_command_is_not_run() {
     let _ = std::fs::remove_dir_all(&workspace);
 }
 
+/// The demo's edit: the approval shows the tool, the path and the unified
+/// diff (plain text through a pipe: no colour codes), and once approved the
+/// file holds the edit and the result shows the diff written.
+#[test]
+fn piped_demo_shows_an_edit_as_a_diff_and_applies_it() {
+    let scratch = Scratch::new();
+    let mut cmd = Command::new(mino());
+    cmd.arg("--demo")
+        .current_dir(scratch.work())
+        .env("MINO_HOME", scratch.home())
+        .env("HOME", scratch.dir.path())
+        .env("MINO_SERVER", server())
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG");
+    let (status, out, err) = run_piped(cmd, "Add butter after bread.\ny\n");
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    let approval = "[Tool: edit_file]\nPath: shopping.txt\nSize after the edit: 18 bytes\n--- a/shopping.txt\n+++ b/shopping.txt\n@@ -1,2 +1,3 @@\n bread\n+butter\n eggs\nApprove this operation? [y/N] y";
+    assert!(out.contains(approval), "{out}");
+    assert!(!out.contains('\u{1b}'), "no colour codes through a pipe: {out:?}");
+    assert!(out.contains("Edited shopping.txt: replaced 1 occurrence of old_text.\n\n--- a/shopping.txt"), "{out}");
+    assert!(out.contains("[Result: success]"), "{out}");
+    assert!(out.contains("Done: butter now follows bread"), "{out}");
+    let workspace = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Demo workspace: "))
+        .and_then(|rest| rest.split(" (").next())
+        .unwrap_or_else(|| panic!("no demo workspace line in:\n{out}"));
+    let workspace = std::path::PathBuf::from(workspace);
+    assert_eq!(read(&workspace.join("work").join("shopping.txt")), "bread\nbutter\neggs\n");
+    let _ = std::fs::remove_dir_all(&workspace);
+}
+
 /// The session id `mino` names in its header line (`… - session ID …`),
 /// the last one printed.
 fn session_in_header(out: &str) -> String {

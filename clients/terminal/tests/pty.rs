@@ -307,6 +307,64 @@ fn ctrl_c_quits_while_the_session_opens() {
     assert_eq!(exit_code(&p), Some(130));
 }
 
+/// On a terminal an edit's approval shows its diff coloured (added lines
+/// green, removed red), and the result shows the diff written; with
+/// `NO_COLOR` set, the same screen has no colour codes.
+#[test]
+fn an_edit_is_approved_from_a_coloured_diff_unless_no_color() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            Reply::edit_file("call_1", "shopping.txt", "jam\n", "milk\n", false),
+            Reply::text("Swapped."),
+            Reply::edit_file("call_2", "shopping.txt", "milk\n", "tea\n", false),
+            Reply::text("Swapped again."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    std::fs::write(scratch.work().join("shopping.txt"), "bread\njam\n").expect("write the list");
+    let raw = |cmd: Command| {
+        rexpect::spawn_with_options(cmd, rexpect::reader::Options::new().timeout_ms(Some(TIMEOUT_MS)))
+            .expect("spawn mino in a pty")
+    };
+
+    let mut cmd = scratch.command(&mock.base_url());
+    cmd.env_remove("NO_COLOR");
+    let mut p = raw(cmd);
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Swap jam for milk.").expect("send question");
+    p.exp_string("[Tool: edit_file]").expect("tool header");
+    p.exp_string("Path: shopping.txt").expect("path");
+    p.exp_string("\u{1b}[31m-jam\u{1b}[0m").expect("removed line in red");
+    p.exp_string("\u{1b}[32m+milk\u{1b}[0m").expect("added line in green");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
+    p.send_line("y").expect("approve");
+    p.exp_string("Edited shopping.txt: replaced 1 occurrence of old_text.").expect("result");
+    p.exp_string("\u{1b}[32m+milk\u{1b}[0m").expect("the written diff, coloured");
+    p.exp_string("[Result: success]").expect("result line");
+    p.exp_string("Swapped.").expect("final text");
+    p.exp_string("You> ").expect("next prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    assert_eq!(read(&scratch.work().join("shopping.txt")), "bread\nmilk\n");
+
+    let mut cmd = scratch.command(&mock.base_url());
+    cmd.env("NO_COLOR", "1");
+    let mut p = raw(cmd);
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Swap milk for tea.").expect("send question");
+    p.exp_string("[Tool: edit_file]").expect("tool header");
+    let before = p.exp_string("Approve this operation? [y/N] ").expect("approval question");
+    assert!(before.contains("-milk\r\n+tea\r\n"), "{before:?}");
+    assert!(!before.contains('\u{1b}'), "no colour with NO_COLOR: {before:?}");
+    p.send_line("n").expect("deny");
+    p.exp_string("[Result: refused]").expect("refused");
+    p.exp_string("You> ").expect("next prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    assert_eq!(read(&scratch.work().join("shopping.txt")), "bread\nmilk\n");
+}
+
 #[test]
 fn a_session_opened_in_the_chat_asks_its_acknowledgement_as_at_startup() {
     let rt = runtime();

@@ -358,7 +358,7 @@ impl LiveCalls {
             // Live output is not streamed: ACP's `content` replaces the
             // previous content on each update. The output comes with the result.
             AgentEvent::ToolOutput { .. } => {}
-            AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code } => {
+            AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code, .. } => {
                 let command = command_of(&turn_id, &call_id);
                 let fields = result_fields(&command, status, &output, exit_code);
                 match self.open.iter().position(|(c, _)| *c == call_id) {

@@ -10,11 +10,13 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::bash::{self, BashTool, Stream};
+use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
 use crate::journal::record::{ApprovalDecision, ApprovedBy, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
 use crate::policy::{ApprovalMode, Policy, PolicyError, Settings};
@@ -89,6 +91,8 @@ pub enum AgentEvent {
         directory: String,
         environment: BTreeMap<String, String>,
         limits: bash::Limits,
+        /// An edit call's proposal (`None` for a command).
+        edit: Option<EditApproval>,
         /// The sandbox the command will run in if approved.
         sandbox: SandboxMode,
         approval_mode: ApprovalMode,
@@ -114,6 +118,8 @@ pub enum AgentEvent {
         status: ToolStatus,
         output: String,
         exit_code: Option<i32>,
+        /// The diff an edit call wrote (`success` of an edit only).
+        diff: Option<String>,
     },
     TurnEnded {
         turn_id: String,
@@ -130,6 +136,22 @@ pub enum AgentEvent {
     SessionOpened {
         recovery: RecoveryReport,
     },
+}
+
+/// What the person approves for an edit call (`mino/approvalRequest`'s `edit`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditApproval {
+    pub tool: EditTool,
+    /// Relative to the session's directory when inside it, else absolute
+    /// (every symbolic link resolved): where the edit writes.
+    pub path: String,
+    pub new_file: bool,
+    /// Size in bytes of the file's content after the edit.
+    pub size: u64,
+    /// The unified diff from the content now to the content after.
+    pub diff: String,
+    /// The path is outside the session's directory.
+    pub leaves_workspace: bool,
 }
 
 /// An event with its place in the agent's order and the session it belongs to.
@@ -179,6 +201,11 @@ pub mod outputs {
     pub const NOT_RUN_AFTER_CANCEL: &str = "The turn was cancelled before this call; it was not run.";
     pub const CANCELLED_BEFORE_SPAWN: &str =
         "The turn was cancelled after this command was approved and before it was started; it was not run.";
+    pub const EDIT_REFUSED: &str = "The user denied this edit; the file was not changed.";
+    pub const EDIT_CANCELLED_BEFORE_START: &str =
+        "The turn was cancelled before this edit was approved; nothing was written.";
+    pub const EDIT_CANCELLED_BEFORE_WRITE: &str =
+        "The turn was cancelled after this edit was approved and before it was written; nothing was written.";
 
     /// The result of a call the person denied with a reason: the model
     /// reads the reason as they wrote it.
@@ -786,8 +813,11 @@ impl Agent {
         arguments: &str,
         cancel: &CancellationToken,
     ) -> Result<bool, SessionError> {
+        if let Some(tool) = EditTool::from_name(name) {
+            return self.handle_edit_call(turn_id, call_id, tool, arguments, cancel).await;
+        }
         if name != "bash" {
-            let output = format!("Unknown tool `{name}`; the only tool is `bash`.");
+            let output = format!("Unknown tool `{name}`; the tools are `bash`, `edit_file` and `write_file`.");
             self.save_result(turn_id, call_id, ToolStatus::Failed, &output, None).await?;
             return Ok(false);
         }
@@ -832,6 +862,7 @@ impl Agent {
             directory: bash.cwd().display().to_string(),
             environment: bash.environment().clone(),
             limits: bash.limits(),
+            edit: None,
             sandbox,
             approval_mode,
             suggested_rule: crate::policy::suggested_rule(&command),
@@ -990,6 +1021,19 @@ impl Agent {
         output: &str,
         exit_code: Option<i32>,
     ) -> Result<(), SessionError> {
+        self.save_result_with_diff(turn_id, call_id, status, output, exit_code, None).await
+    }
+
+    /// [`Agent::save_result`], the event carrying the diff an edit wrote.
+    async fn save_result_with_diff(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        status: ToolStatus,
+        output: &str,
+        exit_code: Option<i32>,
+        diff: Option<String>,
+    ) -> Result<(), SessionError> {
         let (t, c, o) = (turn_id.to_string(), call_id.to_string(), output.to_string());
         self.with_session_io(move |s| s.record_tool_result(&t, &c, status, &o, exit_code)).await?;
         self.emit(AgentEvent::ToolResult {
@@ -998,7 +1042,188 @@ impl Agent {
             status,
             output: output.to_string(),
             exit_code,
+            diff,
         });
         Ok(())
+    }
+
+    /// One `edit_file` / `write_file` call, from proposal to saved result.
+    /// Returns whether the turn was cancelled during it.
+    ///
+    /// A call that cannot be proposed (bad arguments, `old_text` absent or
+    /// ambiguous, a binary file…) gets a `failed` result saying why, and
+    /// nobody is asked. Otherwise the person approves the diff; the
+    /// approval and the `tool_start` (path and hashes) are synced before
+    /// [`edit::apply`] writes, and `apply` refuses, writing nothing, when
+    /// the file changed since the proposal.
+    async fn handle_edit_call(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        tool: EditTool,
+        arguments: &str,
+        cancel: &CancellationToken,
+    ) -> Result<bool, SessionError> {
+        let args = match EditArgs::parse(tool, arguments) {
+            Ok(args) => args,
+            Err(why) => {
+                self.save_result(turn_id, call_id, ToolStatus::Failed, &why.to_string(), None).await?;
+                return Ok(false);
+            }
+        };
+        if cancel.is_cancelled() {
+            self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::NOT_RUN_AFTER_CANCEL, None).await?;
+            return Ok(true);
+        }
+        let summary = edit::summary(tool, args.path());
+        let directory = lock(&self.inner.bash).cwd().to_path_buf();
+        // Reading and hashing up to 4 MiB (and diffing) is blocking work.
+        let proposed = blocking(move || -> Result<(Workspace, EditProposal), String> {
+            let workspace = Workspace::new(&directory).map_err(|e| {
+                format!(
+                    "The session's directory {} cannot be resolved ({e}); nothing was written.",
+                    directory.display()
+                )
+            })?;
+            let proposal = edit::propose(&workspace, &args).map_err(|e| e.to_string())?;
+            Ok((workspace, proposal))
+        })
+        .await;
+        let (workspace, proposal) = match proposed {
+            Ok(proposed) => proposed,
+            Err(why) => {
+                self.save_result(turn_id, call_id, ToolStatus::Failed, &why, None).await?;
+                return Ok(false);
+            }
+        };
+        let directory = lock(&self.inner.bash).cwd().display().to_string();
+        let approval_mode = lock(&self.inner.policy).approval_mode;
+        let request = AgentEvent::ApprovalRequest {
+            turn_id: turn_id.to_string(),
+            call_id: call_id.to_string(),
+            command: summary.clone(),
+            directory: directory.clone(),
+            // Nothing runs: no environment, no command limits.
+            environment: BTreeMap::new(),
+            limits: bash::Limits { timeout: Duration::ZERO, output_limit: 0, kill_grace: Duration::ZERO },
+            edit: Some(EditApproval {
+                tool,
+                path: workspace.display_path(&proposal.path),
+                new_file: proposal.new_file,
+                size: proposal.after.size,
+                diff: proposal.diff.clone(),
+                leaves_workspace: proposal.leaves_workspace,
+            }),
+            // An edit is always the person's to approve: rules and the
+            // sandbox cover commands only.
+            sandbox: SandboxMode::Off,
+            approval_mode,
+            suggested_rule: None,
+        };
+        match self.wait_for_decision(turn_id, call_id, request, cancel).await {
+            None => {
+                self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::EDIT_CANCELLED_BEFORE_START, None)
+                    .await?;
+                Ok(true)
+            }
+            Some(Decision::Deny { reason }) => {
+                let (t, c) = (turn_id.to_string(), call_id.to_string());
+                self.with_session_io(move |s| s.record_decision(&t, &c, ApprovalDecision::Denied)).await?;
+                let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+                    Some(reason) => outputs::denied_with_reason(reason),
+                    None => outputs::EDIT_REFUSED.to_string(),
+                };
+                self.save_result(turn_id, call_id, ToolStatus::Refused, &output, None).await?;
+                Ok(false)
+            }
+            // A rule offered with the approval covers commands, not edits:
+            // the edit is approved once, and no rule is granted.
+            Some(Decision::Approve | Decision::Allow(_)) => {
+                let (t, c, start) = (turn_id.to_string(), call_id.to_string(), proposal.start_record());
+                self.with_session_io(move |s| {
+                    s.record_decision(&t, &c, ApprovalDecision::Approved)?;
+                    s.record_edit_start(&t, &c, start, &directory)
+                })
+                .await?;
+                if cancel.is_cancelled() {
+                    self.save_result(
+                        turn_id,
+                        call_id,
+                        ToolStatus::Cancelled,
+                        outputs::EDIT_CANCELLED_BEFORE_WRITE,
+                        None,
+                    )
+                    .await?;
+                    return Ok(true);
+                }
+                // The approval and tool_start are on disk: only now may it write.
+                self.emit(AgentEvent::ToolStarted {
+                    turn_id: turn_id.to_string(),
+                    call_id: call_id.to_string(),
+                    command: summary,
+                    approver: crate::transcript::Approver::User,
+                    sandbox: SandboxMode::Off,
+                });
+                fail::fail_point!("agent::before_edit_write");
+                let applied = blocking(move || edit::apply(&workspace, &proposal)).await;
+                fail::fail_point!("agent::before_tool_result");
+                match applied {
+                    Ok(applied) => {
+                        self.save_result_with_diff(
+                            turn_id,
+                            call_id,
+                            ToolStatus::Success,
+                            &applied.output,
+                            None,
+                            Some(applied.diff),
+                        )
+                        .await?
+                    }
+                    Err(refused) => {
+                        self.save_result(turn_id, call_id, ToolStatus::Failed, &refused.to_string(), None).await?
+                    }
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// Emits `request` (an approval request) and waits for the person's
+    /// decision on it; `None` when the turn is cancelled first. A cancel
+    /// wins over a decision that arrives at the same moment.
+    async fn wait_for_decision(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        request: AgentEvent,
+        cancel: &CancellationToken,
+    ) -> Option<Decision> {
+        let (sender, receiver) = oneshot::channel();
+        if let Some(turn) = lock(&self.inner.running).as_mut() {
+            turn.approval = Some(PendingApproval { call_id: call_id.to_string(), decision: sender });
+        }
+        debug_assert!(matches!(&request, AgentEvent::ApprovalRequest { turn_id: t, .. } if t == turn_id));
+        self.emit(request);
+        let decision = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => None,
+            decision = receiver => decision.ok(),
+        };
+        let decision = decision.filter(|_| !cancel.is_cancelled());
+        if let Some(turn) = lock(&self.inner.running).as_mut() {
+            turn.approval = None;
+        }
+        decision
+    }
+}
+
+/// Runs blocking file work (reading, hashing, writing an edit) off the
+/// async workers.
+async fn blocking<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // Only when the runtime shuts down, which drops this task too.
+        Err(e) => panic!("an edit's file work was abandoned: {e}"),
     }
 }

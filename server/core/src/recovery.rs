@@ -7,16 +7,20 @@
 //! | start without a result  | `unknown`     |
 //! | call with a result      | kept          |
 //!
+//! An edit's start without a result is closed by what its file proves:
+//! `applied`, `not_applied` or `unknown` ([`unresolved_call_result`]).
+//!
 //! The turn then ends `interrupted`. Recovery is idempotent: a crash while
 //! its records are being written leaves a turn that the next open closes the
 //! same way.
 
 use std::path::Path;
 
+use crate::edit::EditRecovery;
 use crate::journal::record::{RecordBody, ToolStatus, TurnStatus};
 use crate::journal::TornTail;
 use crate::supervisor::Evidence;
-use crate::transcript::{Transcript, Turn};
+use crate::transcript::{Call, Transcript, Turn};
 
 /// The output of a recovered `unknown` result, fixed by the specification.
 pub const UNKNOWN_OUTPUT: &str =
@@ -40,6 +44,10 @@ pub struct RecoveredCall {
     /// What the command's supervisor saw, for an `unknown` result whose
     /// supervisor left a record. Shown beside the result; never changes it.
     pub evidence: Option<Evidence>,
+    /// The diff a kept `success` result of an edit call wrote.
+    pub diff: Option<String>,
+    /// The edit tool, for an edit call.
+    pub edit_tool: Option<crate::edit::EditTool>,
     /// Who approved it (a rule, the sandbox, the person), if anyone did.
     pub approver: Option<crate::transcript::Approver>,
     /// The sandbox mode its start recorded; `None` when it never started.
@@ -72,6 +80,8 @@ impl RecoveredTurn {
                         output: result.output.clone(),
                         exit_code: result.exit_code,
                         evidence: evidence_for(journal, turn, index),
+                        diff: call.applied_diff(),
+                        edit_tool: crate::edit::EditTool::from_name(&call.name),
                         approver: call.approver(),
                         sandbox: call.sandbox,
                     })
@@ -137,6 +147,29 @@ pub fn unresolved_result(started: bool) -> (ToolStatus, &'static str) {
     }
 }
 
+/// Table 04-1 for one call without a result, edits included: an edit's
+/// `tool_start` without a result is classified by what its file holds now
+/// ([`crate::edit::recover`]: `applied` / `not_applied`, both verified, or
+/// `unknown`, the only one the acknowledgement gate applies to); reads the
+/// file, writes nothing. Every other call goes by [`unresolved_result`].
+pub fn unresolved_call_result(call: &Call) -> (ToolStatus, String) {
+    match (&call.edit, call.started) {
+        (Some(edit), true) => {
+            let recovered = crate::edit::recover(edit);
+            let status = match recovered {
+                EditRecovery::Applied => ToolStatus::Applied,
+                EditRecovery::NotApplied => ToolStatus::NotApplied,
+                EditRecovery::Unknown { .. } => ToolStatus::Unknown,
+            };
+            (status, recovered.output(edit))
+        }
+        _ => {
+            let (status, output) = unresolved_result(call.started);
+            (status, output.to_string())
+        }
+    }
+}
+
 /// The records that close the open turn, if there is one.
 pub fn closing_records(transcript: &Transcript) -> Vec<RecordBody> {
     let Some(turn) = transcript.open_turn() else { return Vec::new() };
@@ -145,12 +178,12 @@ pub fn closing_records(transcript: &Transcript) -> Vec<RecordBody> {
         .iter()
         .filter(|call| call.result.is_none())
         .map(|call| {
-            let (status, output) = unresolved_result(call.started);
+            let (status, output) = unresolved_call_result(call);
             RecordBody::ToolResult {
                 turn_id: turn.id.clone(),
                 call_id: call.call_id.clone(),
                 status,
-                output: output.to_string(),
+                output,
                 exit_code: None,
                 recovered: true,
             }

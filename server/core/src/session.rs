@@ -315,9 +315,35 @@ impl Session {
         self.append(&RecordBody::ToolStart {
             turn_id: turn_id.into(),
             call_id: call_id.into(),
-            command: command.into(),
+            command: Some(command.into()),
+            edit: None,
             cwd: cwd.into(),
             sandbox: (sandbox != crate::sandbox::SandboxMode::Off).then_some(sandbox),
+        })?;
+        fail::fail_point!("journal::after_tool_start_append");
+        self.sync()?;
+        fail::fail_point!("journal::after_tool_start_sync");
+        Ok(())
+    }
+
+    /// The execution boundary of an edit: the approval and this start (`v`
+    /// 3, the proposal's path and hashes) are on disk when this returns Ok,
+    /// and only then may the file be written.
+    pub fn record_edit_start(
+        &mut self,
+        turn_id: &str,
+        call_id: &str,
+        edit: crate::edit::EditStartRecord,
+        cwd: &str,
+    ) -> Result<(), SessionError> {
+        self.append(&RecordBody::ToolStart {
+            turn_id: turn_id.into(),
+            call_id: call_id.into(),
+            command: None,
+            edit: Some(edit),
+            cwd: cwd.into(),
+            // An edit runs nothing: no sandbox.
+            sandbox: None,
         })?;
         fail::fail_point!("journal::after_tool_start_append");
         self.sync()?;
@@ -373,11 +399,17 @@ impl Session {
     /// calls), so the turn can end with every call paired.
     pub fn close_unresolved_calls(&mut self, turn_id: &str) -> Result<(), SessionError> {
         let Some(turn) = self.transcript.open_turn().filter(|t| t.id == turn_id) else { return Ok(()) };
-        let open: Vec<(String, bool)> =
-            turn.calls.iter().filter(|c| c.result.is_none()).map(|c| (c.call_id.clone(), c.started)).collect();
-        for (call_id, started) in open {
-            let (status, output) = recovery::unresolved_result(started);
-            self.record_tool_result(turn_id, &call_id, status, output, None)?;
+        let open: Vec<(String, ToolStatus, String)> = turn
+            .calls
+            .iter()
+            .filter(|c| c.result.is_none())
+            .map(|c| {
+                let (status, output) = recovery::unresolved_call_result(c);
+                (c.call_id.clone(), status, output)
+            })
+            .collect();
+        for (call_id, status, output) in open {
+            self.record_tool_result(turn_id, &call_id, status, &output, None)?;
         }
         Ok(())
     }

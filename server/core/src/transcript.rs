@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::calls::{self, function_calls};
+use crate::edit::{self, EditArgs, EditStartRecord, EditTool};
 use crate::journal::record::{ApprovalDecision, ApprovedBy, RecordBody, ToolStatus, TurnStatus};
 use crate::rules::Rule;
 use crate::sandbox::SandboxMode;
@@ -47,6 +48,9 @@ pub struct Call {
     /// The sandbox mode its `tool_start` recorded (`Off` when none was).
     pub sandbox: Option<SandboxMode>,
     pub started: bool,
+    /// An edit's `tool_start` fields (path, hashes): what recovery checks
+    /// the file against.
+    pub edit: Option<EditStartRecord>,
     pub result: Option<CallResult>,
 }
 
@@ -80,9 +84,24 @@ impl Call {
     }
 
     /// The command for display: the `command` argument, or the raw arguments
-    /// when the model sent something that is not a bash call.
+    /// when the model sent something that is not a bash call; for an edit
+    /// call, its one-line summary (`edit_file src/main.rs`).
     pub fn command(&self) -> String {
+        if let Some(tool) = EditTool::from_name(&self.name) {
+            return match EditArgs::parse(tool, &self.arguments) {
+                Ok(args) => edit::summary(tool, args.path()),
+                Err(_) => format!("{} {}", tool.as_str(), self.arguments),
+            };
+        }
         calls::command_of(&self.arguments).unwrap_or_else(|_| self.arguments.clone())
+    }
+
+    /// The diff an edit call wrote, as its saved `success` result holds it
+    /// (cut at the result's limit); `None` for anything else.
+    pub fn applied_diff(&self) -> Option<String> {
+        let result = self.result.as_ref().filter(|r| r.status == ToolStatus::Success)?;
+        EditTool::from_name(&self.name)?;
+        edit::diff_of_output(&result.output).map(str::to_string)
     }
 }
 
@@ -281,6 +300,7 @@ impl Transcript {
                         rules: Vec::new(),
                         sandbox: None,
                         started: false,
+                        edit: None,
                         result: None,
                     });
                 }
@@ -293,10 +313,11 @@ impl Transcript {
                     call.rules = rules;
                 }
             }
-            RecordBody::ToolStart { call_id, sandbox, .. } => {
+            RecordBody::ToolStart { call_id, sandbox, edit, .. } => {
                 if let Some(call) = self.last_call_mut(&call_id) {
                     call.started = true;
                     call.sandbox = Some(sandbox.unwrap_or_default());
+                    call.edit = edit;
                 }
             }
             RecordBody::Rule { rule, .. } => self.rules.push(rule),
@@ -353,8 +374,24 @@ impl Transcript {
                 }
                 Ok(())
             }
-            RecordBody::ToolStart { turn_id, call_id, .. } => {
+            RecordBody::ToolStart { turn_id, call_id, edit, .. } => {
                 let call = self.open_call(turn_id, call_id)?;
+                // An edit's start names the tool its call asked for; a
+                // command's start is never an edit call's.
+                match (edit, EditTool::from_name(&call.name)) {
+                    (Some(edit), Some(tool)) if edit.tool == tool => {}
+                    (None, None) => {}
+                    (Some(edit), _) => {
+                        return Err(format!(
+                            "the start of call {call_id} is a {} edit, but the call is `{}`",
+                            edit.tool.as_str(),
+                            call.name
+                        ))
+                    }
+                    (None, Some(tool)) => {
+                        return Err(format!("the start of {} call {call_id} has no edit fields", tool.as_str()))
+                    }
+                }
                 if call.decision != Some(ApprovalDecision::Approved) {
                     return Err(format!("call {call_id} started without a recorded approval"));
                 }

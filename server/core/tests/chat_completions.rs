@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use mino_core::calls::function_calls;
 use mino_core::model::{
-    chat_bash_tool, chat_messages, ModelClient, ModelConfig, ModelError, ModelEvent, ModelRequest, ModelResponse,
-    Provider, RetryPolicy,
+    chat_messages, chat_tools, ModelClient, ModelConfig, ModelError, ModelEvent, ModelRequest, ModelResponse, Provider,
+    RetryPolicy,
 };
 use mino_core::transcript::message_text;
 use mino_core::{ApprovalDecision, MinoHome, Session, ToolStatus, TurnStatus};
@@ -113,7 +113,7 @@ async fn a_text_answer_streams_and_becomes_a_message_item() {
                 {"role": "system", "content": "Be brief."},
                 {"role": "user", "content": "Hello"},
             ],
-            "tools": [chat_bash_tool()],
+            "tools": chat_tools(),
             "tool_choice": "auto",
             "parallel_tool_calls": true,
             "stream": true,

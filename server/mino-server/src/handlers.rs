@@ -375,6 +375,26 @@ fn tool_status(s: mino_core::ToolStatus) -> wire::ToolStatus {
         C::Cancelled => wire::ToolStatus::Cancelled,
         C::NotExecuted => wire::ToolStatus::NotExecuted,
         C::Unknown => wire::ToolStatus::Unknown,
+        C::Applied => wire::ToolStatus::Applied,
+        C::NotApplied => wire::ToolStatus::NotApplied,
+    }
+}
+
+fn edit_tool_name(tool: mino_core::edit::EditTool) -> wire::EditToolName {
+    match tool {
+        mino_core::edit::EditTool::EditFile => wire::EditToolName::EditFile,
+        mino_core::edit::EditTool::WriteFile => wire::EditToolName::WriteFile,
+    }
+}
+
+fn edit_view(e: mino_core::agent::EditApproval) -> wire::EditView {
+    wire::EditView {
+        tool: edit_tool_name(e.tool),
+        path: e.path,
+        new_file: e.new_file,
+        size: e.size,
+        diff: e.diff,
+        leaves_workspace: e.leaves_workspace,
     }
 }
 
@@ -410,10 +430,12 @@ fn recovered_turn(t: &RecoveredTurn) -> wire::RecoveredTurnView {
             .map(|c| wire::RecoveredCallView {
                 call_id: c.call_id.clone(),
                 command: c.command.clone(),
+                tool: c.edit_tool.map(edit_tool_name),
                 result: wire::ToolResultView {
                     status: tool_status(c.status),
                     output: c.output.clone(),
                     exit_code: c.exit_code,
+                    diff: c.diff.clone(),
                 },
                 evidence: c.evidence.as_ref().map(evidence),
                 approved_by: c.approver.as_ref().map(approved_by),
@@ -459,10 +481,12 @@ fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
             .map(|(index, c)| wire::HistoryCall {
                 call_id: c.call_id.clone(),
                 command: c.command(),
+                tool: mino_core::edit::EditTool::from_name(&c.name).map(edit_tool_name),
                 result: c.result.as_ref().map(|r| wire::ToolResultView {
                     status: tool_status(r.status),
                     output: r.output.clone(),
                     exit_code: r.exit_code,
+                    diff: c.applied_diff(),
                 }),
                 evidence: session.evidence(turn, index).as_ref().map(evidence),
                 approved_by: c.approver().as_ref().map(approved_by),
@@ -514,7 +538,9 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
             sandbox,
             approval_mode: mode,
             suggested_rule,
+            edit,
         } => {
+            let edit = edit.map(edit_view);
             let n = wire::ApprovalRequest {
                 turn_id,
                 seq,
@@ -524,6 +550,7 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
                 directory,
                 environment,
                 limits: limits(l),
+                edit,
                 sandbox: sandbox_mode(sandbox),
                 approval_mode: approval_mode(mode),
                 suggested_rule: suggested_rule.map(|command| wire::RuleSpec { kind: wire::RuleKind::Prefix, command }),
@@ -550,9 +577,9 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
             let n = wire::ToolOutput { turn_id, seq, session_id, call_id, stream, chunk };
             message::<wire::notification::ToolOutput>(n)
         }
-        AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code } => {
+        AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code, diff } => {
             let status = tool_status(status);
-            let n = wire::ToolResult { turn_id, seq, session_id, call_id, status, output, exit_code };
+            let n = wire::ToolResult { turn_id, seq, session_id, call_id, status, output, exit_code, diff };
             message::<wire::notification::ToolResult>(n)
         }
         AgentEvent::TurnEnded { turn_id, status, reason, text, usage, session_usage } => {

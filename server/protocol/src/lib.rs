@@ -538,7 +538,12 @@ pub struct HistoryTurn {
 #[serde(rename_all = "camelCase")]
 pub struct HistoryCall {
     pub call_id: String,
+    /// The command; for an edit call, the summary `<tool> <path>`.
     pub command: String,
+    /// The edit tool of an edit call; absent for a command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub tool: Option<EditToolName>,
     /// `None` only while the call is still in flight.
     pub result: Option<ToolResultView>,
     /// What the command's supervisor saw; only beside an `unknown` result.
@@ -718,6 +723,10 @@ wire_enum! {
         Cancelled = "cancelled",
         NotExecuted = "not_executed",
         Unknown = "unknown",
+        /// Recovery verified from the file that an edit was written.
+        Applied = "applied",
+        /// Recovery verified from the file that an edit was not written.
+        NotApplied = "not_applied",
     }
 }
 
@@ -729,6 +738,37 @@ pub struct ToolResultView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub exit_code: Option<i32>,
+    /// The diff an edit call wrote, as its saved result holds it (cut at
+    /// 64 KiB with a note); only on a `success` result of an edit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub diff: Option<String>,
+}
+
+wire_enum! {
+    /// Which file-edit tool a call is.
+    pub enum EditToolName {
+        EditFile = "edit_file",
+        WriteFile = "write_file",
+    }
+}
+
+/// What the person approves for an `edit_file` / `write_file` call.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct EditView {
+    pub tool: EditToolName,
+    /// Where the edit writes: relative to the session's directory when
+    /// inside it, else absolute (every symbolic link resolved).
+    pub path: String,
+    /// The file does not exist yet; `write_file` creates it.
+    pub new_file: bool,
+    /// Size in bytes of the file's content after the edit.
+    pub size: u64,
+    /// The unified diff from the file's content now to the content after.
+    pub diff: String,
+    /// The path is outside the session's directory: show it prominently.
+    pub leaves_workspace: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -765,7 +805,12 @@ pub struct RecoveredTurnView {
 #[serde(rename_all = "camelCase")]
 pub struct RecoveredCallView {
     pub call_id: String,
+    /// The command; for an edit call, the summary `<tool> <path>`.
     pub command: String,
+    /// The edit tool of an edit call; absent for a command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub tool: Option<EditToolName>,
     pub result: ToolResultView,
     /// What the command's supervisor saw; only beside an `unknown` result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -838,6 +883,12 @@ pub struct ApprovalRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub suggested_rule: Option<RuleSpec>,
+    /// An edit call's proposal; absent for a command. For an edit, `command`
+    /// is the summary `<tool> <path as the model gave it>`, `environment`
+    /// is empty and `limits` are zero (nothing runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub edit: Option<EditView>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -886,6 +937,11 @@ pub struct ToolResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub exit_code: Option<i32>,
+    /// The diff an edit call wrote (its whole diff; `output` holds it cut
+    /// at 64 KiB); only on a `success` result of an edit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub diff: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -992,6 +1048,7 @@ mod tests {
             directory: "/tmp".into(),
             environment: BTreeMap::from([("PATH".into(), "/usr/bin".into())]),
             limits: Limits { timeout_seconds: 120, output_limit_bytes: 65536 },
+            edit: None,
             sandbox: SandboxMode::WorkspaceWrite,
             approval_mode: ApprovalMode::Rules,
             suggested_rule: Some(RuleSpec { kind: RuleKind::Prefix, command: "ls".into() }),
@@ -1004,6 +1061,23 @@ mod tests {
         assert_eq!(v["params"]["sandbox"], "workspace-write");
         assert_eq!(v["params"]["approvalMode"], "rules");
         assert_eq!(v["params"]["suggestedRule"], json!({"kind": "prefix", "command": "ls"}));
+    }
+
+    #[test]
+    fn an_edit_is_camel_case_with_snake_case_tool_names() {
+        let edit = EditView {
+            tool: EditToolName::WriteFile,
+            path: "notes.txt".into(),
+            new_file: true,
+            size: 5,
+            diff: "--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+milk\n".into(),
+            leaves_workspace: false,
+        };
+        let v = serde_json::to_value(&edit).unwrap();
+        assert_eq!(v["tool"], "write_file");
+        assert_eq!(v["newFile"], true);
+        assert_eq!(v["leavesWorkspace"], false);
+        assert_eq!(serde_json::to_value(ToolStatus::NotApplied).unwrap(), "not_applied");
     }
 
     #[test]

@@ -75,7 +75,8 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
             RecordBody::ToolStart {
                 turn_id: turn_id.clone(),
                 call_id: call_id.clone(),
-                command,
+                command: Some(command),
+                edit: None,
                 cwd: "/work".into(),
                 sandbox: None,
             },

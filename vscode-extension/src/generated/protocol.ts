@@ -49,7 +49,13 @@ sandbox: SandboxMode, approvalMode: ApprovalMode,
  * The command's first words as a prefix rule, for "allow for
  * session/workspace"; absent when the command is not one plain command.
  */
-suggestedRule?: RuleSpec, };
+suggestedRule?: RuleSpec, 
+/**
+ * An edit call's proposal; absent for a command. For an edit, `command`
+ * is the summary `<tool> <path as the model gave it>`, `environment`
+ * is empty and `limits` are zero (nothing runs).
+ */
+edit?: EditView, };
 
 /**
  * Who approved a call; `rule` with `kind: "rule"` (the first rule that
@@ -72,6 +78,37 @@ export type ChatResult = { turnId: string, };
  * The person's decision on a call, in `mino/approval`.
  */
 export type Decision = "approve" | "deny" | "allowSession" | "allowWorkspace";
+
+/**
+ * Which file-edit tool a call is.
+ */
+export type EditToolName = "edit_file" | "write_file";
+
+/**
+ * What the person approves for an `edit_file` / `write_file` call.
+ */
+export type EditView = { tool: EditToolName, 
+/**
+ * Where the edit writes: relative to the session's directory when
+ * inside it, else absolute (every symbolic link resolved).
+ */
+path: string, 
+/**
+ * The file does not exist yet; `write_file` creates it.
+ */
+newFile: boolean, 
+/**
+ * Size in bytes of the file's content after the edit.
+ */
+size: number, 
+/**
+ * The unified diff from the file's content now to the content after.
+ */
+diff: string, 
+/**
+ * The path is outside the session's directory: show it prominently.
+ */
+leavesWorkspace: boolean, };
 
 /**
  * The `{}` result of methods that only acknowledge.
@@ -103,7 +140,15 @@ summary: string, };
  */
 export type EvidenceOutcome = "exited" | "signalled" | "stopped_when_mino_stopped" | "timed_out";
 
-export type HistoryCall = { callId: string, command: string, 
+export type HistoryCall = { callId: string, 
+/**
+ * The command; for an edit call, the summary `<tool> <path>`.
+ */
+command: string, 
+/**
+ * The edit tool of an edit call; absent for a command.
+ */
+tool?: EditToolName, 
 /**
  * `None` only while the call is still in flight.
  */
@@ -192,7 +237,15 @@ export type ListScope = "workspace" | "all";
 
 export type OutputStream = "stdout" | "stderr";
 
-export type RecoveredCallView = { callId: string, command: string, result: ToolResultView, 
+export type RecoveredCallView = { callId: string, 
+/**
+ * The command; for an edit call, the summary `<tool> <path>`.
+ */
+command: string, 
+/**
+ * The edit tool of an edit call; absent for a command.
+ */
+tool?: EditToolName, result: ToolResultView, 
 /**
  * What the command's supervisor saw; only beside an `unknown` result.
  */
@@ -401,9 +454,19 @@ export type ToolResult = { turnId: string, seq: number,
 /**
  * The session the turn belongs to.
  */
-sessionId: string, callId: string, status: ToolStatus, output: string, exitCode?: number, };
+sessionId: string, callId: string, status: ToolStatus, output: string, exitCode?: number, 
+/**
+ * The diff an edit call wrote (its whole diff; `output` holds it cut
+ * at 64 KiB); only on a `success` result of an edit.
+ */
+diff?: string, };
 
-export type ToolResultView = { status: ToolStatus, output: string, exitCode?: number, };
+export type ToolResultView = { status: ToolStatus, output: string, exitCode?: number, 
+/**
+ * The diff an edit call wrote, as its saved result holds it (cut at
+ * 64 KiB with a note); only on a `success` result of an edit.
+ */
+diff?: string, };
 
 export type ToolStarted = { turnId: string, seq: number, 
 /**
@@ -418,7 +481,7 @@ sandbox: SandboxMode, };
 /**
  * How a tool call ended (`mino_core::ToolStatus` on the wire).
  */
-export type ToolStatus = "success" | "failed" | "refused" | "timed_out" | "cancelled" | "not_executed" | "unknown";
+export type ToolStatus = "success" | "failed" | "refused" | "timed_out" | "cancelled" | "not_executed" | "unknown" | "applied" | "not_applied";
 
 export type TurnEnded = { turnId: string, seq: number, 
 /**
@@ -519,7 +582,7 @@ export interface NotificationMap {
 // ---------------------------------------------------------------- vocabulary
 
 export const TURN_STATUSES: readonly TurnStatus[] = ['completed', 'failed', 'cancelled', 'interrupted'] as const;
-export const TOOL_STATUSES: readonly ToolStatus[] = ['success', 'failed', 'refused', 'timed_out', 'cancelled', 'not_executed', 'unknown'] as const;
+export const TOOL_STATUSES: readonly ToolStatus[] = ['success', 'failed', 'refused', 'timed_out', 'cancelled', 'not_executed', 'unknown', 'applied', 'not_applied'] as const;
 export const DECISIONS: readonly Decision[] = ['approve', 'deny', 'allowSession', 'allowWorkspace'] as const;
 export const EVIDENCE_OUTCOMES: readonly EvidenceOutcome[] = ['exited', 'signalled', 'stopped_when_mino_stopped', 'timed_out'] as const;
 export const OUTPUT_STREAMS: readonly OutputStream[] = ['stdout', 'stderr'] as const;

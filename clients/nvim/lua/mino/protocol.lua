@@ -24,7 +24,7 @@ M.turn_notifications = { "mino/turnStarted", "mino/textDelta", "mino/retrying", 
 M.turn_status = values { "completed", "failed", "cancelled", "interrupted" }
 
 --- Tool statuses.
-M.tool_status = values { "success", "failed", "refused", "timed_out", "cancelled", "not_executed", "unknown" }
+M.tool_status = values { "success", "failed", "refused", "timed_out", "cancelled", "not_executed", "unknown", "applied", "not_applied" }
 
 --- Decisions in mino/approval.
 M.decision = values { "approve", "deny", "allowSession", "allowWorkspace" }

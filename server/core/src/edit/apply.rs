@@ -126,8 +126,8 @@ pub fn apply(workspace: &Workspace, proposal: &EditProposal) -> Result<Applied, 
     output.push_str(&capped_diff(&proposal.diff));
     if let Err(e) = &synced {
         output.push_str(&format!(
-            "\nWarning: the new content is in place, but syncing its directory failed ({e}); after a power loss \
-             the file could hold its earlier content.\n"
+            "{} ({e}); after a power loss the file could hold its earlier content.\n",
+            super::UNSYNCED_WARNING
         ));
     }
     Ok(Applied { diff: proposal.diff.clone(), output, durable: synced.is_ok() })

@@ -128,6 +128,26 @@ pub fn write_file_tool() -> Value {
     })
 }
 
+/// The one-line summary of an edit call, shown where a command would be
+/// (`command` of `mino/approvalRequest`, `mino/toolStarted`, history):
+/// the tool and the path as the model gave it, e.g. `edit_file src/main.rs`.
+pub fn summary(tool: EditTool, path: &str) -> String {
+    format!("{} {path}", tool.as_str())
+}
+
+/// The start of the warning [`apply`] adds after the diff when syncing the
+/// directory failed.
+const UNSYNCED_WARNING: &str = "\nWarning: the new content is in place, but syncing its directory failed";
+
+/// The diff in a `success` result's output as [`apply`] writes it (the
+/// line saying what was done, a blank line, the diff, maybe a warning):
+/// what history shows as the applied diff.
+pub fn diff_of_output(output: &str) -> Option<&str> {
+    let (_, rest) = output.split_once("\n\n")?;
+    let diff = rest.rfind(UNSYNCED_WARNING).map_or(rest, |at| &rest[..at]);
+    (!diff.is_empty()).then_some(diff)
+}
+
 /// Which edit tool a call or record is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -604,6 +624,16 @@ fn capped_diff(diff: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_diff_is_read_back_from_a_result() {
+        let diff = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n";
+        let output = format!("Edited x: replaced 1 occurrence of old_text.\n\n{diff}");
+        assert_eq!(diff_of_output(&output), Some(diff));
+        let warned = format!("{output}{UNSYNCED_WARNING} (EIO); after a power loss …\n");
+        assert_eq!(diff_of_output(&warned), Some(diff));
+        assert_eq!(diff_of_output("Not applied: nothing was written."), None);
+    }
 
     #[test]
     fn overlapping_occurrences_count() {

@@ -11,6 +11,8 @@ use crate::usage::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::edit::{EditStartRecord, EditTool};
+
 /// The highest format version this build reads and writes; files with a
 /// higher `v` were written by a newer Mino and are refused untouched. A
 /// record is written with the lowest version that holds all it says
@@ -18,6 +20,14 @@ use serde_json::value::RawValue;
 /// sandbox-approved calls and sandboxed starts, so a Mino that knows only
 /// `v: 2` refuses exactly what it would misread.
 pub const FORMAT_VERSION: u32 = 3;
+
+/// The format version of the records of file edits: an edit's `tool_start`
+/// and the `applied` / `not_applied` results recovery writes
+/// (docs/journal.md, "Versions"). Only those carry it, so a session in which
+/// no edit started stays readable by a Mino that knows only `v` 2. Files
+/// with a `v` above this were written by a newer Mino and are refused
+/// untouched.
+pub const EDIT_FORMAT_VERSION: u32 = 3;
 
 /// Every record kind this version knows. A kind outside this list means the
 /// file was written by a newer Mino.
@@ -68,6 +78,10 @@ pub enum ToolStatus {
     Cancelled,
     NotExecuted,
     Unknown,
+    /// Recovery only (`v` 3): the file proves an edit was written.
+    Applied,
+    /// Recovery only (`v` 3): the file proves an edit was not written.
+    NotApplied,
 }
 
 impl ToolStatus {
@@ -80,7 +94,14 @@ impl ToolStatus {
             Self::Cancelled => "cancelled",
             Self::NotExecuted => "not_executed",
             Self::Unknown => "unknown",
+            Self::Applied => "applied",
+            Self::NotApplied => "not_applied",
         }
+    }
+
+    /// Written only with `v` 3 (and only by recovery).
+    pub fn is_edit_recovery(self) -> bool {
+        matches!(self, Self::Applied | Self::NotApplied)
     }
 }
 
@@ -137,7 +158,12 @@ pub enum RecordBody {
     ToolStart {
         turn_id: String,
         call_id: String,
-        command: String,
+        /// Absent for an edit, which has the flattened [`EditStartRecord`]
+        /// fields instead (`v` 3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<String>,
+        #[serde(flatten)]
+        edit: Option<EditStartRecord>,
         cwd: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sandbox: Option<crate::sandbox::SandboxMode>,
@@ -189,6 +215,9 @@ impl RecordBody {
     pub fn version(&self) -> u32 {
         match self {
             Self::Rule { .. } | Self::RuleRevoke { .. } => 3,
+            // The edit records (docs/journal.md, "Versions").
+            Self::ToolStart { edit: Some(_), .. } => EDIT_FORMAT_VERSION,
+            Self::ToolResult { status, .. } if status.is_edit_recovery() => EDIT_FORMAT_VERSION,
             Self::Approval { approved_by: Some(_), .. } => 3,
             Self::ToolStart { sandbox: Some(mode), .. } if *mode != crate::sandbox::SandboxMode::Off => 3,
             _ => 2,
@@ -230,6 +259,15 @@ struct Line {
     #[serde(default)]
     recovered: bool,
     reason: Option<String>,
+    // The edit fields of a `tool_start` (`v` 3).
+    tool: Option<EditTool>,
+    path: Option<String>,
+    leaves_workspace: Option<bool>,
+    new_file: Option<bool>,
+    before_sha256: Option<String>,
+    before_size: Option<u64>,
+    after_sha256: Option<String>,
+    after_size: Option<u64>,
     approved_by: Option<ApprovedBy>,
     #[serde(default)]
     rules: Vec<crate::rules::Rule>,
@@ -239,10 +277,36 @@ struct Line {
 }
 
 impl Line {
+    /// The edit fields of a `tool_start`, when it has `tool`: all required,
+    /// checked by [`EditStartRecord::check`], and only valid in a `v` 3 line.
+    fn edit_start(&self) -> Result<Option<EditStartRecord>, LineError> {
+        let Some(tool) = self.tool else { return Ok(None) };
+        let missing = |field: &str| LineError::Garbled(format!("edit `tool_start` record without `{field}`"));
+        if self.v < EDIT_FORMAT_VERSION {
+            return Err(LineError::Garbled(format!(
+                "an edit `tool_start` record with v {}; edit records are v 3",
+                self.v
+            )));
+        }
+        let record = EditStartRecord {
+            tool,
+            path: self.path.clone().ok_or_else(|| missing("path"))?,
+            leaves_workspace: self.leaves_workspace.ok_or_else(|| missing("leaves_workspace"))?,
+            new_file: self.new_file.ok_or_else(|| missing("new_file"))?,
+            before_sha256: self.before_sha256.clone(),
+            before_size: self.before_size,
+            after_sha256: self.after_sha256.clone().ok_or_else(|| missing("after_sha256"))?,
+            after_size: self.after_size.ok_or_else(|| missing("after_size"))?,
+        };
+        record.check().map_err(|why| LineError::Garbled(format!("edit `tool_start` record: {why}")))?;
+        Ok(Some(record))
+    }
+
     fn into_record(self) -> Result<Record, LineError> {
-        if self.v > FORMAT_VERSION || !KNOWN_KINDS.contains(&self.kind.as_str()) {
+        if self.v > EDIT_FORMAT_VERSION || !KNOWN_KINDS.contains(&self.kind.as_str()) {
             return Err(LineError::Newer { v: self.v, kind: self.kind });
         }
+        let edit = if self.kind == "tool_start" { self.edit_start()? } else { None };
         let kind = self.kind;
         let missing = |field: &str| LineError::Garbled(format!("`{kind}` record without `{field}`"));
         let turn_id = || self.turn_id.clone().ok_or_else(|| missing("turn_id"));
@@ -272,17 +336,30 @@ impl Line {
                 approved_by: self.approved_by,
                 rules: self.rules.clone(),
             },
-            "tool_start" => RecordBody::ToolStart {
-                turn_id: turn_id()?,
-                call_id: call_id()?,
-                command: self.command.clone().ok_or_else(|| missing("command"))?,
-                cwd: self.cwd.clone().unwrap_or_default(),
-                sandbox: self.sandbox,
-            },
+            "tool_start" => {
+                // A command's start names its command; an edit's has none.
+                let command = match (&edit, &self.command) {
+                    (None, None) => return Err(missing("command")),
+                    (None, Some(command)) => Some(command.clone()),
+                    (Some(_), None) => None,
+                    (Some(_), Some(_)) => {
+                        return Err(LineError::Garbled("an edit `tool_start` record with a `command`".into()))
+                    }
+                };
+                RecordBody::ToolStart {
+                    turn_id: turn_id()?,
+                    call_id: call_id()?,
+                    command,
+                    edit,
+                    cwd: self.cwd.clone().unwrap_or_default(),
+                    sandbox: self.sandbox,
+                }
+            }
             "tool_result" => RecordBody::ToolResult {
                 turn_id: turn_id()?,
                 call_id: call_id()?,
                 status: tool_status(status("tool_result")?)
+                    .filter(|s| !s.is_edit_recovery() || (self.v >= EDIT_FORMAT_VERSION && self.recovered))
                     .ok_or_else(|| LineError::Garbled("unknown tool_result status".into()))?,
                 output: self.output.clone().unwrap_or_default(),
                 exit_code: self.exit_code,
@@ -316,6 +393,8 @@ fn tool_status(s: &str) -> Option<ToolStatus> {
         "cancelled" => ToolStatus::Cancelled,
         "not_executed" => ToolStatus::NotExecuted,
         "unknown" => ToolStatus::Unknown,
+        "applied" => ToolStatus::Applied,
+        "not_applied" => ToolStatus::NotApplied,
         _ => return None,
     })
 }
@@ -421,7 +500,7 @@ struct Envelope {
 /// For a line whose checksum holds: an unknown kind or a higher `v`.
 fn newer_version(line: &[u8]) -> Option<LineError> {
     let env: Envelope = serde_json::from_slice(line).ok()?;
-    if env.v > FORMAT_VERSION || !KNOWN_KINDS.contains(&env.kind.as_str()) {
+    if env.v > EDIT_FORMAT_VERSION || !KNOWN_KINDS.contains(&env.kind.as_str()) {
         Some(LineError::Newer { v: env.v, kind: env.kind })
     } else {
         None
@@ -432,7 +511,7 @@ fn newer_version(line: &[u8]) -> Option<LineError> {
 /// makes it a newer Mino's (an unknown kind without a checksum is damage).
 fn higher_version(line: &[u8]) -> Option<LineError> {
     let env: Envelope = serde_json::from_slice(line).ok()?;
-    (env.v > FORMAT_VERSION).then_some(LineError::Newer { v: env.v, kind: env.kind })
+    (env.v > EDIT_FORMAT_VERSION).then_some(LineError::Newer { v: env.v, kind: env.kind })
 }
 
 #[cfg(test)]
@@ -495,6 +574,53 @@ mod tests {
         let crc = crc32fast::hash(&line);
         line.extend_from_slice(format!(",\"crc\":\"{crc:08x}\"}}").as_bytes());
         assert!(matches!(decode_line(&line), Err(LineError::Newer { v: 4, .. })));
+    }
+
+    /// The edit records of docs/journal.md ("Edit records"), with their
+    /// real checksums: read, and written back byte for byte.
+    #[test]
+    fn the_documented_edit_records_round_trip() {
+        let start = r#"{"v":3,"seq":5,"kind":"tool_start","turn_id":"turn-1","call_id":"call_1","tool":"edit_file","path":"/home/ana/shop/shopping.txt","leaves_workspace":false,"new_file":false,"before_sha256":"7c8beebc22905c8354f8e7699bf2d99e4e4166b7c8593ed0ebb983dbece88b55","before_size":17,"after_sha256":"b5fc8ac72dced5af7d5a93ee796f0101728adfc26e229e64c6476953407a5963","after_size":22,"cwd":"/home/ana/shop","crc":"da6094be"}"#;
+        let result = r#"{"v":3,"seq":6,"kind":"tool_result","turn_id":"turn-1","call_id":"call_1","status":"applied","output":"Mino stopped while applying this edit; on reopening, /home/ana/shop/shopping.txt held exactly the edited content (its sha256 matched the approved edit's), so the edit was applied. It was not repeated.","recovered":true,"crc":"591fcdaf"}"#;
+        for line in [start, result] {
+            let record = decode_line(line.as_bytes()).unwrap_or_else(|e| panic!("{e}: {line}"));
+            assert_eq!(record.v, 3);
+            let written = encode_line(record.seq, &record.body);
+            assert_eq!(std::str::from_utf8(&written).unwrap(), format!("{line}\n"));
+        }
+        let RecordBody::ToolStart { command: None, edit: Some(edit), .. } = decode_line(start.as_bytes()).unwrap().body
+        else {
+            panic!("an edit start")
+        };
+        assert_eq!(edit.tool, EditTool::EditFile);
+        assert_eq!(edit.before_size, Some(17));
+    }
+
+    fn with_crc(covered: &str) -> Vec<u8> {
+        let crc = crc32fast::hash(covered.as_bytes());
+        format!("{covered},\"crc\":\"{crc:08x}\"}}").into_bytes()
+    }
+
+    #[test]
+    fn edit_records_are_only_valid_as_v3() {
+        let start = r#"{"v":2,"seq":5,"kind":"tool_start","turn_id":"turn-1","call_id":"call_1","tool":"write_file","path":"/p/a","leaves_workspace":false,"new_file":true,"after_sha256":"b5fc8ac72dced5af7d5a93ee796f0101728adfc26e229e64c6476953407a5963","after_size":22,"cwd":"/p""#;
+        assert!(matches!(decode_line(&with_crc(start)), Err(LineError::Garbled(_))));
+        assert!(decode_line(&with_crc(&start.replacen(r#""v":2"#, r#""v":3"#, 1))).is_ok());
+        let applied = r#"{"v":2,"seq":6,"kind":"tool_result","turn_id":"turn-1","call_id":"call_1","status":"applied","output":"x","recovered":true"#;
+        assert!(matches!(decode_line(&with_crc(applied)), Err(LineError::Garbled(_))));
+        assert!(decode_line(&with_crc(&applied.replacen(r#""v":2"#, r#""v":3"#, 1))).is_ok());
+        let run = r#"{"v":3,"seq":6,"kind":"tool_result","turn_id":"turn-1","call_id":"call_1","status":"not_applied","output":"x""#;
+        assert!(matches!(decode_line(&with_crc(run)), Err(LineError::Garbled(_))), "only recovery writes it");
+        // A command's start and every other record keep v 2.
+        let bash = RecordBody::ToolStart {
+            turn_id: "turn-1".into(),
+            call_id: "call_1".into(),
+            command: Some("ls".into()),
+            edit: None,
+            cwd: "/p".into(),
+            sandbox: None,
+        };
+        assert!(encode_line(3, &bash).starts_with(br#"{"v":2,"#));
     }
 
     #[test]

@@ -30,15 +30,26 @@ use super::{ModelEvent, ModelRequest, ModelResponse, Usage};
 /// same name, description, parameters and `strict` as the Responses definition.
 pub fn chat_bash_tool() -> Value {
     let flat = bash_tool();
+    debug_assert_eq!(flat["description"], BASH_DESCRIPTION);
+    chat_tool(&flat)
+}
+
+/// One flat Responses tool definition in the Chat Completions shape.
+pub fn chat_tool(flat: &Value) -> Value {
     json!({
         "type": "function",
         "function": {
             "name": flat["name"],
-            "description": BASH_DESCRIPTION,
+            "description": flat["description"],
             "strict": flat["strict"],
             "parameters": flat["parameters"],
         }
     })
+}
+
+/// Every tool of [`super::request::tools`], in the Chat Completions shape.
+pub fn chat_tools() -> Vec<Value> {
+    super::request::tools().iter().map(chat_tool).collect()
 }
 
 /// The exact JSON body for one request.
@@ -46,7 +57,7 @@ pub(crate) fn body(model: &str, request: &ModelRequest<'_>) -> Value {
     json!({
         "model": model,
         "messages": chat_messages(request.instructions, request.input),
-        "tools": [chat_bash_tool()],
+        "tools": chat_tools(),
         "tool_choice": "auto",
         "parallel_tool_calls": true,
         "stream": true,
@@ -468,5 +479,14 @@ mod tests {
         assert_eq!(tool["function"]["name"], "bash");
         assert_eq!(tool["function"]["parameters"], bash_tool()["parameters"]);
         assert_eq!(tool["function"]["strict"], true);
+    }
+
+    #[test]
+    fn the_edit_tools_are_offered_in_the_chat_shape_too() {
+        let names: Vec<Value> = chat_tools().iter().map(|t| t["function"]["name"].clone()).collect();
+        assert_eq!(names, vec![json!("bash"), json!("edit_file"), json!("write_file")]);
+        let edit = &chat_tools()[1];
+        assert_eq!(edit["function"]["parameters"], crate::edit::edit_file_tool()["parameters"]);
+        assert_eq!(edit["function"]["strict"], true);
     }
 }

@@ -26,9 +26,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::usage::Usage;
-pub use chat::{chat_bash_tool, chat_messages};
+pub use chat::{chat_bash_tool, chat_messages, chat_tools};
 pub use provider::{Provider, UnknownProvider};
-pub use request::bash_tool;
+pub use request::{bash_tool, tools};
 pub use retry::parse_retry_hint;
 pub use sse::{parse_sse_body, parse_sse_events, SseEvent, MAX_EVENT_BYTES};
 

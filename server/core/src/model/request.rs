@@ -1,4 +1,4 @@
-//! The request sent to `POST {base}/responses`: the JSON body and the `bash` tool definition.
+//! The request sent to `POST {base}/responses`: the JSON body and the tool definitions.
 
 use serde_json::{json, Value};
 
@@ -30,13 +30,19 @@ pub fn bash_tool() -> Value {
     })
 }
 
+/// Every tool the model may call, in the Responses API's flat form: `bash`,
+/// then the file-edit tools (`edit_file`, `write_file`).
+pub fn tools() -> Vec<Value> {
+    vec![bash_tool(), crate::edit::edit_file_tool(), crate::edit::write_file_tool()]
+}
+
 /// The exact JSON body for one request.
 pub(crate) fn body(model: &str, request: &ModelRequest<'_>) -> Value {
     json!({
         "model": model,
         "instructions": request.instructions,
         "input": request.input,
-        "tools": [bash_tool()],
+        "tools": tools(),
         "tool_choice": "auto",
         "parallel_tool_calls": true,
         "stream": true,
