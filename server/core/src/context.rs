@@ -25,7 +25,9 @@ pub use crate::transcript::runtime_notice;
 /// The `output` string of a `function_call_output`: `{"status":…,"output":…}`.
 pub fn function_output(result: &CallResult) -> String {
     // Serialised straight from borrowed fields (no copy of the output into a
-    // `Value` first), in the order a `Value` map would write them.
+    // `Value` first), keys in the order Mino has always written them
+    // (sorted, as a `Value` map wrote them before any dependency asked
+    // serde_json to keep insertion order): the replayed text never changes.
     #[derive(Serialize)]
     struct FunctionOutput<'a> {
         output: &'a str,
@@ -297,6 +299,9 @@ mod tests {
             exit_code: Some(0),
             recovered: false,
         };
-        assert_eq!(function_output(&result), json!({ "status": "success", "output": result.output }).to_string());
+        // The exact text the model reads, as Mino has always written it:
+        // `output` then `status`, escaped as JSON (whether or not some
+        // dependency makes `Value` maps keep insertion order).
+        assert_eq!(function_output(&result), r#"{"output":"a \"quoted\"\nline\u0007","status":"success"}"#);
     }
 }
