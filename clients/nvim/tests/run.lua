@@ -2252,7 +2252,7 @@ test("keys typed before an edit's question appeared do not answer it; the split 
   end
 end)
 
-test("history shows an edit's applied diff as a closed fold of the chat window", function()
+test("history shows an edit's applied diff as a closed fold of the chat window; gd in it shows it in the split", function()
   fresh()
   write_file(ctx.work .. "/shopping.txt", "bread\nbutter\njam\n")
   mock.script({ MILK_EDIT, { type = "text", deltas = { "Milk added." } } })
@@ -2286,7 +2286,18 @@ test("history shows an edit's applied diff as a closed fold of the chat window",
     assert_eq(vim.fn.foldlevel(open_at + 9), 0, "fold level after the diff")
     vim.cmd(("%dfoldopen"):format(open_at))
     assert_eq(vim.fn.foldclosed(open_at + 3), -1, "after zo")
+    -- gd on a line of that diff shows it in the split.
+    vim.api.nvim_win_set_cursor(win, { open_at + 6, 0 })
+    vim.cmd("normal gd")
   end)
+  local split = diff_split()
+  if not split then
+    fail("gd in the chat opened no split")
+  end
+  assert_contains(split.lines[1], "shopping.txt", "first line")
+  assert_contains(split.lines[1], "from the chat", "first line")
+  assert_contains(table.concat(split.lines, "\n"), "@@ -1,3 +1,4 @@\n bread\n butter\n+milk\n jam", "split")
+  assert_eq(split.filetype, "diff", "filetype")
 end)
 
 -- ------------------------------------------------------------ run

@@ -209,6 +209,44 @@ function M.reopen()
   return true
 end
 
+--- `gd` in the chat: shows the ````diff block the cursor is in (a request's
+--- or a result's, live or from the history). Returns false outside one.
+function M.show_at_cursor()
+  local buf = api.nvim_get_current_buf()
+  local row = api.nvim_win_get_cursor(0)[1]
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local open_at
+  for i = row, 1, -1 do
+    if lines[i] == M.FENCE_OPEN then
+      open_at = i
+      break
+    elseif lines[i] == M.FENCE_CLOSE and i ~= row then
+      return false
+    end
+  end
+  if not open_at then
+    return false
+  end
+  local body = {}
+  for i = open_at + 1, #lines do
+    if lines[i] == M.FENCE_CLOSE then
+      break
+    end
+    table.insert(body, lines[i])
+  end
+  local path = "?"
+  for _, l in ipairs(body) do
+    local p = l:match("^%+%+%+ b/(.+)$") or l:match("^%-%-%- a/(.+)$")
+    if p then
+      path = p
+      break
+    end
+  end
+  local edit = { tool = "diff of", path = path }
+  show(edit, M.lines(edit, table.concat(body, "\n"), "from the chat"))
+  return true
+end
+
 function M.win()
   return win_valid(st.win) and st.win or nil
 end

@@ -1397,8 +1397,12 @@ function M.open(opts)
 end
 
 --- :MinoDiff: the diff of the edit waiting for a decision, else of the last
---- edit, in its split.
-function M.show_diff()
+--- edit, in its split. `opts.at_cursor` (`gd` in the chat): the diff the
+--- cursor is in, when it is in one.
+function M.show_diff(opts)
+  if opts and opts.at_cursor and diff.show_at_cursor() then
+    return
+  end
   if not diff.reopen() then
     notify("no edit to show: no edit waits for a decision and none was made in this session")
   end
