@@ -13,7 +13,7 @@ import { clients, CloseAction, LanguageClient, RpcFailure } from './mocks/langua
 import { activate, deactivate, type MinoExtensionApi } from '../src/extension';
 import { API_KEY_SECRET } from '../src/server';
 import { ALL_FOLDERS_LABEL, HELD_MARK, relativeTime, WAITING_MARK } from '../src/sessions';
-import { PROPOSED_SCHEME } from '../src/editReview';
+import { buildProposed, PROPOSED_SCHEME } from '../src/editReview';
 
 const pkg = JSON.parse(readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'));
 
@@ -899,6 +899,16 @@ describe('edit review: the diff editor and its read-only proposed document', () 
     expect(title2).toContain('as it was when proposed');
     // Reviewing decided nothing.
     expect(client().requests.filter((r) => r.method === 'mino/approval')).toEqual([]);
+  });
+
+  it('builds the proposed content of a CRLF file and of one without a final newline; a size other than the request\'s is refused', () => {
+    const crlf = { tool: 'edit_file' as const, path: 'x.txt', newFile: false, leavesWorkspace: false, size: 12,
+      diff: '--- a/x.txt\n+++ b/x.txt\n@@ -1,3 +1,4 @@\n a\r\n b\r\n+m\r\n c\r\n' };
+    expect(buildProposed(crlf, 'a\r\nb\r\nc\r\n')).toEqual({ kind: 'proposed', before: 'a\r\nb\r\nc\r\n', proposed: 'a\r\nb\r\nm\r\nc\r\n' });
+    const noFinalNewline = { ...crlf, size: 6,
+      diff: '--- a/x.txt\n+++ b/x.txt\n@@ -1,2 +1,3 @@\n a\n-b\n\\ No newline at end of file\n+b\n+ce\n\\ No newline at end of file\n' };
+    expect(buildProposed(noFinalNewline, 'a\nb')).toMatchObject({ kind: 'proposed', proposed: 'a\nb\nce' });
+    expect(buildProposed({ ...crlf, size: 13 }, 'a\r\nb\r\nc\r\n')).toMatchObject({ kind: 'diffOnly', reason: expect.stringContaining('gives 12 bytes where Mino says the file will have 13') });
   });
 
   it('a new file is compared with an empty document', async () => {
