@@ -485,38 +485,14 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     const card = openCard(p.turnId, p.callId) || createCard(turn, p.turnId, p.callId, p.command);
     // The command asked about is the one shown, whatever the card held.
     card.command.textContent = p.command;
-    const dl = h('dl', 'tool-meta');
-    metaRow(dl, 'Directory', p.directory);
-    const env = p.environment || {};
-    const names = Object.keys(env).sort();
-    // Collapsed; each variable is a row whose value wraps below its name when
-    // the panel is narrow (see .env-table in main.css).
-    const details = h('details', 'env');
-    details.appendChild(h('summary', null, names.length + ' variable' + (names.length === 1 ? '' : 's')));
-    const table = h('table', 'env-table');
-    for (const name of names) {
-      const tr = h('tr');
-      const th = h('th', null, name);
-      th.setAttribute('scope', 'row');
-      tr.appendChild(th);
-      tr.appendChild(h('td', null, env[name]));
-      table.appendChild(tr);
-    }
-    details.appendChild(table);
-    metaRow(dl, 'Environment', details, 'env-row');
-    const limits = p.limits || {};
-    metaRow(
-      dl,
-      'Limits',
-      'timeout ' + limits.timeoutSeconds + ' s, output ' + formatBytes(limits.outputLimitBytes),
-    );
-    if (p.sandbox) metaRow(dl, 'Sandbox', SANDBOX_LABELS[p.sandbox] || p.sandbox, 'sandbox-row');
-    if (p.approvalMode) metaRow(dl, 'Approval mode', APPROVAL_MODE_LABELS[p.approvalMode] || p.approvalMode, 'approval-mode-row');
-    card.el.insertBefore(dl, card.actions);
+    // An edit shows its file and hunks instead of a command's directory, environment and limits.
+    const edit = editOf(p);
+    if (edit) showEditProposal(card, p, edit);
+    else card.el.insertBefore(commandMeta(p), card.actions);
 
     card.actions.textContent = '';
     card.actionError.hidden = true;
-    const question = h('span', 'question', 'Run this command?');
+    const question = h('span', 'question', edit ? (edit.newFile ? 'Create this file?' : 'Apply this edit?') : 'Run this command?');
     question.id = 'mino-el-' + nextElementId++;
     const approve = deliberateButton('primary approve', 'Approve', () => decide(card, p.turnId, p.callId, 'approve'));
     const deny = deliberateButton('secondary deny', 'Deny', () => decide(card, p.turnId, p.callId, 'deny'));
@@ -551,10 +527,43 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     card.actions.hidden = false;
     // Announced with its command; never focused (see deliberateButton).
     card.el.setAttribute('role', 'group');
-    card.el.setAttribute('aria-label', 'Mino asks to run: ' + p.command);
-    announce('Mino asks to run: ' + p.command + '. Approve or Deny in its card.');
+    const asks = edit ? editAsks(edit) : 'Mino asks to run: ' + p.command;
+    card.el.setAttribute('aria-label', asks);
+    announce(asks + '. Approve or Deny in its card.');
     setCardStatus(card, 'waiting');
     scrollToEnd();
+  }
+
+  /** A command's directory, environment, limits, sandbox and approval mode. */
+  function commandMeta(p) {
+    const dl = h('dl', 'tool-meta');
+    metaRow(dl, 'Directory', p.directory);
+    const env = p.environment || {};
+    const names = Object.keys(env).sort();
+    // Collapsed; each variable is a row whose value wraps below its name when
+    // the panel is narrow (see .env-table in main.css).
+    const details = h('details', 'env');
+    details.appendChild(h('summary', null, names.length + ' variable' + (names.length === 1 ? '' : 's')));
+    const table = h('table', 'env-table');
+    for (const name of names) {
+      const tr = h('tr');
+      const th = h('th', null, name);
+      th.setAttribute('scope', 'row');
+      tr.appendChild(th);
+      tr.appendChild(h('td', null, env[name]));
+      table.appendChild(tr);
+    }
+    details.appendChild(table);
+    metaRow(dl, 'Environment', details, 'env-row');
+    const limits = p.limits || {};
+    metaRow(
+      dl,
+      'Limits',
+      'timeout ' + limits.timeoutSeconds + ' s, output ' + formatBytes(limits.outputLimitBytes),
+    );
+    if (p.sandbox) metaRow(dl, 'Sandbox', SANDBOX_LABELS[p.sandbox] || p.sandbox, 'sandbox-row');
+    if (p.approvalMode) metaRow(dl, 'Approval mode', APPROVAL_MODE_LABELS[p.approvalMode] || p.approvalMode, 'approval-mode-row');
+    return dl;
   }
 
   /** `extra`: the `reason` of a deny, the `rule` of allowSession/allowWorkspace. */
@@ -802,7 +811,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     card.done = true;
     card.actions.hidden = true;
     setCardStatus(card, p.status);
-    if (!card.liveOutput && p.output) {
+    // An edit's applied diff is shown as hunks, not as text.
+    if (!showEditResult(card, p) && !card.liveOutput && p.output) {
       card.output.textContent = p.output;
       card.output.hidden = false;
     }
@@ -823,6 +833,165 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     if (status !== 'unknown' || !evidence || typeof evidence.summary !== 'string' || !evidence.summary) return;
     card.evidence.textContent = 'Evidence: ' + evidence.summary;
     card.evidence.hidden = false;
+  }
+
+  // ------------------------------------------------------------ edits
+  //
+  // An edit_file / write_file call's card shows its file (path, new or not,
+  // size, a prominent warning when it leaves the workspace) and its hunks;
+  // "Review diff" asks the host to open VS Code's diff editor. The result
+  // replaces the proposed hunks with the applied diff.
+
+  /** Hunk lines drawn in a card at most; "Review diff" shows a longer diff whole. */
+  const MAX_DIFF_LINES_SHOWN = 2000;
+
+  /** The request's or result's `edit`, when it is a well-formed one. */
+  function editOf(p) {
+    const e = p && p.edit;
+    return e && typeof e.path === 'string' && typeof e.diff === 'string' ? e : null;
+  }
+
+  function editAsks(edit) {
+    return 'Mino asks to ' + (edit.newFile ? 'create' : 'edit') + ': ' + edit.path + (edit.leavesWorkspace ? ' (outside the workspace)' : '');
+  }
+
+  /**
+   * A unified diff as hunks: `{header, lines: [{kind, text, oldNo?, newNo?}]}`.
+   * The `---`/`+++` header is left out; "\ No newline at end of file" is kept
+   * as a note line.
+   */
+  function parseHunks(diff) {
+    const hunks = [];
+    let hunk = null;
+    let oldNo = 0;
+    let newNo = 0;
+    const lines = diff.split('\n');
+    if (lines[lines.length - 1] === '') lines.pop();
+    for (const line of lines) {
+      const m = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
+      if (m) {
+        oldNo = Number(m[1]);
+        newNo = Number(m[2]);
+        // A hunk starting at line 0 (an empty side) has no lines on that side.
+        if (oldNo === 0) oldNo = 1;
+        if (newNo === 0) newNo = 1;
+        hunk = { header: line, lines: [] };
+        hunks.push(hunk);
+      } else if (!hunk) {
+        continue;
+      } else if (line.startsWith('+')) {
+        hunk.lines.push({ kind: 'add', text: line.slice(1), newNo: newNo++ });
+      } else if (line.startsWith('-')) {
+        hunk.lines.push({ kind: 'del', text: line.slice(1), oldNo: oldNo++ });
+      } else if (line.startsWith('\\')) {
+        hunk.lines.push({ kind: 'note', text: line });
+      } else {
+        hunk.lines.push({ kind: 'ctx', text: line.slice(1), oldNo: oldNo++, newNo: newNo++ });
+      }
+    }
+    return hunks;
+  }
+
+  /** The hunks of `diff` as a table: old and new line numbers, the sign, the text. */
+  function renderDiff(diff) {
+    const box = h('div', 'diff-hunks');
+    const hunks = parseHunks(diff);
+    if (!hunks.length) {
+      box.appendChild(h('div', 'diff-empty', 'No changed lines.'));
+      return box;
+    }
+    const table = h('table', 'diff-table');
+    let shown = 0;
+    let total = 0;
+    for (const hunk of hunks) total += hunk.lines.length + 1;
+    for (const hunk of hunks) {
+      if (shown >= MAX_DIFF_LINES_SHOWN) break;
+      const head = h('tr', 'diff-hunk-header');
+      const th = h('td', null, hunk.header);
+      th.colSpan = 4;
+      head.appendChild(th);
+      table.appendChild(head);
+      shown++;
+      for (const line of hunk.lines) {
+        if (shown >= MAX_DIFF_LINES_SHOWN) break;
+        const tr = h('tr', 'diff-line ' + line.kind);
+        tr.append(
+          h('td', 'diff-no old', line.oldNo === undefined ? '' : line.oldNo),
+          h('td', 'diff-no new', line.newNo === undefined ? '' : line.newNo),
+          h('td', 'diff-sign', line.kind === 'add' ? '+' : line.kind === 'del' ? '-' : ''),
+          h('td', 'diff-text', line.text),
+        );
+        table.appendChild(tr);
+        shown++;
+      }
+    }
+    box.appendChild(table);
+    if (shown < total) box.appendChild(h('div', 'diff-more', (total - shown) + ' more lines not shown here: Review diff shows the whole change.'));
+    return box;
+  }
+
+  /** The card's edit section (created on first use), before its actions. */
+  function editSection(card) {
+    let section = /** @type {HTMLElement | null} */ (card.el.querySelector('.edit-view'));
+    if (!section) {
+      section = h('div', 'edit-view');
+      card.el.insertBefore(section, card.actions);
+    }
+    return section;
+  }
+
+  /** Shows the diff `diff` in the card's edit section under `label`, replacing the one shown. */
+  function showEditDiff(card, label, diff, review) {
+    const section = editSection(card);
+    const old = section.querySelector('.edit-diff');
+    if (old) old.remove();
+    const box = h('div', 'edit-diff');
+    const bar = h('div', 'edit-diff-bar');
+    bar.appendChild(h('span', 'edit-diff-label', label));
+    // Opening the diff editor decides nothing, and like every card button it
+    // never takes focus and answers only a deliberate click or key.
+    const keep = /** @type {HTMLElement | null} */ (old && old.querySelector('.review-diff'));
+    if (keep) bar.appendChild(keep);
+    else if (review) bar.appendChild(deliberateButton('secondary review-diff', 'Review diff', review));
+    box.append(bar, renderDiff(diff));
+    section.appendChild(box);
+  }
+
+  /** The approval card of an edit: where it writes, what it becomes, the hunks. */
+  function showEditProposal(card, p, edit) {
+    const name = card.el.querySelector('.tool-name');
+    if (name && typeof edit.tool === 'string') name.textContent = edit.tool;
+    const section = editSection(card);
+    section.textContent = '';
+    if (edit.leavesWorkspace) {
+      const warning = h('div', 'edit-warning', 'Writes outside the workspace: ' + edit.path);
+      warning.setAttribute('role', 'note');
+      section.appendChild(warning);
+    }
+    const dl = h('dl', 'tool-meta');
+    metaRow(dl, 'Path', edit.path, 'edit-path');
+    metaRow(dl, 'File', edit.newFile ? 'new file (created)' : 'existing file (changed)', 'edit-file');
+    metaRow(dl, 'Size after', formatBytes(edit.size), 'edit-size');
+    if (p.approvalMode) metaRow(dl, 'Approval mode', APPROVAL_MODE_LABELS[p.approvalMode] || p.approvalMode, 'approval-mode-row');
+    section.appendChild(dl);
+    showEditDiff(card, 'Proposed change', edit.diff, () => post({ type: 'reviewEdit', turnId: p.turnId, callId: p.callId }));
+  }
+
+  /**
+   * A result that carries the applied diff (an edit's success): the card
+   * shows what was done and the applied hunks instead of the diff as text.
+   */
+  function showEditResult(card, p) {
+    if (typeof p.diff !== 'string') return false;
+    if (typeof p.tool === 'string') {
+      const name = card.el.querySelector('.tool-name');
+      if (name) name.textContent = p.tool;
+    }
+    const summary = typeof p.output === 'string' ? p.output.split('\n\n')[0] : '';
+    card.output.textContent = summary;
+    card.output.hidden = !summary;
+    showEditDiff(card, 'Applied change', p.diff, null);
+    return true;
   }
 
   // ------------------------------------------------------------ history & notifications
@@ -848,7 +1017,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       startResponse(turn);
       for (const c of t.calls) {
         const card = createCard(turn, t.turnId, c.callId, c.command);
-        if (c.result) toolResult(Object.assign({ callId: c.callId, command: c.command, evidence: c.evidence }, c.result), t.turnId);
+        if (c.result) toolResult(Object.assign({ callId: c.callId, command: c.command, tool: c.tool, evidence: c.evidence }, c.result), t.turnId);
         else setCardStatus(card, 'running');
         showApprovedBy(card, c.approvedBy, c.sandbox);
         // History carries one output per call; live output flag stays off.

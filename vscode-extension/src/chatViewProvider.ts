@@ -134,6 +134,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       case 'renameSession':
         await vscode.commands.executeCommand('mino.renameSession');
         return;
+      case 'reviewEdit':
+        await vscode.commands.executeCommand('mino.reviewPendingEdit', msg.turnId, msg.callId);
+        return;
     }
     const conn = this.server.connection;
     if (!conn) {

@@ -3,6 +3,7 @@
  */
 import * as vscode from 'vscode';
 import { ChatViewProvider } from './chatViewProvider';
+import { EditReviews } from './editReview';
 import { Notification } from './protocol';
 import { API_KEY_SECRET, MinoServer } from './server';
 import { SessionCommands } from './sessions';
@@ -11,6 +12,7 @@ export interface MinoExtensionApi {
   server: MinoServer;
   view: ChatViewProvider;
   sessions: SessionCommands;
+  edits: EditReviews;
 }
 
 let server: MinoServer | undefined;
@@ -21,11 +23,13 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
   const view = new ChatViewProvider(context.extensionUri, server, output);
   const s = server;
   const sessions = new SessionCommands(s, output);
+  const edits = new EditReviews(s);
 
   context.subscriptions.push(
     output,
     s,
     view,
+    edits,
     vscode.window.registerWebviewViewProvider(ChatViewProvider.viewType, view, {
       webviewOptions: { retainContextWhenHidden: true },
     }),
@@ -57,6 +61,8 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
     }),
     vscode.commands.registerCommand('mino.renameSession', () => sessions.renameCurrent()),
     vscode.commands.registerCommand('mino.rules', () => sessions.showRules()),
+    // From the palette: the edit waiting for approval; from a card's Review diff: that card's edit.
+    vscode.commands.registerCommand('mino.reviewPendingEdit', (turnId?: string, callId?: string) => edits.open(turnId, callId)),
     vscode.commands.registerCommand('mino.showServerLog', () => output.show(true)),
     vscode.commands.registerCommand('mino.restartServer', () => s.restart()),
     vscode.commands.registerCommand('mino.setApiKey', async () => {
@@ -93,7 +99,7 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
 
   // The server starts when the view is first shown (ChatViewProvider.resolveWebviewView)
   // or a command needs it; activation alone starts nothing.
-  return { server: s, view, sessions };
+  return { server: s, view, sessions, edits };
 }
 
 /** Context key for `when` clauses in package.json. */

@@ -13,6 +13,8 @@ export type WebviewMessage =
    * `reason` with a deny, `rule` (as the person edited it) with allowSession/allowWorkspace.
    */
   | { type: 'approval'; turnId: string; callId: string; decision: Decision; reason?: string; rule?: RuleSpec }
+  /** An edit card's "Review diff": open the diff editor on that call's proposed content (decides nothing). */
+  | { type: 'reviewEdit'; turnId: string; callId: string }
   /** The header's Rename: the host asks for the new title. */
   | { type: 'renameSession' }
   | { type: 'acknowledge'; turnIds: string[] }

@@ -7,7 +7,7 @@
  * (the conversation stays), restart from the view, acknowledge the unknown
  * result, ask again.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -274,3 +274,41 @@ describe.skipIf(SKIP_WEBVIEW || !hasRules)(
     });
   },
 );
+
+describe.skipIf(SKIP_WEBVIEW)('an edit through the extension, the real server and the webview', () => {
+  it("the card shows the server's hunks; Review diff opens vscode.diff whose proposed side is the server's diff applied to the file (no final newline kept); Approve writes exactly that", async () => {
+    await mock.script([
+      { type: 'named_call', call_id: 'call_edit', name: 'edit_file',
+        arguments: JSON.stringify({ path: 'shopping.txt', old_text: 'jam', new_text: 'jam\nmilk' }) },
+      { type: 'text', deltas: ['Milk added.'] },
+    ]);
+    const { cwd } = await launchFresh();
+    // The file has no final newline: the diff carries "\ No newline at end of file".
+    const file = path.join(realpathSync(cwd), 'shopping.txt');
+    writeFileSync(file, 'bread\nbutter\njam');
+    // The mocked workspace.fs reads what the extension reads through VS Code.
+    fake.mock.files.set(file, 'bread\nbutter\njam');
+    await expect.poll(() => page.locator('#send').isDisabled()).toBe(false);
+    await page.locator('#input').fill('Add milk.');
+    await page.locator('#input').press('Enter');
+    const card = page.locator('.tool-card[data-call-id="call_edit"]');
+    await expect.poll(() => card.getByRole('button', { name: 'Review diff' }).isVisible(), { timeout: 15000 }).toBe(true);
+    expect(await card.locator('.tool-name').textContent()).toBe('edit_file');
+    expect(await card.locator('.diff-line.add .diff-text').allTextContents()).toEqual(['jam', 'milk']);
+
+    await card.getByRole('button', { name: 'Review diff' }).click();
+    await expect.poll(() => fake.mock.executed.filter((e) => e.command === 'vscode.diff').length, { timeout: 15000 }).toBe(1);
+    const [left, right] = fake.mock.executed.find((e) => e.command === 'vscode.diff')!.args as any[];
+    expect(left.fsPath).toBe(file);
+    expect((await fake.workspace.openTextDocument(right)).getText()).toBe('bread\nbutter\njam\nmilk');
+    expect(await card.locator('.badge').textContent()).toBe('waiting for approval');
+
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => card.locator('.badge').textContent(), { timeout: 15000 }).toBe('succeeded');
+    expect(readFileSync(file, 'utf8')).toBe('bread\nbutter\njam\nmilk');
+    expect(await card.locator('.edit-diff-label').textContent()).toBe('Applied change');
+    await page.screenshot({ path: path.join(OUT, 'e2e-edit.png'), fullPage: true });
+    expect(probe.cspViolations).toEqual([]);
+    expect(probe.pageErrors).toEqual([]);
+  });
+});

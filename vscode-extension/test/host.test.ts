@@ -13,6 +13,7 @@ import { clients, CloseAction, LanguageClient, RpcFailure } from './mocks/langua
 import { activate, deactivate, type MinoExtensionApi } from '../src/extension';
 import { API_KEY_SECRET } from '../src/server';
 import { ALL_FOLDERS_LABEL, HELD_MARK, relativeTime, WAITING_MARK } from '../src/sessions';
+import { buildProposed, PROPOSED_SCHEME } from '../src/editReview';
 
 const pkg = JSON.parse(readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'));
 
@@ -67,7 +68,7 @@ describe('activation', () => {
     expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
     const contributed = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
     expect(contributed).toEqual(
-      ['mino.cancelTurn', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
+      ['mino.cancelTurn', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
     );
     expect([...fake.mock.commands.keys()].sort()).toEqual(contributed);
     // The view is contributed into its own activity-bar container, with an icon.
@@ -500,7 +501,7 @@ describe('the bundle', () => {
       const bundled = ext.activate(context);
       expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
       expect([...fake.mock.commands.keys()].sort()).toEqual(
-        ['mino.cancelTurn', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
+        ['mino.cancelTurn', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
       );
       expect(bundled.server.state).toBe('stopped');
       await ext.deactivate();
@@ -841,5 +842,123 @@ describe('approval rules: decisions and the Rules quick pick', () => {
     expect((pick.items as any[]).map((i) => i.label)).not.toContain('npm test');
     pick.hide();
     await running;
+  });
+});
+
+describe('edit review: the diff editor and its read-only proposed document', () => {
+  const WS = '/tmp/mino-workspace';
+  const SHOPPING = 'bread\nbutter\njam\n';
+  const MILK_DIFF = '--- a/shopping.txt\n+++ b/shopping.txt\n@@ -1,3 +1,4 @@\n bread\n butter\n+milk\n jam\n';
+
+  function editRequest(callId: string, edit: Record<string, unknown>) {
+    return {
+      sessionId: 's1', turnId: 't1', seq: 1, callId, command: `edit_file ${edit.path}`, directory: WS,
+      environment: {}, limits: { timeoutSeconds: 0, outputLimitBytes: 0 }, sandbox: 'off', approvalMode: 'ask',
+      edit: { tool: 'edit_file', newFile: false, leavesWorkspace: false, ...edit },
+    };
+  }
+
+  /** The last `vscode.diff` call: [left, right, title, options]. */
+  function lastDiff(): any[] {
+    const call = fake.mock.executed.filter((e) => e.command === 'vscode.diff').at(-1);
+    expect(call, 'vscode.diff was called').toBeTruthy();
+    return call!.args;
+  }
+
+  /** What VS Code would show for `uri`: the registered provider's content (no file system backs the scheme). */
+  async function contentOf(uri: any): Promise<string> {
+    return (await fake.workspace.openTextDocument(uri)).getText();
+  }
+
+  it('the proposed document holds the diff applied to the file as it was when asked; vscode.diff opens file ↔ proposed; a later change on disk changes nothing', async () => {
+    fake.mock.files.set(`${WS}/shopping.txt`, SHOPPING);
+    client().notify('mino/approvalRequest', editRequest('call_e', { path: 'shopping.txt', size: 22, diff: MILK_DIFF }));
+    await settle();
+    await fake.commands.executeCommand('mino.reviewPendingEdit');
+    const [left, right, title, options] = lastDiff();
+    // The left side is the file itself; the right a read-only virtual document.
+    expect(left.scheme).toBe('file');
+    expect(left.fsPath).toBe(`${WS}/shopping.txt`);
+    expect(right.scheme).toBe(PROPOSED_SCHEME);
+    expect(right.fsPath).toBe('/shopping.txt');
+    expect(await contentOf(right)).toBe('bread\nbutter\nmilk\njam\n');
+    expect(title).toContain('shopping.txt');
+    expect(options).toMatchObject({ preview: true });
+    // Read-only: only a content provider serves the scheme (VS Code never writes to one).
+    expect([...fake.mock.contentProviders.keys()]).toEqual([PROPOSED_SCHEME]);
+    expect(fake.workspace).not.toHaveProperty('registerFileSystemProvider');
+
+    // The file changes on disk after the request arrived: the proposed content is still
+    // what was approved, and the left side is the text the diff was made from.
+    fake.mock.files.set(`${WS}/shopping.txt`, 'eggs\n');
+    await fake.commands.executeCommand('mino.reviewPendingEdit');
+    const [left2, right2, title2] = lastDiff();
+    expect(left2.scheme).toBe(PROPOSED_SCHEME);
+    expect(await contentOf(left2)).toBe(SHOPPING);
+    expect(await contentOf(right2)).toBe('bread\nbutter\nmilk\njam\n');
+    expect(title2).toContain('as it was when proposed');
+    // Reviewing decided nothing.
+    expect(client().requests.filter((r) => r.method === 'mino/approval')).toEqual([]);
+  });
+
+  it('builds the proposed content of a CRLF file and of one without a final newline; a size other than the request\'s is refused', () => {
+    const crlf = { tool: 'edit_file' as const, path: 'x.txt', newFile: false, leavesWorkspace: false, size: 12,
+      diff: '--- a/x.txt\n+++ b/x.txt\n@@ -1,3 +1,4 @@\n a\r\n b\r\n+m\r\n c\r\n' };
+    expect(buildProposed(crlf, 'a\r\nb\r\nc\r\n')).toEqual({ kind: 'proposed', before: 'a\r\nb\r\nc\r\n', proposed: 'a\r\nb\r\nm\r\nc\r\n' });
+    const noFinalNewline = { ...crlf, size: 6,
+      diff: '--- a/x.txt\n+++ b/x.txt\n@@ -1,2 +1,3 @@\n a\n-b\n\\ No newline at end of file\n+b\n+ce\n\\ No newline at end of file\n' };
+    expect(buildProposed(noFinalNewline, 'a\nb')).toMatchObject({ kind: 'proposed', proposed: 'a\nb\nce' });
+    expect(buildProposed({ ...crlf, size: 13 }, 'a\r\nb\r\nc\r\n')).toMatchObject({ kind: 'diffOnly', reason: expect.stringContaining('gives 12 bytes where Mino says the file will have 13') });
+  });
+
+  it('a new file is compared with an empty document', async () => {
+    client().notify('mino/approvalRequest', editRequest('call_n', {
+      tool: 'write_file', path: 'notes.txt', newFile: true, size: 5, diff: '--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+milk\n',
+    }));
+    await settle();
+    await fake.commands.executeCommand('mino.reviewPendingEdit');
+    const [left, right, title] = lastDiff();
+    expect(left.scheme).toBe(PROPOSED_SCHEME);
+    expect(await contentOf(left)).toBe('');
+    expect(await contentOf(right)).toBe('milk\n');
+    expect(title).toContain('new file');
+  });
+
+  it('a diff that does not apply to the file as read is shown as a read-only diff document saying why', async () => {
+    // The file already differs from what the diff was made from when the request arrives.
+    fake.mock.files.set(`${WS}/shopping.txt`, 'bread\nmargarine\njam\n');
+    client().notify('mino/approvalRequest', editRequest('call_x', { path: 'shopping.txt', size: 22, diff: MILK_DIFF }));
+    await settle();
+    await fake.commands.executeCommand('mino.reviewPendingEdit');
+    expect(fake.mock.executed.filter((e) => e.command === 'vscode.diff')).toEqual([]);
+    const shown = fake.mock.shownDocuments.at(-1)!;
+    expect(shown.document.languageId).toBe('diff');
+    expect(shown.document.uri.scheme).toBe(PROPOSED_SCHEME);
+    const text = shown.document.getText();
+    expect(text).toContain('does not apply to shopping.txt');
+    expect(text.endsWith(MILK_DIFF)).toBe(true);
+    expect(fake.mock.warningMessages.at(-1)!.message).toContain('does not apply');
+  });
+
+  it("a card's Review diff opens that call's review and sends no decision; the palette command finds no pending edit once the call started", async () => {
+    fake.mock.files.set(`${WS}/shopping.txt`, SHOPPING);
+    const c = client();
+    c.notify('mino/approvalRequest', editRequest('call_c', { path: 'shopping.txt', size: 22, diff: MILK_DIFF }));
+    await settle();
+    firstView.webview.receive({ type: 'reviewEdit', turnId: 't1', callId: 'call_c' });
+    await settle();
+    const [, right] = lastDiff();
+    expect(await contentOf(right)).toBe('bread\nbutter\nmilk\njam\n');
+    expect(c.requests.filter((r) => r.method === 'mino/approval')).toEqual([]);
+
+    c.notify('mino/toolStarted', { sessionId: 's1', turnId: 't1', seq: 2, callId: 'call_c', command: 'edit_file shopping.txt', approvedBy: { kind: 'user' }, sandbox: 'off' });
+    const before = fake.mock.executed.filter((e) => e.command === 'vscode.diff').length;
+    await fake.commands.executeCommand('mino.reviewPendingEdit');
+    expect(fake.mock.executed.filter((e) => e.command === 'vscode.diff')).toHaveLength(before);
+    expect(fake.mock.infoMessages.at(-1)!.message).toContain('no edit is waiting for your approval');
+    // The card's own button still opens it after the decision.
+    firstView.webview.receive({ type: 'reviewEdit', turnId: 't1', callId: 'call_c' });
+    await settle();
+    expect(fake.mock.executed.filter((e) => e.command === 'vscode.diff')).toHaveLength(before + 1);
   });
 });

@@ -1196,3 +1196,209 @@ describe.skipIf(skip)('long histories', () => {
     expect(await first.locator('strong').textContent()).toBe('bold');
   });
 });
+
+describe.skipIf(skip)('edits in the card', () => {
+  const MILK_DIFF = '--- a/shopping.txt\n+++ b/shopping.txt\n@@ -1,3 +1,4 @@\n bread\n butter\n+milk\n jam\n';
+  /** Two hunks: a changed line near the top, two lines added further down. */
+  const TWO_HUNKS = [
+    '--- a/src/lib.rs', '+++ b/src/lib.rs',
+    '@@ -1,4 +1,4 @@', ' //! Shopping lists.', '-pub fn total(items: &[u32]) -> u32 {', '+pub fn total(items: &[u64]) -> u64 {', '     items.iter().sum()', ' }',
+    '@@ -20,3 +20,5 @@', ' fn empty_list() {', '     assert_eq!(total(&[]), 0);', ' }', '+', '+// Prices are in cents.', '',
+  ].join('\n');
+
+  function editRequest(turnId: string, callId: string, seq: number, edit: Record<string, unknown>) {
+    return {
+      sessionId: 's1', turnId, seq, callId, command: `${edit.tool ?? 'edit_file'} ${edit.path}`, directory: '/home/me/project',
+      environment: {}, limits: { timeoutSeconds: 0, outputLimitBytes: 0 }, sandbox: 'off', approvalMode: 'ask',
+      edit: { tool: 'edit_file', newFile: false, leavesWorkspace: false, ...edit },
+    };
+  }
+
+  /** Each row of the card's hunks: [old no., new no., sign, text] (a hunk header as one cell). */
+  async function hunkRows(card: ReturnType<Page['locator']>): Promise<string[][]> {
+    return card.locator('.diff-table tr').evaluateAll((rows) =>
+      rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+  }
+
+  it('an edit card shows the tool, path, new file or not, size and the hunks with line numbers, instead of directory, environment and limits', async () => {
+    await ready();
+    await notify('mino/turnStarted', { sessionId: 's1', turnId: 'e1', seq: 0, input: 'Add milk.' });
+    await notify('mino/approvalRequest', editRequest('e1', 'call_e', 1, { path: 'shopping.txt', size: 22, diff: MILK_DIFF }));
+    const card = page.locator('.tool-card[data-call-id="call_e"]');
+    expect(await card.locator('.tool-name').textContent()).toBe('edit_file');
+    expect(await card.locator('.tool-command').textContent()).toBe('edit_file shopping.txt');
+    const meta = await card.locator('.tool-meta').innerText();
+    expect(meta).toMatch(/Path\s+shopping\.txt/);
+    expect(meta).toMatch(/File\s+existing file \(changed\)/);
+    expect(meta).toMatch(/Size after\s+22 bytes/);
+    expect(meta).not.toContain('Environment');
+    expect(meta).not.toContain('Limits');
+    expect(await card.locator('.edit-warning').count()).toBe(0);
+    expect(await card.locator('.question').textContent()).toBe('Apply this edit?');
+    expect(await card.locator('.edit-diff-label').textContent()).toBe('Proposed change');
+    expect(await hunkRows(card)).toEqual([
+      ['@@ -1,3 +1,4 @@'],
+      ['1', '1', '', 'bread'],
+      ['2', '2', '', 'butter'],
+      ['', '3', '+', 'milk'],
+      ['3', '4', '', 'jam'],
+    ]);
+    // Coloured by kind: the added line has the inserted-line background.
+    const added = card.locator('.diff-line.add');
+    expect(await added.evaluate((el) => getComputedStyle(el).backgroundColor)).not.toBe(
+      await card.locator('.diff-line.ctx').first().evaluate((el) => getComputedStyle(el).backgroundColor),
+    );
+    expect(await page.getByRole('group', { name: 'Mino asks to edit: shopping.txt' }).count()).toBe(1);
+
+    // A new file; the second hunk's numbering follows its header.
+    await notify('mino/toolResult', { sessionId: 's1', turnId: 'e1', seq: 2, callId: 'call_e', status: 'refused', output: 'The user denied this edit.' });
+    await notify('mino/approvalRequest', editRequest('e1', 'call_w', 3, {
+      tool: 'write_file', path: 'notes.txt', newFile: true, size: 5, diff: '--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+milk\n',
+    }));
+    const card2 = page.locator('.tool-card[data-call-id="call_w"]');
+    expect(await card2.locator('.tool-name').textContent()).toBe('write_file');
+    expect(await card2.locator('.tool-meta').innerText()).toMatch(/File\s+new file \(created\)/);
+    expect(await card2.locator('.question').textContent()).toBe('Create this file?');
+    expect(await hunkRows(card2)).toEqual([['@@ -0,0 +1 @@'], ['', '1', '+', 'milk']]);
+    await notify('mino/toolResult', { sessionId: 's1', turnId: 'e1', seq: 4, callId: 'call_w', status: 'refused', output: 'Denied.' });
+    await notify('mino/approvalRequest', editRequest('e1', 'call_l', 5, { path: '/src/lib.rs', size: 600, diff: TWO_HUNKS }));
+    const rows = await hunkRows(page.locator('.tool-card[data-call-id="call_l"]'));
+    expect(rows[6]).toEqual(['@@ -20,3 +20,5 @@']);
+    expect(rows[7]).toEqual(['20', '20', '', 'fn empty_list() {']);
+    expect(rows.at(-1)).toEqual(['', '24', '+', '// Prices are in cents.']);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it('an edit that leaves the workspace says so prominently, with the absolute path, in the card and its announcement', async () => {
+    await ready();
+    await notify('mino/turnStarted', { sessionId: 's1', turnId: 'e2', seq: 0, input: 'Fix my shell.' });
+    await notify('mino/approvalRequest', editRequest('e2', 'call_o', 1, {
+      path: '/home/me/.bashrc', size: 30, leavesWorkspace: true,
+      diff: '--- a/home/me/.bashrc\n+++ b/home/me/.bashrc\n@@ -1 +1,2 @@\n export EDITOR=vi\n+alias ll="ls -l"\n',
+    }));
+    const card = page.locator('.tool-card[data-call-id="call_o"]');
+    const warning = card.locator('.edit-warning');
+    expect(await warning.textContent()).toBe('Writes outside the workspace: /home/me/.bashrc');
+    // First in the card's edit section, in bold.
+    expect(await card.locator('.edit-view > *').first().getAttribute('class')).toBe('edit-warning');
+    expect(await warning.evaluate((el) => getComputedStyle(el).fontWeight)).toBe('600');
+    expect(await page.getByRole('group', { name: 'Mino asks to edit: /home/me/.bashrc (outside the workspace)' }).count()).toBe(1);
+    expect(await page.locator('#announcer').textContent()).toContain('outside the workspace');
+  });
+
+  it('Review diff posts reviewEdit and never approves; keys typed ahead for the input press neither it nor Approve', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.click();
+    await notify('mino/turnStarted', { sessionId: 's1', turnId: 'e3', seq: 0, input: 'Add milk.' });
+    await input.pressSequentially('and eggs');
+    await notify('mino/approvalRequest', editRequest('e3', 'call_r', 1, { path: 'shopping.txt', size: 22, diff: MILK_DIFF }));
+    const card = page.locator('.tool-card[data-call-id="call_r"]');
+    const review = card.getByRole('button', { name: 'Review diff' });
+    expect(await review.count()).toBe(1);
+    const answers = async () => (await posted()).filter((m) => m.type === 'approval' || m.type === 'reviewEdit');
+
+    // Typed ahead: the card took no focus, nothing is pressed.
+    await page.keyboard.press('Enter');
+    await page.keyboard.press(' ');
+    expect(await answers()).toEqual([]);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('input');
+    // A keyboard-style click that did not start on the button does nothing either.
+    await review.evaluate((b) => (b as HTMLButtonElement).click());
+    expect(await answers()).toEqual([]);
+
+    await review.click();
+    expect(await answers()).toEqual([{ type: 'reviewEdit', turnId: 'e3', callId: 'call_r' }]);
+    // Still waiting: reviewing is not approving.
+    expect(await card.locator('.badge').textContent()).toBe('waiting for approval');
+    expect(await card.getByRole('button', { name: 'Approve' }).isDisabled()).toBe(false);
+    // By keyboard, on purpose: Tab to it and Enter.
+    await review.focus();
+    await page.keyboard.press('Enter');
+    expect(await answers()).toEqual([
+      { type: 'reviewEdit', turnId: 'e3', callId: 'call_r' },
+      { type: 'reviewEdit', turnId: 'e3', callId: 'call_r' },
+    ]);
+    // Shift+Tab from the input still reaches Deny first.
+    await input.focus();
+    await page.keyboard.press('Shift+Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Deny');
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it('the result card shows the applied diff as hunks and what was done, live and from history; Review diff stays', async () => {
+    await ready();
+    await notify('mino/turnStarted', { sessionId: 's1', turnId: 'e4', seq: 0, input: 'Add milk.' });
+    await notify('mino/approvalRequest', editRequest('e4', 'call_a', 1, { path: 'shopping.txt', size: 22, diff: MILK_DIFF }));
+    const card = page.locator('.tool-card[data-call-id="call_a"]');
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await notify('mino/toolStarted', { sessionId: 's1', turnId: 'e4', seq: 2, callId: 'call_a', command: 'edit_file shopping.txt', approvedBy: { kind: 'user' }, sandbox: 'off' });
+    const output = 'Edited shopping.txt: replaced 1 occurrence of old_text.\n\n' + MILK_DIFF;
+    await notify('mino/toolResult', { sessionId: 's1', turnId: 'e4', seq: 3, callId: 'call_a', status: 'success', output, diff: MILK_DIFF });
+    expect(await card.locator('.tool-result').textContent()).toBe('Result: succeeded');
+    expect(await card.locator('.tool-output').textContent()).toBe('Edited shopping.txt: replaced 1 occurrence of old_text.');
+    expect(await card.locator('.edit-diff-label').textContent()).toBe('Applied change');
+    expect(await card.locator('.edit-diff').count()).toBe(1);
+    expect(await hunkRows(card)).toContainEqual(['', '3', '+', 'milk']);
+    expect(await card.getByRole('button', { name: 'Review diff' }).count()).toBe(1);
+
+    // From history: the applied diff, named by its tool.
+    await host({ type: 'history', history: { sessionId: 's1', turns: [{
+      turnId: 'h1', input: 'Add milk.', text: 'Done.', status: 'completed', notices: [],
+      calls: [{ callId: 'call_h', command: 'edit_file shopping.txt', tool: 'edit_file', approvedBy: { kind: 'user' }, sandbox: 'off',
+        result: { status: 'success', output, diff: MILK_DIFF } }],
+    }] } });
+    const restored = page.locator('.tool-card[data-call-id="call_h"]');
+    expect(await restored.locator('.tool-name').textContent()).toBe('edit_file');
+    expect(await restored.locator('.edit-diff-label').textContent()).toBe('Applied change');
+    expect(await hunkRows(restored)).toContainEqual(['', '3', '+', 'milk']);
+    expect(await restored.locator('.tool-output').textContent()).not.toContain('+++');
+    expect(probe.pageErrors).toEqual([]);
+  });
+});
+
+describe.skipIf(skip)('screenshots of an edit card', () => {
+  // Light and dark theme, side-panel and wide widths: test-output/screenshots/ (see README).
+  const DIFF = [
+    '--- a/src/shopping.rs', '+++ b/src/shopping.rs',
+    '@@ -3,7 +3,8 @@', ' pub struct Item {', '     pub name: String,', '-    pub price: u32,', '+    pub price_cents: u64,', '+    pub quantity: u32,', ' }',
+    ' ', ' impl Item {', '@@ -14,4 +15,4 @@', '     pub fn total(&self) -> u64 {', '-        self.price as u64', '+        self.price_cents * u64::from(self.quantity)', '     }', ' }', '',
+  ].join('\n');
+  for (const theme of ['light', 'dark'] as const) {
+    for (const width of [320, 800]) {
+      it(`${theme} theme at ${width} px`, async () => {
+        await page.context().close();
+        ({ page, probe } = await newWebviewPage(browser, { width, height: 900 }));
+        await page.goto(`${webHost.origin}/?theme=${theme}`);
+        await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === 'ready'));
+        await ready();
+        await host({ type: 'session', session: { sessionId: 's1', title: 'Prices in cents' } });
+        await notify('mino/turnStarted', { sessionId: 's1', turnId: 'sc1', seq: 0, input: 'Keep prices in cents, with a quantity.' });
+        await notify('mino/textDelta', { sessionId: 's1', turnId: 'sc1', seq: 1, delta: 'I will change `Item` in **src/shopping.rs**:' });
+        await notify('mino/approvalRequest', {
+          sessionId: 's1', turnId: 'sc1', seq: 2, callId: 'e1', command: 'edit_file src/shopping.rs', directory: '/home/me/shop',
+          environment: {}, limits: { timeoutSeconds: 0, outputLimitBytes: 0 }, sandbox: 'off', approvalMode: 'rules',
+          suggestedRule: { kind: 'path', pattern: 'src/shopping.rs' },
+          edit: { tool: 'edit_file', path: 'src/shopping.rs', newFile: false, size: 1432, diff: DIFF, leavesWorkspace: false },
+        });
+        await page.locator('#input').fill('and a test');
+        const file = path.join(OUT, 'screenshots', `edit-card-${theme}-${width}.png`);
+        mkdirSync(path.dirname(file), { recursive: true });
+        await page.screenshot({ path: file });
+        // The same kind of card for a file outside the workspace.
+        await notify('mino/toolResult', { sessionId: 's1', turnId: 'sc1', seq: 3, callId: 'e1', status: 'success',
+          output: 'Edited src/shopping.rs: replaced 2 occurrences of old_text.\n\n' + DIFF, diff: DIFF });
+        await notify('mino/approvalRequest', {
+          sessionId: 's1', turnId: 'sc1', seq: 4, callId: 'e2', command: 'write_file ../notes/prices.md', directory: '/home/me/shop',
+          environment: {}, limits: { timeoutSeconds: 0, outputLimitBytes: 0 }, sandbox: 'off', approvalMode: 'rules',
+          edit: { tool: 'write_file', path: '/home/me/notes/prices.md', newFile: true, size: 38, leavesWorkspace: true,
+            diff: '--- /dev/null\n+++ b/home/me/notes/prices.md\n@@ -0,0 +1,2 @@\n+# Prices\n+All prices are in cents.\n' },
+        });
+        await page.locator('.tool-card[data-call-id="e2"]').scrollIntoViewIfNeeded();
+        await page.screenshot({ path: path.join(OUT, 'screenshots', `edit-outside-${theme}-${width}.png`) });
+        expect(probe.cspViolations).toEqual([]);
+        expect(probe.pageErrors).toEqual([]);
+      });
+    }
+  }
+});

@@ -434,7 +434,7 @@ end
 
 test("plugin/mino.lua defines the commands and guards against double loading", function()
   for _, c in ipairs({ "Mino", "MinoCancel", "MinoAcknowledge", "MinoRestart", "MinoNew", "MinoSessions", "MinoRename",
-    "MinoDelete", "MinoRules" }) do
+    "MinoDelete", "MinoRules", "MinoDiff" }) do
     if vim.fn.exists(":" .. c) ~= 2 then
       fail("command :" .. c .. " is missing")
     end
@@ -461,7 +461,7 @@ test("doc/mino.txt has valid help tags and the shipped doc/tags is up to date", 
   local tags = table.concat(vim.fn.readfile(dir .. "/tags"), "\n")
   for _, tag in ipairs({ "mino.setup()", ":Mino", ":MinoCancel", ":MinoAcknowledge", "mino-recovery", "mino-options",
     "mino-events", "mino-keymaps", "mino-input", ":MinoNew", ":MinoSessions", ":MinoRename", ":MinoDelete", ":MinoRules",
-    "mino-sessions", "mino-rules" }) do
+    "mino-sessions", "mino-rules", ":MinoDiff", "mino-diff" }) do
     assert_contains(tags, tag .. "\t", "tags")
   end
   -- doc/tags is shipped (so :help mino works after a manual install) and must
@@ -2063,6 +2063,241 @@ test("notifications naming another session are ignored", function()
   mino._dispatch("mino/textDelta", { sessionId = id, turnId = "x2", seq = 4, delta = "from this session" })
   assert_contains(buffer_text(), "from this session", "chat buffer")
   mino._dispatch("mino/turnEnded", { sessionId = id, turnId = "x2", seq = 5, status = "completed" })
+end)
+
+-- ------------------------------------------------------------ edit diffs
+
+local diffview = require("mino.diff")
+
+local function write_file(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+--- The diff split as it is now: nil when closed.
+local function diff_split()
+  local win = diffview.win()
+  if not win then
+    return nil
+  end
+  local buf = vim.api.nvim_win_get_buf(win)
+  return {
+    win = win,
+    lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false),
+    filetype = vim.bo[buf].filetype,
+    modifiable = vim.bo[buf].modifiable,
+    buftype = vim.bo[buf].buftype,
+    name = vim.api.nvim_buf_get_name(buf),
+  }
+end
+
+--- Records the diff split (and the current window) when each approval question is asked.
+local function record_split_at_questions()
+  local seen = {}
+  local inner = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    if opts and opts.kind == "mino.approval" then
+      table.insert(seen, { split = diff_split(), current = vim.api.nvim_get_current_win() })
+    end
+    return inner(items, opts, on_choice)
+  end
+  return seen
+end
+
+local MILK_EDIT = { type = "named_call", call_id = "call_e", name = "edit_file",
+  arguments = vim.json.encode({ path = "shopping.txt", old_text = "butter\n", new_text = "butter\nmilk\n" }) }
+
+test("an edit's diff is drawn in a read-only diff split before its question, which names tool, path and new file; the split closes after Approve", function()
+  fresh()
+  write_file(ctx.work .. "/shopping.txt", "bread\nbutter\njam\n")
+  mock.script({ MILK_EDIT, { type = "text", deltas = { "Milk added." } } })
+  answers["mino.approval"] = { "Approve once" }
+  local seen = record_split_at_questions()
+  start_and_wait()
+  mino.send("add milk")
+  wait_buffer(answer("Milk added."))
+  wait_turn_end()
+  local at = seen[1]
+  if not at or not at.split then
+    fail("no diff split was open when the approval question was asked")
+  end
+  local split = at.split
+  assert_eq(split.filetype, "diff", "filetype")
+  assert_eq(split.modifiable, false, "modifiable")
+  assert_eq(split.buftype, "nofile", "buftype")
+  assert_contains(split.name, "mino://diff/shopping.txt", "buffer name")
+  assert_contains(split.lines[1], "edit_file shopping.txt (existing file, 22 bytes after the edit)", "first line")
+  assert_contains(table.concat(split.lines, "\n"), "--- a/shopping.txt\n+++ b/shopping.txt\n@@ -1,3 +1,4 @@\n bread\n butter\n+milk\n jam",
+    "split")
+  -- The question came after the split was drawn (a redraw between), with focus where it was.
+  local asked = nil
+  for i, e in ipairs(ui_log) do
+    if e == "select mino.approval" then
+      asked = i
+      break
+    end
+  end
+  assert_eq(ui_log[asked - 1], "redraw", "what came right before the question")
+  if at.current == split.win then
+    fail("the diff split took the cursor")
+  end
+  local s = selects[1]
+  assert_eq(s.items[1], "Deny", "first (default) choice")
+  assert_contains(s.prompt, "edit_file shopping.txt (existing file, 22 bytes after the edit)", "question")
+  -- Decided: the split is closed, the file edited, the chat shows the applied diff.
+  assert_eq(diff_split(), nil, "diff split after the decision")
+  assert_eq(read_file(ctx.work .. "/shopping.txt"), "bread\nbutter\nmilk\njam\n", "shopping.txt")
+  local t = buffer_text()
+  assert_contains(t, "wants to edit_file `shopping.txt`", "chat buffer")
+  assert_contains(t, "Edited shopping.txt", "chat buffer")
+  assert_contains(t, "````diff\n--- a/shopping.txt", "chat buffer")
+  assert_contains(t, "Result: **success**", "chat buffer")
+end)
+
+test("an edit leaving the workspace is marked in the split and the question; denied, nothing is written", function()
+  fresh()
+  mock.script({
+    { type = "named_call", call_id = "call_o", name = "write_file",
+      arguments = vim.json.encode({ path = "../outside.txt", content = "milk\n" }) },
+    { type = "text", deltas = { "Not written." } },
+  })
+  answers["mino.approval"] = { "Deny" }
+  local seen = record_split_at_questions()
+  start_and_wait()
+  mino.send("write outside")
+  wait_buffer(answer("Not written."))
+  wait_turn_end()
+  local split = seen[1] and seen[1].split
+  if not split then
+    fail("no diff split when the question was asked")
+  end
+  assert_contains(split.lines[1], "new file", "first line")
+  assert_contains(split.lines[1], "OUTSIDE THE WORKSPACE", "first line")
+  assert_contains(split.lines[2], "WARNING: this edit writes outside the workspace", "second line")
+  assert_contains(split.lines[2], "/outside.txt", "second line")
+  assert_contains(selects[1].prompt, "OUTSIDE THE WORKSPACE", "question")
+  assert_contains(buffer_text(), "**Writes outside the workspace:**", "chat buffer")
+  assert_eq(vim.fn.filereadable(vim.fn.fnamemodify(ctx.work, ":h") .. "/outside.txt"), 0, "outside.txt exists")
+  assert_eq(diff_split(), nil, "diff split after the decision")
+end)
+
+test(":MinoDiff reopens the pending edit's diff while its question is open, then the last edit's applied diff; close_after_decision = false keeps the split", function()
+  fresh({ diff = { close_after_decision = false } })
+  write_file(ctx.work .. "/shopping.txt", "bread\nbutter\njam\n")
+  mock.script({ MILK_EDIT, { type = "text", deltas = { "Done." } } })
+  start_and_wait()
+  mino.send("add milk")
+  wait_for("the approval question", function()
+    return #pending_selects > 0
+  end)
+  -- Closed by hand (q in the split), then reopened by :MinoDiff while the question waits.
+  vim.api.nvim_win_call(diffview.win(), function()
+    vim.cmd("normal q")
+  end)
+  assert_eq(diff_split(), nil, "diff split after q")
+  vim.cmd("MinoDiff")
+  local split = diff_split()
+  if not split then
+    fail(":MinoDiff opened no split")
+  end
+  assert_contains(split.lines[1], "waiting for your decision", "first line")
+  assert_eq(read_file(ctx.work .. "/shopping.txt"), "bread\nbutter\njam\n", "shopping.txt before the decision")
+  answer_pending("mino.approval", "Approve once")
+  wait_buffer(answer("Done."))
+  wait_turn_end()
+  -- Kept open after the decision.
+  if not diff_split() then
+    fail("the split closed although close_after_decision = false")
+  end
+  diffview.close()
+  vim.cmd("MinoDiff")
+  split = diff_split()
+  if not split then
+    fail(":MinoDiff opened no split after the edit")
+  end
+  assert_contains(split.lines[1], "applied", "first line")
+  assert_contains(table.concat(split.lines, "\n"), "+milk", "split")
+  assert_eq(split.modifiable, false, "modifiable")
+end)
+
+test(":MinoDiff with no edit says so", function()
+  fresh()
+  start_and_wait()
+  local since = #notes
+  vim.cmd("MinoDiff")
+  wait_note("no edit to show", since)
+  assert_eq(diff_split(), nil, "diff split")
+end)
+
+test("keys typed before an edit's question appeared do not answer it; the split is on screen when it asks", function()
+  fresh()
+  write_file(ctx.work .. "/shopping.txt", "bread\nbutter\njam\n")
+  mock.script({ MILK_EDIT, { type = "text", deltas = { "Left as it was." } } })
+  use_builtin_select({ ["mino.approval"] = { "<Esc>" } })
+  local seen = record_split_at_questions()
+  start_and_wait()
+  -- "3<CR>" would choose "Approve once" if the question read it.
+  vim.api.nvim_input("3<CR>")
+  mino.send("add milk")
+  wait_buffer(answer("Left as it was."))
+  wait_turn_end()
+  if not (seen[1] and seen[1].split) then
+    fail("no diff split when the question was asked")
+  end
+  assert_contains(buffer_text(), "_Denied `call_e`._", "chat buffer")
+  assert_eq(read_file(ctx.work .. "/shopping.txt"), "bread\nbutter\njam\n", "shopping.txt")
+  if not note_matching("typed before the question appeared were ignored") then
+    fail("no notification that typed-ahead keys were ignored")
+  end
+end)
+
+test("history shows an edit's applied diff as a closed fold of the chat window; gd in it shows it in the split", function()
+  fresh()
+  write_file(ctx.work .. "/shopping.txt", "bread\nbutter\njam\n")
+  mock.script({ MILK_EDIT, { type = "text", deltas = { "Milk added." } } })
+  answers["mino.approval"] = { "Approve once" }
+  start_and_wait()
+  mino.send("add milk")
+  wait_buffer(answer("Milk added."))
+  wait_turn_end()
+  mino.restart()
+  wait_for("the restarted server's history", function()
+    return mino.client() ~= nil and mino.state.history_loaded
+  end, 15000)
+  local t = buffer_text()
+  assert_contains(t, "````diff\n--- a/shopping.txt\n+++ b/shopping.txt\n@@ -1,3 +1,4 @@\n bread\n butter\n+milk\n jam\n````",
+    "restored chat")
+  local win = chat.win()
+  if not (win and vim.api.nvim_win_is_valid(win)) then
+    fail("no chat window")
+  end
+  local lines = vim.api.nvim_buf_get_lines(chat.buf(), 0, -1, false)
+  local open_at
+  for i, l in ipairs(lines) do
+    if l == "````diff" then
+      open_at = i
+    end
+  end
+  vim.api.nvim_win_call(win, function()
+    -- Folded from the fence to its end; the line after it is not.
+    assert_eq(vim.fn.foldclosed(open_at + 3), open_at, "fold start of a diff line")
+    assert_eq(vim.fn.foldclosedend(open_at + 3), open_at + 8, "fold end")
+    assert_eq(vim.fn.foldlevel(open_at + 9), 0, "fold level after the diff")
+    vim.cmd(("%dfoldopen"):format(open_at))
+    assert_eq(vim.fn.foldclosed(open_at + 3), -1, "after zo")
+    -- gd on a line of that diff shows it in the split.
+    vim.api.nvim_win_set_cursor(win, { open_at + 6, 0 })
+    vim.cmd("normal gd")
+  end)
+  local split = diff_split()
+  if not split then
+    fail("gd in the chat opened no split")
+  end
+  assert_contains(split.lines[1], "shopping.txt", "first line")
+  assert_contains(split.lines[1], "from the chat", "first line")
+  assert_contains(table.concat(split.lines, "\n"), "@@ -1,3 +1,4 @@\n bread\n butter\n+milk\n jam", "split")
+  assert_eq(split.filetype, "diff", "filetype")
 end)
 
 -- ------------------------------------------------------------ run

@@ -21,9 +21,12 @@ export class EventEmitter<T> {
 }
 
 export class Uri {
-  constructor(readonly scheme: string, readonly fsPath: string) {}
+  constructor(readonly scheme: string, readonly fsPath: string, readonly query = '') {}
   static file(p: string): Uri {
     return new Uri('file', p);
+  }
+  static from(c: { scheme: string; path: string; query?: string }): Uri {
+    return new Uri(c.scheme, c.path, c.query ?? '');
   }
   static joinPath(base: Uri, ...parts: string[]): Uri {
     return new Uri(base.scheme, [base.fsPath, ...parts].join('/').replace(/\/+/g, '/'));
@@ -32,7 +35,7 @@ export class Uri {
     return this.fsPath;
   }
   toString(): string {
-    return `${this.scheme}://${this.fsPath}`;
+    return `${this.scheme}://${this.fsPath}` + (this.query ? `?${this.query}` : '');
   }
 }
 
@@ -176,6 +179,10 @@ export const mock = {
   /** The title of the item showWarningMessage resolves to (undefined: dismissed). */
   warningChoice: undefined as string | undefined,
   inputBoxOptions: [] as any[],
+  /** TextDocumentContentProviders by scheme (workspace.registerTextDocumentContentProvider). */
+  contentProviders: new Map<string, { provideTextDocumentContent(uri: Uri): string | Promise<string> }>(),
+  /** Documents shown with window.showTextDocument, with their options. */
+  shownDocuments: [] as { document: FakeDocument; options: unknown }[],
   reset(): void {
     this.commands.clear();
     this.executed.length = 0;
@@ -197,6 +204,8 @@ export const mock = {
     this.warningMessages.length = 0;
     this.warningChoice = undefined;
     this.inputBoxOptions.length = 0;
+    this.contentProviders.clear();
+    this.shownDocuments.length = 0;
   },
 };
 
@@ -313,6 +322,10 @@ export const window = {
   get activeTextEditor() {
     return mock.activeTextEditor;
   },
+  async showTextDocument(document: FakeDocument, options?: unknown): Promise<unknown> {
+    mock.shownDocuments.push({ document, options });
+    return {};
+  },
   async showQuickPick<T extends { label: string }>(items: T[]): Promise<T[] | undefined> {
     mock.quickPickItems = items;
     const choice = mock.quickPickChoice;
@@ -347,6 +360,16 @@ export const workspace = {
     };
   },
   onDidChangeConfiguration: (_l: Listener<unknown>): Disposable => ({ dispose: () => undefined }),
+  registerTextDocumentContentProvider(scheme: string, provider: { provideTextDocumentContent(uri: Uri): string | Promise<string> }): Disposable {
+    mock.contentProviders.set(scheme, provider);
+    return { dispose: () => mock.contentProviders.delete(scheme) };
+  },
+  /** A document of a registered scheme, read from its provider (as VS Code does: read-only). */
+  async openTextDocument(uri: Uri): Promise<FakeDocument> {
+    const provider = mock.contentProviders.get(uri.scheme);
+    if (!provider) throw new Error(`no provider for ${uri.scheme}`);
+    return new FakeDocument(uri, await provider.provideTextDocumentContent(uri), 'plaintext');
+  },
   asRelativePath: (uri: Uri) => relative(uri),
   async findFiles(): Promise<Uri[]> {
     return [...mock.files.keys()].map((p) => Uri.file(p));
@@ -362,6 +385,12 @@ export const workspace = {
       if (text === undefined) throw new Error(`ENOENT ${uri.fsPath}`);
       return new TextEncoder().encode(text);
     },
+  },
+};
+
+export const languages = {
+  async setTextDocumentLanguage(document: FakeDocument, languageId: string): Promise<FakeDocument> {
+    return new FakeDocument(document.uri, document.text, languageId);
   },
 };
 

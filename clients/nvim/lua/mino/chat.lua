@@ -100,6 +100,9 @@ function M.buf()
   vim.keymap.set("n", "q", function()
     M.close()
   end, { buffer = buf, desc = "Close the Mino windows" })
+  vim.keymap.set("n", "gd", function()
+    require("mino").show_diff({ at_cursor = true })
+  end, { buffer = buf, desc = "Show the edit diff under the cursor (else the pending or last one) in its split" })
   for _, key in ipairs({ "i", "a", "o" }) do
     vim.keymap.set("n", key, function()
       M.focus_input(true)
@@ -349,6 +352,7 @@ function M.open(config)
     api.nvim_win_set_buf(st.win, buf)
   end
   style_chat_window(st.win)
+  require("mino.diff").fold_window(st.win)
   pcall(api.nvim_win_set_cursor, st.win, { api.nvim_buf_line_count(buf), 0 })
   open_input(config)
   M.focus_input(config.start_insert)
@@ -540,6 +544,30 @@ function M.server_started(caps)
   M.append(header)
 end
 
+--- An edit's approval request: what it writes and its diff (a fold).
+local function edit_request_lines(p)
+  local e = p.edit
+  local lines = { "", ("**Tool call** %s wants to %s %s:"):format(code_span(p.callId or "?"), e.tool or "edit",
+    code_span(e.path)) }
+  if e.leavesWorkspace then
+    table.insert(lines, ("- **Writes outside the workspace:** %s"):format(code_span(e.path)))
+  end
+  table.insert(lines, ("- File: %s, %s bytes after the edit"):format(e.newFile and "new" or "existing", tostring(e.size)))
+  vim.list_extend(lines, require("mino.diff").fence(e.diff))
+  return lines
+end
+
+--- An edit's result with the diff it applied: what was done, then the diff (a fold).
+local function edit_result_lines(result)
+  local summary = vim.split(result.output or "", "\n\n", { plain = true })[1] or ""
+  local lines = {}
+  if summary ~= "" then
+    vim.list_extend(lines, fence("text", summary))
+  end
+  vim.list_extend(lines, require("mino.diff").fence(result.diff))
+  return lines
+end
+
 function M.render_history(result)
   local turns = (result and result.turns) or {}
   for _, t in ipairs(turns) do
@@ -555,7 +583,9 @@ function M.render_history(result)
       if is_nil(c.result) then
         table.insert(lines, "Result: _pending_")
       else
-        if (c.result.output or "") ~= "" then
+        if type(c.result.diff) == "string" then
+          vim.list_extend(lines, edit_result_lines(c.result))
+        elseif (c.result.output or "") ~= "" then
           vim.list_extend(lines, fence("text", truncate(c.result.output, HISTORY_OUTPUT_LINES)))
         end
         table.insert(lines, status_line(c.result.status, c.result.exitCode))
@@ -717,6 +747,14 @@ end
 
 function M.approval_request(p)
   close_output_fence()
+  if require("mino.diff").is_edit(p) then
+    local lines = edit_request_lines(p)
+    table.insert(lines, "")
+    table.insert(lines, "_Waiting for your decision (Approve / Deny); the diff is in the split (:MinoDiff shows it again)…_")
+    st.asked[(p.turnId or "") .. " " .. (p.callId or "")] = true
+    M.append(lines)
+    return
+  end
   local lines = { "", ("**Tool call** `%s` wants to run:"):format(p.callId or "?") }
   vim.list_extend(lines, fence("sh", p.command))
   table.insert(lines, ("- Directory: `%s`"):format(p.directory or "?"))
@@ -817,7 +855,9 @@ function M.tool_result(p)
   local key = (p.turnId or "") .. " " .. (p.callId or "")
   local streamed = st.output_streamed[key]
   st.output_streamed[key] = nil
-  if not streamed and (p.output or "") ~= "" then
+  if type(p.diff) == "string" then
+    vim.list_extend(lines, edit_result_lines(p))
+  elseif not streamed and (p.output or "") ~= "" then
     vim.list_extend(lines, fence("text", p.output))
   end
   table.insert(lines, status_line(p.status, p.exitCode))

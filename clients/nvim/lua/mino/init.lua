@@ -5,6 +5,8 @@
 local M = {}
 
 local chat = require("mino.chat")
+--- Edit diffs: the split shown before an edit's question, :MinoDiff.
+local diff = require("mino.diff")
 --- Method names, statuses, decisions, error codes and fixed messages,
 --- generated from the Rust crate mino-protocol (see that file's first line).
 local protocol = require("mino.protocol")
@@ -54,6 +56,11 @@ local defaults = {
   --- Key(s) that send the input buffer, in normal and insert mode (a string,
   --- a list, or false for none); <CR> in normal mode always sends too.
   send_key = "<C-s>",
+  --- The split showing an edit's diff, drawn before its approval question:
+  --- `position` "below", "above", "left" or "right" (a split of the whole
+  --- editor), `height` (below/above: at most this fraction of the editor),
+  --- `close_after_decision` (false keeps it open until `q` or the next diff).
+  diff = { position = "below", height = 0.4, close_after_decision = true },
   --- Global keymaps: false (none, the default), true (M.default_keymaps), or
   --- a table overriding some of them (a key set to false is not mapped).
   keymaps = false,
@@ -327,6 +334,7 @@ end
 on[notification.approvalRequest] = function(p)
   chat.approval_request(p)
   chat.reveal(M.config)
+  diff.requested(p)
   table.insert(M.state.approvals, p)
   emit("MinoApprovalRequested", { turnId = p.turnId, callId = p.callId, command = p.command, directory = p.directory })
   M._next_approval()
@@ -343,6 +351,7 @@ end
 
 on[notification.toolResult] = function(p)
   chat.tool_result(p)
+  diff.applied(p)
   M.state.response_streaming = false
   emit("MinoToolFinished", {
     turnId = p.turnId,
@@ -361,6 +370,7 @@ on[notification.turnEnded] = function(p)
   M.state.approvals = vim.tbl_filter(function(a)
     return a.turnId ~= p.turnId
   end, M.state.approvals)
+  diff.turn_ended(p.turnId)
   chat.turn_ended(p)
   emit("MinoRequestFinished", {
     turnId = p.turnId,
@@ -507,6 +517,7 @@ local function decide(asked, answer)
     M.state.shown_approval = nil
   end
   local req = asked.req
+  diff.decided(req)
   local function next_one()
     M.state.asking_approval = false
     M._next_approval()
@@ -602,6 +613,10 @@ end
 --- The question asked about a call: the essentials are in the prompt itself,
 --- for UIs that show it apart from the chat.
 function M.approval_prompt(req)
+  if diff.is_edit(req) then
+    local mode = type(req.approvalMode) == "string" and (", approval mode " .. req.approvalMode) or ""
+    return ("Mino wants to %s%s (the diff is in the split). Approve?"):format(diff.summary(req.edit), mode)
+  end
   local limits = type(req.limits) == "table" and req.limits or {}
   local details = { ("timeout %s s"):format(limits.timeoutSeconds or "?") }
   if type(req.sandbox) == "string" then
@@ -618,6 +633,11 @@ end
 ask_approval = function(req)
   local asked = { req = req, decided = false }
   vim.schedule(function()
+    -- An edit's diff is on screen before its question: the person sees what they decide about.
+    local ok, e = pcall(diff.show_request, req)
+    if not ok then
+      notify("could not show the diff: " .. tostring(e) .. " (it is in the chat)", vim.log.levels.WARN)
+    end
     ask_safely(M.approval_prompt(req), M.approval_items(req), "mino.approval", function(choice)
       on_approval_choice(asked, choice)
     end, function()
@@ -720,6 +740,8 @@ local function make_on_exit(start_ctx)
         M.state.running_turn = nil
         M.state.approvals = {}
         M.state.shown_approval = nil
+        -- No edit of a stopped server waits for a decision any more.
+        diff.turn_ended(nil)
         if #M.state.outbox > 0 then
           notify(("%d question(s) not sent: the server is not running"):format(#M.state.outbox), vim.log.levels.WARN)
           M.state.outbox = {}
@@ -1049,6 +1071,7 @@ local function switched(info)
   M.state.asking_approval = false
   M.state.shown_approval = nil
   M.state.asking_ack = false
+  diff._reset()
   local caps = vim.tbl_extend("force", M.state.capabilities or {}, {
     sessionId = info.sessionId,
     journalPath = info.journalPath,
@@ -1373,6 +1396,18 @@ function M.open(opts)
   end
 end
 
+--- :MinoDiff: the diff of the edit waiting for a decision, else of the last
+--- edit, in its split. `opts.at_cursor` (`gd` in the chat): the diff the
+--- cursor is in, when it is in one.
+function M.show_diff(opts)
+  if opts and opts.at_cursor and diff.show_at_cursor() then
+    return
+  end
+  if not diff.reopen() then
+    notify("no edit to show: no edit waits for a decision and none was made in this session")
+  end
+end
+
 --- Cancels the running turn.
 function M.cancel()
   local turn = M.state.running_turn
@@ -1398,6 +1433,7 @@ function M._reset()
   M.state = fresh_state()
   reopen_session = nil
   chat._reset()
+  diff._reset()
 end
 
 chat._set_sender(function(text, opts)

@@ -1,0 +1,215 @@
+/**
+ * Reviewing an edit before approving it: `vscode.diff` between the file on
+ * disk and a read-only virtual document (`mino-proposed:`) holding the
+ * proposed content. The proposed content is built from what the person is
+ * asked to approve: the request's unified diff applied to the file's text as
+ * read when the request arrived, never re-read later. When the diff does not
+ * apply to that text, the review shows the diff itself (a read-only `diff`
+ * document) and says why.
+ */
+import * as path from 'node:path';
+import { applyPatch } from 'diff';
+import * as vscode from 'vscode';
+import { Notification, type ApprovalRequest, type EditView } from './protocol';
+import type { MinoServer } from './server';
+
+/** The scheme of the read-only documents a review opens. */
+export const PROPOSED_SCHEME = 'mino-proposed';
+/** Reviews kept (the newest); older cards' "Review diff" says it is gone. */
+export const MAX_REVIEWS = 32;
+
+/** What a review shows, built once when the request arrives. */
+export type PreparedReview =
+  /** `before`: the file's text when the request arrived ('' for a new file). */
+  | { kind: 'proposed'; before: string; proposed: string }
+  /** The diff could not be applied: the review shows the diff, saying why. */
+  | { kind: 'diffOnly'; reason: string };
+
+interface Review {
+  turnId: string;
+  callId: string;
+  /** The request's session directory: a relative `edit.path` is inside it. */
+  directory: string;
+  edit: EditView;
+  /** Settled with what the review shows; started when the request arrived. */
+  prepared: Promise<PreparedReview>;
+  /** No decision was sent yet (its call has not started, its turn not ended). */
+  pending: boolean;
+}
+
+/** The three documents of a review, told apart by the URI's `side`. */
+type Side = 'before' | 'after' | 'diff';
+
+const reviewKey = (turnId: string, callId: string) => `${turnId}\n${callId}`;
+
+export class EditReviews implements vscode.TextDocumentContentProvider, vscode.Disposable {
+  /** Newest last; at most MAX_REVIEWS. */
+  private readonly reviews = new Map<string, Review>();
+  private readonly disposables: vscode.Disposable[] = [];
+  private sessionId: string | undefined;
+
+  constructor(private readonly server: MinoServer) {
+    this.disposables.push(
+      vscode.workspace.registerTextDocumentContentProvider(PROPOSED_SCHEME, this),
+      server.onNotification(({ method, params }) => {
+        if (method === Notification.approvalRequest) this.onApprovalRequest(params as ApprovalRequest);
+        else if (method === Notification.toolStarted || method === Notification.toolResult) this.settle(params.turnId, params.callId);
+        else if (method === Notification.turnEnded) this.settle(params.turnId);
+      }),
+      // Turn ids repeat from one session to the next: another session's reviews are not this one's.
+      server.onDidChangeSession((session) => {
+        if (this.sessionId !== undefined && this.sessionId !== session.sessionId) this.reviews.clear();
+        this.sessionId = session.sessionId;
+      }),
+      // A stopped server answers no pending request.
+      server.onDidChangeState((state) => {
+        if (state !== 'ready') this.settle();
+      }),
+    );
+  }
+
+  /** Captures the file now (the diff was made from its content at this moment) and prepares the review. */
+  onApprovalRequest(p: ApprovalRequest): void {
+    if (!p.edit || typeof p.edit.diff !== 'string') return;
+    const key = reviewKey(p.turnId, p.callId);
+    this.reviews.delete(key);
+    const file = this.filePath(p.directory, p.edit.path);
+    this.reviews.set(key, {
+      turnId: p.turnId,
+      callId: p.callId,
+      directory: p.directory,
+      edit: p.edit,
+      prepared: prepareReview(p.edit, file),
+      pending: true,
+    });
+    for (const old of this.reviews.keys()) {
+      if (this.reviews.size <= MAX_REVIEWS) break;
+      this.reviews.delete(old);
+    }
+  }
+
+  /** The call (or every call of the turn, or of the server) no longer waits for a decision. */
+  private settle(turnId?: string, callId?: string): void {
+    for (const r of this.reviews.values()) {
+      if ((turnId === undefined || r.turnId === turnId) && (callId === undefined || r.callId === callId)) r.pending = false;
+    }
+  }
+
+  /** The newest edit still waiting for the person's decision. */
+  pending(): { turnId: string; callId: string } | undefined {
+    const waiting = [...this.reviews.values()].filter((r) => r.pending);
+    const last = waiting[waiting.length - 1];
+    return last && { turnId: last.turnId, callId: last.callId };
+  }
+
+  /**
+   * Opens the review of (turnId, callId), or of the pending edit when none is
+   * named (Mino: Review Pending Edit). Opening it decides nothing.
+   */
+  async open(turnId?: string, callId?: string): Promise<void> {
+    const which = turnId !== undefined && callId !== undefined ? { turnId, callId } : this.pending();
+    if (!which) {
+      void vscode.window.showInformationMessage('Mino: no edit is waiting for your approval.');
+      return;
+    }
+    const review = this.reviews.get(reviewKey(which.turnId, which.callId));
+    if (!review) {
+      void vscode.window.showInformationMessage(
+        'Mino: this edit can no longer be reviewed here (only the newest edits of the open session are kept); its card shows the diff.',
+      );
+      return;
+    }
+    const prepared = await review.prepared;
+    const { edit } = review;
+    if (prepared.kind === 'diffOnly') {
+      const opened = await vscode.workspace.openTextDocument(this.uri(review, 'diff'));
+      const doc = await vscode.languages.setTextDocumentLanguage(opened, 'diff');
+      await vscode.window.showTextDocument(doc, { preview: true });
+      void vscode.window.showWarningMessage(`Mino: showing the diff of ${edit.path} instead of the proposed file: ${prepared.reason}`);
+      return;
+    }
+    // The file on disk, unless it changed since the request arrived: then the
+    // text the diff was made from, so the review shows exactly the proposed change.
+    let left = this.uri(review, 'before');
+    let note = '';
+    if (!edit.newFile) {
+      const file = this.filePath(review.directory, edit.path);
+      const now = await readText(file).catch(() => undefined);
+      if (now === prepared.before) left = vscode.Uri.file(file);
+      else note = ', as it was when proposed';
+    }
+    const title = `${path.basename(edit.path)} (${edit.newFile ? 'new file' : 'on disk' + note}) ↔ proposed by Mino`;
+    await vscode.commands.executeCommand('vscode.diff', left, this.uri(review, 'after'), title, { preview: true });
+  }
+
+  /** The content of a `mino-proposed:` document (read-only: no file system backs the scheme). */
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const query = new URLSearchParams(uri.query);
+    const review = this.reviews.get(reviewKey(query.get('turn') ?? '', query.get('call') ?? ''));
+    if (!review) return '';
+    const prepared = await review.prepared;
+    const side = query.get('side') as Side;
+    if (prepared.kind === 'proposed') return side === 'before' ? prepared.before : side === 'after' ? prepared.proposed : review.edit.diff;
+    if (side !== 'diff') return '';
+    return (
+      `# Mino could not build the proposed content of ${review.edit.path}: ${prepared.reason}\n` +
+      '# Below is the diff you are asked to approve, exactly as Mino proposed it.\n' +
+      review.edit.diff
+    );
+  }
+
+  /** `mino-proposed:/<path>?…`: the path keeps the tab's name and language; the query names the review. */
+  uri(review: Review, side: Side): vscode.Uri {
+    const query = new URLSearchParams({ turn: review.turnId, call: review.callId, side }).toString();
+    const shown = review.edit.path.replace(/^\/+/, '');
+    return vscode.Uri.from({ scheme: PROPOSED_SCHEME, path: '/' + shown + (side === 'diff' ? '.diff' : ''), query });
+  }
+
+  private filePath(directory: string, editPath: string): string {
+    return path.isAbsolute(editPath) ? editPath : path.join(directory || vscode.workspace.workspaceFolders?.[0]?.uri.fsPath || '', editPath);
+  }
+
+  dispose(): void {
+    for (const d of this.disposables.splice(0)) d.dispose();
+    this.reviews.clear();
+  }
+}
+
+async function readText(file: string): Promise<string> {
+  const bytes = await vscode.workspace.fs.readFile(vscode.Uri.file(file));
+  return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+}
+
+/** Applies the edit's diff to the file's text as read now (a new file: ''). */
+export async function prepareReview(edit: EditView, file: string): Promise<PreparedReview> {
+  let before = '';
+  if (!edit.newFile) {
+    try {
+      before = await readText(file);
+    } catch (e) {
+      return { kind: 'diffOnly', reason: `${file} could not be read as UTF-8 text (${(e as Error).message ?? e})` };
+    }
+  }
+  return buildProposed(edit, before);
+}
+
+/** The proposed content: `edit.diff` applied to `before` with no fuzz, and exactly `edit.size` bytes long. */
+export function buildProposed(edit: EditView, before: string): PreparedReview {
+  let proposed: string | false;
+  try {
+    proposed = applyPatch(before, edit.diff);
+  } catch (e) {
+    return { kind: 'diffOnly', reason: `the diff could not be read (${(e as Error).message ?? e})` };
+  }
+  if (proposed === false) {
+    return {
+      kind: 'diffOnly',
+      reason: `the diff does not apply to ${edit.path} as it was read when Mino asked (it may have changed since the diff was made)`,
+    };
+  }
+  const size = Buffer.byteLength(proposed, 'utf8');
+  if (size !== edit.size) {
+    return { kind: 'diffOnly', reason: `applying the diff gives ${size} bytes where Mino says the file will have ${edit.size}` };
+  }
+  return { kind: 'proposed', before, proposed };
+}
