@@ -703,4 +703,80 @@ mod tests {
         let notice = mcp_notice(&["github".into(), "files".into()]).expect("a notice");
         assert!(notice.contains("github, files"), "{notice}");
     }
+
+    fn approval(call_id: &str, command: &str) -> AgentEvent {
+        AgentEvent::ApprovalRequest {
+            turn_id: "turn-1".into(),
+            call_id: call_id.into(),
+            command: command.into(),
+            directory: "/w".into(),
+            environment: Default::default(),
+            limits: mino_core::bash::Limits::default(),
+            edit: None,
+            sandbox: mino_core::sandbox::SandboxMode::Off,
+            approval_mode: mino_core::policy::ApprovalMode::Ask,
+            suggested_rule: None,
+        }
+    }
+
+    fn output(call_id: &str, chunk: &str) -> AgentEvent {
+        AgentEvent::ToolOutput {
+            turn_id: "turn-1".into(),
+            call_id: call_id.into(),
+            stream: mino_core::bash::Stream::Stdout,
+            chunk: chunk.into(),
+        }
+    }
+
+    fn live_text(update: &SessionNotification) -> String {
+        let update = serde_json::to_value(update).expect("json")["update"].clone();
+        update["content"][0]["content"]["text"].as_str().expect("text content").to_string()
+    }
+
+    #[test]
+    fn live_output_goes_at_once_then_at_most_once_an_interval_with_everything_so_far() {
+        let mut calls = LiveCalls::default();
+        let start = Instant::now();
+        let none = |_: &str, _: &str| CallView::command("?");
+        calls.translate("s", AgentEvent::TurnStarted { turn_id: "turn-1".into(), input: "x".into() }, none, start);
+        calls.translate("s", approval("call_1", "make"), none, start);
+        let first = calls.translate("s", output("call_1", "one\n"), none, start);
+        assert_eq!(first.updates.iter().map(live_text).collect::<Vec<_>>(), ["one\n"], "the first output at once");
+        let soon = start + LIVE_OUTPUT_INTERVAL / 2;
+        assert!(calls.translate("s", output("call_1", "two\n"), none, soon).updates.is_empty(), "held back");
+        assert!(calls.translate("s", output("call_1", "three\n"), none, soon).updates.is_empty(), "held back");
+        assert_eq!(calls.next_due(soon), Some(start + LIVE_OUTPUT_INTERVAL));
+        assert!(calls.flush("s", soon).is_empty(), "not due yet");
+        let due = start + LIVE_OUTPUT_INTERVAL;
+        let flushed = calls.flush("s", due);
+        assert_eq!(flushed.iter().map(live_text).collect::<Vec<_>>(), ["one\ntwo\nthree\n"], "one update, all of it");
+        assert_eq!(calls.next_due(due), None, "nothing waits");
+        // Output still waiting when the result comes is replaced by the result.
+        calls.translate("s", output("call_1", "four\n"), none, due);
+        let result = AgentEvent::ToolResult {
+            turn_id: "turn-1".into(),
+            call_id: "call_1".into(),
+            status: ToolStatus::Success,
+            output: "one\ntwo\nthree\nfour\n".into(),
+            exit_code: Some(0),
+            diff: None,
+        };
+        let ended = calls.translate("s", result, none, due);
+        assert_eq!(ended.updates.len(), 1);
+        assert_eq!(calls.next_due(due), None, "the result took the call's pending output with it");
+    }
+
+    #[test]
+    fn live_output_keeps_the_last_64_kib_and_says_the_rest_was_cut() {
+        let mut calls = LiveCalls::default();
+        let now = Instant::now();
+        let none = |_: &str, _: &str| CallView::command("?");
+        calls.translate("s", approval("call_1", "yes"), none, now);
+        // The cut falls inside the two bytes of "é".
+        let big = format!("xé{}", "b".repeat(LIVE_OUTPUT_BYTES - 1));
+        let update = calls.translate("s", output("call_1", &big), none, now);
+        let text = live_text(&update.updates[0]);
+        let kept = text.strip_prefix(LIVE_OUTPUT_CUT).expect("says earlier output was cut");
+        assert_eq!(kept, "b".repeat(LIVE_OUTPUT_BYTES - 1), "the last part, without the cut character");
+    }
 }
