@@ -12,25 +12,27 @@
 
 #![deny(clippy::print_stdout)]
 
+mod lines;
 mod translate;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use agent_client_protocol::v1::schema::{
-    CancelNotification, InitializeRequest, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, StopReason,
+    CancelNotification, InitializeRequest, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, StopReason,
 };
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::{ByteStreams, Client, Responder, V1};
+use agent_client_protocol::{Client, Responder, V1};
 use mino_core::agent::{Agent, AgentError, Numbered, TurnLimits};
 use mino_core::{ApprovalDecision, OpenOptions, SessionError, TurnStatus};
 use tokio::sync::mpsc;
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tokio_util::sync::CancellationToken;
 
+pub use lines::MAX_LINE_BYTES;
 pub use translate::{ACKNOWLEDGE_NAME, ACKNOWLEDGE_OPTION, ALLOW_OPTION, NOT_NOW_NAME, NOT_NOW_OPTION, REJECT_OPTION};
 
 /// The ACP protocol version this front door speaks.
@@ -38,6 +40,8 @@ pub const PROTOCOL_VERSION: u16 = 1;
 /// How long the server waits, once the client is gone, for a cancelled
 /// turn to record its end (as the `mino/*` front door does on exit).
 const EXIT_GRACE: Duration = Duration::from_secs(5);
+/// Sessions per `session/list` page (ACP's request has no limit).
+const LIST_PAGE: usize = 50;
 
 /// One open Mino session behind an ACP session id (the same id).
 struct AcpSession {
@@ -86,16 +90,22 @@ fn agent_error(e: AgentError) -> Error {
 
 /// Serves ACP on stdin/stdout until the client closes stdin; then cancels
 /// the sessions' running turns and waits (a bounded time) for their ends to
-/// be recorded.
+/// be recorded. Incoming lines are bounded by [`MAX_LINE_BYTES`].
 pub async fn serve_stdio() {
-    let transport = ByteStreams::new(tokio::io::stdout().compat_write(), tokio::io::stdin().compat());
-    serve(transport).await
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    let (transport, writing) = lines::transport(stdin, tokio::io::stdout(), MAX_LINE_BYTES);
+    serve(transport).await;
+    // What was queued before the connection ended still goes out.
+    if tokio::time::timeout(EXIT_GRACE, writing).await.is_err() {
+        tracing::warn!("the last ACP messages could not be written in time");
+    }
 }
 
 /// Serves ACP over `transport` (stdio in `mino-server --acp`).
 pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client_protocol::Agent> + 'static) {
     let server = Arc::new(Server::default());
     let (s1, s2, s3, s4) = (server.clone(), server.clone(), server.clone(), server.clone());
+    let s5 = server.clone();
     let served = agent_client_protocol::Agent
         .v1()
         .name(concat!("mino-server ", env!("CARGO_PKG_VERSION")))
@@ -146,7 +156,9 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
                         Err(e) => return log_send(responder.respond_with_error(e)),
                     };
                     // The whole conversation, before the answer (ACP's rule for session/load).
-                    let updates = session.agent.with_session(|s| translate::replay(&id, s.transcript()));
+                    let updates = session
+                        .agent
+                        .with_session(|s| translate::replay(&id, s.transcript(), std::path::Path::new(s.cwd())));
                     for update in updates {
                         log_send(cx.send_notification(update));
                     }
@@ -167,6 +179,24 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
                 tokio::spawn(async move {
                     match server.prompt(request, cx).await {
                         Ok(stop) => log_send(responder.respond(PromptResponse::new(stop))),
+                        Err(e) => log_send(responder.respond_with_error(e)),
+                    }
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder: Responder<ListSessionsResponse, V1>, _cx| {
+                let server = s5.clone();
+                // Reading the sessions' files is blocking work, off the dispatch loop.
+                tokio::spawn(async move {
+                    let listed = tokio::task::spawn_blocking(move || server.list(request))
+                        .await
+                        .map_err(|e| internal(format!("listing the sessions stopped: {e}")))
+                        .and_then(|listed| listed);
+                    match listed {
+                        Ok(list) => log_send(responder.respond(list)),
                         Err(e) => log_send(responder.respond_with_error(e)),
                     }
                 });
@@ -241,6 +271,28 @@ impl Server {
         lock(&self.sessions).insert(id.clone(), session);
         tokio::spawn(forward_events(id.clone(), app.agent, app.events, ends, cx));
         Ok(id)
+    }
+
+    /// `session/list`: the sessions of `$MINO_HOME`, newest (last active)
+    /// first, [`LIST_PAGE`] a page; with `cwd`, only that workspace's (as
+    /// `mino/sessions/list` with `scope: "workspace"`).
+    fn list(&self, request: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
+        let home = mino_core::Config::from_env().map_err(|e| internal(e.to_string()))?.home;
+        let (workspace, scope) = match &request.cwd {
+            Some(cwd) if !cwd.is_absolute() => {
+                return Err(invalid_params(format!("cwd {} must be an absolute path", cwd.display())))
+            }
+            Some(cwd) => (cwd.clone(), mino_core::ListScope::Workspace),
+            // Any directory: a list of all sessions does not look at it.
+            None => (PathBuf::from("/"), mino_core::ListScope::All),
+        };
+        let store = mino_core::SessionStore::new(home, &workspace)
+            .map_err(|e| invalid_params(format!("cwd {}: {e}", workspace.display())))?;
+        let page = store.list(scope, LIST_PAGE, request.cursor.as_deref()).map_err(|e| match e {
+            mino_core::StoreError::InvalidInput(why) => invalid_params(why),
+            e => internal(e.to_string()),
+        })?;
+        Ok(translate::session_list(page))
     }
 
     fn cancel(&self, id: &str) {
@@ -326,17 +378,30 @@ async fn forward_events(
     cx: ConnectionTo<Client>,
 ) {
     let mut calls = translate::LiveCalls::default();
-    while let Some(Numbered { event, .. }) = events.recv().await {
-        let command_of = |turn_id: &str, call_id: &str| {
+    loop {
+        // Live output waiting for its interval goes out when due.
+        let due = calls.next_due(Instant::now());
+        let next = tokio::select! {
+            next = events.recv() => next,
+            _ = sleep_until(due), if due.is_some() => {
+                for update in calls.flush(&session_id, Instant::now()) {
+                    log_send(cx.send_notification(update));
+                }
+                continue;
+            }
+        };
+        let Some(Numbered { event, .. }) = next else { break };
+        let view_of = |turn_id: &str, call_id: &str| {
             agent
                 .with_session(|s| {
                     let turn = s.transcript().turn(turn_id);
                     // The call's result was just recorded: the last call with this id.
-                    turn.and_then(|t| t.calls.iter().rev().find(|c| c.call_id == call_id)).map(|c| c.command())
+                    turn.and_then(|t| t.calls.iter().rev().find(|c| c.call_id == call_id))
+                        .map(|c| translate::CallView::recorded(c, std::path::Path::new(s.cwd())))
                 })
-                .unwrap_or_else(|| call_id.to_string())
+                .unwrap_or_else(|| translate::CallView::command(call_id))
         };
-        let out = calls.translate(&session_id, event, command_of);
+        let out = calls.translate(&session_id, event, view_of, Instant::now());
         for update in out.updates {
             log_send(cx.send_notification(update));
         }
@@ -352,6 +417,14 @@ async fn forward_events(
             // Nobody waits when the prompt was dropped; the end is on file.
             let _ = ends.send(TurnEnd { turn_id, status, reason });
         }
+    }
+}
+
+/// Sleeps until `at` (never, for `None`; the select guard keeps it unpolled).
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -4,11 +4,16 @@
 //! ACP messages are built from JSON and read back through the crate's own
 //! types, so every message is checked against the crate's schema.
 
+use std::path::Path;
+use std::time::{Duration, Instant};
+
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, InitializeResponse, McpServer, RequestPermissionRequest, SessionNotification, StopReason,
+    ContentBlock, InitializeResponse, ListSessionsResponse, McpServer, RequestPermissionRequest, SessionNotification,
+    StopReason,
 };
-use mino_core::agent::AgentEvent;
+use mino_core::agent::{AgentEvent, EditApproval};
+use mino_core::edit::{EditArgs, EditTool};
 use mino_core::recovery::UNKNOWN_OUTPUT;
 use mino_core::transcript::{message_text, Call, Transcript, Turn};
 use mino_core::{ToolStatus, TurnStatus};
@@ -42,6 +47,7 @@ pub fn initialize_response(_requested: ProtocolVersion) -> InitializeResponse {
         "protocolVersion": crate::PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": true,
+            "sessionCapabilities": { "list": {} },
             "promptCapabilities": { "image": false, "audio": false, "embeddedContext": true },
             "mcpCapabilities": { "http": false, "sse": false },
         },
@@ -102,6 +108,7 @@ fn title(command: &str, status: Option<ToolStatus>) -> String {
     match status {
         Some(ToolStatus::Unknown) => format!("Result unknown: {command}"),
         Some(ToolStatus::NotExecuted) => format!("Not executed: {command}"),
+        Some(ToolStatus::NotApplied) => format!("Not applied: {command}"),
         Some(ToolStatus::Refused) => format!("Refused: {command}"),
         Some(ToolStatus::TimedOut) => format!("Timed out: {command}"),
         Some(ToolStatus::Cancelled) => format!("Cancelled: {command}"),
@@ -109,33 +116,132 @@ fn title(command: &str, status: Option<ToolStatus>) -> String {
     }
 }
 
+/// How much of a running command's output a live update carries: ACP's
+/// `content` replaces the previous content, so each update sends the
+/// output so far, cut to its last part.
+pub const LIVE_OUTPUT_BYTES: usize = 64 * 1024;
+/// The line that starts live output cut to its last [`LIVE_OUTPUT_BYTES`].
+pub const LIVE_OUTPUT_CUT: &str = "…earlier output cut\n";
+/// At most one live output update per call per this interval; output
+/// arriving meanwhile is sent together at its end.
+pub const LIVE_OUTPUT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// What a call shows beyond its command: for an edit call, the file (an
+/// absolute path, ACP's `locations`) and the `diff` content when known.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallView {
+    /// The command, or an edit's summary (`edit_file shopping.txt`).
+    pub command: String,
+    /// `Some` for an edit call.
+    pub edit: Option<EditView>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EditView {
+    pub path: String,
+    /// ACP `diff` content (`{type, path, oldText, newText}`), when known.
+    pub diff: Option<Value>,
+}
+
+impl CallView {
+    /// A command's view.
+    pub fn command(command: &str) -> CallView {
+        CallView { command: command.to_string(), edit: None }
+    }
+
+    /// An edit awaiting approval: the whole file before and after, as the
+    /// core's proposal computed them.
+    pub fn proposed_edit(command: &str, edit: &EditApproval) -> CallView {
+        let path = edit.absolute_path.display().to_string();
+        let diff = json!({
+            "type": "diff",
+            "path": path,
+            "oldText": edit.old_text.as_deref(),
+            "newText": &*edit.new_text,
+        });
+        CallView { command: command.to_string(), edit: Some(EditView { path, diff: Some(diff) }) }
+    }
+
+    /// A recorded call. The journal keeps an edit's arguments, not the
+    /// whole file: an `edit_file`'s diff is its `old_text` → `new_text`
+    /// (the replaced passage), a `write_file` that created its file is
+    /// `null` → its content, and a `write_file` over an existing file has
+    /// no diff (the content it replaced is not recorded; a written edit's
+    /// result text holds its unified diff). The path is the one its
+    /// `tool_start` recorded, else the model's, against `cwd`.
+    pub fn recorded(call: &Call, cwd: &Path) -> CallView {
+        let command = call.command();
+        let Some(tool) = EditTool::from_name(&call.name) else { return CallView::command(&command) };
+        let args = EditArgs::parse(tool, &call.arguments).ok();
+        let path = match (&call.edit, &args) {
+            (Some(start), _) => start.path.clone(),
+            (None, Some(args)) => cwd.join(args.path()).display().to_string(),
+            (None, None) => return CallView { command, edit: None },
+        };
+        let diff = match (&args, &call.edit) {
+            (Some(EditArgs::Edit { old_text, new_text, .. }), _) => {
+                Some(json!({ "type": "diff", "path": path, "oldText": old_text, "newText": new_text }))
+            }
+            (Some(EditArgs::Write { content, .. }), Some(start)) if start.new_file => {
+                Some(json!({ "type": "diff", "path": path, "oldText": null, "newText": content }))
+            }
+            _ => None,
+        };
+        CallView { command, edit: Some(EditView { path, diff }) }
+    }
+
+    /// The fields every message about this call carries: title, kind, and
+    /// for an edit its location and diff.
+    fn fields(&self, status: Option<ToolStatus>) -> Value {
+        let mut fields = json!({
+            "title": title(&self.command, status),
+            "kind": if self.edit.is_some() { "edit" } else { "execute" },
+        });
+        if let Some(edit) = &self.edit {
+            fields["locations"] = json!([{ "path": edit.path }]);
+            fields["content"] = json!(edit.diff.iter().collect::<Vec<_>>());
+        }
+        fields
+    }
+}
+
+fn text_content(text: &str) -> Value {
+    json!({ "type": "content", "content": { "type": "text", "text": text } })
+}
+
 /// The fields of a call that has its result: `completed` only for a
-/// command that ran and exited 0; every other outcome is `failed`, with
-/// Mino's status in `rawOutput.minoResult` and `_meta.minoStatus`.
-fn result_fields(command: &str, status: ToolStatus, output: &str, exit_code: Option<i32>) -> Value {
-    let acp_status = if status == ToolStatus::Success { "completed" } else { "failed" };
+/// command that ran and exited 0 or an edit that was written (`success`,
+/// or `applied` as recovery proved); every other outcome is `failed`, with
+/// Mino's status in `rawOutput.minoResult` and `_meta.minoStatus`. An
+/// edit's diff comes before the output.
+fn result_fields(view: &CallView, status: ToolStatus, output: &str, exit_code: Option<i32>) -> Value {
+    let acp_status = if matches!(status, ToolStatus::Success | ToolStatus::Applied) { "completed" } else { "failed" };
     let mut raw_output = json!({ "minoResult": status.as_str() });
     if let Some(code) = exit_code {
         raw_output["exitCode"] = json!(code);
     }
-    json!({
-        "title": title(command, Some(status)),
-        "kind": "execute",
-        "status": acp_status,
-        "content": [{ "type": "content", "content": { "type": "text", "text": output } }],
-        "rawOutput": raw_output,
-        "_meta": { "minoStatus": status.as_str() },
-    })
+    let mut fields = view.fields(Some(status));
+    let mut content = fields["content"].as_array().cloned().unwrap_or_default();
+    content.push(text_content(output));
+    merge(
+        &mut fields,
+        json!({
+            "status": acp_status,
+            "content": content,
+            "rawOutput": raw_output,
+            "_meta": { "minoStatus": status.as_str() },
+        }),
+    );
+    fields
 }
 
-fn tool_call(session_id: &str, id: &str, command: &str, fields: Value) -> SessionNotification {
+fn tool_call(session_id: &str, id: &str, view: &CallView, fields: Value) -> SessionNotification {
     let mut update = json!({
         "sessionUpdate": "tool_call",
         "toolCallId": id,
-        "title": title(command, None),
-        "kind": "execute",
-        "rawInput": { "command": command },
+        "rawInput": { "command": view.command },
     });
+    merge(&mut update, view.fields(None));
     merge(&mut update, fields);
     notification(session_id, update)
 }
@@ -153,20 +259,21 @@ fn merge(into: &mut Value, fields: Value) {
 }
 
 /// A recorded call as ACP shows it: its final status and output.
-fn recorded_call(session_id: &str, id: &str, call: &Call) -> SessionNotification {
-    let command = call.command();
+fn recorded_call(session_id: &str, id: &str, call: &Call, cwd: &Path) -> SessionNotification {
+    let view = CallView::recorded(call, cwd);
     let fields = match &call.result {
-        Some(r) => result_fields(&command, r.status, &r.output, r.exit_code),
+        Some(r) => result_fields(&view, r.status, &r.output, r.exit_code),
         None if call.started => json!({ "status": "in_progress" }),
         None => json!({ "status": "pending" }),
     };
-    tool_call(session_id, id, &command, fields)
+    tool_call(session_id, id, &view, fields)
 }
 
 /// The whole conversation as `session/update`s, for `session/load`: each
 /// turn's input, then its responses' text and calls in order, then the
-/// runtime notice of a turn that did not complete.
-pub fn replay(session_id: &str, transcript: &Transcript) -> Vec<SessionNotification> {
+/// runtime notice of a turn that did not complete. `cwd` is the session's
+/// directory (where an edit's relative path points).
+pub fn replay(session_id: &str, transcript: &Transcript, cwd: &Path) -> Vec<SessionNotification> {
     let mut out = Vec::new();
     for turn in &transcript.turns {
         out.push(user_message(session_id, &turn.input));
@@ -181,7 +288,7 @@ pub fn replay(session_id: &str, transcript: &Transcript) -> Vec<SessionNotificat
                 out.push(agent_message(session_id, &text.join("\n\n")));
             }
             for (n, call) in turn.calls.iter().enumerate().filter(|(_, c)| c.response_index == index) {
-                out.push(recorded_call(session_id, &tool_call_id(&turn.id, n), call));
+                out.push(recorded_call(session_id, &tool_call_id(&turn.id, n), call, cwd));
             }
         }
         if let Some(notice) = turn.notice() {
@@ -189,6 +296,30 @@ pub fn replay(session_id: &str, transcript: &Transcript) -> Vec<SessionNotificat
         }
     }
     out
+}
+
+/// A page of Mino's session list as ACP's `session/list` answer: `title`
+/// and `updatedAt` (the last activity) as ACP has them, the rest of Mino's
+/// entry under `_meta.mino`.
+pub fn session_list(page: mino_core::SessionPage) -> ListSessionsResponse {
+    let sessions: Vec<Value> = page
+        .sessions
+        .into_iter()
+        .map(|e| {
+            json!({
+                "sessionId": e.session_id,
+                "cwd": e.cwd,
+                "title": e.title,
+                "updatedAt": e.last_active_at,
+                "_meta": { "mino": {
+                    "createdAt": e.created_at,
+                    "turns": e.turns,
+                    "acknowledgementRequired": e.acknowledgement_required,
+                } },
+            })
+        })
+        .collect();
+    typed(json!({ "sessions": sessions, "nextCursor": page.next_cursor }))
 }
 
 /// The two options of the acknowledgement gate; never an `allow_always`.
@@ -226,7 +357,7 @@ fn gate_question(session_id: &str, turn: &Turn) -> Option<RequestPermissionReque
         commands.join("\n"),
     );
     let mut tool_call = json!({ "toolCallId": tool_call_id(&turn.id, first) });
-    merge(&mut tool_call, result_fields(&call.command(), ToolStatus::Unknown, &text, None));
+    merge(&mut tool_call, result_fields(&CallView::command(&call.command()), ToolStatus::Unknown, &text, None));
     Some(typed(json!({ "sessionId": session_id, "toolCall": tool_call, "options": gate_options() })))
 }
 
@@ -297,22 +428,71 @@ pub struct Translated {
     pub ended: Option<(String, TurnStatus, Option<String>)>,
 }
 
+/// One announced call without a result yet.
+struct OpenCall {
+    /// The model's call id.
+    call_id: String,
+    /// The ACP tool call id.
+    id: String,
+    view: CallView,
+    /// The command's output so far: its last [`LIVE_OUTPUT_BYTES`] at most.
+    output: String,
+    /// Output before `output` was dropped.
+    cut: bool,
+    /// When the last live output update was sent.
+    sent_at: Option<Instant>,
+    /// Output arrived since then that no update carries yet.
+    unsent: bool,
+}
+
+impl OpenCall {
+    fn push_output(&mut self, chunk: &str) {
+        self.output.push_str(chunk);
+        if self.output.len() > LIVE_OUTPUT_BYTES {
+            let mut from = self.output.len() - LIVE_OUTPUT_BYTES;
+            while !self.output.is_char_boundary(from) {
+                from += 1;
+            }
+            self.output.drain(..from);
+            self.cut = true;
+        }
+        self.unsent = true;
+    }
+
+    /// The update carrying the output so far (ACP replaces the content).
+    fn output_update(&mut self, session_id: &str, now: Instant) -> SessionNotification {
+        self.sent_at = Some(now);
+        self.unsent = false;
+        let text = if self.cut { format!("{LIVE_OUTPUT_CUT}{}", self.output) } else { self.output.clone() };
+        tool_call_update(session_id, &self.id, json!({ "content": [text_content(&text)] }))
+    }
+
+    /// When its unsent output may go out (`now` if no update was sent yet).
+    fn due(&self, now: Instant) -> Option<Instant> {
+        self.unsent.then(|| self.sent_at.map_or(now, |at| at + LIVE_OUTPUT_INTERVAL))
+    }
+}
+
 /// The running turn's calls, numbered as [`replay`] numbers them (a call's
-/// first event, an approval request or a result, comes in transcript order).
+/// first event, an approval request or a result, comes in transcript order),
+/// and their live output, throttled to one update per call per
+/// [`LIVE_OUTPUT_INTERVAL`].
 #[derive(Default)]
 pub struct LiveCalls {
     turn_id: String,
     next: usize,
-    /// Announced calls without a result yet: (model call id, ACP id).
-    open: Vec<(String, String)>,
+    open: Vec<OpenCall>,
 }
 
 impl LiveCalls {
+    /// `view_of(turn, call)` gives a call's view from the transcript, for a
+    /// result of a call that was never announced. `now` paces live output.
     pub fn translate(
         &mut self,
         session_id: &str,
         event: AgentEvent,
-        command_of: impl Fn(&str, &str) -> String,
+        view_of: impl Fn(&str, &str) -> CallView,
+        now: Instant,
     ) -> Translated {
         let mut out = Translated::default();
         match event {
@@ -325,51 +505,80 @@ impl LiveCalls {
                      Text since the last answer began does not count.]\n\n"
                 ),
             )),
-            AgentEvent::ApprovalRequest { turn_id, call_id, command, directory, environment, limits, .. } => {
-                let id = self.open_call(&call_id);
-                let raw_input = json!({
-                    "command": command,
-                    "directory": directory,
-                    "environment": environment,
-                    "timeoutSeconds": limits.timeout.as_secs(),
-                    "outputLimitBytes": limits.output_limit,
-                });
-                out.updates.push(tool_call(
-                    session_id,
-                    &id,
-                    &command,
-                    json!({ "status": "pending", "rawInput": raw_input.clone() }),
-                ));
+            AgentEvent::ApprovalRequest { turn_id, call_id, command, directory, environment, limits, edit, .. } => {
+                let (view, raw_input) = match &edit {
+                    Some(e) => (
+                        CallView::proposed_edit(&command, e),
+                        json!({
+                            "tool": e.tool.as_str(),
+                            "path": e.path,
+                            "newFile": e.new_file,
+                            "size": e.size,
+                            "leavesWorkspace": e.leaves_workspace,
+                            "diff": e.diff,
+                        }),
+                    ),
+                    None => (
+                        CallView::command(&command),
+                        json!({
+                            "command": command,
+                            "directory": directory,
+                            "environment": environment,
+                            "timeoutSeconds": limits.timeout.as_secs(),
+                            "outputLimitBytes": limits.output_limit,
+                        }),
+                    ),
+                };
+                let id = self.open_call(&call_id, view.clone());
+                let fields = json!({ "status": "pending", "rawInput": raw_input });
+                out.updates.push(tool_call(session_id, &id, &view, fields.clone()));
+                let mut tool_call = json!({ "toolCallId": id });
+                merge(&mut tool_call, view.fields(None));
+                merge(&mut tool_call, fields);
+                let (allow_name, reject_name) = match edit {
+                    Some(_) => ("Apply this edit", "Do not apply it"),
+                    None => ("Run this command", "Do not run it"),
+                };
                 let question = typed(json!({
                     "sessionId": session_id,
-                    "toolCall": { "toolCallId": id, "title": command, "kind": "execute", "status": "pending", "rawInput": raw_input },
+                    "toolCall": tool_call,
                     "options": [
-                        { "optionId": ALLOW_OPTION, "name": "Run this command", "kind": "allow_once" },
-                        { "optionId": REJECT_OPTION, "name": "Do not run it", "kind": "reject_once" },
+                        { "optionId": ALLOW_OPTION, "name": allow_name, "kind": "allow_once" },
+                        { "optionId": REJECT_OPTION, "name": reject_name, "kind": "reject_once" },
                     ],
                 }));
                 out.permission = Some((turn_id, call_id, question));
             }
             AgentEvent::ToolStarted { call_id, .. } => {
-                if let Some((_, id)) = self.open.iter().find(|(c, _)| *c == call_id) {
-                    out.updates.push(tool_call_update(session_id, id, json!({ "status": "in_progress" })));
+                if let Some(call) = self.open.iter().find(|c| c.call_id == call_id) {
+                    out.updates.push(tool_call_update(session_id, &call.id, json!({ "status": "in_progress" })));
                 }
             }
-            // Live output is not streamed: ACP's `content` replaces the
-            // previous content on each update. The output comes with the result.
-            AgentEvent::ToolOutput { .. } => {}
+            // ACP's `content` replaces the previous content: each update
+            // carries the output so far (its last part), at most one per
+            // interval; what comes sooner waits for [`LiveCalls::flush`].
+            AgentEvent::ToolOutput { call_id, chunk, .. } => {
+                if let Some(call) = self.open.iter_mut().find(|c| c.call_id == call_id) {
+                    call.push_output(&chunk);
+                    if call.due(now).is_some_and(|due| due <= now) {
+                        out.updates.push(call.output_update(session_id, now));
+                    }
+                }
+            }
             AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code, .. } => {
-                let command = command_of(&turn_id, &call_id);
-                let fields = result_fields(&command, status, &output, exit_code);
-                match self.open.iter().position(|(c, _)| *c == call_id) {
+                // The result's content replaces any live output not yet sent.
+                match self.open.iter().position(|c| c.call_id == call_id) {
                     Some(at) => {
-                        let (_, id) = self.open.remove(at);
-                        out.updates.push(tool_call_update(session_id, &id, fields));
+                        let call = self.open.remove(at);
+                        let fields = result_fields(&call.view, status, &output, exit_code);
+                        out.updates.push(tool_call_update(session_id, &call.id, fields));
                     }
                     None => {
                         let id = tool_call_id(&self.turn_id, self.next);
                         self.next += 1;
-                        out.updates.push(tool_call(session_id, &id, &command, fields));
+                        let view = view_of(&turn_id, &call_id);
+                        let fields = result_fields(&view, status, &output, exit_code);
+                        out.updates.push(tool_call(session_id, &id, &view, fields));
                     }
                 }
             }
@@ -381,10 +590,32 @@ impl LiveCalls {
         out
     }
 
-    fn open_call(&mut self, call_id: &str) -> String {
+    /// When the earliest unsent live output is due (`None`: nothing waits).
+    pub fn next_due(&self, now: Instant) -> Option<Instant> {
+        self.open.iter().filter_map(|c| c.due(now)).min()
+    }
+
+    /// The live output updates due at `now`.
+    pub fn flush(&mut self, session_id: &str, now: Instant) -> Vec<SessionNotification> {
+        self.open
+            .iter_mut()
+            .filter(|c| c.due(now).is_some_and(|due| due <= now))
+            .map(|c| c.output_update(session_id, now))
+            .collect()
+    }
+
+    fn open_call(&mut self, call_id: &str, view: CallView) -> String {
         let id = tool_call_id(&self.turn_id, self.next);
         self.next += 1;
-        self.open.push((call_id.to_string(), id.clone()));
+        self.open.push(OpenCall {
+            call_id: call_id.to_string(),
+            id: id.clone(),
+            view,
+            output: String::new(),
+            cut: false,
+            sent_at: None,
+            unsent: false,
+        });
         id
     }
 }
@@ -434,19 +665,24 @@ mod tests {
 
     #[test]
     fn results_other_than_success_are_failed_with_minos_status_named() {
-        let unknown = result_fields("rm -rf build", ToolStatus::Unknown, UNKNOWN_OUTPUT, None);
+        let unknown = result_fields(&CallView::command("rm -rf build"), ToolStatus::Unknown, UNKNOWN_OUTPUT, None);
         assert_eq!(unknown["status"], "failed");
         assert_eq!(unknown["title"], "Result unknown: rm -rf build");
         assert_eq!(unknown["rawOutput"], json!({ "minoResult": "unknown" }));
         assert_eq!(unknown["_meta"], json!({ "minoStatus": "unknown" }));
         assert_eq!(unknown["content"][0]["content"]["text"], UNKNOWN_OUTPUT);
-        let not_run = result_fields("ls", ToolStatus::NotExecuted, mino_core::recovery::NOT_EXECUTED_OUTPUT, None);
+        let not_run = result_fields(
+            &CallView::command("ls"),
+            ToolStatus::NotExecuted,
+            mino_core::recovery::NOT_EXECUTED_OUTPUT,
+            None,
+        );
         assert_eq!(not_run["title"], "Not executed: ls");
         assert_eq!(not_run["status"], "failed");
-        let ran = result_fields("false", ToolStatus::Failed, "", Some(1));
+        let ran = result_fields(&CallView::command("false"), ToolStatus::Failed, "", Some(1));
         assert_eq!((ran["status"].as_str(), ran["title"].as_str()), (Some("failed"), Some("false")));
         assert_eq!(ran["rawOutput"], json!({ "minoResult": "failed", "exitCode": 1 }));
-        assert_eq!(result_fields("true", ToolStatus::Success, "", Some(0))["status"], "completed");
+        assert_eq!(result_fields(&CallView::command("true"), ToolStatus::Success, "", Some(0))["status"], "completed");
     }
 
     #[test]
@@ -466,5 +702,81 @@ mod tests {
         assert_eq!(mcp_notice(&[]), None);
         let notice = mcp_notice(&["github".into(), "files".into()]).expect("a notice");
         assert!(notice.contains("github, files"), "{notice}");
+    }
+
+    fn approval(call_id: &str, command: &str) -> AgentEvent {
+        AgentEvent::ApprovalRequest {
+            turn_id: "turn-1".into(),
+            call_id: call_id.into(),
+            command: command.into(),
+            directory: "/w".into(),
+            environment: Default::default(),
+            limits: mino_core::bash::Limits::default(),
+            edit: None,
+            sandbox: mino_core::sandbox::SandboxMode::Off,
+            approval_mode: mino_core::policy::ApprovalMode::Ask,
+            suggested_rule: None,
+        }
+    }
+
+    fn output(call_id: &str, chunk: &str) -> AgentEvent {
+        AgentEvent::ToolOutput {
+            turn_id: "turn-1".into(),
+            call_id: call_id.into(),
+            stream: mino_core::bash::Stream::Stdout,
+            chunk: chunk.into(),
+        }
+    }
+
+    fn live_text(update: &SessionNotification) -> String {
+        let update = serde_json::to_value(update).expect("json")["update"].clone();
+        update["content"][0]["content"]["text"].as_str().expect("text content").to_string()
+    }
+
+    #[test]
+    fn live_output_goes_at_once_then_at_most_once_an_interval_with_everything_so_far() {
+        let mut calls = LiveCalls::default();
+        let start = Instant::now();
+        let none = |_: &str, _: &str| CallView::command("?");
+        calls.translate("s", AgentEvent::TurnStarted { turn_id: "turn-1".into(), input: "x".into() }, none, start);
+        calls.translate("s", approval("call_1", "make"), none, start);
+        let first = calls.translate("s", output("call_1", "one\n"), none, start);
+        assert_eq!(first.updates.iter().map(live_text).collect::<Vec<_>>(), ["one\n"], "the first output at once");
+        let soon = start + LIVE_OUTPUT_INTERVAL / 2;
+        assert!(calls.translate("s", output("call_1", "two\n"), none, soon).updates.is_empty(), "held back");
+        assert!(calls.translate("s", output("call_1", "three\n"), none, soon).updates.is_empty(), "held back");
+        assert_eq!(calls.next_due(soon), Some(start + LIVE_OUTPUT_INTERVAL));
+        assert!(calls.flush("s", soon).is_empty(), "not due yet");
+        let due = start + LIVE_OUTPUT_INTERVAL;
+        let flushed = calls.flush("s", due);
+        assert_eq!(flushed.iter().map(live_text).collect::<Vec<_>>(), ["one\ntwo\nthree\n"], "one update, all of it");
+        assert_eq!(calls.next_due(due), None, "nothing waits");
+        // Output still waiting when the result comes is replaced by the result.
+        calls.translate("s", output("call_1", "four\n"), none, due);
+        let result = AgentEvent::ToolResult {
+            turn_id: "turn-1".into(),
+            call_id: "call_1".into(),
+            status: ToolStatus::Success,
+            output: "one\ntwo\nthree\nfour\n".into(),
+            exit_code: Some(0),
+            diff: None,
+        };
+        let ended = calls.translate("s", result, none, due);
+        assert_eq!(ended.updates.len(), 1);
+        assert_eq!(calls.next_due(due), None, "the result took the call's pending output with it");
+    }
+
+    #[test]
+    fn live_output_keeps_the_last_64_kib_and_says_the_rest_was_cut() {
+        let mut calls = LiveCalls::default();
+        let now = Instant::now();
+        let none = |_: &str, _: &str| CallView::command("?");
+        calls.translate("s", approval("call_1", "yes"), none, now);
+        // The cut falls inside the two bytes of "é".
+        let big = format!("xé{}", "b".repeat(LIVE_OUTPUT_BYTES - 1));
+        let update = calls.translate("s", output("call_1", &big), none, now);
+        let text = live_text(&update.updates[0]);
+        let kept = text.strip_prefix(LIVE_OUTPUT_CUT).expect("says earlier output was cut");
+        assert_eq!(kept, "b".repeat(LIVE_OUTPUT_BYTES - 1), "the last part, without the cut character");
     }
 }

@@ -9,6 +9,7 @@
 //! here; a transport forwards them.
 
 use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -152,6 +153,13 @@ pub struct EditApproval {
     pub diff: String,
     /// The path is outside the session's directory.
     pub leaves_workspace: bool,
+    /// The file written, absolute, every symbolic link resolved.
+    pub absolute_path: PathBuf,
+    /// The whole content before the edit (`None` for a new file) and after
+    /// it, as the proposal computed them: for diff views (ACP's `diff`
+    /// content) that need both sides, without reading the file again.
+    pub old_text: Option<Arc<str>>,
+    pub new_text: Arc<str>,
 }
 
 /// An event with its place in the agent's order and the session it belongs to.
@@ -1113,6 +1121,9 @@ impl Agent {
                 size: proposal.after.size,
                 diff: proposal.diff.clone(),
                 leaves_workspace: proposal.leaves_workspace,
+                absolute_path: proposal.path.clone(),
+                old_text: proposal.before_content().map(Arc::from),
+                new_text: Arc::from(proposal.after_content()),
             }),
             // An edit is always the person's to approve: rules and the
             // sandbox cover commands only.

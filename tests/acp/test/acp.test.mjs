@@ -2,7 +2,7 @@
 // stdio, the real mino-server and supervisor, the mock model.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   KILL_SERVER, acp, agentText, freshDirs, initialize, prompt, startMockModel, startServer, writeTranscript,
@@ -173,8 +173,11 @@ test("an approved command streams tool_call, in_progress and completed with its 
     const { sessionId } = await server.agent.request(acp.methods.agent.session.new, { cwd: dirs.workspace, mcpServers: [] });
     const answer = await prompt(server.agent, sessionId, "Say hello.");
     assert.equal(answer.stopReason, "end_turn");
-    const tool = server.updates.map((u) => u.update).filter((u) => u.sessionUpdate.startsWith("tool_call"));
-    // `pending` is ACP's default status, left out on the wire.
+    const tool = server.updates
+      .map((u) => u.update)
+      .filter((u) => u.sessionUpdate.startsWith("tool_call") && (u.sessionUpdate === "tool_call" || u.status));
+    // `pending` is ACP's default status, left out on the wire. (Live output
+    // updates carry content only; see the live output test.)
     assert.deepEqual(tool.map((u) => [u.sessionUpdate, u.status ?? "pending"]), [
       ["tool_call", "pending"],
       ["tool_call_update", "in_progress"],
@@ -184,6 +187,168 @@ test("an approved command streams tool_call, in_progress and completed with its 
     assert.equal(tool[0].kind, "execute");
     assert.equal(tool[2].content[0].content.text.trim(), "hello");
     assert.equal(agentText(server.updates), "It said hello.");
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});
+
+const contentText = (update) => (update.content ?? []).filter((c) => c.type === "content").map((c) => c.content.text).join("");
+
+test("an edit asks with kind edit and the whole file's diff, is applied, and loads with its diff", async () => {
+  const dirs = freshDirs();
+  const file = join(dirs.workspace, "shopping.txt");
+  writeFileSync(file, "bread\nbutter\n");
+  const args = JSON.stringify({ path: "shopping.txt", old_text: "butter\n", new_text: "butter\nmilk\n" });
+  const mock = await startMockModel([
+    { type: "named_call", call_id: "call_1", name: "edit_file", arguments: args },
+    { type: "text", deltas: ["Milk added."] },
+  ]);
+  const asked = [];
+  const server = startServer({
+    ...dirs,
+    baseUrl: mock.baseUrl,
+    onPermission: (params) => {
+      asked.push(params);
+      return selected(option(params, "allow_once"));
+    },
+  });
+  const diff = { type: "diff", path: file, oldText: "bread\nbutter\n", newText: "bread\nbutter\nmilk\n" };
+  let sessionId;
+  try {
+    await initialize(server.agent);
+    ({ sessionId } = await server.agent.request(acp.methods.agent.session.new, { cwd: dirs.workspace, mcpServers: [] }));
+    const answer = await prompt(server.agent, sessionId, "Add milk after butter.");
+    assert.equal(answer.stopReason, "end_turn");
+    assert.equal(asked.length, 1);
+    const question = asked[0].toolCall;
+    assert.equal(question.kind, "edit");
+    assert.equal(question.title, "edit_file shopping.txt");
+    assert.deepEqual(question.content, [diff]);
+    assert.deepEqual(question.locations, [{ path: file }]);
+    assert.deepEqual(asked[0].options.map((o) => o.name), ["Apply this edit", "Do not apply it"]);
+    const tool = server.updates.map((u) => u.update).filter((u) => u.sessionUpdate.startsWith("tool_call"));
+    assert.equal(tool[0].sessionUpdate, "tool_call");
+    assert.equal(tool[0].kind, "edit");
+    assert.deepEqual(tool[0].content, [diff]);
+    const result = tool.at(-1);
+    assert.equal(result.status, "completed");
+    assert.equal(result.kind, "edit");
+    assert.deepEqual(result.content[0], diff);
+    assert.match(contentText(result), /^Edited .*shopping\.txt/);
+    assert.deepEqual(result.locations, [{ path: file }]);
+    assert.equal(readFileSync(file, "utf8"), "bread\nbutter\nmilk\n");
+  } finally {
+    await server.stop();
+  }
+
+  // Loaded from the journal: the call's own old_text → new_text.
+  const loaded = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("no permission expected") });
+  try {
+    await initialize(loaded.agent);
+    await loaded.agent.request(acp.methods.agent.session.load, { sessionId, cwd: dirs.workspace, mcpServers: [] });
+    const call = loaded.updates.map((u) => u.update).find((u) => u.sessionUpdate === "tool_call");
+    assert.equal(call.kind, "edit");
+    assert.equal(call.status, "completed");
+    assert.deepEqual(call.content[0], { type: "diff", path: file, oldText: "butter\n", newText: "butter\nmilk\n" });
+    assert.deepEqual(call.locations, [{ path: file }]);
+  } finally {
+    await loaded.stop();
+    mock.stop();
+  }
+});
+
+test("session/list is advertised and lists Mino's sessions with titles, a cwd filter and cursor paging", async () => {
+  const dirs = freshDirs();
+  const other = join(dirs.base, "other");
+  mkdirSync(other);
+  const mock = await startMockModel([{ type: "text", deltas: ["Noted."] }]);
+  const server = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("no permission expected") });
+  try {
+    const init = await initialize(server.agent);
+    assert.deepEqual(init.agentCapabilities.sessionCapabilities, { list: {} });
+    const newSession = (cwd) => server.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+    const { sessionId: titled } = await newSession(dirs.workspace);
+    assert.equal((await prompt(server.agent, titled, "Plan the garden\nwith details")).stopReason, "end_turn");
+    const { sessionId: elsewhere } = await newSession(other);
+    const list = (params) => server.agent.request(acp.methods.agent.session.list, params);
+
+    const mine = await list({ cwd: dirs.workspace });
+    assert.deepEqual(mine.sessions.map((s) => s.sessionId), [titled]);
+    assert.equal(mine.sessions[0].title, "Plan the garden");
+    assert.equal(mine.sessions[0].cwd, dirs.workspace);
+    assert.ok(!Number.isNaN(Date.parse(mine.sessions[0].updatedAt)), mine.sessions[0].updatedAt);
+    assert.equal(mine.sessions[0]._meta.mino.turns, 1);
+    assert.equal(mine.nextCursor, undefined);
+    const all = await list({});
+    assert.deepEqual(new Set(all.sessions.map((s) => s.sessionId)), new Set([titled, elsewhere]));
+
+    // 50 a page: 51 more sessions in `other` make two pages there.
+    for (let i = 0; i < 51; i++) await newSession(other);
+    const first = await list({ cwd: other });
+    assert.equal(first.sessions.length, 50);
+    assert.ok(first.nextCursor);
+    const second = await list({ cwd: other, cursor: first.nextCursor });
+    assert.equal(second.sessions.length, 2);
+    assert.equal(second.nextCursor, undefined);
+    const ids = new Set([...first.sessions, ...second.sessions].map((s) => s.sessionId));
+    assert.equal(ids.size, 52);
+    assert.ok(ids.has(elsewhere));
+    await assert.rejects(list({ cwd: "relative/dir" }), /absolute/);
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});
+
+test("a command's output is shown live, before its result", async () => {
+  const dirs = freshDirs();
+  // Prints, then waits for the test to see that output live, then prints again.
+  const command = "echo one; while [ ! -e go ]; do sleep 0.05; done; echo two";
+  const mock = await startMockModel([
+    { type: "calls", calls: [{ call_id: "call_1", command }] },
+    { type: "text", deltas: ["Both printed."] },
+  ]);
+  const server = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: (p) => selected(option(p, "allow_once")) });
+  try {
+    await initialize(server.agent);
+    const { sessionId } = await server.agent.request(acp.methods.agent.session.new, { cwd: dirs.workspace, mcpServers: [] });
+    const answered = prompt(server.agent, sessionId, "Print twice.");
+    const live = (u) => u.update.sessionUpdate === "tool_call_update" && !u.update.status && contentText(u.update).includes("one");
+    await server.waitFor((updates) => updates.some(live));
+    const shown = server.updates.find(live).update;
+    assert.equal(contentText(shown), "one\n", "the first line, shown while the command still runs");
+    writeFileSync(join(dirs.workspace, "go"), "");
+    assert.equal((await answered).stopReason, "end_turn");
+    const result = server.updates.map((u) => u.update).filter((u) => u.sessionUpdate === "tool_call_update").at(-1);
+    assert.equal(result.status, "completed");
+    assert.equal(contentText(result), "one\ntwo\n");
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});
+
+test("a line over 8 MiB is answered with an error naming the bound, and the next request is served", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([]);
+  const server = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("no permission expected") });
+  try {
+    await initialize(server.agent);
+    const huge = JSON.stringify({
+      jsonrpc: "2.0",
+      id: "huge",
+      method: "session/new",
+      params: { cwd: dirs.workspace, mcpServers: [], _meta: { padding: "x".repeat(9 * 1024 * 1024) } },
+    });
+    await new Promise((ok, fail) => server.child.stdin.write(huge + "\n", (e) => (e ? fail(e) : ok())));
+    const created = await server.agent.request(acp.methods.agent.session.new, { cwd: dirs.workspace, mcpServers: [] });
+    assert.ok(created.sessionId, "the server read on");
+    const errors = server.transcript.filter((t) => t.direction === "agent→client" && t.message.error).map((t) => t.message);
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0].id, null);
+    assert.equal(errors[0].error.code, -32600);
+    assert.match(errors[0].error.message, /at most 8388608 bytes \(8 MiB\) per line/);
   } finally {
     await server.stop();
     mock.stop();

@@ -1,7 +1,8 @@
 //! `mino-server --acp` driven by the `agent-client-protocol` crate's client
 //! side over real stdio, against the mock model: initialize, a new session,
 //! a prompt with an approved command, and the acknowledgement gate after a
-//! real SIGKILL. (The official TypeScript SDK drives the same front door in
+//! real SIGKILL, an edit asked with its diff, `session/list`, and a line
+//! over the input bound. (The official TypeScript SDK drives the same front door in
 //! tests/acp, `scripts/test acp`.)
 
 use std::collections::VecDeque;
@@ -12,9 +13,9 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
-    SessionNotification, StopReason, TextContent,
+    ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionNotification, StopReason, TextContent,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Agent, ByteStreams, Client, Responder, V1};
@@ -218,4 +219,90 @@ async fn acp_gate_after_sigkill_refuses_then_acknowledges() {
     let input = requests.last().expect("a request").body["input"].to_string();
     assert_eq!(input.matches("Is milk on the list now?").count(), 1, "the refused question was never recorded");
     assert_eq!(std::fs::read_to_string(workspace.join("shopping.txt")).expect("ran once"), "milk\n");
+}
+
+#[tokio::test]
+async fn acp_edit_is_asked_with_its_whole_file_diff_and_the_session_is_listed() {
+    let (_base, home, workspace) = dirs();
+    let workspace = workspace.canonicalize().expect("canonical workspace");
+    let file = workspace.join("shopping.txt");
+    std::fs::write(&file, "bread\nbutter\n").expect("write the list");
+    let mock = MockModel::start(vec![
+        Reply::edit_file("call_1", "shopping.txt", "butter\n", "butter\nmilk\n", false),
+        Reply::text("Milk added."),
+    ])
+    .await
+    .expect("mock model");
+    let seen = Shared::default();
+    seen.lock().expect("seen").answers.push_back(Some("allow"));
+    let ws = workspace.clone();
+    let (result, _) = with_server(&home, &workspace, &mock, seen.clone(), async move |cx| {
+        let session = open_new(&cx, &ws).await?;
+        let answer = prompt(&cx, &session, "Add milk after butter.").await?;
+        let listed = cx.send_request(ListSessionsRequest::new().cwd(ws.clone())).block_task().await?;
+        Ok((session, answer.stop_reason, listed))
+    })
+    .await;
+    let (session, stop, listed) = result.expect("the exchange ran");
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(std::fs::read_to_string(&file).expect("edited"), "bread\nbutter\nmilk\n");
+    let diff = serde_json::json!({
+        "type": "diff", "path": file, "oldText": "bread\nbutter\n", "newText": "bread\nbutter\nmilk\n",
+    });
+    let question = seen.lock().expect("seen").questions[0]["toolCall"].clone();
+    assert_eq!(question["kind"], "edit");
+    assert_eq!(question["content"], serde_json::json!([diff]));
+    assert_eq!(question["locations"], serde_json::json!([{ "path": file }]));
+    let result = tool_updates(&seen).last().cloned().expect("a result");
+    assert_eq!((result["status"].as_str(), result["kind"].as_str()), (Some("completed"), Some("edit")));
+    assert_eq!(result["content"][0], diff);
+    let ids: Vec<String> = listed.sessions.iter().map(|s| s.session_id.0.to_string()).collect();
+    assert_eq!(ids, [session]);
+    assert_eq!(listed.sessions[0].title.as_deref(), Some("Add milk after butter."));
+    assert!(listed.sessions[0].updated_at.is_some(), "updatedAt is the last activity");
+}
+
+#[tokio::test]
+async fn acp_line_over_the_bound_is_answered_and_the_next_request_is_served() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let (_base, home, workspace) = dirs();
+    let mut child = tokio::process::Command::new(server_bin())
+        .arg("--acp")
+        .current_dir(&workspace)
+        .env("MINO_HOME", &home)
+        .env("OPENAI_API_KEY", "test-key")
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn mino-server --acp");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    let exchange = async {
+        // A well-formed request, 9 MiB long, then a small one.
+        let padding = "x".repeat(9 * 1024 * 1024);
+        let huge = serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": { "protocolVersion": 1, "_meta": { "padding": padding } } });
+        stdin.write_all(format!("{huge}\n").as_bytes()).await.expect("write the long line");
+        let small = r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1}}"#;
+        stdin.write_all(format!("{small}\n").as_bytes()).await.expect("write the next request");
+        let mut answers = Vec::new();
+        while answers.len() < 2 {
+            let line = stdout.next_line().await.expect("read stdout").expect("the server answers");
+            answers.push(serde_json::from_str::<Value>(&line).expect("a JSON line"));
+        }
+        answers
+    };
+    let answers = tokio::time::timeout(LIMIT, exchange).await.expect("answered in time");
+    assert_eq!(answers[0]["id"], Value::Null, "the dropped line's id was never read");
+    assert_eq!(answers[0]["error"]["code"], -32600);
+    let message = answers[0]["error"]["message"].as_str().expect("a message");
+    assert!(message.contains("at most 8388608 bytes (8 MiB) per line"), "{message}");
+    assert_eq!(answers[1]["id"], 2);
+    assert_eq!(answers[1]["result"]["protocolVersion"], 1);
+    drop(stdin);
+    let status = tokio::time::timeout(LIMIT, child.wait()).await.expect("exited in time").expect("wait");
+    assert!(status.success(), "{status}");
 }

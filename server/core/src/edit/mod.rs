@@ -342,12 +342,20 @@ pub struct EditProposal {
     mode: Option<u32>,
     /// The new content (at most [`MAX_FILE_BYTES`]).
     after_content: String,
+    /// The content it replaces, as read for the diff (`None` for a new file).
+    before_content: Option<String>,
 }
 
 impl EditProposal {
     /// The new content that [`apply`] writes.
     pub fn after_content(&self) -> &str {
         &self.after_content
+    }
+
+    /// The content the edit replaces, as it was read to make the proposal
+    /// (`None` for a new file): what an editor's diff view shows on the left.
+    pub fn before_content(&self) -> Option<&str> {
+        self.before_content.as_deref()
     }
 
     /// The edit fields of this call's `tool_start` record (docs/journal.md, "Edit records").
@@ -487,6 +495,7 @@ pub fn propose(workspace: &Workspace, args: &EditArgs) -> Result<EditProposal, E
         diff,
         mode,
         after_content,
+        before_content: before.map(str::to_string),
     })
 }
 
