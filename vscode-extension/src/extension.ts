@@ -57,6 +57,7 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
     }),
     vscode.commands.registerCommand('mino.renameSession', () => sessions.renameCurrent()),
     vscode.commands.registerCommand('mino.rules', () => sessions.showRules()),
+    vscode.commands.registerCommand('mino.compact', () => sessions.compact()),
     vscode.commands.registerCommand('mino.showServerLog', () => output.show(true)),
     vscode.commands.registerCommand('mino.restartServer', () => s.restart()),
     vscode.commands.registerCommand('mino.setApiKey', async () => {
