@@ -63,6 +63,7 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
     vscode.commands.registerCommand('mino.rules', () => sessions.showRules()),
     // From the palette: the edit waiting for approval; from a card's Review diff: that card's edit.
     vscode.commands.registerCommand('mino.reviewPendingEdit', (turnId?: string, callId?: string) => edits.open(turnId, callId)),
+    vscode.commands.registerCommand('mino.compact', () => sessions.compact()),
     vscode.commands.registerCommand('mino.showServerLog', () => output.show(true)),
     vscode.commands.registerCommand('mino.restartServer', () => s.restart()),
     vscode.commands.registerCommand('mino.setApiKey', async () => {

@@ -20,6 +20,7 @@ import type {
   ApprovalParams,
   ApprovalRequest,
   ChatResult,
+  CompactResult,
   Decision,
   EmptyResult,
   Evidence,
@@ -156,6 +157,11 @@ export class MinoConnection implements Disposable {
   /** Moves the session's files to the trash of `$MINO_HOME`. */
   deleteSession(sessionId: string): Promise<SessionsDeleteResult> {
     return this.request(Method.sessionsDelete, { sessionId });
+  }
+
+  /** Has the model summarise the conversation; answers once the summary is saved (or why not). */
+  compact(): Promise<CompactResult> {
+    return this.request(Method.compact, {});
   }
 
   listRules(): Promise<RulesListResult> {

@@ -198,6 +198,23 @@ export class SessionCommands {
     }
   }
 
+  /** Mino: Compact Conversation — one message saying what happened. */
+  async compact(): Promise<void> {
+    const conn = await this.connectionOrSay();
+    if (!conn) return;
+    try {
+      const r = await conn.compact();
+      const kept = r.keptTurns ? `; ${r.keptTurns} with unknown, not executed or recovered results still sent as they were` : '';
+      void vscode.window.showInformationMessage(
+        r.compacted
+          ? `Mino: compacted, ${r.summarizedTurns} turn(s) summarised by the model${kept}. Every turn stays in the history.`
+          : `Mino: not compacted: ${r.reason ?? 'the server gave no reason'}.`,
+      );
+    } catch (e) {
+      void vscode.window.showErrorMessage(`Mino: could not compact the conversation: ${errorMessage(e)}`);
+    }
+  }
+
   /** Mino: Rename Session — the current session's title, from an input box. */
   async renameCurrent(): Promise<void> {
     if (!(await this.connectionOrSay())) return;

@@ -68,7 +68,7 @@ describe('activation', () => {
     expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
     const contributed = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
     expect(contributed).toEqual(
-      ['mino.cancelTurn', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
+      ['mino.cancelTurn', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
     );
     expect([...fake.mock.commands.keys()].sort()).toEqual(contributed);
     // The view is contributed into its own activity-bar container, with an icon.
@@ -501,7 +501,7 @@ describe('the bundle', () => {
       const bundled = ext.activate(context);
       expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
       expect([...fake.mock.commands.keys()].sort()).toEqual(
-        ['mino.cancelTurn', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
+        ['mino.cancelTurn', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
       );
       expect(bundled.server.state).toBe('stopped');
       await ext.deactivate();
@@ -811,6 +811,22 @@ describe('approval rules: decisions and the Rules quick pick', () => {
     expect(firstView.webview.posted).toContainEqual({
       type: 'error', request: 'approval', code: -32602, message: 'a rule for `bash` would allow any command', turnId: 't1', callId: 'd',
     });
+  });
+
+  it('Compact Conversation sends mino/compact and says in one message what happened', async () => {
+    const c = client();
+    c.replies.set('mino/compact', () => ({ compacted: true, summarizedTurns: 3, keptTurns: 1, throughTurnId: 'turn-4' }));
+    await fake.commands.executeCommand('mino.compact');
+    c.replies.set('mino/compact', () => ({ compacted: false, summarizedTurns: 0, keptTurns: 0, reason: 'nothing to compact: no turn has ended since the last compaction' }));
+    await fake.commands.executeCommand('mino.compact');
+    c.replies.set('mino/compact', () => new RpcFailure(-32011, 'turn turn-5 is still running; wait for it to end or cancel it'));
+    await fake.commands.executeCommand('mino.compact');
+    expect(c.requests.filter((r) => r.method === 'mino/compact')).toHaveLength(3);
+    expect(fake.mock.infoMessages.map((m) => m.message).slice(-2)).toEqual([
+      'Mino: compacted, 3 turn(s) summarised by the model; 1 with unknown, not executed or recovered results still sent as they were. Every turn stays in the history.',
+      'Mino: not compacted: nothing to compact: no turn has ended since the last compaction.',
+    ]);
+    expect(fake.mock.errorMessages.at(-1)!.message).toContain('turn turn-5 is still running');
   });
 
   it('Rules lists the rules (and an unreadable workspace file) with a button that revokes one', async () => {

@@ -41,6 +41,10 @@ vim.api.nvim_create_user_command("MinoDelete", function()
   mino().delete_session()
 end, { desc = "Move a Mino session of this workspace to Mino's trash" })
 
+vim.api.nvim_create_user_command("MinoCompact", function()
+  mino().compact()
+end, { desc = "Have the model summarise Mino's conversation so far" })
+
 vim.api.nvim_create_user_command("MinoRules", function()
   mino().rules()
 end, { desc = "List Mino's approval rules and revoke one" })

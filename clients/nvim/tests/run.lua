@@ -434,7 +434,7 @@ end
 
 test("plugin/mino.lua defines the commands and guards against double loading", function()
   for _, c in ipairs({ "Mino", "MinoCancel", "MinoAcknowledge", "MinoRestart", "MinoNew", "MinoSessions", "MinoRename",
-    "MinoDelete", "MinoRules", "MinoDiff" }) do
+    "MinoDelete", "MinoRules", "MinoDiff", "MinoCompact" }) do
     if vim.fn.exists(":" .. c) ~= 2 then
       fail("command :" .. c .. " is missing")
     end
@@ -460,7 +460,7 @@ test("doc/mino.txt has valid help tags and the shipped doc/tags is up to date", 
   end
   local tags = table.concat(vim.fn.readfile(dir .. "/tags"), "\n")
   for _, tag in ipairs({ "mino.setup()", ":Mino", ":MinoCancel", ":MinoAcknowledge", "mino-recovery", "mino-options",
-    "mino-events", "mino-keymaps", "mino-input", ":MinoNew", ":MinoSessions", ":MinoRename", ":MinoDelete", ":MinoRules",
+    "mino-events", "mino-keymaps", "mino-input", ":MinoNew", ":MinoSessions", ":MinoRename", ":MinoDelete", ":MinoRules", ":MinoCompact",
     "mino-sessions", "mino-rules", ":MinoDiff", "mino-diff" }) do
     assert_contains(tags, tag .. "\t", "tags")
   end
@@ -522,6 +522,35 @@ test("a question is streamed into the markdown chat buffer", function()
   -- The chat ends with the answer (no prompt line).
   local lines = chat.lines()
   assert_eq(lines[#lines], "Hello from the mock.", "last line")
+end)
+
+test(":MinoCompact compacts and the next question sends the summary instead of the earlier turn", function()
+  fresh()
+  mock.script({
+    { type = "text", deltas = { "Paris." } },
+    { type = "text", deltas = { "They asked about France." } },
+    { type = "text", deltas = { "Rome." } },
+  })
+  start_and_wait()
+  vim.cmd("Mino Capital of France?")
+  wait_buffer(answer("Paris."))
+  wait_turn_end()
+  local since = #notes
+  vim.cmd("MinoCompact")
+  wait_note("compacted: 1 turn(s) summarised by the model", since)
+  vim.cmd("Mino Capital of Italy?")
+  wait_buffer(answer("Rome."))
+  wait_turn_end()
+  local reqs = mock.requests()
+  assert_eq(#reqs, 3, "model requests")
+  assert_eq(reqs[2].body.tools, nil, "the summary request offers no tools")
+  local last = vim.json.encode(reqs[3].body.input)
+  assert_contains(last, "They asked about France.", "the next request")
+  if contains(last, "Capital of France?") then
+    fail("the summarised question was sent again: " .. last)
+  end
+  -- The chat still shows every turn.
+  assert_contains(buffer_text(), question("Capital of France?"), "chat buffer")
 end)
 
 test("a retried model request replaces the void text instead of repeating it", function()

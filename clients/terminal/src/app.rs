@@ -68,7 +68,7 @@ enum Ack {
 
 /// Chat commands that switch sessions or list them.
 const SESSION_COMMANDS_HELP: &str =
-    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one.";
+    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one, /compact summarises the conversation so far.";
 
 /// What waiting for a line produced.
 enum Answer {
@@ -222,7 +222,11 @@ impl App {
                     let opened = self.server.open_session(id).await;
                     Some(self.switched(opened).await)
                 }
-                ["/open", ..] | ["/new", ..] | ["/sessions", ..] => {
+                ["/compact"] => {
+                    out(&ui::compacted(self.server.compact().await));
+                    Some(Ok(()))
+                }
+                ["/open", ..] | ["/new", ..] | ["/sessions", ..] | ["/compact", ..] => {
                     out(&format!("\n{SESSION_COMMANDS_HELP}\n\n"));
                     Some(Ok(()))
                 }

@@ -183,6 +183,11 @@ impl Server {
         self.call(method::CANCEL, CancelParams { turn_id: turn_id.to_owned() })
     }
 
+    /// Compacts the conversation (`mino/compact`); answers once the summary is saved, or why not.
+    pub async fn compact(&self) -> Result<mino_protocol::CompactResult, CallError> {
+        self.call(method::COMPACT, mino_protocol::CompactParams {}).await
+    }
+
     pub async fn history(&self) -> Result<HistoryResult, CallError> {
         self.call(method::HISTORY, HistoryParams::default()).await
     }

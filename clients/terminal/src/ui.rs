@@ -131,6 +131,25 @@ pub fn rules_list(list: &RulesListResult) -> String {
     out
 }
 
+/// `/compact`: one line saying what happened.
+pub fn compacted(result: Result<mino_protocol::CompactResult, impl std::fmt::Display>) -> String {
+    match result {
+        Ok(r) if r.compacted => {
+            let turns = |n: u64| if n == 1 { "1 turn".to_string() } else { format!("{n} turns") };
+            let kept = match r.kept_turns {
+                0 => String::new(),
+                n => format!("; {} with unknown, not executed or recovered results still sent as they were", turns(n)),
+            };
+            format!(
+                "Compacted: {} summarised by the model{kept}. Later questions send the summary instead; every turn stays in the history.\n",
+                turns(r.summarized_turns)
+            )
+        }
+        Ok(r) => format!("Not compacted: {}.\n", r.reason.as_deref().unwrap_or("the server gave no reason")),
+        Err(e) => format!("Error: {e}\n"),
+    }
+}
+
 /// Only `y` or `yes` (any case, surrounding blanks ignored) agrees.
 pub fn is_yes(answer: &str) -> bool {
     let a = answer.trim();

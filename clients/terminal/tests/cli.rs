@@ -359,3 +359,30 @@ fn sessions_are_listed_started_and_opened_from_the_command_line_and_the_chat() {
     let (status, _, err) = run_piped(both, "");
     assert_eq!(status.code(), Some(2), "{err}");
 }
+
+/// `/compact` says in one line what happened, and the next question is sent
+/// with the summary instead of the earlier turn.
+#[test]
+fn slash_compact_says_what_happened_and_the_next_question_sends_the_summary() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(mino_mock_model::MockModel::start(vec![
+            mino_mock_model::Reply::text("Paris."),
+            mino_mock_model::Reply::summary("They asked about France."),
+            mino_mock_model::Reply::text("Rome."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let (status, out, err) =
+        run_piped(scratch.command(&mock.base_url()), "/compact\nCapital of France?\n/compact\nCapital of Italy?\n");
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    let pos = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("missing {needle:?} in:\n{out}"));
+    let nothing = pos("Not compacted: nothing to compact");
+    let compacted = pos("Compacted: 1 turn summarised by the model.");
+    assert!(nothing < pos("Paris.") && pos("Paris.") < compacted && compacted < pos("Rome."), "{out}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    let input = requests[2].body["input"].as_array().expect("input");
+    assert_eq!(input.len(), 2, "the summary and the question: {input:?}");
+    assert!(input[0].to_string().contains("They asked about France."), "{input:?}");
+}

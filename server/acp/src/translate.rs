@@ -586,6 +586,8 @@ impl LiveCalls {
             // An ACP session is one Mino session for its whole life: the
             // front door never switches, so no other session announces itself.
             AgentEvent::SessionOpened { .. } => {}
+            // A compaction changes what the model reads, not what the editor shows.
+            AgentEvent::CompactionStarted { .. } | AgentEvent::CompactionEnded { .. } => {}
         }
         out
     }

@@ -17,6 +17,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::bash::{self, BashTool, Stream};
+use crate::compaction::{self, Trigger};
+use crate::config::CompactionSettings;
 use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
 use crate::journal::record::{ApprovalDecision, ApprovedBy, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
@@ -137,6 +139,43 @@ pub enum AgentEvent {
     SessionOpened {
         recovery: RecoveryReport,
     },
+    /// A compaction began: the summary request is being sent. `turn_id`
+    /// names the turn it runs in (automatic, or after
+    /// `context_length_exceeded`); `None` for [`Agent::compact`].
+    CompactionStarted {
+        trigger: Trigger,
+        turn_id: Option<String>,
+    },
+    /// The compaction that started last ended: its record synced, or
+    /// nothing changed (`outcome.compacted` false, with the reason).
+    CompactionEnded {
+        trigger: Trigger,
+        turn_id: Option<String>,
+        outcome: CompactionOutcome,
+    },
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CompactionOutcome {
+    /// A `compaction` record was synced: later requests start with the summary.
+    pub compacted: bool,
+    /// Turns newly summarised.
+    pub summarized_turns: usize,
+    /// Turns covered by the summary that are replayed verbatim after it.
+    pub kept_turns: usize,
+    /// The last turn the summary covers (when compacted).
+    pub through_turn_id: Option<String>,
+    /// Why nothing changed (when not compacted).
+    pub reason: Option<String>,
+    /// The summary request's tokens, when the service reported them.
+    pub usage: Option<Usage>,
+}
+
+impl CompactionOutcome {
+    fn unchanged(reason: impl Into<String>) -> Self {
+        CompactionOutcome { reason: Some(reason.into()), ..Default::default() }
+    }
 }
 
 /// What the person approves for an edit call (`mino/approvalRequest`'s `edit`).
@@ -190,6 +229,9 @@ pub enum AgentError {
     Switching,
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// A chat, a switch or a compaction while a compaction runs.
+    #[error("the conversation is being compacted; wait for mino/compactionEnded")]
+    Compacting,
 }
 
 /// The result of a call whose id an earlier call of the same response
@@ -230,10 +272,25 @@ struct TurnEnded {
 }
 
 struct RunningTurn {
+    /// Empty for a compaction.
     turn_id: String,
     cancel: CancellationToken,
     /// The one call waiting for a decision (calls are asked one at a time).
     approval: Option<PendingApproval>,
+    /// Not a turn: [`Agent::compact`] holds the session (no turn may start
+    /// while the summary is made and saved).
+    compaction: bool,
+}
+
+impl RunningTurn {
+    /// Why nothing else may start now.
+    fn busy_error(&self) -> AgentError {
+        if self.compaction {
+            AgentError::Compacting
+        } else {
+            SessionError::TurnInProgress(self.turn_id.clone()).into()
+        }
+    }
 }
 
 struct PendingApproval {
@@ -289,6 +346,8 @@ struct Inner {
     limits: TurnLimits,
     /// Approval mode, sandbox mode, workspace rules (see [`crate::policy`]).
     policy: Mutex<Policy>,
+    /// The context window and when to compact automatically.
+    compaction: Mutex<CompactionSettings>,
     emitter: Mutex<Emitter>,
     running: Mutex<Option<RunningTurn>>,
     /// Whether a turn runs, published (under the `running` lock) whenever
@@ -344,6 +403,7 @@ impl Agent {
             instructions,
             limits,
             policy: Mutex::new(policy),
+            compaction: Mutex::new(CompactionSettings::default()),
             emitter: Mutex::new(Emitter { next_seq: 1, session_id, sender }),
             running: Mutex::new(None),
             busy: watch::Sender::new(false),
@@ -358,9 +418,165 @@ impl Agent {
         f(&mut lock(&self.inner.session))
     }
 
-    /// The running turn, if any.
+    /// The running turn, if any (a compaction is not a turn).
     pub fn running_turn(&self) -> Option<String> {
-        lock(&self.inner.running).as_ref().map(|t| t.turn_id.clone())
+        lock(&self.inner.running).as_ref().filter(|t| !t.compaction).map(|t| t.turn_id.clone())
+    }
+
+    /// Sets the context window and the automatic compaction threshold
+    /// (`mino_core::open` passes the configuration's).
+    pub fn set_compaction(&self, settings: CompactionSettings) {
+        *lock(&self.inner.compaction) = settings;
+    }
+
+    /// Compacts the conversation now (`mino/compact`): the model summarises
+    /// every ended turn, and the summary's record is synced before this
+    /// returns. Refused while a turn or another compaction runs, and while
+    /// an unknown result awaits acknowledgement (the person must have seen
+    /// it before anything acts on the conversation). Emits
+    /// [`AgentEvent::CompactionStarted`] and [`AgentEvent::CompactionEnded`].
+    pub async fn compact(&self) -> Result<CompactionOutcome, AgentError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let cancel = {
+            let mut running = lock(&self.inner.running);
+            if self.inner.closed.load(SeqCst) {
+                return Err(AgentError::Closed);
+            }
+            if let Some(turn) = running.as_ref() {
+                return Err(turn.busy_error());
+            }
+            if self.inner.switching.load(SeqCst) {
+                return Err(AgentError::Switching);
+            }
+            if !lock(&self.inner.session).pending_acknowledgement().is_empty() {
+                return Err(SessionError::AcknowledgementRequired.into());
+            }
+            let cancel = CancellationToken::new();
+            *running =
+                Some(RunningTurn { turn_id: String::new(), cancel: cancel.clone(), approval: None, compaction: true });
+            self.inner.busy.send_replace(true);
+            cancel
+        };
+        // Freed however this ends (a failed save, a panic), as a turn is.
+        struct ClearCompaction<'a>(&'a Inner);
+        impl Drop for ClearCompaction<'_> {
+            fn drop(&mut self) {
+                let mut running = lock(&self.0.running);
+                if running.as_ref().is_some_and(|t| t.compaction) {
+                    running.take();
+                    self.0.busy.send_replace(false);
+                }
+            }
+        }
+        let _clear = ClearCompaction(&self.inner);
+        let outcome = self.run_compaction(Trigger::Manual, None, &cancel).await?;
+        // Announced and freed in one step, as a turn's end is: a chat sent
+        // on hearing the end is never refused as busy.
+        let mut running = lock(&self.inner.running);
+        self.emit(AgentEvent::CompactionEnded { trigger: Trigger::Manual, turn_id: None, outcome: outcome.clone() });
+        running.take();
+        self.inner.busy.send_replace(false);
+        Ok(outcome)
+    }
+
+    /// Summarises the ended turns (all of them, through the last one) and
+    /// syncs the `compaction` record. Emits [`AgentEvent::CompactionStarted`];
+    /// the caller emits the end. A model failure, a cancel or an empty
+    /// summary leave the session as it was and say why; only a failed save
+    /// is an error.
+    async fn run_compaction(
+        &self,
+        trigger: Trigger,
+        turn_id: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<CompactionOutcome, SessionError> {
+        self.emit(AgentEvent::CompactionStarted { trigger, turn_id: turn_id.map(str::to_string) });
+        let prepared = self.with_session(|s| {
+            let transcript = s.transcript();
+            compaction::plan(transcript).map(|plan| {
+                let input = compaction::summary_input(transcript, &plan);
+                (plan, input)
+            })
+        });
+        let Some((plan, input)) = prepared else {
+            return Ok(CompactionOutcome::unchanged(compaction::NOTHING_TO_COMPACT));
+        };
+        tracing::info!(trigger = trigger.as_str(), through = plan.through_turn_id, "compacting the conversation");
+        // The summary is bounded like a turn's text: a model that never
+        // stops must not fill the journal.
+        let stop_stream = cancel.child_token();
+        let mut streamed = 0usize;
+        let response = {
+            let request = ModelRequest { instructions: &self.inner.instructions, input: &input };
+            let mut on_event = |event: ModelEvent<'_>| match event {
+                ModelEvent::TextDelta(delta) => {
+                    streamed += delta.len();
+                    if streamed > TURN_TEXT_LIMIT {
+                        stop_stream.cancel();
+                    }
+                }
+                ModelEvent::Retrying { attempt, delay, reason } => {
+                    streamed = 0;
+                    tracing::warn!(attempt, ?delay, reason, "retrying the summary request");
+                }
+            };
+            self.inner.model.respond_without_tools(&request, &mut on_event, &stop_stream).await
+        };
+        let response = match response {
+            Ok(response) => response,
+            Err(ModelError::Cancelled) if !cancel.is_cancelled() => {
+                return Ok(CompactionOutcome::unchanged(format!(
+                    "the summary passed 4 MiB ({TURN_TEXT_LIMIT} bytes); the conversation was left as it was"
+                )))
+            }
+            Err(ModelError::Cancelled) => {
+                return Ok(CompactionOutcome::unchanged("cancelled; the conversation was left as it was"))
+            }
+            Err(e) => {
+                return Ok(CompactionOutcome::unchanged(format!(
+                    "the summary request failed: {e}; the conversation was left as it was"
+                )))
+            }
+        };
+        if let Some(why) = &response.incomplete {
+            return Ok(CompactionOutcome::unchanged(format!(
+                "the summary was cut short ({why}); the conversation was left as it was"
+            )));
+        }
+        let Some(summary) = compaction::summary_text(&response.items) else {
+            return Ok(CompactionOutcome::unchanged(
+                "the model answered without a summary; the conversation was left as it was",
+            ));
+        };
+        fail::fail_point!("compaction::before_record");
+        let usage = response.usage;
+        let through = plan.through_turn_id.clone();
+        self.with_session_io(move |s| s.record_compaction(&through, summary, usage)).await?;
+        tracing::info!(summarized = plan.summarized_turns, kept = plan.kept_turns, "conversation compacted");
+        Ok(CompactionOutcome {
+            compacted: true,
+            summarized_turns: plan.summarized_turns,
+            kept_turns: plan.kept_turns,
+            through_turn_id: Some(plan.through_turn_id),
+            reason: None,
+            usage,
+        })
+    }
+
+    /// [`Agent::run_compaction`] inside a turn, with its end announced.
+    async fn compact_in_turn(
+        &self,
+        trigger: Trigger,
+        turn_id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<CompactionOutcome, SessionError> {
+        let outcome = self.run_compaction(trigger, Some(turn_id), cancel).await?;
+        self.emit(AgentEvent::CompactionEnded {
+            trigger,
+            turn_id: Some(turn_id.to_string()),
+            outcome: outcome.clone(),
+        });
+        Ok(outcome)
     }
 
     /// Runs `f` with the session locked on a blocking thread: every journal
@@ -390,14 +606,14 @@ impl Agent {
                 return Err(AgentError::Closed);
             }
             if let Some(turn) = running.as_ref() {
-                return Err(SessionError::TurnInProgress(turn.turn_id.clone()).into());
+                return Err(turn.busy_error());
             }
             if self.inner.switching.load(std::sync::atomic::Ordering::SeqCst) {
                 return Err(AgentError::Switching);
             }
             let turn_id = lock(&self.inner.session).next_turn_id();
             let cancel = CancellationToken::new();
-            *running = Some(RunningTurn { turn_id: turn_id.clone(), cancel, approval: None });
+            *running = Some(RunningTurn { turn_id: turn_id.clone(), cancel, approval: None, compaction: false });
             self.inner.busy.send_replace(true);
             turn_id
         };
@@ -444,7 +660,7 @@ impl Agent {
         let refused = || AgentError::NoPendingApproval { turn_id: turn_id.to_string(), call_id: call_id.to_string() };
         let pending = lock(&self.inner.running)
             .as_mut()
-            .filter(|turn| turn.turn_id == turn_id && !turn.cancel.is_cancelled())
+            .filter(|turn| turn.turn_id == turn_id && !turn.compaction && !turn.cancel.is_cancelled())
             .and_then(|turn| turn.approval.take_if(|pending| pending.call_id == call_id))
             .ok_or_else(refused)?;
         pending.decision.send(decision).map_err(|_| refused())
@@ -516,7 +732,7 @@ impl Agent {
     /// Cancels the running turn; it ends `cancelled` through its own events.
     pub fn cancel(&self, turn_id: &str) -> Result<(), AgentError> {
         match lock(&self.inner.running).as_ref() {
-            Some(turn) if turn.turn_id == turn_id => {
+            Some(turn) if turn.turn_id == turn_id && !turn.compaction => {
                 turn.cancel.cancel();
                 Ok(())
             }
@@ -566,7 +782,7 @@ impl Agent {
                 return Err(AgentError::Closed);
             }
             if let Some(turn) = running.as_ref() {
-                return Err(SessionError::TurnInProgress(turn.turn_id.clone()).into());
+                return Err(turn.busy_error());
             }
             if self.inner.switching.swap(true, SeqCst) {
                 return Err(AgentError::Switching);
@@ -695,6 +911,20 @@ impl Agent {
         let mut calls_seen = 0u32;
         // Text of the turn's finished responses; a retried attempt's text is void.
         let mut turn_text = 0usize;
+        // `context_length_exceeded` compacts once per turn, then the request is
+        // repeated once (a model request is safe to repeat; a command never is).
+        let mut compacted_for_length = false;
+        let settings = *lock(&self.inner.compaction);
+        let due = self
+            .with_session(|s| compaction::due(s.transcript(), &settings) && compaction::plan(s.transcript()).is_some());
+        if due {
+            // Failing here is not the turn's failure: the request may fit
+            // anyway, and if it does not, the service says so below.
+            self.compact_in_turn(Trigger::Auto, turn_id, cancel).await?;
+            if cancel.is_cancelled() {
+                return Ok((TurnStatus::Cancelled, Some(self.cancel_reason())));
+            }
+        }
         loop {
             if requests == limits.max_requests {
                 return Ok((
@@ -745,6 +975,27 @@ impl Agent {
             let response = match response {
                 Ok(response) => response,
                 Err(ModelError::Cancelled) => return Ok((TurnStatus::Cancelled, Some(self.cancel_reason()))),
+                Err(e) if compaction::is_context_length_exceeded(&e) => {
+                    if compacted_for_length {
+                        return Ok((TurnStatus::Failed, Some(compaction::too_long_reason(&e, true))));
+                    }
+                    compacted_for_length = true;
+                    let outcome = self.compact_in_turn(Trigger::ContextLengthExceeded, turn_id, cancel).await?;
+                    if cancel.is_cancelled() {
+                        return Ok((TurnStatus::Cancelled, Some(self.cancel_reason())));
+                    }
+                    if !outcome.compacted {
+                        let reason = match outcome.reason.as_deref() {
+                            Some(compaction::NOTHING_TO_COMPACT) | None => compaction::too_long_reason(&e, false),
+                            Some(why) => compaction::compaction_failed_reason(why),
+                        };
+                        return Ok((TurnStatus::Failed, Some(reason)));
+                    }
+                    // The same request again, shorter: it is not another of
+                    // the turn's requests.
+                    requests -= 1;
+                    continue;
+                }
                 Err(e) => return Ok((TurnStatus::Failed, Some(e.to_string()))),
             };
             fail::fail_point!("agent::after_model_response");

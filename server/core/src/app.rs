@@ -98,7 +98,9 @@ impl From<ConfigError> for OpenError {
             e @ (ConfigError::CommandTimeout { .. }
             | ConfigError::Provider(_)
             | ConfigError::File { .. }
-            | ConfigError::Sandbox { .. }) => OpenError::Setting(e),
+            | ConfigError::Sandbox { .. }
+            | ConfigError::ContextWindow { .. }
+            | ConfigError::CompactThreshold { .. }) => OpenError::Setting(e),
         }
     }
 }
@@ -140,6 +142,7 @@ pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<A
     let bash = BashTool::new(cwd.clone(), config.command_limits, options.supervisor);
     let policy = crate::policy::Policy::open(&home, &cwd, support, settings)?;
     let (agent, events) = Agent::with_policy(session, model, bash, instructions, options.limits, policy);
+    agent.set_compaction(config.compaction);
     Ok(App { agent, events, recovery, session_id, journal_path, cwd, model: model_name, title, store })
 }
 

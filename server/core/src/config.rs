@@ -23,6 +23,48 @@ pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
 /// overrides it.
 pub const SANDBOX_ENV: &str = "MINO_SANDBOX";
 
+/// The environment variable that sets the model's context window in tokens
+/// (over `[models."<model>"] context_window` in the file).
+pub const CONTEXT_WINDOW_ENV: &str = "MINO_CONTEXT_WINDOW";
+
+/// The environment variable that sets the automatic compaction threshold: the
+/// fraction of the context window (over 0, at most 1) that the last
+/// request's input tokens must reach.
+pub const COMPACT_THRESHOLD_ENV: &str = "MINO_COMPACT_THRESHOLD";
+
+/// The context window assumed for a model the configuration says nothing
+/// about, in tokens. Conservative: most hosted models have at least this;
+/// a smaller local model needs its own `context_window`, and a model that
+/// refuses a request as too long is compacted then anyway
+/// (`context_length_exceeded`).
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+
+/// The default automatic compaction threshold: 80 % of the context window.
+pub const DEFAULT_COMPACT_THRESHOLD: f64 = 0.8;
+
+/// When a conversation is compacted automatically (docs/journal.md, "Compaction").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompactionSettings {
+    /// The model's context window, in tokens.
+    pub context_window: u64,
+    /// The fraction of it (over 0, at most 1) the last request's input
+    /// tokens must reach for the next turn to compact first.
+    pub threshold: f64,
+}
+
+impl Default for CompactionSettings {
+    fn default() -> Self {
+        CompactionSettings { context_window: DEFAULT_CONTEXT_WINDOW, threshold: DEFAULT_COMPACT_THRESHOLD }
+    }
+}
+
+impl CompactionSettings {
+    /// The input tokens at which the next turn compacts first.
+    pub fn threshold_tokens(&self) -> f64 {
+        self.context_window as f64 * self.threshold
+    }
+}
+
 /// Everything the environment decides.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -34,6 +76,8 @@ pub struct Config {
     pub command_limits: bash::Limits,
     /// The sandbox mode from [`SANDBOX_ENV`], when set.
     pub sandbox: Option<crate::sandbox::SandboxMode>,
+    /// The model's context window and the automatic compaction threshold.
+    pub compaction: CompactionSettings,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +94,10 @@ pub enum ConfigError {
     File { path: PathBuf, line: Option<usize>, message: String },
     #[error("{SANDBOX_ENV}={value:?} is not a sandbox mode: use off, read-only or workspace-write")]
     Sandbox { value: String },
+    #[error("{CONTEXT_WINDOW_ENV}={value:?} is not a whole number of tokens (at least 1)")]
+    ContextWindow { value: String },
+    #[error("{COMPACT_THRESHOLD_ENV}={value:?} is not a fraction of the context window: use a number over 0 and at most 1, e.g. 0.8")]
+    CompactThreshold { value: String },
 }
 
 /// The name of the configuration file in `$MINO_HOME`.
@@ -65,6 +113,24 @@ struct ConfigFile {
     base_url: Option<String>,
     model: Option<String>,
     command_timeout_secs: Option<toml::Spanned<i64>>,
+    /// The fraction of the context window that triggers compaction, for
+    /// every model (a model's own entry wins).
+    compact_threshold: Option<toml::Spanned<f64>>,
+    /// Per model name: `[models."gpt-5.1"] context_window = 400000`.
+    #[serde(default)]
+    models: std::collections::BTreeMap<String, ModelFileSettings>,
+}
+
+/// One `[models."<name>"]` table.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelFileSettings {
+    context_window: Option<toml::Spanned<i64>>,
+    compact_threshold: Option<toml::Spanned<f64>>,
+}
+
+fn valid_threshold(value: f64) -> bool {
+    value > 0.0 && value <= 1.0
 }
 
 impl ConfigFile {
@@ -102,6 +168,25 @@ impl ConfigFile {
                 ));
             }
         }
+        let thresholds =
+            file.compact_threshold.iter().chain(file.models.values().filter_map(|m| m.compact_threshold.as_ref()));
+        for threshold in thresholds {
+            if !valid_threshold(*threshold.get_ref()) {
+                return Err(file_error(
+                    Some(threshold.span()),
+                    "compact_threshold must be a fraction of the context window, over 0 and at most 1 (e.g. 0.8)"
+                        .into(),
+                ));
+            }
+        }
+        for window in file.models.values().filter_map(|m| m.context_window.as_ref()) {
+            if *window.get_ref() < 1 {
+                return Err(file_error(
+                    Some(window.span()),
+                    "context_window must be a whole number of tokens, at least 1".into(),
+                ));
+            }
+        }
         if let Some(provider) = &file.provider {
             Provider::from_setting(Some(provider)).map_err(|e| {
                 let line = text.lines().position(|l| l.trim_start().starts_with("provider")).map(|i| i + 1);
@@ -114,6 +199,38 @@ impl ConfigFile {
         }
         Ok(file)
     }
+}
+
+/// The model's context window and threshold: the environment, else the
+/// model's `[models."<model>"]` table, else (threshold) the file's top level,
+/// else the defaults.
+fn compaction_settings(
+    file: &ConfigFile,
+    model: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<CompactionSettings, ConfigError> {
+    let mut settings = CompactionSettings::default();
+    let entry = file.models.get(model);
+    if let Some(window) = entry.and_then(|m| m.context_window.as_ref()) {
+        // Checked to be at least 1 when the file was read.
+        settings.context_window = window.get_ref().unsigned_abs();
+    }
+    if let Some(threshold) = entry.and_then(|m| m.compact_threshold.as_ref()).or(file.compact_threshold.as_ref()) {
+        settings.threshold = *threshold.get_ref();
+    }
+    if let Some(value) = env(CONTEXT_WINDOW_ENV) {
+        settings.context_window = match value.parse::<u64>() {
+            Ok(tokens) if tokens >= 1 => tokens,
+            _ => return Err(ConfigError::ContextWindow { value }),
+        };
+    }
+    if let Some(value) = env(COMPACT_THRESHOLD_ENV) {
+        settings.threshold = match value.parse::<f64>() {
+            Ok(fraction) if valid_threshold(fraction) => fraction,
+            _ => return Err(ConfigError::CompactThreshold { value }),
+        };
+    }
+    Ok(settings)
 }
 
 /// The 1-based line of byte `offset` in `text`.
@@ -169,7 +286,10 @@ impl Config {
                 Some(value.trim().parse().map_err(|_| ConfigError::Sandbox { value })?)
             }
         };
-        Ok(Config { home, model, provider, command_limits, sandbox })
+        let compaction = compaction_settings(&file, &model.model, |name| {
+            set(name).map(|v| v.to_string_lossy().trim().to_string()).filter(|v| !v.is_empty())
+        })?;
+        Ok(Config { home, model, provider, command_limits, sandbox, compaction })
     }
 }
 
@@ -259,6 +379,33 @@ mod tests {
     }
 
     #[test]
+    fn the_context_window_is_per_model_with_the_environment_over_the_file() {
+        let home = home_with_file(
+            "compact_threshold = 0.7\n[models.\"gpt-5.1\"]\ncontext_window = 400000\n[models.\"small\"]\ncontext_window = 8192\ncompact_threshold = 0.5\n",
+        );
+        let c = config_in(&home, &[("MINO_MODEL", "gpt-5.1")]).expect("config");
+        assert_eq!(c.compaction, CompactionSettings { context_window: 400_000, threshold: 0.7 });
+        let c = config_in(&home, &[("MINO_MODEL", "small")]).expect("config");
+        assert_eq!(c.compaction, CompactionSettings { context_window: 8192, threshold: 0.5 });
+        let c = config_in(&home, &[("MINO_MODEL", "other")]).expect("config");
+        assert_eq!(c.compaction.context_window, DEFAULT_CONTEXT_WINDOW, "a model the file does not name");
+        let c =
+            config_in(&home, &[("MINO_MODEL", "small"), (CONTEXT_WINDOW_ENV, "1000"), (COMPACT_THRESHOLD_ENV, "0.9")])
+                .expect("config");
+        assert_eq!(c.compaction, CompactionSettings { context_window: 1000, threshold: 0.9 }, "the environment wins");
+        assert_eq!(config(&[("HOME", "/h")]).expect("config").compaction, CompactionSettings::default());
+        for (name, bad) in [
+            (CONTEXT_WINDOW_ENV, "0"),
+            (CONTEXT_WINDOW_ENV, "lots"),
+            (COMPACT_THRESHOLD_ENV, "80"),
+            (COMPACT_THRESHOLD_ENV, "0"),
+        ] {
+            let e = config(&[("HOME", "/h"), (name, bad)]).expect_err(bad).to_string();
+            assert!(e.contains(name) && e.contains(bad), "{e}");
+        }
+    }
+
+    #[test]
     fn a_missing_file_sets_nothing() {
         let home = tempfile::tempdir().expect("home");
         let c = config_in(&home, &[]).expect("config");
@@ -275,6 +422,9 @@ mod tests {
             ("command_timeout_secs = \"ten\"\n", 1, "command_timeout_secs"),
             ("# comment\nprovider = \"ollama\"\n", 2, "chat-completions"),
             ("api_key = \"sk-in-a-file\"\n", 1, "api_key"),
+            ("compact_threshold = 80.0\n", 1, "compact_threshold"),
+            ("[models.m]\ncontext_window = 0\n", 2, "context_window"),
+            ("[models.m]\ncontext_windw = 10\n", 2, "context_windw"),
         ] {
             let home = home_with_file(text);
             let e = config_in(&home, &[]).expect_err(text).to_string();

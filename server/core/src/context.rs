@@ -7,6 +7,10 @@
 //! - Turns that ended early without tool calls are left out: their partial
 //!   text must not look like a final answer.
 //! - The open turn (the one being run) enters as far as it has come.
+//! - After a compaction, the input starts with the latest summary; of the
+//!   turns it covers, only those kept verbatim (`compaction::kept_verbatim`:
+//!   an `unknown`, `not_executed` or recovered result) follow it, whole;
+//!   then every turn after it, as above.
 //!
 //! Output items are sent back without their ids (`store: false` would reject
 //! them), reasoning items with their `encrypted_content`.
@@ -47,8 +51,23 @@ pub fn assistant_message(text: &str) -> Value {
 
 /// Builds the whole `input` array.
 pub fn build(transcript: &Transcript) -> Vec<Value> {
+    build_through(transcript, transcript.turns.len())
+}
+
+/// The `input` array made of the first `end` turns only (the summary
+/// request's conversation).
+pub fn build_through(transcript: &Transcript, end: usize) -> Vec<Value> {
+    let turns = &transcript.turns[..end.min(transcript.turns.len())];
     let mut input = Vec::new();
-    for turn in &transcript.turns {
+    let mut after = 0;
+    if let Some(compaction) = transcript.compaction.as_ref().filter(|c| c.through < turns.len()) {
+        input.push(crate::compaction::summary_message(&compaction.summary));
+        for turn in turns[..=compaction.through].iter().filter(|t| crate::compaction::kept_verbatim(t)) {
+            append_turn(&mut input, turn);
+        }
+        after = compaction.through + 1;
+    }
+    for turn in &turns[after..] {
         append_turn(&mut input, turn);
     }
     input

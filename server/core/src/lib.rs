@@ -6,6 +6,7 @@
 //! - [`calls`]: which output items are tool calls, and what a bash call asks to run.
 //! - [`recovery`]: closing interrupted turns by Table 04-1, executing nothing.
 //! - [`context`]: the model's `input`, rebuilt from the transcript.
+//! - [`compaction`]: the model's summary standing in for earlier turns in that input.
 //! - [`session`]: one open conversation: journal + transcript + the acknowledgement gate.
 //! - [`sessions`]: the sessions of one home: which one a process opens (per
 //!   workspace), listing without parsing whole journals, titles, trash, switching.
@@ -29,6 +30,7 @@ pub mod agent;
 pub mod app;
 pub mod bash;
 pub mod calls;
+pub mod compaction;
 pub mod config;
 pub mod context;
 pub mod durable;

@@ -414,6 +414,22 @@ impl Session {
         Ok(())
     }
 
+    /// The model's summary of the turns through `through_turn_id`, synced
+    /// before this returns: no request replays it before it is on disk.
+    /// (A crash before the sync leaves either no record or the whole one,
+    /// checksummed; either way the session is consistent.)
+    pub fn record_compaction(
+        &mut self,
+        through_turn_id: &str,
+        summary: String,
+        usage: Option<crate::usage::Usage>,
+    ) -> Result<(), SessionError> {
+        self.append(&RecordBody::Compaction { through_turn_id: through_turn_id.into(), summary, usage })?;
+        self.sync()?;
+        fail::fail_point!("compaction::after_record_sync");
+        Ok(())
+    }
+
     /// Ends the turn, synced.
     pub fn end_turn(&mut self, turn_id: &str, status: TurnStatus, reason: Option<String>) -> Result<(), SessionError> {
         self.append(&RecordBody::TurnEnd { turn_id: turn_id.into(), status, reason })?;

@@ -933,7 +933,8 @@ fn scan_tail(buf: &[u8], from_start: bool, busy: bool) -> Option<Tail> {
         let turn_id = match &record.body {
             RecordBody::Session { .. } => return Some(tail),
             // Rules granted or revoked belong to the session, not to a turn.
-            RecordBody::Rule { .. } | RecordBody::RuleRevoke { .. } => continue,
+            // So does a compaction (it summarises ended turns).
+            RecordBody::Rule { .. } | RecordBody::RuleRevoke { .. } | RecordBody::Compaction { .. } => continue,
             RecordBody::User { turn_id, .. }
             | RecordBody::Response { turn_id, .. }
             | RecordBody::Approval { turn_id, .. }

@@ -229,13 +229,38 @@ pub struct Transcript {
     /// The rules granted in this session (`rule` records) and not revoked
     /// since (`rule_revoke`), in the order granted.
     pub rules: Vec<Rule>,
+    /// The latest `compaction` record: what the model's input starts with
+    /// instead of the turns it covers (`compaction.rs`).
+    pub compaction: Option<Compaction>,
+    /// The input tokens of the last model request of the conversation, as
+    /// the service reported them; `None` when it did not, or when a
+    /// compaction came after it (what the next request sends is then much
+    /// less). Automatic compaction compares it with the context window.
+    pub last_input_tokens: Option<u64>,
     by_id: HashMap<String, usize>,
+}
+
+/// What a `compaction` record established.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compaction {
+    /// The index in [`Transcript::turns`] of the last turn it covers.
+    pub through: usize,
+    pub through_turn_id: String,
+    pub summary: String,
 }
 
 impl Transcript {
     /// A transcript holding only the session header.
     pub fn new(header: SessionHeader) -> Transcript {
-        Transcript { header, turns: Vec::new(), usage: None, rules: Vec::new(), by_id: HashMap::new() }
+        Transcript {
+            header,
+            turns: Vec::new(),
+            usage: None,
+            rules: Vec::new(),
+            compaction: None,
+            last_input_tokens: None,
+            by_id: HashMap::new(),
+        }
     }
 
     pub fn turn(&self, turn_id: &str) -> Option<&Turn> {
@@ -284,6 +309,7 @@ impl Transcript {
                 if let Some(usage) = usage {
                     *self.usage.get_or_insert_with(Usage::default) += usage;
                 }
+                self.last_input_tokens = usage.map(|u| u.input_tokens);
                 let Some(turn) = self.turns.last_mut() else { return };
                 if let Some(usage) = usage {
                     *turn.usage.get_or_insert_with(Usage::default) += usage;
@@ -322,6 +348,16 @@ impl Transcript {
             }
             RecordBody::Rule { rule, .. } => self.rules.push(rule),
             RecordBody::RuleRevoke { id } => self.rules.retain(|r| r.id() != id),
+            RecordBody::Compaction { through_turn_id, summary, usage } => {
+                // The summary request's tokens are the session's, not a turn's.
+                if let Some(usage) = usage {
+                    *self.usage.get_or_insert_with(Usage::default) += usage;
+                }
+                self.last_input_tokens = None;
+                if let Some(&through) = self.by_id.get(&through_turn_id) {
+                    self.compaction = Some(Compaction { through, through_turn_id, summary });
+                }
+            }
             RecordBody::ToolResult { call_id, status, output, exit_code, recovered, .. } => {
                 if let Some(call) = self.last_call_mut(&call_id) {
                     call.result = Some(CallResult { status, output, exit_code, recovered });
@@ -427,6 +463,18 @@ impl Transcript {
                 true => Ok(()),
                 false => Err(format!("revokes rule {id}, which this session has not granted (or already revoked)")),
             },
+            RecordBody::Compaction { through_turn_id, .. } => {
+                let Some(&index) = self.by_id.get(through_turn_id) else {
+                    return Err(format!("a compaction through unknown turn {through_turn_id}"));
+                };
+                if self.turns[index].is_open() {
+                    return Err(format!("a compaction through turn {through_turn_id}, which has not ended"));
+                }
+                if self.compaction.as_ref().is_some_and(|c| c.through >= index) {
+                    return Err(format!("a compaction through turn {through_turn_id}, which an earlier one covers"));
+                }
+                Ok(())
+            }
         }
     }
 

@@ -168,6 +168,7 @@ async fn an_approved_call_runs_and_the_next_request_holds_the_pair() {
             AgentEvent::ToolResult { .. } => "result",
             AgentEvent::TurnEnded { .. } => "ended",
             AgentEvent::SessionOpened { .. } => "session_opened",
+            AgentEvent::CompactionStarted { .. } | AgentEvent::CompactionEnded { .. } => "compaction",
         })
         .collect();
     let first_text = order.iter().position(|e| *e == "text").expect("text");

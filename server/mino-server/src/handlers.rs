@@ -160,19 +160,21 @@ pub fn service() -> (LspService<Backend>, tower_lsp_server::ClientSocket, Handle
         .custom_method(wire::method::RULES_LIST, Backend::rules_list)
         .custom_method(wire::method::RULES_REVOKE, Backend::rules_revoke)
         .custom_method(wire::method::SETTINGS_UPDATE, Backend::settings_update)
+        .custom_method(wire::method::COMPACT, Backend::compact)
         .finish();
     (service, socket, handle)
 }
 
 /// Methods whose params are all optional: the transport gives them `{}`
 /// when a request has no `params` member.
-pub const OPTIONAL_PARAMS: [&str; 6] = [
+pub const OPTIONAL_PARAMS: [&str; 7] = [
     wire::method::ACKNOWLEDGE,
     wire::method::HISTORY,
     wire::method::SESSIONS_LIST,
     wire::method::SESSIONS_NEW,
     wire::method::RULES_LIST,
     wire::method::SETTINGS_UPDATE,
+    wire::method::COMPACT,
 ];
 
 // ---------------------------------------------------------------- errors
@@ -229,6 +231,7 @@ fn agent_error(e: AgentError) -> Error {
         }
         AgentError::Closed => internal(AgentError::Closed.to_string()),
         AgentError::Switching => error(code::TURN_IN_PROGRESS, AgentError::Switching.to_string()),
+        AgentError::Compacting => error(code::TURN_IN_PROGRESS, AgentError::Compacting.to_string()),
         AgentError::Policy(e @ (PolicyError::Sandbox(_) | PolicyError::UnknownRule(_))) => {
             invalid_params(e.to_string())
         }
@@ -515,6 +518,25 @@ fn message<N: wire::notification::Notification>(params: N::Params) -> String {
     })
 }
 
+fn compaction_trigger(trigger: mino_core::compaction::Trigger) -> wire::CompactionTrigger {
+    use mino_core::compaction::Trigger;
+    match trigger {
+        Trigger::Manual => wire::CompactionTrigger::Manual,
+        Trigger::Auto => wire::CompactionTrigger::Auto,
+        Trigger::ContextLengthExceeded => wire::CompactionTrigger::ContextLengthExceeded,
+    }
+}
+
+fn compact_result(outcome: mino_core::agent::CompactionOutcome) -> wire::CompactResult {
+    wire::CompactResult {
+        compacted: outcome.compacted,
+        summarized_turns: outcome.summarized_turns as u64,
+        kept_turns: outcome.kept_turns as u64,
+        through_turn_id: outcome.through_turn_id,
+        reason: outcome.reason,
+    }
+}
+
 /// One agent event as its notification.
 fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
     match event {
@@ -587,6 +609,22 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
             let status = turn_status(status);
             let n = wire::TurnEnded { turn_id, seq, session_id, status, reason, text, usage, session_usage };
             message::<wire::notification::TurnEnded>(n)
+        }
+        AgentEvent::CompactionStarted { trigger, turn_id } => {
+            let n = wire::CompactionStarted { seq, session_id, trigger: compaction_trigger(trigger), turn_id };
+            message::<wire::notification::CompactionStarted>(n)
+        }
+        AgentEvent::CompactionEnded { trigger, turn_id, outcome } => {
+            let usage = outcome.usage.map(token_usage);
+            let n = wire::CompactionEnded {
+                seq,
+                session_id,
+                trigger: compaction_trigger(trigger),
+                turn_id,
+                result: compact_result(outcome),
+                usage,
+            };
+            message::<wire::notification::CompactionEnded>(n)
         }
         // A switched-to session announces itself as a started one does.
         AgentEvent::SessionOpened { recovery } => {
@@ -785,6 +823,12 @@ impl Backend {
             sandbox: sandbox_mode(settings.sandbox),
             sandbox_support: support,
         })
+    }
+
+    /// Waits for the summary to be saved (or for the reason it was not).
+    async fn compact(&self, _: wire::CompactParams) -> Result<wire::CompactResult> {
+        let outcome = self.agent()?.compact().await.map_err(agent_error)?;
+        Ok(compact_result(outcome))
     }
 
     async fn acknowledge(&self, params: wire::AcknowledgeParams) -> Result<wire::AcknowledgeResult> {

@@ -117,6 +117,8 @@ methods! {
         RulesRevoke = RULES_REVOKE("mino/rules/revoke", RulesRevokeParams) -> EmptyResult;
         /// `mino/settings/update`: the session's approval mode and sandbox mode.
         SettingsUpdate = SETTINGS_UPDATE("mino/settings/update", SettingsUpdateParams) -> SettingsResult;
+        /// `mino/compact`: summarises the conversation so far; later requests replay the summary.
+        Compact = COMPACT("mino/compact", CompactParams) -> CompactResult;
     }
     notifications {
         /// `mino/recovery`: what opening the session recovered.
@@ -129,6 +131,10 @@ methods! {
         ToolOutput = TOOL_OUTPUT("mino/toolOutput", ToolOutput);
         ToolResult = TOOL_RESULT("mino/toolResult", ToolResult);
         TurnEnded = TURN_ENDED("mino/turnEnded", TurnEnded);
+        /// `mino/compactionStarted`: a compaction began (on demand, automatic, or after `context_length_exceeded`).
+        CompactionStarted = COMPACTION_STARTED("mino/compactionStarted", CompactionStarted);
+        /// `mino/compactionEnded`: that compaction ended, compacted or not.
+        CompactionEnded = COMPACTION_ENDED("mino/compactionEnded", CompactionEnded);
     }
 }
 
@@ -327,6 +333,74 @@ impl ApprovalParams {
 }
 
 // ---------------------------------------------------------------- approval rules and settings
+
+wire_enum! {
+    /// What started a compaction (`mino_core::compaction::Trigger`).
+    pub enum CompactionTrigger {
+        /// `mino/compact`.
+        Manual = "manual",
+        /// The last request's input tokens passed the threshold of the context window.
+        Auto = "auto",
+        /// The model refused a request of a turn as longer than its context window.
+        ContextLengthExceeded = "contextLengthExceeded",
+    }
+}
+
+/// `mino/compact` takes no params (`{}`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactParams {}
+
+/// What `mino/compact` did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactResult {
+    /// A `compaction` record was saved: later requests start with the summary.
+    pub compacted: bool,
+    /// Turns newly summarised.
+    pub summarized_turns: u64,
+    /// Turns the summary covers that are still sent verbatim after it
+    /// (their results are `unknown`, `not_executed` or recovered).
+    pub kept_turns: u64,
+    /// The last turn the summary covers (when compacted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub through_turn_id: Option<String>,
+    /// Why nothing changed (when not compacted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionStarted {
+    pub seq: u64,
+    pub session_id: String,
+    pub trigger: CompactionTrigger,
+    /// The turn it runs in (`auto`, `contextLengthExceeded`); absent for `manual`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub turn_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionEnded {
+    pub seq: u64,
+    pub session_id: String,
+    pub trigger: CompactionTrigger,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub turn_id: Option<String>,
+    /// What it did: the same fields as `mino/compact`'s result.
+    #[serde(flatten)]
+    pub result: CompactResult,
+    /// The summary request's tokens (also counted in the session's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub usage: Option<TokenUsage>,
+}
 
 wire_enum! {
     /// What a command may touch (`mino_core::sandbox::SandboxMode`).

@@ -207,6 +207,25 @@ impl Reply {
         Reply::HttpError { status, code: code.into().map(str::to_owned), message: message.into(), retry_after: None }
     }
 
+    /// The service's answer to a request longer than the model's context window, as both APIs
+    /// give it: HTTP 400 with `{"error":{"code":"context_length_exceeded",…}}` (for the
+    /// in-stream forms use [`Reply::Failed`] — the Responses API's `response.failed` — or
+    /// [`Reply::ErrorEvent`], which Chat Completions renders as its `error` object, with the
+    /// same code).
+    pub fn context_length_exceeded() -> Reply {
+        Reply::http_error(
+            400,
+            "context_length_exceeded",
+            "Your input exceeds the context window of this model. Please adjust your input and try again.",
+        )
+    }
+
+    /// The answer to Mino's summary request (a compaction): plain text, like any answer. The
+    /// request is recognisable by what it lacks: no `tools`.
+    pub fn summary(text: &str) -> Reply {
+        Reply::text(text)
+    }
+
     /// Sets `retry_after` on an [`Reply::HttpError`]; other replies are returned unchanged.
     pub fn with_retry_after(mut self, seconds: u64) -> Reply {
         if let Reply::HttpError { retry_after, .. } = &mut self {

@@ -75,6 +75,75 @@ export type ChatParams = { text: string, };
 export type ChatResult = { turnId: string, };
 
 /**
+ * `mino/compact` takes no params (`{}`).
+ */
+export type CompactParams = Record<symbol, never>;
+
+/**
+ * What `mino/compact` did.
+ */
+export type CompactResult = { 
+/**
+ * A `compaction` record was saved: later requests start with the summary.
+ */
+compacted: boolean, 
+/**
+ * Turns newly summarised.
+ */
+summarizedTurns: number, 
+/**
+ * Turns the summary covers that are still sent verbatim after it
+ * (their results are `unknown`, `not_executed` or recovered).
+ */
+keptTurns: number, 
+/**
+ * The last turn the summary covers (when compacted).
+ */
+throughTurnId?: string, 
+/**
+ * Why nothing changed (when not compacted).
+ */
+reason?: string, };
+
+export type CompactionEnded = { seq: number, sessionId: string, trigger: CompactionTrigger, turnId?: string, 
+/**
+ * The summary request's tokens (also counted in the session's).
+ */
+usage?: TokenUsage, 
+/**
+ * A `compaction` record was saved: later requests start with the summary.
+ */
+compacted: boolean, 
+/**
+ * Turns newly summarised.
+ */
+summarizedTurns: number, 
+/**
+ * Turns the summary covers that are still sent verbatim after it
+ * (their results are `unknown`, `not_executed` or recovered).
+ */
+keptTurns: number, 
+/**
+ * The last turn the summary covers (when compacted).
+ */
+throughTurnId?: string, 
+/**
+ * Why nothing changed (when not compacted).
+ */
+reason?: string, };
+
+export type CompactionStarted = { seq: number, sessionId: string, trigger: CompactionTrigger, 
+/**
+ * The turn it runs in (`auto`, `contextLengthExceeded`); absent for `manual`.
+ */
+turnId?: string, };
+
+/**
+ * What started a compaction (`mino_core::compaction::Trigger`).
+ */
+export type CompactionTrigger = "manual" | "auto" | "contextLengthExceeded";
+
+/**
  * The person's decision on a call, in `mino/approval`.
  */
 export type Decision = "approve" | "deny" | "allowSession" | "allowWorkspace";
@@ -531,6 +600,7 @@ export const Method = {
   rulesList: 'mino/rules/list',
   rulesRevoke: 'mino/rules/revoke',
   settingsUpdate: 'mino/settings/update',
+  compact: 'mino/compact',
 } as const;
 
 /** Server-to-client notifications. */
@@ -544,6 +614,8 @@ export const Notification = {
   toolOutput: 'mino/toolOutput',
   toolResult: 'mino/toolResult',
   turnEnded: 'mino/turnEnded',
+  compactionStarted: 'mino/compactionStarted',
+  compactionEnded: 'mino/compactionEnded',
 } as const;
 
 /** Every notification a turn emits, in the order a turn emits them. */
@@ -564,6 +636,7 @@ export interface RequestMap {
   'mino/rules/list': { params: RulesListParams; result: RulesListResult };
   'mino/rules/revoke': { params: RulesRevokeParams; result: EmptyResult };
   'mino/settings/update': { params: SettingsUpdateParams; result: SettingsResult };
+  'mino/compact': { params: CompactParams; result: CompactResult };
 }
 
 /** Each notification method's params. */
@@ -577,6 +650,8 @@ export interface NotificationMap {
   'mino/toolOutput': ToolOutput;
   'mino/toolResult': ToolResult;
   'mino/turnEnded': TurnEnded;
+  'mino/compactionStarted': CompactionStarted;
+  'mino/compactionEnded': CompactionEnded;
 }
 
 // ---------------------------------------------------------------- vocabulary

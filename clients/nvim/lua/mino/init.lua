@@ -1343,6 +1343,27 @@ function M.rules()
   end)
 end
 
+--- :MinoCompact: has the model summarise the conversation so far (later
+--- questions send the summary; every turn stays in the history) and says
+--- in one message what happened.
+function M.compact()
+  if not M.start() then
+    return
+  end
+  M.request(method.compact, vim.empty_dict(), function(err, r)
+    if err then
+      notify("cannot compact: " .. format_error(err), vim.log.levels.ERROR)
+    elseif r.compacted then
+      local kept = (r.keptTurns or 0) > 0
+          and ("; %d with unknown, not executed or recovered results still sent as they were"):format(r.keptTurns)
+        or ""
+      notify(("compacted: %d turn(s) summarised by the model%s"):format(r.summarizedTurns or 0, kept))
+    else
+      notify("not compacted: " .. tostring(r.reason), vim.log.levels.WARN)
+    end
+  end)
+end
+
 -- ------------------------------------------------------------ user actions
 
 --- Sends a question. `opts.echo` = false when the prompt line already shows it.

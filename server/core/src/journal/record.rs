@@ -31,7 +31,7 @@ pub const EDIT_FORMAT_VERSION: u32 = 3;
 
 /// Every record kind this version knows. A kind outside this list means the
 /// file was written by a newer Mino.
-pub const KNOWN_KINDS: [&str; 10] = [
+pub const KNOWN_KINDS: [&str; 11] = [
     "session",
     "user",
     "response",
@@ -42,6 +42,7 @@ pub const KNOWN_KINDS: [&str; 10] = [
     "recovery_ack",
     "rule",
     "rule_revoke",
+    "compaction",
 ];
 
 const CRC_PREFIX: &[u8] = b",\"crc\":\"";
@@ -192,6 +193,17 @@ pub enum RecordBody {
     Rule { turn_id: String, call_id: String, rule: crate::rules::Rule },
     /// The person revoked a session rule: synced before the revoke answers.
     RuleRevoke { id: String },
+    /// The model's summary of the conversation through `through_turn_id`
+    /// (an ended turn): synced before any request replays it, which from
+    /// then on starts with the summary instead of those turns
+    /// (`compaction.rs`). Always `v` 3.
+    Compaction {
+        through_turn_id: String,
+        summary: String,
+        /// The tokens of the summary request, when the service reported them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
 }
 
 impl RecordBody {
@@ -207,6 +219,7 @@ impl RecordBody {
             Self::RecoveryAck { .. } => "recovery_ack",
             Self::Rule { .. } => "rule",
             Self::RuleRevoke { .. } => "rule_revoke",
+            Self::Compaction { .. } => "compaction",
         }
     }
 
@@ -214,7 +227,9 @@ impl RecordBody {
     /// `v: 2` reader would silently misread or not know.
     pub fn version(&self) -> u32 {
         match self {
-            Self::Rule { .. } | Self::RuleRevoke { .. } => 3,
+            // A Mino without compaction would replay every turn and not
+            // know the summary replaced them: it must refuse the file.
+            Self::Rule { .. } | Self::RuleRevoke { .. } | Self::Compaction { .. } => 3,
             // The edit records (docs/journal.md, "Versions").
             Self::ToolStart { edit: Some(_), .. } => EDIT_FORMAT_VERSION,
             Self::ToolResult { status, .. } if status.is_edit_recovery() => EDIT_FORMAT_VERSION,
@@ -274,6 +289,8 @@ struct Line {
     sandbox: Option<crate::sandbox::SandboxMode>,
     rule: Option<crate::rules::Rule>,
     id: Option<String>,
+    through_turn_id: Option<String>,
+    summary: Option<String>,
 }
 
 impl Line {
@@ -378,6 +395,11 @@ impl Line {
                 rule: self.rule.clone().ok_or_else(|| missing("rule"))?,
             },
             "rule_revoke" => RecordBody::RuleRevoke { id: self.id.clone().ok_or_else(|| missing("id"))? },
+            "compaction" => RecordBody::Compaction {
+                through_turn_id: self.through_turn_id.clone().ok_or_else(|| missing("through_turn_id"))?,
+                summary: self.summary.clone().ok_or_else(|| missing("summary"))?,
+                usage: self.usage,
+            },
             _ => return Err(LineError::Newer { v: self.v, kind }),
         };
         Ok(Record { v: self.v, seq: self.seq, body })

@@ -263,11 +263,44 @@ impl ModelClient {
         }
     }
 
+    /// [`ModelClient::request_body`] without tools (`tools`, `tool_choice`,
+    /// `parallel_tool_calls` left out), for a request whose answer must be
+    /// text: the summary of a compaction.
+    pub fn request_body_without_tools(&self, request: &ModelRequest<'_>) -> Value {
+        let mut body = self.request_body(request);
+        if let Some(fields) = body.as_object_mut() {
+            for key in ["tools", "tool_choice", "parallel_tool_calls"] {
+                fields.remove(key);
+            }
+        }
+        body
+    }
+
     /// One model response, with retries inside. `on_event` is called for every text delta as
     /// it arrives, and once before each retry.
     pub async fn respond(
         &self,
         request: &ModelRequest<'_>,
+        on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        self.respond_to(self.request_body(request), on_event, cancel).await
+    }
+
+    /// [`ModelClient::respond`] offering the model no tools
+    /// ([`ModelClient::request_body_without_tools`]), through either provider.
+    pub async fn respond_without_tools(
+        &self,
+        request: &ModelRequest<'_>,
+        on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        self.respond_to(self.request_body_without_tools(request), on_event, cancel).await
+    }
+
+    async fn respond_to(
+        &self,
+        body: Value,
         on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
@@ -277,7 +310,7 @@ impl ModelClient {
         if self.authorization.is_none() && self.config.uses_default_base_url() {
             return Err(ModelError::MissingApiKey);
         }
-        let body = match serde_json::to_vec(&self.request_body(request)) {
+        let body = match serde_json::to_vec(&body) {
             Ok(body) => body,
             Err(err) => return Err(ModelError::fatal(format!("Could not encode the request: {err}"))),
         };
