@@ -522,6 +522,7 @@ mod tests {
             held_elsewhere: true,
             acknowledgement_required: true,
             current: false,
+            usage: None,
         };
         let shown = sessions(std::slice::from_ref(&entry), "current");
         assert_eq!(

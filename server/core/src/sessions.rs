@@ -94,6 +94,11 @@ pub struct SessionEntry {
     pub acknowledgement_required: bool,
     /// It is this store's current session.
     pub current: bool,
+    /// The tokens of all its responses, summed: the last `turn_end`'s
+    /// `session_usage` plus any response after it. `None` when none were
+    /// reported, or when that `turn_end` was written by a Mino before
+    /// `session_usage` existed.
+    pub usage: Option<crate::usage::Usage>,
     /// Set when the file's tail is torn or a record read is unreadable: the
     /// facts above then come from what could be read (opening the session
     /// says exactly what is wrong, and cuts a torn last line).
@@ -276,6 +281,7 @@ impl SessionStore {
             acknowledgement_required: tail.unknown_waiting
                 || (tail.started_without_result && !held_elsewhere && !current),
             current,
+            usage: tail.usage,
             damage: head.damage.or(tail.damage),
         })
     }
@@ -771,6 +777,7 @@ struct Tail {
     unknown_waiting: bool,
     started_without_result: bool,
     damage: Option<String>,
+    usage: Option<crate::usage::Usage>,
 }
 
 fn read_at(file: &File, offset: u64, len: u64) -> io::Result<Vec<u8>> {
@@ -847,10 +854,14 @@ fn read_tail(file: &File, len: u64, busy: bool) -> io::Result<Tail> {
     loop {
         let start = len - want;
         let buf = read_at(file, start, want)?;
-        match scan_tail(&buf, start == 0, busy) {
-            Some(tail) => return Ok(tail),
-            None if want < len => want = (want * 4).min(len),
-            None => {
+        match (scan_tail(&buf, start == 0, busy), scan_usage(&buf, start == 0)) {
+            (Some(mut tail), Some(usage)) => {
+                tail.usage = usage;
+                return Ok(tail);
+            }
+            _ if want < len => want = (want * 4).min(len),
+            (Some(tail), None) => return Ok(tail),
+            (None, _) => {
                 return Ok(Tail {
                     damage: Some("the file holds no readable session header".into()),
                     ..Default::default()
@@ -981,6 +992,41 @@ fn scan_tail(buf: &[u8], from_start: bool, busy: bool) -> Option<Tail> {
         return Some(tail);
     }
     None
+}
+
+/// The session's tokens from its last records, walking back: the responses'
+/// `usage` summed until a `turn_end` with `session_usage` (which holds the
+/// sum of everything before it) or the session header. Usually the last
+/// record is that `turn_end`; a running or crashed last turn is read back
+/// to the `turn_end` before it. `Some(None)` when the sum cannot be told
+/// (none reported, a `turn_end` from a Mino before `session_usage`, an
+/// unreadable record); `None` when `buf` does not reach far enough back.
+fn scan_usage(buf: &[u8], from_start: bool) -> Option<Option<crate::usage::Usage>> {
+    // A torn last line is cut by opening; the records before it count.
+    let cut = buf.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let mut body = &buf[..cut];
+    if !from_start {
+        let first = body.iter().position(|b| *b == b'\n')?;
+        body = &body[first + 1..];
+    }
+    let mut sum: Option<crate::usage::Usage> = None;
+    let mut add = |usage: crate::usage::Usage| *sum.get_or_insert_with(Default::default) += usage;
+    let lines = body.strip_suffix(b"\n").map(|b| b.rsplit(|c| *c == b'\n'));
+    for line in lines.into_iter().flatten() {
+        let Ok(record) = decode_line(line) else { return Some(None) };
+        match record.body {
+            RecordBody::Response { usage: Some(usage), .. } => add(usage),
+            RecordBody::TurnEnd { session_usage: Some(before), .. } => {
+                add(before);
+                return Some(sum);
+            }
+            RecordBody::TurnEnd { session_usage: None, .. } => return Some(None),
+            RecordBody::Session { .. } => return Some(sum),
+            _ => {}
+        }
+    }
+    // The whole file and no header: nothing to sum.
+    from_start.then_some(None)
 }
 
 /// One record of a crashed last turn, walking back: `None` once its `user`

@@ -71,6 +71,7 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
                 decision: ApprovalDecision::Approved,
                 approved_by: None,
                 rules: Vec::new(),
+                facts: Default::default(),
             },
             RecordBody::ToolStart {
                 turn_id: turn_id.clone(),
@@ -95,7 +96,13 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
                     json!({"id": format!("msg_{turn}b"), "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": prose(120, turn + 2), "annotations": []}]}),
                 )?],
             },
-            RecordBody::TurnEnd { turn_id, status: TurnStatus::Completed, reason: None },
+            RecordBody::TurnEnd {
+                turn_id,
+                status: TurnStatus::Completed,
+                reason: None,
+                partial_text: None,
+                session_usage: None,
+            },
         ];
         // Whole turns only: a session that ends mid-turn makes opening
         // append and sync recovery records, a cost measured on its own.
