@@ -746,8 +746,6 @@ impl Agent {
                 Err(ModelError::Cancelled) => return Ok((TurnStatus::Cancelled, Some(self.cancel_reason()))),
                 Err(e) => return Ok((TurnStatus::Failed, Some(e.to_string()))),
             };
-            // Finished: its text is in the response record.
-            partial_text.clear();
             fail::fail_point!("agent::after_model_response");
             // The calls are what the transcript made of the recorded response:
             // one reading of the items, shared with recovery and replay.
@@ -769,6 +767,8 @@ impl Agent {
                         .unwrap_or_default())
                 })
                 .await?;
+            // Recorded: its text is in the response record now.
+            partial_text.clear();
             if calls.is_empty() {
                 return Ok(match response.incomplete {
                     Some(why) => (TurnStatus::Failed, Some(format!("the model's answer was cut short ({why})"))),

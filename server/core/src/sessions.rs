@@ -854,7 +854,12 @@ fn read_tail(file: &File, len: u64, busy: bool) -> io::Result<Tail> {
     loop {
         let start = len - want;
         let buf = read_at(file, start, want)?;
-        match (scan_tail(&buf, start == 0, busy), scan_usage(&buf, start == 0)) {
+        // The usual last record (a `turn_end`) settles both from one read of
+        // it; otherwise the tokens are summed over the buffer on their own.
+        let mut usage = UsageScan::default();
+        let tail = scan_tail(&buf, start == 0, busy, &mut usage);
+        let usage = tail.as_ref().and_then(|_| usage.settled.or_else(|| scan_usage(&buf, start == 0)));
+        match (tail, usage) {
             (Some(mut tail), Some(usage)) => {
                 tail.usage = usage;
                 return Ok(tail);
@@ -885,7 +890,7 @@ fn read_tail(file: &File, len: u64, busy: bool) -> io::Result<Tail> {
 ///
 /// `None` when `buf` (the file's last bytes; the whole file when
 /// `from_start`) does not reach far enough back to tell.
-fn scan_tail(buf: &[u8], from_start: bool, busy: bool) -> Option<Tail> {
+fn scan_tail(buf: &[u8], from_start: bool, busy: bool, usage: &mut UsageScan) -> Option<Tail> {
     let mut tail = Tail::default();
     let mut body = buf;
     // A last line without a newline is torn: opening the session cuts it,
@@ -941,6 +946,7 @@ fn scan_tail(buf: &[u8], from_start: bool, busy: bool) -> Option<Tail> {
             }
         }
         next_seq = Some(record.seq);
+        usage.record(&record.body);
         let turn_id = match &record.body {
             RecordBody::Session { .. } => return Some(tail),
             // Rules granted or revoked belong to the session, not to a turn.
@@ -1009,24 +1015,46 @@ fn scan_usage(buf: &[u8], from_start: bool) -> Option<Option<crate::usage::Usage
         let first = body.iter().position(|b| *b == b'\n')?;
         body = &body[first + 1..];
     }
-    let mut sum: Option<crate::usage::Usage> = None;
-    let mut add = |usage: crate::usage::Usage| *sum.get_or_insert_with(Default::default) += usage;
+    let mut usage = UsageScan::default();
     let lines = body.strip_suffix(b"\n").map(|b| b.rsplit(|c| *c == b'\n'));
     for line in lines.into_iter().flatten() {
         let Ok(record) = decode_line(line) else { return Some(None) };
-        match record.body {
-            RecordBody::Response { usage: Some(usage), .. } => add(usage),
-            RecordBody::TurnEnd { session_usage: Some(before), .. } => {
-                add(before);
-                return Some(sum);
-            }
-            RecordBody::TurnEnd { session_usage: None, .. } => return Some(None),
-            RecordBody::Session { .. } => return Some(sum),
-            _ => {}
+        usage.record(&record.body);
+        if usage.settled.is_some() {
+            return usage.settled;
         }
     }
     // The whole file and no header: nothing to sum.
     from_start.then_some(None)
+}
+
+/// The session's tokens, summed over records read walking back (see
+/// [`scan_usage`]).
+#[derive(Default)]
+struct UsageScan {
+    sum: Option<crate::usage::Usage>,
+    /// Set once the sum is known (`Some(None)`: it cannot be told).
+    settled: Option<Option<crate::usage::Usage>>,
+}
+
+impl UsageScan {
+    /// The record before those already seen.
+    fn record(&mut self, body: &RecordBody) {
+        if self.settled.is_some() {
+            return;
+        }
+        match body {
+            RecordBody::Response { usage: Some(usage), .. } => *self.sum.get_or_insert_with(Default::default) += *usage,
+            RecordBody::TurnEnd { session_usage: Some(before), .. } => {
+                let mut sum = self.sum.take();
+                *sum.get_or_insert_with(Default::default) += *before;
+                self.settled = Some(sum);
+            }
+            RecordBody::TurnEnd { session_usage: None, .. } => self.settled = Some(None),
+            RecordBody::Session { .. } => self.settled = Some(self.sum.take()),
+            _ => {}
+        }
+    }
 }
 
 /// One record of a crashed last turn, walking back: `None` once its `user`
