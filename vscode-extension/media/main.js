@@ -50,6 +50,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   const composerError = $('composer-error');
   const sessionHeader = $('session-header');
   const sessionTitle = $('session-title');
+  const sessionUsage = $('session-usage');
   $('ack-question').textContent = ACK_QUESTION;
   const NEW_CHAT_TITLE = 'New chat';
 
@@ -480,6 +481,45 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     card.badge.className = 'badge ' + status;
   }
 
+  /**
+   * What the approval showed about a call: directory, environment, limits,
+   * sandbox, approval mode. Live (mino/approvalRequest) all are there; from
+   * history (mino/history's call), those the session recorded.
+   */
+  function callFacts(p) {
+    const dl = h('dl', 'tool-meta');
+    if (typeof p.directory === 'string') metaRow(dl, 'Directory', p.directory);
+    if (p.environment && typeof p.environment === 'object') {
+      const env = p.environment;
+      const names = Object.keys(env).sort();
+      // Collapsed; each variable is a row whose value wraps below its name when
+      // the panel is narrow (see .env-table in main.css).
+      const details = h('details', 'env');
+      details.appendChild(h('summary', null, names.length + ' variable' + (names.length === 1 ? '' : 's')));
+      const table = h('table', 'env-table');
+      for (const name of names) {
+        const tr = h('tr');
+        const th = h('th', null, name);
+        th.setAttribute('scope', 'row');
+        tr.appendChild(th);
+        tr.appendChild(h('td', null, env[name]));
+        table.appendChild(tr);
+      }
+      details.appendChild(table);
+      metaRow(dl, 'Environment', details, 'env-row');
+    }
+    if (p.limits && typeof p.limits === 'object') {
+      metaRow(
+        dl,
+        'Limits',
+        'timeout ' + p.limits.timeoutSeconds + ' s, output ' + formatBytes(p.limits.outputLimitBytes),
+      );
+    }
+    if (p.sandbox) metaRow(dl, 'Sandbox', SANDBOX_LABELS[p.sandbox] || p.sandbox, 'sandbox-row');
+    if (p.approvalMode) metaRow(dl, 'Approval mode', APPROVAL_MODE_LABELS[p.approvalMode] || p.approvalMode, 'approval-mode-row');
+    return dl;
+  }
+
   function showApproval(p) {
     const turn = getTurn(p.turnId);
     const card = openCard(p.turnId, p.callId) || createCard(turn, p.turnId, p.callId, p.command);
@@ -488,7 +528,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     // An edit shows its file and hunks instead of a command's directory, environment and limits.
     const edit = editOf(p);
     if (edit) showEditProposal(card, p, edit);
-    else card.el.insertBefore(commandMeta(p), card.actions);
+    else card.el.insertBefore(callFacts(p), card.actions);
 
     card.actions.textContent = '';
     card.actionError.hidden = true;
@@ -532,38 +572,6 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     announce(asks + '. Approve or Deny in its card.');
     setCardStatus(card, 'waiting');
     scrollToEnd();
-  }
-
-  /** A command's directory, environment, limits, sandbox and approval mode. */
-  function commandMeta(p) {
-    const dl = h('dl', 'tool-meta');
-    metaRow(dl, 'Directory', p.directory);
-    const env = p.environment || {};
-    const names = Object.keys(env).sort();
-    // Collapsed; each variable is a row whose value wraps below its name when
-    // the panel is narrow (see .env-table in main.css).
-    const details = h('details', 'env');
-    details.appendChild(h('summary', null, names.length + ' variable' + (names.length === 1 ? '' : 's')));
-    const table = h('table', 'env-table');
-    for (const name of names) {
-      const tr = h('tr');
-      const th = h('th', null, name);
-      th.setAttribute('scope', 'row');
-      tr.appendChild(th);
-      tr.appendChild(h('td', null, env[name]));
-      table.appendChild(tr);
-    }
-    details.appendChild(table);
-    metaRow(dl, 'Environment', details, 'env-row');
-    const limits = p.limits || {};
-    metaRow(
-      dl,
-      'Limits',
-      'timeout ' + limits.timeoutSeconds + ' s, output ' + formatBytes(limits.outputLimitBytes),
-    );
-    if (p.sandbox) metaRow(dl, 'Sandbox', SANDBOX_LABELS[p.sandbox] || p.sandbox, 'sandbox-row');
-    if (p.approvalMode) metaRow(dl, 'Approval mode', APPROVAL_MODE_LABELS[p.approvalMode] || p.approvalMode, 'approval-mode-row');
-    return dl;
   }
 
   /** `extra`: the `reason` of a deny, the `rule` of allowSession/allowWorkspace. */
@@ -1004,34 +1012,96 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     dirtySegments.clear();
     state.runningTurnId = null;
     followEnd = true;
+    showSessionUsage(null);
     if (!history) return updateComposer();
     history.turns.forEach((t, index) => {
       const turn = createTurn(t.turnId, t.input);
-      if (t.text) {
-        appendText(turn, t.text);
-        // Older turns are rendered when they come near the screen; until then
-        // their text is there as written.
-        if (index < history.turns.length - EAGER_HISTORY_TURNS && turn.segment) renderLater(turn.segment);
+      // Older turns are rendered when they come near the screen; until then
+      // their text is there as written.
+      const lazy = index < history.turns.length - EAGER_HISTORY_TURNS;
+      for (const item of historyItems(t)) {
+        if (item.type === 'text' && typeof item.text === 'string' && item.text) {
+          appendText(turn, item.text);
+          if (lazy && turn.segment) renderLater(turn.segment);
+          // History text is settled: a later mino/retrying voids only live text.
+          startResponse(turn);
+        } else if (item.type === 'call' && item.call) {
+          historyCard(turn, t.turnId, item.call);
+        } else if (item.type === 'notice' && typeof item.text === 'string') {
+          turn.body.appendChild(h('div', 'turn-notice', item.text));
+          turn.segment = null;
+        }
       }
-      // History text is settled: a later mino/retrying voids only live text.
       startResponse(turn);
-      for (const c of t.calls) {
-        const card = createCard(turn, t.turnId, c.callId, c.command);
-        if (c.result) toolResult(Object.assign({ callId: c.callId, command: c.command, tool: c.tool, evidence: c.evidence }, c.result), t.turnId);
-        else setCardStatus(card, 'running');
-        showApprovedBy(card, c.approvedBy, c.sandbox);
-        // History carries one output per call; live output flag stays off.
-        card.liveOutput = false;
-      }
-      for (const n of t.notices || []) turn.body.appendChild(h('div', 'turn-notice', n));
       setTurnStatus(turn, t.status, t.reason);
+      showTurnUsage(turn, t.usage);
       if (!t.status) state.runningTurnId = t.turnId;
     });
+    showSessionUsage(history.usage);
     renderNow();
     setProgress(state.runningTurnId ? 'thinking' : 'idle');
     updateComposer();
     // Whatever the emptied transcript's scroll events said, a new history opens at its end.
     scrollToEnd(true);
+  }
+
+  /**
+   * A history turn's content in the order it happened (`items`); from a
+   * server without them, its text, then its calls, then its notices.
+   */
+  function historyItems(t) {
+    if (Array.isArray(t.items)) return t.items;
+    return [
+      { type: 'text', text: t.text },
+      ...(t.calls || []).map((call) => ({ type: 'call', call })),
+      ...(t.notices || []).map((text) => ({ type: 'notice', text })),
+    ];
+  }
+
+  /** A call from history, as its card looked live: facts, result, who approved it. */
+  function historyCard(turn, turnId, c) {
+    const card = createCard(turn, turnId, c.callId, c.command);
+    card.el.insertBefore(callFacts(c), card.actions);
+    if (c.result) toolResult(Object.assign({ callId: c.callId, command: c.command, tool: c.tool, evidence: c.evidence }, c.result), turnId);
+    else setCardStatus(card, 'running');
+    showApprovedBy(card, c.approvedBy, c.sandbox);
+    // History carries one output per call; live output flag stays off.
+    card.liveOutput = false;
+    return card;
+  }
+
+  const numberFormat = new Intl.NumberFormat('en-US');
+
+  /** `1,234 tokens (1,000 in, 234 out)`; empty without usage. */
+  function formatUsage(u) {
+    if (!u || typeof u.totalTokens !== 'number') return '';
+    const n = (x) => numberFormat.format(x);
+    let detail = n(u.inputTokens) + ' in';
+    if (typeof u.cachedInputTokens === 'number' && u.cachedInputTokens > 0) detail += ' (' + n(u.cachedInputTokens) + ' cached)';
+    detail += ', ' + n(u.outputTokens) + ' out';
+    return n(u.totalTokens) + ' tokens (' + detail + ')';
+  }
+
+  /** The turn's tokens, after it (mino/turnEnded, mino/history). */
+  function showTurnUsage(turn, usage) {
+    const text = formatUsage(usage);
+    let el = turn.el.querySelector('.turn-usage');
+    if (!text) {
+      if (el) el.remove();
+      return;
+    }
+    if (!el) {
+      el = h('div', 'turn-usage');
+      turn.el.appendChild(el);
+    }
+    el.textContent = text;
+  }
+
+  /** The session's tokens so far, in the panel header. */
+  function showSessionUsage(usage) {
+    const text = formatUsage(usage);
+    sessionUsage.textContent = text ? 'Session: ' + text : '';
+    sessionUsage.hidden = !text;
   }
 
   function onRecovery(r) {
@@ -1144,6 +1214,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         }
         renderNow();
         setTurnStatus(turn, p.status, p.reason);
+        showTurnUsage(turn, p.usage);
+        if (p.sessionUsage) showSessionUsage(p.sessionUsage);
         for (const card of allCards()) {
           if (card.el.closest('.turn') === turn.el && card.el.dataset.status === 'waiting') {
             card.actions.hidden = true;

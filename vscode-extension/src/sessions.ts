@@ -35,6 +35,11 @@ interface SessionPickItem extends vscode.QuickPickItem {
 
 const DELETE_BUTTON_TOOLTIP = 'Delete session';
 
+/** The session's tokens, `12,345 tokens`; empty when the server reported none. */
+export function tokens(entry: SessionEntry): string {
+  return entry.usage ? `${entry.usage.totalTokens.toLocaleString('en-US')} tokens` : '';
+}
+
 export function sessionItem(entry: SessionEntry, scope: ListScope, now = Date.now()): SessionPickItem {
   const turns = `${entry.turns} turn${entry.turns === 1 ? '' : 's'}`;
   const marks = [
@@ -45,7 +50,7 @@ export function sessionItem(entry: SessionEntry, scope: ListScope, now = Date.no
   const detail = [...marks, scope === 'all' ? entry.cwd : ''].filter(Boolean).join('  ·  ');
   return {
     label: entry.title ?? NEW_CHAT_TITLE,
-    description: `${relativeTime(entry.lastActiveAt, now)} · ${turns}`,
+    description: [relativeTime(entry.lastActiveAt, now), turns, tokens(entry)].filter(Boolean).join(' · '),
     ...(detail ? { detail } : {}),
     // The server refuses to trash the current session or one another Mino holds.
     buttons: entry.current || entry.heldElsewhere ? [] : [{ iconPath: new vscode.ThemeIcon('trash'), tooltip: DELETE_BUTTON_TOOLTIP }],

@@ -523,7 +523,10 @@ describe('sessions: title bar, quick pick, switch, rename, delete', () => {
   }
   const workspaceSessions = [
     entry('s1', null, { current: true, turns: 0, lastActiveAt: new Date(now).toISOString() }),
-    entry('s2', 'Add milk to the list', { acknowledgementRequired: true, turns: 1 }),
+    entry('s2', 'Add milk to the list', {
+      acknowledgementRequired: true, turns: 1,
+      usage: { inputTokens: 1200, outputTokens: 34, totalTokens: 1234 },
+    }),
     entry('s3', 'Release notes', { heldElsewhere: true }),
     entry('s4', 'Old refactor'),
   ];
@@ -575,7 +578,8 @@ describe('sessions: title bar, quick pick, switch, rename, delete', () => {
     expect(c.requests.filter((r) => r.method === 'mino/sessions/list')).toEqual([{ method: 'mino/sessions/list', params: { scope: 'workspace' } }]);
     const items = pick.items as any[];
     expect(items.map((i) => i.label)).toEqual(['New chat', 'Add milk to the list', 'Release notes', 'Old refactor', ALL_FOLDERS_LABEL]);
-    expect(items[1].description).toBe('2 h ago · 1 turn');
+    // The session's tokens, summed by the server; none reported: none shown.
+    expect(items[1].description).toBe('2 h ago · 1 turn · 1,234 tokens');
     expect(items[3].description).toBe('2 h ago · 3 turns');
     expect(items[1].detail).toContain(WAITING_MARK);
     expect(items[2].detail).toContain(HELD_MARK);

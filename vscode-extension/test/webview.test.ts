@@ -822,6 +822,66 @@ describe.skipIf(skip)('approval rules in the card', () => {
     expect(await live.locator('.tool-approved-by').textContent()).toBe('approved by rule `npm test`');
     expect(await live.locator('.badge').textContent()).toBe('running');
   });
+
+  it('restores a turn from its items in the order it happened (text, card, text, notice), cards with the directory, environment and limits shown live, a cancelled turn\'s partial text, and usage', async () => {
+    await ready();
+    const notice = 'Mino runtime notice: the previous turn ended with status cancelled. Tool results above are retained; no command was automatically retried.';
+    const call = {
+      callId: 'k1', command: 'ls', result: { status: 'success', output: 'a.txt\n', exitCode: 0 },
+      approvedBy: { kind: 'user' }, sandbox: 'off', directory: '/home/me/project',
+      environment: { HOME: '/home/me', PATH: '/usr/bin:/bin' }, limits: { timeoutSeconds: 120, outputLimitBytes: 65536 },
+    };
+    await host({ type: 'history', history: {
+      sessionId: 's1', usage: { inputTokens: 3000, outputTokens: 456, totalTokens: 3456 },
+      turns: [{
+        turnId: 'o1', input: 'Look around', text: 'Let me look.', status: 'cancelled', reason: 'Cancelled by the user.',
+        notices: [notice], calls: [call], usage: { inputTokens: 1000, outputTokens: 234, totalTokens: 1234, cachedInputTokens: 800 },
+        items: [
+          { type: 'text', text: 'Let me look.' },
+          { type: 'call', call },
+          { type: 'text', text: 'Half of the answ' },
+          { type: 'notice', text: notice },
+        ],
+      }],
+    } });
+    const order = await page.locator('[data-turn-id="o1"] .body > *').evaluateAll((els) => els.map((e) => {
+      const el = e as HTMLElement;
+      if (el.classList.contains('tool-card')) return 'card ' + el.dataset.callId;
+      if (el.classList.contains('turn-notice')) return 'notice';
+      return 'text ' + (el.textContent || '').trim();
+    }));
+    expect(order).toEqual(['text Let me look.', 'card k1', 'text Half of the answ', 'notice']);
+    const restored = page.locator('.tool-card[data-call-id="k1"]');
+    expect(await restored.locator('.tool-meta dt').allTextContents()).toEqual(['Directory', 'Environment', 'Limits', 'Sandbox']);
+    expect(await restored.locator('.tool-meta').textContent()).toContain('timeout 120 s, output 64 KiB');
+    expect(await page.locator('[data-turn-id="o1"] .turn-usage').textContent()).toBe('1,234 tokens (1,000 in (800 cached), 234 out)');
+    expect(await page.locator('#session-usage').textContent()).toBe('Session: 3,456 tokens (3,000 in, 456 out)');
+
+    // The same facts live: the restored card shows what the approval card showed.
+    await notify('mino/turnStarted', { turnId: 'o2', seq: 0, input: 'Again' });
+    await notify('mino/approvalRequest', { ...approvalRequest('o2', 'k2', 'ls', 1), sandbox: 'off' });
+    const live = page.locator('.tool-card[data-call-id="k2"]');
+    expect(await live.locator('.tool-meta').textContent()).toBe(await restored.locator('.tool-meta').textContent());
+    await notify('mino/turnEnded', {
+      turnId: 'o2', seq: 2, status: 'completed', usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 },
+      sessionUsage: { inputTokens: 3010, outputTokens: 461, totalTokens: 3471 },
+    });
+    expect(await page.locator('[data-turn-id="o2"] .turn-usage').textContent()).toBe('15 tokens (10 in, 5 out)');
+    expect(await page.locator('#session-usage').textContent()).toBe('Session: 3,471 tokens (3,010 in, 461 out)');
+  });
+
+  it('restores history from a server without items as before: text, then cards, then notices', async () => {
+    await ready();
+    await host({ type: 'history', history: { sessionId: 's1', turns: [{
+      turnId: 'q1', input: 'List', text: 'Listed.', status: 'interrupted', notices: ['Interrupted.'],
+      calls: [{ callId: 'c1', command: 'ls', result: { status: 'success', output: '', exitCode: 0 } }],
+    }] } });
+    const classes = await page.locator('[data-turn-id="q1"] .body > *').evaluateAll((els) =>
+      els.map((e) => (e.classList.contains('tool-card') ? 'card' : e.classList.contains('turn-notice') ? 'notice' : 'text')));
+    expect(classes).toEqual(['text', 'card', 'notice']);
+    expect(await page.locator('.tool-card[data-call-id="c1"] .tool-meta dt').count()).toBe(0);
+    expect(await page.locator('#session-usage').isVisible()).toBe(false);
+  });
 });
 
 describe.skipIf(skip)('answers as markdown', () => {

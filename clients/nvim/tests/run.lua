@@ -519,9 +519,12 @@ test("a question is streamed into the markdown chat buffer", function()
   local reqs = mock.requests()
   assert_eq(#reqs, 1, "model requests")
   assert_contains(vim.json.encode(reqs[1].body), "What is up?", "the model request")
-  -- The chat ends with the answer (no prompt line).
+  -- The chat ends with the answer and the turn's tokens (no prompt line).
   local lines = chat.lines()
-  assert_eq(lines[#lines], "Hello from the mock.", "last line")
+  assert_eq(lines[#lines - 2], "Hello from the mock.", "the answer")
+  if not lines[#lines]:match("^_Turn used [%d,]+ tokens %(") then
+    fail("last line: expected the turn's tokens, got " .. lines[#lines])
+  end
 end)
 
 test(":MinoCompact compacts and the next question sends the summary instead of the earlier turn", function()
@@ -580,7 +583,7 @@ test("a retried model request replaces the void text instead of repeating it", f
   end
   assert_eq(#mock.requests(), 2, "model requests")
   local lines = chat.lines()
-  assert_eq(lines[#lines], "Hello", "last line")
+  assert_eq(lines[#lines - 2], "Hello", "the answer, before the turn's tokens")
 end)
 
 test("a retry after a tool call voids only the current response's text", function()
@@ -1677,6 +1680,95 @@ test("call blocks say what approved a call: a rule, the sandbox; history and rec
     "recovery")
 end)
 
+test("usage: the turn's tokens after each turn, the session's in the header, live and from history", function()
+  fresh()
+  chat.open(mino.config)
+  chat.server_started({ sessionId = "s", model = "m", cwd = "/w", title = "Tokens" })
+  mino.state.history_loaded = true
+  local on = mino._on
+  on["mino/turnStarted"]({ turnId = "t1", seq = 1, input = "q" })
+  on["mino/textDelta"]({ turnId = "t1", seq = 2, delta = "Answer." })
+  on["mino/turnEnded"]({ turnId = "t1", seq = 3, status = "completed", text = "Answer.",
+    usage = { inputTokens = 1000, outputTokens = 234, totalTokens = 1234, cachedInputTokens = 800 },
+    sessionUsage = { inputTokens = 3000, outputTokens = 456, totalTokens = 3456 } })
+  local lines = chat.lines()
+  assert_lines_in_order(lines, { "Answer.", "_Turn used 1,234 tokens (1,000 in (800 cached), 234 out)._" }, "live turn")
+  assert_eq(lines[4], "_Session tokens: 3,456 tokens (3,000 in, 456 out)_", "header")
+  on["mino/turnStarted"]({ turnId = "t2", seq = 4, input = "again" })
+  on["mino/turnEnded"]({ turnId = "t2", seq = 5, status = "completed", text = vim.NIL,
+    usage = { inputTokens = 10, outputTokens = 5, totalTokens = 15 },
+    sessionUsage = { inputTokens = 3010, outputTokens = 461, totalTokens = 3471 } })
+  lines = chat.lines()
+  assert_eq(lines[4], "_Session tokens: 3,471 tokens (3,010 in, 461 out)_", "header, replaced")
+  assert_eq(#vim.tbl_filter(function(l)
+    return vim.startswith(l, "_Session tokens")
+  end, lines), 1, "one session line")
+
+  chat.server_started({ sessionId = "s", model = "m", cwd = "/w", title = "Tokens" })
+  chat.render_history({ sessionId = "s", usage = { inputTokens = 3010, outputTokens = 461, totalTokens = 3471 },
+    turns = { { turnId = "t1", input = "q", text = "Answer.", status = "completed", notices = {}, calls = {},
+      usage = { inputTokens = 10, outputTokens = 5, totalTokens = 15 }, items = { { type = "text", text = "Answer." } } } } })
+  lines = chat.lines()
+  assert_eq(lines[4], "_Session tokens: 3,471 tokens (3,010 in, 461 out)_", "header from history")
+  assert_lines_in_order(lines, { "Answer.", "_Turn used 15 tokens (10 in, 5 out)._" }, "history turn")
+end)
+
+test("against the server: a reopened session shows each turn as it was live: text, the call with its directory, environment and limits, more text cut short by a cancel", function()
+  fresh()
+  local deltas = {}
+  for i = 0, 59 do
+    table.insert(deltas, ("half%d "):format(i))
+  end
+  mock.script({
+    { type = "calls", text = { "Let me", " look." }, calls = { { call_id = "call_1", command = "echo hi" } } },
+    { type = "text", deltas = deltas, delay_ms = 200 },
+  })
+  answers["mino.approval"] = { "Approve once" }
+  start_and_wait()
+  mino.send("Look around")
+  wait_buffer("Result: **success** (exit 0)")
+  wait_buffer(answer("half0"))
+  vim.cmd("MinoCancel")
+  wait_buffer("_Turn cancelled")
+  wait_turn_end()
+  local live = chat.lines()
+  local partial
+  for i, l in ipairs(live) do
+    if vim.startswith(l, "half0") then
+      partial = l
+    end
+  end
+  if not partial then
+    fail("no partial text live:\n" .. table.concat(live, "\n"))
+  end
+  local dir = buffer_text():match("%- Directory: `([^`]+)`")
+  local limits
+  for _, l in ipairs(live) do
+    if vim.startswith(l, "- Limits: ") then
+      limits = l
+    end
+  end
+  local cancelled
+  for _, l in ipairs(live) do
+    if vim.startswith(l, "_Turn cancelled") then
+      cancelled = l
+    end
+  end
+  local order = { chat.USER_HEADING, "Look around", chat.ASSISTANT_HEADING, "Let me look.",
+    "**Tool call** `call_1` wants to run:", "echo hi", "- Directory: `" .. dir .. "`", "- Environment:", limits,
+    "_Approved `call_1`._", "hi", "Result: **success** (exit 0)", chat.ASSISTANT_HEADING, partial, cancelled }
+  assert_lines_in_order(live, order, "live")
+
+  -- Reopened: the history rebuilds the same lines in the same order.
+  mino.restart()
+  wait_for("the restarted server's history", function()
+    return mino.client() ~= nil and mino.state.history_loaded
+  end, 15000)
+  local restored = chat.lines()
+  assert_lines_in_order(restored, order, "restored from history")
+  assert_not_contains(table.concat(restored, "\n"), "Waiting for your decision", "restored (the decision is known)")
+end)
+
 --- Skips the test unless the running server answers `m` (a server built
 --- before that method answers -32601).
 local function require_method(m, params)
@@ -1744,7 +1836,7 @@ test("against the server: a session rule lets a later matching command run unask
   wait_for("the restarted server's history", function()
     return mino.client() ~= nil and mino.state.history_loaded
   end, 15000)
-  assert_contains(buffer_text(), "**Tool call** `call_2`\n```sh\ntouch two.txt\n```\n"
+  assert_contains(buffer_text(), "**Tool call** `call_2` runs:\n```sh\ntouch two.txt\n```\n"
     .. "_Approved by rule `touch` (prefix, this session)._", "chat buffer after a restart")
 end)
 
@@ -1835,7 +1927,8 @@ test(":MinoSessions shows title, time, turns and marks, then every folder's sess
     end
     return nil, { sessions = {
       session_entry({ current = true, title = "Open one", turns = 1 }),
-      session_entry({ sessionId = "s-2", title = "Waiting", acknowledgementRequired = true }),
+      session_entry({ sessionId = "s-2", title = "Waiting", acknowledgementRequired = true,
+        usage = { inputTokens = 1200, outputTokens = 34, totalTokens = 1234 } }),
       session_entry({ sessionId = "s-3", title = "Busy", heldElsewhere = true }),
     } }
   end
@@ -1858,7 +1951,7 @@ test(":MinoSessions shows title, time, turns and marks, then every folder's sess
   end
   assert_eq(shown(selects[1]), {
     "Open one · 5 min ago · 1 turn · open here",
-    "Waiting · 5 min ago · 3 turns · ⚠ needs acknowledgement",
+    "Waiting · 5 min ago · 3 turns · 1,234 tokens · ⚠ needs acknowledgement",
     "Busy · 5 min ago · 3 turns · open in another Mino",
     "All folders' sessions…",
   }, "this folder's sessions")

@@ -2,9 +2,9 @@
 //! tested without a terminal.
 
 use mino_protocol::{
-    ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, EditView, HistoryResult, RecoveredCallView,
-    RecoveryNotification, RuleKind, RuleScope, RuleSpec, RulesListResult, SandboxMode, SessionEntry, TokenUsage,
-    ToolStatus, TurnStatus,
+    ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, EditView, HistoryCall, HistoryItem, HistoryResult,
+    HistoryTurn, RecoveredCallView, RecoveryNotification, RuleKind, RuleScope, RuleSpec, RulesListResult, SandboxMode,
+    SessionEntry, TokenUsage, ToolStatus, TurnStatus,
 };
 
 pub const RECOVERED: &str = "An interrupted tool turn was recovered without executing commands.";
@@ -398,6 +398,9 @@ pub fn sessions(list: &[SessionEntry], current_mark: &str) -> String {
         let turns = if s.turns == 1 { "1 turn".to_owned() } else { format!("{} turns", s.turns) };
         let title = s.title.as_deref().unwrap_or("(no question yet)");
         out.push_str(&format!("  {}  {when}  {turns:>9}  {title}", s.session_id));
+        if let Some(usage) = &s.usage {
+            out.push_str(&format!(" [{} tokens]", thousands(usage.total_tokens)));
+        }
         if s.current {
             out.push_str(&format!(" [{current_mark}]"));
         }
@@ -412,47 +415,32 @@ pub fn sessions(list: &[SessionEntry], current_mark: &str) -> String {
     out
 }
 
-/// Restored history, in the same shape a live turn is shown.
+/// Restored history, in the same shape a live turn is shown: each turn's
+/// items in the order they happened (from a server without them, its calls,
+/// then its text, then its notices).
 pub fn history(h: &HistoryResult) -> String {
     let mut out = String::new();
     for turn in &h.turns {
         out.push_str(&format!("{USER_PROMPT}{}\n\n", turn.input));
-        // The turn's text is all its responses joined, so it cannot be placed
-        // between the calls; it follows them, where the final answer goes.
-        for call in &turn.calls {
-            match call.tool {
-                // An edit: its summary names the tool and the path.
-                Some(_) => out.push_str(&format!("[Tool: {}]\n", call.command)),
-                None => {
-                    out.push_str("[Tool: bash]\n");
-                    out.push_str(&command_line(&call.command));
+        let legacy;
+        let items = if turn.items.is_empty() {
+            legacy = legacy_items(turn);
+            &legacy
+        } else {
+            &turn.items
+        };
+        let mut notices = String::new();
+        for item in items {
+            match item {
+                HistoryItem::Text { text } if !text.is_empty() => {
+                    out.push_str(ASSISTANT);
+                    out.push_str(text);
                     out.push('\n');
                 }
+                HistoryItem::Text { .. } => {}
+                HistoryItem::Call { call } => history_call(&mut out, call),
+                HistoryItem::Notice { text } => notices.push_str(&format!("[{text}]\n")),
             }
-            if let Some(note) = approval_note(call.approved_by.as_ref(), call.sandbox) {
-                out.push_str(&note);
-                out.push('\n');
-            }
-            match &call.result {
-                Some(r) => out.push_str(&result_line(r.status, r.exit_code)),
-                None => out.push_str("[Result: pending]"),
-            }
-            out.push('\n');
-            if let Some(diff) = call.result.as_ref().and_then(|r| r.diff.as_deref()) {
-                out.push_str(diff);
-                if !diff.ends_with('\n') {
-                    out.push('\n');
-                }
-            }
-            if let Some(evidence) = &call.evidence {
-                out.push_str(&evidence_line(&evidence.summary));
-                out.push('\n');
-            }
-        }
-        if !turn.text.is_empty() {
-            out.push_str(ASSISTANT);
-            out.push_str(&turn.text);
-            out.push('\n');
         }
         if let Some(status) = turn.status {
             if let Some(line) = turn_end_line(status, turn.reason.as_deref()) {
@@ -460,12 +448,49 @@ pub fn history(h: &HistoryResult) -> String {
                 out.push('\n');
             }
         }
-        for notice in &turn.notices {
-            out.push_str(&format!("[{notice}]\n"));
-        }
+        out.push_str(&notices);
         out.push('\n');
     }
     out
+}
+
+/// A turn from a server without `items`: calls, text, notices.
+fn legacy_items(turn: &HistoryTurn) -> Vec<HistoryItem> {
+    let calls = turn.calls.iter().map(|call| HistoryItem::Call { call: call.clone() });
+    let text = std::iter::once(HistoryItem::Text { text: turn.text.clone() });
+    let notices = turn.notices.iter().map(|text| HistoryItem::Notice { text: text.clone() });
+    calls.chain(text).chain(notices).collect()
+}
+
+fn history_call(out: &mut String, call: &HistoryCall) {
+    match call.tool {
+        // An edit: its summary names the tool and the path.
+        Some(_) => out.push_str(&format!("[Tool: {}]\n", call.command)),
+        None => {
+            out.push_str("[Tool: bash]\n");
+            out.push_str(&command_line(&call.command));
+            out.push('\n');
+        }
+    }
+    if let Some(note) = approval_note(call.approved_by.as_ref(), call.sandbox) {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    match &call.result {
+        Some(r) => out.push_str(&result_line(r.status, r.exit_code)),
+        None => out.push_str("[Result: pending]"),
+    }
+    out.push('\n');
+    if let Some(diff) = call.result.as_ref().and_then(|r| r.diff.as_deref()) {
+        out.push_str(diff);
+        if !diff.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    if let Some(evidence) = &call.evidence {
+        out.push_str(&evidence_line(&evidence.summary));
+        out.push('\n');
+    }
 }
 
 /// `text` with control characters other than newline and tab made visible
@@ -541,6 +566,7 @@ mod tests {
             held_elsewhere: true,
             acknowledgement_required: true,
             current: false,
+            usage: None,
         };
         let shown = sessions(std::slice::from_ref(&entry), "current");
         assert_eq!(
@@ -551,6 +577,72 @@ mod tests {
         let current = SessionEntry { current: true, held_elsewhere: false, acknowledgement_required: false, ..entry };
         assert!(sessions(&[current], "current").ends_with("(no question yet) [current]\n"));
         assert_eq!(sessions(&[], "current"), "No sessions in this directory yet.\n");
+    }
+
+    #[test]
+    fn a_session_line_shows_its_tokens_when_reported() {
+        let entry = SessionEntry {
+            session_id: "s".into(),
+            cwd: "/w".into(),
+            title: Some("Milk".into()),
+            created_at: "2026-11-30T10:15:00Z".into(),
+            last_active_at: "2026-11-30T10:20:41Z".into(),
+            turns: 2,
+            held_elsewhere: false,
+            acknowledgement_required: false,
+            current: false,
+            usage: Some(TokenUsage {
+                input_tokens: 12_000,
+                output_tokens: 345,
+                total_tokens: 12_345,
+                ..Default::default()
+            }),
+        };
+        assert!(sessions(&[entry], "current").ends_with("Milk [12,345 tokens]\n"));
+    }
+
+    #[test]
+    fn history_shows_a_turn_in_the_order_it_happened() {
+        let call = HistoryCall {
+            call_id: "call_1".into(),
+            command: "ls".into(),
+            tool: None,
+            result: Some(mino_protocol::ToolResultView {
+                status: ToolStatus::Success,
+                output: "a.txt\n".into(),
+                exit_code: Some(0),
+                diff: None,
+            }),
+            evidence: None,
+            approved_by: None,
+            sandbox: None,
+            directory: None,
+            environment: None,
+            limits: None,
+            edit: None,
+        };
+        let notice = "Mino runtime notice: the previous turn ended with status cancelled.".to_string();
+        let turn = HistoryTurn {
+            turn_id: "turn-1".into(),
+            input: "Look".into(),
+            text: "Let me look.".into(),
+            calls: vec![call.clone()],
+            status: Some(TurnStatus::Cancelled),
+            reason: None,
+            notices: vec![notice.clone()],
+            usage: None,
+            items: vec![
+                HistoryItem::Text { text: "Let me look.".into() },
+                HistoryItem::Call { call },
+                HistoryItem::Text { text: "Half of".into() },
+                HistoryItem::Notice { text: notice },
+            ],
+        };
+        let shown = history(&HistoryResult { session_id: "s".into(), turns: vec![turn], has_more: false, usage: None });
+        let at = |needle: &str| shown.find(needle).unwrap_or_else(|| panic!("{needle:?} not in {shown}"));
+        assert!(at("Let me look.") < at("[Tool: bash]"), "{shown}");
+        assert!(at("[Tool: bash]") < at("Half of"), "{shown}");
+        assert!(at("Half of") < at("[Mino runtime notice"), "{shown}");
     }
 
     #[test]

@@ -853,7 +853,11 @@ impl Agent {
             }
         }
         let _clear = ClearRunning(&self.inner, turn_id.clone());
-        let end = self.turn_steps(&turn_id, &cancel).await;
+        // What was streamed of a response that has not finished: kept in
+        // the turn's end when the turn stops mid-response (shown in history,
+        // never replayed).
+        let mut partial_text = String::new();
+        let end = self.turn_steps(&turn_id, &cancel, &mut partial_text).await;
         let (status, reason) = match end {
             Ok((status, reason)) => (status, reason),
             Err(e @ SessionError::Journal(_)) => {
@@ -873,7 +877,7 @@ impl Agent {
             let (turn_id, reason) = (turn_id.clone(), reason.clone());
             self.with_session_io(move |s| {
                 s.close_unresolved_calls(&turn_id)?;
-                s.end_turn(&turn_id, status, reason)
+                s.end_turn_with(&turn_id, status, reason, Some(partial_text))
             })
             .await
         };
@@ -905,6 +909,7 @@ impl Agent {
         &self,
         turn_id: &str,
         cancel: &CancellationToken,
+        partial_text: &mut String,
     ) -> Result<(TurnStatus, Option<String>), SessionError> {
         let limits = self.inner.limits;
         let mut requests = 0u32;
@@ -951,11 +956,13 @@ impl Agent {
                             stop_stream.cancel();
                             return;
                         }
+                        partial_text.push_str(delta);
                         self.emit(AgentEvent::TextDelta { turn_id: turn_id.to_string(), delta: delta.to_string() });
                         fail::fail_point!("agent::after_text_delta");
                     }
                     ModelEvent::Retrying { attempt, delay, reason } => {
                         streamed = 0;
+                        partial_text.clear();
                         tracing::warn!(turn_id, attempt, ?delay, reason, "retrying the model request");
                         self.emit(AgentEvent::Retrying {
                             turn_id: turn_id.to_string(),
@@ -1019,6 +1026,8 @@ impl Agent {
                         .unwrap_or_default())
                 })
                 .await?;
+            // Recorded: its text is in the response record now.
+            partial_text.clear();
             if calls.is_empty() {
                 return Ok(match response.incomplete {
                     Some(why) => (TurnStatus::Failed, Some(format!("the model's answer was cut short ({why})"))),
@@ -1144,8 +1153,11 @@ impl Agent {
                 Ok(true)
             }
             Some(Decision::Deny { reason }) => {
-                let (t, c) = (turn_id.to_string(), call_id.to_string());
-                self.with_session_io(move |s| s.record_decision(&t, &c, ApprovalDecision::Denied)).await?;
+                let (t, c, facts) = (turn_id.to_string(), call_id.to_string(), bash.approval_facts());
+                self.with_session_io(move |s| {
+                    s.record_approval_of(&t, &c, ApprovalDecision::Denied, (None, Vec::new()), facts)
+                })
+                .await?;
                 let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
                     Some(reason) => outputs::denied_with_reason(reason),
                     None => outputs::REFUSED.to_string(),
@@ -1217,10 +1229,11 @@ impl Agent {
         let approver = Approver::of(approved_by, &rules);
         let bash = BashTool::clone(&lock(&self.inner.bash)).with_sandbox(sandbox);
         let directory = bash.cwd().display().to_string();
+        let facts = bash.approval_facts();
         let (t, c, cmd) = (turn_id.to_string(), call_id.to_string(), command.to_string());
         let evidence = self
             .with_session_io(move |s| {
-                s.record_approval(&t, &c, ApprovalDecision::Approved, approved_by, rules)?;
+                s.record_approval_of(&t, &c, ApprovalDecision::Approved, (approved_by, rules), facts)?;
                 s.record_tool_start_in(&t, &c, &cmd, &directory, sandbox)?;
                 Ok::<_, SessionError>(s.evidence_target(&t, &c))
             })

@@ -45,6 +45,16 @@ pub struct Limits {
     pub kill_grace: Duration,
 }
 
+impl Limits {
+    /// The limits as an `approval` record journals them.
+    pub fn recorded(&self) -> crate::journal::record::RecordedLimits {
+        crate::journal::record::RecordedLimits {
+            timeout_seconds: self.timeout.as_secs(),
+            output_limit_bytes: self.output_limit as u64,
+        }
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Self { timeout: DEFAULT_TIMEOUT, output_limit: DEFAULT_OUTPUT_LIMIT, kill_grace: DEFAULT_KILL_GRACE }
@@ -145,6 +155,16 @@ impl BashTool {
     /// Exactly the environment a command gets.
     pub fn environment(&self) -> &BTreeMap<String, String> {
         &self.env
+    }
+
+    /// What the approval of a command run by this tool shows (directory,
+    /// environment, limits), as the `approval` record journals it.
+    pub fn approval_facts(&self) -> crate::journal::record::ApprovalFacts {
+        crate::journal::record::ApprovalFacts {
+            cwd: Some(self.cwd().display().to_string()),
+            environment: Some(self.environment().clone()),
+            limits: Some(self.limits().recorded()),
+        }
     }
 
     pub fn limits(&self) -> Limits {

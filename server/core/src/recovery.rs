@@ -193,6 +193,10 @@ pub fn closing_records(transcript: &Transcript) -> Vec<RecordBody> {
         turn_id: turn.id.clone(),
         status: TurnStatus::Interrupted,
         reason: Some(INTERRUPTED_REASON.to_string()),
+        // A crash loses what was streamed of an unfinished response: only
+        // text a finished response recorded is on file.
+        partial_text: None,
+        session_usage: transcript.usage,
     });
     records
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::context;
 use crate::home::{self, HomeError, MinoHome};
-use crate::journal::record::{ApprovalDecision, RecordBody, ToolStatus, TurnStatus};
+use crate::journal::record::{ApprovalDecision, ApprovalFacts, RecordBody, ToolStatus, TurnStatus, PARTIAL_TEXT_LIMIT};
 use crate::journal::{Journal, JournalError};
 use crate::recovery::{self, RecoveredTurn, RecoveryReport};
 use crate::transcript::{SessionHeader, Transcript};
@@ -266,12 +266,27 @@ impl Session {
         approved_by: Option<crate::journal::record::ApprovedBy>,
         rules: Vec<crate::rules::Rule>,
     ) -> Result<(), SessionError> {
+        self.record_approval_of(turn_id, call_id, decision, (approved_by, rules), ApprovalFacts::default())
+    }
+
+    /// [`Self::record_approval`] with what the approval showed (a command's
+    /// directory, environment and limits), journaled so history can show it
+    /// again.
+    pub fn record_approval_of(
+        &mut self,
+        turn_id: &str,
+        call_id: &str,
+        decision: ApprovalDecision,
+        (approved_by, rules): (Option<crate::journal::record::ApprovedBy>, Vec<crate::rules::Rule>),
+        facts: ApprovalFacts,
+    ) -> Result<(), SessionError> {
         self.append(&RecordBody::Approval {
             turn_id: turn_id.into(),
             call_id: call_id.into(),
             decision,
             approved_by,
             rules,
+            facts,
         })?;
         fail::fail_point!("session::after_approval_append");
         Ok(())
@@ -432,7 +447,37 @@ impl Session {
 
     /// Ends the turn, synced.
     pub fn end_turn(&mut self, turn_id: &str, status: TurnStatus, reason: Option<String>) -> Result<(), SessionError> {
-        self.append(&RecordBody::TurnEnd { turn_id: turn_id.into(), status, reason })?;
+        self.end_turn_with(turn_id, status, reason, None)
+    }
+
+    /// [`Self::end_turn`], keeping the text streamed of a response that
+    /// never finished (`partial_text`, cut at [`PARTIAL_TEXT_LIMIT`]): shown
+    /// in history, never replayed. The record also carries the session's
+    /// tokens so far, for the session list.
+    pub fn end_turn_with(
+        &mut self,
+        turn_id: &str,
+        status: TurnStatus,
+        reason: Option<String>,
+        partial_text: Option<String>,
+    ) -> Result<(), SessionError> {
+        let partial_text = partial_text.filter(|t| !t.trim().is_empty()).map(|mut text| {
+            if text.len() > PARTIAL_TEXT_LIMIT {
+                let mut cut = PARTIAL_TEXT_LIMIT;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                text.truncate(cut);
+            }
+            text
+        });
+        self.append(&RecordBody::TurnEnd {
+            turn_id: turn_id.into(),
+            status,
+            reason,
+            partial_text,
+            session_usage: self.transcript.usage,
+        })?;
         fail::fail_point!("session::after_turn_end_append");
         self.sync()?;
         fail::fail_point!("session::after_turn_end_sync");

@@ -94,6 +94,11 @@ pub struct SessionEntry {
     pub acknowledgement_required: bool,
     /// It is this store's current session.
     pub current: bool,
+    /// The tokens of all its responses, summed: the last `turn_end`'s
+    /// `session_usage` plus any response after it. `None` when none were
+    /// reported, or when that `turn_end` was written by a Mino before
+    /// `session_usage` existed.
+    pub usage: Option<crate::usage::Usage>,
     /// Set when the file's tail is torn or a record read is unreadable: the
     /// facts above then come from what could be read (opening the session
     /// says exactly what is wrong, and cuts a torn last line).
@@ -276,6 +281,7 @@ impl SessionStore {
             acknowledgement_required: tail.unknown_waiting
                 || (tail.started_without_result && !held_elsewhere && !current),
             current,
+            usage: tail.usage,
             damage: head.damage.or(tail.damage),
         })
     }
@@ -771,6 +777,7 @@ struct Tail {
     unknown_waiting: bool,
     started_without_result: bool,
     damage: Option<String>,
+    usage: Option<crate::usage::Usage>,
 }
 
 fn read_at(file: &File, offset: u64, len: u64) -> io::Result<Vec<u8>> {
@@ -847,10 +854,19 @@ fn read_tail(file: &File, len: u64, busy: bool) -> io::Result<Tail> {
     loop {
         let start = len - want;
         let buf = read_at(file, start, want)?;
-        match scan_tail(&buf, start == 0, busy) {
-            Some(tail) => return Ok(tail),
-            None if want < len => want = (want * 4).min(len),
-            None => {
+        // The usual last record (a `turn_end`) settles both from one read of
+        // it; otherwise the tokens are summed over the buffer on their own.
+        let mut usage = UsageScan::default();
+        let tail = scan_tail(&buf, start == 0, busy, &mut usage);
+        let usage = tail.as_ref().and_then(|_| usage.settled.or_else(|| scan_usage(&buf, start == 0)));
+        match (tail, usage) {
+            (Some(mut tail), Some(usage)) => {
+                tail.usage = usage;
+                return Ok(tail);
+            }
+            _ if want < len => want = (want * 4).min(len),
+            (Some(tail), None) => return Ok(tail),
+            (None, _) => {
                 return Ok(Tail {
                     damage: Some("the file holds no readable session header".into()),
                     ..Default::default()
@@ -874,7 +890,7 @@ fn read_tail(file: &File, len: u64, busy: bool) -> io::Result<Tail> {
 ///
 /// `None` when `buf` (the file's last bytes; the whole file when
 /// `from_start`) does not reach far enough back to tell.
-fn scan_tail(buf: &[u8], from_start: bool, busy: bool) -> Option<Tail> {
+fn scan_tail(buf: &[u8], from_start: bool, busy: bool, usage: &mut UsageScan) -> Option<Tail> {
     let mut tail = Tail::default();
     let mut body = buf;
     // A last line without a newline is torn: opening the session cuts it,
@@ -930,6 +946,7 @@ fn scan_tail(buf: &[u8], from_start: bool, busy: bool) -> Option<Tail> {
             }
         }
         next_seq = Some(record.seq);
+        usage.record(&record.body);
         let turn_id = match &record.body {
             RecordBody::Session { .. } => return Some(tail),
             // Rules granted or revoked belong to the session, not to a turn.
@@ -982,6 +999,63 @@ fn scan_tail(buf: &[u8], from_start: bool, busy: bool) -> Option<Tail> {
         return Some(tail);
     }
     None
+}
+
+/// The session's tokens from its last records, walking back: the responses'
+/// `usage` summed until a `turn_end` with `session_usage` (which holds the
+/// sum of everything before it) or the session header. Usually the last
+/// record is that `turn_end`; a running or crashed last turn is read back
+/// to the `turn_end` before it. `Some(None)` when the sum cannot be told
+/// (none reported, a `turn_end` from a Mino before `session_usage`, an
+/// unreadable record); `None` when `buf` does not reach far enough back.
+fn scan_usage(buf: &[u8], from_start: bool) -> Option<Option<crate::usage::Usage>> {
+    // A torn last line is cut by opening; the records before it count.
+    let cut = buf.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let mut body = &buf[..cut];
+    if !from_start {
+        let first = body.iter().position(|b| *b == b'\n')?;
+        body = &body[first + 1..];
+    }
+    let mut usage = UsageScan::default();
+    let lines = body.strip_suffix(b"\n").map(|b| b.rsplit(|c| *c == b'\n'));
+    for line in lines.into_iter().flatten() {
+        let Ok(record) = decode_line(line) else { return Some(None) };
+        usage.record(&record.body);
+        if usage.settled.is_some() {
+            return usage.settled;
+        }
+    }
+    // The whole file and no header: nothing to sum.
+    from_start.then_some(None)
+}
+
+/// The session's tokens, summed over records read walking back (see
+/// [`scan_usage`]).
+#[derive(Default)]
+struct UsageScan {
+    sum: Option<crate::usage::Usage>,
+    /// Set once the sum is known (`Some(None)`: it cannot be told).
+    settled: Option<Option<crate::usage::Usage>>,
+}
+
+impl UsageScan {
+    /// The record before those already seen.
+    fn record(&mut self, body: &RecordBody) {
+        if self.settled.is_some() {
+            return;
+        }
+        match body {
+            RecordBody::Response { usage: Some(usage), .. } => *self.sum.get_or_insert_with(Default::default) += *usage,
+            RecordBody::TurnEnd { session_usage: Some(before), .. } => {
+                let mut sum = self.sum.take();
+                *sum.get_or_insert_with(Default::default) += *before;
+                self.settled = Some(sum);
+            }
+            RecordBody::TurnEnd { session_usage: None, .. } => self.settled = Some(None),
+            RecordBody::Session { .. } => self.settled = Some(self.sum.take()),
+            _ => {}
+        }
+    }
 }
 
 /// One record of a crashed last turn, walking back: `None` once its `user`

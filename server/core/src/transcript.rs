@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::calls::{self, function_calls};
 use crate::edit::{self, EditArgs, EditStartRecord, EditTool};
-use crate::journal::record::{ApprovalDecision, ApprovedBy, RecordBody, ToolStatus, TurnStatus};
+use crate::journal::record::{ApprovalDecision, ApprovedBy, RecordBody, RecordedLimits, ToolStatus, TurnStatus};
 use crate::rules::Rule;
 use crate::sandbox::SandboxMode;
 use crate::usage::Usage;
@@ -51,6 +51,13 @@ pub struct Call {
     /// An edit's `tool_start` fields (path, hashes): what recovery checks
     /// the file against.
     pub edit: Option<EditStartRecord>,
+    /// The directory it ran in (its `tool_start`'s `cwd`), else the one its
+    /// approval showed.
+    pub directory: Option<String>,
+    /// What its approval showed: the environment and limits (absent for
+    /// edits and in files written before they were journaled).
+    pub environment: Option<std::collections::BTreeMap<String, String>>,
+    pub limits: Option<RecordedLimits>,
     pub result: Option<CallResult>,
 }
 
@@ -109,6 +116,9 @@ impl Call {
 pub struct TurnEnd {
     pub status: TurnStatus,
     pub reason: Option<String>,
+    /// What was streamed of a response that never finished; shown, never
+    /// replayed.
+    pub partial_text: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -176,6 +186,50 @@ impl Turn {
         parts.join("\n\n")
     }
 
+    /// The turn's content in the order it happened: each response's text and
+    /// calls as its items came, then the text of a response that never
+    /// finished, then the runtime notice. What a client shows live, rebuilt.
+    pub fn items(&self) -> Vec<TurnItem> {
+        let mut items = Vec::new();
+        // The response the last item's text came from, while it is last.
+        let mut text_of_response: Option<usize> = None;
+        for (response_index, response) in self.responses.iter().enumerate() {
+            // The k-th call item of a response is the k-th call read from it.
+            let mut calls = self.calls.iter().enumerate().filter(|(_, c)| c.response_index == response_index);
+            for item in response {
+                match calls::item_call(item) {
+                    calls::ItemCall::Call(_) => {
+                        if let Some((index, _)) = calls.next() {
+                            items.push(TurnItem::Call(index));
+                            text_of_response = None;
+                        }
+                    }
+                    calls::ItemCall::Unanswerable => {}
+                    calls::ItemCall::NotACall => {
+                        let Ok(item) = serde_json::from_str::<Value>(item.get()) else { continue };
+                        let Some(text) = message_text(&item).filter(|t| !t.is_empty()) else { continue };
+                        // Messages in a row of one response are one text, as
+                        // it was streamed.
+                        match items.last_mut() {
+                            Some(TurnItem::Text(last)) if text_of_response == Some(response_index) => {
+                                last.push_str(&text)
+                            }
+                            _ => items.push(TurnItem::Text(text)),
+                        }
+                        text_of_response = Some(response_index);
+                    }
+                }
+            }
+        }
+        if let Some(partial) = self.end.as_ref().and_then(|e| e.partial_text.clone()) {
+            items.push(TurnItem::Text(partial));
+        }
+        if let Some(notice) = self.notice() {
+            items.push(TurnItem::Notice(notice));
+        }
+        items
+    }
+
     /// The call a record naming `call_id` in this turn is about: the
     /// earliest call with that id still without a result.
     ///
@@ -193,6 +247,19 @@ impl Turn {
     fn pending_call_mut(&mut self, call_id: &str) -> Option<&mut Call> {
         self.calls.iter_mut().find(|c| c.call_id == call_id && c.result.is_none())
     }
+}
+
+/// One piece of a turn's content, in the order it happened
+/// ([`Turn::items`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnItem {
+    /// A response's text (messages in a row joined), or the text streamed of
+    /// a response that never finished.
+    Text(String),
+    /// The call at this index of [`Turn::calls`].
+    Call(usize),
+    /// A runtime notice ([`Turn::notice`]).
+    Notice(String),
 }
 
 /// The text of an assistant `message` output item.
@@ -327,23 +394,30 @@ impl Transcript {
                         sandbox: None,
                         started: false,
                         edit: None,
+                        directory: None,
+                        environment: None,
+                        limits: None,
                         result: None,
                     });
                 }
                 turn.responses.push(items);
             }
-            RecordBody::Approval { call_id, decision, approved_by, rules, .. } => {
+            RecordBody::Approval { call_id, decision, approved_by, rules, facts, .. } => {
                 if let Some(call) = self.last_call_mut(&call_id) {
                     call.decision = Some(decision);
                     call.approved_by = approved_by;
                     call.rules = rules;
+                    call.directory = facts.cwd;
+                    call.environment = facts.environment;
+                    call.limits = facts.limits;
                 }
             }
-            RecordBody::ToolStart { call_id, sandbox, edit, .. } => {
+            RecordBody::ToolStart { call_id, sandbox, edit, cwd, .. } => {
                 if let Some(call) = self.last_call_mut(&call_id) {
                     call.started = true;
                     call.sandbox = Some(sandbox.unwrap_or_default());
                     call.edit = edit;
+                    call.directory = Some(cwd);
                 }
             }
             RecordBody::Rule { rule, .. } => self.rules.push(rule),
@@ -363,9 +437,9 @@ impl Transcript {
                     call.result = Some(CallResult { status, output, exit_code, recovered });
                 }
             }
-            RecordBody::TurnEnd { status, reason, .. } => {
+            RecordBody::TurnEnd { status, reason, partial_text, .. } => {
                 if let Some(turn) = self.turns.last_mut() {
-                    turn.end = Some(TurnEnd { status, reason });
+                    turn.end = Some(TurnEnd { status, reason, partial_text });
                 }
             }
             RecordBody::RecoveryAck { turn_id } => {

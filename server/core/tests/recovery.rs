@@ -640,3 +640,47 @@ fn duplicate_ids_in_one_response_are_resolved_and_replayed_in_order() {
         ]
     );
 }
+
+/// A turn cancelled mid-response keeps the text streamed so far in its
+/// `turn_end`: history shows it after the turn's calls, and the model's
+/// context never holds it, fresh or reopened (a turn with calls is replayed
+/// with its finished responses and the notice; one without calls not at all).
+#[test]
+fn the_cut_text_of_a_cancelled_turn_is_shown_but_never_replayed() {
+    use mino_core::transcript::TurnItem;
+    let (_dir, home) = home();
+    let mut s = Session::create(&home, Path::new("/work")).expect("create");
+    let t = s.begin_turn("List the files.").expect("begin");
+    s.record_response(&t, vec![message("Looking."), function_call("call_1", "ls")]).expect("response");
+    s.record_decision(&t, "call_1", ApprovalDecision::Approved).expect("approve");
+    s.record_tool_start(&t, "call_1", "ls", "/work").expect("start");
+    s.record_tool_result(&t, "call_1", ToolStatus::Success, "a.txt\nb.txt\n", Some(0)).expect("result");
+    s.end_turn_with(&t, TurnStatus::Cancelled, Some("cancelled by the user".into()), Some("Two files: a.t".into()))
+        .expect("end");
+    let t2 = s.begin_turn("And a poem?").expect("begin");
+    s.end_turn_with(&t2, TurnStatus::Failed, Some("the stream broke".into()), Some("Roses are".into())).expect("end");
+    let id = s.id().to_string();
+
+    let check = |s: &Session| {
+        let context = serde_json::to_string(&s.context()).expect("json");
+        assert!(context.contains("Looking.") && context.contains("runtime notice"), "{context}");
+        assert!(!context.contains("Two files") && !context.contains("Roses"), "cut text replayed: {context}");
+        assert!(!context.contains("And a poem?"), "a text-only turn that ended early is left out: {context}");
+        let turns = &s.transcript().turns;
+        assert_eq!(
+            turns[0].items(),
+            [
+                TurnItem::Text("Looking.".into()),
+                TurnItem::Call(0),
+                TurnItem::Text("Two files: a.t".into()),
+                TurnItem::Notice(mino_core::transcript::runtime_notice(TurnStatus::Cancelled)),
+            ]
+        );
+        assert_eq!(turns[0].text(), "Looking.", "the grouped text holds finished responses only");
+        assert_eq!(turns[1].items(), [TurnItem::Text("Roses are".into())]);
+    };
+    check(&s);
+    drop(s);
+    let (reopened, _) = Session::open(&home, &id).expect("reopen");
+    check(&reopened);
+}

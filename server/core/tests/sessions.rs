@@ -534,3 +534,73 @@ fn a_journal_swapped_under_the_lock_stays_held_and_is_never_resumed() {
     let err = other.delete(&id).expect_err("held");
     assert!(matches!(err, StoreError::HeldElsewhere { .. }), "{err}");
 }
+
+// ------------------------------------------------------------------ usage
+
+fn usage(input: u64, output: u64) -> mino_core::usage::Usage {
+    mino_core::usage::Usage {
+        input_tokens: input,
+        output_tokens: output,
+        total_tokens: input + output,
+        ..Default::default()
+    }
+}
+
+/// A turn whose one response used `tokens`, ended `completed`.
+fn turn_with_usage(s: &mut Session, question: &str, tokens: mino_core::usage::Usage) {
+    let t = s.begin_turn(question).expect("begin");
+    s.record_response_with_usage(&t, vec![message("Done.")], Some(tokens)).expect("response");
+    s.end_turn(&t, TurnStatus::Completed, None).expect("end");
+}
+
+#[test]
+fn the_list_shows_each_sessions_tokens_summed_over_all_its_turns() {
+    let f = fixture();
+    let (mut s, _) = store(&f, &f.a).start(None, false).expect("start");
+    // Enough turns that the first ones lie far outside the tail the list reads.
+    for i in 0..40 {
+        turn_with_usage(&mut s, &format!("Question {i}: {}", "words ".repeat(40)), usage(100, 10));
+    }
+    let id = s.id().to_string();
+    let listed = entry(&list_all(&store(&f, &f.a), ListScope::Workspace), &id).usage;
+    assert_eq!(listed, Some(usage(4000, 400)), "the sum of all 40 turns, as mino/history has it");
+    assert_eq!(listed, s.transcript().usage);
+
+    // A turn still running adds its responses to the last turn's sum.
+    let t = s.begin_turn("One more").expect("begin");
+    s.record_response_with_usage(&t, vec![function_call("call_1", "true")], Some(usage(7, 3))).expect("response");
+    let listed = entry(&list_all(&store(&f, &f.a), ListScope::Workspace), &id).usage;
+    assert_eq!(listed, Some(usage(4007, 403)));
+}
+
+#[test]
+fn a_session_whose_last_turn_ended_in_an_older_mino_lists_no_usage_rather_than_a_wrong_one() {
+    let f = fixture();
+    let (mut s, _) = store(&f, &f.a).start(None, false).expect("start");
+    turn_with_usage(&mut s, "First", usage(100, 10));
+    let id = s.id().to_string();
+    let path = s.path().to_path_buf();
+    drop(s);
+    // The same file as a Mino before `session_usage` wrote it: the last
+    // turn_end without the sum (checksum recomputed).
+    let text = std::fs::read_to_string(&path).expect("read");
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let last = lines.pop().expect("turn_end");
+    let mut record: Value = serde_json::from_str(&last).expect("json");
+    assert!(record.get("session_usage").is_some(), "new turn_end carries the sum: {last}");
+    let object = record.as_object_mut().expect("object");
+    object.remove("session_usage");
+    object.remove("crc");
+    let body = serde_json::to_string(&record).expect("json");
+    let covered = &body[..body.len() - 1];
+    let crc = crc32fast::hash(covered.as_bytes());
+    lines.push(format!("{covered},\"crc\":\"{crc:08x}\"}}"));
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+
+    let listed = entry(&list_all(&store(&f, &f.a), ListScope::Workspace), &id).clone();
+    assert_eq!(listed.usage, None);
+    assert_eq!((listed.turns, listed.damage.as_deref()), (1, None), "the older file still lists");
+    // Opening it still sums every response.
+    let (opened, _) = Session::open(&f.home, &id).expect("open");
+    assert_eq!(opened.transcript().usage, Some(usage(100, 10)));
+}

@@ -792,3 +792,87 @@ async fn a_switch_waits_for_no_turn_and_moves_events_and_commands_to_the_new_ses
         }
     }
 }
+
+// ------------------------------------------------------------ history items
+
+/// Text, a call, more text cut short by a cancel: the transcript keeps all
+/// of it in the order it happened (the cut text in the turn's end), the
+/// call with what its approval showed; the next request's input holds the
+/// call and the notice but never the cut text.
+#[tokio::test]
+async fn a_cancelled_turn_keeps_its_order_and_partial_text_without_replaying_it() {
+    let deltas: Vec<String> = (0..50).map(|i| format!("half{i} ")).collect();
+    let mut h = harness(vec![
+        Reply::Calls {
+            text: vec!["Let me ".into(), "look.".into()],
+            calls: vec![ScriptedCall::new("call_1", "echo hi")],
+            delay_ms: 0,
+        },
+        Reply::Text { deltas, delay_ms: 100 },
+        Reply::text("Fine."),
+    ])
+    .await;
+    let turn = h.agent.chat("Look around").await.expect("chat");
+    let mut after_result = String::new();
+    let mut seen_result = false;
+    loop {
+        match h.next().await {
+            AgentEvent::ApprovalRequest { turn_id, call_id, .. } => {
+                h.agent.approve(&turn_id, &call_id, ApprovalDecision::Approved).expect("approve")
+            }
+            AgentEvent::ToolResult { .. } => seen_result = true,
+            AgentEvent::TextDelta { delta, .. } if seen_result => {
+                after_result.push_str(&delta);
+                break;
+            }
+            _ => {}
+        }
+    }
+    h.agent.cancel(&turn).expect("cancel");
+    let events = h.run(None).await;
+    for event in &events {
+        if let AgentEvent::TextDelta { delta, .. } = event {
+            after_result.push_str(delta);
+        }
+    }
+    assert_eq!(ended(&events).0, TurnStatus::Cancelled);
+    assert!(after_result.starts_with("half0 "), "{after_result:?}");
+
+    let (items, call) = h.agent.with_session(|s| {
+        let t = s.transcript().turns[0].clone();
+        (t.items(), t.calls[0].clone())
+    });
+    use mino_core::transcript::TurnItem;
+    assert_eq!(
+        items,
+        [
+            TurnItem::Text("Let me look.".into()),
+            TurnItem::Call(0),
+            TurnItem::Text(after_result.clone()),
+            TurnItem::Notice(mino_core::transcript::runtime_notice(TurnStatus::Cancelled)),
+        ]
+    );
+    assert_eq!(call.directory.as_deref(), Some(h.cwd.display().to_string().as_str()));
+    let environment = call.environment.expect("environment journaled");
+    assert!(environment.contains_key("PATH"));
+    assert!(!environment.values().any(|v| v.contains(SENTINEL_KEY)), "no secret in the journaled environment");
+    let limits = call.limits.expect("limits journaled");
+    assert_eq!(limits.timeout_seconds, Limits::default().timeout.as_secs());
+    assert_eq!(limits.output_limit_bytes, Limits::default().output_limit as u64);
+    let journal = std::fs::read_to_string(&h.journal).expect("journal");
+    assert!(journal.contains("\"partial_text\""), "the cut text is on file");
+
+    // The next request: the call and the notice, never the cut text.
+    h.agent.chat("Go on").await.expect("chat");
+    let events = h.run(None).await;
+    assert_eq!(ended(&events).0, TurnStatus::Completed);
+    let input = serde_json::to_string(&h.input_of_request(2)).expect("json");
+    assert!(input.contains("echo hi") && input.contains("runtime notice"), "{input}");
+    assert!(!input.contains("half0"), "the cut text was replayed: {input}");
+
+    // Reopened from the file, the same items.
+    let path = h.journal.clone();
+    drop(h.agent);
+    let (reopened, _) = Session::open_path(&path).expect("reopen");
+    assert_eq!(reopened.transcript().turns[0].items()[2], TurnItem::Text(after_result));
+}

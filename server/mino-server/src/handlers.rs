@@ -17,7 +17,7 @@ use mino_core::policy::{ApprovalMode, PolicyError};
 use mino_core::recovery::{RecoveredTurn, RecoveryReport};
 use mino_core::rules::{Rule, RuleKind, RuleScope};
 use mino_core::sandbox::SandboxMode;
-use mino_core::transcript::{Approver, Turn};
+use mino_core::transcript::{Approver, Call, Turn, TurnItem};
 use mino_core::{agent::Agent, App, OpenError, OpenOptions, Session, SessionError};
 use mino_core::{ListScope, SessionStore, StoreError};
 use mino_protocol as wire;
@@ -469,37 +469,68 @@ fn token_usage(u: mino_core::usage::Usage) -> wire::TokenUsage {
     }
 }
 
+fn history_call(session: &Session, turn: &Turn, index: usize, c: &Call) -> wire::HistoryCall {
+    wire::HistoryCall {
+        call_id: c.call_id.clone(),
+        command: c.command(),
+        tool: mino_core::edit::EditTool::from_name(&c.name).map(edit_tool_name),
+        result: c.result.as_ref().map(|r| wire::ToolResultView {
+            status: tool_status(r.status),
+            output: r.output.clone(),
+            exit_code: r.exit_code,
+            diff: c.applied_diff(),
+        }),
+        evidence: session.evidence(turn, index).as_ref().map(evidence),
+        approved_by: c.approver().as_ref().map(approved_by),
+        sandbox: c.sandbox.map(sandbox_mode),
+        directory: c.directory.clone(),
+        environment: c.environment.clone(),
+        limits: c
+            .limits
+            .map(|l| wire::Limits { timeout_seconds: l.timeout_seconds, output_limit_bytes: l.output_limit_bytes }),
+        edit: c.edit.as_ref().map(|e| wire::EditView {
+            tool: edit_tool_name(e.tool),
+            // As the approval showed it: relative to the session's
+            // directory when inside it.
+            path: c
+                .directory
+                .as_deref()
+                .filter(|_| !e.leaves_workspace)
+                .and_then(|dir| std::path::Path::new(&e.path).strip_prefix(dir).ok())
+                .map_or_else(|| e.path.clone(), |p| p.display().to_string()),
+            new_file: e.new_file,
+            size: e.after_size,
+            diff: c.applied_diff().unwrap_or_default(),
+            leaves_workspace: e.leaves_workspace,
+        }),
+    }
+}
+
 fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
     let status = turn.end.as_ref().map(|e| e.status);
     // The same notice the model receives after this turn's results.
     let notices: Vec<String> = turn.notice().into_iter().collect();
+    let calls: Vec<wire::HistoryCall> =
+        turn.calls.iter().enumerate().map(|(index, c)| history_call(session, turn, index, c)).collect();
+    let items = turn
+        .items()
+        .into_iter()
+        .filter_map(|item| match item {
+            TurnItem::Text(text) => Some(wire::HistoryItem::Text { text }),
+            TurnItem::Call(index) => calls.get(index).map(|call| wire::HistoryItem::Call { call: call.clone() }),
+            TurnItem::Notice(text) => Some(wire::HistoryItem::Notice { text }),
+        })
+        .collect();
     wire::HistoryTurn {
         turn_id: turn.id.clone(),
         input: turn.input.clone(),
         text: turn.text(),
-        calls: turn
-            .calls
-            .iter()
-            .enumerate()
-            .map(|(index, c)| wire::HistoryCall {
-                call_id: c.call_id.clone(),
-                command: c.command(),
-                tool: mino_core::edit::EditTool::from_name(&c.name).map(edit_tool_name),
-                result: c.result.as_ref().map(|r| wire::ToolResultView {
-                    status: tool_status(r.status),
-                    output: r.output.clone(),
-                    exit_code: r.exit_code,
-                    diff: c.applied_diff(),
-                }),
-                evidence: session.evidence(turn, index).as_ref().map(evidence),
-                approved_by: c.approver().as_ref().map(approved_by),
-                sandbox: c.sandbox.map(sandbox_mode),
-            })
-            .collect(),
+        calls,
         status: status.map(turn_status),
         reason: turn.end.as_ref().and_then(|e| e.reason.clone()),
         notices,
         usage: turn.usage.map(token_usage),
+        items,
     }
 }
 
@@ -743,6 +774,7 @@ impl Backend {
                     held_elsewhere: e.held_elsewhere,
                     acknowledgement_required: e.acknowledgement_required,
                     current: e.current,
+                    usage: e.usage.map(token_usage),
                 })
                 .collect(),
             next_cursor: page.next_cursor,

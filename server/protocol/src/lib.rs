@@ -606,6 +606,31 @@ pub struct HistoryTurn {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub usage: Option<TokenUsage>,
+    /// The turn's content in the order it happened: each response's text
+    /// and calls as they came, the text streamed of a response that never
+    /// finished (a cancelled or failed turn), then the notices. What a
+    /// client showed live, to rebuild it exactly. (`text`, `calls` and
+    /// `notices` hold the same, grouped, for older clients; the partial text
+    /// is only here.)
+    #[serde(default)]
+    pub items: Vec<HistoryItem>,
+}
+
+/// One piece of a turn's content (`HistoryTurn::items`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum HistoryItem {
+    /// The assistant's text of one response (or of a response cut short).
+    Text {
+        text: String,
+    },
+    Call {
+        call: HistoryCall,
+    },
+    /// A runtime notice, e.g. that the turn was interrupted.
+    Notice {
+        text: String,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -632,6 +657,27 @@ pub struct HistoryCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub sandbox: Option<SandboxMode>,
+    /// The directory it ran in (or, never started, the one its approval
+    /// showed). Absent in sessions written before it was journaled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub directory: Option<String>,
+    /// The environment its approval showed; absent for an edit and in
+    /// sessions written before it was journaled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub environment: Option<BTreeMap<String, String>>,
+    /// The limits its approval showed; absent as `environment`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub limits: Option<Limits>,
+    /// An edit call's proposal, as `mino/approvalRequest` showed it, from
+    /// its recorded start: `diff` is the diff it wrote (from its `success`
+    /// result), empty when it was not written. Absent for a command and
+    /// for an edit that never started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub edit: Option<EditView>,
 }
 
 wire_enum! {
@@ -726,6 +772,12 @@ pub struct SessionEntry {
     pub acknowledgement_required: bool,
     /// It is this server's current session.
     pub current: bool,
+    /// The session's tokens, summed over its responses; absent when none
+    /// were reported, or when its last turn ended in a Mino that did not
+    /// record the sum (see docs/journal.md, "Listing").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub usage: Option<TokenUsage>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]

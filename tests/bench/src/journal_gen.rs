@@ -1,12 +1,17 @@
 //! A realistic session file of a given number of records, written directly
 //! (no syncs): turns of a question, a response with text and a call, its
-//! approval, start and result (a few KiB of output), a final answer, the end.
+//! approval (with what it showed: directory, environment, limits), start and
+//! result (a few KiB of output), a final answer, the end (with the session's
+//! tokens so far), each response with the tokens it used, as Mino writes them.
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
-use mino_core::journal::record::{encode_line, ApprovalDecision, RecordBody, ToolStatus, TurnStatus};
+use mino_core::journal::record::{
+    encode_line, ApprovalDecision, ApprovalFacts, RecordBody, RecordedLimits, ToolStatus, TurnStatus,
+};
+use mino_core::usage::Usage;
 use serde_json::json;
 use serde_json::value::{to_raw_value, RawValue};
 
@@ -43,16 +48,39 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
     )?;
     let mut written = 1;
     let mut turn = 0usize;
+    let mut session_usage = Usage::default();
+    let environment: std::collections::BTreeMap<String, String> = [
+        ("HOME", "/home/ana"),
+        ("LANG", "C.UTF-8"),
+        ("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
+        ("TERM", "dumb"),
+        ("TMPDIR", "/tmp"),
+        ("USER", "ana"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
     while written < records {
         turn += 1;
         let turn_id = format!("turn-{turn}");
         let call_id = format!("call_{turn}");
         let command = format!("grep -n milk shopping.txt | head -n {turn}");
+        // Each request re-sends the context: input grows with the session.
+        let tokens = |output: u64| Usage {
+            input_tokens: 2_000 + 900 * turn as u64,
+            output_tokens: output,
+            total_tokens: 2_000 + 900 * turn as u64 + output,
+            cached_input_tokens: Some(1_024 * turn as u64),
+            reasoning_tokens: None,
+        };
+        let (first, second) = (tokens(60), tokens(180));
+        session_usage += first;
+        session_usage += second;
         let bodies = vec![
             RecordBody::User { turn_id: turn_id.clone(), text: prose(40, turn) },
             RecordBody::Response {
                 turn_id: turn_id.clone(),
-                usage: None,
+                usage: Some(first),
                 items: vec![
                     raw(
                         json!({"id": format!("rs_{turn}"), "type": "reasoning", "summary": [], "encrypted_content": "gAAAA".repeat(60)}),
@@ -71,6 +99,11 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
                 decision: ApprovalDecision::Approved,
                 approved_by: None,
                 rules: Vec::new(),
+                facts: ApprovalFacts {
+                    cwd: Some("/work".into()),
+                    environment: Some(environment.clone()),
+                    limits: Some(RecordedLimits { timeout_seconds: 120, output_limit_bytes: 65_536 }),
+                },
             },
             RecordBody::ToolStart {
                 turn_id: turn_id.clone(),
@@ -90,12 +123,18 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
             },
             RecordBody::Response {
                 turn_id: turn_id.clone(),
-                usage: None,
+                usage: Some(second),
                 items: vec![raw(
                     json!({"id": format!("msg_{turn}b"), "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": prose(120, turn + 2), "annotations": []}]}),
                 )?],
             },
-            RecordBody::TurnEnd { turn_id, status: TurnStatus::Completed, reason: None },
+            RecordBody::TurnEnd {
+                turn_id,
+                status: TurnStatus::Completed,
+                reason: None,
+                partial_text: None,
+                session_usage: Some(session_usage),
+            },
         ];
         // Whole turns only: a session that ends mid-turn makes opening
         // append and sync recovery records, a cost measured on its own.

@@ -233,7 +233,33 @@ approvedBy?: ApprovedBy,
 /**
  * The sandbox mode it ran in; absent when it never started.
  */
-sandbox?: SandboxMode, };
+sandbox?: SandboxMode, 
+/**
+ * The directory it ran in (or, never started, the one its approval
+ * showed). Absent in sessions written before it was journaled.
+ */
+directory?: string, 
+/**
+ * The environment its approval showed; absent for an edit and in
+ * sessions written before it was journaled.
+ */
+environment?: { [key in string]: string }, 
+/**
+ * The limits its approval showed; absent as `environment`.
+ */
+limits?: Limits, 
+/**
+ * An edit call's proposal, as `mino/approvalRequest` showed it, from
+ * its recorded start: `diff` is the diff it wrote (from its `success`
+ * result), empty when it was not written. Absent for a command and
+ * for an edit that never started.
+ */
+edit?: EditView, };
+
+/**
+ * One piece of a turn's content (`HistoryTurn::items`).
+ */
+export type HistoryItem = { "type": "text", text: string, } | { "type": "call", call: HistoryCall, } | { "type": "notice", text: string, };
 
 /**
  * Paging: without `limit` every turn (before `beforeTurnId`, if given);
@@ -269,7 +295,16 @@ notices: Array<string>,
 /**
  * The tokens of the turn's responses; absent when none were reported.
  */
-usage?: TokenUsage, };
+usage?: TokenUsage, 
+/**
+ * The turn's content in the order it happened: each response's text
+ * and calls as they came, the text streamed of a response that never
+ * finished (a cancelled or failed turn), then the notices. What a
+ * client showed live, to rebuild it exactly. (`text`, `calls` and
+ * `notices` hold the same, grouped, for older clients; the partial text
+ * is only here.)
+ */
+items: Array<HistoryItem>, };
 
 /**
  * `initializationOptions` of the LSP `initialize` request.
@@ -433,7 +468,13 @@ acknowledgementRequired: boolean,
 /**
  * It is this server's current session.
  */
-current: boolean, };
+current: boolean, 
+/**
+ * The session's tokens, summed over its responses; absent when none
+ * were reported, or when its last turn ended in a Mino that did not
+ * record the sum (see docs/journal.md, "Listing").
+ */
+usage?: TokenUsage, };
 
 /**
  * The session now current, after `mino/sessions/new` or `mino/sessions/open`.

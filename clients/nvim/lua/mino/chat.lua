@@ -568,32 +568,114 @@ local function edit_result_lines(result)
   return lines
 end
 
+--- A history turn's content in the order it happened (`items`); from a
+--- server without them, its calls, then its text, then its notices (as this
+--- plugin showed history before).
+local function history_items(t)
+  if type(t.items) == "table" then
+    return t.items
+  end
+  local items = {}
+  for _, c in ipairs(t.calls or {}) do
+    table.insert(items, { type = "call", call = c })
+  end
+  table.insert(items, { type = "text", text = t.text })
+  for _, n in ipairs(t.notices or {}) do
+    table.insert(items, { type = "notice", text = n })
+  end
+  return items
+end
+
+--- A call from history, as it was shown live: asked (with what the approval
+--- showed, then the answer) or approved by a rule or the sandbox; its output
+--- and result.
+local function history_call_lines(c)
+  local id = code_span(c.callId or "?")
+  local by = M.approved_by_line(c.approvedBy, c.sandbox)
+  local lines = { "", ("**Tool call** %s %s:"):format(id, by and "runs" or "wants to run") }
+  vim.list_extend(lines, fence("sh", c.command))
+  if by then
+    table.insert(lines, by)
+  else
+    vim.list_extend(lines, M.call_facts_lines(c))
+    local r = type(c.result) == "table" and c.result or {}
+    if r.status == protocol.tool_status.refused then
+      vim.list_extend(lines, { "", ("_Denied %s._"):format(id) })
+    elseif type(c.approvedBy) == "table" then
+      vim.list_extend(lines, { "", ("_Approved %s._"):format(id) })
+    end
+  end
+  if is_nil(c.result) then
+    table.insert(lines, "Result: _pending_")
+  else
+    if type(c.result.diff) == "string" then
+      vim.list_extend(lines, edit_result_lines(c.result))
+    elseif (c.result.output or "") ~= "" then
+      vim.list_extend(lines, fence("text", truncate(c.result.output, HISTORY_OUTPUT_LINES)))
+    end
+    table.insert(lines, status_line(c.result.status, c.result.exitCode))
+    vim.list_extend(lines, evidence_lines(c, ""))
+  end
+  return lines
+end
+
+--- `_Tokens: 1,234 (1,000 in, 234 out)_`; nil without usage.
+function M.usage_text(u)
+  if type(u) ~= "table" or type(u.totalTokens) ~= "number" then
+    return nil
+  end
+  local function n(x)
+    local digits = tostring(math.floor(tonumber(x) or 0))
+    return (digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
+  end
+  local input = n(u.inputTokens) .. " in"
+  if type(u.cachedInputTokens) == "number" and u.cachedInputTokens > 0 then
+    input = input .. (" (%s cached)"):format(n(u.cachedInputTokens))
+  end
+  return ("%s tokens (%s, %s out)"):format(n(u.totalTokens), input, n(u.outputTokens))
+end
+
+local function turn_usage_line(u)
+  local text = M.usage_text(u)
+  return text and ("_Turn used %s._"):format(text) or nil
+end
+
+local SESSION_USAGE_PREFIX = "_Session tokens: "
+
+--- Shows the session's tokens so far in the header (below the session line).
+function M.set_session_usage(u)
+  local text = M.usage_text(u)
+  if not text or not valid_buf() then
+    return
+  end
+  local line = SESSION_USAGE_PREFIX .. text .. "_"
+  local head = api.nvim_buf_get_lines(st.buf, 0, 6, false)
+  for i, l in ipairs(head) do
+    if vim.startswith(l, SESSION_USAGE_PREFIX) then
+      set_lines(st.buf, i - 1, i, { line })
+      return
+    end
+  end
+  for i, l in ipairs(head) do
+    if vim.startswith(l, "_Session ") then
+      set_lines(st.buf, i, i, { line })
+      return
+    end
+  end
+end
+
 function M.render_history(result)
   local turns = (result and result.turns) or {}
   for _, t in ipairs(turns) do
     local lines = speaker(M.USER_HEADING, t.input or "")
-    for _, c in ipairs(t.calls or {}) do
-      table.insert(lines, "")
-      table.insert(lines, ("**Tool call** `%s`"):format(c.callId or "?"))
-      vim.list_extend(lines, fence("sh", c.command))
-      local by = M.approved_by_line(c.approvedBy, c.sandbox)
-      if by then
-        table.insert(lines, by)
+    for _, item in ipairs(history_items(t)) do
+      if item.type == "text" and type(item.text) == "string" and item.text ~= "" then
+        vim.list_extend(lines, speaker(M.ASSISTANT_HEADING, item.text))
+      elseif item.type == "call" and type(item.call) == "table" then
+        vim.list_extend(lines, history_call_lines(item.call))
+      elseif item.type == "notice" and type(item.text) == "string" then
+        table.insert(lines, "> " .. item.text)
       end
-      if is_nil(c.result) then
-        table.insert(lines, "Result: _pending_")
-      else
-        if type(c.result.diff) == "string" then
-          vim.list_extend(lines, edit_result_lines(c.result))
-        elseif (c.result.output or "") ~= "" then
-          vim.list_extend(lines, fence("text", truncate(c.result.output, HISTORY_OUTPUT_LINES)))
-        end
-        table.insert(lines, status_line(c.result.status, c.result.exitCode))
-        vim.list_extend(lines, evidence_lines(c, ""))
-      end
-    end
-    if (t.text or "") ~= "" then
-      vim.list_extend(lines, speaker(M.ASSISTANT_HEADING, t.text))
     end
     if not is_nil(t.status) and t.status ~= protocol.turn_status.completed then
       local s = ("_Turn %s_"):format(t.status)
@@ -602,10 +684,14 @@ function M.render_history(result)
       end
       table.insert(lines, s)
     end
-    for _, n in ipairs(t.notices or {}) do
-      table.insert(lines, "> " .. n)
+    local usage = turn_usage_line(t.usage)
+    if usage then
+      vim.list_extend(lines, { "", usage })
     end
     M.append(lines)
+  end
+  if result then
+    M.set_session_usage(result.usage)
   end
 end
 
@@ -745,6 +831,39 @@ local function env_lines(env)
   return out
 end
 
+--- What an approval shows about a call: directory, environment, limits,
+--- sandbox and approval mode. Live (mino/approvalRequest) all are there; a
+--- call from mino/history has those its session recorded, and only those
+--- are shown.
+function M.call_facts_lines(p)
+  local lines = {}
+  local live = type(p.approvalMode) == "string"
+  if live or type(p.directory) == "string" then
+    table.insert(lines, ("- Directory: `%s`"):format(p.directory or "?"))
+  end
+  if live or type(p.environment) == "table" then
+    local env = env_lines(p.environment)
+    if #env == 0 then
+      table.insert(lines, "- Environment: (empty)")
+    else
+      table.insert(lines, "- Environment:")
+      vim.list_extend(lines, env)
+    end
+  end
+  if live or type(p.limits) == "table" then
+    local l = type(p.limits) == "table" and p.limits or {}
+    table.insert(lines, ("- Limits: timeout %s s, output limit %s bytes"):format(l.timeoutSeconds or "?",
+      l.outputLimitBytes or "?"))
+  end
+  if live then
+    table.insert(lines, ("- Sandbox: %s · approval mode: %s"):format(is_nil(p.sandbox) and "?" or p.sandbox,
+      p.approvalMode))
+  elseif #lines > 0 and type(p.sandbox) == "string" then
+    table.insert(lines, ("- Sandbox: %s"):format(p.sandbox))
+  end
+  return lines
+end
+
 function M.approval_request(p)
   close_output_fence()
   if require("mino.diff").is_edit(p) then
@@ -757,21 +876,7 @@ function M.approval_request(p)
   end
   local lines = { "", ("**Tool call** `%s` wants to run:"):format(p.callId or "?") }
   vim.list_extend(lines, fence("sh", p.command))
-  table.insert(lines, ("- Directory: `%s`"):format(p.directory or "?"))
-  local env = env_lines(p.environment)
-  if #env == 0 then
-    table.insert(lines, "- Environment: (empty)")
-  else
-    table.insert(lines, "- Environment:")
-    vim.list_extend(lines, env)
-  end
-  local l = p.limits or {}
-  table.insert(lines, ("- Limits: timeout %s s, output limit %s bytes"):format(l.timeoutSeconds or "?",
-    l.outputLimitBytes or "?"))
-  if type(p.sandbox) == "string" or type(p.approvalMode) == "string" then
-    table.insert(lines, ("- Sandbox: %s · approval mode: %s"):format(is_nil(p.sandbox) and "?" or p.sandbox,
-      is_nil(p.approvalMode) and "?" or p.approvalMode))
-  end
+  vim.list_extend(lines, M.call_facts_lines(p))
   -- Blank lines keep each note a paragraph of its own (not part of the list).
   table.insert(lines, "")
   table.insert(lines, "_Waiting for your decision (Approve / Deny)…_")
@@ -879,9 +984,14 @@ function M.turn_ended(p)
     end
     table.insert(lines, s)
   end
+  local usage = turn_usage_line(p.usage)
+  if usage then
+    vim.list_extend(lines, { "", usage })
+  end
   if #lines > 0 then
     M.append(lines)
   end
+  M.set_session_usage(p.sessionUsage)
 end
 
 function M.refused(err, message)

@@ -1029,6 +1029,10 @@ end
 function M.format_session(e, with_cwd)
   local turns = tonumber(e.turns) or 0
   local parts = { title_of(e), M.relative_time(e.lastActiveAt), ("%d turn%s"):format(turns, turns == 1 and "" or "s") }
+  if type(e.usage) == "table" and type(e.usage.totalTokens) == "number" then
+    -- The session's tokens, summed by the server.
+    table.insert(parts, require("mino.chat").usage_text(e.usage):match("^[%d,]+ tokens"))
+  end
   if e.acknowledgementRequired == true then
     table.insert(parts, "⚠ needs acknowledgement")
   end

@@ -124,6 +124,34 @@ pub enum ApprovedBy {
     Sandbox,
 }
 
+/// The most text of an unfinished response a `turn_end` keeps
+/// (`partial_text`): far below the record size limit, and more than a
+/// reader scrolls back through.
+pub const PARTIAL_TEXT_LIMIT: usize = 256 * 1024;
+
+/// The limits a command was approved with, as the approval showed them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedLimits {
+    pub timeout_seconds: u64,
+    pub output_limit_bytes: u64,
+}
+
+/// What an `approval` record says the decision was about. Every field is
+/// optional: edits have none, and files written before they were journaled
+/// lack them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalFacts {
+    /// The directory the command runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The environment the command gets (already scrubbed of Mino's own
+    /// secrets: exactly what the approval showed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<RecordedLimits>,
+}
+
 /// What a record says. The `kind` tag and field names are the file format:
 /// renaming anything here breaks every existing session file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -153,6 +181,12 @@ pub enum RecordBody {
         /// The rules that covered the command's parts (distinct, in order).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         rules: Vec<crate::rules::Rule>,
+        /// What the decision was about, as the approval showed it (a
+        /// command's directory, environment and limits), so history shows
+        /// it again; absent for edits and in files written before it was
+        /// journaled. Optional fields an older Mino ignores: `v` stays 2.
+        #[serde(flatten)]
+        facts: ApprovalFacts,
     },
     /// The execution boundary: synced before the command is spawned.
     /// `sandbox` is the mode it runs in, absent when `off`.
@@ -185,6 +219,16 @@ pub enum RecordBody {
         status: TurnStatus,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// The text the model had streamed of a response that never
+        /// finished (the turn was cancelled or failed mid-response): shown
+        /// in history, never replayed to the model. At most
+        /// [`PARTIAL_TEXT_LIMIT`] bytes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partial_text: Option<String>,
+        /// The tokens of every `response` on file up to this record, summed:
+        /// what the session list shows without reading the whole file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_usage: Option<Usage>,
     },
     /// The person confirmed they understand the turn's commands may have run.
     RecoveryAck { turn_id: String },
@@ -291,6 +335,10 @@ struct Line {
     id: Option<String>,
     through_turn_id: Option<String>,
     summary: Option<String>,
+    environment: Option<std::collections::BTreeMap<String, String>>,
+    limits: Option<RecordedLimits>,
+    partial_text: Option<String>,
+    session_usage: Option<Usage>,
 }
 
 impl Line {
@@ -352,6 +400,11 @@ impl Line {
                 decision: self.decision.ok_or_else(|| missing("decision"))?,
                 approved_by: self.approved_by,
                 rules: self.rules.clone(),
+                facts: ApprovalFacts {
+                    cwd: self.cwd.clone(),
+                    environment: self.environment.clone(),
+                    limits: self.limits,
+                },
             },
             "tool_start" => {
                 // A command's start names its command; an edit's has none.
@@ -387,6 +440,8 @@ impl Line {
                 status: turn_status(status("turn_end")?)
                     .ok_or_else(|| LineError::Garbled("unknown turn_end status".into()))?,
                 reason: self.reason.clone(),
+                partial_text: self.partial_text.clone(),
+                session_usage: self.session_usage,
             },
             "recovery_ack" => RecordBody::RecoveryAck { turn_id: turn_id()? },
             "rule" => RecordBody::Rule {
