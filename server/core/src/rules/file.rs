@@ -172,8 +172,8 @@ fn parse(path: &Path, text: &str) -> Result<Vec<Rule>, RulesFileError> {
     for spanned in file.rule {
         let line = line_of(text, spanned.span().start);
         let entry = spanned.into_inner();
-        let id = entry.id.clone();
-        let rule = entry.into_rule().map_err(|e: RuleError| malformed(line, format!("rule {id}: {e}")))?;
+        let shown = entry.command.clone().or_else(|| entry.pattern.clone()).unwrap_or_else(|| entry.id.clone());
+        let rule = entry.into_rule().map_err(|e: RuleError| malformed(line, format!("rule `{shown}`: {e}")))?;
         if rules.iter().any(|r| r.id() == rule.id()) {
             return Err(malformed(line, format!("the rule id {} is used twice", rule.id())));
         }
@@ -218,7 +218,7 @@ pub fn append(path: &Path, workspace: &Path, rule: &Rule) -> Result<bool, RulesF
         return Err(RulesFileError::DuplicateId { path: path.to_owned(), id: rule.id().to_owned() });
     }
     let table = toml::to_string(&NewRules { rule: [FileRule::of(rule)] })
-            .map_err(|e| io("write the rule as TOML", std::io::Error::other(e)))?;
+        .map_err(|e| io("write the rule as TOML", std::io::Error::other(e)))?;
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }

@@ -177,7 +177,15 @@ impl Rule {
         if kind == RuleKind::Path {
             let glob = compile_pattern(text)?;
             let text = text.trim().to_owned();
-            return Ok(Self { id, kind, text, scope, effect: RuleEffect::Allow, words: Vec::new(), glob: Some(PathGlob(glob)) });
+            return Ok(Self {
+                id,
+                kind,
+                text,
+                scope,
+                effect: RuleEffect::Allow,
+                words: Vec::new(),
+                glob: Some(PathGlob(glob)),
+            });
         }
         let command = text;
         let mut parts = plain_commands(command).map_err(RuleError::NotOneCommand)?;
@@ -350,9 +358,10 @@ pub fn evaluate<'a>(rules: &'a [Rule], command: &str) -> Verdict<'a> {
         Ok(parts) => parts,
         Err(why) => return Verdict::NotPlain(why),
     };
-    let denying = distinct(parts.iter().flat_map(|part| {
-        rules.iter().filter(move |rule| rule.effect == RuleEffect::Deny && rule.matches_words(part))
-    }));
+    let denying =
+        distinct(parts.iter().flat_map(|part| {
+            rules.iter().filter(move |rule| rule.effect == RuleEffect::Deny && rule.matches_words(part))
+        }));
     if !denying.is_empty() {
         return Verdict::Denied { rules: denying };
     }
