@@ -540,9 +540,11 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     // (shown below them), so Shift+Tab from the input still reaches Deny first.
     const more = h('div', 'more-actions');
     // Rules exist only where the server reports an approval mode. A command
-    // that is not one plain command has no suggested rule: no rule can cover it.
+    // that is not one plain command, or an edit outside the workspace, has no
+    // suggested rule: no rule can cover it. An edit's rule is a path rule.
     const rulesOffered = typeof p.approvalMode === 'string';
-    const ruleable = rulesOffered && !!(p.suggestedRule && typeof p.suggestedRule.command === 'string');
+    const suggested = p.suggestedRule && (p.suggestedRule.kind === 'path' ? p.suggestedRule.pattern : p.suggestedRule.command);
+    const ruleable = rulesOffered && typeof suggested === 'string';
     for (const [choice, label] of [
       ['allowSession', 'Allow for session…'],
       ['allowWorkspace', 'Always allow in workspace…'],
@@ -560,7 +562,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       more.appendChild(b);
     }
     if (rulesOffered && !ruleable) {
-      more.appendChild(h('span', 'no-rule-note', 'No rule can cover this command: it is not one plain command.'));
+      more.appendChild(h('span', 'no-rule-note', p.edit
+        ? 'No rule can cover this edit: its file is outside the workspace.'
+        : 'No rule can cover this command: it is not one plain command.'));
     }
     for (const b of [approve, deny]) b.setAttribute('aria-describedby', question.id + ' ' + card.command.id);
     card.actions.append(question, more, approve, deny);
@@ -640,6 +644,23 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       answer = () => {
         const reason = field.value.trim();
         return reason ? { reason } : {};
+      };
+    } else if (p.suggestedRule.kind === 'path') {
+      // A path rule: a glob relative to the session's directory, no kinds to choose.
+      field = /** @type {HTMLInputElement} */ (h('input', 'rule-command rule-pattern'));
+      field.type = 'text';
+      field.value = p.suggestedRule.pattern;
+      field.spellcheck = false;
+      field.setAttribute('aria-label', 'Files the rule allows edits of (a glob such as src/**/*.rs)');
+      formEl.appendChild(field);
+      answer = () => {
+        const pattern = field.value.trim();
+        if (!pattern) {
+          error.textContent = 'Enter the files the rule allows (a glob such as src/**/*.rs).';
+          error.hidden = false;
+          return null;
+        }
+        return { rule: { kind: 'path', pattern } };
       };
     } else {
       const prefill = { prefix: p.suggestedRule.command, exact: p.command };
@@ -787,10 +808,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   function showApprovedBy(card, approvedBy, sandbox) {
     if (!approvedBy || typeof approvedBy.kind !== 'string') return;
     let text = '';
-    if (approvedBy.kind === 'rule' && approvedBy.rule && typeof approvedBy.rule.command === 'string') {
+    if (approvedBy.kind === 'rule' && approvedBy.rule && typeof (approvedBy.rule.command ?? approvedBy.rule.pattern) === 'string') {
       const rule = approvedBy.rule;
-      text = 'approved by rule `' + rule.command + '`';
-      card.approvedBy.title = (rule.kind === 'exact' ? 'Exactly this command' : 'Commands starting with this') +
+      text = 'approved by rule `' + (rule.command ?? rule.pattern) + '`';
+      card.approvedBy.title = (rule.kind === 'exact' ? 'Exactly this command' : rule.kind === 'path' ? 'Edits of files matching this' : 'Commands starting with this') +
         (rule.scope === 'workspace' ? ', for this workspace' : ', for this session') + (rule.id ? ' (rule ' + rule.id + ')' : '');
     } else if (approvedBy.kind === 'sandbox') {
       text = 'approved automatically in the sandbox' + (sandbox && sandbox !== 'off' ? ' (' + sandbox + ')' : '');

@@ -277,8 +277,8 @@ export class SessionCommands {
         }
         for (const rule of result.rules) {
           items.push({
-            label: rule.command,
-            description: `${rule.kind === 'prefix' ? 'commands starting with this' : 'exactly this command'} · ${
+            label: rule.command ?? rule.pattern ?? '',
+            description: `${rule.kind === 'prefix' ? 'commands starting with this' : rule.kind === 'path' ? 'edits of files matching this' : 'exactly this command'}${rule.effect === 'deny' ? ' (denied)' : ''} · ${
               rule.scope === 'workspace' ? 'this workspace' : 'this session'
             }`,
             detail: rule.scope === 'workspace' ? result.workspaceFile : undefined,

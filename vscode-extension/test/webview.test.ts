@@ -760,6 +760,34 @@ describe.skipIf(skip)('approval rules in the card', () => {
     expect(await card2.getByRole('button', { name: 'Allow for session…' }).isDisabled()).toBe(true);
   });
 
+  it('an edit offers a path rule: the form shows the pattern prefilled and editable, without kinds; Enter in it confirms nothing; an edit outside the workspace offers none', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'p1', seq: 0, input: 'Edit.' });
+    const edit = { tool: 'edit_file', path: 'src/a.rs', newFile: false, size: 3, diff: '', leavesWorkspace: false };
+    await notify('mino/approvalRequest', {
+      ...ruleRequest('p1', 'call_p', 'edit_file src/a.rs', null), edit, suggestedRule: { kind: 'path', pattern: 'src/a.rs' },
+    });
+    const card = page.locator('.tool-card[data-call-id="call_p"]');
+    await card.getByRole('button', { name: 'Allow for session…' }).click();
+    const form = card.locator('.answer-form');
+    const field = form.locator('input.rule-pattern');
+    expect(await field.inputValue()).toBe('src/a.rs');
+    expect(await form.getByRole('radio').count()).toBe(0);
+    await field.fill('src/*.rs');
+    await field.press('Enter');
+    expect(await approvals()).toEqual([]);
+    await form.getByRole('button', { name: 'Allow for session', exact: true }).click();
+    expect(await approvals()).toEqual([{
+      type: 'approval', turnId: 'p1', callId: 'call_p', decision: 'allowSession', rule: { kind: 'path', pattern: 'src/*.rs' },
+    }]);
+    await notify('mino/approvalRequest', {
+      ...ruleRequest('p1', 'call_o', 'edit_file ../x', null), edit: { ...edit, path: '/elsewhere/x', leavesWorkspace: true },
+    });
+    const outside = page.locator('.tool-card[data-call-id="call_o"]');
+    expect(await outside.getByRole('button', { name: 'Always allow in workspace…' }).isDisabled()).toBe(true);
+    expect(await outside.locator('.no-rule-note').textContent()).toContain('outside the workspace');
+  });
+
   it('under the ask mode the rule form says the rule applies to later commands only once the mode is rules; a server without approval modes offers no rules', async () => {
     await ready();
     await notify('mino/turnStarted', { turnId: 'q1', seq: 0, input: 'Test.' });

@@ -1567,6 +1567,24 @@ test("Allow for this session… asks for the rule prefilled with the suggestion,
   wait_buffer("in this workspace every command starting with `git`._ _(The approval mode is `ask`: rules apply once it is `rules` or `sandboxed-auto`.)_")
 end)
 
+test("an edit's Allow for this session… asks for a path rule prefilled with its path and sends the glob", function()
+  stubbed_approval()
+  answers["mino.approval"] = { "Allow for this session…" }
+  input_answers["mino.approval.rule"] = { "src/*.rs" }
+  mino._on["mino/approvalRequest"](approval_request({ callId = "call_e", command = "edit_file src/a.rs",
+    edit = { tool = "edit_file", path = "src/a.rs", newFile = false, size = 3, diff = "", leavesWorkspace = false },
+    suggestedRule = { kind = "path", pattern = "src/a.rs" } }))
+  wait_for("the decision", function()
+    return #stub_params("mino/approval") == 1
+  end)
+  assert_eq(inputs[1].default, "src/a.rs", "the rule's prefill (suggestedRule.pattern)")
+  assert_contains(inputs[1].prompt, "edits of files matching", "rule prompt")
+  assert_eq(stub_params("mino/approval")[1].rule, { kind = "path", pattern = "src/*.rs" }, "the path rule sent")
+  wait_buffer("_Approved `call_e`, and from now on in this session every edit of a file matching `src/*.rs`._")
+  assert_eq(mino.format_rule({ kind = "path", pattern = "src/*.rs", scope = "session", effect = "deny" }),
+    "src/*.rs  (path, this session, deny)", "a path deny rule in :MinoRules")
+end)
+
 test("an empty or dismissed rule or reason goes back to the question and never approves", function()
   stubbed_approval()
   answers["mino.approval"] = { "Allow for this session…", "Always allow in this workspace…", "Deny with reason…" }

@@ -587,11 +587,18 @@ impl App {
             }
             ui::ApprovalAnswer::AllowSession => (RuleScope::Session, Decision::AllowSession),
             ui::ApprovalAnswer::AllowWorkspace => (RuleScope::Workspace, Decision::AllowWorkspace),
+            ui::ApprovalAnswer::DenySession => (RuleScope::Session, Decision::DenySession),
+            ui::ApprovalAnswer::DenyWorkspace => (RuleScope::Workspace, Decision::DenyWorkspace),
         };
+        if req.edit.as_ref().is_some_and(|e| e.leaves_workspace) {
+            out("[no rule covers a path outside the session's directory: denied]\n");
+            return Some(params);
+        }
+        let (deny, edit) = (matches!(decision, Decision::DenySession | Decision::DenyWorkspace), req.edit.is_some());
         self.input.discard_typed_ahead();
-        out(&ui::rule_question(scope, req.suggested_rule.as_ref()));
+        out(&ui::rule_question(scope, deny, edit, req.suggested_rule.as_ref()));
         let rule = match self.read_answer().await {
-            Answer::Line(a) => ui::rule_answer(&a, req.suggested_rule.as_ref()),
+            Answer::Line(a) => ui::rule_answer(&a, edit, req.suggested_rule.as_ref()),
             Answer::Eof => None,
             Answer::Interrupt => {
                 view.at_line_start = false;

@@ -3,7 +3,8 @@
 
 use mino_protocol::{
     ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, EditView, HistoryCall, HistoryItem, HistoryResult,
-    HistoryTurn, RecoveredCallView, RecoveryNotification, RuleKind, RuleScope, RuleSpec, RulesListResult, SandboxMode,
+    HistoryTurn, RecoveredCallView, RecoveryNotification, RuleEffect, RuleKind, RuleScope, RuleSpec, RuleView,
+    RulesListResult, SandboxMode,
     SessionEntry, TokenUsage, ToolStatus, TurnStatus,
 };
 
@@ -17,8 +18,10 @@ pub const USER_PROMPT: &str = "You> ";
 pub const ASSISTANT: &str = "Assistant> ";
 pub const APPROVE_QUESTION: &str = "Approve this operation? [y/N] ";
 /// The answers the approval question takes, shown above it.
-pub const APPROVE_CHOICES: &str =
-    "y: approve once | n, or n: reason: deny | a: allow for this session | w: allow in this workspace";
+pub const APPROVE_CHOICES: &str = "y: approve once | n, or n: reason: deny | a: allow for this session | w: allow in this workspace | d: deny for this session | D: deny in this workspace";
+/// The answers for an edit outside the session's directory: no rule covers it.
+pub const APPROVE_CHOICES_OUTSIDE: &str =
+    "y: approve once | n, or n: reason: deny (no rule covers a path outside the session's directory)";
 
 /// An answer to the approval question. Anything not recognised denies.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,10 +30,13 @@ pub enum ApprovalAnswer {
     Deny(Option<String>),
     AllowSession,
     AllowWorkspace,
+    DenySession,
+    DenyWorkspace,
 }
 
-/// `y`/`yes` approves, `a` and `w` allow (a rule is asked for next),
-/// `n: reason` denies with a reason; anything else denies.
+/// `y`/`yes` approves, `a` and `w` allow, `d` and `D` deny with a rule (a
+/// rule is asked for next), `n: reason` denies with a reason; anything else
+/// denies.
 pub fn approval_answer(answer: &str) -> ApprovalAnswer {
     let a = answer.trim();
     if is_yes(a) {
@@ -42,6 +48,13 @@ pub fn approval_answer(answer: &str) -> ApprovalAnswer {
     if a.eq_ignore_ascii_case("w") {
         return ApprovalAnswer::AllowWorkspace;
     }
+    // Case matters here: `d` is the narrower (session) grant.
+    if a == "d" {
+        return ApprovalAnswer::DenySession;
+    }
+    if a == "D" {
+        return ApprovalAnswer::DenyWorkspace;
+    }
     let reason = ["n:", "N:", "no:", "No:", "NO:"]
         .iter()
         .find_map(|p| a.strip_prefix(p))
@@ -51,25 +64,36 @@ pub fn approval_answer(answer: &str) -> ApprovalAnswer {
     ApprovalAnswer::Deny(reason)
 }
 
-/// The question for the rule of `a`/`w`, with the server's suggestion.
-pub fn rule_question(scope: RuleScope, suggested: Option<&RuleSpec>) -> String {
+/// The question for the rule of `a`/`w`/`d`/`D`, with the server's
+/// suggestion: for an edit (`edit`) a path rule (a glob), else a command rule.
+pub fn rule_question(scope: RuleScope, deny: bool, edit: bool, suggested: Option<&RuleSpec>) -> String {
     let place = match scope {
         RuleScope::Session => "this session",
         RuleScope::Workspace => "this workspace",
     };
+    let verb = if deny { "Deny" } else { "Allow" };
+    let (what, how) = if edit {
+        ("edits of files matching", "a glob relative to the session's directory, e.g. src/**/*.rs")
+    } else {
+        ("commands starting with", "other words, =words for one exact command")
+    };
+    let fallback = if deny { "deny once without a rule" } else { "deny" };
     match suggested {
-        Some(rule) => format!(
-            "Allow in {place} commands starting with: [{}] (Enter accepts; type other words to change it, =words for one exact command, - to deny) ",
-            rule.command
-        ),
-        None => format!("Allow in {place} commands starting with: (type the words, =words for one exact command; Enter or - denies) "),
+        Some(rule) => {
+            format!(
+                "{verb} in {place} {what}: [{}] (Enter accepts; type {how} to change it; - to {fallback}) ",
+                rule.text()
+            )
+        }
+        None => format!("{verb} in {place} {what}: (type {how}; Enter or - to {fallback}) "),
     }
 }
 
 /// The rule an answer to [`rule_question`] asks for: an empty answer takes
-/// the suggestion, `=words` is an exact rule, other words a prefix rule.
-/// `None` (deny) when nothing is suggested or given.
-pub fn rule_answer(answer: &str, suggested: Option<&RuleSpec>) -> Option<RuleSpec> {
+/// the suggestion; for an edit other text is a path rule's glob, for a
+/// command `=words` is an exact rule and other words a prefix rule.
+/// `None` (deny, without a rule) when nothing is suggested or given.
+pub fn rule_answer(answer: &str, edit: bool, suggested: Option<&RuleSpec>) -> Option<RuleSpec> {
     let a = answer.trim();
     if a.is_empty() {
         return suggested.cloned();
@@ -77,12 +101,13 @@ pub fn rule_answer(answer: &str, suggested: Option<&RuleSpec>) -> Option<RuleSpe
     if a == "-" {
         return None;
     }
+    if edit {
+        return Some(RuleSpec::path(a));
+    }
     match a.strip_prefix('=') {
-        Some(exact) if !exact.trim().is_empty() => {
-            Some(RuleSpec { kind: RuleKind::Exact, command: exact.trim().to_owned() })
-        }
+        Some(exact) if !exact.trim().is_empty() => Some(RuleSpec::command(RuleKind::Exact, exact.trim())),
         Some(_) => None,
-        None => Some(RuleSpec { kind: RuleKind::Prefix, command: a.to_owned() }),
+        None => Some(RuleSpec::command(RuleKind::Prefix, a)),
     }
 }
 
@@ -101,7 +126,7 @@ pub fn approval_note(approved_by: Option<&ApprovedBy>, sandbox: Option<SandboxMo
         ApproverKind::User => None,
         ApproverKind::Sandbox => Some("approved by the sandbox (sandboxed-auto)".to_owned()),
         ApproverKind::Rule => Some(match &a.rule {
-            Some(rule) => format!("approved by rule `{}` ({})", rule.command, rule.scope.as_str()),
+            Some(rule) => format!("approved by rule `{}` ({})", rule_text(rule), rule.scope.as_str()),
             None => "approved by rule".to_owned(),
         }),
     });
@@ -121,7 +146,9 @@ pub fn rules_list(list: &RulesListResult) -> String {
         out.push_str("No rules.\n");
     }
     for rule in &list.rules {
-        out.push_str(&format!("  {}  {} {} `{}`\n", rule.id, rule.scope.as_str(), rule.kind.as_str(), rule.command));
+        let deny = if rule.effect == Some(RuleEffect::Deny) { " [deny]" } else { "" };
+        let (id, scope, kind, text) = (&rule.id, rule.scope.as_str(), rule.kind.as_str(), rule_text(rule));
+        out.push_str(&format!("  {id}  {scope} {kind} `{text}`{deny}\n"));
     }
     out.push_str(&format!("Workspace rules file: {}\n", list.workspace_file));
     if let Some(error) = &list.workspace_file_error {
@@ -148,6 +175,11 @@ pub fn compacted(result: Result<mino_protocol::CompactResult, impl std::fmt::Dis
         Ok(r) => format!("Not compacted: {}.\n", r.reason.as_deref().unwrap_or("the server gave no reason")),
         Err(e) => format!("Error: {e}\n"),
     }
+}
+
+/// A rule's command, or its pattern for a path rule.
+fn rule_text(rule: &RuleView) -> String {
+    printable(rule.command.as_deref().or(rule.pattern.as_deref()).unwrap_or_default()).into_owned()
 }
 
 /// Only `y` or `yes` (any case, surrounding blanks ignored) agrees.
@@ -257,6 +289,8 @@ pub fn edit_approval_screen(req: &ApprovalRequest, edit: &EditView, colour: bool
         out.push_str(&format!("Size after the edit: {} bytes\n", edit.size));
     }
     out.push_str(&diff_text(&edit.diff, colour));
+    out.push_str(if edit.leaves_workspace { APPROVE_CHOICES_OUTSIDE } else { APPROVE_CHOICES });
+    out.push('\n');
     out
 }
 
@@ -656,14 +690,21 @@ mod tests {
         );
         assert_eq!(approval_answer("n"), ApprovalAnswer::Deny(None));
         assert_eq!(approval_answer("always"), ApprovalAnswer::Deny(None));
-        let suggested = RuleSpec { kind: RuleKind::Prefix, command: "npm test".into() };
-        assert_eq!(rule_answer("", Some(&suggested)), Some(suggested.clone()));
-        assert_eq!(rule_answer("-", Some(&suggested)), None);
-        assert_eq!(rule_answer("", None), None);
-        assert_eq!(rule_answer("npm run", Some(&suggested)).map(|r| r.command), Some("npm run".into()));
+        assert_eq!(approval_answer("d"), ApprovalAnswer::DenySession);
+        assert_eq!(approval_answer("D"), ApprovalAnswer::DenyWorkspace);
+        let suggested = RuleSpec::command(RuleKind::Prefix, "npm test");
+        assert_eq!(rule_answer("", false, Some(&suggested)), Some(suggested.clone()));
+        assert_eq!(rule_answer("-", false, Some(&suggested)), None);
+        assert_eq!(rule_answer("", false, None), None);
+        assert_eq!(rule_answer("npm run", false, Some(&suggested)).and_then(|r| r.command), Some("npm run".into()));
+        assert_eq!(rule_answer("=make all", false, None), Some(RuleSpec::command(RuleKind::Exact, "make all")));
+        let path = RuleSpec::path("src/a.rs");
+        assert_eq!(rule_answer("", true, Some(&path)), Some(path.clone()));
+        assert_eq!(rule_answer("src/*.rs", true, Some(&path)), Some(RuleSpec::path("src/*.rs")));
+        assert_eq!(rule_answer("-", true, Some(&path)), None);
         assert_eq!(
-            rule_answer("=make all", None),
-            Some(RuleSpec { kind: RuleKind::Exact, command: "make all".into() })
+            rule_question(RuleScope::Workspace, true, true, Some(&path)),
+            "Deny in this workspace edits of files matching: [src/a.rs] (Enter accepts; type a glob relative to the session's directory, e.g. src/**/*.rs to change it; - to deny once without a rule) "
         );
     }
 
@@ -738,8 +779,10 @@ mod tests {
             rule: Some(mino_protocol::RuleView {
                 id: "rule-1".into(),
                 kind: RuleKind::Prefix,
-                command: "echo milk".into(),
+                command: Some("echo milk".into()),
+                pattern: None,
                 scope: RuleScope::Workspace,
+                effect: None,
             }),
         });
         call.sandbox = Some(SandboxMode::WorkspaceWrite);
@@ -785,7 +828,7 @@ mod tests {
         let plain = edit_approval_screen(&req, &edit, false);
         assert_eq!(
             plain,
-            "[Tool: edit_file]\nWarning: this file is OUTSIDE the session's directory (/w).\nPath: ../elsewhere/shopping.txt\nSize after the edit: 11 bytes\n--- a/shopping.txt\n+++ b/shopping.txt\n@@ -1,2 +1,3 @@\n bread\n+milk\n-jam^[[8m\n"
+format!(            "[Tool: edit_file]\nWarning: this file is OUTSIDE the session's directory (/w).\nPath: ../elsewhere/shopping.txt\nSize after the edit: 11 bytes\n--- a/shopping.txt\n+++ b/shopping.txt\n@@ -1,2 +1,3 @@\n bread\n+milk\n-jam^[[8m\n{APPROVE_CHOICES_OUTSIDE}\n")
         );
         let coloured = edit_approval_screen(&req, &edit, true);
         assert!(coloured.contains("\x1b[32m+milk\x1b[0m\n"), "{coloured:?}");

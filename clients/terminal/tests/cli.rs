@@ -248,7 +248,7 @@ fn piped_demo_shows_an_edit_as_a_diff_and_applies_it() {
         .env_remove("RUST_LOG");
     let (status, out, err) = run_piped(cmd, "Add butter after bread.\ny\n");
     assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
-    let approval = "[Tool: edit_file]\nPath: shopping.txt\nSize after the edit: 18 bytes\n--- a/shopping.txt\n+++ b/shopping.txt\n@@ -1,2 +1,3 @@\n bread\n+butter\n eggs\nApprove this operation? [y/N] y";
+    let approval = "[Tool: edit_file]\nPath: shopping.txt\nSize after the edit: 18 bytes\n--- a/shopping.txt\n+++ b/shopping.txt\n@@ -1,2 +1,3 @@\n bread\n+butter\n eggs\ny: approve once | n, or n: reason: deny | a: allow for this session | w: allow in this workspace | d: deny for this session | D: deny in this workspace\nApprove this operation? [y/N] y";
     assert!(out.contains(approval), "{out}");
     assert!(!out.contains('\u{1b}'), "no colour codes through a pipe: {out:?}");
     assert!(out.contains("Edited shopping.txt: replaced 1 occurrence of old_text.\n\n--- a/shopping.txt"), "{out}");

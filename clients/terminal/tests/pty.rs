@@ -484,3 +484,70 @@ fn the_terminal_allows_for_the_session_and_the_workspace_and_denies_with_a_reaso
     let requests = rt.block_on(mock.wait_for_requests(8, Duration::from_secs(10)));
     assert!(requests[7].body.to_string().contains("Denied by the user: use the test database"), "{}", requests[7].body);
 }
+
+/// On an edit, `a` offers a path rule prefilled with the file's path (here
+/// edited to a glob), which then approves a matching edit without asking;
+/// `D` denies a command and adds a workspace deny rule, prefilled the same
+/// way, which then refuses a covered command without asking; `/rules`
+/// lists the path rule and the deny rule.
+#[test]
+fn the_terminal_grants_a_path_rule_for_an_edit_and_a_deny_rule_for_a_command() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            Reply::write_file("e1", "a.txt", "a\n"),
+            Reply::text("First done."),
+            Reply::write_file("e2", "b.txt", "b\n"),
+            Reply::text("Second done."),
+            Reply::call("c3", "echo gone now"),
+            Reply::text("Third understood."),
+            Reply::call("c4", "echo gone again"),
+            Reply::text("Fourth understood."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("First.").expect("send");
+    p.exp_string("[Tool: write_file]").expect("the edit");
+    p.exp_string("D: deny in this workspace").expect("the choices are shown for an edit");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
+    p.send_line("a").expect("allow for the session");
+    p.exp_string("Allow in this session edits of files matching: [a.txt]").expect("the path rule, prefilled");
+    p.send_line("*.txt").expect("edit the rule into a glob");
+    p.exp_string("rules approve nothing until you switch with /mode rules").expect("ask says so");
+    p.exp_string("First done.").expect("answer");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/mode rules").expect("switch the mode");
+    p.exp_string("Approval mode rules, sandbox off").expect("settings");
+
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Second.").expect("send");
+    p.exp_string("[approved by rule `*.txt` (session)]").expect("approved by the path rule");
+    p.exp_string("Second done.").expect("answer");
+    assert_eq!(read(&scratch.work().join("b.txt")), "b\n");
+
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Third.").expect("send");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
+    p.send_line("D").expect("deny in the workspace");
+    p.exp_string("Deny in this workspace commands starting with: [echo gone]").expect("the deny rule, prefilled");
+    p.send_line("").expect("accept the suggestion");
+    p.exp_string("[Result: refused]").expect("denied");
+    p.exp_string("Third understood.").expect("answer");
+
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Fourth.").expect("send");
+    let shown = p.exp_string("Fourth understood.").expect("answer");
+    assert!(shown.contains("Denied by a rule the user set: prefix \"echo gone\""), "{shown:?}");
+    assert!(!shown.contains("Approve this operation?"), "the deny rule decided: {shown:?}");
+
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/rules").expect("list the rules");
+    p.exp_string("session path `*.txt`").expect("the path rule");
+    p.exp_string("workspace prefix `echo gone` [deny]").expect("the deny rule");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    assert_eq!(exit_code(&p), Some(0));
+}

@@ -27,8 +27,10 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, Responder, V1};
-use mino_core::agent::{Agent, AgentError, Numbered, TurnLimits};
-use mino_core::{ApprovalDecision, OpenOptions, SessionError, TurnStatus};
+use mino_core::agent::{Agent, AgentError, Decision, Numbered, TurnLimits};
+use mino_core::policy::{ApprovalMode, SuggestedRule};
+use mino_core::rules::{Rule, RuleEffect, RuleScope};
+use mino_core::{OpenOptions, SessionError, TurnStatus};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -249,7 +251,10 @@ impl Server {
                 new_session,
                 supervisor,
                 limits: TurnLimits::default(),
-                approval_mode: None,
+                // `rules`: a call asks unless a rule the person granted
+                // (`allow_always` / `reject_always`, or the workspace rules
+                // file) decides it; with no rules, every call asks.
+                approval_mode: Some(ApprovalMode::Rules),
                 sandbox: None,
             };
         let app = tokio::task::spawn_blocking(move || mino_core::open(options))
@@ -406,7 +411,7 @@ async fn forward_events(
             log_send(cx.send_notification(update));
         }
         if let Some((turn_id, call_id, question)) = out.permission {
-            tokio::spawn(ask_permission(agent.clone(), cx.clone(), turn_id, call_id, question));
+            tokio::spawn(ask_permission(agent.clone(), cx.clone(), (turn_id, call_id), question, out.always));
         }
         if let Some((turn_id, status, reason)) = out.ended {
             if let Some(notice) =
@@ -430,13 +435,14 @@ async fn sleep_until(at: Option<Instant>) {
 
 /// One approval: the client's answer becomes the core's decision. A
 /// `cancelled` outcome records no decision: it cancels the turn, so the
-/// call is recorded `not_executed`.
+/// call is recorded `not_executed`. `allow_always` / `reject_always` grant
+/// `always` as a session rule (allow / deny), journaled before it applies.
 async fn ask_permission(
     agent: Agent,
     cx: ConnectionTo<Client>,
-    turn_id: String,
-    call_id: String,
+    (turn_id, call_id): (String, String),
     question: RequestPermissionRequest,
+    always: Option<SuggestedRule>,
 ) {
     let answer = match cx.send_request(question).block_task().await {
         Ok(answer) => answer,
@@ -446,10 +452,18 @@ async fn ask_permission(
             return;
         }
     };
+    let rule = |effect: RuleEffect| {
+        let always = always.as_ref()?;
+        Rule::new(Rule::new_id(), always.kind, &always.text, RuleScope::Session).ok().map(|r| r.with_effect(effect))
+    };
     let decision = match answer.outcome {
         RequestPermissionOutcome::Selected(selected) => match selected.option_id.0.as_ref() {
-            translate::ALLOW_OPTION => ApprovalDecision::Approved,
-            _ => ApprovalDecision::Denied,
+            translate::ALLOW_OPTION => Decision::Approve,
+            translate::ALLOW_ALWAYS_OPTION => rule(RuleEffect::Allow).map_or(Decision::Approve, Decision::Allow),
+            translate::REJECT_ALWAYS_OPTION => {
+                rule(RuleEffect::Deny).map_or(Decision::Deny { reason: None }, Decision::DenyWithRule)
+            }
+            _ => Decision::Deny { reason: None },
         },
         RequestPermissionOutcome::Cancelled => {
             if let Err(e) = agent.cancel(&turn_id) {
@@ -457,10 +471,10 @@ async fn ask_permission(
             }
             return;
         }
-        _ => ApprovalDecision::Denied,
+        _ => Decision::Deny { reason: None },
     };
     // Refused when the turn was cancelled meanwhile: the cancel won.
-    if let Err(e) = agent.approve(&turn_id, &call_id, decision) {
+    if let Err(e) = agent.decide(&turn_id, &call_id, decision) {
         tracing::debug!("permission answer not applied: {e}");
     }
 }

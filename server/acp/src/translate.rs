@@ -14,7 +14,9 @@ use agent_client_protocol::v1::schema::{
 };
 use mino_core::agent::{AgentEvent, EditApproval};
 use mino_core::edit::{EditArgs, EditTool};
+use mino_core::policy::SuggestedRule;
 use mino_core::recovery::UNKNOWN_OUTPUT;
+use mino_core::rules::{Rule, RuleKind, RuleScope};
 use mino_core::transcript::{message_text, Call, Transcript, Turn};
 use mino_core::{ToolStatus, TurnStatus};
 use serde::de::DeserializeOwned;
@@ -25,6 +27,10 @@ use crate::Error;
 /// The option ids of a command's approval.
 pub const ALLOW_OPTION: &str = "allow";
 pub const REJECT_OPTION: &str = "reject";
+/// `allow_always`: approve, and allow the call's rule for the session.
+pub const ALLOW_ALWAYS_OPTION: &str = "allow-always";
+/// `reject_always`: deny, and deny the call's rule for the session.
+pub const REJECT_ALWAYS_OPTION: &str = "reject-always";
 /// The option ids of the acknowledgement gate.
 pub const ACKNOWLEDGE_OPTION: &str = "acknowledge";
 pub const NOT_NOW_OPTION: &str = "not-now";
@@ -424,6 +430,8 @@ pub struct Translated {
     pub updates: Vec<SessionNotification>,
     /// A command waiting for approval: (turn, call, question).
     pub permission: Option<(String, String, RequestPermissionRequest)>,
+    /// The rule its `allow_always` / `reject_always` grant, when offered.
+    pub always: Option<SuggestedRule>,
     /// The turn's end: (turn, status, reason).
     pub ended: Option<(String, TurnStatus, Option<String>)>,
 }
@@ -505,7 +513,10 @@ impl LiveCalls {
                      Text since the last answer began does not count.]\n\n"
                 ),
             )),
-            AgentEvent::ApprovalRequest { turn_id, call_id, command, directory, environment, limits, edit, .. } => {
+            AgentEvent::ApprovalRequest {
+                turn_id, call_id, command, directory, environment, limits, edit, suggested_rule, ..
+            } => {
+                out.always = always_rule(&command, edit.is_some(), suggested_rule);
                 let (view, raw_input) = match &edit {
                     Some(e) => (
                         CallView::proposed_edit(&command, e),
@@ -535,25 +546,24 @@ impl LiveCalls {
                 let mut tool_call = json!({ "toolCallId": id });
                 merge(&mut tool_call, view.fields(None));
                 merge(&mut tool_call, fields);
-                let (allow_name, reject_name) = match edit {
-                    Some(_) => ("Apply this edit", "Do not apply it"),
-                    None => ("Run this command", "Do not run it"),
-                };
                 let question = typed(json!({
                     "sessionId": session_id,
                     "toolCall": tool_call,
-                    "options": [
-                        { "optionId": ALLOW_OPTION, "name": allow_name, "kind": "allow_once" },
-                        { "optionId": REJECT_OPTION, "name": reject_name, "kind": "reject_once" },
-                    ],
+                    "options": permission_options(edit.is_some(), out.always.as_ref()),
                 }));
                 out.permission = Some((turn_id, call_id, question));
             }
-            AgentEvent::ToolStarted { call_id, .. } => {
-                if let Some(call) = self.open.iter().find(|c| c.call_id == call_id) {
-                    out.updates.push(tool_call_update(session_id, &call.id, json!({ "status": "in_progress" })));
+            AgentEvent::ToolStarted { turn_id, call_id, .. } => match self.open.iter().find(|c| c.call_id == call_id) {
+                Some(call) => {
+                    out.updates.push(tool_call_update(session_id, &call.id, json!({ "status": "in_progress" })))
                 }
-            }
+                // Approved by a rule without asking: announced running.
+                None => {
+                    let view = view_of(&turn_id, &call_id);
+                    let id = self.open_call(&call_id, view.clone());
+                    out.updates.push(tool_call(session_id, &id, &view, json!({ "status": "in_progress" })));
+                }
+            },
             // ACP's `content` replaces the previous content: each update
             // carries the output so far (its last part), at most one per
             // interval; what comes sooner waits for [`LiveCalls::flush`].
@@ -622,6 +632,42 @@ impl LiveCalls {
     }
 }
 
+/// The rule `allow_always` / `reject_always` grant for a call: a command's
+/// suggested prefix rule, else the exact command (when it is one plain
+/// command); an edit's exact path as a path rule, never for a path that
+/// leaves the workspace (the server suggests none then). `None`: the
+/// options are not offered.
+pub fn always_rule(command: &str, edit: bool, suggested: Option<SuggestedRule>) -> Option<SuggestedRule> {
+    if edit || suggested.is_some() {
+        return suggested;
+    }
+    Rule::new("exact", RuleKind::Exact, command, RuleScope::Session)
+        .ok()
+        .map(|rule| SuggestedRule { kind: RuleKind::Exact, text: rule.command().to_owned() })
+}
+
+/// A call's permission options: once, and (with a rule) always, for the session.
+fn permission_options(edit: bool, always: Option<&SuggestedRule>) -> Value {
+    let (allow_name, reject_name) =
+        if edit { ("Apply this edit", "Do not apply it") } else { ("Run this command", "Do not run it") };
+    let mut options = vec![json!({ "optionId": ALLOW_OPTION, "name": allow_name, "kind": "allow_once" })];
+    let what = always.map(|rule| match rule.kind {
+        RuleKind::Prefix => format!("commands starting with `{}`", rule.text),
+        RuleKind::Exact => format!("`{}`", rule.text),
+        RuleKind::Path => format!("edits of `{}`", rule.text),
+    });
+    if let Some(what) = &what {
+        let name = format!("Always allow {what} in this session");
+        options.push(json!({ "optionId": ALLOW_ALWAYS_OPTION, "name": name, "kind": "allow_always" }));
+    }
+    options.push(json!({ "optionId": REJECT_OPTION, "name": reject_name, "kind": "reject_once" }));
+    if let Some(what) = &what {
+        let name = format!("Always refuse {what} in this session");
+        options.push(json!({ "optionId": REJECT_ALWAYS_OPTION, "name": name, "kind": "reject_always" }));
+    }
+    Value::Array(options)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -685,6 +731,35 @@ mod tests {
         assert_eq!((ran["status"].as_str(), ran["title"].as_str()), (Some("failed"), Some("false")));
         assert_eq!(ran["rawOutput"], json!({ "minoResult": "failed", "exitCode": 1 }));
         assert_eq!(result_fields(&CallView::command("true"), ToolStatus::Success, "", Some(0))["status"], "completed");
+    }
+
+    #[test]
+    fn always_options_carry_the_calls_rule_and_are_not_offered_without_one() {
+        let prefix = SuggestedRule { kind: RuleKind::Prefix, text: "npm test".into() };
+        assert_eq!(always_rule("npm test --ci", false, Some(prefix.clone())), Some(prefix.clone()));
+        let exact = always_rule("bash", false, None).expect("a plain command without a suggestion: exact");
+        assert_eq!((exact.kind, exact.text.as_str()), (RuleKind::Exact, "bash"));
+        assert_eq!(always_rule("echo hi > out.txt", false, None), None, "not plain: no rule, no always");
+        assert_eq!(always_rule("edit_file ../x", true, None), None, "an edit leaving the workspace: none");
+        let path = SuggestedRule { kind: RuleKind::Path, text: "src/a.rs".into() };
+        assert_eq!(always_rule("edit_file src/a.rs", true, Some(path.clone())), Some(path.clone()));
+
+        let kinds = |options: Value| -> Vec<(String, String)> {
+            options
+                .as_array()
+                .expect("options")
+                .iter()
+                .map(|o| (o["kind"].as_str().unwrap_or("").to_owned(), o["name"].as_str().unwrap_or("").to_owned()))
+                .collect()
+        };
+        let offered = kinds(permission_options(false, Some(&prefix)));
+        assert_eq!(
+            offered.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            ["allow_once", "allow_always", "reject_once", "reject_always"]
+        );
+        assert_eq!(offered[1].1, "Always allow commands starting with `npm test` in this session");
+        assert_eq!(kinds(permission_options(true, Some(&path)))[3].1, "Always refuse edits of `src/a.rs` in this session");
+        assert_eq!(kinds(permission_options(false, None)).len(), 2);
     }
 
     #[test]

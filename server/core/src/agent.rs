@@ -22,7 +22,7 @@ use crate::config::CompactionSettings;
 use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
 use crate::journal::record::{ApprovalDecision, ApprovedBy, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
-use crate::policy::{ApprovalMode, Policy, PolicyError, Settings};
+use crate::policy::{ApprovalMode, Policy, PolicyError, RuleDecision, Settings};
 use crate::recovery::RecoveryReport;
 use crate::rules::{Rule, RuleScope};
 use crate::sandbox::SandboxMode;
@@ -99,8 +99,9 @@ pub enum AgentEvent {
         /// The sandbox the command will run in if approved.
         sandbox: SandboxMode,
         approval_mode: ApprovalMode,
-        /// The prefix rule a client offers for "allow for session/workspace".
-        suggested_rule: Option<String>,
+        /// The rule a client offers for "allow/deny for session/workspace":
+        /// a prefix rule for a command, the path for an edit inside the workspace.
+        suggested_rule: Option<crate::policy::SuggestedRule>,
     },
     ToolStarted {
         turn_id: String,
@@ -262,6 +263,12 @@ pub mod outputs {
     pub fn denied_with_reason(reason: &str) -> String {
         format!("Denied by the user: {reason}")
     }
+
+    /// The result of a call deny rules refused without asking.
+    pub fn denied_by_rule(rules: &[crate::rules::Rule]) -> String {
+        let named: Vec<String> = rules.iter().map(|rule| rule.describe()).collect();
+        format!("Denied by a rule the user set: {}", named.join(", "))
+    }
 }
 
 struct TurnEnded {
@@ -310,6 +317,14 @@ pub enum Decision {
     /// Approve, and grant `rule` (its scope says for the session or the
     /// workspace). The rule is journaled before it applies.
     Allow(Rule),
+    /// Deny, and grant `rule`, a deny rule (journaled before it applies).
+    DenyWithRule(Rule),
+}
+
+/// A [`Decision`] once the rule it grants is on file.
+enum Answer {
+    Approve,
+    Deny { reason: Option<String> },
 }
 
 impl From<ApprovalDecision> for Decision {
@@ -1104,14 +1119,16 @@ impl Agent {
         // What would approve it without asking, decided from the policy as
         // it stands now; the mode shown is the mode it runs in.
         let granted = self.with_session(|s| s.transcript().rules.clone());
-        let (sandbox, approval_mode, automatic) = {
+        let (sandbox, approval_mode, by_rules, by_sandbox) = {
             let policy = lock(&self.inner.policy);
-            let automatic = match crate::policy::approving_rules(&policy, &granted, &command) {
-                Some(rules) => Some((ApprovedBy::Rule, rules)),
-                None if policy.sandbox_approves() => Some((ApprovedBy::Sandbox, Vec::new())),
-                None => None,
-            };
-            (policy.sandbox, policy.approval_mode, automatic)
+            let by_rules = crate::policy::command_decision(&policy, &granted, &command);
+            (policy.sandbox, policy.approval_mode, by_rules, policy.sandbox_approves())
+        };
+        let automatic = match by_rules {
+            // Deny wins over allow rules and over the sandbox.
+            Some(RuleDecision::Denied(rules)) => return self.deny_by_rules(turn_id, call_id, rules).await,
+            Some(RuleDecision::Allowed(rules)) => Some((ApprovedBy::Rule, rules)),
+            None => by_sandbox.then(|| (ApprovedBy::Sandbox, Vec::new())),
         };
         if let Some((by, rules)) = automatic {
             tracing::info!(turn_id, call_id, approved_by = ?by, "approved without asking");
@@ -1133,7 +1150,7 @@ impl Agent {
             edit: None,
             sandbox,
             approval_mode,
-            suggested_rule: crate::policy::suggested_rule(&command),
+            suggested_rule: crate::policy::SuggestedRule::for_command(&command),
         });
         // A cancel wins over an approval that arrives at the same moment:
         // once `mino/cancel` has answered, nothing of this turn may start.
@@ -1146,13 +1163,13 @@ impl Agent {
         if let Some(turn) = lock(&self.inner.running).as_mut() {
             turn.approval = None;
         }
-        match decision {
+        match self.grant_rule(turn_id, call_id, decision).await? {
             None => {
                 self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::CANCELLED_BEFORE_START, None)
                     .await?;
                 Ok(true)
             }
-            Some(Decision::Deny { reason }) => {
+            Some(Answer::Deny { reason }) => {
                 let (t, c, facts) = (turn_id.to_string(), call_id.to_string(), bash.approval_facts());
                 self.with_session_io(move |s| {
                     s.record_approval_of(&t, &c, ApprovalDecision::Denied, (None, Vec::new()), facts)
@@ -1165,20 +1182,50 @@ impl Agent {
                 self.save_result(turn_id, call_id, ToolStatus::Refused, &output, None).await?;
                 Ok(false)
             }
-            Some(Decision::Approve) => {
-                self.run_approved(turn_id, call_id, &command, (None, Vec::new()), sandbox, cancel).await
-            }
-            Some(Decision::Allow(rule)) => {
-                // The rule is on file before it applies to anything.
-                let (t, c, r) = (turn_id.to_string(), call_id.to_string(), rule.clone());
-                self.with_session_io(move |s| s.record_rule(&t, &c, r)).await?;
-                tracing::info!(rule = rule.id(), command = rule.command(), scope = ?rule.scope(), "rule granted");
-                if rule.scope() == RuleScope::Workspace {
-                    self.write_workspace_rule(&rule).await;
-                }
+            Some(Answer::Approve) => {
                 self.run_approved(turn_id, call_id, &command, (None, Vec::new()), sandbox, cancel).await
             }
         }
+    }
+
+    /// Grants the rule a decision carries while answering `call_id`, and
+    /// returns the plain decision left (`Approve` or `Deny`). The rule is on
+    /// file (a synced `rule` record, and the workspace rules file for a
+    /// workspace rule) before it applies to anything.
+    async fn grant_rule(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        decision: Option<Decision>,
+    ) -> Result<Option<Answer>, SessionError> {
+        let (rule, left) = match decision {
+            None => return Ok(None),
+            Some(Decision::Approve) => return Ok(Some(Answer::Approve)),
+            Some(Decision::Deny { reason }) => return Ok(Some(Answer::Deny { reason })),
+            Some(Decision::Allow(rule)) => (rule, Answer::Approve),
+            Some(Decision::DenyWithRule(rule)) => (rule, Answer::Deny { reason: None }),
+        };
+        let (t, c, r) = (turn_id.to_string(), call_id.to_string(), rule.clone());
+        self.with_session_io(move |s| s.record_rule(&t, &c, r)).await?;
+        tracing::info!(rule = rule.id(), text = rule.command(), effect = ?rule.effect(), scope = ?rule.scope(), "rule granted");
+        if rule.scope() == RuleScope::Workspace {
+            self.write_workspace_rule(&rule).await;
+        }
+        Ok(Some(left))
+    }
+
+    /// Refuses a call deny rules cover, without asking: its `approval`
+    /// (`denied`, `decided_by: rule`, naming them) and its `refused` result.
+    async fn deny_by_rules(&self, turn_id: &str, call_id: &str, rules: Vec<Rule>) -> Result<bool, SessionError> {
+        tracing::info!(turn_id, call_id, "denied by a rule without asking");
+        let output = outputs::denied_by_rule(&rules);
+        let (t, c) = (turn_id.to_string(), call_id.to_string());
+        self.with_session_io(move |s| {
+            s.record_approval(&t, &c, ApprovalDecision::Denied, Some(ApprovedBy::Rule), rules)
+        })
+        .await?;
+        self.save_result(turn_id, call_id, ToolStatus::Refused, &output, None).await?;
+        Ok(false)
     }
 
     /// Appends a granted workspace rule to the workspace rules file. A
@@ -1369,7 +1416,13 @@ impl Agent {
             }
         };
         let directory = lock(&self.inner.bash).cwd().display().to_string();
-        let approval_mode = lock(&self.inner.policy).approval_mode;
+        let relative = workspace.display_path(&proposal.path);
+        let granted = self.with_session(|s| s.transcript().rules.clone());
+        let (approval_mode, by_rules) = {
+            let policy = lock(&self.inner.policy);
+            let by_rules = crate::policy::edit_decision(&policy, &granted, &relative, proposal.leaves_workspace);
+            (policy.approval_mode, by_rules)
+        };
         let request = AgentEvent::ApprovalRequest {
             turn_id: turn_id.to_string(),
             call_id: call_id.to_string(),
@@ -1380,7 +1433,7 @@ impl Agent {
             limits: bash::Limits { timeout: Duration::ZERO, output_limit: 0, kill_grace: Duration::ZERO },
             edit: Some(EditApproval {
                 tool,
-                path: workspace.display_path(&proposal.path),
+                path: relative.clone(),
                 new_file: proposal.new_file,
                 size: proposal.after.size,
                 diff: proposal.diff.clone(),
@@ -1389,19 +1442,28 @@ impl Agent {
                 old_text: proposal.before_content().map(Arc::from),
                 new_text: Arc::from(proposal.after_content()),
             }),
-            // An edit is always the person's to approve: rules and the
-            // sandbox cover commands only.
+            // The sandbox covers commands only.
             sandbox: SandboxMode::Off,
             approval_mode,
-            suggested_rule: None,
+            suggested_rule: crate::policy::SuggestedRule::for_path(&relative, proposal.leaves_workspace),
         };
-        match self.wait_for_decision(turn_id, call_id, request, cancel).await {
+        let (decision, rules) = match by_rules {
+            Some(RuleDecision::Denied(rules)) => return self.deny_by_rules(turn_id, call_id, rules).await,
+            Some(RuleDecision::Allowed(rules)) => (Some(Answer::Approve), rules),
+            None => {
+                let decision = self.wait_for_decision(turn_id, call_id, request, cancel).await;
+                (self.grant_rule(turn_id, call_id, decision).await?, Vec::new())
+            }
+        };
+        let approved_by = (!rules.is_empty()).then_some(ApprovedBy::Rule);
+        let approver = Approver::of(approved_by, &rules);
+        match decision {
             None => {
                 self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::EDIT_CANCELLED_BEFORE_START, None)
                     .await?;
                 Ok(true)
             }
-            Some(Decision::Deny { reason }) => {
+            Some(Answer::Deny { reason }) => {
                 let (t, c) = (turn_id.to_string(), call_id.to_string());
                 self.with_session_io(move |s| s.record_decision(&t, &c, ApprovalDecision::Denied)).await?;
                 let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
@@ -1411,12 +1473,10 @@ impl Agent {
                 self.save_result(turn_id, call_id, ToolStatus::Refused, &output, None).await?;
                 Ok(false)
             }
-            // A rule offered with the approval covers commands, not edits:
-            // the edit is approved once, and no rule is granted.
-            Some(Decision::Approve | Decision::Allow(_)) => {
+            Some(Answer::Approve) => {
                 let (t, c, start) = (turn_id.to_string(), call_id.to_string(), proposal.start_record());
                 self.with_session_io(move |s| {
-                    s.record_decision(&t, &c, ApprovalDecision::Approved)?;
+                    s.record_approval(&t, &c, ApprovalDecision::Approved, approved_by, rules)?;
                     s.record_edit_start(&t, &c, start, &directory)
                 })
                 .await?;
@@ -1436,7 +1496,7 @@ impl Agent {
                     turn_id: turn_id.to_string(),
                     call_id: call_id.to_string(),
                     command: summary,
-                    approver: crate::transcript::Approver::User,
+                    approver,
                     sandbox: SandboxMode::Off,
                 });
                 fail::fail_point!("agent::before_edit_write");

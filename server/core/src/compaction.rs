@@ -201,6 +201,7 @@ mod tests {
                 call_id: "call_1".into(),
                 decision: crate::journal::record::ApprovalDecision::Approved,
                 approved_by: None,
+                decided_by: None,
                 rules: Vec::new(),
                 facts: Default::default(),
             },

@@ -7,7 +7,11 @@
 //!   the workspace, writes it to the file) but changes nothing until the
 //!   mode is `rules` or `sandboxed-auto`; clients say so when granting.
 //! - `rules`: a command every part of which a rule covers runs without
-//!   asking (its `approval` record names the rules); anything else asks.
+//!   asking (its `approval` record names the rules), and so does an edit
+//!   whose path an allow path rule covers; a call a deny rule covers is
+//!   refused without asking (`decided_by: rule`), deny winning over allow
+//!   and over the sandbox; anything else asks. An edit whose path leaves
+//!   the workspace always asks.
 //! - `sandboxed-auto`: as `rules`, and a command that runs inside the
 //!   sandbox (mode not `off`, and the machine enforces it) is approved
 //!   automatically (`approved_by: sandbox`). With the sandbox `off` nothing
@@ -244,22 +248,95 @@ fn quote(word: &str) -> String {
     }
 }
 
-/// The rules that approve `command` under `policy` with the session's
-/// `granted` rules, or `None` when the person must be asked by rule.
-pub fn approving_rules(policy: &Policy, granted: &[Rule], command: &str) -> Option<Vec<Rule>> {
+/// The rule a client offers on an approval request: a prefix rule for a
+/// command, a path rule (the path itself) for an edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuggestedRule {
+    pub kind: RuleKind,
+    /// The command words or the path pattern.
+    pub text: String,
+}
+
+impl SuggestedRule {
+    /// [`suggested_rule`] for a command.
+    pub fn for_command(command: &str) -> Option<SuggestedRule> {
+        suggested_rule(command).map(|text| SuggestedRule { kind: RuleKind::Prefix, text })
+    }
+
+    /// The path rule for an edit of `relative` (relative to the session's
+    /// directory); `None` when the path leaves the workspace or is not a
+    /// pattern a rule accepts (glob characters are escaped).
+    pub fn for_path(relative: &str, leaves_workspace: bool) -> Option<SuggestedRule> {
+        if leaves_workspace {
+            return None;
+        }
+        let text = globset::escape(relative);
+        rules::compile_pattern(&text).ok()?;
+        Some(SuggestedRule { kind: RuleKind::Path, text })
+    }
+}
+
+/// What standing rules decide about a call without asking the person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuleDecision {
+    /// Approved by these rules (distinct, in order).
+    Allowed(Vec<Rule>),
+    /// Refused by these deny rules (distinct, in order).
+    Denied(Vec<Rule>),
+}
+
+impl RuleDecision {
+    fn of(verdict: rules::Verdict<'_>) -> Option<RuleDecision> {
+        let distinct = |rules: Vec<&Rule>| {
+            let mut out: Vec<Rule> = Vec::new();
+            for rule in rules {
+                if !out.iter().any(|r| r.id() == rule.id()) {
+                    out.push(rule.clone());
+                }
+            }
+            out
+        };
+        match verdict {
+            rules::Verdict::Allowed { rules } => Some(RuleDecision::Allowed(distinct(rules))),
+            rules::Verdict::Denied { rules } => Some(RuleDecision::Denied(distinct(rules))),
+            _ => None,
+        }
+    }
+}
+
+/// What the rules in force decide about `command` under `policy` with the
+/// session's `granted` rules; `None` when the person must be asked by rule
+/// (always under `ask`).
+pub fn command_decision(policy: &Policy, granted: &[Rule], command: &str) -> Option<RuleDecision> {
     if !policy.approval_mode.applies_rules() {
         return None;
     }
-    let all = policy.rules_in_force(granted);
-    let verdict = rules::evaluate(&all, command);
-    let rules::Verdict::Allowed { rules } = verdict else { return None };
-    let mut distinct: Vec<Rule> = Vec::new();
-    for rule in rules {
-        if !distinct.iter().any(|r| r.id() == rule.id()) {
-            distinct.push(rule.clone());
-        }
+    RuleDecision::of(rules::evaluate(&policy.rules_in_force(granted), command))
+}
+
+/// What the rules decide about an edit of `relative` (its path relative to
+/// the session's directory); `None` when the person must be asked, always
+/// so for a path that leaves the workspace and under `ask`.
+pub fn edit_decision(
+    policy: &Policy,
+    granted: &[Rule],
+    relative: &str,
+    leaves_workspace: bool,
+) -> Option<RuleDecision> {
+    if leaves_workspace || !policy.approval_mode.applies_rules() {
+        return None;
     }
-    Some(distinct)
+    RuleDecision::of(rules::evaluate_path(&policy.rules_in_force(granted), relative))
+}
+
+/// The rules that approve `command` under `policy` with the session's
+/// `granted` rules, or `None` when the person must be asked (or a deny
+/// rule refuses it).
+pub fn approving_rules(policy: &Policy, granted: &[Rule], command: &str) -> Option<Vec<Rule>> {
+    match command_decision(policy, granted, command)? {
+        RuleDecision::Allowed(rules) => Some(rules),
+        RuleDecision::Denied(_) => None,
+    }
 }
 
 #[cfg(test)]
@@ -313,6 +390,25 @@ mod tests {
         policy.approval_mode = ApprovalMode::Rules;
         assert_eq!(approving_rules(&policy, std::slice::from_ref(&rule), "npm test --ci"), Some(vec![rule.clone()]));
         assert_eq!(approving_rules(&policy, &[rule], "npm testx"), None);
+    }
+
+    #[test]
+    fn edits_follow_path_rules_only_inside_the_workspace_and_never_under_ask() {
+        let rule = Rule::new("p", RuleKind::Path, "src/**", RuleScope::Session).expect("rule");
+        let deny = Rule::new("d", RuleKind::Path, "src/gen/*", RuleScope::Session)
+            .expect("rule")
+            .with_effect(crate::rules::RuleEffect::Deny);
+        let granted = [rule.clone(), deny.clone()];
+        let mut policy = Policy::ask_only();
+        assert_eq!(edit_decision(&policy, &granted, "src/a.rs", false), None, "ask applies no rule");
+        policy.approval_mode = ApprovalMode::Rules;
+        assert_eq!(edit_decision(&policy, &granted, "src/a.rs", false), Some(RuleDecision::Allowed(vec![rule])));
+        assert_eq!(edit_decision(&policy, &granted, "src/gen/x.rs", false), Some(RuleDecision::Denied(vec![deny])));
+        assert_eq!(edit_decision(&policy, &granted, "README.md", false), None);
+        assert_eq!(edit_decision(&policy, &granted, "src/a.rs", true), None, "leaving the workspace always asks");
+        assert_eq!(command_decision(&policy, &granted, "src/a.rs"), None, "a path rule covers no command");
+        assert_eq!(SuggestedRule::for_path("src/a[1].rs", false).map(|s| s.text).as_deref(), Some("src/a[[]1[]].rs"));
+        assert_eq!(SuggestedRule::for_path("/etc/passwd", true), None);
     }
 
     #[test]

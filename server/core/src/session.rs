@@ -256,7 +256,8 @@ impl Session {
     }
 
     /// A decision made by rules or the sandbox rather than the person
-    /// (`approved_by`), naming the rules that made it; written through like
+    /// (`approved_by`; on a denial it is written as `decided_by`), naming
+    /// the rules that made it; written through like
     /// [`Self::record_decision`].
     pub fn record_approval(
         &mut self,
@@ -280,11 +281,18 @@ impl Session {
         (approved_by, rules): (Option<crate::journal::record::ApprovedBy>, Vec<crate::rules::Rule>),
         facts: ApprovalFacts,
     ) -> Result<(), SessionError> {
+        // A decision the person did not make: `approved_by` on an approval,
+        // `decided_by` on a denial (deny rules).
+        let (approved_by, decided_by) = match decision {
+            ApprovalDecision::Approved => (approved_by, None),
+            ApprovalDecision::Denied => (None, approved_by),
+        };
         self.append(&RecordBody::Approval {
             turn_id: turn_id.into(),
             call_id: call_id.into(),
             decision,
             approved_by,
+            decided_by,
             rules,
             facts,
         })?;

@@ -15,7 +15,7 @@ use mino_core::agent::{AgentError, AgentEvent, Numbered, TurnLimits};
 use mino_core::bash;
 use mino_core::policy::{ApprovalMode, PolicyError};
 use mino_core::recovery::{RecoveredTurn, RecoveryReport};
-use mino_core::rules::{Rule, RuleKind, RuleScope};
+use mino_core::rules::{Rule, RuleEffect, RuleKind, RuleScope};
 use mino_core::sandbox::SandboxMode;
 use mino_core::transcript::{Approver, Call, Turn, TurnItem};
 use mino_core::{agent::Agent, App, OpenError, OpenOptions, Session, SessionError};
@@ -276,18 +276,27 @@ fn core_approval_mode(mode: wire::ApprovalMode) -> ApprovalMode {
     }
 }
 
+fn rule_kind(kind: RuleKind) -> wire::RuleKind {
+    match kind {
+        RuleKind::Exact => wire::RuleKind::Exact,
+        RuleKind::Prefix => wire::RuleKind::Prefix,
+        RuleKind::Path => wire::RuleKind::Path,
+    }
+}
+
 fn rule_view(rule: &Rule) -> wire::RuleView {
+    let text = Some(rule.command().to_owned());
+    let (command, pattern) = if rule.is_path_rule() { (None, text) } else { (text, None) };
     wire::RuleView {
         id: rule.id().to_owned(),
-        kind: match rule.kind() {
-            RuleKind::Exact => wire::RuleKind::Exact,
-            RuleKind::Prefix => wire::RuleKind::Prefix,
-        },
-        command: rule.command().to_owned(),
+        kind: rule_kind(rule.kind()),
+        command,
+        pattern,
         scope: match rule.scope() {
             RuleScope::Session => wire::RuleScope::Session,
             RuleScope::Workspace => wire::RuleScope::Workspace,
         },
+        effect: (rule.effect() == RuleEffect::Deny).then_some(wire::RuleEffect::Deny),
     }
 }
 
@@ -328,7 +337,7 @@ fn decision(params: &wire::ApprovalParams) -> Result<Decision> {
     if params.reason.is_some() && params.decision != wire::Decision::Deny {
         return Err(invalid_params("`reason` goes only with decision \"deny\""));
     }
-    let scope = match params.decision {
+    let (scope, effect) = match params.decision {
         wire::Decision::Approve => return Ok(Decision::Approve),
         wire::Decision::Deny => {
             if params.reason.as_ref().is_some_and(|r| r.len() > MAX_DENIAL_REASON) {
@@ -338,22 +347,32 @@ fn decision(params: &wire::ApprovalParams) -> Result<Decision> {
             }
             return Ok(Decision::Deny { reason: params.reason.clone() });
         }
-        wire::Decision::AllowSession => RuleScope::Session,
-        wire::Decision::AllowWorkspace => RuleScope::Workspace,
+        wire::Decision::AllowSession => (RuleScope::Session, RuleEffect::Allow),
+        wire::Decision::AllowWorkspace => (RuleScope::Workspace, RuleEffect::Allow),
+        wire::Decision::DenySession => (RuleScope::Session, RuleEffect::Deny),
+        wire::Decision::DenyWorkspace => (RuleScope::Workspace, RuleEffect::Deny),
     };
     let Some(spec) = &params.rule else {
         return Err(invalid_params(format!(
-            "decision {:?} needs `rule`: {{\"kind\": \"exact\" | \"prefix\", \"command\": \"...\"}}",
+            "decision {:?} needs `rule`: {{\"kind\": \"exact\" | \"prefix\", \"command\": \"...\"}} or {{\"kind\": \"path\", \"pattern\": \"...\"}}",
             params.decision.as_str()
         )));
     };
-    let kind = match spec.kind {
-        wire::RuleKind::Exact => RuleKind::Exact,
-        wire::RuleKind::Prefix => RuleKind::Prefix,
+    let (kind, text, field) = match spec.kind {
+        wire::RuleKind::Exact => (RuleKind::Exact, &spec.command, "command"),
+        wire::RuleKind::Prefix => (RuleKind::Prefix, &spec.command, "command"),
+        wire::RuleKind::Path => (RuleKind::Path, &spec.pattern, "pattern"),
     };
-    let rule = Rule::new(Rule::new_id(), kind, &spec.command, scope)
-        .map_err(|e| invalid_params(format!("the rule was refused, nothing ran and the call still waits: {e}")))?;
-    Ok(Decision::Allow(rule))
+    let Some(text) = text else {
+        return Err(invalid_params(format!("a {:?} rule needs `{field}`", spec.kind.as_str())));
+    };
+    let rule = Rule::new(Rule::new_id(), kind, text, scope)
+        .map_err(|e| invalid_params(format!("the rule was refused, nothing ran and the call still waits: {e}")))?
+        .with_effect(effect);
+    Ok(match effect {
+        RuleEffect::Allow => Decision::Allow(rule),
+        RuleEffect::Deny => Decision::DenyWithRule(rule),
+    })
 }
 
 // ---------------------------------------------------------------- vocabulary
@@ -606,7 +625,10 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
                 edit,
                 sandbox: sandbox_mode(sandbox),
                 approval_mode: approval_mode(mode),
-                suggested_rule: suggested_rule.map(|command| wire::RuleSpec { kind: wire::RuleKind::Prefix, command }),
+                suggested_rule: suggested_rule.map(|rule| match rule.kind {
+                    RuleKind::Path => wire::RuleSpec::path(rule.text),
+                    kind => wire::RuleSpec::command(rule_kind(kind), rule.text),
+                }),
             };
             message::<wire::notification::ApprovalRequest>(n)
         }

@@ -304,6 +304,10 @@ wire_enum! {
         AllowSession = "allowSession",
         /// Approve, and allow `rule` in every session of the workspace.
         AllowWorkspace = "allowWorkspace",
+        /// Deny, and deny what `rule` covers for the rest of the session.
+        DenySession = "denySession",
+        /// Deny, and deny what `rule` covers in every session of the workspace.
+        DenyWorkspace = "denyWorkspace",
     }
 }
 
@@ -319,7 +323,7 @@ pub struct ApprovalParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub reason: Option<String>,
-    /// Required with `allowSession`/`allowWorkspace`: the rule to grant.
+    /// Required with `allowSession`/`allowWorkspace`/`denySession`/`denyWorkspace`: the rule to grant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub rule: Option<RuleSpec>,
@@ -421,10 +425,21 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// How a rule compares a command's words.
+    /// How a rule compares a command's words, or (`path`) an edit's path.
     pub enum RuleKind {
         Exact = "exact",
         Prefix = "prefix",
+        /// A glob relative to the session's directory (`*` and `?` never
+        /// cross `/`, `**` does), covering `edit_file`/`write_file` calls.
+        Path = "path",
+    }
+}
+
+wire_enum! {
+    /// What a rule does to the calls it covers (absent = `allow`).
+    pub enum RuleEffect {
+        Allow = "allow",
+        Deny = "deny",
     }
 }
 
@@ -445,22 +460,57 @@ wire_enum! {
     }
 }
 
-/// A rule as a client asks for it (and as the server suggests it).
+/// A rule as a client asks for it (and as the server suggests it):
+/// `{kind: "exact" | "prefix", command}` or `{kind: "path", pattern}`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RuleSpec {
     pub kind: RuleKind,
-    pub command: String,
+    /// The command (`exact`, `prefix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub command: Option<String>,
+    /// The glob (`path`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub pattern: Option<String>,
 }
 
-/// A rule in force.
+impl RuleSpec {
+    /// A command rule (`exact` or `prefix`).
+    pub fn command(kind: RuleKind, command: impl Into<String>) -> Self {
+        Self { kind, command: Some(command.into()), pattern: None }
+    }
+
+    /// A path rule.
+    pub fn path(pattern: impl Into<String>) -> Self {
+        Self { kind: RuleKind::Path, command: None, pattern: Some(pattern.into()) }
+    }
+
+    /// The command or the pattern, whichever the kind has (empty if missing).
+    pub fn text(&self) -> &str {
+        let text = if self.kind == RuleKind::Path { &self.pattern } else { &self.command };
+        text.as_deref().unwrap_or_default()
+    }
+}
+
+/// A rule in force: `command` for a command rule, `pattern` for a path
+/// rule, `effect` only on a deny rule.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RuleView {
     pub id: String,
     pub kind: RuleKind,
-    pub command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub pattern: Option<String>,
     pub scope: RuleScope,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub effect: Option<RuleEffect>,
 }
 
 /// Who approved a call; `rule` with `kind: "rule"` (the first rule that
@@ -1004,8 +1054,10 @@ pub struct ApprovalRequest {
     /// The sandbox the command will run in if approved.
     pub sandbox: SandboxMode,
     pub approval_mode: ApprovalMode,
-    /// The command's first words as a prefix rule, for "allow for
-    /// session/workspace"; absent when the command is not one plain command.
+    /// The rule to offer for "allow/deny for session/workspace": a
+    /// command's first words as a prefix rule (absent when the command is
+    /// not one plain command), an edit's path (relative to the session's
+    /// directory) as a path rule (absent when the path leaves the workspace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub suggested_rule: Option<RuleSpec>,
@@ -1177,7 +1229,7 @@ mod tests {
             edit: None,
             sandbox: SandboxMode::WorkspaceWrite,
             approval_mode: ApprovalMode::Rules,
-            suggested_rule: Some(RuleSpec { kind: RuleKind::Prefix, command: "ls".into() }),
+            suggested_rule: Some(RuleSpec::command(RuleKind::Prefix, "ls")),
         });
         let v = serde_json::to_value(&n).unwrap();
         assert_eq!(v["method"], "mino/approvalRequest");
@@ -1218,7 +1270,13 @@ mod tests {
             "decision": "allowWorkspace", "rule": {"kind": "prefix", "command": "npm test"}}))
         .unwrap();
         assert_eq!(allow.decision, Decision::AllowWorkspace);
-        assert_eq!(allow.rule, Some(RuleSpec { kind: RuleKind::Prefix, command: "npm test".into() }));
+        assert_eq!(allow.rule, Some(RuleSpec::command(RuleKind::Prefix, "npm test")));
+        let deny: ApprovalParams = serde_json::from_value(json!({"turnId": "turn-2", "callId": "call_1",
+            "decision": "denyWorkspace", "rule": {"kind": "path", "pattern": "src/**/*.rs"}}))
+        .unwrap();
+        assert_eq!(deny.decision, Decision::DenyWorkspace);
+        assert_eq!(deny.rule.as_ref().map(RuleSpec::text), Some("src/**/*.rs"));
+        assert_eq!(serde_json::to_value(RuleSpec::path("a/*")).unwrap(), json!({"kind": "path", "pattern": "a/*"}));
     }
 
     #[test]

@@ -354,3 +354,42 @@ test("a line over 8 MiB is answered with an error naming the bound, and the next
     mock.stop();
   }
 });
+
+test("allow_always grants a session rule: a later command it covers runs without a question", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([
+    { type: "calls", calls: [{ call_id: "call_1", command: "echo hello" }] },
+    { type: "calls", calls: [{ call_id: "call_2", command: "echo hello again" }] },
+    { type: "text", deltas: ["Said twice."] },
+  ]);
+  const asked = [];
+  const server = startServer({
+    ...dirs,
+    baseUrl: mock.baseUrl,
+    onPermission: (params) => {
+      asked.push(params);
+      return selected(option(params, "allow_always"));
+    },
+  });
+  try {
+    await initialize(server.agent);
+    const { sessionId } = await server.agent.request(acp.methods.agent.session.new, { cwd: dirs.workspace, mcpServers: [] });
+    const answer = await prompt(server.agent, sessionId, "Say hello twice.");
+    assert.equal(answer.stopReason, "end_turn");
+    assert.equal(asked.length, 1, "the second command was allowed by the rule");
+    assert.deepEqual(asked[0].options.map((o) => o.kind), ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    assert.equal(option(asked[0], "allow_always"), "allow-always");
+    const tool = server.updates.map((u) => u.update).filter((u) => u.sessionUpdate.startsWith("tool_call"));
+    assert.deepEqual(tool.map((u) => [u.sessionUpdate, u.status ?? "pending"]), [
+      ["tool_call", "pending"],
+      ["tool_call_update", "in_progress"],
+      ["tool_call_update", "completed"],
+      ["tool_call", "in_progress"],
+      ["tool_call_update", "completed"],
+    ]);
+    assert.equal(tool[3].title, "echo hello again");
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});

@@ -98,6 +98,7 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
                 call_id: call_id.clone(),
                 decision: ApprovalDecision::Approved,
                 approved_by: None,
+                decided_by: None,
                 rules: Vec::new(),
                 facts: ApprovalFacts {
                     cwd: Some("/work".into()),

@@ -154,7 +154,7 @@ async fn acp_prompt_runs_an_approved_command_and_ends_the_turn() {
     let question = seen.lock().expect("seen").questions[0].clone();
     let kinds: Vec<&str> =
         question["options"].as_array().expect("options").iter().filter_map(|o| o["kind"].as_str()).collect();
-    assert_eq!(kinds, ["allow_once", "reject_once"], "no allow_always: approval rules are not mapped");
+    assert_eq!(kinds, ["allow_once", "reject_once"], "not one plain command: no rule to offer always");
     let tools = tool_updates(&seen);
     let statuses: Vec<&str> = tools.iter().map(|u| u["status"].as_str().unwrap_or("pending")).collect();
     assert_eq!(statuses, ["pending", "in_progress", "completed"]);
@@ -305,4 +305,91 @@ async fn acp_line_over_the_bound_is_answered_and_the_next_request_is_served() {
     drop(stdin);
     let status = tokio::time::timeout(LIMIT, child.wait()).await.expect("exited in time").expect("wait");
     assert!(status.success(), "{status}");
+}
+
+/// `allow_always` and `reject_always` grant session rules (journaled as
+/// `rule` records): a later command or edit the allow rule covers runs
+/// without a question (`tool_call` straight to `in_progress`), one the deny
+/// rule covers is `failed` with the denial text, unasked.
+#[tokio::test]
+async fn acp_always_options_grant_session_rules_that_decide_later_calls() {
+    let (_base, home, workspace) = dirs();
+    let mock = MockModel::start(vec![
+        Reply::call("c1", "echo one"),
+        Reply::call("c2", "echo one more"),
+        Reply::call("c3", "touch two.txt"),
+        Reply::call("c4", "touch two.txt"),
+        Reply::write_file("e5", "notes.md", "first\n"),
+        Reply::write_file("e6", "notes.md", "second\n"),
+        Reply::text("Done."),
+    ])
+    .await
+    .expect("mock model");
+    let seen = Shared::default();
+    seen.lock().expect("seen").answers.extend([Some("allow-always"), Some("reject-always"), Some("allow-always")]);
+    let ws = workspace.clone();
+    let (result, _) = with_server(&home, &workspace, &mock, seen.clone(), async move |cx| {
+        let session = open_new(&cx, &ws).await?;
+        prompt(&cx, &session, "Go.").await
+    })
+    .await;
+    assert_eq!(result.expect("prompt answered").stop_reason, StopReason::EndTurn);
+    let questions = seen.lock().expect("seen").questions.clone();
+    let titles: Vec<&str> = questions.iter().filter_map(|q| q["toolCall"]["title"].as_str()).collect();
+    assert_eq!(titles.len(), 3, "c2, c4 and e6 were decided by rules: {titles:?}");
+    let kinds: Vec<&str> =
+        questions[0]["options"].as_array().expect("options").iter().filter_map(|o| o["kind"].as_str()).collect();
+    assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    assert!(!workspace.join("two.txt").exists(), "the rejected command never ran");
+    assert_eq!(std::fs::read_to_string(workspace.join("notes.md")).expect("written"), "second\n");
+
+    // Unasked calls: straight to in_progress, or failed with the denial.
+    let tools = tool_updates(&seen);
+    let statuses: Vec<&str> = tools.iter().map(|u| u["status"].as_str().unwrap_or("pending")).collect();
+    assert_eq!(
+        statuses,
+        [
+            "pending",
+            "in_progress",
+            "completed", // c1 asked
+            "in_progress",
+            "completed", // c2 by the rule
+            "pending",
+            "failed", // c3 asked, refused
+            "failed", // c4 by the deny rule
+            "pending",
+            "in_progress",
+            "completed", // e5 asked
+            "in_progress",
+            "completed", // e6 by the path rule
+        ]
+    );
+    assert_eq!(tools[3]["sessionUpdate"], "tool_call");
+    assert_eq!(tools[7]["content"][0]["content"]["text"], "Denied by a rule the user set: prefix \"touch two.txt\"");
+
+    let journal = mino_e2e::session_files(&home).pop().expect("a session file");
+    let records = mino_e2e::journal_records(&journal);
+    let rules: Vec<(String, String, Option<String>)> = records
+        .iter()
+        .filter(|r| r["kind"] == "rule")
+        .map(|r| {
+            let rule = &r["rule"];
+            let text = rule["command"].as_str().or(rule["pattern"].as_str()).unwrap_or_default();
+            (
+                rule["kind"].as_str().unwrap_or_default().to_owned(),
+                text.to_owned(),
+                rule["effect"].as_str().map(str::to_owned),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            ("prefix".into(), "echo one".into(), None),
+            ("prefix".into(), "touch two.txt".into(), Some("deny".into())),
+            ("path".into(), "notes.md".into(), None)
+        ]
+    );
+    let c4 = records.iter().find(|r| r["kind"] == "approval" && r["call_id"] == "c4").expect("c4 decided");
+    assert_eq!((c4["decision"].as_str(), c4["decided_by"].as_str()), (Some("denied"), Some("rule")));
 }

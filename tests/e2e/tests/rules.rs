@@ -32,7 +32,7 @@ async fn open_with(
 }
 
 fn rule(kind: wire::RuleKind, command: &str) -> wire::RuleSpec {
-    wire::RuleSpec { kind, command: command.into() }
+    wire::RuleSpec::command(kind, command)
 }
 
 /// What a turn showed: the approval requests and the started calls, in order.
@@ -160,8 +160,8 @@ async fn a_session_rule_approves_only_what_it_covers_and_every_near_miss_asks() 
     assert_eq!(by, [("c1".to_string(), wire::ApproverKind::User), ("c2".to_string(), wire::ApproverKind::Rule)]);
     let by_rule = seen.started[1].approved_by.rule.clone().expect("the rule is named");
     assert_eq!(
-        (by_rule.kind, by_rule.command.as_str(), by_rule.scope),
-        (wire::RuleKind::Prefix, "echo ok", wire::RuleScope::Session)
+        (by_rule.kind, by_rule.command.as_deref(), by_rule.scope),
+        (wire::RuleKind::Prefix, Some("echo ok"), wire::RuleScope::Session)
     );
 
     // On file: the rule record is synced before the approval it made.
@@ -181,12 +181,15 @@ async fn a_session_rule_approves_only_what_it_covers_and_every_near_miss_asks() 
     let h = history(&mut server).await;
     let c2 = h.turns[0].calls.iter().find(|c| c.call_id == "c2").expect("c2 in history");
     assert_eq!(c2.approved_by.as_ref().map(|a| a.kind), Some(wire::ApproverKind::Rule));
-    assert_eq!(c2.approved_by.as_ref().and_then(|a| a.rule.as_ref()).map(|r| r.command.as_str()), Some("echo ok"));
+    assert_eq!(
+        c2.approved_by.as_ref().and_then(|a| a.rule.as_ref()).and_then(|r| r.command.as_deref()),
+        Some("echo ok")
+    );
     assert_eq!(c2.sandbox, Some(wire::SandboxMode::Off));
     let m1 = h.turns[0].calls.iter().find(|c| c.call_id == "m1").expect("m1 in history");
     assert_eq!(m1.approved_by, None, "a denied call was approved by no one");
     let list = rules_list(&mut server).await;
-    assert_eq!(list.rules.iter().map(|r| r.command.as_str()).collect::<Vec<_>>(), ["echo ok"]);
+    assert_eq!(list.rules.iter().map(|r| r.command.as_deref()).collect::<Vec<_>>(), [Some("echo ok")]);
     finish(server).await;
 }
 
@@ -333,7 +336,7 @@ async fn a_workspace_rule_survives_a_restart_and_revoking_it_rewrites_the_file()
     open_with(&mut second, &fresh).await;
     let list = rules_list(&mut second).await;
     assert_eq!(list.rules.len(), 1);
-    assert_eq!((list.rules[0].scope, list.rules[0].command.as_str()), (wire::RuleScope::Workspace, "echo ws"));
+    assert_eq!((list.rules[0].scope, list.rules[0].command.as_deref()), (wire::RuleScope::Workspace, Some("echo ws")));
     let turn = chat(&mut second, "Two.").await;
     let (seen, _) = drive(&mut second, &turn, deny).await;
     assert!(seen.requests.is_empty(), "the workspace rule applied in a new session");
@@ -421,7 +424,7 @@ async fn a_crash_in_a_rule_approved_call_recovers_unknown_and_gated() {
     assert_eq!(c2.result.status, wire::ToolStatus::Unknown);
     let by = c2.approved_by.clone().expect("approved by");
     assert_eq!(by.kind, wire::ApproverKind::Rule);
-    assert_eq!(by.rule.map(|r| r.command), Some("bash killer.sh".into()));
+    assert_eq!(by.rule.and_then(|r| r.command), Some("bash killer.sh".into()));
     let records = journal(home.path());
     assert!(position(&records, "rule", "c1") < position(&records, "approval", "c2"));
     assert!(position(&records, "approval", "c2") < position(&records, "tool_start", "c2"));
@@ -512,4 +515,226 @@ async fn sandboxed_auto_runs_in_the_sandbox_which_stops_writes_outside_and_socke
         server.call(wire::method::SETTINGS_UPDATE, &json!({"sandbox": "off"})).await.expect("settings");
     assert_eq!(settings.sandbox, wire::SandboxMode::Off);
     finish(server).await;
+}
+
+// ---------------------------------------------------------------- path rules and deny rules
+
+/// The `output` the model was given for `call_id` in any request so far.
+fn told_model(mock: &MockModel, call_id: &str) -> String {
+    mock.requests()
+        .iter()
+        .flat_map(|r| r.body["input"].as_array().cloned().unwrap_or_default())
+        .filter(|item| item["type"] == "function_call_output" && item["call_id"] == call_id)
+        .filter_map(|item| item["output"].as_str().map(str::to_owned))
+        .next_back()
+        .unwrap_or_else(|| panic!("the model was told nothing for {call_id}"))
+}
+
+fn started_by(seen: &Seen) -> Vec<(String, wire::ApproverKind)> {
+    seen.started.iter().map(|s| (s.call_id.clone(), s.approved_by.kind)).collect()
+}
+
+/// A session path rule approves a later edit of a file it matches without
+/// asking (the approval names it); a file it does not match asks, a path
+/// outside the workspace asks even under `**`, and a command is never
+/// covered by a path rule.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_path_rule_approves_matching_edits_only_inside_the_workspace() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    std::fs::create_dir_all(cwd.join("src")).expect("src");
+    let outside = home.path().join("notes.txt");
+    let mock = MockModel::start(vec![
+        Reply::write_file("e1", "src/a.txt", "a\n"),
+        Reply::write_file("e2", "src/b.txt", "b\n"),
+        Reply::write_file("e3", "README.md", "readme\n"),
+        Reply::write_file("e4", "../notes.txt", "outside\n"),
+        Reply::call("c5", "cat src/b.txt"),
+        Reply::text("Done."),
+    ])
+    .await
+    .expect("mock");
+    let mut server = Server::spawn_in(home.path(), &mock).await;
+    open_with(&mut server, &options(&cwd, Some(wire::ApprovalMode::Rules), None)).await;
+    let turn = chat(&mut server, "Write the files.").await;
+    let (seen, end) = drive(&mut server, &turn, |request| match request.call_id.as_str() {
+        "e1" => {
+            assert_eq!(request.suggested_rule, Some(wire::RuleSpec::path("src/a.txt")));
+            allow(request, wire::Decision::AllowSession, wire::RuleSpec::path("src/*.txt"))
+        }
+        "e3" => allow(request, wire::Decision::AllowSession, wire::RuleSpec::path("**")),
+        "e4" => {
+            assert!(request.edit.as_ref().is_some_and(|e| e.leaves_workspace));
+            assert_eq!(request.suggested_rule, None, "no rule is offered for a path outside the workspace");
+            deny(request)
+        }
+        _ => deny(request),
+    })
+    .await;
+    assert_eq!(end.status, wire::TurnStatus::Completed);
+    let asked: Vec<&str> = seen.requests.iter().map(|r| r.call_id.as_str()).collect();
+    assert_eq!(asked, ["e1", "e3", "e4", "c5"], "e2 was approved by the rule");
+    assert_eq!(std::fs::read_to_string(cwd.join("src/b.txt")).expect("b written"), "b\n");
+    assert!(!outside.exists(), "the outside edit was denied");
+    let by = started_by(&seen);
+    assert_eq!(by[1], ("e2".to_string(), wire::ApproverKind::Rule));
+    let rule = seen.started[1].approved_by.rule.clone().expect("the rule is named");
+    assert_eq!((rule.kind, rule.pattern.as_deref(), rule.command), (wire::RuleKind::Path, Some("src/*.txt"), None));
+
+    let records = journal(home.path());
+    let granted = record_of(&records, "rule", "e1").expect("rule record");
+    assert_eq!((granted["v"].as_u64(), granted["rule"]["kind"].as_str()), (Some(3), Some("path")));
+    assert_eq!(granted["rule"]["pattern"], "src/*.txt");
+    assert!(granted["rule"].get("command").is_none() && granted["rule"].get("effect").is_none());
+    let approval = record_of(&records, "approval", "e2").expect("approval of e2");
+    assert_eq!(
+        (approval["approved_by"].as_str(), approval["rules"][0]["id"].as_str()),
+        (Some("rule"), Some(rule.id.as_str()))
+    );
+    assert!(position(&records, "rule", "e1") < position(&records, "approval", "e2"));
+    let list = rules_list(&mut server).await;
+    let patterns: Vec<Option<&str>> = list.rules.iter().map(|r| r.pattern.as_deref()).collect();
+    assert_eq!(patterns, [Some("src/*.txt"), Some("**")]);
+    finish(server).await;
+}
+
+/// Deny rules, granted with `denySession`/`denyWorkspace`, refuse a later
+/// command and a later edit without asking, winning over an allow rule;
+/// the model reads which rule, and the journal says a rule decided.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deny_rule_refuses_a_command_and_an_edit_without_asking() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let mock = MockModel::start(vec![
+        Reply::call("c1", "echo secret one"),
+        Reply::call("c2", "echo fine"),
+        Reply::call("c3", "echo secret two"),
+        Reply::call("c4", "echo fine again && echo secret three"),
+        Reply::call("c5", "echo fine again"),
+        Reply::write_file("e6", "secret.txt", "one\n"),
+        Reply::write_file("e7", "secret.txt", "two\n"),
+        Reply::text("Done."),
+    ])
+    .await
+    .expect("mock");
+    let mut server = Server::spawn_in(home.path(), &mock).await;
+    open_with(&mut server, &options(&cwd, Some(wire::ApprovalMode::Rules), None)).await;
+    let turn = chat(&mut server, "Go.").await;
+    let (seen, end) = drive(&mut server, &turn, |request| match request.call_id.as_str() {
+        "c1" => allow(request, wire::Decision::DenySession, rule(wire::RuleKind::Prefix, "echo secret")),
+        // `echo` covers `echo secret two` too: the deny rule wins.
+        "c2" => allow(request, wire::Decision::AllowSession, rule(wire::RuleKind::Prefix, "echo")),
+        "e6" => {
+            assert_eq!(request.suggested_rule, Some(wire::RuleSpec::path("secret.txt")));
+            allow(request, wire::Decision::DenyWorkspace, wire::RuleSpec::path("secret.txt"))
+        }
+        other => panic!("{other} was asked about"),
+    })
+    .await;
+    assert_eq!(end.status, wire::TurnStatus::Completed);
+    let asked: Vec<&str> = seen.requests.iter().map(|r| r.call_id.as_str()).collect();
+    assert_eq!(asked, ["c1", "c2", "e6"]);
+    assert_eq!(started_by(&seen).iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["c2", "c5"]);
+    assert!(!cwd.join("secret.txt").exists());
+    let status = |id: &str| seen.results.iter().find(|r| r.call_id == id).map(|r| r.status);
+    for id in ["c1", "c3", "c4", "e6", "e7"] {
+        assert_eq!(status(id), Some(wire::ToolStatus::Refused), "{id}");
+    }
+    assert!(
+        told_model(&mock, "c3").contains(r#"Denied by a rule the user set: prefix \"echo secret\""#),
+        "{}",
+        told_model(&mock, "c3")
+    );
+    assert!(
+        told_model(&mock, "e7").contains(r#"Denied by a rule the user set: path \"secret.txt\""#),
+        "{}",
+        told_model(&mock, "e7")
+    );
+    assert!(told_model(&mock, "c1").contains("The user denied this command"), "{}", told_model(&mock, "c1"));
+
+    let records = journal(home.path());
+    let granted = record_of(&records, "rule", "c1").expect("rule record");
+    assert_eq!(
+        (granted["rule"]["effect"].as_str(), granted["rule"]["command"].as_str()),
+        (Some("deny"), Some("echo secret"))
+    );
+    assert!(position(&records, "rule", "c1") < position(&records, "approval", "c1"));
+    for id in ["c3", "c4", "e7"] {
+        let approval = record_of(&records, "approval", id).expect("approval");
+        assert_eq!(approval["v"], 3);
+        assert_eq!(
+            (approval["decision"].as_str(), approval["decided_by"].as_str()),
+            (Some("denied"), Some("rule")),
+            "{id}"
+        );
+        assert!(approval.get("approved_by").is_none());
+        assert_eq!(approval["rules"][0]["effect"], "deny", "{id}");
+    }
+    let user_denied = record_of(&records, "approval", "c1").expect("c1");
+    assert!(user_denied.get("decided_by").is_none(), "the person denied c1");
+
+    let list = rules_list(&mut server).await;
+    let effects: Vec<(wire::RuleScope, Option<wire::RuleEffect>)> =
+        list.rules.iter().map(|r| (r.scope, r.effect)).collect();
+    assert_eq!(
+        effects,
+        [
+            (wire::RuleScope::Session, Some(wire::RuleEffect::Deny)),
+            (wire::RuleScope::Session, None),
+            (wire::RuleScope::Workspace, Some(wire::RuleEffect::Deny))
+        ]
+    );
+    let text = std::fs::read_to_string(&list.workspace_file).expect("the workspace rules file");
+    assert!(
+        text.contains("kind = \"path\"")
+            && text.contains("pattern = \"secret.txt\"")
+            && text.contains("effect = \"deny\""),
+        "{text}"
+    );
+    finish(server).await;
+}
+
+/// A workspace path rule is in the workspace rules file: a new session
+/// applies it without asking; once revoked, the edit asks again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_path_rule_survives_a_new_session_and_revoking_it_asks_again() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let mock = MockModel::start(vec![
+        Reply::write_file("e1", "notes.md", "one\n"),
+        Reply::text("Done."),
+        Reply::write_file("e2", "plans.md", "two\n"),
+        Reply::text("Done."),
+        Reply::write_file("e3", "ideas.md", "three\n"),
+        Reply::text("Done."),
+    ])
+    .await
+    .expect("mock");
+    let mut first = Server::spawn_in(home.path(), &mock).await;
+    open_with(&mut first, &options(&cwd, Some(wire::ApprovalMode::Rules), None)).await;
+    let turn = chat(&mut first, "One.").await;
+    drive(&mut first, &turn, |request| allow(request, wire::Decision::AllowWorkspace, wire::RuleSpec::path("*.md")))
+        .await;
+    finish(first).await;
+
+    let mut second = Server::spawn_in(home.path(), &mock).await;
+    let fresh =
+        wire::InitializationOptions { new_session: true, ..options(&cwd, Some(wire::ApprovalMode::Rules), None) };
+    open_with(&mut second, &fresh).await;
+    let turn = chat(&mut second, "Two.").await;
+    let (seen, _) = drive(&mut second, &turn, deny).await;
+    assert!(seen.requests.is_empty(), "the workspace path rule applied in a new session");
+    assert_eq!(std::fs::read_to_string(cwd.join("plans.md")).expect("written"), "two\n");
+    let by = seen.started[0].approved_by.rule.clone().expect("rule");
+    assert_eq!((by.scope, by.pattern.as_deref()), (wire::RuleScope::Workspace, Some("*.md")));
+    let records = journal(home.path());
+    assert_eq!(record_of(&records, "approval", "e2").expect("approval")["rules"][0]["pattern"], "*.md");
+
+    let _: wire::EmptyResult = second.call(wire::method::RULES_REVOKE, &json!({"id": by.id})).await.expect("revoke");
+    assert!(rules_list(&mut second).await.rules.is_empty());
+    let turn = chat(&mut second, "Three.").await;
+    let (seen, _) = drive(&mut second, &turn, deny).await;
+    assert_eq!(seen.requests.len(), 1, "revoked: it asks again");
+    assert!(!cwd.join("ideas.md").exists());
+    finish(second).await;
 }

@@ -28,7 +28,7 @@ turnId: string, callId: string, decision: Decision,
  */
 reason?: string, 
 /**
- * Required with `allowSession`/`allowWorkspace`: the rule to grant.
+ * Required with `allowSession`/`allowWorkspace`/`denySession`/`denyWorkspace`: the rule to grant.
  */
 rule?: RuleSpec, };
 
@@ -46,8 +46,10 @@ environment: { [key in string]: string }, limits: Limits,
  */
 sandbox: SandboxMode, approvalMode: ApprovalMode, 
 /**
- * The command's first words as a prefix rule, for "allow for
- * session/workspace"; absent when the command is not one plain command.
+ * The rule to offer for "allow/deny for session/workspace": a
+ * command's first words as a prefix rule (absent when the command is
+ * not one plain command), an edit's path (relative to the session's
+ * directory) as a path rule (absent when the path leaves the workspace).
  */
 suggestedRule?: RuleSpec, 
 /**
@@ -146,7 +148,7 @@ export type CompactionTrigger = "manual" | "auto" | "contextLengthExceeded";
 /**
  * The person's decision on a call, in `mino/approval`.
  */
-export type Decision = "approve" | "deny" | "allowSession" | "allowWorkspace";
+export type Decision = "approve" | "deny" | "allowSession" | "allowWorkspace" | "denySession" | "denyWorkspace";
 
 /**
  * Which file-edit tool a call is.
@@ -389,9 +391,14 @@ export type Retrying = { turnId: string, seq: number,
 sessionId: string, attempt: number, delayMs: number, reason: string, };
 
 /**
- * How a rule compares a command's words.
+ * What a rule does to the calls it covers (absent = `allow`).
  */
-export type RuleKind = "exact" | "prefix";
+export type RuleEffect = "allow" | "deny";
+
+/**
+ * How a rule compares a command's words, or (`path`) an edit's path.
+ */
+export type RuleKind = "exact" | "prefix" | "path";
 
 /**
  * Where a rule holds.
@@ -399,14 +406,24 @@ export type RuleKind = "exact" | "prefix";
 export type RuleScope = "session" | "workspace";
 
 /**
- * A rule as a client asks for it (and as the server suggests it).
+ * A rule as a client asks for it (and as the server suggests it):
+ * `{kind: "exact" | "prefix", command}` or `{kind: "path", pattern}`.
  */
-export type RuleSpec = { kind: RuleKind, command: string, };
+export type RuleSpec = { kind: RuleKind, 
+/**
+ * The command (`exact`, `prefix`).
+ */
+command?: string, 
+/**
+ * The glob (`path`).
+ */
+pattern?: string, };
 
 /**
- * A rule in force.
+ * A rule in force: `command` for a command rule, `pattern` for a path
+ * rule, `effect` only on a deny rule.
  */
-export type RuleView = { id: string, kind: RuleKind, command: string, scope: RuleScope, };
+export type RuleView = { id: string, kind: RuleKind, command?: string, pattern?: string, scope: RuleScope, effect?: RuleEffect, };
 
 export type RulesListParams = Record<symbol, never>;
 
@@ -699,7 +716,7 @@ export interface NotificationMap {
 
 export const TURN_STATUSES: readonly TurnStatus[] = ['completed', 'failed', 'cancelled', 'interrupted'] as const;
 export const TOOL_STATUSES: readonly ToolStatus[] = ['success', 'failed', 'refused', 'timed_out', 'cancelled', 'not_executed', 'unknown', 'applied', 'not_applied'] as const;
-export const DECISIONS: readonly Decision[] = ['approve', 'deny', 'allowSession', 'allowWorkspace'] as const;
+export const DECISIONS: readonly Decision[] = ['approve', 'deny', 'allowSession', 'allowWorkspace', 'denySession', 'denyWorkspace'] as const;
 export const EVIDENCE_OUTCOMES: readonly EvidenceOutcome[] = ['exited', 'signalled', 'stopped_when_mino_stopped', 'timed_out'] as const;
 export const OUTPUT_STREAMS: readonly OutputStream[] = ['stdout', 'stderr'] as const;
 

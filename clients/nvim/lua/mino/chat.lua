@@ -897,8 +897,10 @@ function M.approval_decided(req, answer)
     line = answer.reason and ("_Denied %s: %s_"):format(call, md_text(answer.reason)) or ("_Denied %s._"):format(call)
   else
     local scope = answer.decision == d.allowSession and "this session" or "this workspace"
-    line = ("_Approved %s, and from now on in %s every command starting with %s._"):format(call, scope,
-      code_span(answer.rule and answer.rule.command or "?"))
+    local rule = answer.rule or {}
+    local what = rule.kind == "path" and "every edit of a file matching" or "every command starting with"
+    line = ("_Approved %s, and from now on in %s %s %s._"):format(call, scope, what,
+      code_span(rule.command or rule.pattern or "?"))
     if req.approvalMode == "ask" then
       -- The server records the rule but applies none in `ask` mode.
       line = line .. " _(The approval mode is `ask`: rules apply once it is `rules` or `sandboxed-auto`.)_"
@@ -915,7 +917,7 @@ function M.approved_by_line(approved_by, sandbox)
   end
   if approved_by.kind == "rule" then
     local r = type(approved_by.rule) == "table" and approved_by.rule or {}
-    return ("_Approved by rule %s (%s, %s)._"):format(code_span(r.command or "?"), r.kind or "?",
+    return ("_Approved by rule %s (%s, %s)._"):format(code_span(r.command or r.pattern or "?"), r.kind or "?",
       SCOPES[r.scope] or tostring(r.scope or "?"))
   elseif approved_by.kind == "sandbox" then
     return ("_Approved automatically in the sandbox (%s)._"):format(type(sandbox) == "string" and sandbox or "?")

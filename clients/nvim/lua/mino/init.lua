@@ -482,12 +482,14 @@ M.APPROVAL_CHOICES = {
   allow_workspace = "Always allow in this workspace…",
 }
 
---- The rule the server suggests for a request ({kind, command}), or nil when
---- the command is not plain enough for one.
+--- The rule the server suggests for a request ({kind, command}, or for an
+--- edit {kind = "path", pattern}) and its text, or nil when the command is
+--- not plain enough for one (or the edit leaves the workspace).
 local function suggested_rule(req)
   local r = req.suggestedRule
-  if type(r) == "table" and type(r.command) == "string" and r.command ~= "" then
-    return r
+  local text = type(r) == "table" and (r.kind == "path" and r.pattern or r.command)
+  if type(text) == "string" and text ~= "" then
+    return r, text
   end
 end
 
@@ -565,6 +567,8 @@ end
 local RULE_PROMPTS = {
   allowSession = "Allow for this session the commands starting with: ",
   allowWorkspace = "Always allow in this workspace the commands starting with: ",
+  path_allowSession = "Allow for this session edits of files matching (a glob): ",
+  path_allowWorkspace = "Always allow in this workspace edits of files matching (a glob): ",
 }
 
 --- Acts on the menu's choice about `asked`: Deny, dismissal and anything
@@ -596,14 +600,16 @@ local function on_approval_choice(asked, choice)
     end)
   elseif (choice == c.allow_session or choice == c.allow_workspace) and suggested_rule(asked.req) then
     local decision = choice == c.allow_session and d.allowSession or d.allowWorkspace
-    input_safely(RULE_PROMPTS[decision], suggested_rule(asked.req).command, "mino.approval.rule", function(rule)
+    local suggested, text = suggested_rule(asked.req)
+    local path = suggested.kind == "path"
+    input_safely(RULE_PROMPTS[(path and "path_" or "") .. decision], text, "mino.approval.rule", function(rule)
       if asked.decided then
         return
       end
       if not rule then
         return back()
       end
-      decide(asked, { decision = decision, rule = { kind = "prefix", command = rule } })
+      decide(asked, { decision = decision, rule = path and { kind = "path", pattern = rule } or { kind = "prefix", command = rule } })
     end)
   else
     decide(asked, { decision = d.deny })
@@ -1298,7 +1304,8 @@ end
 --- How a rule reads: `git status` (prefix, this session).
 function M.format_rule(r)
   local scope = r.scope == "workspace" and "this workspace" or (r.scope == "session" and "this session" or tostring(r.scope))
-  return ("%s  (%s, %s)"):format(r.command or "?", r.kind or "?", scope)
+  local deny = r.effect == "deny" and ", deny" or ""
+  return ("%s  (%s, %s%s)"):format(r.command or r.pattern or "?", r.kind or "?", scope, deny)
 end
 
 --- :MinoRules: lists the approval rules in force and revokes the chosen one

@@ -27,7 +27,7 @@ M.turn_status = values { "completed", "failed", "cancelled", "interrupted" }
 M.tool_status = values { "success", "failed", "refused", "timed_out", "cancelled", "not_executed", "unknown", "applied", "not_applied" }
 
 --- Decisions in mino/approval.
-M.decision = values { "approve", "deny", "allowSession", "allowWorkspace" }
+M.decision = values { "approve", "deny", "allowSession", "allowWorkspace", "denySession", "denyWorkspace" }
 
 --- Mino's own JSON-RPC error codes.
 M.errors = { ACKNOWLEDGEMENT_REQUIRED = -32010, TURN_IN_PROGRESS = -32011, NO_PENDING_APPROVAL = -32012, JOURNAL_FAILURE = -32013, UNKNOWN_TURN = -32014, SESSION_UNAVAILABLE = -32015 }

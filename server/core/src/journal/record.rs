@@ -178,7 +178,13 @@ pub enum RecordBody {
         decision: ApprovalDecision,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         approved_by: Option<ApprovedBy>,
-        /// The rules that covered the command's parts (distinct, in order).
+        /// Who refused a `denied` call when it was not the person: only
+        /// `rule` (deny rules, named in `rules`). `approved_by` is never
+        /// written on a denial.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decided_by: Option<ApprovedBy>,
+        /// The rules that covered the command's parts or the edit's path
+        /// (distinct, in order): the allowing ones, or the denying ones.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         rules: Vec<crate::rules::Rule>,
         /// What the decision was about, as the approval showed it (a
@@ -277,7 +283,7 @@ impl RecordBody {
             // The edit records (docs/journal.md, "Versions").
             Self::ToolStart { edit: Some(_), .. } => EDIT_FORMAT_VERSION,
             Self::ToolResult { status, .. } if status.is_edit_recovery() => EDIT_FORMAT_VERSION,
-            Self::Approval { approved_by: Some(_), .. } => 3,
+            Self::Approval { approved_by: Some(_), .. } | Self::Approval { decided_by: Some(_), .. } => 3,
             Self::ToolStart { sandbox: Some(mode), .. } if *mode != crate::sandbox::SandboxMode::Off => 3,
             _ => 2,
         }
@@ -328,6 +334,7 @@ struct Line {
     after_sha256: Option<String>,
     after_size: Option<u64>,
     approved_by: Option<ApprovedBy>,
+    decided_by: Option<ApprovedBy>,
     #[serde(default)]
     rules: Vec<crate::rules::Rule>,
     sandbox: Option<crate::sandbox::SandboxMode>,
@@ -399,6 +406,7 @@ impl Line {
                 call_id: call_id()?,
                 decision: self.decision.ok_or_else(|| missing("decision"))?,
                 approved_by: self.approved_by,
+                decided_by: self.decided_by,
                 rules: self.rules.clone(),
                 facts: ApprovalFacts {
                     cwd: self.cwd.clone(),

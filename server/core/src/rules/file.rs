@@ -14,6 +14,17 @@
 //! id = "rule-3f9c0a1b2c3d4e5f"
 //! kind = "prefix"          # or "exact"
 //! command = "cargo test"
+//!
+//! [[rule]]
+//! id = "rule-0a1b2c3d4e5f6071"
+//! kind = "path"            # an edit of a file matching the glob
+//! pattern = "src/**/*.rs"  # relative to the workspace; `*` stays within one directory
+//!
+//! [[rule]]
+//! id = "rule-7f6e5d4c3b2a1908"
+//! kind = "prefix"
+//! command = "git push"
+//! effect = "deny"          # refused without asking; absent = "allow"
 //! ```
 //!
 //! Reading ([`load`]) is all or nothing: a file that is not valid TOML, has
@@ -29,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Rule, RuleError, RuleKind, RuleScope};
+use super::{Rule, RuleEffect, RuleError, RuleKind, RuleScope};
 use crate::MinoHome;
 
 /// The file's name in its workspace directory.
@@ -59,24 +70,41 @@ struct FileRules {
     rule: Vec<toml::Spanned<FileRule>>,
 }
 
+/// One `[[rule]]` table: `command` for a command rule, `pattern` for a
+/// path rule, `effect` only on a deny rule.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileRule {
     id: String,
     kind: RuleKind,
-    command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pattern: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    effect: Option<RuleEffect>,
+}
+
+impl FileRule {
+    fn of(rule: &Rule) -> Self {
+        let text = Some(rule.command().to_owned());
+        let (command, pattern) = if rule.is_path_rule() { (None, text) } else { (text, None) };
+        let effect = (rule.effect() == RuleEffect::Deny).then_some(RuleEffect::Deny);
+        Self { id: rule.id().to_owned(), kind: rule.kind(), command, pattern, effect }
+    }
+
+    fn into_rule(self) -> Result<Rule, RuleError> {
+        let text = match self.kind {
+            RuleKind::Path => self.pattern.ok_or(RuleError::Missing("path", "pattern"))?,
+            _ => self.command.ok_or(RuleError::Missing("command", "command"))?,
+        };
+        Ok(Rule::new(self.id, self.kind, &text, RuleScope::Workspace)?.with_effect(self.effect.unwrap_or_default()))
+    }
 }
 
 #[derive(Serialize)]
-struct NewRules<'a> {
-    rule: [NewRule<'a>; 1],
-}
-
-#[derive(Serialize)]
-struct NewRule<'a> {
-    id: &'a str,
-    kind: RuleKind,
-    command: &'a str,
+struct NewRules {
+    rule: [FileRule; 1],
 }
 
 /// The workspace's rules file: `$MINO_HOME/workspaces/<name>-<hash>/rules.toml`,
@@ -144,8 +172,8 @@ fn parse(path: &Path, text: &str) -> Result<Vec<Rule>, RulesFileError> {
     for spanned in file.rule {
         let line = line_of(text, spanned.span().start);
         let entry = spanned.into_inner();
-        let rule = Rule::new(entry.id, entry.kind, &entry.command, RuleScope::Workspace)
-            .map_err(|e: RuleError| malformed(line, format!("rule `{}`: {e}", entry.command)))?;
+        let shown = entry.command.clone().or_else(|| entry.pattern.clone()).unwrap_or_else(|| entry.id.clone());
+        let rule = entry.into_rule().map_err(|e: RuleError| malformed(line, format!("rule `{shown}`: {e}")))?;
         if rules.iter().any(|r| r.id() == rule.id()) {
             return Err(malformed(line, format!("the rule id {} is used twice", rule.id())));
         }
@@ -161,7 +189,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 
 /// Adds `rule` (a [`RuleScope::Workspace`] rule) to the file at `path` for
 /// `workspace`, keeping the file's text as it is and adding a `[[rule]]`
-/// table at its end. A rule with the same kind and command already in the
+/// table at its end. A rule saying the same (kind, effect, words or pattern) already in the
 /// file is not added twice (`Ok(false)`). A malformed file is not written
 /// to: the person fixes it first (the error says where).
 pub fn append(path: &Path, workspace: &Path, rule: &Rule) -> Result<bool, RulesFileError> {
@@ -177,20 +205,20 @@ pub fn append(path: &Path, workspace: &Path, rule: &Rule) -> Result<bool, RulesF
         format!(
             "# Mino approval rules for the workspace {}\n\
              # A command matching a rule runs without asking. `exact`: the whole command;\n\
-             # `prefix`: its first words. Edit freely; a malformed file is ignored as a whole.\n",
+             # `prefix`: its first words; `path`: an edit of a file matching `pattern`.\n\
+             # `effect = \"deny\"` refuses instead. Edit freely; a malformed file is ignored as a whole.\n",
             workspace.display()
         )
     });
     let rules = parse(path, &text)?;
-    if rules.iter().any(|r| r.kind() == rule.kind() && r.words() == rule.words()) {
+    if rules.iter().any(|r| r.says_the_same_as(rule)) {
         return Ok(false);
     }
     if rules.iter().any(|r| r.id() == rule.id()) {
         return Err(RulesFileError::DuplicateId { path: path.to_owned(), id: rule.id().to_owned() });
     }
-    let table =
-        toml::to_string(&NewRules { rule: [NewRule { id: rule.id(), kind: rule.kind(), command: rule.command() }] })
-            .map_err(|e| io("write the rule as TOML", std::io::Error::other(e)))?;
+    let table = toml::to_string(&NewRules { rule: [FileRule::of(rule)] })
+        .map_err(|e| io("write the rule as TOML", std::io::Error::other(e)))?;
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
@@ -319,5 +347,31 @@ mod remove_tests {
         let left = load(&path).expect("load");
         assert!(left.is_empty());
         assert!(std::fs::read_to_string(&path).expect("read").contains("# trailing"));
+    }
+}
+
+#[cfg(test)]
+mod path_rule_tests {
+    use super::*;
+
+    /// Path rules and deny rules are written with `pattern` and `effect`
+    /// and read back as they were granted.
+    #[test]
+    fn path_and_deny_rules_round_trip_through_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("ws").join(RULES_FILE);
+        let glob = Rule::new("p", RuleKind::Path, "src/**/*.rs", RuleScope::Workspace).expect("path rule");
+        let deny = Rule::new("d", RuleKind::Prefix, "git push", RuleScope::Workspace)
+            .expect("rule")
+            .with_effect(RuleEffect::Deny);
+        assert!(append(&path, dir.path(), &glob).expect("append"));
+        assert!(append(&path, dir.path(), &deny).expect("append"));
+        let again = Rule::new("p2", RuleKind::Path, "src/**/*.rs", RuleScope::Workspace).expect("path rule");
+        assert!(!append(&path, dir.path(), &again).expect("append"), "the same glob is not added twice");
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(text.contains("pattern = \"src/**/*.rs\"") && text.contains("effect = \"deny\""), "{text}");
+        assert_eq!(load(&path).expect("load"), [glob, deny]);
+        std::fs::write(&path, "[[rule]]\nid = \"x\"\nkind = \"path\"\npattern = \"../*\"\n").expect("write");
+        assert!(matches!(load(&path), Err(RulesFileError::Malformed { line: 1, .. })));
     }
 }

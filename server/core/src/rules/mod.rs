@@ -1,7 +1,11 @@
-//! Approval rules: standing permissions the person grants for commands, so
-//! that a command they would approve every time is not asked about again.
+//! Approval rules: standing answers the person gives for commands and
+//! edits, so that a call they would approve (or refuse) every time is not
+//! asked about again.
 //!
-//! A rule is a precise match on the *parsed* command, never a substring:
+//! Every rule has an [`RuleEffect`]: `allow` (the default) approves what it
+//! covers, `deny` refuses it without asking. Deny wins over allow.
+//!
+//! A command rule is a precise match on the *parsed* command, never a substring:
 //!
 //! - [`RuleKind::Exact`]: the command's words equal the rule's words;
 //! - [`RuleKind::Prefix`]: the command's first N words are the rule's N words
@@ -17,7 +21,15 @@
 //!
 //! The words compared are those bash passes to the program after quote
 //! removal, so `git "status"` is `git status`; a Unicode lookalike is a
-//! different word and does not match.
+//! different word and does not match. A command is denied when *any* of its
+//! parts is covered by a deny rule; a command that is not plain is never
+//! matched by a deny rule either (it is asked about, never run unasked).
+//!
+//! A path rule ([`RuleKind::Path`]) is a glob relative to the session's
+//! directory (`src/**/*.rs`, `notes.md`): `*` and `?` never cross `/`, `**`
+//! does. It covers an edit (`edit_file`, `write_file`) whose path resolves
+//! inside the session's directory and matches; never a path that leaves the
+//! workspace, never a command. A command rule never covers an edit.
 //!
 //! - [`file`]: the workspace rules file (read at session open, appended to
 //!   atomically).
@@ -32,12 +44,41 @@ use serde::{Deserialize, Serialize};
 
 pub use words::{plain_commands, NotPlain, Words};
 
-/// How a rule compares words.
+/// How a rule compares words (command rules) or paths (path rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RuleKind {
     Exact,
     Prefix,
+    /// A glob over an edit's path relative to the session's directory.
+    Path,
+}
+
+impl RuleKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleKind::Exact => "exact",
+            RuleKind::Prefix => "prefix",
+            RuleKind::Path => "path",
+        }
+    }
+}
+
+/// What a rule does to the calls it covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleEffect {
+    /// Approve without asking.
+    #[default]
+    Allow,
+    /// Refuse without asking; wins over any allow rule.
+    Deny,
+}
+
+impl RuleEffect {
+    fn is_allow(&self) -> bool {
+        *self == RuleEffect::Allow
+    }
 }
 
 /// Where a rule lives: for the open session only, or for every session of
@@ -49,27 +90,50 @@ pub enum RuleScope {
     Workspace,
 }
 
-/// One rule. Build it with [`Rule::new`], which checks the command; the
-/// fields stay readable for journaling and display.
+/// One rule. Build it with [`Rule::new`], which checks the command or the
+/// pattern; the fields stay readable for journaling and display.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RuleFields", into = "RuleFields")]
 pub struct Rule {
     id: String,
     kind: RuleKind,
-    command: String,
+    /// The command (command rules) or the glob (path rules), trimmed.
+    text: String,
     scope: RuleScope,
+    effect: RuleEffect,
+    /// The command's words (command rules; empty for a path rule).
     words: Words,
+    /// The compiled glob (path rules only).
+    glob: Option<PathGlob>,
 }
 
+/// A compiled glob, compared by its pattern.
+#[derive(Debug, Clone)]
+struct PathGlob(globset::GlobMatcher);
+
+impl PartialEq for PathGlob {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.glob() == other.0.glob()
+    }
+}
+impl Eq for PathGlob {}
+
 /// The serialised form (the journal's `rule` record body, the rules file's
-/// `[[rule]]` table): `{id, kind, command, scope}`; the words are derived.
+/// `[[rule]]` table): `{id, kind, command, scope}` for a command rule,
+/// `{id, kind: "path", pattern, scope}` for a path rule, and `effect:
+/// "deny"` on a deny rule (absent = allow); the words are derived.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleFields {
     pub id: String,
     pub kind: RuleKind,
-    pub command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
     pub scope: RuleScope,
+    #[serde(default, skip_serializing_if = "RuleEffect::is_allow")]
+    pub effect: RuleEffect,
 }
 
 /// Commands that run other commands given as their arguments: a prefix rule
@@ -92,19 +156,38 @@ pub enum RuleError {
     RunsAnything(String),
     #[error("a rule id must be 1 to 64 characters of letters, digits, `-` and `_`; got {0:?}")]
     BadId(String),
+    #[error("a path rule's pattern must be a glob relative to the session's directory (for example `src/**/*.rs`), without `..` or a leading `/`: {0:?} {1}")]
+    BadPattern(String, String),
+    #[error("a {0} rule needs `{1}`")]
+    Missing(&'static str, &'static str),
 }
 
 impl Rule {
-    /// A rule for `command`, which must be one plain simple command (see
-    /// [`plain_commands`]). `id` is the rule's name in the journal and the
-    /// rules file.
-    pub fn new(id: impl Into<String>, kind: RuleKind, command: &str, scope: RuleScope) -> Result<Self, RuleError> {
+    /// An allow rule: for `text`, a command (`exact`, `prefix`), which must
+    /// be one plain simple command (see [`plain_commands`]), or a glob
+    /// (`path`, see [`compile_pattern`]). `id` is the rule's name in the
+    /// journal and the rules file. [`Rule::with_effect`] makes it a deny rule.
+    pub fn new(id: impl Into<String>, kind: RuleKind, text: &str, scope: RuleScope) -> Result<Self, RuleError> {
         let id = id.into();
         let valid_id =
             !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !valid_id {
             return Err(RuleError::BadId(id));
         }
+        if kind == RuleKind::Path {
+            let glob = compile_pattern(text)?;
+            let text = text.trim().to_owned();
+            return Ok(Self {
+                id,
+                kind,
+                text,
+                scope,
+                effect: RuleEffect::Allow,
+                words: Vec::new(),
+                glob: Some(PathGlob(glob)),
+            });
+        }
+        let command = text;
         let mut parts = plain_commands(command).map_err(RuleError::NotOneCommand)?;
         if parts.len() != 1 {
             return Err(RuleError::Several);
@@ -113,7 +196,14 @@ impl Rule {
         if kind == RuleKind::Prefix && words.len() == 1 && COMMAND_RUNNERS.contains(&words[0].as_str()) {
             return Err(RuleError::RunsAnything(words[0].clone()));
         }
-        Ok(Self { id, kind, command: command.trim().to_owned(), scope, words })
+        let text = command.trim().to_owned();
+        Ok(Self { id, kind, text, scope, effect: RuleEffect::Allow, words, glob: None })
+    }
+
+    /// The same rule with `effect`.
+    pub fn with_effect(mut self, effect: RuleEffect) -> Self {
+        self.effect = effect;
+        self
     }
 
     /// A fresh rule id (`rule-` and 16 hex digits).
@@ -127,37 +217,101 @@ impl Rule {
     pub fn kind(&self) -> RuleKind {
         self.kind
     }
-    /// The command as the person wrote or approved it (trimmed).
+    /// The command as the person wrote or approved it (trimmed); for a
+    /// path rule, its pattern.
     pub fn command(&self) -> &str {
-        &self.command
+        &self.text
+    }
+    /// The glob of a path rule.
+    pub fn pattern(&self) -> Option<&str> {
+        self.glob.as_ref().map(|_| self.text.as_str())
     }
     pub fn scope(&self) -> RuleScope {
         self.scope
+    }
+    pub fn effect(&self) -> RuleEffect {
+        self.effect
+    }
+    pub fn is_path_rule(&self) -> bool {
+        self.kind == RuleKind::Path
+    }
+    /// What the rule is, for a person or the model: `prefix "npm test"`,
+    /// `path "src/**/*.rs"`.
+    pub fn describe(&self) -> String {
+        format!("{} {:?}", self.kind.as_str(), self.text)
     }
     /// The command's words, as compared.
     pub fn words(&self) -> &[String] {
         &self.words
     }
 
-    /// Whether this rule covers one plain simple command.
+    /// Whether `other` covers what this rule covers, with the same effect
+    /// (the same words for a command rule, the same glob for a path rule).
+    pub fn says_the_same_as(&self, other: &Rule) -> bool {
+        self.kind == other.kind
+            && self.effect == other.effect
+            && if self.is_path_rule() { self.text == other.text } else { self.words == other.words }
+    }
+
+    /// Whether this rule covers one plain simple command (a path rule never does).
     pub fn matches_words(&self, words: &[String]) -> bool {
         match self.kind {
             RuleKind::Exact => words == self.words.as_slice(),
             RuleKind::Prefix => words.len() >= self.words.len() && words[..self.words.len()] == self.words[..],
+            RuleKind::Path => false,
         }
     }
+
+    /// Whether this rule covers an edit of `relative`, a path relative to
+    /// the session's directory that stays inside it (a command rule never does).
+    pub fn matches_path(&self, relative: &str) -> bool {
+        self.glob.as_ref().is_some_and(|glob| glob.0.is_match(relative))
+    }
+}
+
+/// Checks and compiles a path rule's glob: not empty, relative, no `..`
+/// component (a rule never reaches outside the workspace), `*` and `?`
+/// not crossing `/`.
+pub fn compile_pattern(pattern: &str) -> Result<globset::GlobMatcher, RuleError> {
+    let bad = |why: &str| RuleError::BadPattern(pattern.to_owned(), why.to_owned());
+    let trimmed = pattern.trim();
+    if trimmed.is_empty() {
+        return Err(bad("(it is empty)"));
+    }
+    if trimmed.starts_with('/') || trimmed.starts_with('~') {
+        return Err(bad("(it is not relative)"));
+    }
+    if trimmed.split('/').any(|part| part == ".." || part == ".") {
+        return Err(bad("(it has a `.` or `..` component)"));
+    }
+    if trimmed.chars().any(char::is_control) {
+        return Err(bad("(it has a control character)"));
+    }
+    globset::GlobBuilder::new(trimmed)
+        .literal_separator(true)
+        .build()
+        .map(|glob| glob.compile_matcher())
+        .map_err(|e| bad(&format!("({e})")))
 }
 
 impl TryFrom<RuleFields> for Rule {
     type Error = RuleError;
     fn try_from(fields: RuleFields) -> Result<Self, RuleError> {
-        Rule::new(fields.id, fields.kind, &fields.command, fields.scope)
+        let text = match fields.kind {
+            RuleKind::Path => fields.pattern.ok_or(RuleError::Missing("path", "pattern"))?,
+            _ => fields.command.ok_or(RuleError::Missing("command", "command"))?,
+        };
+        Ok(Rule::new(fields.id, fields.kind, &text, fields.scope)?.with_effect(fields.effect))
     }
 }
 
 impl From<Rule> for RuleFields {
     fn from(rule: Rule) -> Self {
-        Self { id: rule.id, kind: rule.kind, command: rule.command, scope: rule.scope }
+        let (command, pattern) = match rule.kind {
+            RuleKind::Path => (None, Some(rule.text)),
+            _ => (Some(rule.text), None),
+        };
+        Self { id: rule.id, kind: rule.kind, command, pattern, scope: rule.scope, effect: rule.effect }
     }
 }
 
@@ -167,6 +321,9 @@ pub enum Verdict<'a> {
     /// Every part of the command is covered: `rules[i]` covers part `i`
     /// (the approval record names their distinct ids).
     Allowed { rules: Vec<&'a Rule> },
+    /// Some part (or the edit's path) is covered by deny rules, named here
+    /// (distinct, in order); deny wins over any allow rule.
+    Denied { rules: Vec<&'a Rule> },
     /// The command is plain but some part is covered by no rule; `part` is
     /// the first such part's words.
     NoRule { part: Words },
@@ -179,10 +336,10 @@ impl Verdict<'_> {
         matches!(self, Verdict::Allowed { .. })
     }
 
-    /// The distinct ids of the rules that allowed the command, in order.
+    /// The distinct ids of the rules that allowed (or denied) the call, in order.
     pub fn rule_ids(&self) -> Vec<String> {
         let mut ids: Vec<String> = Vec::new();
-        if let Verdict::Allowed { rules } = self {
+        if let Verdict::Allowed { rules } | Verdict::Denied { rules } = self {
             for rule in rules {
                 if !ids.iter().any(|id| id == rule.id()) {
                     ids.push(rule.id().to_owned());
@@ -194,18 +351,120 @@ impl Verdict<'_> {
 }
 
 /// Checks `command` against `rules` (session and workspace rules together;
-/// the first rule that covers a part is named for it).
+/// the first allow rule that covers a part is named for it). A deny rule
+/// covering any part denies the whole command.
 pub fn evaluate<'a>(rules: &'a [Rule], command: &str) -> Verdict<'a> {
     let parts = match plain_commands(command) {
         Ok(parts) => parts,
         Err(why) => return Verdict::NotPlain(why),
     };
+    let denying =
+        distinct(parts.iter().flat_map(|part| {
+            rules.iter().filter(move |rule| rule.effect == RuleEffect::Deny && rule.matches_words(part))
+        }));
+    if !denying.is_empty() {
+        return Verdict::Denied { rules: denying };
+    }
     let mut covering = Vec::with_capacity(parts.len());
     for part in parts {
-        match rules.iter().find(|rule| rule.matches_words(&part)) {
+        match rules.iter().find(|rule| rule.effect == RuleEffect::Allow && rule.matches_words(&part)) {
             Some(rule) => covering.push(rule),
             None => return Verdict::NoRule { part },
         }
     }
     Verdict::Allowed { rules: covering }
+}
+
+/// Checks an edit of `relative` (its path relative to the session's
+/// directory, which it stays inside) against `rules`: denied when a deny
+/// path rule matches, allowed (by the first matching allow rule) when an
+/// allow path rule does. `NoRule` carries the path as its one word.
+pub fn evaluate_path<'a>(rules: &'a [Rule], relative: &str) -> Verdict<'a> {
+    let denying = distinct(rules.iter().filter(|rule| rule.effect == RuleEffect::Deny && rule.matches_path(relative)));
+    if !denying.is_empty() {
+        return Verdict::Denied { rules: denying };
+    }
+    match rules.iter().find(|rule| rule.effect == RuleEffect::Allow && rule.matches_path(relative)) {
+        Some(rule) => Verdict::Allowed { rules: vec![rule] },
+        None => Verdict::NoRule { part: vec![relative.to_owned()] },
+    }
+}
+
+fn distinct<'a>(rules: impl Iterator<Item = &'a Rule>) -> Vec<&'a Rule> {
+    let mut out: Vec<&Rule> = Vec::new();
+    for rule in rules {
+        if !out.iter().any(|r| r.id == rule.id) {
+            out.push(rule);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod path_and_deny_tests {
+    use super::*;
+
+    fn path(pattern: &str) -> Rule {
+        Rule::new(Rule::new_id(), RuleKind::Path, pattern, RuleScope::Session).expect("pattern")
+    }
+
+    #[test]
+    fn a_star_stays_in_its_directory_and_a_double_star_does_not() {
+        let rs = path("src/*.rs");
+        assert!(rs.matches_path("src/main.rs"));
+        assert!(!rs.matches_path("src/bin/tool.rs"), "`*` never crosses `/`");
+        let deep = path("src/**/*.rs");
+        assert!(deep.matches_path("src/bin/tool.rs") && deep.matches_path("src/main.rs"));
+        assert!(!deep.matches_path("tests/a.rs"));
+        assert!(path("notes.md").matches_path("notes.md") && !path("notes.md").matches_path("docs/notes.md"));
+        assert!(!path("?otes.md").matches_path("/otes.md"));
+    }
+
+    #[test]
+    fn a_pattern_that_could_leave_the_workspace_is_refused() {
+        for bad in ["", "  ", "/etc/*", "../x/*", "src/../../etc", "~/x", "./x"] {
+            assert!(
+                matches!(Rule::new("r", RuleKind::Path, bad, RuleScope::Session), Err(RuleError::BadPattern(..))),
+                "{bad:?} must be refused"
+            );
+        }
+    }
+
+    #[test]
+    fn path_and_command_rules_never_cover_each_other() {
+        let p = path("*");
+        assert!(!p.matches_words(&["ls".to_owned()]));
+        let c = Rule::new("c", RuleKind::Exact, "ls", RuleScope::Session).expect("rule");
+        assert!(!c.matches_path("ls"));
+        assert!(evaluate(std::slice::from_ref(&p), "ls").rule_ids().is_empty());
+    }
+
+    #[test]
+    fn deny_wins_over_allow_and_any_denied_part_denies_the_command() {
+        let allow = Rule::new("a", RuleKind::Prefix, "git", RuleScope::Session);
+        let allow = allow.expect("rule");
+        let deny = Rule::new("d", RuleKind::Prefix, "git push", RuleScope::Session).expect("rule");
+        let rules = [allow, deny.with_effect(RuleEffect::Deny)];
+        assert!(evaluate(&rules, "git status").is_allowed());
+        assert!(matches!(evaluate(&rules, "git push origin"), Verdict::Denied { .. }));
+        assert_eq!(evaluate(&rules, "git status && git push").rule_ids(), ["d"]);
+        let paths = [path("src/**"), path("src/secret.rs").with_effect(RuleEffect::Deny)];
+        assert!(evaluate_path(&paths, "src/lib.rs").is_allowed());
+        assert!(matches!(evaluate_path(&paths, "src/secret.rs"), Verdict::Denied { .. }));
+    }
+
+    #[test]
+    fn the_serialised_form_names_pattern_and_effect_only_when_needed() {
+        let deny = path("*.lock").with_effect(RuleEffect::Deny);
+        let json = serde_json::to_value(&deny).expect("json");
+        assert_eq!(json["kind"], "path");
+        assert_eq!(json["pattern"], "*.lock");
+        assert_eq!(json["effect"], "deny");
+        assert!(json.get("command").is_none());
+        let back: Rule = serde_json::from_value(json).expect("back");
+        assert_eq!(back, deny);
+        let allow = Rule::new("c", RuleKind::Prefix, "npm test", RuleScope::Session).expect("rule");
+        let json = serde_json::to_value(&allow).expect("json");
+        assert!(json.get("effect").is_none() && json.get("pattern").is_none());
+    }
 }
