@@ -850,48 +850,29 @@ impl Agent {
             return self.run_approved(turn_id, call_id, &command, (Some(by), rules), sandbox, cancel).await;
         }
 
-        let (sender, receiver) = oneshot::channel();
-        if let Some(turn) = lock(&self.inner.running).as_mut() {
-            turn.approval = Some(PendingApproval { call_id: call_id.to_string(), decision: sender });
-        }
-        let bash = &lock(&self.inner.bash).clone();
-        self.emit(AgentEvent::ApprovalRequest {
-            turn_id: turn_id.to_string(),
-            call_id: call_id.to_string(),
-            command: command.clone(),
-            directory: bash.cwd().display().to_string(),
-            environment: bash.environment().clone(),
-            limits: bash.limits(),
-            edit: None,
-            sandbox,
-            approval_mode,
-            suggested_rule: crate::policy::suggested_rule(&command),
-        });
-        // A cancel wins over an approval that arrives at the same moment:
-        // once `mino/cancel` has answered, nothing of this turn may start.
-        let decision = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => None,
-            decision = receiver => decision.ok(),
+        let request = {
+            let bash = lock(&self.inner.bash);
+            AgentEvent::ApprovalRequest {
+                turn_id: turn_id.to_string(),
+                call_id: call_id.to_string(),
+                command: command.clone(),
+                directory: bash.cwd().display().to_string(),
+                environment: bash.environment().clone(),
+                limits: bash.limits(),
+                edit: None,
+                sandbox,
+                approval_mode,
+                suggested_rule: crate::policy::suggested_rule(&command),
+            }
         };
-        let decision = decision.filter(|_| !cancel.is_cancelled());
-        if let Some(turn) = lock(&self.inner.running).as_mut() {
-            turn.approval = None;
-        }
-        match decision {
+        match self.wait_for_decision(turn_id, call_id, request, cancel).await {
             None => {
                 self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::CANCELLED_BEFORE_START, None)
                     .await?;
                 Ok(true)
             }
             Some(Decision::Deny { reason }) => {
-                let (t, c) = (turn_id.to_string(), call_id.to_string());
-                self.with_session_io(move |s| s.record_decision(&t, &c, ApprovalDecision::Denied)).await?;
-                let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
-                    Some(reason) => outputs::denied_with_reason(reason),
-                    None => outputs::REFUSED.to_string(),
-                };
-                self.save_result(turn_id, call_id, ToolStatus::Refused, &output, None).await?;
+                self.record_denial(turn_id, call_id, reason, outputs::REFUSED).await?;
                 Ok(false)
             }
             Some(Decision::Approve) => {
@@ -908,6 +889,30 @@ impl Agent {
                 self.run_approved(turn_id, call_id, &command, (None, Vec::new()), sandbox, cancel).await
             }
         }
+    }
+
+    /// Records the person's denial of a call and its `refused` result, synced
+    /// together (the decision's save point is the result's sync): the model
+    /// reads the reason they gave, else `refused`.
+    async fn record_denial(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        reason: Option<String>,
+        refused: &str,
+    ) -> Result<(), SessionError> {
+        let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+            Some(reason) => outputs::denied_with_reason(reason),
+            None => refused.to_string(),
+        };
+        let (t, c, o) = (turn_id.to_string(), call_id.to_string(), output.clone());
+        self.with_session_io(move |s| {
+            s.record_decision(&t, &c, ApprovalDecision::Denied)?;
+            s.record_tool_result(&t, &c, ToolStatus::Refused, &o, None)
+        })
+        .await?;
+        self.emit_result(turn_id, call_id, ToolStatus::Refused, output, None, None);
+        Ok(())
     }
 
     /// Appends a granted workspace rule to the workspace rules file. A
@@ -1036,15 +1041,28 @@ impl Agent {
     ) -> Result<(), SessionError> {
         let (t, c, o) = (turn_id.to_string(), call_id.to_string(), output.to_string());
         self.with_session_io(move |s| s.record_tool_result(&t, &c, status, &o, exit_code)).await?;
+        self.emit_result(turn_id, call_id, status, output.to_string(), exit_code, diff);
+        Ok(())
+    }
+
+    /// Announces a result that is on disk.
+    fn emit_result(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        status: ToolStatus,
+        output: String,
+        exit_code: Option<i32>,
+        diff: Option<String>,
+    ) {
         self.emit(AgentEvent::ToolResult {
             turn_id: turn_id.to_string(),
             call_id: call_id.to_string(),
             status,
-            output: output.to_string(),
+            output,
             exit_code,
             diff,
         });
-        Ok(())
     }
 
     /// One `edit_file` / `write_file` call, from proposal to saved result.
@@ -1127,13 +1145,7 @@ impl Agent {
                 Ok(true)
             }
             Some(Decision::Deny { reason }) => {
-                let (t, c) = (turn_id.to_string(), call_id.to_string());
-                self.with_session_io(move |s| s.record_decision(&t, &c, ApprovalDecision::Denied)).await?;
-                let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
-                    Some(reason) => outputs::denied_with_reason(reason),
-                    None => outputs::EDIT_REFUSED.to_string(),
-                };
-                self.save_result(turn_id, call_id, ToolStatus::Refused, &output, None).await?;
+                self.record_denial(turn_id, call_id, reason, outputs::EDIT_REFUSED).await?;
                 Ok(false)
             }
             // A rule offered with the approval covers commands, not edits:
@@ -1190,7 +1202,8 @@ impl Agent {
 
     /// Emits `request` (an approval request) and waits for the person's
     /// decision on it; `None` when the turn is cancelled first. A cancel
-    /// wins over a decision that arrives at the same moment.
+    /// wins over a decision that arrives at the same moment: once
+    /// `mino/cancel` has answered, nothing of this turn may start.
     async fn wait_for_decision(
         &self,
         turn_id: &str,
