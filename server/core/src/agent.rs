@@ -355,18 +355,13 @@ impl Agent {
         lock(&self.inner.running).as_ref().map(|t| t.turn_id.clone())
     }
 
-    /// Runs `f` with the session locked on a blocking thread: every journal
-    /// write and sync goes through here, so no async worker waits on the
-    /// disk (and `approve`/`cancel`, which only need the running-turn lock,
-    /// never wait behind a sync).
+    /// Runs `f` with the session locked, off the async workers (see
+    /// [`blocking`]): every save point (a journal sync) goes through here,
+    /// so no async worker waits on the disk (and `approve`/`cancel`, which
+    /// only need the running-turn lock, never wait behind a sync).
     pub async fn with_session_io<R: Send + 'static>(&self, f: impl FnOnce(&mut Session) -> R + Send + 'static) -> R {
         let inner = self.inner.clone();
-        match tokio::task::spawn_blocking(move || f(&mut lock(&inner.session))).await {
-            Ok(r) => r,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            // Only when the runtime shuts down, which drops this task too.
-            Err(e) => panic!("a session write was abandoned: {e}"),
-        }
+        blocking(move || f(&mut lock(&inner.session))).await
     }
 
     /// Starts a turn: the user's record is synced when this returns its id;
@@ -742,24 +737,24 @@ impl Agent {
             fail::fail_point!("agent::after_model_response");
             // The calls are what the transcript made of the recorded response:
             // one reading of the items, shared with recovery and replay.
-            let owned_turn_id = turn_id.to_string();
-            let calls = self
-                .with_session_io(move |s| -> Result<Vec<(String, String, String)>, SessionError> {
-                    let turn_id = owned_turn_id.as_str();
-                    s.record_response_with_usage(turn_id, response.items, response.usage)?;
-                    Ok(s.transcript()
-                        .turn(turn_id)
-                        .map(|turn| {
-                            let last = turn.responses.len().saturating_sub(1);
-                            turn.calls
-                                .iter()
-                                .filter(|c| c.response_index == last)
-                                .map(|c| (c.call_id.clone(), c.name.clone(), c.arguments.clone()))
-                                .collect()
-                        })
-                        .unwrap_or_default())
-                })
-                .await?;
+            // The response is written through, not synced (no save point):
+            // a write into the page cache, done here rather than handed to
+            // another thread, which cost more than the write itself
+            // (docs/performance.md, "The turn step's own time").
+            let calls = self.with_session(|s| -> Result<Vec<(String, String, String)>, SessionError> {
+                s.record_response_with_usage(turn_id, response.items, response.usage)?;
+                Ok(s.transcript()
+                    .turn(turn_id)
+                    .map(|turn| {
+                        let last = turn.responses.len().saturating_sub(1);
+                        turn.calls
+                            .iter()
+                            .filter(|c| c.response_index == last)
+                            .map(|c| (c.call_id.clone(), c.name.clone(), c.arguments.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default())
+            })?;
             if calls.is_empty() {
                 return Ok(match response.incomplete {
                     Some(why) => (TurnStatus::Failed, Some(format!("the model's answer was cut short ({why})"))),
@@ -1230,13 +1225,26 @@ impl Agent {
     }
 }
 
-/// Runs blocking file work (reading, hashing, writing an edit) off the
-/// async workers.
+/// Runs blocking file work (the journal's writes and syncs, reading,
+/// hashing and writing an edit) without holding up the async workers.
+///
+/// On the multi-threaded runtime (the server's) the calling thread hands its
+/// worker's queue to another thread and does the work itself
+/// (`block_in_place`), so other tasks go on at once and the turn waits for
+/// no other thread to wake: a round trip to the blocking pool woke two
+/// threads per save, each waiting for a CPU on a busy machine, which was
+/// most of the turn step's own time (docs/performance.md, "The turn step's
+/// own time"). A current-thread runtime (some tests) cannot hand its worker
+/// over, so there the work goes to the blocking pool.
 async fn blocking<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
+        return tokio::task::block_in_place(f);
+    }
     match tokio::task::spawn_blocking(f).await {
         Ok(r) => r,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         // Only when the runtime shuts down, which drops this task too.
-        Err(e) => panic!("an edit's file work was abandoned: {e}"),
+        Err(e) => panic!("blocking file work was abandoned: {e}"),
     }
 }
