@@ -668,7 +668,7 @@ describe.skipIf(skip)('approval rules in the card', () => {
   }
   const approvals = async () => (await posted()).filter((m) => m.type === 'approval');
 
-  it('shows the sandbox and approval mode; Allow for session… opens a form whose rule is prefilled and editable, sent as edited; the confirm button never takes focus and typed-ahead Enter confirms nothing', async () => {
+  it('shows the sandbox and approval mode; Allow for session… opens a form whose rule is prefilled and editable, sent as edited; the confirm button never takes focus and typed-ahead Enter or Space confirms nothing', async () => {
     await ready();
     const input = page.locator('#input');
     await input.click();
@@ -692,16 +692,28 @@ describe.skipIf(skip)('approval rules in the card', () => {
     const confirm = form.getByRole('button', { name: 'Allow for session', exact: true });
     expect(await confirm.evaluate((b) => b === document.activeElement)).toBe(false);
 
-    // Enter in the text field (typed ahead, or to "submit") confirms nothing.
+    // Space typed ahead goes into the text field and confirms nothing.
+    await page.keyboard.press(' ');
+    expect(await approvals()).toEqual([]);
+    expect(await field.inputValue()).toBe('npm test ');
+    // Nor does Enter in the text field (typed ahead, or to "submit").
     await page.keyboard.press('Enter');
     await field.fill('npm run test');
     await field.press('Enter');
     expect(await approvals()).toEqual([]);
-    // Nor does a click while Enter is held from the field.
-    await page.keyboard.down('Enter');
-    await confirm.evaluate((b: HTMLButtonElement) => { b.focus(); b.click(); });
-    await page.keyboard.up('Enter');
-    expect(await approvals()).toEqual([]);
+    // Nor does a click while Enter or Space is held from the field.
+    for (const key of ['Enter', ' ']) {
+      await field.focus();
+      await page.keyboard.down(key);
+      await confirm.evaluate((b: HTMLButtonElement) => { b.focus(); b.click(); });
+      // Released back in the field, as a key typed for it would be.
+      await field.focus();
+      await page.keyboard.up(key);
+      expect(await approvals(), `a click while ${JSON.stringify(key)} is held`).toEqual([]);
+    }
+    // The held Space was typed into the field, where the person typed it.
+    expect(await field.inputValue()).toBe('npm run test ');
+    await field.fill('npm run test');
 
     // An edited rule stays as written when the kind changes.
     await form.getByRole('radio', { name: 'exactly this command' }).check();
@@ -801,7 +813,7 @@ describe.skipIf(skip)('approval rules in the card', () => {
     expect(await old.getByRole('button', { name: 'Deny with reason…' }).count()).toBe(1);
   });
 
-  it('Deny with reason… sends the reason; Enter in the field does not; Escape leaves the form without cancelling the turn', async () => {
+  it('Deny with reason… sends the reason; Enter or Space typed ahead, in the field or held during a click, does not; Escape leaves the form without cancelling the turn', async () => {
     await ready();
     await notify('mino/turnStarted', { turnId: 'd1', seq: 0, input: 'Clean.' });
     await notify('mino/approvalRequest', ruleRequest('d1', 'call_d', 'rm -rf build', 'rm'));
@@ -814,10 +826,28 @@ describe.skipIf(skip)('approval rules in the card', () => {
     expect((await posted()).filter((m) => m.type === 'cancel')).toEqual([]);
 
     await card.getByRole('button', { name: 'Deny with reason…' }).click();
+    // Space and Enter typed ahead go into the reason field and confirm nothing.
+    await page.keyboard.press(' ');
+    await page.keyboard.press('Enter');
+    expect(await approvals()).toEqual([]);
+    expect(await reason.inputValue()).toBe(' ');
+    await reason.fill('');
     await reason.pressSequentially('build/ holds my release artefacts');
     await reason.press('Enter');
     expect(await approvals()).toEqual([]);
-    await card.locator('.answer-form').getByRole('button', { name: 'Deny', exact: true }).click();
+    const confirm = card.locator('.answer-form').getByRole('button', { name: 'Deny', exact: true });
+    // A click while Enter or Space is held from the field confirms nothing.
+    for (const key of ['Enter', ' ']) {
+      await reason.focus();
+      await page.keyboard.down(key);
+      await confirm.evaluate((b: HTMLButtonElement) => { b.focus(); b.click(); });
+      await reason.focus();
+      await page.keyboard.up(key);
+      expect(await approvals(), `a click while ${JSON.stringify(key)} is held`).toEqual([]);
+    }
+    // The held Space was typed into the field, where the person typed it.
+    expect(await reason.inputValue()).toBe('build/ holds my release artefacts ');
+    await confirm.click();
     expect(await approvals()).toEqual([{
       type: 'approval', turnId: 'd1', callId: 'call_d', decision: 'deny', reason: 'build/ holds my release artefacts',
     }]);

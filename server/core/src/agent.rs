@@ -20,7 +20,7 @@ use crate::bash::{self, BashTool, Stream};
 use crate::compaction::{self, Trigger};
 use crate::config::CompactionSettings;
 use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
-use crate::journal::record::{ApprovalDecision, ApprovedBy, ToolStatus, TurnStatus};
+use crate::journal::record::{ApprovalDecision, ApprovalFacts, ApprovedBy, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
 use crate::policy::{ApprovalMode, Policy, PolicyError, RuleDecision, Settings};
 use crate::recovery::RecoveryReport;
@@ -594,18 +594,13 @@ impl Agent {
         Ok(outcome)
     }
 
-    /// Runs `f` with the session locked on a blocking thread: every journal
-    /// write and sync goes through here, so no async worker waits on the
-    /// disk (and `approve`/`cancel`, which only need the running-turn lock,
-    /// never wait behind a sync).
+    /// Runs `f` with the session locked, off the async workers (see
+    /// [`blocking`]): every save point (a journal sync) goes through here,
+    /// so no async worker waits on the disk (and `approve`/`cancel`, which
+    /// only need the running-turn lock, never wait behind a sync).
     pub async fn with_session_io<R: Send + 'static>(&self, f: impl FnOnce(&mut Session) -> R + Send + 'static) -> R {
         let inner = self.inner.clone();
-        match tokio::task::spawn_blocking(move || f(&mut lock(&inner.session))).await {
-            Ok(r) => r,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            // Only when the runtime shuts down, which drops this task too.
-            Err(e) => panic!("a session write was abandoned: {e}"),
-        }
+        blocking(move || f(&mut lock(&inner.session))).await
     }
 
     /// Starts a turn: the user's record is synced when this returns its id;
@@ -1023,24 +1018,24 @@ impl Agent {
             fail::fail_point!("agent::after_model_response");
             // The calls are what the transcript made of the recorded response:
             // one reading of the items, shared with recovery and replay.
-            let owned_turn_id = turn_id.to_string();
-            let calls = self
-                .with_session_io(move |s| -> Result<Vec<(String, String, String)>, SessionError> {
-                    let turn_id = owned_turn_id.as_str();
-                    s.record_response_with_usage(turn_id, response.items, response.usage)?;
-                    Ok(s.transcript()
-                        .turn(turn_id)
-                        .map(|turn| {
-                            let last = turn.responses.len().saturating_sub(1);
-                            turn.calls
-                                .iter()
-                                .filter(|c| c.response_index == last)
-                                .map(|c| (c.call_id.clone(), c.name.clone(), c.arguments.clone()))
-                                .collect()
-                        })
-                        .unwrap_or_default())
-                })
-                .await?;
+            // The response is written through, not synced (no save point):
+            // a write into the page cache, done here rather than handed to
+            // another thread, which cost more than the write itself
+            // (docs/performance.md, "The turn step's own time").
+            let calls = self.with_session(|s| -> Result<Vec<(String, String, String)>, SessionError> {
+                s.record_response_with_usage(turn_id, response.items, response.usage)?;
+                Ok(s.transcript()
+                    .turn(turn_id)
+                    .map(|turn| {
+                        let last = turn.responses.len().saturating_sub(1);
+                        turn.calls
+                            .iter()
+                            .filter(|c| c.response_index == last)
+                            .map(|c| (c.call_id.clone(), c.name.clone(), c.arguments.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default())
+            })?;
             // Recorded: its text is in the response record now.
             partial_text.clear();
             if calls.is_empty() {
@@ -1135,34 +1130,26 @@ impl Agent {
             return self.run_approved(turn_id, call_id, &command, (Some(by), rules), sandbox, cancel).await;
         }
 
-        let (sender, receiver) = oneshot::channel();
-        if let Some(turn) = lock(&self.inner.running).as_mut() {
-            turn.approval = Some(PendingApproval { call_id: call_id.to_string(), decision: sender });
-        }
-        let bash = &lock(&self.inner.bash).clone();
-        self.emit(AgentEvent::ApprovalRequest {
-            turn_id: turn_id.to_string(),
-            call_id: call_id.to_string(),
-            command: command.clone(),
-            directory: bash.cwd().display().to_string(),
-            environment: bash.environment().clone(),
-            limits: bash.limits(),
-            edit: None,
-            sandbox,
-            approval_mode,
-            suggested_rule: crate::policy::SuggestedRule::for_command(&command),
-        });
-        // A cancel wins over an approval that arrives at the same moment:
-        // once `mino/cancel` has answered, nothing of this turn may start.
-        let decision = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => None,
-            decision = receiver => decision.ok(),
+        let (request, facts) = {
+            let bash = lock(&self.inner.bash);
+            let facts = bash.approval_facts();
+            (
+            AgentEvent::ApprovalRequest {
+                turn_id: turn_id.to_string(),
+                call_id: call_id.to_string(),
+                command: command.clone(),
+                directory: bash.cwd().display().to_string(),
+                environment: bash.environment().clone(),
+                limits: bash.limits(),
+                edit: None,
+                sandbox,
+                approval_mode,
+                suggested_rule: crate::policy::SuggestedRule::for_command(&command),
+            },
+            facts,
+            )
         };
-        let decision = decision.filter(|_| !cancel.is_cancelled());
-        if let Some(turn) = lock(&self.inner.running).as_mut() {
-            turn.approval = None;
-        }
+        let decision = self.wait_for_decision(turn_id, call_id, request, cancel).await;
         match self.grant_rule(turn_id, call_id, decision).await? {
             None => {
                 self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::CANCELLED_BEFORE_START, None)
@@ -1170,16 +1157,7 @@ impl Agent {
                 Ok(true)
             }
             Some(Answer::Deny { reason }) => {
-                let (t, c, facts) = (turn_id.to_string(), call_id.to_string(), bash.approval_facts());
-                self.with_session_io(move |s| {
-                    s.record_approval_of(&t, &c, ApprovalDecision::Denied, (None, Vec::new()), facts)
-                })
-                .await?;
-                let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
-                    Some(reason) => outputs::denied_with_reason(reason),
-                    None => outputs::REFUSED.to_string(),
-                };
-                self.save_result(turn_id, call_id, ToolStatus::Refused, &output, None).await?;
+                self.record_denial(turn_id, call_id, reason, outputs::REFUSED, facts).await?;
                 Ok(false)
             }
             Some(Answer::Approve) => {
@@ -1226,6 +1204,31 @@ impl Agent {
         .await?;
         self.save_result(turn_id, call_id, ToolStatus::Refused, &output, None).await?;
         Ok(false)
+    }
+
+    /// Records the person's denial of a call and its `refused` result, synced
+    /// together (the decision's save point is the result's sync): the model
+    /// reads the reason they gave, else `refused`.
+    async fn record_denial(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        reason: Option<String>,
+        refused: &str,
+        facts: ApprovalFacts,
+    ) -> Result<(), SessionError> {
+        let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+            Some(reason) => outputs::denied_with_reason(reason),
+            None => refused.to_string(),
+        };
+        let (t, c, o) = (turn_id.to_string(), call_id.to_string(), output.clone());
+        self.with_session_io(move |s| {
+            s.record_approval_of(&t, &c, ApprovalDecision::Denied, (None, Vec::new()), facts)?;
+            s.record_tool_result(&t, &c, ToolStatus::Refused, &o, None)
+        })
+        .await?;
+        self.emit_result(turn_id, call_id, ToolStatus::Refused, output, None, None);
+        Ok(())
     }
 
     /// Appends a granted workspace rule to the workspace rules file. A
@@ -1355,15 +1358,28 @@ impl Agent {
     ) -> Result<(), SessionError> {
         let (t, c, o) = (turn_id.to_string(), call_id.to_string(), output.to_string());
         self.with_session_io(move |s| s.record_tool_result(&t, &c, status, &o, exit_code)).await?;
+        self.emit_result(turn_id, call_id, status, output.to_string(), exit_code, diff);
+        Ok(())
+    }
+
+    /// Announces a result that is on disk.
+    fn emit_result(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        status: ToolStatus,
+        output: String,
+        exit_code: Option<i32>,
+        diff: Option<String>,
+    ) {
         self.emit(AgentEvent::ToolResult {
             turn_id: turn_id.to_string(),
             call_id: call_id.to_string(),
             status,
-            output: output.to_string(),
+            output,
             exit_code,
             diff,
         });
-        Ok(())
     }
 
     /// One `edit_file` / `write_file` call, from proposal to saved result.
@@ -1464,13 +1480,7 @@ impl Agent {
                 Ok(true)
             }
             Some(Answer::Deny { reason }) => {
-                let (t, c) = (turn_id.to_string(), call_id.to_string());
-                self.with_session_io(move |s| s.record_decision(&t, &c, ApprovalDecision::Denied)).await?;
-                let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
-                    Some(reason) => outputs::denied_with_reason(reason),
-                    None => outputs::EDIT_REFUSED.to_string(),
-                };
-                self.save_result(turn_id, call_id, ToolStatus::Refused, &output, None).await?;
+                self.record_denial(turn_id, call_id, reason, outputs::EDIT_REFUSED, ApprovalFacts::default()).await?;
                 Ok(false)
             }
             Some(Answer::Approve) => {
@@ -1525,7 +1535,8 @@ impl Agent {
 
     /// Emits `request` (an approval request) and waits for the person's
     /// decision on it; `None` when the turn is cancelled first. A cancel
-    /// wins over a decision that arrives at the same moment.
+    /// wins over a decision that arrives at the same moment: once
+    /// `mino/cancel` has answered, nothing of this turn may start.
     async fn wait_for_decision(
         &self,
         turn_id: &str,
@@ -1552,13 +1563,26 @@ impl Agent {
     }
 }
 
-/// Runs blocking file work (reading, hashing, writing an edit) off the
-/// async workers.
+/// Runs blocking file work (the journal's writes and syncs, reading,
+/// hashing and writing an edit) without holding up the async workers.
+///
+/// On the multi-threaded runtime (the server's) the calling thread hands its
+/// worker's queue to another thread and does the work itself
+/// (`block_in_place`), so other tasks go on at once and the turn waits for
+/// no other thread to wake: a round trip to the blocking pool woke two
+/// threads per save, each waiting for a CPU on a busy machine, which was
+/// most of the turn step's own time (docs/performance.md, "The turn step's
+/// own time"). A current-thread runtime (some tests) cannot hand its worker
+/// over, so there the work goes to the blocking pool.
 async fn blocking<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
+        return tokio::task::block_in_place(f);
+    }
     match tokio::task::spawn_blocking(f).await {
         Ok(r) => r,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         // Only when the runtime shuts down, which drops this task too.
-        Err(e) => panic!("an edit's file work was abandoned: {e}"),
+        Err(e) => panic!("blocking file work was abandoned: {e}"),
     }
 }

@@ -699,6 +699,39 @@ fn session_info(info: mino_core::SessionInfo) -> wire::SessionInfo {
     }
 }
 
+/// A listed session on the wire. Both structs are named field by field
+/// (no `..`), so a field added to either one fails to compile here until it
+/// is mapped (test: `a_listed_session_maps_field_by_field`).
+fn session_entry(entry: mino_core::SessionEntry) -> wire::SessionEntry {
+    let mino_core::SessionEntry {
+        session_id,
+        cwd,
+        title,
+        created_at,
+        last_active_at,
+        turns,
+        held_elsewhere,
+        acknowledgement_required,
+        current,
+        usage,
+        // Not on the wire: a damaged session says what is wrong when it is
+        // opened (docs/journal.md, "Listing").
+        damage: _,
+    } = entry;
+    wire::SessionEntry {
+        session_id,
+        cwd,
+        title,
+        created_at,
+        last_active_at,
+        turns,
+        held_elsewhere,
+        acknowledgement_required,
+        current,
+        usage: usage.map(token_usage),
+    }
+}
+
 fn session_unavailable(message: impl Into<String>) -> Error {
     error(wire::error_code::SESSION_UNAVAILABLE, message)
 }
@@ -783,22 +816,7 @@ impl Backend {
         };
         let page = self.with_store(move |store| store.list(scope, limit as usize, params.cursor.as_deref())).await?;
         Ok(wire::SessionsListResult {
-            sessions: page
-                .sessions
-                .into_iter()
-                .map(|e| wire::SessionEntry {
-                    session_id: e.session_id,
-                    cwd: e.cwd,
-                    title: e.title,
-                    created_at: e.created_at,
-                    last_active_at: e.last_active_at,
-                    turns: e.turns,
-                    held_elsewhere: e.held_elsewhere,
-                    acknowledgement_required: e.acknowledgement_required,
-                    current: e.current,
-                    usage: e.usage.map(token_usage),
-                })
-                .collect(),
+            sessions: page.sessions.into_iter().map(session_entry).collect(),
             next_cursor: page.next_cursor,
         })
     }
@@ -986,5 +1004,104 @@ impl LanguageServer for Backend {
     async fn shutdown(&self) -> Result<()> {
         Handle { shared: self.shared.clone() }.shutdown().await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every field of a listed session reaches the wire with its own value,
+    /// and the wire has no field the core does not fill: both structs are
+    /// destructured without `..`, so a field added to either one fails this
+    /// test (it stops compiling) until it is mapped. Each flag is
+    /// set in exactly one entry, so a swapped or constant field fails too.
+    #[test]
+    fn a_listed_session_maps_field_by_field() {
+        let entries = [
+            mino_core::SessionEntry {
+                session_id: "s-1".into(),
+                cwd: "/work/project".into(),
+                title: Some("Fix the build".into()),
+                created_at: "2026-12-01T01:00:00Z".into(),
+                last_active_at: "2026-12-01T02:00:00Z".into(),
+                turns: 7,
+                held_elsewhere: true,
+                acknowledgement_required: false,
+                current: false,
+                usage: Some(mino_core::usage::Usage {
+                    input_tokens: 1200,
+                    output_tokens: 34,
+                    total_tokens: 1234,
+                    cached_input_tokens: Some(1000),
+                    reasoning_tokens: None,
+                }),
+                damage: Some("the last line is torn".into()),
+            },
+            mino_core::SessionEntry {
+                session_id: "s-2".into(),
+                cwd: "/work/other".into(),
+                title: None,
+                created_at: "2026-11-30T01:00:00Z".into(),
+                last_active_at: "2026-11-30T02:00:00Z".into(),
+                turns: 0,
+                held_elsewhere: false,
+                acknowledgement_required: true,
+                current: false,
+                usage: None,
+                damage: None,
+            },
+            mino_core::SessionEntry {
+                session_id: "s-3".into(),
+                cwd: "/work/third".into(),
+                title: Some("Tidy the docs".into()),
+                created_at: "2026-11-29T01:00:00Z".into(),
+                last_active_at: "2026-11-29T02:00:00Z".into(),
+                turns: 3,
+                held_elsewhere: false,
+                acknowledgement_required: false,
+                current: true,
+                usage: None,
+                damage: None,
+            },
+        ];
+        for core in entries {
+            let wire::SessionEntry {
+                session_id,
+                cwd,
+                title,
+                created_at,
+                last_active_at,
+                turns,
+                held_elsewhere,
+                acknowledgement_required,
+                current,
+                usage,
+            } = session_entry(core.clone());
+            let mino_core::SessionEntry {
+                session_id: core_session_id,
+                cwd: core_cwd,
+                title: core_title,
+                created_at: core_created_at,
+                last_active_at: core_last_active_at,
+                turns: core_turns,
+                held_elsewhere: core_held_elsewhere,
+                acknowledgement_required: core_acknowledgement_required,
+                current: core_current,
+                usage: core_usage,
+                // Not on the wire (see `session_entry`).
+                damage: _,
+            } = core;
+            assert_eq!(session_id, core_session_id);
+            assert_eq!(cwd, core_cwd);
+            assert_eq!(title, core_title);
+            assert_eq!(created_at, core_created_at);
+            assert_eq!(last_active_at, core_last_active_at);
+            assert_eq!(turns, core_turns);
+            assert_eq!(held_elsewhere, core_held_elsewhere);
+            assert_eq!(acknowledgement_required, core_acknowledgement_required);
+            assert_eq!(current, core_current);
+            assert_eq!(usage, core_usage.map(token_usage));
+        }
     }
 }

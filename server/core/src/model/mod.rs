@@ -276,6 +276,14 @@ impl ModelClient {
         body
     }
 
+    /// [`ModelClient::request_body`] as the bytes sent.
+    fn request_bytes(&self, request: &ModelRequest<'_>) -> serde_json::Result<Vec<u8>> {
+        match self.provider {
+            Provider::Responses => request::body_bytes(&self.config.model, request),
+            Provider::ChatCompletions => serde_json::to_vec(&chat::body(&self.config.model, request)),
+        }
+    }
+
     /// One model response, with retries inside. `on_event` is called for every text delta as
     /// it arrives, and once before each retry.
     pub async fn respond(
@@ -284,7 +292,7 @@ impl ModelClient {
         on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
-        self.respond_to(self.request_body(request), on_event, cancel).await
+        self.respond_to(self.request_bytes(request), on_event, cancel).await
     }
 
     /// [`ModelClient::respond`] offering the model no tools
@@ -295,12 +303,13 @@ impl ModelClient {
         on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
-        self.respond_to(self.request_body_without_tools(request), on_event, cancel).await
+        self.respond_to(serde_json::to_vec(&self.request_body_without_tools(request)), on_event, cancel).await
     }
 
+    /// `body`: the request encoded (or why it could not be).
     async fn respond_to(
         &self,
-        body: Value,
+        body: serde_json::Result<Vec<u8>>,
         on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
@@ -310,8 +319,8 @@ impl ModelClient {
         if self.authorization.is_none() && self.config.uses_default_base_url() {
             return Err(ModelError::MissingApiKey);
         }
-        let body = match serde_json::to_vec(&body) {
-            Ok(body) => body,
+        let body = match body {
+            Ok(body) => bytes::Bytes::from(body),
             Err(err) => return Err(ModelError::fatal(format!("Could not encode the request: {err}"))),
         };
         let policy = &self.config.retry;
@@ -352,7 +361,7 @@ impl ModelClient {
     /// One HTTP request and its event stream.
     async fn attempt(
         &self,
-        body: &[u8],
+        body: &bytes::Bytes,
         on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, AttemptError> {
@@ -362,7 +371,8 @@ impl ModelClient {
             .post(self.url.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream")
-            .body(body.to_vec());
+            // A retry sends the same bytes again without copying them.
+            .body(body.clone());
         if let Some(authorization) = &self.authorization {
             builder = builder.header(AUTHORIZATION, authorization.clone());
         }

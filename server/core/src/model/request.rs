@@ -1,5 +1,9 @@
 //! The request sent to `POST {base}/responses`: the JSON body and the tool definitions.
 
+use std::sync::OnceLock;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::ModelRequest;
@@ -36,17 +40,52 @@ pub fn tools() -> Vec<Value> {
     vec![bash_tool(), crate::edit::edit_file_tool(), crate::edit::write_file_tool()]
 }
 
-/// The exact JSON body for one request.
+/// [`tools`] as JSON text, built once: the same definitions go into every
+/// request.
+fn tools_json() -> &'static RawValue {
+    static TOOLS: OnceLock<Box<RawValue>> = OnceLock::new();
+    // Our own definitions: plain JSON with string keys, which always serialises.
+    TOOLS.get_or_init(|| serde_json::value::to_raw_value(&tools()).expect("the tool definitions serialise"))
+}
+
+/// The body, serialised straight from the input it borrows (no copy of the
+/// whole context into a new `Value` first), the tools from [`tools_json`].
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    instructions: &'a str,
+    input: &'a [Value],
+    tools: &'static RawValue,
+    tool_choice: &'static str,
+    parallel_tool_calls: bool,
+    stream: bool,
+    store: bool,
+    include: [&'static str; 1],
+}
+
+impl<'a> Body<'a> {
+    fn new(model: &'a str, request: &ModelRequest<'a>) -> Self {
+        Body {
+            model,
+            instructions: request.instructions,
+            input: request.input,
+            tools: tools_json(),
+            tool_choice: "auto",
+            parallel_tool_calls: true,
+            stream: true,
+            store: false,
+            include: ["reasoning.encrypted_content"],
+        }
+    }
+}
+
+/// The exact JSON body for one request, as sent.
+pub(crate) fn body_bytes(model: &str, request: &ModelRequest<'_>) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&Body::new(model, request))
+}
+
+/// [`body_bytes`] as a `Value` (for tests and docs).
 pub(crate) fn body(model: &str, request: &ModelRequest<'_>) -> Value {
-    json!({
-        "model": model,
-        "instructions": request.instructions,
-        "input": request.input,
-        "tools": tools(),
-        "tool_choice": "auto",
-        "parallel_tool_calls": true,
-        "stream": true,
-        "store": false,
-        "include": ["reasoning.encrypted_content"],
-    })
+    // String keys only, so this cannot fail.
+    serde_json::to_value(Body::new(model, request)).unwrap_or_default()
 }
