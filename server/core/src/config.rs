@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::bash;
 use crate::home::{HomeError, MinoHome};
-use crate::model::{ModelConfig, Provider};
+use crate::model::{ListedModel, ModelConfig, Provider};
 
 /// The environment variable that sets a command's time limit in seconds.
 pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
@@ -34,6 +34,10 @@ pub struct Config {
     pub command_limits: bash::Limits,
     /// The sandbox mode from [`SANDBOX_ENV`], when set.
     pub sandbox: Option<crate::sandbox::SandboxMode>,
+    /// The models the configuration names, offered when the service has no
+    /// list (`mino/models/list`): the configured model, then the file's
+    /// `[models."<name>"]` tables in name order.
+    pub configured_models: Vec<ListedModel>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +69,16 @@ struct ConfigFile {
     base_url: Option<String>,
     model: Option<String>,
     command_timeout_secs: Option<toml::Spanned<i64>>,
+    /// Per model name: `[models."gpt-5.1"] context_window = 400000`.
+    #[serde(default)]
+    models: std::collections::BTreeMap<String, ModelFileSettings>,
+}
+
+/// One `[models."<name>"]` table.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelFileSettings {
+    context_window: Option<toml::Spanned<i64>>,
 }
 
 impl ConfigFile {
@@ -99,6 +113,14 @@ impl ConfigFile {
                 return Err(file_error(
                     Some(timeout.span()),
                     "command_timeout_secs must be a whole number of seconds, at least 1".into(),
+                ));
+            }
+        }
+        for window in file.models.values().filter_map(|m| m.context_window.as_ref()) {
+            if *window.get_ref() < 1 {
+                return Err(file_error(
+                    Some(window.span()),
+                    "context_window must be a whole number of tokens, at least 1".into(),
                 ));
             }
         }
@@ -169,7 +191,16 @@ impl Config {
                 Some(value.trim().parse().map_err(|_| ConfigError::Sandbox { value })?)
             }
         };
-        Ok(Config { home, model, provider, command_limits, sandbox })
+        let mut configured_models = vec![ListedModel { id: model.model.clone(), context_window: None }];
+        for (name, settings) in &file.models {
+            // Checked to be at least 1 when the file was read.
+            let context_window = settings.context_window.as_ref().map(|w| w.get_ref().unsigned_abs());
+            match configured_models.iter_mut().find(|m| m.id == *name) {
+                Some(configured) => configured.context_window = context_window,
+                None => configured_models.push(ListedModel { id: name.clone(), context_window }),
+            }
+        }
+        Ok(Config { home, model, provider, command_limits, sandbox, configured_models })
     }
 }
 
@@ -256,6 +287,20 @@ mod tests {
         assert_eq!(c.model.model, "gpt-5.1");
         assert_eq!(c.model.base_url, "http://localhost:11434/v1", "what the environment leaves, the file sets");
         assert_eq!(c.command_limits.timeout, Duration::from_secs(9));
+    }
+
+    #[test]
+    fn the_configured_models_are_the_model_then_the_files_tables() {
+        let home = home_with_file(
+            "model = \"qwen3:8b\"\n[models.\"llama3.2:3b\"]\ncontext_window = 8192\n[models.\"qwen3:8b\"]\ncontext_window = 32768\n",
+        );
+        let c = config_in(&home, &[]).expect("config");
+        let listed: Vec<(&str, Option<u64>)> =
+            c.configured_models.iter().map(|m| (m.id.as_str(), m.context_window)).collect();
+        assert_eq!(listed, [("qwen3:8b", Some(32768)), ("llama3.2:3b", Some(8192))]);
+        let home = home_with_file("[models.m]\ncontext_window = 0\n");
+        let e = config_in(&home, &[]).expect_err("a zero window").to_string();
+        assert!(e.contains(":2:") && e.contains("context_window"), "{e}");
     }
 
     #[test]

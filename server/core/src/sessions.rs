@@ -932,8 +932,9 @@ fn scan_tail(buf: &[u8], from_start: bool, busy: bool) -> Option<Tail> {
         next_seq = Some(record.seq);
         let turn_id = match &record.body {
             RecordBody::Session { .. } => return Some(tail),
-            // Rules granted or revoked belong to the session, not to a turn.
-            RecordBody::Rule { .. } | RecordBody::RuleRevoke { .. } => continue,
+            // Rules granted or revoked and the model chosen belong to the
+            // session, not to a turn.
+            RecordBody::Rule { .. } | RecordBody::RuleRevoke { .. } | RecordBody::Model { .. } => continue,
             RecordBody::User { turn_id, .. }
             | RecordBody::Response { turn_id, .. }
             | RecordBody::Approval { turn_id, .. }

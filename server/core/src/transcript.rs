@@ -229,13 +229,16 @@ pub struct Transcript {
     /// The rules granted in this session (`rule` records) and not revoked
     /// since (`rule_revoke`), in the order granted.
     pub rules: Vec<Rule>,
+    /// The model the person chose for this session (the last `model`
+    /// record); `None`: the configured model.
+    pub model: Option<String>,
     by_id: HashMap<String, usize>,
 }
 
 impl Transcript {
     /// A transcript holding only the session header.
     pub fn new(header: SessionHeader) -> Transcript {
-        Transcript { header, turns: Vec::new(), usage: None, rules: Vec::new(), by_id: HashMap::new() }
+        Transcript { header, turns: Vec::new(), usage: None, rules: Vec::new(), model: None, by_id: HashMap::new() }
     }
 
     pub fn turn(&self, turn_id: &str) -> Option<&Turn> {
@@ -322,6 +325,7 @@ impl Transcript {
             }
             RecordBody::Rule { rule, .. } => self.rules.push(rule),
             RecordBody::RuleRevoke { id } => self.rules.retain(|r| r.id() != id),
+            RecordBody::Model { model } => self.model = Some(model),
             RecordBody::ToolResult { call_id, status, output, exit_code, recovered, .. } => {
                 if let Some(call) = self.last_call_mut(&call_id) {
                     call.result = Some(CallResult { status, output, exit_code, recovered });
@@ -426,6 +430,11 @@ impl Transcript {
             RecordBody::RuleRevoke { id } => match self.rules.iter().any(|r| r.id() == id) {
                 true => Ok(()),
                 false => Err(format!("revokes rule {id}, which this session has not granted (or already revoked)")),
+            },
+            RecordBody::Model { model } => match self.open_turn() {
+                Some(open) => Err(format!("model {model:?} chosen while turn {} has not ended", open.id)),
+                None if model.trim().is_empty() => Err("a model record naming no model".into()),
+                None => Ok(()),
             },
         }
     }

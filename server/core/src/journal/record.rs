@@ -31,7 +31,7 @@ pub const EDIT_FORMAT_VERSION: u32 = 3;
 
 /// Every record kind this version knows. A kind outside this list means the
 /// file was written by a newer Mino.
-pub const KNOWN_KINDS: [&str; 10] = [
+pub const KNOWN_KINDS: [&str; 11] = [
     "session",
     "user",
     "response",
@@ -42,6 +42,7 @@ pub const KNOWN_KINDS: [&str; 10] = [
     "recovery_ack",
     "rule",
     "rule_revoke",
+    "model",
 ];
 
 const CRC_PREFIX: &[u8] = b",\"crc\":\"";
@@ -192,6 +193,10 @@ pub enum RecordBody {
     Rule { turn_id: String, call_id: String, rule: crate::rules::Rule },
     /// The person revoked a session rule: synced before the revoke answers.
     RuleRevoke { id: String },
+    /// The person chose the model this session's requests name from now on
+    /// (`mino/models/select`); synced before the choice is answered. Only
+    /// between turns. The last one wins when the session is reopened.
+    Model { model: String },
 }
 
 impl RecordBody {
@@ -207,6 +212,7 @@ impl RecordBody {
             Self::RecoveryAck { .. } => "recovery_ack",
             Self::Rule { .. } => "rule",
             Self::RuleRevoke { .. } => "rule_revoke",
+            Self::Model { .. } => "model",
         }
     }
 
@@ -214,7 +220,7 @@ impl RecordBody {
     /// `v: 2` reader would silently misread or not know.
     pub fn version(&self) -> u32 {
         match self {
-            Self::Rule { .. } | Self::RuleRevoke { .. } => 3,
+            Self::Rule { .. } | Self::RuleRevoke { .. } | Self::Model { .. } => 3,
             // The edit records (docs/journal.md, "Versions").
             Self::ToolStart { edit: Some(_), .. } => EDIT_FORMAT_VERSION,
             Self::ToolResult { status, .. } if status.is_edit_recovery() => EDIT_FORMAT_VERSION,
@@ -274,6 +280,7 @@ struct Line {
     sandbox: Option<crate::sandbox::SandboxMode>,
     rule: Option<crate::rules::Rule>,
     id: Option<String>,
+    model: Option<String>,
 }
 
 impl Line {
@@ -378,6 +385,7 @@ impl Line {
                 rule: self.rule.clone().ok_or_else(|| missing("rule"))?,
             },
             "rule_revoke" => RecordBody::RuleRevoke { id: self.id.clone().ok_or_else(|| missing("id"))? },
+            "model" => RecordBody::Model { model: self.model.clone().ok_or_else(|| missing("model"))? },
             _ => return Err(LineError::Newer { v: self.v, kind }),
         };
         Ok(Record { v: self.v, seq: self.seq, body })
