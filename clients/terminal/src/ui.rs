@@ -2,7 +2,8 @@
 //! tested without a terminal.
 
 use mino_protocol::{
-    ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, EditView, HistoryResult, RecoveredCallView,
+    ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, EditView, HistoryResult, ModelSource, ModelsListResult,
+    RecoveredCallView,
     RecoveryNotification, RuleKind, RuleScope, RuleSpec, RulesListResult, SandboxMode, SessionEntry, TokenUsage,
     ToolStatus, TurnStatus,
 };
@@ -128,6 +129,21 @@ pub fn rules_list(list: &RulesListResult) -> String {
         out.push_str(&format!("[the workspace rules file is ignored: {error}]\n"));
     }
     out.push_str("Remove one with /revoke ID.\n");
+    out
+}
+
+/// `/model`: the models to choose from, the session's current one marked.
+pub fn models_list(list: &ModelsListResult) -> String {
+    let mut out = match list.source {
+        ModelSource::Service => "Models the service offers:\n".to_string(),
+        ModelSource::Config => "Models in the configuration (the service gave no list):\n".to_string(),
+    };
+    for model in &list.models {
+        let mark = if model.id == list.current { "*" } else { " " };
+        let window = model.context_window.map(|w| format!("  ({w} tokens)")).unwrap_or_default();
+        out.push_str(&format!("{mark} {}{window}\n", model.id));
+    }
+    out.push_str("Choose one for this session with /model NAME.\n");
     out
 }
 
