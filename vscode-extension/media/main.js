@@ -50,6 +50,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   const composerError = $('composer-error');
   const sessionHeader = $('session-header');
   const sessionTitle = $('session-title');
+  const sessionModel = /** @type {HTMLButtonElement} */ ($('session-model'));
   $('ack-question').textContent = ACK_QUESTION;
   const NEW_CHAT_TITLE = 'New chat';
 
@@ -1186,6 +1187,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         return addContextItems(msg.items || []);
       case 'session':
         return onSession(msg.session);
+      case 'model':
+        return onModel(msg.model);
     }
   });
 
@@ -1211,7 +1214,15 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     announce('Opened ' + (session.title || NEW_CHAT_TITLE) + '.');
   }
 
+  /** The current session's model, in the header; a click offers the others. */
+  function onModel(model) {
+    if (typeof model !== 'string') return;
+    sessionModel.textContent = model;
+    sessionModel.hidden = false;
+  }
+
   $('session-rename').addEventListener('click', () => post({ type: 'renameSession' }));
+  sessionModel.addEventListener('click', () => post({ type: 'chooseModel' }));
 
   function focusInput() {
     if (!input.disabled) input.focus({ preventScroll: true });
