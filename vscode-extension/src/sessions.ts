@@ -257,9 +257,12 @@ export class SessionCommands {
     pick.title = 'Mino: Choose the model of this session';
     pick.busy = true;
     const done = new Promise<string | undefined>((resolve) => {
+      // Hiding the pick fires onDidHide; an accepted item decides, not that.
+      let accepted = false;
       pick.onDidAccept(async () => {
         const item = pick.selectedItems[0];
         if (!item) return;
+        accepted = true;
         pick.hide();
         if (item.model) return resolve(item.current ? undefined : item.model.id);
         const typed = await vscode.window.showInputBox({
@@ -271,7 +274,7 @@ export class SessionCommands {
       });
       pick.onDidHide(() => {
         pick.dispose();
-        resolve(undefined);
+        if (!accepted) resolve(undefined);
       });
     });
     pick.show();
