@@ -496,11 +496,6 @@ impl Agent {
         lock(&self.inner.model).clone()
     }
 
-    /// The configured model's client (the model of a session that chose none).
-    pub fn configured_model(&self) -> &ModelClient {
-        &self.inner.configured_model
-    }
-
     /// The models to choose from: the service's list, else `configured`
     /// (see [`crate::model::model_list`]); never an error.
     pub async fn models(&self, configured: &[crate::model::ListedModel]) -> crate::model::ModelList {
