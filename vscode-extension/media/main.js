@@ -51,6 +51,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   const sessionHeader = $('session-header');
   const sessionTitle = $('session-title');
   const sessionUsage = $('session-usage');
+  const sessionModel = /** @type {HTMLButtonElement} */ ($('session-model'));
   $('ack-question').textContent = ACK_QUESTION;
   const NEW_CHAT_TITLE = 'New chat';
 
@@ -1279,6 +1280,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         return addContextItems(msg.items || []);
       case 'session':
         return onSession(msg.session);
+      case 'model':
+        return onModel(msg.model);
     }
   });
 
@@ -1304,7 +1307,15 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     announce('Opened ' + (session.title || NEW_CHAT_TITLE) + '.');
   }
 
+  /** The current session's model, in the header; a click offers the others. */
+  function onModel(model) {
+    if (typeof model !== 'string') return;
+    sessionModel.textContent = model;
+    sessionModel.hidden = false;
+  }
+
   $('session-rename').addEventListener('click', () => post({ type: 'renameSession' }));
+  sessionModel.addEventListener('click', () => post({ type: 'chooseModel' }));
 
   function focusInput() {
     if (!input.disabled) input.focus({ preventScroll: true });

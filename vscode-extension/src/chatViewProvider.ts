@@ -39,6 +39,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         this.postSession(session);
         if (switched) void this.sync();
       }),
+      server.onDidChangeModel((model) => this.post({ type: 'model', model })),
     );
   }
 
@@ -102,6 +103,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.post({ type: 'server', state, ...(message ? { message } : {}), ...(fixSetting ? { fixSetting } : {}) });
     const session = this.server.session;
     if (session && state === 'ready') this.postSession(session);
+    const model = this.server.model;
+    if (model && state === 'ready') this.post({ type: 'model', model });
     if (history) this.post({ type: 'history', history });
     const recovery: RecoveryNotification | undefined = this.server.recovery;
     if (recovery && state === 'ready') {
@@ -133,6 +136,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return this.addContext(msg.source);
       case 'renameSession':
         await vscode.commands.executeCommand('mino.renameSession');
+        return;
+      case 'chooseModel':
+        await vscode.commands.executeCommand('mino.chooseModel');
         return;
       case 'reviewEdit':
         await vscode.commands.executeCommand('mino.reviewPendingEdit', msg.turnId, msg.callId);

@@ -61,6 +61,7 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
     }),
     vscode.commands.registerCommand('mino.renameSession', () => sessions.renameCurrent()),
     vscode.commands.registerCommand('mino.rules', () => sessions.showRules()),
+    vscode.commands.registerCommand('mino.chooseModel', () => sessions.chooseModel()),
     // From the palette: the edit waiting for approval; from a card's Review diff: that card's edit.
     vscode.commands.registerCommand('mino.reviewPendingEdit', (turnId?: string, callId?: string) => edits.open(turnId, callId)),
     vscode.commands.registerCommand('mino.compact', () => sessions.compact()),

@@ -17,6 +17,8 @@ export type WebviewMessage =
   | { type: 'reviewEdit'; turnId: string; callId: string }
   /** The header's Rename: the host asks for the new title. */
   | { type: 'renameSession' }
+  /** The header's model was clicked: Mino: Choose Model. */
+  | { type: 'chooseModel' }
   | { type: 'acknowledge'; turnIds: string[] }
   | { type: 'cancel'; turnId?: string }
   | { type: 'restart' }
@@ -75,7 +77,9 @@ export type HostMessage =
    * shown means a switch: the view drops the transcript, notices and gate, and
    * rebuilds them from the `history` and `mino/recovery` that follow.
    */
-  | { type: 'session'; session: ViewSession };
+  | { type: 'session'; session: ViewSession }
+  /** The current session's model, for the header. */
+  | { type: 'model'; model: string };
 
 /** What the view shows of the current session. */
 export interface ViewSession {

@@ -25,6 +25,8 @@ import type {
   EmptyResult,
   Evidence,
   HistoryResult,
+  ModelsListResult,
+  ModelsSelectResult,
   NotificationMap,
   RequestMap,
   RecoveryNotification,
@@ -170,6 +172,16 @@ export class MinoConnection implements Disposable {
 
   revokeRule(id: string): Promise<EmptyResult> {
     return this.request(Method.rulesRevoke, { id });
+  }
+
+  /** The models to choose from (the service's list, else the configured ones) and the session's current one. */
+  listModels(): Promise<ModelsListResult> {
+    return this.request(Method.modelsList, {});
+  }
+
+  /** The current session's model from its next turn on (kept when the session is reopened). */
+  selectModel(model: string): Promise<ModelsSelectResult> {
+    return this.request(Method.modelsSelect, { model });
   }
 
   /** Acknowledges unknown tool results; no `turnIds` means every pending one. */

@@ -87,6 +87,9 @@ export class MinoServer implements vscode.Disposable {
   /** A switch (mino/sessions/open or new) is in flight: its mino/recovery may arrive before its result. */
   private switching = false;
   private readonly sessionEmitter = new vscode.EventEmitter<ViewSession>();
+  /** The current session's model (`capabilities.experimental.mino.model`, then each choice or switch). */
+  private _model: string | undefined;
+  private readonly modelEmitter = new vscode.EventEmitter<string>();
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   private readonly notificationEmitter = new vscode.EventEmitter<{ method: NotificationMethod; params: any }>();
 
@@ -96,6 +99,8 @@ export class MinoServer implements vscode.Disposable {
   readonly onNotification = this.notificationEmitter.event;
   /** Fires when the current session changes (a switch) or is renamed. */
   readonly onDidChangeSession = this.sessionEmitter.event;
+  /** Fires when the current session's model is known to have changed. */
+  readonly onDidChangeModel = this.modelEmitter.event;
 
   constructor(private readonly deps: MinoServerDeps) {}
 
@@ -147,7 +152,39 @@ export class MinoServer implements vscode.Disposable {
     if (this._recovery?.sessionId !== info.sessionId) this._recovery = undefined;
     this._runningTurnId = undefined;
     this.setSession({ sessionId: info.sessionId, title: info.title ?? null });
+    void this.refreshModel();
     return info;
+  }
+
+  /** The current session's model, once known. */
+  get model(): string | undefined {
+    return this._model;
+  }
+
+  /** Chooses the current session's model; the server refuses while a turn runs (-32011). */
+  async selectModel(model: string): Promise<string> {
+    const conn = this.connection;
+    if (!conn) throw new Error('Mino server is not running.');
+    const chosen = await conn.selectModel(model);
+    this.noteModel(chosen.model);
+    return chosen.model;
+  }
+
+  private noteModel(model: string): void {
+    if (this._model === model) return;
+    this._model = model;
+    this.modelEmitter.fire(model);
+  }
+
+  /** After a switch: the new session's model (its own choice, else the configured one). */
+  private async refreshModel(): Promise<void> {
+    const conn = this.connection;
+    if (!conn) return;
+    try {
+      this.noteModel((await conn.listModels()).current);
+    } catch (e) {
+      this.deps.output.appendLine(`mino/models/list failed: ${errorMessage(e)}`);
+    }
   }
 
   /** Renames a session (the current one's header follows). */
@@ -306,6 +343,7 @@ export class MinoServer implements vscode.Disposable {
     if (caps && typeof caps.sessionId === 'string') {
       this._session = { sessionId: caps.sessionId, title: typeof caps.title === 'string' ? caps.title : null };
     }
+    if (caps && typeof caps.model === 'string') this._model = caps.model;
     this.setState('ready');
   }
 

@@ -4,7 +4,15 @@
  * (revoke). The view follows through `MinoServer.onDidChangeSession`.
  */
 import * as vscode from 'vscode';
-import { ErrorCode, isRpcError, type MinoConnection, type RuleView, type SessionEntry, type ListScope } from './protocol';
+import {
+  ErrorCode,
+  isRpcError,
+  type ListScope,
+  type MinoConnection,
+  type ModelEntry,
+  type RuleView,
+  type SessionEntry,
+} from './protocol';
 import { errorMessage, type MinoServer } from './server';
 
 export const NEW_CHAT_TITLE = 'New chat';
@@ -13,6 +21,7 @@ export const HELD_MARK = '$(lock) open elsewhere';
 export const CURRENT_MARK = '$(check) current';
 export const ALL_FOLDERS_LABEL = '$(folder-library) Show sessions of all folders';
 export const MORE_LABEL = '$(ellipsis) More sessions…';
+export const OTHER_MODEL_LABEL = '$(edit) Another model…';
 
 /** "just now", "5 min ago", "3 h ago", "2 days ago", else the date. */
 export function relativeTime(iso: string, now = Date.now()): string {
@@ -253,6 +262,73 @@ export class SessionCommands {
       if (current && current.title !== null) this.server.noteTitle(current.title);
     } catch (e) {
       this.output.appendLine(`mino/sessions/list failed: ${errorMessage(e)}`);
+    }
+  }
+
+  /**
+   * Mino: Choose Model — the models the service lists (else the configured
+   * ones), the current one marked; the one accepted becomes the session's
+   * model from its next question on. "Another model…" takes a name the list
+   * does not have.
+   */
+  async chooseModel(): Promise<void> {
+    const conn = await this.connectionOrSay();
+    if (!conn) return;
+    type ModelItem = vscode.QuickPickItem & { model?: ModelEntry; current?: boolean };
+    const pick = vscode.window.createQuickPick<ModelItem>();
+    pick.title = 'Mino: Choose the model of this session';
+    pick.busy = true;
+    const done = new Promise<string | undefined>((resolve) => {
+      // Hiding the pick fires onDidHide; an accepted item decides, not that.
+      let accepted = false;
+      pick.onDidAccept(async () => {
+        const item = pick.selectedItems[0];
+        if (!item) return;
+        accepted = true;
+        pick.hide();
+        if (item.model) return resolve(item.current ? undefined : item.model.id);
+        const typed = await vscode.window.showInputBox({
+          title: 'Mino: Model name',
+          prompt: 'A model the service serves, as its requests name it.',
+          validateInput: (v) => (v.trim() ? undefined : 'Enter a model name.'),
+        });
+        resolve(typed?.trim() || undefined);
+      });
+      pick.onDidHide(() => {
+        pick.dispose();
+        if (!accepted) resolve(undefined);
+      });
+    });
+    pick.show();
+    try {
+      const list = await conn.listModels();
+      const items: ModelItem[] = list.models.map((m) => ({
+        label: m.id,
+        description: [m.id === list.current ? CURRENT_MARK : '', m.contextWindow ? `${m.contextWindow} tokens` : '']
+          .filter(Boolean)
+          .join('  ·  '),
+        model: m,
+        current: m.id === list.current,
+      }));
+      items.push({ label: OTHER_MODEL_LABEL, alwaysShow: true });
+      pick.items = items;
+      pick.placeholder =
+        list.source === 'service'
+          ? `The models the service offers (current: ${list.current})`
+          : `The configured models: the service gave no list (current: ${list.current})`;
+    } catch (e) {
+      pick.hide();
+      void vscode.window.showErrorMessage(`Mino: could not list the models: ${errorMessage(e)}`);
+    } finally {
+      pick.busy = false;
+    }
+    const model = await done;
+    if (!model) return;
+    try {
+      await this.server.selectModel(model);
+    } catch (e) {
+      const why = isRpcError(e, ErrorCode.turnInProgress) ? ' Cancel the running turn or wait for it to end first.' : '';
+      void vscode.window.showErrorMessage(`Mino: could not choose the model: ${errorMessage(e)}${why}`);
     }
   }
 

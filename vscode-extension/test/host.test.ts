@@ -68,7 +68,7 @@ describe('activation', () => {
     expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
     const contributed = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
     expect(contributed).toEqual(
-      ['mino.cancelTurn', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
+      ['mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
     );
     expect([...fake.mock.commands.keys()].sort()).toEqual(contributed);
     // The view is contributed into its own activity-bar container, with an icon.
@@ -501,7 +501,7 @@ describe('the bundle', () => {
       const bundled = ext.activate(context);
       expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
       expect([...fake.mock.commands.keys()].sort()).toEqual(
-        ['mino.cancelTurn', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
+        ['mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
       );
       expect(bundled.server.state).toBe('stopped');
       await ext.deactivate();
@@ -862,6 +862,62 @@ describe('approval rules: decisions and the Rules quick pick', () => {
     expect((pick.items as any[]).map((i) => i.label)).not.toContain('npm test');
     pick.hide();
     await running;
+  });
+});
+
+describe('models: Choose Model and the header', () => {
+  it('Choose Model (title bar, palette) lists the models with the current one marked; choosing one selects it and the header shows it; a running turn refuses', async () => {
+    const title = pkg.contributes.menus['view/title'] as { command: string; when: string; group: string }[];
+    expect(title.find((m) => m.command === 'mino.chooseModel')!.group).toMatch(/^navigation@/);
+    const commands = pkg.contributes.commands as { command: string; title: string }[];
+    expect(commands.find((c) => c.command === 'mino.chooseModel')!.title).toBe('Choose Model');
+
+    const c = client();
+    firstView.webview.receive({ type: 'ready' });
+    await settle();
+    // The model `initialize` named is in the header.
+    expect(firstView.webview.posted).toContainEqual({ type: 'model', model: 'mock' });
+    c.replies.set('mino/models/list', {
+      models: [{ id: 'mock' }, { id: 'mock-large', contextWindow: 32768 }],
+      current: 'mock',
+      source: 'service',
+    });
+    c.replies.set('mino/models/select', (p: any) => ({ model: p.model }));
+
+    // The header's model goes through the command.
+    firstView.webview.receive({ type: 'chooseModel' });
+    await settle();
+    const pick = fake.mock.quickPicks.at(-1)!;
+    expect((pick.items as any[]).map((i) => [i.label, i.description])).toEqual([
+      ['mock', '$(check) current'],
+      ['mock-large', '32768 tokens'],
+      ['$(edit) Another model…', undefined],
+    ]);
+    expect(pick.placeholder).toContain('the service offers');
+    pick.accept('mock-large');
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/models/select')).toEqual([
+      { method: 'mino/models/select', params: { model: 'mock-large' } },
+    ]);
+    expect(firstView.webview.posted.at(-1)).toEqual({ type: 'model', model: 'mock-large' });
+
+    // The current one chosen again: nothing is sent.
+    const again = fake.commands.executeCommand('mino.chooseModel');
+    await settle();
+    fake.mock.quickPicks.at(-1)!.accept('mock');
+    await again;
+    expect(c.requests.filter((r) => r.method === 'mino/models/select')).toHaveLength(1);
+
+    // While a turn runs the server refuses, and the person is told why.
+    c.replies.set('mino/models/select', () => new RpcFailure(-32011, 'turn t1 is still running'));
+    const refused = fake.commands.executeCommand('mino.chooseModel');
+    await settle();
+    fake.mock.quickPicks.at(-1)!.accept('mock-large');
+    await refused;
+    await settle();
+    expect(fake.mock.errorMessages.at(-1)!.message).toContain('turn t1 is still running');
+    expect(fake.mock.errorMessages.at(-1)!.message).toContain('Cancel the running turn');
+    expect(firstView.webview.posted.filter((m: any) => m.type === 'model').at(-1)).toEqual({ type: 'model', model: 'mock-large' });
   });
 });
 

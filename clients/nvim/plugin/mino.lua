@@ -49,6 +49,10 @@ vim.api.nvim_create_user_command("MinoRules", function()
   mino().rules()
 end, { desc = "List Mino's approval rules and revoke one" })
 
+vim.api.nvim_create_user_command("MinoModel", function(cmd)
+  mino().choose_model(cmd.args)
+end, { nargs = "?", desc = "Choose the model of the open Mino session (a list without a name)" })
+
 vim.api.nvim_create_user_command("MinoDiff", function()
   mino().show_diff()
 end, { desc = "Show the diff of the edit waiting for approval, else of the last edit" })

@@ -434,7 +434,7 @@ end
 
 test("plugin/mino.lua defines the commands and guards against double loading", function()
   for _, c in ipairs({ "Mino", "MinoCancel", "MinoAcknowledge", "MinoRestart", "MinoNew", "MinoSessions", "MinoRename",
-    "MinoDelete", "MinoRules", "MinoDiff", "MinoCompact" }) do
+    "MinoDelete", "MinoRules", "MinoDiff", "MinoCompact", "MinoModel" }) do
     if vim.fn.exists(":" .. c) ~= 2 then
       fail("command :" .. c .. " is missing")
     end
@@ -461,7 +461,7 @@ test("doc/mino.txt has valid help tags and the shipped doc/tags is up to date", 
   local tags = table.concat(vim.fn.readfile(dir .. "/tags"), "\n")
   for _, tag in ipairs({ "mino.setup()", ":Mino", ":MinoCancel", ":MinoAcknowledge", "mino-recovery", "mino-options",
     "mino-events", "mino-keymaps", "mino-input", ":MinoNew", ":MinoSessions", ":MinoRename", ":MinoDelete", ":MinoRules", ":MinoCompact",
-    "mino-sessions", "mino-rules", ":MinoDiff", "mino-diff" }) do
+    "mino-sessions", "mino-rules", ":MinoDiff", "mino-diff", ":MinoModel" }) do
     assert_contains(tags, tag .. "\t", "tags")
   end
   -- doc/tags is shipped (so :help mino works after a manual install) and must
@@ -2186,6 +2186,38 @@ test("against the server: :MinoRename titles the session; :MinoDelete asks (No b
   end)
   assert_eq(#listed, 1, "sessions left")
   assert_eq(listed[1].sessionId, current_session(), "the session left")
+end)
+
+test("against the server: :MinoModel lists the models (current marked) and the chosen one asks the next question; :MinoModel NAME chooses directly", function()
+  fresh()
+  mock.script({ { type = "text", deltas = { "Large", " answer." } }, { type = "text", deltas = { "Named", " answer." } } })
+  start_and_wait()
+  require_method("mino/models/list", vim.empty_dict())
+  answers["mino.models"] = { function(items)
+    return items[2]
+  end }
+  vim.cmd("MinoModel")
+  wait_for("the model chosen", function()
+    return contains(buffer_text(), "· model mock-model-large ·")
+  end)
+  local listed = selects[#selects]
+  assert_eq(listed.kind, "mino.models", "the models list")
+  assert_eq(vim.tbl_map(function(m)
+    return mino.format_model(m, "mock-model")
+  end, listed.items), { "mock-model  (current)", "mock-model-large  (32768 tokens)" }, "models listed")
+  assert_contains(listed.prompt, "the service's models", "prompt")
+  mino.send("Which model?")
+  wait_buffer(answer("Large answer."))
+  wait_turn_end()
+  vim.cmd("MinoModel mock-model")
+  wait_for("the named model chosen", function()
+    return contains(buffer_text(), "· model mock-model ·")
+  end)
+  mino.send("And now?")
+  wait_buffer(answer("Named answer."))
+  wait_turn_end()
+  local reqs = mock.requests()
+  assert_eq({ reqs[1].body.model, reqs[2].body.model }, { "mock-model-large", "mock-model" }, "models asked")
 end)
 
 test("notifications naming another session are ignored", function()

@@ -619,7 +619,7 @@ impl App {
         Some(params)
     }
 
-    /// `/rules`, `/revoke ID`, `/mode MODE`, `/sandbox MODE`: `true` when
+    /// `/rules`, `/revoke ID`, `/mode MODE`, `/sandbox MODE`, `/model [NAME]`: `true` when
     /// `text` was one of them (and has been handled).
     async fn rules_command(&mut self, text: &str) -> bool {
         let (command, arg) = text.split_once(' ').map_or((text, ""), |(c, a)| (c, a.trim()));
@@ -630,6 +630,14 @@ impl App {
             },
             "/revoke" if !arg.is_empty() => match self.server.rules_revoke(arg).await {
                 Ok(_) => out(&format!("Rule {arg} revoked.\n")),
+                Err(e) => out(&format!("Error: {e}\n")),
+            },
+            "/model" if arg.is_empty() => match self.server.models_list().await {
+                Ok(list) => out(&ui::models_list(&list)),
+                Err(e) => out(&format!("Error: {e}\n")),
+            },
+            "/model" => match self.server.models_select(arg).await {
+                Ok(chosen) => out(&format!("This session now uses {} (from the next question on).\n", chosen.model)),
                 Err(e) => out(&format!("Error: {e}\n")),
             },
             "/mode" | "/sandbox" => {

@@ -11,7 +11,8 @@ use jsonrpsee::core::client::{Client, ClientBuilder, ClientT, Error as RpcError}
 use jsonrpsee::core::traits::ToRpcParams;
 use mino_protocol::{
     method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, CancelParams, ChatParams, ChatResult, EmptyResult,
-    HistoryParams, HistoryResult, InitializationOptions, RulesListParams, RulesListResult, RulesRevokeParams,
+    HistoryParams, HistoryResult, InitializationOptions, ModelsListParams, ModelsListResult, ModelsSelectParams,
+    ModelsSelectResult, RulesListParams, RulesListResult, RulesRevokeParams,
     ServerCapabilities, SessionInfo, SessionsListParams, SessionsListResult, SessionsNewParams, SessionsOpenParams,
     SettingsResult, SettingsUpdateParams,
 };
@@ -173,6 +174,16 @@ impl Server {
 
     pub async fn settings_update(&self, params: SettingsUpdateParams) -> Result<SettingsResult, CallError> {
         self.call(method::SETTINGS_UPDATE, params).await
+    }
+
+    // Models.
+
+    pub async fn models_list(&self) -> Result<ModelsListResult, CallError> {
+        self.call(method::MODELS_LIST, ModelsListParams::default()).await
+    }
+
+    pub async fn models_select(&self, model: &str) -> Result<ModelsSelectResult, CallError> {
+        self.call(method::MODELS_SELECT, ModelsSelectParams { model: model.to_owned() }).await
     }
 
     pub async fn acknowledge(&self, turn_ids: Option<Vec<String>>) -> Result<AcknowledgeResult, CallError> {

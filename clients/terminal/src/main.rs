@@ -53,6 +53,8 @@ In the chat: /new starts a new session, /sessions lists this directory's
 sessions, /open ID opens one (its recovery is shown, and asked about, as at
 startup); /compact has the model summarise the conversation so far, so that
 later questions send the summary instead of the earlier turns.
+/model lists the models to choose from; /model NAME chooses one for
+this session (it keeps it when reopened).
 
 Commands run only after you approve them. Use /exit, Ctrl+D, or Ctrl+C to quit;
 Ctrl+C during a turn cancels it.

@@ -3,9 +3,8 @@
 
 use mino_protocol::{
     ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, EditView, HistoryCall, HistoryItem, HistoryResult,
-    HistoryTurn, RecoveredCallView, RecoveryNotification, RuleEffect, RuleKind, RuleScope, RuleSpec, RuleView,
-    RulesListResult, SandboxMode,
-    SessionEntry, TokenUsage, ToolStatus, TurnStatus,
+    HistoryTurn, ModelSource, ModelsListResult, RecoveredCallView, RecoveryNotification, RuleEffect, RuleKind,
+    RuleScope, RuleSpec, RuleView, RulesListResult, SandboxMode, SessionEntry, TokenUsage, ToolStatus, TurnStatus,
 };
 
 pub const RECOVERED: &str = "An interrupted tool turn was recovered without executing commands.";
@@ -180,6 +179,21 @@ pub fn compacted(result: Result<mino_protocol::CompactResult, impl std::fmt::Dis
 /// A rule's command, or its pattern for a path rule.
 fn rule_text(rule: &RuleView) -> String {
     printable(rule.command.as_deref().or(rule.pattern.as_deref()).unwrap_or_default()).into_owned()
+}
+
+/// `/model`: the models to choose from, the session's current one marked.
+pub fn models_list(list: &ModelsListResult) -> String {
+    let mut out = match list.source {
+        ModelSource::Service => "Models the service offers:\n".to_string(),
+        ModelSource::Config => "Models in the configuration (the service gave no list):\n".to_string(),
+    };
+    for model in &list.models {
+        let mark = if model.id == list.current { "*" } else { " " };
+        let window = model.context_window.map(|w| format!("  ({w} tokens)")).unwrap_or_default();
+        out.push_str(&format!("{mark} {}{window}\n", model.id));
+    }
+    out.push_str("Choose one for this session with /model NAME.\n");
+    out
 }
 
 /// Only `y` or `yes` (any case, surrounding blanks ignored) agrees.

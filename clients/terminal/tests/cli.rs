@@ -386,3 +386,24 @@ fn slash_compact_says_what_happened_and_the_next_question_sends_the_summary() {
     assert_eq!(input.len(), 2, "the summary and the question: {input:?}");
     assert!(input[0].to_string().contains("They asked about France."), "{input:?}");
 }
+
+/// `/model` lists the service's models with the current one marked;
+/// `/model NAME` chooses one, and the next question asks it.
+#[test]
+fn model_lists_the_models_and_model_name_chooses_one() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(mino_mock_model::MockModel::start(vec![mino_mock_model::Reply::text("Asked the large one.")]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let (status, out, err) = run_piped(scratch.command(&mock.base_url()), "/model\n/model mock-model-large\nHi\n");
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    let pos = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("missing {needle:?} in:\n{out}"));
+    let listed = pos("Models the service offers:\n* gpt-5.1\n  mock-model\n  mock-model-large  (32768 tokens)\n");
+    let chosen = pos("This session now uses mock-model-large");
+    let answer = pos("Asked the large one.");
+    assert!(listed < chosen && chosen < answer, "out of order:\n{out}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body["model"], "mock-model-large");
+}

@@ -225,8 +225,9 @@ pub enum AgentError {
     UnknownTurn(String),
     #[error("the server is shutting down: its client is gone")]
     Closed,
-    /// A chat or a switch while another switch is opening a session.
-    #[error("another session is being opened; wait for it to finish")]
+    /// A chat, a switch or a model choice while a switch opens a session
+    /// or a model choice is being saved.
+    #[error("another session is being opened or a model chosen; wait for it to finish")]
     Switching,
     #[error(transparent)]
     Policy(#[from] PolicyError),
@@ -353,7 +354,12 @@ struct Emitter {
 
 struct Inner {
     session: Mutex<Session>,
-    model: ModelClient,
+    /// The client for the current session's model: the configured one, or
+    /// the one its `model` record names. Replaced only between turns (a
+    /// selection or a switch); a turn takes a copy when it starts.
+    model: Mutex<ModelClient>,
+    /// The configured model's client, which a session that chose none uses.
+    configured_model: ModelClient,
     /// Replaced by a switch (a session's commands run in its own directory);
     /// a running call keeps the one it started with.
     bash: Mutex<Arc<BashTool>>,
@@ -381,6 +387,28 @@ struct Inner {
 #[derive(Clone)]
 pub struct Agent {
     inner: Arc<Inner>,
+}
+
+/// Held while the session is claimed between turns
+/// ([`Agent::claim_between_turns`]); lets turns start again when dropped.
+struct BetweenTurns<'a>(&'a Inner);
+
+impl Drop for BetweenTurns<'_> {
+    fn drop(&mut self) {
+        self.0.switching.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The longest model name `mino/models/select` takes.
+pub const MAX_MODEL_NAME: usize = 256;
+
+/// The client for `session`'s model: the one its last `model` record names,
+/// else `configured`.
+fn session_model(configured: &ModelClient, session: &Session) -> ModelClient {
+    match &session.transcript().model {
+        Some(model) => configured.with_model(model),
+        None => configured.clone(),
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -411,9 +439,11 @@ impl Agent {
     ) -> (Agent, mpsc::UnboundedReceiver<Numbered>) {
         let (sender, receiver) = mpsc::unbounded_channel();
         let session_id = session.id().to_string();
+        let session_model = session_model(&model, &session);
         let inner = Inner {
             session: Mutex::new(session),
-            model,
+            model: Mutex::new(session_model),
+            configured_model: model,
             bash: Mutex::new(Arc::new(bash)),
             instructions,
             limits,
@@ -535,7 +565,7 @@ impl Agent {
                     tracing::warn!(attempt, ?delay, reason, "retrying the summary request");
                 }
             };
-            self.inner.model.respond_without_tools(&request, &mut on_event, &stop_stream).await
+            self.model_client().respond_without_tools(&request, &mut on_event, &stop_stream).await
         };
         let response = match response {
             Ok(response) => response,
@@ -695,6 +725,41 @@ impl Agent {
         Ok(settings)
     }
 
+    /// The client for the current session's model.
+    pub fn model_client(&self) -> ModelClient {
+        lock(&self.inner.model).clone()
+    }
+
+    /// The models to choose from: the service's list, else `configured`
+    /// (see [`crate::model::model_list`]); never an error.
+    pub async fn models(&self, configured: &[crate::model::ListedModel]) -> crate::model::ModelList {
+        let current = self.model_client().config().model.clone();
+        let service = self.inner.configured_model.service_models().await;
+        crate::model::model_list(service, configured, &current)
+    }
+
+    /// Chooses the model of the current session's requests from the next
+    /// turn on: a synced `model` record first, so the session keeps it when
+    /// reopened. Refused while a turn runs (or a switch is under way).
+    pub async fn select_model(&self, model: &str) -> Result<String, AgentError> {
+        let model = model.trim().to_string();
+        if model.is_empty() || model.len() > MAX_MODEL_NAME || model.chars().any(char::is_control) {
+            return Err(SessionError::InvalidInput(format!(
+                "`model` must name a model: 1 to {MAX_MODEL_NAME} bytes without control characters \
+                 (mino/models/list lists them)"
+            ))
+            .into());
+        }
+        // No turn can start while the record is written, and none runs
+        // with a model it did not start with.
+        let _claim = self.claim_between_turns()?;
+        let owned = model.clone();
+        self.with_session_io(move |s| s.record_model(&owned)).await?;
+        *lock(&self.inner.model) = self.inner.configured_model.with_model(&model);
+        tracing::info!(model, "model chosen");
+        Ok(model)
+    }
+
     /// The rules in force (this session's and the workspace file's).
     pub fn rules(&self) -> RulesInForce {
         let granted = self.with_session(|s| s.transcript().rules.clone());
@@ -774,6 +839,24 @@ impl Agent {
         let _ = busy.wait_for(|busy| !busy).await;
     }
 
+    /// Claims the session between turns (for a switch or a model choice):
+    /// refused while a turn runs, the client is gone or another claim
+    /// holds; no turn can start until the returned guard is dropped.
+    fn claim_between_turns(&self) -> Result<BetweenTurns<'_>, AgentError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let running = lock(&self.inner.running);
+        if self.inner.closed.load(SeqCst) {
+            return Err(AgentError::Closed);
+        }
+        if let Some(turn) = running.as_ref() {
+            return Err(turn.busy_error());
+        }
+        if self.inner.switching.swap(true, SeqCst) {
+            return Err(AgentError::Switching);
+        }
+        Ok(BetweenTurns(&self.inner))
+    }
+
     /// Replaces the session with the one `open` makes current (it is given
     /// the current session to replace, as `SessionStore::open` and
     /// `new_session` take it), then emits [`AgentEvent::SessionOpened`] with
@@ -785,26 +868,7 @@ impl Agent {
         &self,
         open: impl FnOnce(&mut Session) -> Result<(T, RecoveryReport), E> + Send + 'static,
     ) -> Result<Result<T, E>, AgentError> {
-        use std::sync::atomic::Ordering::SeqCst;
-        {
-            let running = lock(&self.inner.running);
-            if self.inner.closed.load(SeqCst) {
-                return Err(AgentError::Closed);
-            }
-            if let Some(turn) = running.as_ref() {
-                return Err(turn.busy_error());
-            }
-            if self.inner.switching.swap(true, SeqCst) {
-                return Err(AgentError::Switching);
-            }
-        }
-        struct ClearSwitching<'a>(&'a Inner);
-        impl Drop for ClearSwitching<'_> {
-            fn drop(&mut self) {
-                self.0.switching.store(false, std::sync::atomic::Ordering::SeqCst);
-            }
-        }
-        let _clear = ClearSwitching(&self.inner);
+        let _claim = self.claim_between_turns()?;
         let opened = self
             .with_session_io(move |s| {
                 open(s).map(|(value, report)| (value, report, s.id().to_string(), std::path::PathBuf::from(s.cwd())))
@@ -823,6 +887,9 @@ impl Agent {
             let mut bash = lock(&self.inner.bash);
             *bash = Arc::new(bash.in_dir(cwd));
         }
+        // The new session's model: the one it chose, else the configured one.
+        let chosen = self.with_session(|s| session_model(&self.inner.configured_model, s));
+        *lock(&self.inner.model) = chosen;
         lock(&self.inner.emitter).session_id = session_id;
         self.emit(AgentEvent::SessionOpened { recovery });
         Ok(Ok(value))
@@ -922,6 +989,8 @@ impl Agent {
         partial_text: &mut String,
     ) -> Result<(TurnStatus, Option<String>), SessionError> {
         let limits = self.inner.limits;
+        // Fixed for the turn: the model is chosen only between turns.
+        let model = self.model_client();
         let mut requests = 0u32;
         let mut calls_seen = 0u32;
         // Text of the turn's finished responses; a retried attempt's text is void.
@@ -982,7 +1051,7 @@ impl Agent {
                         });
                     }
                 };
-                self.inner.model.respond(&request, &mut on_event, &stop_stream).await
+                model.respond(&request, &mut on_event, &stop_stream).await
             };
             if text_over_limit && !cancel.is_cancelled() {
                 tracing::warn!(turn_id, limit = TURN_TEXT_LIMIT, "the model's text passed the turn's limit");

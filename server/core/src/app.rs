@@ -49,8 +49,10 @@ pub struct App {
     pub session_id: String,
     pub journal_path: PathBuf,
     pub cwd: PathBuf,
-    /// The model's name, as requests name it.
+    /// The session's model, as requests name it: the one it chose, else the configured one.
     pub model: String,
+    /// The models the configuration names (for `mino/models/list`).
+    pub configured_models: Vec<crate::model::ListedModel>,
     /// The session's title (renamed, else its first question's first line).
     pub title: Option<String>,
     /// The sessions of this home as this process sees them; its current
@@ -127,7 +129,6 @@ pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<A
     support.check(settings.sandbox)?;
     tracing::info!(support = %crate::policy::support_line(&support), "command sandbox");
     let model = ModelClient::with_provider(config.provider, config.model)?;
-    let model_name = model.config().model.clone();
     let home = config.home;
     home.ensure_root()?;
     let soul_path = home.soul_path();
@@ -143,7 +144,9 @@ pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<A
     let policy = crate::policy::Policy::open(&home, &cwd, support, settings)?;
     let (agent, events) = Agent::with_policy(session, model, bash, instructions, options.limits, policy);
     agent.set_compaction(config.compaction);
-    Ok(App { agent, events, recovery, session_id, journal_path, cwd, model: model_name, title, store })
+    let model = agent.model_client().config().model.clone();
+    let configured_models = config.configured_models;
+    Ok(App { agent, events, recovery, session_id, journal_path, cwd, model, configured_models, title, store })
 }
 
 /// The named session (from anywhere), else a new one when asked, else the

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::bash;
 use crate::home::{HomeError, MinoHome};
-use crate::model::{ModelConfig, Provider};
+use crate::model::{ListedModel, ModelConfig, Provider};
 
 /// The environment variable that sets a command's time limit in seconds.
 pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
@@ -78,6 +78,10 @@ pub struct Config {
     pub sandbox: Option<crate::sandbox::SandboxMode>,
     /// The model's context window and the automatic compaction threshold.
     pub compaction: CompactionSettings,
+    /// The models the configuration names, offered when the service has no
+    /// list (`mino/models/list`): the configured model, then the file's
+    /// `[models."<name>"]` tables in name order.
+    pub configured_models: Vec<ListedModel>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -286,10 +290,19 @@ impl Config {
                 Some(value.trim().parse().map_err(|_| ConfigError::Sandbox { value })?)
             }
         };
+        let mut configured_models = vec![ListedModel { id: model.model.clone(), context_window: None }];
+        for (name, settings) in &file.models {
+            // Checked to be at least 1 when the file was read.
+            let context_window = settings.context_window.as_ref().map(|w| w.get_ref().unsigned_abs());
+            match configured_models.iter_mut().find(|m| m.id == *name) {
+                Some(configured) => configured.context_window = context_window,
+                None => configured_models.push(ListedModel { id: name.clone(), context_window }),
+            }
+        }
         let compaction = compaction_settings(&file, &model.model, |name| {
             set(name).map(|v| v.to_string_lossy().trim().to_string()).filter(|v| !v.is_empty())
         })?;
-        Ok(Config { home, model, provider, command_limits, sandbox, compaction })
+        Ok(Config { home, model, provider, command_limits, sandbox, compaction, configured_models })
     }
 }
 
@@ -403,6 +416,20 @@ mod tests {
             let e = config(&[("HOME", "/h"), (name, bad)]).expect_err(bad).to_string();
             assert!(e.contains(name) && e.contains(bad), "{e}");
         }
+    }
+
+    #[test]
+    fn the_configured_models_are_the_model_then_the_files_tables() {
+        let home = home_with_file(
+            "model = \"qwen3:8b\"\n[models.\"llama3.2:3b\"]\ncontext_window = 8192\n[models.\"qwen3:8b\"]\ncontext_window = 32768\n",
+        );
+        let c = config_in(&home, &[]).expect("config");
+        let listed: Vec<(&str, Option<u64>)> =
+            c.configured_models.iter().map(|m| (m.id.as_str(), m.context_window)).collect();
+        assert_eq!(listed, [("qwen3:8b", Some(32768)), ("llama3.2:3b", Some(8192))]);
+        let home = home_with_file("[models.m]\ncontext_window = 0\n");
+        let e = config_in(&home, &[]).expect_err("a zero window").to_string();
+        assert!(e.contains(":2:") && e.contains("context_window"), "{e}");
     }
 
     #[test]

@@ -313,6 +313,13 @@ impl Session {
         self.sync()
     }
 
+    /// The model this session's requests name from now on, synced: the
+    /// session keeps it when reopened. Refused while a turn is open.
+    pub fn record_model(&mut self, model: &str) -> Result<(), SessionError> {
+        self.append(&RecordBody::Model { model: model.into() })?;
+        self.sync()
+    }
+
     /// The execution boundary: the approval and this start are on disk when
     /// this returns Ok, and only then may the command be spawned.
     pub fn record_tool_start(

@@ -949,9 +949,12 @@ fn scan_tail(buf: &[u8], from_start: bool, busy: bool, usage: &mut UsageScan) ->
         usage.record(&record.body);
         let turn_id = match &record.body {
             RecordBody::Session { .. } => return Some(tail),
-            // Rules granted or revoked belong to the session, not to a turn.
-            // So does a compaction (it summarises ended turns).
-            RecordBody::Rule { .. } | RecordBody::RuleRevoke { .. } | RecordBody::Compaction { .. } => continue,
+            // Rules granted or revoked, the model chosen and a compaction (it
+            // summarises ended turns) belong to the session, not to a turn.
+            RecordBody::Rule { .. }
+            | RecordBody::RuleRevoke { .. }
+            | RecordBody::Compaction { .. }
+            | RecordBody::Model { .. } => continue,
             RecordBody::User { turn_id, .. }
             | RecordBody::Response { turn_id, .. }
             | RecordBody::Approval { turn_id, .. }

@@ -304,6 +304,9 @@ pub struct Transcript {
     /// compaction came after it (what the next request sends is then much
     /// less). Automatic compaction compares it with the context window.
     pub last_input_tokens: Option<u64>,
+    /// The model the person chose for this session (the last `model`
+    /// record); `None`: the configured model.
+    pub model: Option<String>,
     by_id: HashMap<String, usize>,
 }
 
@@ -326,6 +329,7 @@ impl Transcript {
             rules: Vec::new(),
             compaction: None,
             last_input_tokens: None,
+            model: None,
             by_id: HashMap::new(),
         }
     }
@@ -432,6 +436,7 @@ impl Transcript {
                     self.compaction = Some(Compaction { through, through_turn_id, summary });
                 }
             }
+            RecordBody::Model { model } => self.model = Some(model),
             RecordBody::ToolResult { call_id, status, output, exit_code, recovered, .. } => {
                 if let Some(call) = self.last_call_mut(&call_id) {
                     call.result = Some(CallResult { status, output, exit_code, recovered });
@@ -549,6 +554,11 @@ impl Transcript {
                 }
                 Ok(())
             }
+            RecordBody::Model { model } => match self.open_turn() {
+                Some(open) => Err(format!("model {model:?} chosen while turn {} has not ended", open.id)),
+                None if model.trim().is_empty() => Err("a model record naming no model".into()),
+                None => Ok(()),
+            },
         }
     }
 

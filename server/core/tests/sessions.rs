@@ -604,3 +604,34 @@ fn a_session_whose_last_turn_ended_in_an_older_mino_lists_no_usage_rather_than_a
     let (opened, _) = Session::open(&f.home, &id).expect("open");
     assert_eq!(opened.transcript().usage, Some(usage(100, 10)));
 }
+
+/// The session's model: the last `model` record wins when the session is
+/// reopened, one is refused while a turn is open (nothing is written), and
+/// a `model` record at the end of the file does not hide the turns from the
+/// list (it belongs to no turn).
+#[test]
+fn the_last_chosen_model_is_read_back_and_none_is_chosen_mid_turn() {
+    let f = fixture();
+    let mut s = Session::create(&f.home, &f.a).expect("create");
+    assert_eq!(s.transcript().model, None, "a new session uses the configured model");
+    completed_turn(&mut s, "First");
+    s.record_model("small").expect("choose");
+    s.record_model("large").expect("choose again");
+    let t = s.begin_turn("Second").expect("begin");
+    let refused = s.record_model("other").expect_err("mid-turn");
+    assert!(refused.to_string().contains("has not ended"), "{refused}");
+    s.end_turn(&t, TurnStatus::Completed, None).expect("end");
+    s.record_model("large-2").expect("choose after the turn");
+    let id = s.id().to_string();
+    let path = s.path().to_path_buf();
+    drop(s);
+    let text = std::fs::read_to_string(&path).expect("journal");
+    assert!(!text.contains("\"other\""), "a refused choice writes nothing");
+    assert_eq!(text.matches("\"kind\":\"model\"").count(), 3);
+    assert!(text.lines().filter(|l| l.contains("\"kind\":\"model\"")).all(|l| l.starts_with("{\"v\":3,")));
+
+    let entries = list_all(&store(&f, &f.a), ListScope::Workspace);
+    assert_eq!(entry(&entries, &id).turns, 2, "{entries:?}");
+    let (reopened, _) = Session::open(&f.home, &id).expect("reopen");
+    assert_eq!(reopened.transcript().model.as_deref(), Some("large-2"));
+}

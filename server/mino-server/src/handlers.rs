@@ -13,6 +13,7 @@ use std::time::Duration;
 use mino_core::agent::Decision;
 use mino_core::agent::{AgentError, AgentEvent, Numbered, TurnLimits};
 use mino_core::bash;
+use mino_core::model::{ListedModel, ModelSource};
 use mino_core::policy::{ApprovalMode, PolicyError};
 use mino_core::recovery::{RecoveredTurn, RecoveryReport};
 use mino_core::rules::{Rule, RuleEffect, RuleKind, RuleScope};
@@ -45,6 +46,8 @@ struct Opened {
     agent: Agent,
     /// Locked after the agent's session when both are needed (a switch).
     store: Arc<Mutex<SessionStore>>,
+    /// The models the configuration names, offered when the service lists none.
+    configured_models: Vec<ListedModel>,
     /// Taken by the task that streams notifications, once.
     stream: Option<Stream>,
 }
@@ -161,13 +164,15 @@ pub fn service() -> (LspService<Backend>, tower_lsp_server::ClientSocket, Handle
         .custom_method(wire::method::RULES_REVOKE, Backend::rules_revoke)
         .custom_method(wire::method::SETTINGS_UPDATE, Backend::settings_update)
         .custom_method(wire::method::COMPACT, Backend::compact)
+        .custom_method(wire::method::MODELS_LIST, Backend::models_list)
+        .custom_method(wire::method::MODELS_SELECT, Backend::models_select)
         .finish();
     (service, socket, handle)
 }
 
 /// Methods whose params are all optional: the transport gives them `{}`
 /// when a request has no `params` member.
-pub const OPTIONAL_PARAMS: [&str; 7] = [
+pub const OPTIONAL_PARAMS: [&str; 8] = [
     wire::method::ACKNOWLEDGE,
     wire::method::HISTORY,
     wire::method::SESSIONS_LIST,
@@ -175,6 +180,7 @@ pub const OPTIONAL_PARAMS: [&str; 7] = [
     wire::method::RULES_LIST,
     wire::method::SETTINGS_UPDATE,
     wire::method::COMPACT,
+    wire::method::MODELS_LIST,
 ];
 
 // ---------------------------------------------------------------- errors
@@ -903,6 +909,29 @@ impl Backend {
         Ok(compact_result(outcome))
     }
 
+    async fn models_list(&self, _: wire::ModelsListParams) -> Result<wire::ModelsListResult> {
+        let agent = self.agent()?;
+        let configured = lock(&self.shared.opened).as_ref().map(|o| o.configured_models.clone()).unwrap_or_default();
+        let list = agent.models(&configured).await;
+        Ok(wire::ModelsListResult {
+            models: list
+                .models
+                .into_iter()
+                .map(|m| wire::ModelEntry { id: m.id, context_window: m.context_window })
+                .collect(),
+            current: list.current,
+            source: match list.source {
+                ModelSource::Service => wire::ModelSource::Service,
+                ModelSource::Config => wire::ModelSource::Config,
+            },
+        })
+    }
+
+    async fn models_select(&self, params: wire::ModelsSelectParams) -> Result<wire::ModelsSelectResult> {
+        let model = self.agent()?.select_model(&params.model).await.map_err(agent_error)?;
+        Ok(wire::ModelsSelectResult { model })
+    }
+
     async fn acknowledge(&self, params: wire::AcknowledgeParams) -> Result<wire::AcknowledgeResult> {
         let acknowledged = self.agent()?.acknowledge(params.turn_ids).await.map_err(agent_error)?;
         Ok(wire::AcknowledgeResult { acknowledged })
@@ -967,7 +996,8 @@ impl LanguageServer for Backend {
         })
         .map_err(open_error)?;
         let (settings, sandbox_support) = app.settings();
-        let App { agent, events, recovery, session_id, journal_path, cwd, model: model_name, title, store } = app;
+        let App { agent, events, recovery, session_id, journal_path, cwd, model: model_name, configured_models, title, store } =
+            app;
         let journal_path = journal_path.display().to_string();
         let recovery = recovery_notification(&session_id, &recovery);
         tracing::info!(session_id, journal_path, cwd = %cwd.display(), model = model_name, "session open");
@@ -977,7 +1007,12 @@ impl LanguageServer for Backend {
                 // A concurrent initialize won; this one's session is dropped (and unlocked).
                 return Err(Error::invalid_request());
             }
-            *opened = Some(Opened { agent, store: Arc::new(Mutex::new(store)), stream: Some((recovery, events)) });
+            *opened = Some(Opened {
+                agent,
+                store: Arc::new(Mutex::new(store)),
+                configured_models,
+                stream: Some((recovery, events)),
+            });
         }
 
         let mino = wire::ServerCapabilities {

@@ -119,6 +119,11 @@ methods! {
         SettingsUpdate = SETTINGS_UPDATE("mino/settings/update", SettingsUpdateParams) -> SettingsResult;
         /// `mino/compact`: summarises the conversation so far; later requests replay the summary.
         Compact = COMPACT("mino/compact", CompactParams) -> CompactResult;
+        // Models.
+        /// `mino/models/list`: the models to choose from and the session's current one.
+        ModelsList = MODELS_LIST("mino/models/list", ModelsListParams) -> ModelsListResult;
+        /// `mino/models/select`: the current session's model from its next turn on.
+        ModelsSelect = MODELS_SELECT("mino/models/select", ModelsSelectParams) -> ModelsSelectResult;
     }
     notifications {
         /// `mino/recovery`: what opening the session recovered.
@@ -564,6 +569,56 @@ pub struct SettingsResult {
     pub sandbox: SandboxMode,
     /// One line saying what this machine's sandbox enforces.
     pub sandbox_support: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelsListParams {}
+
+wire_enum! {
+    /// Where `mino/models/list` found its models.
+    pub enum ModelSource {
+        /// The model service's own list (`GET <base_url>/models`).
+        Service = "service",
+        /// The configured model and the configuration file's `[models.*]`
+        /// entries: the service failed, took too long or has no list.
+        Config = "config",
+    }
+}
+
+/// One model a person can choose.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelEntry {
+    /// The name requests give it.
+    pub id: String,
+    /// Its context window in tokens, when the service or the configuration says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub context_window: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelsListResult {
+    /// Always includes `current`.
+    pub models: Vec<ModelEntry>,
+    /// The current session's model.
+    pub current: String,
+    pub source: ModelSource,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelsSelectParams {
+    pub model: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelsSelectResult {
+    /// The session's model now (the name, trimmed).
+    pub model: String,
 }
 
 /// The `{}` result of methods that only acknowledge.

@@ -585,11 +585,11 @@ pub fn count_kind(path: &Path, kind: &str) -> usize {
 /// A compact view of a model request's `input` items, for order assertions:
 /// `user: <text>`, `assistant: <text>`, `function_call <call_id>`,
 /// `function_call_output <call_id> <status>`, `reasoning`.
+///
+/// A Chat Completions request's `messages` are read back as those items
+/// first ([`replayed_items`]), so one assertion holds under both providers.
 pub fn input_summary(body: &Value) -> Vec<String> {
-    let Some(items) = body.get("input").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    items
+    replayed_items(body)
         .iter()
         .map(|item| {
             let text = |item: &Value| match item.get("content") {
@@ -617,6 +617,102 @@ pub fn input_summary(body: &Value) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The replayed conversation of a model request as Responses API input
+/// items: its `input`, or its Chat Completions `messages` read back
+/// (the `system` message left out; an assistant message's text, then one
+/// `function_call` per tool call; a `tool` message as a
+/// `function_call_output`).
+pub fn replayed_items(body: &Value) -> Vec<Value> {
+    if let Some(items) = body.get("input").and_then(Value::as_array) {
+        return items.clone();
+    }
+    let mut items = Vec::new();
+    for message in body.get("messages").and_then(Value::as_array).into_iter().flatten() {
+        match message["role"].as_str() {
+            Some("system") => {}
+            Some("tool") => items.push(serde_json::json!({
+                "type": "function_call_output",
+                "call_id": message["tool_call_id"],
+                "output": message["content"],
+            })),
+            role => {
+                if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
+                    items.push(serde_json::json!({ "type": "message", "role": role, "content": text }));
+                }
+                for call in message["tool_calls"].as_array().into_iter().flatten() {
+                    items.push(serde_json::json!({
+                        "type": "function_call",
+                        "call_id": call["id"],
+                        "name": call["function"]["name"],
+                        "arguments": call["function"]["arguments"],
+                    }));
+                }
+            }
+        }
+    }
+    items
+}
+
+/// The two wires Mino speaks to a model service (`MINO_PROVIDER`); the mock
+/// speaks both, so a test can run under each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    Responses,
+    ChatCompletions,
+}
+
+impl Provider {
+    /// The value of `MINO_PROVIDER`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::Responses => "responses",
+            Provider::ChatCompletions => "chat-completions",
+        }
+    }
+
+    /// The path the mock sees model requests on.
+    pub fn path(self) -> &'static str {
+        match self {
+            Provider::Responses => "/v1/responses",
+            Provider::ChatCompletions => "/v1/chat/completions",
+        }
+    }
+
+    /// A server on `home` (a fresh one when `None`) talking to `mock` through this provider.
+    pub fn spawn(self, home: Option<&Path>, mock: &MockModel) -> Spawn {
+        Spawn {
+            home: home.map(Path::to_path_buf),
+            base_url: Some(mock.base_url()),
+            env: vec![("MINO_PROVIDER".into(), self.name().into())],
+            ..Spawn::default()
+        }
+    }
+}
+
+/// Runs each named `async fn(Provider)` as two tests, `responses::<name>`
+/// and `chat_completions::<name>`: one body, both wires.
+#[macro_export]
+macro_rules! under_both_providers {
+    ($($name:ident),+ $(,)?) => {
+        mod responses {
+            $(
+                #[tokio::test(flavor = "multi_thread")]
+                async fn $name() {
+                    super::$name($crate::Provider::Responses).await
+                }
+            )+
+        }
+        mod chat_completions {
+            $(
+                #[tokio::test(flavor = "multi_thread")]
+                async fn $name() {
+                    super::$name($crate::Provider::ChatCompletions).await
+                }
+            )+
+        }
+    };
 }
 
 /// A directory for commands to run in, inside `home` (kept with it).

@@ -1,10 +1,12 @@
 //! Crashes and what the next server makes of them: the milk story (killed
 //! after `tool_start` is synced, before `tool_result`), a kill while an
-//! approval is pending, and a kill while text streams.
+//! approval is pending, and a kill while text streams. Each runs under both
+//! providers (`responses::…` and `chat_completions::…`): recovery does not
+//! depend on the wire the model speaks.
 
 use mino_e2e::{
-    count_kind, input_summary, journal_records, options_in, session_files, wire, work_dir, MockModel, Reply, Server,
-    TIMEOUT,
+    count_kind, input_summary, journal_records, options_in, replayed_items, session_files, under_both_providers, wire,
+    work_dir, MockModel, Provider, Reply, Server, TIMEOUT,
 };
 use serde_json::Value;
 
@@ -13,6 +15,18 @@ use serde_json::Value;
 const MILK: &str = "echo milk >> shopping.txt; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)";
 
 const NOTICE_INTERRUPTED: &str = "Mino runtime notice: the previous turn ended with status interrupted. Tool results above are retained; no command was automatically retried.";
+
+under_both_providers!(
+    milk_story_unknown_result_is_replayed_after_acknowledgement,
+    kill_while_approval_is_pending_recovers_not_executed_without_acknowledgement,
+    kill_during_streaming_leaves_the_turn_out_of_context,
+);
+
+/// Every model request went through `provider`'s endpoint.
+fn assert_all_through(mock: &MockModel, provider: Provider) {
+    let paths: Vec<String> = mock.requests().iter().map(|r| r.path.clone()).collect();
+    assert!(paths.iter().all(|p| p == provider.path()), "every request through {}: {paths:?}", provider.path());
+}
 
 async fn initialize(
     server: &mut Server,
@@ -23,8 +37,7 @@ async fn initialize(
     (Server::capabilities(&result), recovery)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn milk_story_unknown_result_is_replayed_after_acknowledgement() {
+async fn milk_story_unknown_result_is_replayed_after_acknowledgement(provider: Provider) {
     let mock = MockModel::start(vec![
         Reply::call("call_1", MILK),
         Reply::text("The earlier append may have run; I can check shopping.txt if you approve."),
@@ -34,7 +47,7 @@ async fn milk_story_unknown_result_is_replayed_after_acknowledgement() {
 
     // First life: the approved command appends milk, then kills the server
     // after tool_start was synced and before tool_result could be written.
-    let mut first = Server::spawn(&mock).await;
+    let mut first = Server::spawn_with(provider.spawn(None, &mock)).await;
     let _home = first.keep_home();
     let home = first.home().to_path_buf();
     let cwd = work_dir(&home);
@@ -63,7 +76,7 @@ async fn milk_story_unknown_result_is_replayed_after_acknowledgement() {
     assert_eq!(std::fs::read_to_string(cwd.join("shopping.txt")).expect("shopping.txt"), "milk\n");
 
     // Second life.
-    let mut second = Server::spawn_in(&home, &mock).await;
+    let mut second = Server::spawn_with(provider.spawn(Some(&home), &mock)).await;
     let (caps2, recovery) = initialize(&mut second, &cwd).await;
     assert_eq!(caps2.session_id, caps.session_id, "the most recent session is reopened");
     assert!(recovery.acknowledgement_required);
@@ -111,7 +124,7 @@ async fn milk_story_unknown_result_is_replayed_after_acknowledgement() {
         ]
     );
     // The replayed call keeps its arguments; the result says "unknown" honestly.
-    let input = requests[1].body["input"].as_array().expect("input");
+    let input = replayed_items(&requests[1].body);
     assert_eq!(input[1]["arguments"], serde_json::json!({ "command": MILK }).to_string());
     let output: Value = serde_json::from_str(input[2]["output"].as_str().expect("output")).expect("output JSON");
     assert_eq!(output["status"], "unknown");
@@ -123,13 +136,13 @@ async fn milk_story_unknown_result_is_replayed_after_acknowledgement() {
     assert_eq!(std::fs::read_to_string(cwd.join("shopping.txt")).expect("shopping.txt"), "milk\n");
     assert_eq!(count_kind(&journal, "recovery_ack"), 1);
     assert_eq!(session_files(&home).len(), 1);
+    assert_all_through(&mock, provider);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn kill_while_approval_is_pending_recovers_not_executed_without_acknowledgement() {
+async fn kill_while_approval_is_pending_recovers_not_executed_without_acknowledgement(provider: Provider) {
     let mock =
         MockModel::start(vec![Reply::call("call_1", "touch created.txt"), Reply::text("Noted.")]).await.expect("mock");
-    let mut first = Server::spawn(&mock).await;
+    let mut first = Server::spawn_with(provider.spawn(None, &mock)).await;
     let _home = first.keep_home();
     let home = first.home().to_path_buf();
     let cwd = work_dir(&home);
@@ -139,7 +152,7 @@ async fn kill_while_approval_is_pending_recovers_not_executed_without_acknowledg
     let _ = first.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
     first.kill().await;
 
-    let mut second = Server::spawn_in(&home, &mock).await;
+    let mut second = Server::spawn_with(provider.spawn(Some(&home), &mock)).await;
     let (_, recovery) = initialize(&mut second, &cwd).await;
     assert!(!recovery.acknowledgement_required);
     assert!(recovery.unacknowledged_turn_ids.is_empty());
@@ -165,13 +178,13 @@ async fn kill_while_approval_is_pending_recovers_not_executed_without_acknowledg
         ]
     );
     assert_eq!(count_kind(std::path::Path::new(&caps.journal_path), "recovery_ack"), 0);
+    assert_all_through(&mock, provider);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn kill_during_streaming_leaves_the_turn_out_of_context() {
+async fn kill_during_streaming_leaves_the_turn_out_of_context(provider: Provider) {
     let slow = Reply::Text { deltas: (0..40).map(|i| format!("word{i} ")).collect(), delay_ms: 250 };
     let mock = MockModel::start(vec![slow, Reply::text("Fresh answer.")]).await.expect("mock");
-    let mut first = Server::spawn(&mock).await;
+    let mut first = Server::spawn_with(provider.spawn(None, &mock)).await;
     let _home = first.keep_home();
     let home = first.home().to_path_buf();
     let cwd = work_dir(&home);
@@ -182,7 +195,7 @@ async fn kill_during_streaming_leaves_the_turn_out_of_context() {
     assert_eq!(delta.turn_id, turn.turn_id);
     first.kill().await;
 
-    let mut second = Server::spawn_in(&home, &mock).await;
+    let mut second = Server::spawn_with(provider.spawn(Some(&home), &mock)).await;
     let (_, recovery) = initialize(&mut second, &cwd).await;
     assert!(!recovery.acknowledgement_required);
     assert_eq!(recovery.turns.len(), 1);
@@ -205,4 +218,5 @@ async fn kill_during_streaming_leaves_the_turn_out_of_context() {
         second.call(wire::method::HISTORY, &serde_json::json!({})).await.expect("history");
     assert_eq!(history.turns.len(), 2);
     assert_eq!(history.turns[0].status, Some(wire::TurnStatus::Interrupted));
+    assert_all_through(&mock, provider);
 }

@@ -21,7 +21,14 @@
 //! |---|---|
 //! | `GET /_mock/requests` | JSON array of [`RecordedRequest`] |
 //! | `POST /_mock/script` | body: JSON array of [`Reply`] (or one reply); appended to the script |
-//! | `POST /_mock/reset` | clears the script, the recorded requests and the id counters |
+//! | `POST /_mock/reset` | clears the script, the recorded requests and the id counters, and restores the model list |
+//! | `POST /_mock/models` | body: the ids `GET /v1/models` lists (JSON array of strings), or `null` for a service without a list (404) |
+//!
+//! `GET /v1/models` answers `{"object":"list","data":[{"id":…,"object":"model",…}]}` as OpenAI,
+//! Ollama, vLLM and llama.cpp do; by default it lists [`DEFAULT_MODELS`] (the second with a
+//! `context_length`, as some servers give it). It is not a model request: it takes no reply
+//! from the script and is not among [`MockModel::requests`] ([`MockModel::model_list_requests`]
+//! has its `Authorization` headers).
 //!
 //! Replies serialize with an internal `type` tag in snake case, e.g.
 //! `{"type":"text","deltas":["Hi"," there!"]}` or
@@ -44,6 +51,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
+
+/// The models `GET /v1/models` lists until told otherwise.
+pub const DEFAULT_MODELS: [&str; 2] = ["mock-model", "mock-model-large"];
+
+/// The context window the mock gives its second default model (as `context_length`).
+pub const LARGE_MODEL_CONTEXT: u64 = 32768;
 
 /// The text answered once the script is exhausted.
 pub const NO_REPLY_LEFT: &str = "mock model: no scripted reply left";
@@ -304,6 +317,14 @@ pub(crate) struct Shared {
     /// TCP connections accepted so far (a client reusing a connection makes fewer than requests).
     connections: AtomicU64,
     pub(crate) ids: IdCounters,
+    /// What `GET /v1/models` lists; `None`: it answers 404, like a service without a list.
+    pub(crate) models: Mutex<Option<Vec<String>>>,
+    /// The `Authorization` header of each `GET /v1/models`.
+    pub(crate) model_list_requests: Mutex<Vec<Option<String>>>,
+}
+
+fn default_models() -> Option<Vec<String>> {
+    Some(DEFAULT_MODELS.iter().map(|m| m.to_string()).collect())
 }
 
 /// A poisoned lock only means a test thread panicked; the data is still usable for reporting.
@@ -319,6 +340,8 @@ impl Shared {
             received: watch::Sender::new(0),
             connections: AtomicU64::new(0),
             ids: IdCounters::default(),
+            models: Mutex::new(default_models()),
+            model_list_requests: Mutex::new(Vec::new()),
         }
     }
 
@@ -345,6 +368,8 @@ impl Shared {
 
     pub(crate) fn reset(&self) {
         lock(&self.script).clear();
+        *lock(&self.models) = default_models();
+        lock(&self.model_list_requests).clear();
         let mut requests = lock(&self.requests);
         requests.clear();
         self.received.send_replace(0);
@@ -461,7 +486,17 @@ impl MockModel {
         self.requests()
     }
 
-    /// Clears the script, the recorded requests and the id counters.
+    /// Sets what `GET /v1/models` lists; `None` makes it answer 404.
+    pub fn set_models(&self, models: Option<&[&str]>) {
+        *lock(&self.shared.models) = models.map(|m| m.iter().map(|id| id.to_string()).collect());
+    }
+
+    /// The `Authorization` header of each `GET /v1/models` so far.
+    pub fn model_list_requests(&self) -> Vec<Option<String>> {
+        lock(&self.shared.model_list_requests).clone()
+    }
+
+    /// Clears the script, the recorded requests and the id counters, and restores the model list.
     pub fn reset(&self) {
         self.shared.reset();
     }

@@ -20,6 +20,8 @@ pub(crate) fn router(shared: AppState) -> Router {
     Router::new()
         .route("/v1/responses", post(responses).fallback(not_found))
         .route("/v1/chat/completions", post(chat_completions).fallback(not_found))
+        .route("/v1/models", get(list_models).fallback(not_found))
+        .route("/_mock/models", post(set_models).fallback(not_found))
         .route("/_mock/requests", get(list_requests).fallback(not_found))
         .route("/_mock/script", post(push_script).fallback(not_found))
         .route("/_mock/reset", post(reset).fallback(not_found))
@@ -79,6 +81,42 @@ fn answer(api: Api, shared: &Shared, headers: &HeaderMap, uri: &Uri, body: &Byte
     match api {
         Api::Responses => render(reply, &ctx, &shared.ids),
         Api::ChatCompletions => render_chat(reply, &ctx, &shared.ids),
+    }
+}
+
+/// The model list, as OpenAI and the local servers shape it; 404 when the mock has none.
+async fn list_models(State(shared): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    crate::lock(&shared.model_list_requests).push(authorization);
+    let Some(models) = crate::lock(&shared.models).clone() else {
+        return not_found(Method::GET, uri).await;
+    };
+    let data: Vec<Value> = models
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let mut model = json!({ "id": id, "object": "model", "created": 1_700_000_000, "owned_by": "mock" });
+            if i == 1 {
+                model["context_length"] = json!(crate::LARGE_MODEL_CONTEXT);
+            }
+            model
+        })
+        .collect();
+    Json(json!({ "object": "list", "data": data })).into_response()
+}
+
+async fn set_models(State(shared): State<AppState>, body: Bytes) -> Response {
+    match serde_json::from_slice::<Option<Vec<String>>>(&body) {
+        Ok(models) => {
+            *crate::lock(&shared.models) = models;
+            Json(json!({ "ok": true })).into_response()
+        }
+        Err(e) => error_response(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            None,
+            &format!("mock model: expected a JSON array of model ids, or null: {e}"),
+        ),
     }
 }
 

@@ -341,6 +341,44 @@ export type Limits = { timeoutSeconds: number, outputLimitBytes: number, };
  */
 export type ListScope = "workspace" | "all";
 
+/**
+ * One model a person can choose.
+ */
+export type ModelEntry = { 
+/**
+ * The name requests give it.
+ */
+id: string, 
+/**
+ * Its context window in tokens, when the service or the configuration says.
+ */
+contextWindow?: number, };
+
+/**
+ * Where `mino/models/list` found its models.
+ */
+export type ModelSource = "service" | "config";
+
+export type ModelsListParams = Record<symbol, never>;
+
+export type ModelsListResult = { 
+/**
+ * Always includes `current`.
+ */
+models: Array<ModelEntry>, 
+/**
+ * The current session's model.
+ */
+current: string, source: ModelSource, };
+
+export type ModelsSelectParams = { model: string, };
+
+export type ModelsSelectResult = { 
+/**
+ * The session's model now (the name, trimmed).
+ */
+model: string, };
+
 export type OutputStream = "stdout" | "stderr";
 
 export type RecoveredCallView = { callId: string, 
@@ -659,6 +697,8 @@ export const Method = {
   rulesRevoke: 'mino/rules/revoke',
   settingsUpdate: 'mino/settings/update',
   compact: 'mino/compact',
+  modelsList: 'mino/models/list',
+  modelsSelect: 'mino/models/select',
 } as const;
 
 /** Server-to-client notifications. */
@@ -695,6 +735,8 @@ export interface RequestMap {
   'mino/rules/revoke': { params: RulesRevokeParams; result: EmptyResult };
   'mino/settings/update': { params: SettingsUpdateParams; result: SettingsResult };
   'mino/compact': { params: CompactParams; result: CompactResult };
+  'mino/models/list': { params: ModelsListParams; result: ModelsListResult };
+  'mino/models/select': { params: ModelsSelectParams; result: ModelsSelectResult };
 }
 
 /** Each notification method's params. */

@@ -511,6 +511,23 @@ function M.set_title(title)
   end
 end
 
+--- Names `model` in the header's session line (after a model was chosen, or
+--- a switch learnt the new session's).
+function M.set_model(model)
+  if not valid_buf() then
+    return
+  end
+  for i, line in ipairs(api.nvim_buf_get_lines(st.buf, 0, 4, false)) do
+    if line:match("^_Session ") then
+      local replaced = line:gsub("· model .- ·", function()
+        return "· model " .. model .. " ·"
+      end, 1)
+      set_lines(st.buf, i - 1, i, { replaced })
+      return
+    end
+  end
+end
+
 --- A new server started, or another session was opened: the buffer is
 --- rebuilt from its header and (by the caller) its history.
 function M.server_started(caps)

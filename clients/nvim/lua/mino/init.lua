@@ -1088,10 +1088,19 @@ local function switched(info)
     cwd = info.cwd,
     title = info.title,
   })
+  -- Each session keeps its own model: learnt below, not carried over.
+  caps.model = nil
   M.state.capabilities = caps
   session_changed(info)
   chat.server_started(caps)
   load_history()
+  M.request(method.modelsList, vim.empty_dict(), function(err, result)
+    if not err and type(result) == "table" and type(result.current) == "string"
+      and M.state.capabilities == caps then
+      caps.model = result.current
+      chat.set_model(result.current)
+    end
+  end)
 end
 
 --- Asks the server to switch sessions (mino/sessions/new or /open). Until it
@@ -1372,6 +1381,71 @@ function M.compact()
     else
       notify("not compacted: " .. tostring(r.reason), vim.log.levels.WARN)
     end
+  end)
+end
+
+-- ------------------------------------------------------------ models
+
+--- How a model reads in the picker: `qwen3:8b  (32768 tokens, current)`.
+function M.format_model(m, current)
+  local notes = {}
+  if type(m.contextWindow) == "number" then
+    table.insert(notes, ("%d tokens"):format(m.contextWindow))
+  end
+  if m.id == current then
+    table.insert(notes, "current")
+  end
+  return #notes > 0 and ("%s  (%s)"):format(m.id, table.concat(notes, ", ")) or m.id
+end
+
+--- Makes `model` the open session's model (from its next question on).
+local function select_model(model)
+  M.request(method.modelsSelect, { model = model }, function(err, result)
+    if err then
+      notify("model not chosen: " .. format_error(err), vim.log.levels.ERROR)
+      return
+    end
+    local chosen = (result or {}).model or model
+    if type(M.state.capabilities) == "table" then
+      M.state.capabilities.model = chosen
+    end
+    chat.set_model(chosen)
+    notify(("this session now uses %s (from the next question on)"):format(chosen))
+  end)
+end
+
+--- :MinoModel [name]: without a name, picks one of the models the service
+--- lists (else the configured ones) with vim.ui.select, the current one
+--- marked; with a name, chooses it. The session keeps its model when reopened.
+function M.choose_model(name)
+  if not M.start() then
+    return
+  end
+  name = name and vim.trim(name) or ""
+  if name ~= "" then
+    select_model(name)
+    return
+  end
+  M.request(method.modelsList, vim.empty_dict(), function(err, result)
+    if err then
+      notify("cannot list models: " .. format_error(err), vim.log.levels.ERROR)
+      return
+    end
+    result = result or {}
+    local from = result.source == "service" and "the service's models" or "the configured models (the service gave no list)"
+    local prompt = ("Mino model for this session (%s; current: %s)"):format(from, result.current or "?")
+    vim.ui.select(result.models or {}, {
+      prompt = prompt,
+      kind = "mino.models",
+      format_item = function(m)
+        return M.format_model(m, result.current)
+      end,
+    }, function(m)
+      if type(m) ~= "table" or m.id == result.current then
+        return
+      end
+      select_model(m.id)
+    end)
   end)
 end
 

@@ -31,7 +31,7 @@ pub const EDIT_FORMAT_VERSION: u32 = 3;
 
 /// Every record kind this version knows. A kind outside this list means the
 /// file was written by a newer Mino.
-pub const KNOWN_KINDS: [&str; 11] = [
+pub const KNOWN_KINDS: [&str; 12] = [
     "session",
     "user",
     "response",
@@ -43,6 +43,7 @@ pub const KNOWN_KINDS: [&str; 11] = [
     "rule",
     "rule_revoke",
     "compaction",
+    "model",
 ];
 
 const CRC_PREFIX: &[u8] = b",\"crc\":\"";
@@ -254,6 +255,10 @@ pub enum RecordBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
     },
+    /// The person chose the model this session's requests name from now on
+    /// (`mino/models/select`); synced before the choice is answered. Only
+    /// between turns. The last one wins when the session is reopened.
+    Model { model: String },
 }
 
 impl RecordBody {
@@ -270,6 +275,7 @@ impl RecordBody {
             Self::Rule { .. } => "rule",
             Self::RuleRevoke { .. } => "rule_revoke",
             Self::Compaction { .. } => "compaction",
+            Self::Model { .. } => "model",
         }
     }
 
@@ -279,7 +285,7 @@ impl RecordBody {
         match self {
             // A Mino without compaction would replay every turn and not
             // know the summary replaced them: it must refuse the file.
-            Self::Rule { .. } | Self::RuleRevoke { .. } | Self::Compaction { .. } => 3,
+            Self::Rule { .. } | Self::RuleRevoke { .. } | Self::Compaction { .. } | Self::Model { .. } => 3,
             // The edit records (docs/journal.md, "Versions").
             Self::ToolStart { edit: Some(_), .. } => EDIT_FORMAT_VERSION,
             Self::ToolResult { status, .. } if status.is_edit_recovery() => EDIT_FORMAT_VERSION,
@@ -346,6 +352,7 @@ struct Line {
     limits: Option<RecordedLimits>,
     partial_text: Option<String>,
     session_usage: Option<Usage>,
+    model: Option<String>,
 }
 
 impl Line {
@@ -463,6 +470,7 @@ impl Line {
                 summary: self.summary.clone().ok_or_else(|| missing("summary"))?,
                 usage: self.usage,
             },
+            "model" => RecordBody::Model { model: self.model.clone().ok_or_else(|| missing("model"))? },
             _ => return Err(LineError::Newer { v: self.v, kind }),
         };
         Ok(Record { v: self.v, seq: self.seq, body })

@@ -11,6 +11,7 @@
 //! callback hears [`ModelEvent::Retrying`] before each retry, after which any text streamed by
 //! the failed attempt is void.
 
+mod catalog;
 mod chat;
 mod provider;
 mod request;
@@ -26,6 +27,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::usage::Usage;
+pub use catalog::{model_list, ListedModel, ModelList, ModelSource, MODEL_LIST_LIMIT, MODEL_LIST_TIMEOUT};
 pub use chat::{chat_bash_tool, chat_messages, chat_tools};
 pub use provider::{Provider, UnknownProvider};
 pub use request::{bash_tool, tools};
@@ -253,6 +255,13 @@ impl ModelClient {
 
     pub fn provider(&self) -> Provider {
         self.provider
+    }
+
+    /// The same service, naming `model` in its requests (a session's choice).
+    pub fn with_model(&self, model: &str) -> ModelClient {
+        let mut client = self.clone();
+        client.config.model = model.to_string();
+        client
     }
 
     /// The exact JSON body sent (public so tests and docs can show it).
