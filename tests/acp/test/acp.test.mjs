@@ -226,7 +226,12 @@ test("an edit asks with kind edit and the whole file's diff, is applied, and loa
     assert.equal(question.title, "edit_file shopping.txt");
     assert.deepEqual(question.content, [diff]);
     assert.deepEqual(question.locations, [{ path: file }]);
-    assert.deepEqual(asked[0].options.map((o) => o.name), ["Apply this edit", "Do not apply it"]);
+    assert.deepEqual(asked[0].options.map((o) => o.name), [
+      "Apply this edit",
+      "Always allow edits of `shopping.txt` in this session",
+      "Do not apply it",
+      "Always refuse edits of `shopping.txt` in this session",
+    ]);
     const tool = server.updates.map((u) => u.update).filter((u) => u.sessionUpdate.startsWith("tool_call"));
     assert.equal(tool[0].sessionUpdate, "tool_call");
     assert.equal(tool[0].kind, "edit");
@@ -379,7 +384,10 @@ test("allow_always grants a session rule: a later command it covers runs without
     assert.equal(asked.length, 1, "the second command was allowed by the rule");
     assert.deepEqual(asked[0].options.map((o) => o.kind), ["allow_once", "allow_always", "reject_once", "reject_always"]);
     assert.equal(option(asked[0], "allow_always"), "allow-always");
-    const tool = server.updates.map((u) => u.update).filter((u) => u.sessionUpdate.startsWith("tool_call"));
+    // Status changes only (live output updates carry content alone).
+    const tool = server.updates
+      .map((u) => u.update)
+      .filter((u) => u.sessionUpdate.startsWith("tool_call") && (u.sessionUpdate === "tool_call" || u.status));
     assert.deepEqual(tool.map((u) => [u.sessionUpdate, u.status ?? "pending"]), [
       ["tool_call", "pending"],
       ["tool_call_update", "in_progress"],

@@ -16,12 +16,13 @@ use tokio_util::codec::FramedRead;
 /// The server's output, read frame by frame only when the test chooses to.
 type Frames = FramedRead<tokio::process::ChildStdout, FrameCodec>;
 
-/// The bound on the server's peak resident memory (VmHWM): 200 MiB. Without
-/// backpressure, [`REQUESTS`] answers of an 8 MB session (320 MB) grow the
-/// server past it.
-const RSS_BOUND_KB: u64 = 200 * 1024;
-/// History requests written at once to the 8 MB session: 320 MB of answers,
-/// five times the 64 MiB outbox bound and well past [`RSS_BOUND_KB`]. The
+/// The bound on the server's peak resident memory (VmHWM): 300 MiB. Each
+/// answer holds the session's text twice (`text` and the ordered `items`,
+/// about 16 MB), so without backpressure [`REQUESTS`] answers (640 MB) grow
+/// the server far past it.
+const RSS_BOUND_KB: u64 = 300 * 1024;
+/// History requests written at once to the 8 MB session: 640 MB of answers,
+/// ten times the 64 MiB outbox bound and well past [`RSS_BOUND_KB`]. The
 /// server pauses after about a dozen of them; more would only add answers
 /// to serialise once the client reads (200 took minutes in a debug build).
 const REQUESTS: usize = 40;
@@ -32,6 +33,8 @@ const SMALL_SESSION_REQUESTS: usize = 48;
 /// Turns of the session and the text of each: about 8 MB in all.
 const TURNS: usize = 4;
 const TURN_TEXT: usize = 2_000_000;
+/// A context window no session here reaches, so no compaction runs.
+const WIDE_CONTEXT_WINDOW: u64 = 1_000_000_000;
 
 /// `VmHWM` (peak resident memory) of a process, in kB; `None` once it is gone.
 fn peak_kb(pid: u32) -> Option<u64> {
@@ -45,7 +48,11 @@ fn peak_kb(pid: u32) -> Option<u64> {
 /// Builds a session of about 8 MB through the server (long answers), and
 /// returns the home it lives in.
 async fn long_session(mock: &MockModel, turns: usize) -> (Server, std::path::PathBuf) {
-    let mut server = Server::spawn(mock).await;
+    // Each turn is far past the default context window: compaction would
+    // summarise the story, which is not what these tests are about.
+    let env = vec![("MINO_CONTEXT_WINDOW".to_string(), WIDE_CONTEXT_WINDOW.to_string())];
+    let mut server =
+        Server::spawn_with(mino_e2e::Spawn { base_url: Some(mock.base_url()), env, ..Default::default() }).await;
     let cwd = work_dir(server.home());
     server.initialize(&options_in(&cwd)).await.expect("initialize");
     let _ = server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
@@ -79,6 +86,7 @@ fn spawn_raw(home: &std::path::Path, mock: &MockModel) -> Raw {
         .env("OPENAI_API_KEY", API_KEY)
         .env("OPENAI_BASE_URL", mock.base_url())
         .env("MINO_MODEL", "mock-model")
+        .env("MINO_CONTEXT_WINDOW", WIDE_CONTEXT_WINDOW.to_string())
         .env("RUST_LOG", "info")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -391,6 +391,13 @@ M._on = on
 --- waits while a switch or the history is on its way (defer_until_history)
 --- and comes back here once the open session is known.
 local function dispatch(name, params)
+  -- The new session's mino/recovery can arrive before the switch's answer
+  -- names that session: it waits for the answer (and the history) rather
+  -- than being taken for an old session's.
+  if M.state.switching and name == notification.recovery then
+    table.insert(M.state.deferred, { name, params })
+    return
+  end
   local current = M.state.session and M.state.session.sessionId
   if current and type(params.sessionId) == "string" and params.sessionId ~= current then
     return
