@@ -130,7 +130,12 @@ fn run(ops: &[(u8, u8)]) {
             }
             (2, Some(turn)) if !pending.is_empty() => {
                 let call = &pending[0];
+                let started =
+                    session.transcript().open_turn().and_then(|t| t.pending_call(call)).is_some_and(|c| c.started);
                 match param % 4 {
+                    _ if started => {
+                        session.record_tool_result(&turn, call, ToolStatus::Success, "late", Some(0)).expect("result");
+                    }
                     0 => {
                         session.record_decision(&turn, call, ApprovalDecision::Denied).expect("deny");
                         session.record_tool_result(&turn, call, ToolStatus::Refused, "denied", None).expect("result");
