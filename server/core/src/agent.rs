@@ -1017,7 +1017,7 @@ impl Agent {
                 ));
             }
             requests += 1;
-            let input = self.with_session(|s| s.context());
+            let body = self.with_session(|s| s.request_body(&model, &self.inner.instructions));
             fail::fail_point!("agent::before_model_request");
             // Stops this response's stream (and only it) once the turn's text
             // passes its limit; the user's cancel stops it too.
@@ -1025,7 +1025,6 @@ impl Agent {
             let mut streamed = 0usize;
             let mut text_over_limit = false;
             let response = {
-                let request = ModelRequest { instructions: &self.inner.instructions, input: &input };
                 let mut on_event = |event: ModelEvent<'_>| match event {
                     ModelEvent::TextDelta(_) if text_over_limit => {}
                     ModelEvent::TextDelta(delta) => {
@@ -1051,7 +1050,10 @@ impl Agent {
                         });
                     }
                 };
-                model.respond(&request, &mut on_event, &stop_stream).await
+                match body {
+                    Ok(body) => model.respond_with_body(body, &mut on_event, &stop_stream).await,
+                    Err(e) => Err(e),
+                }
             };
             if text_over_limit && !cancel.is_cancelled() {
                 tracing::warn!(turn_id, limit = TURN_TEXT_LIMIT, "the model's text passed the turn's limit");

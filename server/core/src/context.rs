@@ -12,17 +12,24 @@
 //!   an `unknown`, `not_executed` or recovered result) follow it, whole;
 //!   then every turn after it, as above.
 //!
+//! [`RequestCache`] writes the request body from these rules without
+//! rebuilding the ended turns for every request.
+//!
 //! Output items are sent back without their ids (`store: false` would reject
 //! them), reasoning items with their `encrypted_content`.
 
 use std::borrow::Cow;
+use std::sync::Arc;
+
+use bytes::Bytes;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::calls::{item_call, ItemCall};
-use crate::transcript::{CallResult, Transcript, Turn};
+use crate::model::BodyFrame;
+use crate::transcript::{CallResult, Compaction, Transcript, Turn};
 
 pub use crate::transcript::runtime_notice;
 
@@ -71,6 +78,131 @@ pub fn build_through(transcript: &Transcript, end: usize) -> Vec<Value> {
         append_turn(&mut input, turn);
     }
     input
+}
+
+/// Whether turn `index` enters the input at its place: after a compaction,
+/// a turn it covers does only when kept verbatim (as [`build_through`]).
+fn replayed_at(transcript: &Transcript, index: usize) -> bool {
+    match &transcript.compaction {
+        Some(compaction) if index <= compaction.through => crate::compaction::kept_verbatim(&transcript.turns[index]),
+        _ => true,
+    }
+}
+
+/// The request body, written from bytes kept between requests.
+///
+/// An ended turn's replay never changes: later records about it
+/// (`recovery_ack`) do not enter the input, and recovery only ever closes the
+/// turn that was open. So each ended turn's items are serialised once, in the
+/// wire's form, into a buffer that starts with the body's head; a request
+/// writes the open turn's items and the tail after them. What changes the
+/// input's beginning (a compaction, a transcript rebuilt after a failed
+/// save, another provider, model or instructions) starts the buffer again.
+/// The bytes are the only copy of the replayed content the cache holds (no
+/// `Value`s are kept), and the body is handed out sharing them.
+#[derive(Default)]
+pub struct RequestCache {
+    /// The head, then the ended turns' items through `turns`, then (past
+    /// `prefix_len`) the last request's open turn and tail.
+    buffer: Arc<Vec<u8>>,
+    prefix_len: usize,
+    /// Whether the prefix holds an item (the next one needs a comma).
+    prefix_has_items: bool,
+    /// What the prefix was written for.
+    frame: Option<BodyFrame>,
+    compaction: Option<Compaction>,
+    /// How many turns the prefix has passed (written or left out), and the
+    /// id of the last of them.
+    turns: usize,
+    last_turn_id: Option<String>,
+}
+
+/// A request body sharing the cache's buffer.
+struct SharedBody(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for SharedBody {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl RequestCache {
+    /// The bytes of the body for the transcript's next model request: equal
+    /// to serialising `ModelClient::request_body` of [`build`]'s input.
+    pub fn body(&mut self, transcript: &Transcript, frame: &BodyFrame) -> Result<Bytes, serde_json::Error> {
+        if !self.holds_prefix_of(transcript, frame) {
+            self.start(transcript, frame)?;
+        }
+        // A copy only if an earlier body is still being sent.
+        let buffer = Arc::make_mut(&mut self.buffer);
+        buffer.truncate(self.prefix_len);
+        let turns = &transcript.turns;
+        while self.turns < turns.len() && !turns[self.turns].is_open() {
+            if replayed_at(transcript, self.turns) {
+                write_turn(buffer, &mut self.prefix_has_items, frame, &turns[self.turns])?;
+            }
+            self.last_turn_id = Some(turns[self.turns].id.clone());
+            self.turns += 1;
+        }
+        self.prefix_len = buffer.len();
+        // The open turn, as far as it has come: written for this request only.
+        let mut has_items = self.prefix_has_items;
+        for turn in &turns[self.turns..] {
+            write_turn(buffer, &mut has_items, frame, turn)?;
+        }
+        buffer.extend_from_slice(&frame.tail);
+        Ok(Bytes::from_owner(SharedBody(Arc::clone(&self.buffer))))
+    }
+
+    /// Whether the prefix is still the beginning of this transcript's body.
+    fn holds_prefix_of(&self, transcript: &Transcript, frame: &BodyFrame) -> bool {
+        self.frame.as_ref() == Some(frame)
+            && self.compaction == transcript.compaction
+            && match self.turns.checked_sub(1) {
+                None => true,
+                Some(last) => transcript
+                    .turns
+                    .get(last)
+                    .is_some_and(|turn| !turn.is_open() && self.last_turn_id.as_deref() == Some(turn.id.as_str())),
+            }
+    }
+
+    /// Starts the buffer again: the head, then the summary if any.
+    fn start(&mut self, transcript: &Transcript, frame: &BodyFrame) -> Result<(), serde_json::Error> {
+        // A new buffer rather than a cleared one: the old one may still be
+        // shared with a body being sent.
+        let mut buffer = frame.head.clone();
+        self.prefix_has_items = frame.has_leading_items;
+        if let Some(compaction) = &transcript.compaction {
+            let summary = vec![crate::compaction::summary_message(&compaction.summary)];
+            write_items(&mut buffer, &mut self.prefix_has_items, frame.wire_items(summary))?;
+        }
+        self.prefix_len = buffer.len();
+        self.buffer = Arc::new(buffer);
+        self.frame = Some(frame.clone());
+        self.compaction = transcript.compaction.clone();
+        self.turns = 0;
+        self.last_turn_id = None;
+        Ok(())
+    }
+}
+
+/// Appends one turn's replayed items in the wire's form.
+fn write_turn(buffer: &mut Vec<u8>, has_items: &mut bool, frame: &BodyFrame, turn: &Turn) -> serde_json::Result<()> {
+    let mut items = Vec::new();
+    append_turn(&mut items, turn);
+    write_items(buffer, has_items, frame.wire_items(items))
+}
+
+fn write_items(buffer: &mut Vec<u8>, has_items: &mut bool, items: Vec<Value>) -> serde_json::Result<()> {
+    for item in items {
+        if *has_items {
+            buffer.push(b',');
+        }
+        serde_json::to_writer(&mut *buffer, &item)?;
+        *has_items = true;
+    }
+    Ok(())
 }
 
 fn append_turn(input: &mut Vec<Value>, turn: &Turn) {

@@ -5,12 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
+use bytes::Bytes;
 use serde_json::Value;
 
 use crate::context;
 use crate::home::{self, HomeError, MinoHome};
 use crate::journal::record::{ApprovalDecision, ApprovalFacts, RecordBody, ToolStatus, TurnStatus, PARTIAL_TEXT_LIMIT};
 use crate::journal::{Journal, JournalError};
+use crate::model::{encode_error, ModelClient, ModelError};
 use crate::recovery::{self, RecoveredTurn, RecoveryReport};
 use crate::transcript::{SessionHeader, Transcript};
 
@@ -42,6 +44,8 @@ pub const MAX_INPUT_BYTES: usize = 1024 * 1024;
 pub struct Session {
     journal: Journal,
     transcript: Transcript,
+    /// The ended turns' replay, serialised once (`context::RequestCache`).
+    request_cache: context::RequestCache,
 }
 
 impl Session {
@@ -61,7 +65,7 @@ impl Session {
             unreachable!("the header was built above as a session record")
         };
         let transcript = Transcript::new(SessionHeader { session_id, created_at, cwd });
-        Ok(Session { journal, transcript })
+        Ok(Session { journal, transcript, request_cache: context::RequestCache::default() })
     }
 
     /// Opens a session, verifies it, and closes an interrupted turn by
@@ -94,7 +98,8 @@ impl Session {
             }
             .into());
         };
-        let mut session = Session { journal: opened.journal, transcript };
+        let mut session =
+            Session { journal: opened.journal, transcript, request_cache: context::RequestCache::default() };
         let mut report = RecoveryReport { torn_tail: opened.torn_tail, ..Default::default() };
         let closing = recovery::closing_records(&session.transcript);
         if !closing.is_empty() {
@@ -155,6 +160,14 @@ impl Session {
     /// The model's `input` as the records stand.
     pub fn context(&self) -> Vec<Value> {
         context::build(&self.transcript)
+    }
+
+    /// The bytes of the next model request's body through `model`: those of
+    /// its `request_body` for [`Session::context`], written from the ended
+    /// turns' replay kept since earlier requests.
+    pub fn request_body(&mut self, model: &ModelClient, instructions: &str) -> Result<Bytes, ModelError> {
+        let frame = model.body_frame(instructions)?;
+        self.request_cache.body(&self.transcript, &frame).map_err(encode_error)
     }
 
     /// Turns with an `unknown` result and no `recovery_ack`.
@@ -530,6 +543,7 @@ impl Session {
             tracing::error!(path = %self.journal.path().display(), error = %e, "could not re-read the session after a failed save");
         }
         self.transcript = rebuilt;
+        self.request_cache = context::RequestCache::default();
     }
 
     fn append(&mut self, body: &RecordBody) -> Result<(), SessionError> {

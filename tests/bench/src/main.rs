@@ -8,6 +8,7 @@
 
 mod client;
 mod comparison;
+mod context;
 mod crash;
 mod journal_gen;
 mod open;
@@ -33,7 +34,7 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("all") => run_all(args.iter().any(|a| a == "--quick"), None),
-        Some(part @ ("open" | "turn" | "relay" | "startup" | "sse" | "sessions")) => {
+        Some(part @ ("open" | "context" | "turn" | "relay" | "startup" | "sse" | "sessions")) => {
             run_all(args.iter().any(|a| a == "--quick"), Some(part))
         }
         Some("peers") => {
@@ -45,6 +46,7 @@ fn main() -> Result<()> {
             print!("{}", comparison::render(&doc_context(0.0), None, &reports));
             Ok(())
         }
+        Some("measure") if args.get(1).map(String::as_str) == Some("request-body") => context::measure(&args[2..]),
         Some("measure") => open::measure(&args[1..]),
         Some("gen") => {
             let records: usize = args.get(1).context("gen RECORDS PATH")?.parse()?;
@@ -55,7 +57,7 @@ fn main() -> Result<()> {
         }
         _ => {
             eprintln!(
-                "usage: mino-bench all|open|turn|relay|startup|sse|sessions [--quick] | peers [--quick] [--doc PATH] | peers-crash | gen RECORDS PATH | measure KIND PATH [REPS]"
+                "usage: mino-bench all|open|context|turn|relay|startup|sse|sessions [--quick] | peers [--quick] [--doc PATH] | peers-crash | gen RECORDS PATH | measure KIND PATH [REPS]"
             );
             std::process::exit(2)
         }
@@ -79,6 +81,9 @@ fn run_all(quick: bool, only: Option<&str>) -> Result<()> {
     let wanted = |part: &str| only.is_none_or(|o| o == part);
     if wanted("open") {
         goals.extend(open::run(quick)?);
+    }
+    if wanted("context") {
+        goals.extend(context::run(quick)?);
     }
     if wanted("turn") {
         goals.extend(turn::run(quick)?);

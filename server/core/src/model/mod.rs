@@ -21,6 +21,7 @@ mod sse;
 use std::fmt;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
@@ -133,6 +134,39 @@ impl Default for RetryPolicy {
 pub struct ModelRequest<'a> {
     pub instructions: &'a str,
     pub input: &'a [Value],
+}
+
+/// The bytes of a request body around its input items
+/// ([`ModelClient::body_frame`]): `head`, the items separated by commas,
+/// then `tail`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BodyFrame {
+    pub provider: Provider,
+    /// Through the `[` that opens the items (`input`, or Chat Completions'
+    /// `messages` with the `system` message already in it).
+    pub head: Vec<u8>,
+    /// Whether `head` already holds an item (the next one needs a comma).
+    pub has_leading_items: bool,
+    /// From the `]` that closes the items to the end of the body.
+    pub tail: Vec<u8>,
+}
+
+impl BodyFrame {
+    /// Replayed input items (Responses API items) as this body's array
+    /// holds them: as they are, or as Chat Completions messages. A run of
+    /// items that starts with a user message translates the same alone as
+    /// within the whole input (`chat_messages` joins only assistant output
+    /// that follows assistant output), so a turn's items can be written once.
+    pub fn wire_items(&self, items: Vec<Value>) -> Vec<Value> {
+        match self.provider {
+            Provider::Responses => items,
+            Provider::ChatCompletions => chat_messages("", &items),
+        }
+    }
+}
+
+pub(crate) fn encode_error(err: serde_json::Error) -> ModelError {
+    ModelError::fatal(format!("Could not encode the request: {err}"))
 }
 
 /// What [`ModelClient::respond`] reports while it works.
@@ -272,6 +306,48 @@ impl ModelClient {
         }
     }
 
+    /// What surrounds the input items in [`ModelClient::request_body`]'s
+    /// bytes, so a body can be written from items serialised earlier
+    /// (`context::RequestCache`): the same bytes as serialising the whole
+    /// body, written without rebuilding the history each time.
+    pub fn body_frame(&self, instructions: &str) -> Result<BodyFrame, ModelError> {
+        // The array's place is found in the body serialised with no input,
+        // so the fields around it (and their order, whichever order
+        // serde_json keeps) are exactly the whole body's.
+        let (key, leading) = match self.provider {
+            Provider::Responses => ("input", Vec::new()),
+            Provider::ChatCompletions => ("messages", chat_messages(instructions, &[])),
+        };
+        let mut body = self.request_body(&ModelRequest { instructions, input: &[] });
+        if let Some(fields) = body.as_object_mut() {
+            fields.insert(key.to_string(), Value::Array(Vec::new()));
+        }
+        let bytes = serde_json::to_vec(&body).map_err(encode_error)?;
+        // A key followed by `:[]` cannot occur inside a JSON string (its
+        // quotes would be escaped), and the body has one such member.
+        let pattern = format!("\"{key}\":[]");
+        let mut found = bytes.windows(pattern.len()).enumerate().filter(|(_, w)| *w == pattern.as_bytes());
+        let (Some((at, _)), None) = (found.next(), found.next()) else {
+            return Err(ModelError::fatal(format!(
+                "Could not encode the request: no single `{key}` array in its body"
+            )));
+        };
+        let open = at + pattern.len() - 1;
+        let mut head = bytes[..open].to_vec();
+        for (index, item) in leading.iter().enumerate() {
+            if index > 0 {
+                head.push(b',');
+            }
+            serde_json::to_writer(&mut head, item).map_err(encode_error)?;
+        }
+        Ok(BodyFrame {
+            provider: self.provider,
+            head,
+            has_leading_items: !leading.is_empty(),
+            tail: bytes[open..].to_vec(),
+        })
+    }
+
     /// [`ModelClient::request_body`] without tools (`tools`, `tool_choice`,
     /// `parallel_tool_calls` left out), for a request whose answer must be
     /// text: the summary of a compaction.
@@ -322,16 +398,25 @@ impl ModelClient {
         on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
+        let body = body.map_err(encode_error)?;
+        self.respond_with_body(Bytes::from(body), on_event, cancel).await
+    }
+
+    /// [`ModelClient::respond`] sending `body`, the request's bytes as
+    /// written by `context::RequestCache` (from [`ModelClient::body_frame`]).
+    /// Retries send the same bytes without copying them.
+    pub async fn respond_with_body(
+        &self,
+        body: Bytes,
+        on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
         if cancel.is_cancelled() {
             return Err(ModelError::Cancelled);
         }
         if self.authorization.is_none() && self.config.uses_default_base_url() {
             return Err(ModelError::MissingApiKey);
         }
-        let body = match body {
-            Ok(body) => bytes::Bytes::from(body),
-            Err(err) => return Err(ModelError::fatal(format!("Could not encode the request: {err}"))),
-        };
         let policy = &self.config.retry;
         let mut retries: u32 = 0;
         loop {
@@ -370,7 +455,7 @@ impl ModelClient {
     /// One HTTP request and its event stream.
     async fn attempt(
         &self,
-        body: &bytes::Bytes,
+        body: &Bytes,
         on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, AttemptError> {
