@@ -17,11 +17,12 @@ mod translate;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agent_client_protocol::v1::schema::{
-    CancelNotification, InitializeRequest, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    CancelNotification, ElicitationAction, InitializeRequest, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
     LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
     RequestPermissionOutcome, RequestPermissionRequest, StopReason,
 };
@@ -66,6 +67,9 @@ struct TurnEnd {
 #[derive(Default)]
 struct Server {
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
+    /// The client's `initialize` advertised form elicitation: the
+    /// acknowledgement gate is asked through `elicitation/create`.
+    form_elicitation: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -107,13 +111,15 @@ pub async fn serve_stdio() {
 pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client_protocol::Agent> + 'static) {
     let server = Arc::new(Server::default());
     let (s1, s2, s3, s4) = (server.clone(), server.clone(), server.clone(), server.clone());
-    let s5 = server.clone();
+    let (s5, s6) = (server.clone(), server.clone());
     let served = agent_client_protocol::Agent
         .v1()
         .name(concat!("mino-server ", env!("CARGO_PKG_VERSION")))
         .on_receive_request(
             async move |request: InitializeRequest, responder, _cx| {
                 tracing::info!(client = ?request.client_info, "ACP initialize");
+                let form = request.client_capabilities.elicitation.as_ref().is_some_and(|e| e.supports_form());
+                s6.form_elicitation.store(form, Ordering::Relaxed);
                 responder.respond(translate::initialize_response(request.protocol_version))
             },
             agent_client_protocol::on_receive_request!(),
@@ -328,22 +334,39 @@ impl Server {
         // The acknowledgement gate: each turn whose `unknown` result waits
         // is asked about before the prompt reaches the model.
         let waiting = session.agent.with_session(|s| translate::gate_questions(&id, s.transcript()));
-        for (turn_id, question) in waiting {
-            let asked = cx.send_request(question).block_task();
-            let answer = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
-                answer = asked => answer?,
-            };
-            match answer.outcome {
-                RequestPermissionOutcome::Cancelled => return Ok(StopReason::Cancelled),
-                RequestPermissionOutcome::Selected(selected) if selected.option_id.0.as_ref() == ACKNOWLEDGE_OPTION => {
-                    session.agent.acknowledge(Some(vec![turn_id])).await.map_err(agent_error)?;
+        let form = self.form_elicitation.load(Ordering::Relaxed);
+        for question in waiting {
+            let opened = if form {
+                let asked = cx.send_request(question.form).block_task();
+                let answer = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
+                    answer = asked => answer?,
+                };
+                match answer.action {
+                    ElicitationAction::Cancel => return Ok(StopReason::Cancelled),
+                    ElicitationAction::Accept(accepted) => translate::gate_form_acknowledged(&accepted),
+                    _ => false,
                 }
-                // "Not now" (or anything else): the question is not recorded
-                // and never reaches the model.
-                _ => return Ok(StopReason::Refusal),
+            } else {
+                let asked = cx.send_request(question.permission).block_task();
+                let answer = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
+                    answer = asked => answer?,
+                };
+                match answer.outcome {
+                    RequestPermissionOutcome::Cancelled => return Ok(StopReason::Cancelled),
+                    RequestPermissionOutcome::Selected(selected) => selected.option_id.0.as_ref() == ACKNOWLEDGE_OPTION,
+                    _ => false,
+                }
+            };
+            if !opened {
+                // "Not now", a declined form (or anything else): the
+                // question is not recorded and never reaches the model.
+                return Ok(StopReason::Refusal);
             }
+            session.agent.acknowledge(Some(vec![question.turn_id])).await.map_err(agent_error)?;
         }
         if cancel.is_cancelled() {
             return Ok(StopReason::Cancelled);

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, InitializeResponse, ListSessionsResponse, McpServer, RequestPermissionRequest, SessionNotification,
-    StopReason,
+    ContentBlock, CreateElicitationRequest, ElicitationAcceptAction, ElicitationContentValue, InitializeResponse,
+    ListSessionsResponse, McpServer, RequestPermissionRequest, SessionNotification, StopReason,
 };
 use mino_core::agent::{AgentEvent, EditApproval};
 use mino_core::edit::{EditArgs, EditTool};
@@ -338,16 +338,37 @@ pub fn gate_options() -> Value {
 
 /// One question per turn whose `unknown` result awaits acknowledgement,
 /// about its (first) unknown call, showing every unknown call of the turn.
-pub fn gate_questions(session_id: &str, transcript: &Transcript) -> Vec<(String, RequestPermissionRequest)> {
+/// Asked as `session/request_permission`, or as a form through
+/// `elicitation/create` where the client advertised form elicitation.
+pub fn gate_questions(session_id: &str, transcript: &Transcript) -> Vec<GateQuestion> {
     transcript
         .turns
         .iter()
         .filter(|t| t.awaits_acknowledgement())
-        .filter_map(|turn| gate_question(session_id, turn).map(|q| (turn.id.clone(), q)))
+        .filter_map(|turn| gate_question(session_id, turn))
         .collect()
 }
 
-fn gate_question(session_id: &str, turn: &Turn) -> Option<RequestPermissionRequest> {
+/// One turn's acknowledgement question, in both of the forms it can be asked.
+pub struct GateQuestion {
+    pub turn_id: String,
+    pub permission: RequestPermissionRequest,
+    pub form: CreateElicitationRequest,
+}
+
+/// The gate form's only field: a required single choice with no default,
+/// so that only an explicit pick of [`ACKNOWLEDGE_OPTION`] opens the gate.
+pub const GATE_FORM_FIELD: &str = "answer";
+
+/// Whether an accepted gate form's content is the explicit acknowledgement.
+pub fn gate_form_acknowledged(accepted: &ElicitationAcceptAction) -> bool {
+    matches!(
+        accepted.content.as_ref().and_then(|c| c.get(GATE_FORM_FIELD)),
+        Some(ElicitationContentValue::String(answer)) if answer == ACKNOWLEDGE_OPTION
+    )
+}
+
+fn gate_question(session_id: &str, turn: &Turn) -> Option<GateQuestion> {
     let unknown: Vec<(usize, &Call)> = turn
         .calls
         .iter()
@@ -362,9 +383,30 @@ fn gate_question(session_id: &str, turn: &Turn) -> Option<RequestPermissionReque
         if unknown.len() == 1 { "this command was" } else { "these commands were" },
         commands.join("\n"),
     );
-    let mut tool_call = json!({ "toolCallId": tool_call_id(&turn.id, first) });
+    let call_id = tool_call_id(&turn.id, first);
+    let mut tool_call = json!({ "toolCallId": call_id });
     merge(&mut tool_call, result_fields(&CallView::command(&call.command()), ToolStatus::Unknown, &text, None));
-    Some(typed(json!({ "sessionId": session_id, "toolCall": tool_call, "options": gate_options() })))
+    let permission = typed(json!({ "sessionId": session_id, "toolCall": tool_call, "options": gate_options() }));
+    let form = typed(json!({
+        "mode": "form",
+        "sessionId": session_id,
+        "toolCallId": call_id,
+        "message": text,
+        "requestedSchema": {
+            "type": "object",
+            "title": "Result unknown",
+            "properties": { GATE_FORM_FIELD: {
+                "type": "string",
+                "title": "Before Mino goes on",
+                "oneOf": [
+                    { "const": ACKNOWLEDGE_OPTION, "title": ACKNOWLEDGE_NAME },
+                    { "const": NOT_NOW_OPTION, "title": NOT_NOW_NAME },
+                ],
+            } },
+            "required": [GATE_FORM_FIELD],
+        },
+    }));
+    Some(GateQuestion { turn_id: turn.id.clone(), permission, form })
 }
 
 /// The prompt's text for the model: text blocks as they are, embedded

@@ -2,7 +2,7 @@
 // stdio, the real mino-server and supervisor, the mock model.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   KILL_SERVER, acp, agentText, freshDirs, initialize, prompt, startMockModel, startServer, writeTranscript,
@@ -132,6 +132,78 @@ test("milk story: SIGKILL mid-command, session/load shows the unknown call, the 
   );
   assert.ok(existsSync(file));
 });
+
+test("a client advertising form elicitation gets the gate as a form: decline refuses, cancel cancels, only the explicit choice opens it", async () => {
+  const dirs = freshDirs();
+  const command = `echo milk >> shopping.txt && ${KILL_SERVER}`;
+  const mock = await startMockModel([
+    { type: "calls", text: ["I'll add it."], calls: [{ call_id: "call_1", command }] },
+    { type: "text", deltas: ["Milk is on the list."] },
+  ]);
+  const first = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: (params) => selected(option(params, "allow_once")) });
+  await initialize(first.agent);
+  const { sessionId } = await first.agent.request(acp.methods.agent.session.new, { cwd: dirs.workspace, mcpServers: [] });
+  prompt(first.agent, sessionId, "Add milk to shopping.txt.").catch(() => {});
+  assert.equal((await first.exited).signal, "SIGKILL");
+
+  const answers = [];
+  const second = startServer({
+    ...dirs,
+    baseUrl: mock.baseUrl,
+    onPermission: () => assert.fail("a client with form elicitation is asked through elicitation/create"),
+    onElicitation: (params) => answers.shift()(params),
+  });
+  await initialize(second.agent, { elicitation: { form: {} } });
+  await second.agent.request(acp.methods.agent.session.load, { sessionId, cwd: dirs.workspace, mcpServers: [] });
+  const call = second.updates.map((u) => u.update).find((u) => u.sessionUpdate === "tool_call");
+  const requestsBefore = (await mock.requests()).length;
+  const acks = () => journalKinds(dirs.home).filter((k) => k === "recovery_ack").length;
+
+  // Declined → refusal; cancelled → cancelled; accepted without the explicit choice → refusal.
+  answers.push((params) => {
+    assert.equal(params.mode, "form");
+    assert.equal(params.sessionId, sessionId);
+    assert.equal(params.toolCallId, call.toolCallId);
+    assert.ok(params.message.includes(command) && params.message.includes(UNKNOWN_OUTPUT));
+    assert.deepEqual(params.requestedSchema.required, ["answer"]);
+    assert.deepEqual(params.requestedSchema.properties.answer.oneOf, [
+      { const: "acknowledge", title: ACKNOWLEDGE },
+      { const: "not-now", title: "Not now" },
+    ]);
+    assert.equal(params.requestedSchema.properties.answer.default, undefined, "no default answer");
+    return { action: "decline" };
+  });
+  assert.equal((await prompt(second.agent, sessionId, "Is milk on the list now?")).stopReason, "refusal");
+  answers.push(() => ({ action: "cancel" }));
+  assert.equal((await prompt(second.agent, sessionId, "Is milk on the list now?")).stopReason, "cancelled");
+  answers.push(() => ({ action: "accept", content: { answer: "not-now" } }));
+  assert.equal((await prompt(second.agent, sessionId, "Is milk on the list now?")).stopReason, "refusal");
+  answers.push(() => ({ action: "accept", content: {} }));
+  assert.equal((await prompt(second.agent, sessionId, "Is milk on the list now?")).stopReason, "refusal");
+  assert.equal((await mock.requests()).length, requestsBefore, "nothing was sent to the model");
+  assert.equal(acks(), 0, "nothing was acknowledged");
+
+  // The explicit choice → the recovery_ack is on file and the prompt goes on.
+  answers.push(() => ({ action: "accept", content: { answer: "acknowledge" } }));
+  const answered = await prompt(second.agent, sessionId, "Is milk on the list now?");
+  assert.equal(answered.stopReason, "end_turn");
+  assert.equal(acks(), 1);
+  const requests = await mock.requests();
+  assert.equal(requests.length, requestsBefore + 1);
+  const input = JSON.stringify(requests.at(-1).body.input);
+  assert.equal(input.split("Is milk on the list now?").length - 1, 1, "the refused questions were never recorded");
+  assert.equal(readFileSync(join(dirs.workspace, "shopping.txt"), "utf8"), "milk\n", "nothing ran again");
+  await second.stop();
+  mock.stop();
+});
+
+/** The record kinds of every journal under `home`, in file order. */
+function journalKinds(home) {
+  return readdirSync(home, { recursive: true })
+    .filter((f) => String(f).endsWith(".jsonl"))
+    .flatMap((f) => readFileSync(join(home, String(f)), "utf8").split("\n").filter(Boolean))
+    .map((line) => JSON.parse(line).kind);
+}
 
 test("session/cancel during a permission request: the turn ends cancelled and the command never runs", async () => {
   const dirs = freshDirs();

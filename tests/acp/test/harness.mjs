@@ -59,10 +59,11 @@ export function freshDirs() {
 
 /**
  * Starts `mino-server --acp` and connects an SDK client to it.
- * `onPermission(params)` answers `session/request_permission`.
+ * `onPermission(params)` answers `session/request_permission`;
+ * `onElicitation(params)`, if given, answers `elicitation/create`.
  * Every message both ways is kept in `transcript` (direction, message).
  */
-export function startServer({ home, workspace, baseUrl, onPermission }) {
+export function startServer({ home, workspace, baseUrl, onPermission, onElicitation }) {
   const child = spawn(serverBin, ["--acp"], {
     cwd: workspace,
     env: {
@@ -93,6 +94,10 @@ export function startServer({ home, workspace, baseUrl, onPermission }) {
   const app = acp
     .client({ name: "mino-acp-tests" })
     .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => onPermission(params))
+    .onRequest(acp.methods.client.elicitation.create, async ({ params }) => {
+      if (!onElicitation) throw new Error("this client did not expect elicitation/create");
+      return onElicitation(params);
+    })
     .onNotification(acp.methods.client.session.update, async ({ params }) => {
       updates.push(params);
       for (const w of [...waiters]) w();
@@ -125,11 +130,11 @@ export function startServer({ home, workspace, baseUrl, onPermission }) {
   };
 }
 
-/** `initialize` as an editor sends it. */
-export function initialize(agent) {
+/** `initialize` as an editor sends it (`capabilities` added to the client's). */
+export function initialize(agent, capabilities = {}) {
   return agent.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false, ...capabilities },
     clientInfo: { name: "mino-acp-tests", version: "1" },
   });
 }
