@@ -197,7 +197,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     if (!done) this.post({ type: 'error', request: 'insert', message: 'The code could not be inserted into the editor.' });
   }
 
-  private async addContext(source: ContextSource): Promise<void> {
+  /** Adds the active file, the selection or picked files to the question being written (as chips). */
+  async addContext(source: ContextSource): Promise<void> {
     const read = await readContext(source);
     if ('message' in read) this.post({ type: 'error', request: 'addContext', message: read.message });
     else if (read.items.length) this.post({ type: 'context', items: read.items });

@@ -34,6 +34,12 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
       webviewOptions: { retainContextWhenHidden: true },
     }),
     vscode.commands.registerCommand('mino.open', () => openView()),
+    // From the editor: the selection becomes a chip of the question being written.
+    vscode.commands.registerCommand('mino.addSelection', async () => {
+      await openView();
+      await view.addContext('selection');
+      view.focusInput();
+    }),
     vscode.commands.registerCommand('mino.newQuestion', async () => {
       await openView();
       view.focusInput(true);

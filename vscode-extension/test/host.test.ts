@@ -68,7 +68,7 @@ describe('activation', () => {
     expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
     const contributed = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
     expect(contributed).toEqual(
-      ['mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
+      ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
     );
     expect([...fake.mock.commands.keys()].sort()).toEqual(contributed);
     // The view is contributed into its own activity-bar container, with an icon.
@@ -450,6 +450,13 @@ describe('code blocks and editor context', () => {
       type: 'context',
       items: [{ path: 'src/app.ts', language: 'typescript', text: 'const b = 1;\nconst', startLine: 2, endLine: 3 }],
     });
+    // From the editor (palette, context menu, Ctrl+Alt+A): the same chip.
+    await fake.commands.executeCommand('mino.addSelection');
+    await settle();
+    expect(posted().at(-1)).toEqual({
+      type: 'context',
+      items: [{ path: 'src/app.ts', language: 'typescript', text: 'const b = 1;\nconst', startLine: 2, endLine: 3 }],
+    });
     // An empty selection says what to do.
     editorWith('x\n', [0, 1], [0, 1]);
     firstView.webview.receive({ type: 'addContext', source: 'selection' });
@@ -501,7 +508,7 @@ describe('the bundle', () => {
       const bundled = ext.activate(context);
       expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
       expect([...fake.mock.commands.keys()].sort()).toEqual(
-        ['mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
+        ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
       );
       expect(bundled.server.state).toBe('stopped');
       await ext.deactivate();
