@@ -14,6 +14,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   const ACK_QUESTION = 'Do you understand that these commands may already have run?';
   const RECOVERED_NOTICE = 'An interrupted tool turn was recovered without executing commands.';
   const RETRYING_NOTICE = 'Connection to the model failed; retrying…';
+  const COMPACTING_NOTICE = 'Compacting the conversation…';
 
   const STATUS_LABELS = {
     success: 'succeeded',
@@ -172,13 +173,14 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       case 'thinking': return 'Mino is thinking…';
       case 'streaming': return 'Mino is writing…';
       case 'retrying': return 'Connection to the model failed; retrying…';
+      case 'compacting': return 'Compacting the conversation…';
       case 'approval': return 'Waiting for your approval to run: ' + progress.command;
       case 'running': return 'Running ' + progress.command + ' · ' + formatElapsed(Date.now() - progress.since);
       default: return '';
     }
   }
 
-  /** kind: idle | sending | thinking | streaming | retrying | approval | running */
+  /** kind: idle | sending | thinking | streaming | retrying | compacting | approval | running */
   function setProgress(kind, command) {
     if (progress.timer !== undefined) clearInterval(progress.timer);
     progress.timer = undefined;
@@ -390,6 +392,32 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     turn.retryNotice = notice;
     turn.body.appendChild(notice);
     turn.segment = null;
+    scrollToEnd();
+  }
+
+  /**
+   * mino/compactionStarted/Ended inside a turn (automatic, or after
+   * context_length_exceeded): one notice in the transcript, saying first that
+   * the summary is being made, then what it did.
+   */
+  function compactionNotice(p, ended) {
+    const turn = getTurn(p.turnId);
+    const notice = turn.compactionNotice || h('div', 'turn-notice compaction');
+    notice.setAttribute('role', 'status');
+    if (!ended) {
+      notice.textContent = COMPACTING_NOTICE;
+    } else if (p.compacted) {
+      const turns = (n) => (n === 1 ? '1 turn' : n + ' turns');
+      const kept = p.keptTurns > 0 ? '; ' + turns(p.keptTurns) + ' still sent as they were' : '';
+      notice.textContent = 'Compacted: ' + turns(p.summarizedTurns) + ' summarised by the model' + kept +
+        '. Later requests send the summary instead.';
+    } else {
+      notice.textContent = 'Not compacted: ' + (p.reason || 'the server gave no reason') + '.';
+    }
+    turn.compactionNotice = notice;
+    turn.body.appendChild(notice);
+    turn.segment = null;
+    if (ended) announce(notice.textContent);
     scrollToEnd();
   }
 
@@ -1214,6 +1242,17 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       case 'mino/retrying':
         setProgress('retrying');
         return retrying(p);
+      // Only a compaction inside a turn is shown here; "Compact Conversation"
+      // reports its own outcome.
+      case 'mino/compactionStarted':
+        if (!p.turnId) return;
+        setProgress('compacting');
+        return compactionNotice(p, false);
+      case 'mino/compactionEnded':
+        if (!p.turnId) return;
+        // The turn's request follows.
+        setProgress('thinking');
+        return compactionNotice(p, true);
       case 'mino/approvalRequest':
         setProgress('approval', p.command);
         return showApproval(p);

@@ -146,6 +146,25 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     expect(probe.pageErrors).toEqual([]);
   });
 
+  it('shows a compaction during a turn as a notice and in the progress line', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'k1', seq: 0, input: 'Capital of Italy?' });
+    await notify('mino/compactionStarted', { turnId: 'k1', seq: 1, trigger: 'auto' });
+    const notice = page.locator('[data-turn-id="k1"] .turn-notice.compaction');
+    expect(await notice.textContent()).toBe('Compacting the conversation…');
+    expect(await page.locator('#progress').innerText()).toBe('Compacting the conversation…');
+    await notify('mino/compactionEnded', {
+      turnId: 'k1', seq: 2, trigger: 'auto', compacted: true, summarizedTurns: 3, keptTurns: 0, throughTurnId: 't3',
+    });
+    expect(await notice.textContent()).toBe('Compacted: 3 turns summarised by the model. Later requests send the summary instead.');
+    expect(await page.locator('#progress').innerText()).toBe('Mino is thinking…');
+    await notify('mino/textDelta', { turnId: 'k1', seq: 3, delta: 'Rome.' });
+    await notify('mino/turnEnded', { turnId: 'k1', seq: 4, status: 'completed', text: 'Rome.' });
+    expect(await page.locator('[data-turn-id="k1"] .assistant-text').allTextContents()).toEqual(['Rome.']);
+    expect(await notice.count()).toBe(1);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
   it('keeps the text of earlier responses when a later response is retried', async () => {
     await ready();
     await notify('mino/turnStarted', { turnId: 'r2', seq: 0, input: 'List files.' });

@@ -556,6 +556,47 @@ test(":MinoCompact compacts and the next question sends the summary instead of t
   assert_contains(buffer_text(), question("Capital of France?"), "chat buffer")
 end)
 
+test("an automatic compaction in a turn is shown in the chat and fires MinoCompaction autocmds", function()
+  -- The mock reports about a token per four bytes: far past 80 % of 10.
+  fresh({ cmd_env = { MINO_CONTEXT_WINDOW = "10" } })
+  mock.script({
+    { type = "text", deltas = { "Paris." } },
+    { type = "text", deltas = { "They asked about France." } },
+    { type = "text", deltas = { "Rome." } },
+  })
+  local fired = {}
+  local group = vim.api.nvim_create_augroup("mino.test.compaction", { clear = true })
+  vim.api.nvim_create_autocmd("User", {
+    group = group,
+    pattern = "MinoCompaction*",
+    callback = function(ev)
+      table.insert(fired, { name = ev.match, data = ev.data })
+    end,
+  })
+  start_and_wait()
+  vim.cmd("Mino Capital of France?")
+  wait_buffer(answer("Paris."))
+  wait_turn_end()
+  vim.cmd("Mino Capital of Italy?")
+  wait_buffer(answer("Rome."))
+  wait_turn_end()
+  vim.api.nvim_del_augroup_by_id(group)
+  local t = buffer_text()
+  local started = t:find("_" .. chat.COMPACTING .. "_", 1, true)
+  local ended = t:find("_Compacted: 1 turn(s) summarised by the model", 1, true)
+  local rome = t:find(answer("Rome."), 1, true)
+  if not (started and ended and rome and t:find(answer("Paris."), 1, true) < started and started < ended and ended < rome) then
+    fail("the compaction lines are missing or out of order:\n" .. t)
+  end
+  assert_eq(#fired, 2, "MinoCompaction autocmds")
+  assert_eq(fired[1].name, "MinoCompactionStarted", "first")
+  assert_eq(fired[1].data.trigger, "auto", "trigger")
+  assert_eq(fired[2].name, "MinoCompactionEnded", "second")
+  assert_eq(fired[2].data.compacted, true, "compacted")
+  assert_eq(fired[2].data.summarizedTurns, 1, "summarizedTurns")
+  assert_eq(fired[2].data.turnId, fired[1].data.turnId, "the same turn")
+end)
+
 test("a retried model request replaces the void text instead of repeating it", function()
   fresh()
   mock.script({

@@ -471,6 +471,20 @@ impl App {
             };
             let ev = match ev {
                 Event::Turn(ev) if ev.turn_id() == turn_id => ev,
+                // A compaction inside the turn (automatic, or after
+                // `context_length_exceeded`): the wait is the summary request.
+                Event::CompactionStarted(c) if c.turn_id.as_deref() == Some(turn_id) => {
+                    view.newline();
+                    out("Compacting the conversation…\n");
+                    view.at_line_start = true;
+                    continue;
+                }
+                Event::CompactionEnded(c) if c.turn_id.as_deref() == Some(turn_id) => {
+                    view.newline();
+                    out(&ui::compacted(Ok::<_, std::convert::Infallible>(c.result)));
+                    view.at_line_start = true;
+                    continue;
+                }
                 other => {
                     tracing::debug!("notification of another turn: {other:?}");
                     continue;

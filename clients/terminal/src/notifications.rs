@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use mino_protocol::{method, RecoveryNotification, TurnNotification};
+use mino_protocol::{method, CompactionEnded, CompactionStarted, RecoveryNotification, TurnNotification};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -34,6 +34,10 @@ pub enum Event {
     Recovery(RecoveryNotification),
     /// Everything a turn sends.
     Turn(TurnNotification),
+    /// `mino/compactionStarted` (shown when it runs in a turn).
+    CompactionStarted(CompactionStarted),
+    /// `mino/compactionEnded` (shown when it ran in a turn).
+    CompactionEnded(CompactionEnded),
 }
 
 /// What a frame is, read without parsing the rest of it.
@@ -68,6 +72,12 @@ pub fn classify(body: &str) -> Incoming {
     let parsed = if name == method::RECOVERY {
         let params = envelope.params.map_or("null", RawValue::get);
         serde_json::from_str::<RecoveryNotification>(params).map(Event::Recovery)
+    } else if name == method::COMPACTION_STARTED {
+        let params = envelope.params.map_or("null", RawValue::get);
+        serde_json::from_str::<CompactionStarted>(params).map(Event::CompactionStarted)
+    } else if name == method::COMPACTION_ENDED {
+        let params = envelope.params.map_or("null", RawValue::get);
+        serde_json::from_str::<CompactionEnded>(params).map(Event::CompactionEnded)
     } else if method::TURN_NOTIFICATIONS.contains(&name.as_ref()) {
         serde_json::from_str::<TurnNotification>(body).map(Event::Turn)
     } else {

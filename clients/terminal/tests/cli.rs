@@ -387,6 +387,30 @@ fn slash_compact_says_what_happened_and_the_next_question_sends_the_summary() {
     assert!(input[0].to_string().contains("They asked about France."), "{input:?}");
 }
 
+/// A compaction inside a turn (automatic, past a tiny context window) is
+/// told in one line when it starts and what it did when it ends.
+#[test]
+fn an_automatic_compaction_during_a_turn_is_shown() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(mino_mock_model::MockModel::start(vec![
+            mino_mock_model::Reply::text("Paris."),
+            mino_mock_model::Reply::summary("They asked about France."),
+            mino_mock_model::Reply::text("Rome."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let mut cmd = scratch.command(&mock.base_url());
+    // The mock reports about a token per four bytes: far past 80 % of 10.
+    cmd.env("MINO_CONTEXT_WINDOW", "10");
+    let (status, out, err) = run_piped(cmd, "Capital of France?\nCapital of Italy?\n");
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    let pos = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("missing {needle:?} in:\n{out}"));
+    let started = pos("Compacting the conversation…\n");
+    let ended = pos("Compacted: 1 turn summarised by the model.");
+    assert!(pos("Paris.") < started && started < ended && ended < pos("Rome."), "{out}");
+}
+
 /// `/model` lists the service's models with the current one marked;
 /// `/model NAME` chooses one, and the next question asks it.
 #[test]

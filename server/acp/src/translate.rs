@@ -12,7 +12,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, CreateElicitationRequest, ElicitationAcceptAction, ElicitationContentValue, InitializeResponse,
     ListSessionsResponse, McpServer, RequestPermissionRequest, SessionNotification, StopReason,
 };
-use mino_core::agent::{AgentEvent, EditApproval};
+use mino_core::agent::{AgentEvent, CompactionOutcome, EditApproval};
 use mino_core::edit::{EditArgs, EditTool};
 use mino_core::policy::SuggestedRule;
 use mino_core::recovery::UNKNOWN_OUTPUT;
@@ -523,6 +523,23 @@ impl OpenCall {
     }
 }
 
+/// What a compaction during a turn did, as a line of the agent's message.
+fn compaction_notice(outcome: &CompactionOutcome) -> String {
+    if outcome.compacted {
+        let kept = match outcome.kept_turns {
+            0 => String::new(),
+            n => format!(", {n} kept as they were"),
+        };
+        format!(
+            "\n\n[Mino: the conversation was compacted ({} earlier turns summarised{kept}); the model now reads the summary instead of them.]\n\n",
+            outcome.summarized_turns
+        )
+    } else {
+        let why = outcome.reason.as_deref().unwrap_or("nothing changed");
+        format!("\n\n[Mino: the conversation was not compacted: {why}]\n\n")
+    }
+}
+
 /// The running turn's calls, numbered as [`replay`] numbers them (a call's
 /// first event, an approval request or a result, comes in transcript order),
 /// and their live output, throttled to one update per call per
@@ -638,8 +655,13 @@ impl LiveCalls {
             // An ACP session is one Mino session for its whole life: the
             // front door never switches, so no other session announces itself.
             AgentEvent::SessionOpened { .. } => {}
-            // A compaction changes what the model reads, not what the editor shows.
-            AgentEvent::CompactionStarted { .. } | AgentEvent::CompactionEnded { .. } => {}
+            // The summary request takes a while and changes what the model
+            // reads from now on: the person is told when it is done (ACP has
+            // no notice of its own, so it goes in the agent's message).
+            AgentEvent::CompactionStarted { .. } => {}
+            AgentEvent::CompactionEnded { outcome, .. } => {
+                out.updates.push(agent_message(session_id, &compaction_notice(&outcome)))
+            }
         }
         out
     }
@@ -850,6 +872,28 @@ mod tests {
     fn live_text(update: &SessionNotification) -> String {
         let update = serde_json::to_value(update).expect("json")["update"].clone();
         update["content"][0]["content"]["text"].as_str().expect("text content").to_string()
+    }
+
+    #[test]
+    fn a_compaction_during_a_turn_is_told_in_the_agents_message() {
+        let mut calls = LiveCalls::default();
+        let now = Instant::now();
+        let none = |_: &str, _: &str| CallView::command("?");
+        let trigger = mino_core::compaction::Trigger::Auto;
+        let turn_id = Some("turn-3".to_string());
+        let started = AgentEvent::CompactionStarted { trigger, turn_id: turn_id.clone() };
+        assert!(calls.translate("s", started, none, now).updates.is_empty());
+        let outcome = CompactionOutcome { compacted: true, summarized_turns: 2, ..Default::default() };
+        let ended = calls.translate("s", AgentEvent::CompactionEnded { trigger, turn_id: turn_id.clone(), outcome }, none, now);
+        let update = serde_json::to_value(&ended.updates[0]).expect("json")["update"].clone();
+        assert_eq!(update["sessionUpdate"], "agent_message_chunk");
+        let text = update["content"]["text"].as_str().expect("text");
+        assert!(text.contains("[Mino: the conversation was compacted (2 earlier turns summarised)"), "{text}");
+        let outcome = CompactionOutcome { reason: Some("the summary request failed".into()), ..Default::default() };
+        let ended = calls.translate("s", AgentEvent::CompactionEnded { trigger, turn_id, outcome }, none, now);
+        let update = serde_json::to_value(&ended.updates[0]).expect("json")["update"].clone();
+        let text = update["content"]["text"].as_str().expect("text");
+        assert!(text.contains("[Mino: the conversation was not compacted: the summary request failed]"), "{text}");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bash::{self, BashTool, Stream};
 use crate::compaction::{self, Trigger};
-use crate::config::CompactionSettings;
+use crate::config::CompactionTable;
 use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
 use crate::journal::record::{ApprovalDecision, ApprovalFacts, ApprovedBy, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
@@ -367,8 +367,9 @@ struct Inner {
     limits: TurnLimits,
     /// Approval mode, sandbox mode, workspace rules (see [`crate::policy`]).
     policy: Mutex<Policy>,
-    /// The context window and when to compact automatically.
-    compaction: Mutex<CompactionSettings>,
+    /// Every model's context window and when to compact automatically,
+    /// resolved for the session's current model at each check.
+    compaction: Mutex<CompactionTable>,
     emitter: Mutex<Emitter>,
     running: Mutex<Option<RunningTurn>>,
     /// Whether a turn runs, published (under the `running` lock) whenever
@@ -448,7 +449,7 @@ impl Agent {
             instructions,
             limits,
             policy: Mutex::new(policy),
-            compaction: Mutex::new(CompactionSettings::default()),
+            compaction: Mutex::new(CompactionTable::default()),
             emitter: Mutex::new(Emitter { next_seq: 1, session_id, sender }),
             running: Mutex::new(None),
             busy: watch::Sender::new(false),
@@ -468,10 +469,11 @@ impl Agent {
         lock(&self.inner.running).as_ref().filter(|t| !t.compaction).map(|t| t.turn_id.clone())
     }
 
-    /// Sets the context window and the automatic compaction threshold
-    /// (`mino_core::open` passes the configuration's).
-    pub fn set_compaction(&self, settings: CompactionSettings) {
-        *lock(&self.inner.compaction) = settings;
+    /// Sets every model's context window and automatic compaction threshold
+    /// (`mino_core::open` passes the configuration's; one
+    /// [`crate::config::CompactionSettings`] applies to every model).
+    pub fn set_compaction(&self, table: impl Into<CompactionTable>) {
+        *lock(&self.inner.compaction) = table.into();
     }
 
     /// Compacts the conversation now (`mino/compact`): the model summarises
@@ -998,7 +1000,9 @@ impl Agent {
         // `context_length_exceeded` compacts once per turn, then the request is
         // repeated once (a model request is safe to repeat; a command never is).
         let mut compacted_for_length = false;
-        let settings = *lock(&self.inner.compaction);
+        // The window of the model this turn uses, not the one configured at
+        // start: the session may have switched (`mino/models/select`).
+        let settings = lock(&self.inner.compaction).for_model(&model.config().model);
         let due = self
             .with_session(|s| compaction::due(s.transcript(), &settings) && compaction::plan(s.transcript()).is_some());
         if due {

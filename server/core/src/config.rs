@@ -76,8 +76,8 @@ pub struct Config {
     pub command_limits: bash::Limits,
     /// The sandbox mode from [`SANDBOX_ENV`], when set.
     pub sandbox: Option<crate::sandbox::SandboxMode>,
-    /// The model's context window and the automatic compaction threshold.
-    pub compaction: CompactionSettings,
+    /// Every model's context window and automatic compaction threshold.
+    pub compaction: CompactionTable,
     /// The models the configuration names, offered when the service has no
     /// list (`mino/models/list`): the configured model, then the file's
     /// `[models."<name>"]` tables in name order.
@@ -205,36 +205,92 @@ impl ConfigFile {
     }
 }
 
-/// The model's context window and threshold: the environment, else the
-/// model's `[models."<model>"]` table, else (threshold) the file's top level,
-/// else the defaults.
-fn compaction_settings(
-    file: &ConfigFile,
-    model: &str,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<CompactionSettings, ConfigError> {
-    let mut settings = CompactionSettings::default();
-    let entry = file.models.get(model);
-    if let Some(window) = entry.and_then(|m| m.context_window.as_ref()) {
-        // Checked to be at least 1 when the file was read.
-        settings.context_window = window.get_ref().unsigned_abs();
+/// A model's own `[models."<name>"]` settings, as the file gives them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct ModelCompaction {
+    context_window: Option<u64>,
+    threshold: Option<f64>,
+}
+
+/// The compaction settings of every model, resolved for the model a session
+/// uses at each check (a session may switch models: `mino/models/select`).
+/// For each setting the environment wins (it applies to every model), then
+/// the model's `[models."<name>"]` table, then (threshold) the file's top
+/// level, then the defaults.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CompactionTable {
+    models: std::collections::BTreeMap<String, ModelCompaction>,
+    file_threshold: Option<f64>,
+    env_window: Option<u64>,
+    env_threshold: Option<f64>,
+}
+
+impl CompactionTable {
+    /// `model`'s context window and threshold.
+    pub fn for_model(&self, model: &str) -> CompactionSettings {
+        let entry = self.models.get(model).copied().unwrap_or_default();
+        let defaults = CompactionSettings::default();
+        CompactionSettings {
+            context_window: self.env_window.or(entry.context_window).unwrap_or(defaults.context_window),
+            threshold: self.env_threshold.or(entry.threshold).or(self.file_threshold).unwrap_or(defaults.threshold),
+        }
     }
-    if let Some(threshold) = entry.and_then(|m| m.compact_threshold.as_ref()).or(file.compact_threshold.as_ref()) {
-        settings.threshold = *threshold.get_ref();
+
+    /// The same table with `model`'s own settings (as a `[models."<model>"]`
+    /// table giving both would).
+    pub fn with_model(mut self, model: &str, settings: CompactionSettings) -> Self {
+        let entry = ModelCompaction { context_window: Some(settings.context_window), threshold: Some(settings.threshold) };
+        self.models.insert(model.to_string(), entry);
+        self
     }
-    if let Some(value) = env(CONTEXT_WINDOW_ENV) {
-        settings.context_window = match value.parse::<u64>() {
-            Ok(tokens) if tokens >= 1 => tokens,
+}
+
+impl From<CompactionSettings> for CompactionTable {
+    /// The same settings for every model.
+    fn from(settings: CompactionSettings) -> Self {
+        CompactionTable {
+            env_window: Some(settings.context_window),
+            env_threshold: Some(settings.threshold),
+            ..CompactionTable::default()
+        }
+    }
+}
+
+/// The compaction table of the file and the environment (checked here, so
+/// a bad variable is refused at start).
+fn compaction_table(file: &ConfigFile, env: impl Fn(&str) -> Option<String>) -> Result<CompactionTable, ConfigError> {
+    let models = file
+        .models
+        .iter()
+        .map(|(name, m)| {
+            let entry = ModelCompaction {
+                // Checked to be at least 1 when the file was read.
+                context_window: m.context_window.as_ref().map(|w| w.get_ref().unsigned_abs()),
+                threshold: m.compact_threshold.as_ref().map(|t| *t.get_ref()),
+            };
+            (name.clone(), entry)
+        })
+        .collect();
+    let env_window = match env(CONTEXT_WINDOW_ENV) {
+        None => None,
+        Some(value) => match value.parse::<u64>() {
+            Ok(tokens) if tokens >= 1 => Some(tokens),
             _ => return Err(ConfigError::ContextWindow { value }),
-        };
-    }
-    if let Some(value) = env(COMPACT_THRESHOLD_ENV) {
-        settings.threshold = match value.parse::<f64>() {
-            Ok(fraction) if valid_threshold(fraction) => fraction,
+        },
+    };
+    let env_threshold = match env(COMPACT_THRESHOLD_ENV) {
+        None => None,
+        Some(value) => match value.parse::<f64>() {
+            Ok(fraction) if valid_threshold(fraction) => Some(fraction),
             _ => return Err(ConfigError::CompactThreshold { value }),
-        };
-    }
-    Ok(settings)
+        },
+    };
+    Ok(CompactionTable {
+        models,
+        file_threshold: file.compact_threshold.as_ref().map(|t| *t.get_ref()),
+        env_window,
+        env_threshold,
+    })
 }
 
 /// The 1-based line of byte `offset` in `text`.
@@ -299,7 +355,7 @@ impl Config {
                 None => configured_models.push(ListedModel { id: name.clone(), context_window }),
             }
         }
-        let compaction = compaction_settings(&file, &model.model, |name| {
+        let compaction = compaction_table(&file, |name| {
             set(name).map(|v| v.to_string_lossy().trim().to_string()).filter(|v| !v.is_empty())
         })?;
         Ok(Config { home, model, provider, command_limits, sandbox, compaction, configured_models })
@@ -396,17 +452,21 @@ mod tests {
         let home = home_with_file(
             "compact_threshold = 0.7\n[models.\"gpt-5.1\"]\ncontext_window = 400000\n[models.\"small\"]\ncontext_window = 8192\ncompact_threshold = 0.5\n",
         );
+        // Resolved per model, whichever model the session starts with.
         let c = config_in(&home, &[("MINO_MODEL", "gpt-5.1")]).expect("config");
-        assert_eq!(c.compaction, CompactionSettings { context_window: 400_000, threshold: 0.7 });
-        let c = config_in(&home, &[("MINO_MODEL", "small")]).expect("config");
-        assert_eq!(c.compaction, CompactionSettings { context_window: 8192, threshold: 0.5 });
-        let c = config_in(&home, &[("MINO_MODEL", "other")]).expect("config");
-        assert_eq!(c.compaction.context_window, DEFAULT_CONTEXT_WINDOW, "a model the file does not name");
+        assert_eq!(c.compaction.for_model("gpt-5.1"), CompactionSettings { context_window: 400_000, threshold: 0.7 });
+        assert_eq!(c.compaction.for_model("small"), CompactionSettings { context_window: 8192, threshold: 0.5 });
+        assert_eq!(c.compaction.for_model("other").context_window, DEFAULT_CONTEXT_WINDOW, "a model the file does not name");
+        assert_eq!(c.compaction.for_model("other").threshold, 0.7, "the file's top-level threshold");
         let c =
             config_in(&home, &[("MINO_MODEL", "small"), (CONTEXT_WINDOW_ENV, "1000"), (COMPACT_THRESHOLD_ENV, "0.9")])
                 .expect("config");
-        assert_eq!(c.compaction, CompactionSettings { context_window: 1000, threshold: 0.9 }, "the environment wins");
-        assert_eq!(config(&[("HOME", "/h")]).expect("config").compaction, CompactionSettings::default());
+        for model in ["small", "gpt-5.1", "other"] {
+            let settings = c.compaction.for_model(model);
+            assert_eq!(settings, CompactionSettings { context_window: 1000, threshold: 0.9 }, "the environment wins");
+        }
+        let c = config(&[("HOME", "/h")]).expect("config");
+        assert_eq!(c.compaction.for_model(&c.model.model), CompactionSettings::default());
         for (name, bad) in [
             (CONTEXT_WINDOW_ENV, "0"),
             (CONTEXT_WINDOW_ENV, "lots"),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use mino_core::agent::{Agent, AgentEvent, CompactionOutcome, Numbered, TurnLimits};
 use mino_core::bash::{BashTool, Limits};
 use mino_core::compaction::{Trigger, SUMMARY_INSTRUCTION, SUMMARY_PREFIX};
-use mino_core::config::CompactionSettings;
+use mino_core::config::{CompactionSettings, CompactionTable};
 use mino_core::model::{ModelClient, ModelConfig, Provider, RetryPolicy};
 use mino_core::{MinoHome, Session, TurnStatus};
 use mino_mock_model::{MockModel, Reply};
@@ -184,6 +184,32 @@ async fn past_the_threshold_the_next_turn_compacts_before_its_first_request() {
     assert_eq!(done[0].0, Trigger::Auto);
     assert!(done[0].1.compacted);
     assert_eq!(h.texts_of_request(2), [format!("{SUMMARY_PREFIX}Summary: Paris."), "Capital of Italy?".into()]);
+}
+
+#[tokio::test]
+async fn a_session_switched_to_a_small_window_model_compacts_past_that_models_threshold() {
+    let mut h = harness(
+        Provider::Responses,
+        vec![Reply::text("Paris."), Reply::text("Berlin."), Reply::text("Summary: Paris, Berlin."), Reply::text("Rome.")],
+    )
+    .await;
+    // The configured model's window is far too large to compact; the small
+    // model's is far past what the mock reports (about a token per four bytes).
+    let table = CompactionTable::default()
+        .with_model("test-model", CompactionSettings { context_window: 10_000_000, threshold: 0.8 })
+        .with_model("small-model", CompactionSettings { context_window: 10, threshold: 0.8 });
+    h.agent.set_compaction(table);
+    h.turn("Capital of France?").await;
+    let second = h.turn("Capital of Germany?").await;
+    assert!(compactions(&second).is_empty(), "the configured model's window is not reached: {second:?}");
+    h.agent.select_model("small-model").await.expect("select");
+    let third = h.turn("Capital of Italy?").await;
+    assert_eq!(end(&third).0, TurnStatus::Completed);
+    let done = compactions(&third);
+    assert_eq!(done.len(), 1, "{third:?}");
+    assert_eq!(done[0].0, Trigger::Auto);
+    assert!(done[0].1.compacted);
+    assert_eq!(h.texts_of_request(3), [format!("{SUMMARY_PREFIX}Summary: Paris, Berlin."), "Capital of Italy?".into()]);
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ local protocol = require("mino.protocol")
 M.USER_HEADING = "## You"
 M.ASSISTANT_HEADING = "## Mino"
 M.RETRYING = "Connection to the model failed; retrying…"
+M.COMPACTING = "Compacting the conversation…"
 local HISTORY_OUTPUT_LINES = 20
 --- Height of the input window (lines).
 local INPUT_HEIGHT = 5
@@ -832,6 +833,33 @@ function M.retrying(p)
     line = ("%s (%s)"):format(line, table.concat(details, ": "))
   end
   -- Ends the text stream: the retried text starts a new "## Mino" section.
+  M.append({ "", ("_%s_"):format(line) })
+end
+
+--- mino/compactionStarted in a turn: the wait is the summary request.
+function M.compaction_started(_)
+  close_output_fence()
+  start_response()
+  M.append({ "", ("_%s_"):format(M.COMPACTING) })
+end
+
+--- mino/compactionEnded in a turn: what it did.
+function M.compaction_ended(p)
+  close_output_fence()
+  start_response()
+  local line
+  if p.compacted then
+    local kept = ""
+    if tonumber(p.keptTurns) and tonumber(p.keptTurns) > 0 then
+      kept = ("; %d kept as they were"):format(p.keptTurns)
+    end
+    line = ("Compacted: %d turn(s) summarised by the model%s. Later requests send the summary instead."):format(
+      tonumber(p.summarizedTurns) or 0,
+      kept
+    )
+  else
+    line = "Not compacted: " .. (is_nil(p.reason) and "the server gave no reason" or tostring(p.reason))
+  end
   M.append({ "", ("_%s_"):format(line) })
 end
 

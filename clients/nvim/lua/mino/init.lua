@@ -331,6 +331,31 @@ on[notification.retrying] = function(p)
   M.state.response_streaming = false
 end
 
+-- A compaction: shown in the chat when it runs inside a turn (automatic,
+-- or after context_length_exceeded; :MinoCompact says its own outcome).
+on[notification.compactionStarted] = function(p)
+  local turn_id = (p.turnId ~= vim.NIL) and p.turnId or nil
+  if turn_id then
+    chat.compaction_started(p)
+  end
+  emit("MinoCompactionStarted", { turnId = turn_id, trigger = p.trigger })
+end
+
+on[notification.compactionEnded] = function(p)
+  local turn_id = (p.turnId ~= vim.NIL) and p.turnId or nil
+  if turn_id then
+    chat.compaction_ended(p)
+  end
+  emit("MinoCompactionEnded", {
+    turnId = turn_id,
+    trigger = p.trigger,
+    compacted = p.compacted,
+    summarizedTurns = p.summarizedTurns,
+    keptTurns = p.keptTurns,
+    reason = (p.reason ~= vim.NIL) and p.reason or nil,
+  })
+end
+
 on[notification.approvalRequest] = function(p)
   chat.approval_request(p)
   chat.reveal(M.config)
