@@ -727,7 +727,8 @@ async fn a_workspace_path_rule_survives_a_new_session_and_revoking_it_asks_again
     assert_eq!(std::fs::read_to_string(cwd.join("plans.md")).expect("written"), "two\n");
     let by = seen.started[0].approved_by.rule.clone().expect("rule");
     assert_eq!((by.scope, by.pattern.as_deref()), (wire::RuleScope::Workspace, Some("*.md")));
-    let records = journal(home.path());
+    // Two sessions of one second: their files' order is their random ids'.
+    let records: Vec<Value> = session_files(home.path()).iter().flat_map(|f| journal_records(f)).collect();
     assert_eq!(record_of(&records, "approval", "e2").expect("approval")["rules"][0]["pattern"], "*.md");
 
     let _: wire::EmptyResult = second.call(wire::method::RULES_REVOKE, &json!({"id": by.id})).await.expect("revoke");

@@ -19,6 +19,7 @@ mod retry;
 mod sse;
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -222,6 +223,12 @@ pub struct ModelClient {
     http: reqwest::Client,
     url: reqwest::Url,
     authorization: Option<HeaderValue>,
+    /// The last [`BodyFrame`] built and the instructions it was built for:
+    /// the frame depends only on them and on this client's provider and
+    /// configuration, which never change for a client (a chosen model is a
+    /// new client, [`ModelClient::with_model`]). Shared by clones, so each
+    /// request of a turn does not rebuild the tool schemas.
+    frame_cache: Arc<std::sync::Mutex<Option<(String, BodyFrame)>>>,
 }
 
 impl fmt::Debug for ModelClient {
@@ -280,7 +287,7 @@ impl ModelClient {
         }
         let http =
             builder.build().map_err(|err| ModelError::fatal(format!("Could not set up the HTTP client: {err}")))?;
-        Ok(ModelClient { provider, config, http, url, authorization })
+        Ok(ModelClient { provider, config, http, url, authorization, frame_cache: Default::default() })
     }
 
     pub fn config(&self) -> &ModelConfig {
@@ -295,6 +302,7 @@ impl ModelClient {
     pub fn with_model(&self, model: &str) -> ModelClient {
         let mut client = self.clone();
         client.config.model = model.to_string();
+        client.frame_cache = Default::default();
         client
     }
 
@@ -311,6 +319,18 @@ impl ModelClient {
     /// (`context::RequestCache`): the same bytes as serialising the whole
     /// body, written without rebuilding the history each time.
     pub fn body_frame(&self, instructions: &str) -> Result<BodyFrame, ModelError> {
+        let mut cache = self.frame_cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((cached_for, frame)) = cache.as_ref() {
+            if cached_for == instructions {
+                return Ok(frame.clone());
+            }
+        }
+        let frame = self.build_body_frame(instructions)?;
+        *cache = Some((instructions.to_string(), frame.clone()));
+        Ok(frame)
+    }
+
+    fn build_body_frame(&self, instructions: &str) -> Result<BodyFrame, ModelError> {
         // The array's place is found in the body serialised with no input,
         // so the fields around it (and their order, whichever order
         // serde_json keeps) are exactly the whole body's.
