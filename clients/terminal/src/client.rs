@@ -12,9 +12,9 @@ use jsonrpsee::core::traits::ToRpcParams;
 use mino_protocol::{
     method, AcknowledgeParams, AcknowledgeResult, ApprovalParams, CancelParams, ChatParams, ChatResult, EmptyResult,
     HistoryParams, HistoryResult, InitializationOptions, ModelsListParams, ModelsListResult, ModelsSelectParams,
-    ModelsSelectResult, RulesListParams, RulesListResult, RulesRevokeParams,
-    ServerCapabilities, SessionInfo, SessionsListParams, SessionsListResult, SessionsNewParams, SessionsOpenParams,
-    SettingsResult, SettingsUpdateParams,
+    ModelsSelectResult, RulesListParams, RulesListResult, RulesRevokeParams, ServerCapabilities, SessionInfo,
+    SessionsListParams, SessionsListResult, SessionsNewParams, SessionsOpenParams, SettingsResult,
+    SettingsUpdateParams,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;

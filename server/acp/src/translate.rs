@@ -822,7 +822,10 @@ mod tests {
             ["allow_once", "allow_always", "reject_once", "reject_always"]
         );
         assert_eq!(offered[1].1, "Always allow commands starting with `npm test` in this session");
-        assert_eq!(kinds(permission_options(true, Some(&path)))[3].1, "Always refuse edits of `src/a.rs` in this session");
+        assert_eq!(
+            kinds(permission_options(true, Some(&path)))[3].1,
+            "Always refuse edits of `src/a.rs` in this session"
+        );
         assert_eq!(kinds(permission_options(false, None)).len(), 2);
     }
 
@@ -884,7 +887,8 @@ mod tests {
         let started = AgentEvent::CompactionStarted { trigger, turn_id: turn_id.clone() };
         assert!(calls.translate("s", started, none, now).updates.is_empty());
         let outcome = CompactionOutcome { compacted: true, summarized_turns: 2, ..Default::default() };
-        let ended = calls.translate("s", AgentEvent::CompactionEnded { trigger, turn_id: turn_id.clone(), outcome }, none, now);
+        let ended =
+            calls.translate("s", AgentEvent::CompactionEnded { trigger, turn_id: turn_id.clone(), outcome }, none, now);
         let update = serde_json::to_value(&ended.updates[0]).expect("json")["update"].clone();
         assert_eq!(update["sessionUpdate"], "agent_message_chunk");
         let text = update["content"]["text"].as_str().expect("text");

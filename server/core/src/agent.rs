@@ -1209,19 +1209,19 @@ impl Agent {
             let bash = lock(&self.inner.bash);
             let facts = bash.approval_facts();
             (
-            AgentEvent::ApprovalRequest {
-                turn_id: turn_id.to_string(),
-                call_id: call_id.to_string(),
-                command: command.clone(),
-                directory: bash.cwd().display().to_string(),
-                environment: bash.environment().clone(),
-                limits: bash.limits(),
-                edit: None,
-                sandbox,
-                approval_mode,
-                suggested_rule: crate::policy::SuggestedRule::for_command(&command),
-            },
-            facts,
+                AgentEvent::ApprovalRequest {
+                    turn_id: turn_id.to_string(),
+                    call_id: call_id.to_string(),
+                    command: command.clone(),
+                    directory: bash.cwd().display().to_string(),
+                    environment: bash.environment().clone(),
+                    limits: bash.limits(),
+                    edit: None,
+                    sandbox,
+                    approval_mode,
+                    suggested_rule: crate::policy::SuggestedRule::for_command(&command),
+                },
+                facts,
             )
         };
         let decision = self.wait_for_decision(turn_id, call_id, request, cancel).await;

@@ -186,7 +186,16 @@ mod tests {
         apply(t, RecordBody::User { turn_id: id.into(), text: question.into() });
         let item = serde_json::value::to_raw_value(&context::assistant_message(answer)).expect("item");
         apply(t, RecordBody::Response { turn_id: id.into(), items: vec![item], usage: None });
-        apply(t, RecordBody::TurnEnd { turn_id: id.into(), status: TurnStatus::Completed, reason: None, partial_text: None, session_usage: None });
+        apply(
+            t,
+            RecordBody::TurnEnd {
+                turn_id: id.into(),
+                status: TurnStatus::Completed,
+                reason: None,
+                partial_text: None,
+                session_usage: None,
+            },
+        );
     }
 
     fn unknown_turn(t: &mut Transcript, id: &str) {
@@ -228,7 +237,16 @@ mod tests {
                 recovered: true,
             },
         );
-        apply(t, RecordBody::TurnEnd { turn_id: id.into(), status: TurnStatus::Interrupted, reason: None, partial_text: None, session_usage: None });
+        apply(
+            t,
+            RecordBody::TurnEnd {
+                turn_id: id.into(),
+                status: TurnStatus::Interrupted,
+                reason: None,
+                partial_text: None,
+                session_usage: None,
+            },
+        );
     }
 
     fn texts(input: &[Value]) -> Vec<String> {
@@ -322,11 +340,29 @@ mod tests {
         let item = serde_json::value::to_raw_value(&context::assistant_message("A")).expect("item");
         apply(&mut t, RecordBody::Response { turn_id: "turn-1".into(), items: vec![item.clone()], usage: usage(799) });
         assert!(!due(&t, &settings));
-        apply(&mut t, RecordBody::TurnEnd { turn_id: "turn-1".into(), status: TurnStatus::Completed, reason: None, partial_text: None, session_usage: None });
+        apply(
+            &mut t,
+            RecordBody::TurnEnd {
+                turn_id: "turn-1".into(),
+                status: TurnStatus::Completed,
+                reason: None,
+                partial_text: None,
+                session_usage: None,
+            },
+        );
         apply(&mut t, RecordBody::User { turn_id: "turn-2".into(), text: "Q".into() });
         apply(&mut t, RecordBody::Response { turn_id: "turn-2".into(), items: vec![item], usage: usage(800) });
         assert!(due(&t, &settings));
-        apply(&mut t, RecordBody::TurnEnd { turn_id: "turn-2".into(), status: TurnStatus::Completed, reason: None, partial_text: None, session_usage: None });
+        apply(
+            &mut t,
+            RecordBody::TurnEnd {
+                turn_id: "turn-2".into(),
+                status: TurnStatus::Completed,
+                reason: None,
+                partial_text: None,
+                session_usage: None,
+            },
+        );
         apply(
             &mut t,
             RecordBody::Compaction { through_turn_id: "turn-2".into(), summary: "S".into(), usage: usage(900) },

@@ -239,7 +239,8 @@ impl CompactionTable {
     /// The same table with `model`'s own settings (as a `[models."<model>"]`
     /// table giving both would).
     pub fn with_model(mut self, model: &str, settings: CompactionSettings) -> Self {
-        let entry = ModelCompaction { context_window: Some(settings.context_window), threshold: Some(settings.threshold) };
+        let entry =
+            ModelCompaction { context_window: Some(settings.context_window), threshold: Some(settings.threshold) };
         self.models.insert(model.to_string(), entry);
         self
     }
@@ -456,7 +457,11 @@ mod tests {
         let c = config_in(&home, &[("MINO_MODEL", "gpt-5.1")]).expect("config");
         assert_eq!(c.compaction.for_model("gpt-5.1"), CompactionSettings { context_window: 400_000, threshold: 0.7 });
         assert_eq!(c.compaction.for_model("small"), CompactionSettings { context_window: 8192, threshold: 0.5 });
-        assert_eq!(c.compaction.for_model("other").context_window, DEFAULT_CONTEXT_WINDOW, "a model the file does not name");
+        assert_eq!(
+            c.compaction.for_model("other").context_window,
+            DEFAULT_CONTEXT_WINDOW,
+            "a model the file does not name"
+        );
         assert_eq!(c.compaction.for_model("other").threshold, 0.7, "the file's top-level threshold");
         let c =
             config_in(&home, &[("MINO_MODEL", "small"), (CONTEXT_WINDOW_ENV, "1000"), (COMPACT_THRESHOLD_ENV, "0.9")])

@@ -15,21 +15,13 @@ use mino_mock_model::{MockModel, Reply, ScriptedCall};
 use serde_json::{json, value::RawValue, Value};
 use tokio_util::sync::CancellationToken;
 
+mod support;
+use support::{ask, mock, model_config, Heard};
+
 const KEY: &str = "sk-test-chat-secret";
 
 fn config(base_url: &str) -> ModelConfig {
-    ModelConfig {
-        base_url: base_url.to_string(),
-        api_key: Some(KEY.to_string()),
-        model: "local-model".to_string(),
-        retry: RetryPolicy {
-            max_retries: 4,
-            initial_backoff: Duration::from_millis(5),
-            max_backoff: Duration::from_millis(50),
-        },
-        stall_timeout: Duration::from_secs(5),
-        connect_timeout: Duration::from_secs(2),
-    }
+    model_config(base_url, KEY, "local-model", Duration::from_secs(5))
 }
 
 fn chat_client(mock: &MockModel) -> ModelClient {
@@ -44,33 +36,8 @@ fn user(text: &str) -> Value {
     json!({"type":"message","role":"user","content":[{"type":"input_text","text":text}]})
 }
 
-#[derive(Debug, Default)]
-struct Heard {
-    deltas: Vec<String>,
-    retries: Vec<(u32, Duration, String)>,
-}
-
-async fn ask(
-    client: &ModelClient,
-    input: &[Value],
-    cancel: &CancellationToken,
-) -> (Result<ModelResponse, ModelError>, Heard) {
-    let request = ModelRequest { instructions: "Be brief.", input };
-    let mut heard = Heard::default();
-    let mut on_event = |event: ModelEvent<'_>| match event {
-        ModelEvent::TextDelta(text) => heard.deltas.push(text.to_string()),
-        ModelEvent::Retrying { attempt, delay, reason } => heard.retries.push((attempt, delay, reason.to_string())),
-    };
-    let result = client.respond(&request, &mut on_event, cancel).await;
-    (result, heard)
-}
-
 async fn run(mock: &MockModel) -> (Result<ModelResponse, ModelError>, Heard) {
     ask(&chat_client(mock), &[user("Hello")], &CancellationToken::new()).await
-}
-
-async fn mock(script: Vec<Reply>) -> MockModel {
-    MockModel::start(script).await.expect("mock model")
 }
 
 fn text_of(item: &Value) -> String {

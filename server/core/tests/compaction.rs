@@ -190,7 +190,12 @@ async fn past_the_threshold_the_next_turn_compacts_before_its_first_request() {
 async fn a_session_switched_to_a_small_window_model_compacts_past_that_models_threshold() {
     let mut h = harness(
         Provider::Responses,
-        vec![Reply::text("Paris."), Reply::text("Berlin."), Reply::text("Summary: Paris, Berlin."), Reply::text("Rome.")],
+        vec![
+            Reply::text("Paris."),
+            Reply::text("Berlin."),
+            Reply::text("Summary: Paris, Berlin."),
+            Reply::text("Rome."),
+        ],
     )
     .await;
     // The configured model's window is far too large to compact; the small

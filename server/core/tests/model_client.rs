@@ -4,59 +4,32 @@ use std::time::{Duration, Instant};
 
 use mino_core::model::{
     bash_tool, parse_retry_hint, ModelClient, ModelConfig, ModelError, ModelEvent, ModelRequest, ModelResponse,
-    RetryPolicy, DEFAULT_BASE_URL,
+    DEFAULT_BASE_URL,
 };
 use mino_mock_model::{MockModel, Reply};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+mod support;
+use support::{ask, mock, model_config, Heard};
+
 const KEY: &str = "sk-test-very-secret";
 
 fn config(base_url: &str) -> ModelConfig {
-    ModelConfig {
-        base_url: base_url.to_string(),
-        api_key: Some(KEY.to_string()),
-        model: "test-model".to_string(),
-        retry: RetryPolicy {
-            max_retries: 4,
-            initial_backoff: Duration::from_millis(5),
-            max_backoff: Duration::from_millis(50),
-        },
-        stall_timeout: Duration::from_millis(300),
-        connect_timeout: Duration::from_secs(2),
-    }
+    model_config(base_url, KEY, "test-model", Duration::from_millis(300))
 }
 
 fn input() -> Vec<Value> {
     vec![json!({"type":"message","role":"user","content":[{"type":"input_text","text":"Hello"}]})]
 }
 
-/// What the callback heard.
-#[derive(Debug, Default)]
-struct Heard {
-    deltas: Vec<String>,
-    retries: Vec<(u32, Duration, String)>,
-}
-
 async fn run_with(client: &ModelClient, cancel: &CancellationToken) -> (Result<ModelResponse, ModelError>, Heard) {
-    let input = input();
-    let request = ModelRequest { instructions: "Be brief.", input: &input };
-    let mut heard = Heard::default();
-    let mut on_event = |event: ModelEvent<'_>| match event {
-        ModelEvent::TextDelta(text) => heard.deltas.push(text.to_string()),
-        ModelEvent::Retrying { attempt, delay, reason } => heard.retries.push((attempt, delay, reason.to_string())),
-    };
-    let result = client.respond(&request, &mut on_event, cancel).await;
-    (result, heard)
+    ask(client, &input(), cancel).await
 }
 
 async fn run(mock: &MockModel) -> (Result<ModelResponse, ModelError>, Heard) {
     let client = ModelClient::new(config(&mock.base_url())).expect("client");
     run_with(&client, &CancellationToken::new()).await
-}
-
-async fn mock(script: Vec<Reply>) -> MockModel {
-    MockModel::start(script).await.expect("mock model")
 }
 
 fn message_text(item: &Value) -> String {

@@ -996,8 +996,18 @@ impl LanguageServer for Backend {
         })
         .map_err(open_error)?;
         let (settings, sandbox_support) = app.settings();
-        let App { agent, events, recovery, session_id, journal_path, cwd, model: model_name, configured_models, title, store } =
-            app;
+        let App {
+            agent,
+            events,
+            recovery,
+            session_id,
+            journal_path,
+            cwd,
+            model: model_name,
+            configured_models,
+            title,
+            store,
+        } = app;
         let journal_path = journal_path.display().to_string();
         let recovery = recovery_notification(&session_id, &recovery);
         tracing::info!(session_id, journal_path, cwd = %cwd.display(), model = model_name, "session open");

@@ -91,8 +91,8 @@ impl ModelClient {
             }
             body.extend_from_slice(&chunk);
         }
-        let list: ServiceList =
-            serde_json::from_slice(&body).map_err(|e| format!("not a model list ({{\"data\": [{{\"id\": …}}]}}): {e}"))?;
+        let list: ServiceList = serde_json::from_slice(&body)
+            .map_err(|e| format!("not a model list ({{\"data\": [{{\"id\": …}}]}}): {e}"))?;
         Ok(list
             .data
             .into_iter()
