@@ -1355,6 +1355,10 @@ impl Agent {
         let bash = BashTool::clone(&lock(&self.inner.bash)).with_sandbox(sandbox);
         let directory = bash.cwd().display().to_string();
         let facts = bash.approval_facts();
+        // Started now, it gets ready while the approval and start are
+        // synced; it runs nothing until it is given the command below, and
+        // exits unused if it is dropped (a failed save, a cancel).
+        let supervisor = bash.start_supervisor();
         let (t, c, cmd) = (turn_id.to_string(), call_id.to_string(), command.to_string());
         let evidence = self
             .with_session_io(move |s| {
@@ -1401,7 +1405,7 @@ impl Agent {
                 chunk,
             })
         };
-        let (outcome, settle) = bash.run_recorded(command, evidence, &mut on_output, cancel).await;
+        let (outcome, settle) = bash.run_recorded(supervisor, command, evidence, &mut on_output, cancel).await;
         fail::fail_point!("agent::before_tool_result");
         // Unsaved, `settle` is dropped: the supervisor hears that
         // and leaves its evidence for the unknown result.

@@ -79,7 +79,7 @@ pub struct BashTool {
     cwd: PathBuf,
     env: BTreeMap<String, String>,
     limits: Limits,
-    /// The executable run as `<supervisor> --supervise <spec>` for each
+    /// The executable run as `<supervisor> --supervise` (its spec on stdin) for each
     /// command: `mino-server` itself in production.
     supervisor: PathBuf,
     /// The sandbox each command enters before bash starts; `None` is `off`.
@@ -179,18 +179,51 @@ impl BashTool {
         on_output: &mut (dyn FnMut(Stream, &str) + Send),
         cancel: &CancellationToken,
     ) -> Outcome {
-        let (outcome, running) = self.run_recorded(command, None, on_output, cancel).await;
+        let (outcome, running) = self.run_recorded(self.start_supervisor(), command, None, on_output, cancel).await;
         running.saved().await;
         outcome
     }
 
-    /// Runs an approved command under its supervisor. Only the turn loop
-    /// calls this, and only after the call's approval and `tool_start` are
-    /// synced. The returned [`Settle`] must be told when the result is
-    /// saved; until then (and if this process dies first) the supervisor
-    /// keeps what it saw, and leaves it in `evidence` if it never hears.
+    /// Starts a supervisor that waits, doing nothing, until it is given a
+    /// command by [`BashTool::run_recorded`]. The turn loop starts it before
+    /// it syncs the call's approval and `tool_start`, so the supervisor's
+    /// own start-up (an exec of this large binary) overlaps the disk's work
+    /// instead of following it. Dropped unused, its stdin closes and it
+    /// exits without running anything; so does it if this process dies.
+    pub fn start_supervisor(&self) -> IdleSupervisor {
+        // The supervisor gets exactly the command's environment, which bash
+        // inherits from it; no secret of this process reaches either. It
+        // runs in a process group of its own, so a signal to the server's
+        // whole group (even SIGKILL) cannot take it down with the server.
+        let spawned = tokio::process::Command::new(&self.supervisor)
+            .arg(supervisor::FLAG)
+            .env_clear()
+            .envs(&self.env)
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn();
+        IdleSupervisor {
+            child: spawned.map_err(|e| {
+                format!(
+                    "Could not start bash in {}: its supervisor {} did not start: {e}",
+                    self.cwd.display(),
+                    self.supervisor.display()
+                )
+            }),
+        }
+    }
+
+    /// Runs an approved command under `idle`, a supervisor this tool
+    /// started. Only the turn loop calls this, and only after the call's
+    /// approval and `tool_start` are synced. The returned [`Settle`] must be
+    /// told when the result is saved; until then (and if this process dies
+    /// first) the supervisor keeps what it saw, and leaves it in `evidence`
+    /// if it never hears.
     pub async fn run_recorded(
         &self,
+        idle: IdleSupervisor,
         command: &str,
         evidence: Option<EvidenceTarget>,
         on_output: &mut (dyn FnMut(Stream, &str) + Send),
@@ -211,37 +244,22 @@ impl BashTool {
             evidence,
             sandbox: self.sandbox.clone(),
         };
-        // Serialising our own plain struct cannot fail.
-        let spec = serde_json::to_string(&spec).unwrap_or_default();
-        // The supervisor gets exactly the command's environment, which bash
-        // inherits from it; no secret of this process reaches either. It
-        // runs in a process group of its own, so a signal to the server's
-        // whole group (even SIGKILL) cannot take it down with the server.
-        let spawned = tokio::process::Command::new(&self.supervisor)
-            .arg(supervisor::FLAG)
-            .arg(spec)
-            .env_clear()
-            .envs(&self.env)
-            .process_group(0)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn();
-        let mut child = match spawned {
+        let mut child = match idle.child {
             Ok(child) => child,
-            Err(e) => {
-                let why = format!(
-                    "Could not start bash in {}: its supervisor {} did not start: {e}",
-                    self.cwd.display(),
-                    self.supervisor.display()
-                );
-                return (failed(why), Settle { control: None });
-            }
+            Err(why) => return (failed(why), Settle { control: None }),
         };
         let (Some(mut control), Some(mut frames)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.start_kill();
             return (failed("Could not talk to the command's supervisor.".into()), Settle { control: None });
         };
+        // The spec is the first thing on the supervisor's stdin (it was
+        // started before the command was known). A supervisor gone before
+        // it read the spec ran nothing.
+        if let Err(e) = control.write_all(&supervisor::spec_frame(&spec)).await {
+            let _ = child.start_kill();
+            let why = format!("Could not start bash in {}: its supervisor exited before it got the command ({e}); the command did not run.", self.cwd.display());
+            return (failed(why), Settle { control: None });
+        }
 
         let mut pid: Option<i32> = None;
         let mut buf: Vec<u8> = Vec::new();
@@ -317,6 +335,20 @@ fn next_frame(buf: &[u8]) -> Option<(u8, Result<&[u8], String>)> {
     }
     let end = supervisor::FRAME_HEADER + len;
     (buf.len() >= end).then(|| (buf[0], Ok(&buf[supervisor::FRAME_HEADER..end])))
+}
+
+/// A supervisor started ahead of its command ([`BashTool::start_supervisor`]),
+/// or why it could not start (reported as the command's failure when it
+/// is run).
+pub struct IdleSupervisor {
+    child: Result<tokio::process::Child, String>,
+}
+
+impl IdleSupervisor {
+    /// The supervisor's process id, if it started.
+    pub fn id(&self) -> Option<u32> {
+        self.child.as_ref().ok().and_then(tokio::process::Child::id)
+    }
 }
 
 /// A finished command whose supervisor waits to hear that the result is

@@ -1,10 +1,14 @@
 //! The command supervisor: one small process per approved command that
 //! outlives the server if it must, so that no command outlives its limits.
 //!
-//! `mino-server` re-executes itself as `mino-server --supervise <spec>` (any
+//! `mino-server` re-executes itself as `mino-server --supervise` (any
 //! executable that calls [`main`] for [`FLAG`] will do; the core's tests use
 //! the `mino-supervisor` binary of this crate). The supervisor:
 //!
+//! - is started before the command is approved to run, and waits: its first
+//!   input is the [`Spec`] ([`spec_frame`]), written only once the call's
+//!   approval and `tool_start` are synced. End of file before a whole spec
+//!   means nothing is to run, and it exits;
 //! - spawns `bash -c <command>` in a process group of its own, in the
 //!   session's directory, with its own environment (which the server set to
 //!   exactly the command's: cleared plus the allowlist), stdin closed;
@@ -266,9 +270,56 @@ pub fn write_evidence(path: &Path, evidence: &Evidence) -> std::io::Result<()> {
         .map_err(|(step, e)| std::io::Error::new(e.kind(), format!("{}: {e}", step.as_str())))
 }
 
-/// Entry point of supervise mode: `args` are the arguments after [`FLAG`].
-/// Returns the process's exit code. Call it before any runtime or logging is
-/// set up; it builds its own single-threaded runtime.
+/// The spec as the server writes it first on the supervisor's stdin: its
+/// length (u32, little-endian) then its JSON.
+pub(crate) fn spec_frame(spec: &Spec) -> Vec<u8> {
+    // Serialising our own plain struct cannot fail.
+    let json = serde_json::to_vec(spec).unwrap_or_default();
+    let mut frame = Vec::with_capacity(4 + json.len());
+    frame.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    frame.extend_from_slice(&json);
+    frame
+}
+
+/// Why no spec was read from stdin.
+enum NoSpec {
+    /// Stdin ended first: the server dropped this supervisor unused.
+    Ended,
+    Invalid(String),
+}
+
+/// Reads the spec from stdin, byte-exact (unbuffered), so that the control
+/// bytes after it stay in the pipe for the supervise loop.
+fn read_spec() -> Result<Spec, NoSpec> {
+    use std::io::Read;
+    // SAFETY: fd 0 is the pipe the server gave this process. ManuallyDrop
+    // keeps it open: the supervise loop takes it over afterwards.
+    let mut stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
+    let mut len = [0u8; 4];
+    if let Err(e) = stdin.read_exact(&mut len) {
+        return Err(match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => NoSpec::Ended,
+            _ => NoSpec::Invalid(format!("its stdin could not be read: {e}")),
+        });
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(NoSpec::Invalid(format!("a spec of {len} bytes is over the {MAX_FRAME}-byte bound")));
+    }
+    let mut json = vec![0u8; len];
+    if let Err(e) = stdin.read_exact(&mut json) {
+        return Err(match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => NoSpec::Ended,
+            _ => NoSpec::Invalid(format!("its stdin could not be read: {e}")),
+        });
+    }
+    serde_json::from_slice(&json).map_err(|e| NoSpec::Invalid(format!("the spec is not valid ({e})")))
+}
+
+/// Entry point of supervise mode: `args` are the arguments after [`FLAG`]
+/// (none; the spec comes on stdin). Returns the process's exit code. Call
+/// it before any runtime or logging is set up; it builds its own
+/// single-threaded runtime.
 pub fn main(args: &[String]) -> i32 {
     // Descriptors the server was started with (a parent's pipes, a build
     // tool's jobserver) are no business of an approved command: none above
@@ -285,19 +336,10 @@ pub fn main(args: &[String]) -> i32 {
         // with the server and leave their commands with nobody to stop them.
         libc::prctl(libc::PR_SET_NAME, c"mino-supervise".as_ptr());
     }
-    let spec: Spec = match args {
-        [json] => match serde_json::from_str(json) {
-            Ok(spec) => spec,
-            Err(e) => {
-                eprintln!("mino supervisor: the spec argument is not valid ({e}); it is written by mino-server");
-                return 2;
-            }
-        },
-        _ => {
-            eprintln!("mino supervisor: expected exactly one spec argument after {FLAG}; it is started by mino-server");
-            return 2;
-        }
-    };
+    if !args.is_empty() {
+        eprintln!("mino supervisor: expected no argument after {FLAG} (the spec comes on stdin); it is started by mino-server");
+        return 2;
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -305,7 +347,40 @@ pub fn main(args: &[String]) -> i32 {
             return 1;
         }
     };
-    runtime.block_on(supervise(spec))
+    runtime.block_on(async {
+        // Before it waits: a signal that would orphan a command must not
+        // end the supervisor at any point.
+        ignore_stop_signals();
+        // A blocking read on this single-threaded runtime: nothing else is
+        // running yet (the signal handlers above only need their handlers
+        // installed to keep the signals from ending the process).
+        match read_spec() {
+            Ok(spec) => supervise(spec).await,
+            Err(NoSpec::Ended) => 0,
+            Err(NoSpec::Invalid(why)) => {
+                eprintln!("mino supervisor: {why}; it is written by mino-server");
+                2
+            }
+        }
+    })
+}
+
+/// SIGTERM, SIGHUP and SIGINT are ignored by handling: a handler (unlike
+/// SIG_IGN) is reset when bash is executed, so the command still gets the
+/// default dispositions.
+fn ignore_stop_signals() {
+    for kind in [
+        tokio::signal::unix::SignalKind::terminate(),
+        tokio::signal::unix::SignalKind::hangup(),
+        tokio::signal::unix::SignalKind::interrupt(),
+    ] {
+        match tokio::signal::unix::signal(kind) {
+            Ok(mut signal) => {
+                tokio::spawn(async move { while signal.recv().await.is_some() {} });
+            }
+            Err(e) => eprintln!("mino supervisor: cannot handle a signal: {e}"),
+        }
+    }
 }
 
 /// What ended the command, when something other than its own exit did.
@@ -342,21 +417,6 @@ impl ToServer {
 }
 
 async fn supervise(spec: Spec) -> i32 {
-    // Ignored by handling: a handler (unlike SIG_IGN) is reset when bash is
-    // executed, so the command still gets the default dispositions.
-    for kind in [
-        tokio::signal::unix::SignalKind::terminate(),
-        tokio::signal::unix::SignalKind::hangup(),
-        tokio::signal::unix::SignalKind::interrupt(),
-    ] {
-        match tokio::signal::unix::signal(kind) {
-            Ok(mut signal) => {
-                tokio::spawn(async move { while signal.recv().await.is_some() {} });
-            }
-            Err(e) => eprintln!("mino supervisor: cannot handle a signal: {e}"),
-        }
-    }
-
     // SAFETY: fds 0 and 1 are the pipes the server gave this process; nothing
     // else in this process owns them.
     let (control_fd, out_fd) = unsafe { (OwnedFd::from_raw_fd(0), OwnedFd::from_raw_fd(1)) };

@@ -27,8 +27,15 @@ async fn an_unsaved_result_leaves_evidence_and_a_saved_one_none() {
         call_index: index,
     };
 
-    let (outcome, settle) =
-        tool.run_recorded("echo one; echo two", Some(target(0)), &mut |_, _| {}, &CancellationToken::new()).await;
+    let (outcome, settle) = tool
+        .run_recorded(
+            tool.start_supervisor(),
+            "echo one; echo two",
+            Some(target(0)),
+            &mut |_, _| {},
+            &CancellationToken::new(),
+        )
+        .await;
     assert_eq!(outcome.status, ToolStatus::Success);
     drop(settle);
     let path = target(0).path;
@@ -48,11 +55,59 @@ async fn an_unsaved_result_leaves_evidence_and_a_saved_one_none() {
     assert_eq!(evidence.output_tail, "one\ntwo\n");
     assert_eq!(evidence.summary(), "the command exited 0; Mino stopped before saving its result; last output: two");
 
-    let (outcome, settle) =
-        tool.run_recorded("echo three", Some(target(1)), &mut |_, _| {}, &CancellationToken::new()).await;
+    let (outcome, settle) = tool
+        .run_recorded(tool.start_supervisor(), "echo three", Some(target(1)), &mut |_, _| {}, &CancellationToken::new())
+        .await;
     assert_eq!(outcome.status, ToolStatus::Success);
     settle.saved().await;
     // Run another command to give the saved supervisor time to have exited.
     tool.run("true", &mut |_, _| {}, &CancellationToken::new()).await;
     assert!(!target(1).path.exists(), "a saved result leaves no record");
+}
+
+/// The process state letter of `pid` from /proc (`Z` for a zombie), or
+/// `None` once it is gone.
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The state follows the command name, which is in parentheses.
+    stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next())
+}
+
+/// Waits (up to 20 s) until `pid` has exited: gone, or a zombie not yet reaped.
+async fn wait_exited(pid: u32) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !matches!(process_state(pid), None | Some('Z')) {
+        assert!(std::time::Instant::now() < deadline, "process {pid} is still running");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_supervisor_started_ahead_and_never_given_a_command_exits_having_run_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tool = BashTool::new(dir.path().to_path_buf(), Limits::default(), SUPERVISOR.into());
+    let idle = tool.start_supervisor();
+    let pid = idle.id().expect("the supervisor started");
+    assert!(matches!(process_state(pid), Some(state) if state != 'Z'), "it waits for its command");
+    // A failed save or a cancel before the command ran drops it unused.
+    drop(idle);
+    wait_exited(pid).await;
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0, "nothing ran in the directory");
+}
+
+#[tokio::test]
+async fn a_supervisor_killed_before_it_got_its_command_reports_that_the_command_did_not_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tool = BashTool::new(dir.path().to_path_buf(), Limits::default(), SUPERVISOR.into());
+    let idle = tool.start_supervisor();
+    let pid = idle.id().expect("the supervisor started");
+    // SAFETY: kill(2) on the pid of our own child, which is not reaped yet.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    wait_exited(pid).await;
+    let (outcome, settle) =
+        tool.run_recorded(idle, "touch ran.txt", None, &mut |_, _| {}, &CancellationToken::new()).await;
+    settle.saved().await;
+    assert_eq!(outcome.status, ToolStatus::Failed);
+    assert!(outcome.output.contains("the command did not run"), "{}", outcome.output);
+    assert!(!dir.path().join("ran.txt").exists());
 }

@@ -208,8 +208,12 @@ async fn run_async(quick: bool) -> Result<Vec<Goal>> {
     let (mut cmd_floor, mut cmd_mino, mut own_per_turn) = (vec![], vec![], vec![]);
     for i in warmup..warmup + turns {
         let sample = one_turn(&agent, &mock, &mut events, &stats, i).await?;
-        let requests = mock.requests();
-        let sent = &requests[requests.len() - 2..];
+        // Only this turn's two requests: copying every recorded body each
+        // turn would churn the heap the next turn runs on.
+        let sent = mock.last_requests(2);
+        if sent.len() != 2 {
+            bail!("the mock recorded {} requests for the turn, not 2", sent.len());
+        }
         let mut model_floor = 0.0;
         for (n, request) in sent.iter().enumerate() {
             let is_call = n == 0;

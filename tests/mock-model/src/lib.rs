@@ -366,6 +366,11 @@ impl Shared {
         lock(&self.requests).clone()
     }
 
+    pub(crate) fn last_requests(&self, n: usize) -> Vec<RecordedRequest> {
+        let requests = lock(&self.requests);
+        requests[requests.len().saturating_sub(n)..].to_vec()
+    }
+
     pub(crate) fn reset(&self) {
         lock(&self.script).clear();
         *lock(&self.models) = default_models();
@@ -474,6 +479,12 @@ impl MockModel {
     /// Every model request received so far (either API), in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.requests()
+    }
+
+    /// The last `n` requests received (fewer if fewer came), in order: what a
+    /// long run needs without copying every earlier body.
+    pub fn last_requests(&self, n: usize) -> Vec<RecordedRequest> {
+        self.shared.last_requests(n)
     }
 
     /// Waits until at least `n` requests were received, or the timeout elapses (then returns
