@@ -255,7 +255,12 @@ impl BashTool {
         // The spec is the first thing on the supervisor's stdin (it was
         // started before the command was known). A supervisor gone before
         // it read the spec ran nothing.
-        if let Err(e) = control.write_all(&supervisor::spec_frame(&spec)).await {
+        let spec = supervisor::spec_frame(&spec);
+        if spec.len() > supervisor::MAX_FRAME {
+            let _ = child.start_kill();
+            return (failed(supervisor::too_long(command.len(), "over Mino's bound")), Settle { control: None });
+        }
+        if let Err(e) = control.write_all(&spec).await {
             let _ = child.start_kill();
             let why = format!("Could not start bash in {}: its supervisor exited before it got the command ({e}); the command did not run.", self.cwd.display());
             return (failed(why), Settle { control: None });

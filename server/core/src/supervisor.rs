@@ -383,6 +383,45 @@ fn ignore_stop_signals() {
     }
 }
 
+/// The longest one argument of a program may be, its closing NUL included
+/// (Linux's `MAX_ARG_STRLEN`: 32 pages of 4 KiB).
+const ARGUMENT_MAX: usize = 32 * 4096;
+
+/// Rejoins the parts of a command given in several arguments, restores the
+/// default `IFS` and clears the positional parameters, then runs it: what
+/// `bash -c <command>` would do, for a command too long for one argument.
+const REJOIN_PARTS: &str = "IFS=; eval \"IFS=$' \\t\\n'; set --; $*\"";
+
+/// bash's arguments after its name: `-c <command>`, or for a command longer
+/// than one argument may be (a heredoc of a few hundred KiB), the command in
+/// parts after [`REJOIN_PARTS`], which the whole argument list may still
+/// hold (its bound is far larger).
+fn bash_arguments(command: &str) -> Vec<&str> {
+    if command.len() < ARGUMENT_MAX {
+        return vec!["-c", command];
+    }
+    let mut arguments = vec!["-c", REJOIN_PARTS, "bash"];
+    let mut rest = command;
+    while !rest.is_empty() {
+        let mut end = rest.len().min(ARGUMENT_MAX - 1);
+        while !rest.is_char_boundary(end) {
+            end -= 1;
+        }
+        let (part, tail) = rest.split_at(end);
+        arguments.push(part);
+        rest = tail;
+    }
+    arguments
+}
+
+/// The result of a command too long to run (`why`: the bound it is over).
+pub(crate) fn too_long(bytes: usize, why: &str) -> String {
+    format!(
+        "The command did not run: at {bytes} bytes it is more than a command may be ({why}). \
+         Write large content to a file with write_file, or in smaller parts."
+    )
+}
+
 /// What ended the command, when something other than its own exit did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stop {
@@ -434,8 +473,7 @@ async fn supervise(spec: Spec) -> i32 {
 
     let mut bash = tokio::process::Command::new(&spec.bash);
     bash.arg0("bash")
-        .arg("-c")
-        .arg(&spec.command)
+        .args(bash_arguments(&spec.command))
         .current_dir(&spec.cwd)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -478,6 +516,7 @@ async fn supervise(spec: Spec) -> i32 {
                         spec.cwd.display(),
                         policy.mode
                     ),
+                    None if e.raw_os_error() == Some(libc::E2BIG) => too_long(spec.command.len(), &e.to_string()),
                     None => format!("Could not start bash in {}: {e}", spec.cwd.display()),
                 },
                 exit_code: None,

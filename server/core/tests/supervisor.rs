@@ -111,3 +111,38 @@ async fn a_supervisor_killed_before_it_got_its_command_reports_that_the_command_
     assert!(outcome.output.contains("the command did not run"), "{}", outcome.output);
     assert!(!dir.path().join("ran.txt").exists());
 }
+
+#[tokio::test]
+async fn a_command_longer_than_one_argument_runs_as_bash_c_would_run_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tool = BashTool::new(dir.path().to_path_buf(), Limits::default(), SUPERVISOR.into());
+    // A heredoc of 300 KiB (one argument holds at most 128 KiB), with
+    // multi-byte characters across the places it may be cut.
+    let line = "ünïcödé line with $HOME unexpanded and a tab\t.\n";
+    let body: String = line.repeat(300 * 1024 / line.len());
+    let command = format!(
+        "cat > big.txt <<'EOF'\n{body}EOF\necho \"$0 $# $(wc -c < big.txt)\"; printf '%s' \"$IFS\" | od -An -c"
+    );
+    assert!(command.len() > 300 * 1024);
+    let outcome = tool.run(&command, &mut |_, _| {}, &CancellationToken::new()).await;
+    assert_eq!(outcome.status, ToolStatus::Success, "{}", outcome.output);
+    let mut lines = outcome.output.lines();
+    assert_eq!(lines.next(), Some(format!("bash 0 {}", body.len()).as_str()), "{}", outcome.output);
+    assert_eq!(lines.next().map(str::split_whitespace).map(Iterator::collect::<Vec<_>>), Some(vec!["\\t", "\\n"]));
+    assert_eq!(std::fs::read_to_string(dir.path().join("big.txt")).expect("big.txt"), body);
+}
+
+#[tokio::test]
+async fn a_command_over_what_the_system_allows_fails_saying_so_and_runs_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tool = BashTool::new(dir.path().to_path_buf(), Limits::default(), SUPERVISOR.into());
+    let command = format!("touch ran.txt; : '{}'", "x".repeat(64 * 1024 * 1024));
+    let outcome = tool.run(&command, &mut |_, _| {}, &CancellationToken::new()).await;
+    assert_eq!(outcome.status, ToolStatus::Failed);
+    assert!(
+        outcome.output.contains("The command did not run") && outcome.output.contains("write_file"),
+        "{}",
+        outcome.output
+    );
+    assert!(!dir.path().join("ran.txt").exists());
+}
