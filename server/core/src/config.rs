@@ -24,7 +24,8 @@ pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
 pub const SANDBOX_ENV: &str = "MINO_SANDBOX";
 
 /// The environment variable that sets the model's context window in tokens
-/// (over `[models."<model>"] context_window` in the file).
+/// (over `[models."<model>"] context_window` in the file, and over the
+/// window the model service reports).
 pub const CONTEXT_WINDOW_ENV: &str = "MINO_CONTEXT_WINDOW";
 
 /// The environment variable that sets the automatic compaction threshold: the
@@ -32,10 +33,11 @@ pub const CONTEXT_WINDOW_ENV: &str = "MINO_CONTEXT_WINDOW";
 /// request's input tokens must reach.
 pub const COMPACT_THRESHOLD_ENV: &str = "MINO_COMPACT_THRESHOLD";
 
-/// The context window assumed for a model the configuration says nothing
-/// about, in tokens. Conservative: most hosted models have at least this;
-/// a smaller local model needs its own `context_window`, and a model that
-/// refuses a request as too long is compacted then anyway
+/// The context window assumed for a model neither the configuration nor
+/// the model service's list gives one for, in tokens. Conservative: most
+/// hosted models have at least this; a smaller local model whose server
+/// does not list its window needs its own `context_window`, and a model
+/// that refuses a request as too long is compacted then anyway
 /// (`context_length_exceeded`).
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 
