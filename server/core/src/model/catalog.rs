@@ -3,7 +3,10 @@
 //! serve it: `{"data": [{"id": …}, …]}`), else what the configuration
 //! names. Listing never fails a client: a service that fails, is too slow,
 //! answers too much or has no list gives the configured models instead
-//! (`source: "config"`), and why is logged.
+//! (`source: "config"`), and why is logged. The same list gives the
+//! context window a service reports for a model ([`reported_window`]),
+//! which automatic compaction uses where the configuration sets none
+//! ([`ModelClient::reported_context_window`]).
 
 use std::time::Duration;
 
