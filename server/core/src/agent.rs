@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bash::{self, BashTool, Stream};
 use crate::compaction::{self, Trigger};
-use crate::config::CompactionTable;
+use crate::config::{CompactionSettings, CompactionTable};
 use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
 use crate::journal::record::{ApprovalDecision, ApprovalFacts, ApprovedBy, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
@@ -476,6 +476,61 @@ impl Agent {
         *lock(&self.inner.compaction) = table.into();
     }
 
+    /// Asks the model service in the background for the context window it
+    /// reports for the current session's model (its `GET /models`), unless
+    /// the environment or the configuration file sets that model's window:
+    /// called when a session opens, is switched to, or chooses a model, so a
+    /// turn rarely waits for it. Without a runtime to run it on, the first
+    /// turn that needs the figure asks.
+    pub fn fetch_context_window(&self) {
+        let client = self.model_client();
+        let table = lock(&self.inner.compaction).clone();
+        if table.configured_window(&client.config().model).is_some() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let reported = client.reported_context_window().await;
+            let model = &client.config().model;
+            let (settings, source) = table.resolve(model, reported);
+            tracing::info!(
+                model,
+                window = settings.context_window,
+                from = source.as_str(),
+                "the context window automatic compaction uses"
+            );
+        });
+    }
+
+    /// The compaction settings of the model a turn uses: the window the
+    /// environment or the file sets, else the one the service reports for
+    /// it, else the default. The service's answer is waited for (at most
+    /// [`crate::model::MODEL_LIST_TIMEOUT`], usually not at all: it was
+    /// asked when the session opened) only when the check depends on it: no
+    /// configured window, a last request's size to compare, and something to
+    /// compact; a cancel stops the wait.
+    async fn compaction_settings(&self, model: &ModelClient, cancel: &CancellationToken) -> CompactionSettings {
+        let table = lock(&self.inner.compaction).clone();
+        let name = &model.config().model;
+        let needed = table.configured_window(name).is_none()
+            && self.with_session(|s| {
+                s.transcript().last_input_tokens.is_some() && compaction::plan(s.transcript()).is_some()
+            });
+        let reported = if needed {
+            tokio::select! {
+                window = model.reported_context_window() => window,
+                () = cancel.cancelled() => None,
+            }
+        } else {
+            None
+        };
+        let (settings, source) = table.resolve(name, reported);
+        tracing::debug!(model = name, window = settings.context_window, from = source.as_str(), "compaction window");
+        settings
+    }
+
     /// Compacts the conversation now (`mino/compact`): the model summarises
     /// every ended turn, and the summary's record is synced before this
     /// returns. Refused while a turn or another compaction runs, and while
@@ -759,6 +814,7 @@ impl Agent {
         self.with_session_io(move |s| s.record_model(&owned)).await?;
         *lock(&self.inner.model) = self.inner.configured_model.with_model(&model);
         tracing::info!(model, "model chosen");
+        self.fetch_context_window();
         Ok(model)
     }
 
@@ -892,6 +948,7 @@ impl Agent {
         // The new session's model: the one it chose, else the configured one.
         let chosen = self.with_session(|s| session_model(&self.inner.configured_model, s));
         *lock(&self.inner.model) = chosen;
+        self.fetch_context_window();
         lock(&self.inner.emitter).session_id = session_id;
         self.emit(AgentEvent::SessionOpened { recovery });
         Ok(Ok(value))
@@ -1002,7 +1059,10 @@ impl Agent {
         let mut compacted_for_length = false;
         // The window of the model this turn uses, not the one configured at
         // start: the session may have switched (`mino/models/select`).
-        let settings = lock(&self.inner.compaction).for_model(&model.config().model);
+        let settings = self.compaction_settings(&model, cancel).await;
+        if cancel.is_cancelled() {
+            return Ok((TurnStatus::Cancelled, Some(self.cancel_reason())));
+        }
         let due = self
             .with_session(|s| compaction::due(s.transcript(), &settings) && compaction::plan(s.transcript()).is_some());
         if due {

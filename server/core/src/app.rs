@@ -144,6 +144,7 @@ pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<A
     let policy = crate::policy::Policy::open(&home, &cwd, support, settings)?;
     let (agent, events) = Agent::with_policy(session, model, bash, instructions, options.limits, policy);
     agent.set_compaction(config.compaction);
+    agent.fetch_context_window();
     let model = agent.model_client().config().model.clone();
     let configured_models = config.configured_models;
     Ok(App { agent, events, recovery, session_id, journal_path, cwd, model, configured_models, title, store })

@@ -24,7 +24,8 @@ pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
 pub const SANDBOX_ENV: &str = "MINO_SANDBOX";
 
 /// The environment variable that sets the model's context window in tokens
-/// (over `[models."<model>"] context_window` in the file).
+/// (over `[models."<model>"] context_window` in the file, and over the
+/// window the model service reports).
 pub const CONTEXT_WINDOW_ENV: &str = "MINO_CONTEXT_WINDOW";
 
 /// The environment variable that sets the automatic compaction threshold: the
@@ -32,10 +33,11 @@ pub const CONTEXT_WINDOW_ENV: &str = "MINO_CONTEXT_WINDOW";
 /// request's input tokens must reach.
 pub const COMPACT_THRESHOLD_ENV: &str = "MINO_COMPACT_THRESHOLD";
 
-/// The context window assumed for a model the configuration says nothing
-/// about, in tokens. Conservative: most hosted models have at least this;
-/// a smaller local model needs its own `context_window`, and a model that
-/// refuses a request as too long is compacted then anyway
+/// The context window assumed for a model neither the configuration nor
+/// the model service's list gives one for, in tokens. Conservative: most
+/// hosted models have at least this; a smaller local model whose server
+/// does not list its window needs its own `context_window`, and a model
+/// that refuses a request as too long is compacted then anyway
 /// (`context_length_exceeded`).
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 
@@ -212,11 +214,36 @@ struct ModelCompaction {
     threshold: Option<f64>,
 }
 
+/// Where the context window used for a model's compaction came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowSource {
+    /// [`CONTEXT_WINDOW_ENV`].
+    Environment,
+    /// The model's `[models."<name>"] context_window` in the file.
+    ConfigFile,
+    /// The model service's `GET /models` entry for the model.
+    Service,
+    /// [`DEFAULT_CONTEXT_WINDOW`].
+    Default,
+}
+
+impl WindowSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WindowSource::Environment => CONTEXT_WINDOW_ENV,
+            WindowSource::ConfigFile => "config.toml",
+            WindowSource::Service => "the model service",
+            WindowSource::Default => "the default",
+        }
+    }
+}
+
 /// The compaction settings of every model, resolved for the model a session
 /// uses at each check (a session may switch models: `mino/models/select`).
 /// For each setting the environment wins (it applies to every model), then
-/// the model's `[models."<name>"]` table, then (threshold) the file's top
-/// level, then the defaults.
+/// the model's `[models."<name>"]` table, then (window) what the model
+/// service reports for the model, then (threshold) the file's top level,
+/// then the defaults.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CompactionTable {
     models: std::collections::BTreeMap<String, ModelCompaction>,
@@ -226,14 +253,30 @@ pub struct CompactionTable {
 }
 
 impl CompactionTable {
-    /// `model`'s context window and threshold.
+    /// `model`'s context window and threshold, without a window from the service.
     pub fn for_model(&self, model: &str) -> CompactionSettings {
+        self.resolve(model, None).0
+    }
+
+    /// The window the environment or the file sets for `model`, if either
+    /// does: then what the service reports is not needed.
+    pub fn configured_window(&self, model: &str) -> Option<(u64, WindowSource)> {
+        let file = self.models.get(model).and_then(|m| m.context_window);
+        self.env_window.map(|w| (w, WindowSource::Environment)).or(file.map(|w| (w, WindowSource::ConfigFile)))
+    }
+
+    /// `model`'s context window and threshold, with `reported` (the window
+    /// the service reports for it) used when neither the environment nor
+    /// the file sets one; and where the window came from.
+    pub fn resolve(&self, model: &str, reported: Option<u64>) -> (CompactionSettings, WindowSource) {
         let entry = self.models.get(model).copied().unwrap_or_default();
         let defaults = CompactionSettings::default();
-        CompactionSettings {
-            context_window: self.env_window.or(entry.context_window).unwrap_or(defaults.context_window),
-            threshold: self.env_threshold.or(entry.threshold).or(self.file_threshold).unwrap_or(defaults.threshold),
-        }
+        let (context_window, source) = self
+            .configured_window(model)
+            .or(reported.filter(|w| *w > 0).map(|w| (w, WindowSource::Service)))
+            .unwrap_or((defaults.context_window, WindowSource::Default));
+        let threshold = self.env_threshold.or(entry.threshold).or(self.file_threshold).unwrap_or(defaults.threshold);
+        (CompactionSettings { context_window, threshold }, source)
     }
 
     /// The same table with `model`'s own settings (as a `[models."<model>"]`
@@ -480,6 +523,37 @@ mod tests {
         ] {
             let e = config(&[("HOME", "/h"), (name, bad)]).expect_err(bad).to_string();
             assert!(e.contains(name) && e.contains(bad), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_window_is_the_environment_then_the_file_then_the_service_then_the_default() {
+        let home =
+            home_with_file("[models.\"local\"]\ncontext_window = 8192\n[models.\"tuned\"]\ncompact_threshold = 0.5\n");
+        let c = config_in(&home, &[]).expect("config");
+        let resolve = |model: &str, reported| {
+            let (settings, source) = c.compaction.resolve(model, reported);
+            (settings.context_window, settings.threshold, source)
+        };
+        assert_eq!(
+            resolve("local", Some(4096)),
+            (8192, 0.8, WindowSource::ConfigFile),
+            "the file wins over the service"
+        );
+        assert_eq!(resolve("tuned", Some(4096)), (4096, 0.5, WindowSource::Service), "the threshold stays the file's");
+        assert_eq!(resolve("other", Some(32768)), (32768, 0.8, WindowSource::Service));
+        assert_eq!(
+            resolve("other", Some(0)),
+            (DEFAULT_CONTEXT_WINDOW, 0.8, WindowSource::Default),
+            "zero is no window"
+        );
+        assert_eq!(resolve("other", None), (DEFAULT_CONTEXT_WINDOW, 0.8, WindowSource::Default));
+        assert_eq!(c.compaction.configured_window("local"), Some((8192, WindowSource::ConfigFile)));
+        assert_eq!(c.compaction.configured_window("tuned"), None, "a table without a window sets none");
+        let c = config_in(&home, &[(CONTEXT_WINDOW_ENV, "1000")]).expect("config");
+        for model in ["local", "tuned", "other"] {
+            let (settings, source) = c.compaction.resolve(model, Some(4096));
+            assert_eq!((settings.context_window, source), (1000, WindowSource::Environment), "{model}");
         }
     }
 

@@ -167,6 +167,135 @@ async fn past_the_threshold_the_next_turn_compacts_before_its_first_request() {
     assert_eq!(input_of(&mock.requests()[2].body), ["summary:They asked about France.", "user: Capital of Italy?"]);
 }
 
+/// No window in the environment (blank counts as unset) nor in the file.
+const NO_CONFIGURED_WINDOW: [(&str, &str); 1] = [("MINO_CONTEXT_WINDOW", "")];
+
+/// The service lists the session's model with a window of 100 tokens, as
+/// vLLM names it (`max_model_len`); every request of the mock passes 80 % of it.
+fn small_window_listed(mock: &MockModel) {
+    mock.set_model_entries(Some(vec![
+        json!({ "id": "mock-model", "owned_by": "vllm", "max_model_len": 100 }),
+        json!({ "id": "mock-model-large", "max_model_len": 32768 }),
+    ]));
+}
+
+/// With no window in the environment or the configuration file, the one
+/// the service's `GET /models` reports for the session's model is used: the
+/// turn after a request past its threshold compacts first.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_window_the_service_reports_is_used_for_automatic_compaction() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let mock =
+        MockModel::start(vec![Reply::text("Paris."), Reply::summary("They asked about France."), Reply::text("Rome.")])
+            .await
+            .expect("mock");
+    small_window_listed(&mock);
+    let mut server = spawn(home.path(), &mock, &NO_CONFIGURED_WINDOW).await;
+    open(&mut server, &cwd).await;
+    let first = chat(&mut server, "Capital of France?").await;
+    end_of(&mut server, &first).await;
+    let second = chat(&mut server, "Capital of Italy?").await;
+    let notes = server.turn_notifications(&second, TIMEOUT).await;
+    let methods: Vec<&str> = notes.iter().map(|n| n.method.as_str()).collect();
+    assert_eq!(
+        methods[..3],
+        [wire::method::TURN_STARTED, wire::method::COMPACTION_STARTED, wire::method::COMPACTION_ENDED],
+        "{methods:?}"
+    );
+    let ended: wire::CompactionEnded = notes[2].parse();
+    assert_eq!(ended.trigger, wire::CompactionTrigger::Auto);
+    assert!(ended.result.compacted, "{ended:?}");
+    assert!(is_summary_request(&mock.requests()[1]));
+    assert_eq!(input_of(&mock.requests()[2].body), ["summary:They asked about France.", "user: Capital of Italy?"]);
+    assert!(!mock.model_list_requests().is_empty(), "the service's list was asked");
+}
+
+/// The configuration file's `[models."<name>"] context_window` wins over
+/// the window the service reports: no compaction below the file's threshold.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_configuration_files_window_wins_over_the_services() {
+    let home = tempfile::tempdir().expect("home");
+    std::fs::write(home.path().join("config.toml"), "[models.\"mock-model\"]\ncontext_window = 10000000\n")
+        .expect("config");
+    let cwd = work_dir(home.path());
+    let mock = MockModel::start(vec![Reply::text("Paris."), Reply::text("Rome.")]).await.expect("mock");
+    small_window_listed(&mock);
+    let mut server = spawn(home.path(), &mock, &NO_CONFIGURED_WINDOW).await;
+    open(&mut server, &cwd).await;
+    let first = chat(&mut server, "Capital of France?").await;
+    end_of(&mut server, &first).await;
+    let second = chat(&mut server, "Capital of Italy?").await;
+    let notes = server.turn_notifications(&second, TIMEOUT).await;
+    let methods: Vec<&str> = notes.iter().map(|n| n.method.as_str()).collect();
+    assert!(!methods.contains(&wire::method::COMPACTION_STARTED), "{methods:?}");
+    let last: wire::TurnEnded = notes.last().expect("end").parse();
+    assert_eq!(last.status, wire::TurnStatus::Completed);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "no summary request");
+    assert!(!requests.iter().any(is_summary_request));
+}
+
+/// The window is the one the service reports for the model the session
+/// uses now: after `mino/models/select` chose a model listed with a small
+/// window, the next turn compacts, where the configured model's (none
+/// reported) did not.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_service_window_follows_the_chosen_model() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let mock = MockModel::start(vec![
+        Reply::text("Paris."),
+        Reply::text("Rome."),
+        Reply::summary("They asked about capitals."),
+        Reply::text("Madrid."),
+    ])
+    .await
+    .expect("mock");
+    mock.set_model_entries(Some(vec![
+        json!({ "id": "mock-model" }),
+        json!({ "id": "local-small", "context_length": 100 }),
+    ]));
+    let mut server = spawn(home.path(), &mock, &NO_CONFIGURED_WINDOW).await;
+    open(&mut server, &cwd).await;
+    for question in ["Capital of France?", "Capital of Italy?"] {
+        let turn = chat(&mut server, question).await;
+        let notes = server.turn_notifications(&turn, TIMEOUT).await;
+        assert!(!notes.iter().any(|n| n.method == wire::method::COMPACTION_STARTED), "{question}");
+    }
+    let chosen: wire::ModelsSelectResult =
+        server.call(wire::method::MODELS_SELECT, &json!({ "model": "local-small" })).await.expect("select");
+    assert_eq!(chosen.model, "local-small");
+    let third = chat(&mut server, "Capital of Spain?").await;
+    let notes = server.turn_notifications(&third, TIMEOUT).await;
+    let methods: Vec<&str> = notes.iter().map(|n| n.method.as_str()).collect();
+    assert_eq!(methods[1..3], [wire::method::COMPACTION_STARTED, wire::method::COMPACTION_ENDED], "{methods:?}");
+    let requests = mock.requests();
+    assert!(is_summary_request(&requests[2]));
+    assert_eq!(requests[3].body["model"], "local-small");
+}
+
+/// A service without a list (404) fails no turn: with no window set
+/// anywhere, the default applies and the mock's small requests compact nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_service_list_the_default_window_applies_and_turns_go_on() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let mock = MockModel::start(vec![Reply::text("Paris."), Reply::text("Rome.")]).await.expect("mock");
+    mock.set_models(None);
+    let mut server = spawn(home.path(), &mock, &NO_CONFIGURED_WINDOW).await;
+    open(&mut server, &cwd).await;
+    for question in ["Capital of France?", "Capital of Italy?"] {
+        let turn = chat(&mut server, question).await;
+        let notes = server.turn_notifications(&turn, TIMEOUT).await;
+        assert!(!notes.iter().any(|n| n.method == wire::method::COMPACTION_STARTED));
+        let last: wire::TurnEnded = notes.last().expect("end").parse();
+        assert_eq!(last.status, wire::TurnStatus::Completed, "{question}");
+    }
+    assert_eq!(mock.requests().len(), 2);
+    assert!(!mock.model_list_requests().is_empty(), "the service's list was asked");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unknown_turn_is_kept_verbatim_after_the_summary() {
     let home = tempfile::tempdir().expect("home");

@@ -39,7 +39,10 @@ async fn the_list_comes_from_the_service(provider: Provider) {
             },
         ]
     );
-    assert_eq!(mock.model_list_requests(), vec![Some(format!("Bearer {API_KEY}"))], "asked once, with the key");
+    // Asked for this list, and (in the background, for the context window
+    // automatic compaction uses) when the session opened; with the key each time.
+    let asked = mock.model_list_requests();
+    assert!(!asked.is_empty() && asked.iter().all(|a| *a == Some(format!("Bearer {API_KEY}"))), "{asked:?}");
     assert!(mock.requests().is_empty(), "listing is no model request");
 }
 
@@ -67,7 +70,7 @@ async fn without_a_service_list_the_configured_models_are_offered() {
             wire::ModelEntry { id: "local-small".into(), context_window: Some(8192) },
         ]
     );
-    assert_eq!(mock.model_list_requests().len(), 1, "the service was asked first");
+    assert!(!mock.model_list_requests().is_empty(), "the service was asked first");
 }
 
 /// A chosen model is journaled: the next turn names it, the session keeps

@@ -22,11 +22,12 @@
 //! | `GET /_mock/requests` | JSON array of [`RecordedRequest`] |
 //! | `POST /_mock/script` | body: JSON array of [`Reply`] (or one reply); appended to the script |
 //! | `POST /_mock/reset` | clears the script, the recorded requests and the id counters, and restores the model list |
-//! | `POST /_mock/models` | body: the ids `GET /v1/models` lists (JSON array of strings), or `null` for a service without a list (404) |
+//! | `POST /_mock/models` | body: what `GET /v1/models` lists (a JSON array of ids, or of entries `{"id": …, …}` whose other fields are listed as given), or `null` for a service without a list (404) |
 //!
 //! `GET /v1/models` answers `{"object":"list","data":[{"id":…,"object":"model",…}]}` as OpenAI,
 //! Ollama, vLLM and llama.cpp do; by default it lists [`DEFAULT_MODELS`] (the second with a
-//! `context_length`, as some servers give it). It is not a model request: it takes no reply
+//! `context_length`, as some servers give it; [`MockModel::set_model_entries`] lists others, with
+//! whatever fields a test gives them). It is not a model request: it takes no reply
 //! from the script and is not among [`MockModel::requests`] ([`MockModel::model_list_requests`]
 //! has its `Authorization` headers).
 //!
@@ -317,14 +318,19 @@ pub(crate) struct Shared {
     /// TCP connections accepted so far (a client reusing a connection makes fewer than requests).
     connections: AtomicU64,
     pub(crate) ids: IdCounters,
-    /// What `GET /v1/models` lists; `None`: it answers 404, like a service without a list.
-    pub(crate) models: Mutex<Option<Vec<String>>>,
+    /// The entries `GET /v1/models` lists (each an object with an `id`); `None`: it answers
+    /// 404, like a service without a list.
+    pub(crate) models: Mutex<Option<Vec<serde_json::Value>>>,
     /// The `Authorization` header of each `GET /v1/models`.
     pub(crate) model_list_requests: Mutex<Vec<Option<String>>>,
 }
 
-fn default_models() -> Option<Vec<String>> {
-    Some(DEFAULT_MODELS.iter().map(|m| m.to_string()).collect())
+fn default_models() -> Option<Vec<serde_json::Value>> {
+    let [small, large] = DEFAULT_MODELS;
+    Some(vec![
+        serde_json::json!({ "id": small }),
+        serde_json::json!({ "id": large, "context_length": LARGE_MODEL_CONTEXT }),
+    ])
 }
 
 /// A poisoned lock only means a test thread panicked; the data is still usable for reporting.
@@ -497,9 +503,17 @@ impl MockModel {
         self.requests()
     }
 
-    /// Sets what `GET /v1/models` lists; `None` makes it answer 404.
+    /// Sets the ids `GET /v1/models` lists (with no other fields); `None` makes it answer 404.
     pub fn set_models(&self, models: Option<&[&str]>) {
-        *lock(&self.shared.models) = models.map(|m| m.iter().map(|id| id.to_string()).collect());
+        *lock(&self.shared.models) = models.map(|m| m.iter().map(|id| serde_json::json!({ "id": id })).collect());
+    }
+
+    /// Sets the entries `GET /v1/models` lists, each an object with an `id` and whatever
+    /// other fields a service gives (e.g. `{"id": "m", "max_model_len": 8192}`); the usual
+    /// `object`, `created` and `owned_by` are added where an entry has none. `None` makes
+    /// it answer 404.
+    pub fn set_model_entries(&self, entries: Option<Vec<serde_json::Value>>) {
+        *lock(&self.shared.models) = entries;
     }
 
     /// The `Authorization` header of each `GET /v1/models` so far.

@@ -92,12 +92,11 @@ async fn list_models(State(shared): State<AppState>, headers: HeaderMap, uri: Ur
         return not_found(Method::GET, uri).await;
     };
     let data: Vec<Value> = models
-        .iter()
-        .enumerate()
-        .map(|(i, id)| {
-            let mut model = json!({ "id": id, "object": "model", "created": 1_700_000_000, "owned_by": "mock" });
-            if i == 1 {
-                model["context_length"] = json!(crate::LARGE_MODEL_CONTEXT);
+        .into_iter()
+        .map(|entry| {
+            let mut model = json!({ "object": "model", "created": 1_700_000_000, "owned_by": "mock" });
+            if let (Some(model), Some(fields)) = (model.as_object_mut(), entry.as_object()) {
+                model.extend(fields.clone());
             }
             model
         })
@@ -105,17 +104,41 @@ async fn list_models(State(shared): State<AppState>, headers: HeaderMap, uri: Ur
     Json(json!({ "object": "list", "data": data })).into_response()
 }
 
+/// One entry of `POST /_mock/models`: an id, or a whole entry with one.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum ListedEntry {
+    Id(String),
+    Entry {
+        id: String,
+        #[serde(flatten)]
+        fields: serde_json::Map<String, Value>,
+    },
+}
+
 async fn set_models(State(shared): State<AppState>, body: Bytes) -> Response {
-    match serde_json::from_slice::<Option<Vec<String>>>(&body) {
+    match serde_json::from_slice::<Option<Vec<ListedEntry>>>(&body) {
         Ok(models) => {
-            *crate::lock(&shared.models) = models;
+            let entries = models.map(|models| {
+                models
+                    .into_iter()
+                    .map(|entry| match entry {
+                        ListedEntry::Id(id) => json!({ "id": id }),
+                        ListedEntry::Entry { id, mut fields } => {
+                            fields.insert("id".into(), json!(id));
+                            Value::Object(fields)
+                        }
+                    })
+                    .collect()
+            });
+            *crate::lock(&shared.models) = entries;
             Json(json!({ "ok": true })).into_response()
         }
         Err(e) => error_response(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
             None,
-            &format!("mock model: expected a JSON array of model ids, or null: {e}"),
+            &format!("mock model: expected a JSON array of model ids or of entries {{\"id\": …}}, or null: {e}"),
         ),
     }
 }

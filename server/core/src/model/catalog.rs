@@ -3,7 +3,10 @@
 //! serve it: `{"data": [{"id": …}, …]}`), else what the configuration
 //! names. Listing never fails a client: a service that fails, is too slow,
 //! answers too much or has no list gives the configured models instead
-//! (`source: "config"`), and why is logged.
+//! (`source: "config"`), and why is logged. The same list gives the
+//! context window a service reports for a model ([`reported_window`]),
+//! which automatic compaction uses where the configuration sets none
+//! ([`ModelClient::reported_context_window`]).
 
 use std::time::Duration;
 
@@ -52,10 +55,45 @@ struct ServiceList {
 #[derive(Deserialize)]
 struct ServiceModel {
     id: String,
-    /// Named differently by each server: OpenRouter and LM Studio say
-    /// `context_length`, vLLM `max_model_len`.
-    #[serde(alias = "context_length", alias = "max_model_len")]
-    context_window: Option<u64>,
+    /// The rest of the entry, where each server names the context window
+    /// its own way ([`reported_window`]).
+    #[serde(flatten)]
+    fields: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Where the OpenAI-compatible services put a model's context window in
+/// their `GET /models` entries, in the order they are read; the first that
+/// holds a positive whole number is the window. Each is the server's own,
+/// checked against its documentation or source:
+/// - `context_window`: Groq;
+/// - `context_length`: OpenRouter (and gateways copying its list);
+/// - `max_model_len`: vLLM (its `--max-model-len`, the window it serves);
+/// - `max_context_length`: LM Studio's REST API (`/api/v0/models`), Mistral;
+/// - `meta.n_ctx_train`: llama.cpp's `llama-server`, the window the model
+///   was trained with, which the server uses unless started with a smaller
+///   `--ctx-size` (then set `context_window` in the configuration file).
+///
+/// OpenAI, Ollama and LM Studio's OpenAI-compatible `/v1/models` give none.
+pub const WINDOW_FIELDS: [&[&str]; 5] =
+    [&["context_window"], &["context_length"], &["max_model_len"], &["max_context_length"], &["meta", "n_ctx_train"]];
+
+/// The context window a service's model entry reports ([`WINDOW_FIELDS`]).
+/// A field whose value is not a positive whole number (a string, a
+/// fraction, zero, a negative number) is passed over, logged at debug: a
+/// strange entry never makes the list, or a turn, fail.
+pub fn reported_window(id: &str, entry: &serde_json::Map<String, serde_json::Value>) -> Option<u64> {
+    WINDOW_FIELDS.iter().find_map(|path| {
+        let (first, rest) = path.split_first()?;
+        let value = rest.iter().try_fold(entry.get(*first)?, |value, key| value.get(key))?;
+        match value.as_u64() {
+            Some(window) if window > 0 => Some(window),
+            _ if value.is_null() => None,
+            _ => {
+                tracing::debug!(model = id, field = path.join("."), %value, "ignoring a context window that is not a positive whole number");
+                None
+            }
+        }
+    })
 }
 
 impl ModelClient {
@@ -69,6 +107,34 @@ impl ModelClient {
             Ok(listed) => listed.map_err(|why| self.scrub(why)),
             Err(_) => Err(format!("no answer within {} s", MODEL_LIST_TIMEOUT.as_secs())),
         }
+    }
+
+    /// The context window the service reports for this client's model, or
+    /// `None` when its list does not give one (or cannot be had). Asked
+    /// once per client (a chosen model is a new client): every later call,
+    /// and any made while the first is under way, share its answer. Never
+    /// longer than [`MODEL_LIST_TIMEOUT`].
+    pub async fn reported_context_window(&self) -> Option<u64> {
+        *self
+            .reported_window
+            .get_or_init(|| async {
+                let model = &self.config.model;
+                match self.service_models().await {
+                    Ok(models) => {
+                        let window = models.into_iter().find(|m| m.id == *model).and_then(|m| m.context_window);
+                        match window {
+                            Some(window) => tracing::info!(model, window, "the model service reports a context window"),
+                            None => tracing::info!(model, "the model service reports no context window for the model"),
+                        }
+                        window
+                    }
+                    Err(why) => {
+                        tracing::info!(model, %why, "the model service's list is not available for its context window");
+                        None
+                    }
+                }
+            })
+            .await
     }
 
     async fn fetch_models(&self) -> Result<Vec<ListedModel>, String> {
@@ -91,15 +157,20 @@ impl ModelClient {
             }
             body.extend_from_slice(&chunk);
         }
-        let list: ServiceList = serde_json::from_slice(&body)
-            .map_err(|e| format!("not a model list ({{\"data\": [{{\"id\": …}}]}}): {e}"))?;
-        Ok(list
-            .data
-            .into_iter()
-            .filter(|m| !m.id.trim().is_empty())
-            .map(|m| ListedModel { id: m.id, context_window: m.context_window.filter(|w| *w > 0) })
-            .collect())
+        parse_list(&body)
     }
+}
+
+/// The models of a `GET /models` body, each with the window it reports.
+fn parse_list(body: &[u8]) -> Result<Vec<ListedModel>, String> {
+    let list: ServiceList =
+        serde_json::from_slice(body).map_err(|e| format!("not a model list ({{\"data\": [{{\"id\": …}}]}}): {e}"))?;
+    Ok(list
+        .data
+        .into_iter()
+        .filter(|m| !m.id.trim().is_empty())
+        .map(|m| ListedModel { context_window: reported_window(&m.id, &m.fields), id: m.id })
+        .collect())
 }
 
 /// The list a client is shown: the service's models when it gave any, else
@@ -146,6 +217,54 @@ mod tests {
         let list = model_list(Ok(vec![listed("b", None), listed("c", Some(4096))]), &configured, "b");
         assert_eq!(list.source, ModelSource::Service);
         assert_eq!(list.models, vec![listed("b", Some(8192)), listed("c", Some(4096))]);
+    }
+
+    /// The window of each entry of a `GET /models` body.
+    fn windows(data: serde_json::Value) -> Vec<Option<u64>> {
+        let body = serde_json::json!({ "object": "list", "data": data }).to_string();
+        parse_list(body.as_bytes()).expect("a model list").into_iter().map(|m| m.context_window).collect()
+    }
+
+    #[test]
+    fn each_services_field_gives_the_window() {
+        let data = serde_json::json!([
+            {"id": "groq", "object": "model", "context_window": 131072},
+            {"id": "openrouter", "context_length": 200000, "top_provider": {"context_length": 8000}},
+            {"id": "vllm", "owned_by": "vllm", "max_model_len": 8192},
+            {"id": "lmstudio", "type": "llm", "state": "loaded", "max_context_length": 32768},
+            {"id": "llama.cpp", "meta": {"vocab_type": 2, "n_ctx_train": 4096, "n_embd": 2048}},
+            {"id": "openai", "object": "model", "created": 1, "owned_by": "system"},
+        ]);
+        assert_eq!(windows(data), [Some(131072), Some(200000), Some(8192), Some(32768), Some(4096), None]);
+    }
+
+    #[test]
+    fn a_window_that_is_not_a_positive_whole_number_is_ignored_and_the_list_stands() {
+        for bad in [
+            serde_json::json!("8192"),
+            serde_json::json!(8192.5),
+            serde_json::json!(0),
+            serde_json::json!(-4096),
+            serde_json::json!(null),
+            serde_json::json!(true),
+            serde_json::json!({"tokens": 8192}),
+            serde_json::json!([8192]),
+            serde_json::json!(1e30),
+        ] {
+            let data = serde_json::json!([
+                {"id": "a", "context_window": bad},
+                {"id": "b", "meta": bad},
+                {"id": "c", "context_length": bad, "max_model_len": 2048},
+                {"id": "d", "max_context_length": 16384},
+            ]);
+            assert_eq!(windows(data), [None, None, Some(2048), Some(16384)], "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_entry_naming_the_window_several_ways_gives_the_first_in_order() {
+        let data = serde_json::json!([{"id": "a", "meta": {"n_ctx_train": 131072}, "max_model_len": 8192, "context_length": 4096}]);
+        assert_eq!(windows(data), [Some(4096)]);
     }
 
     #[test]

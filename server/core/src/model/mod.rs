@@ -29,7 +29,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::usage::Usage;
-pub use catalog::{model_list, ListedModel, ModelList, ModelSource, MODEL_LIST_LIMIT, MODEL_LIST_TIMEOUT};
+pub use catalog::{
+    model_list, reported_window, ListedModel, ModelList, ModelSource, MODEL_LIST_LIMIT, MODEL_LIST_TIMEOUT,
+    WINDOW_FIELDS,
+};
 pub use chat::{chat_bash_tool, chat_messages, chat_tools};
 pub use provider::{Provider, UnknownProvider};
 pub use request::{bash_tool, tools};
@@ -229,6 +232,10 @@ pub struct ModelClient {
     /// new client, [`ModelClient::with_model`]). Shared by clones, so each
     /// request of a turn does not rebuild the tool schemas.
     frame_cache: Arc<std::sync::Mutex<Option<(String, BodyFrame)>>>,
+    /// The context window the service's `GET /models` reports for this
+    /// client's model, asked once ([`ModelClient::reported_context_window`]);
+    /// shared by clones, so the background fetch and a turn share one answer.
+    reported_window: Arc<tokio::sync::OnceCell<Option<u64>>>,
 }
 
 impl fmt::Debug for ModelClient {
@@ -287,7 +294,15 @@ impl ModelClient {
         }
         let http =
             builder.build().map_err(|err| ModelError::fatal(format!("Could not set up the HTTP client: {err}")))?;
-        Ok(ModelClient { provider, config, http, url, authorization, frame_cache: Default::default() })
+        Ok(ModelClient {
+            provider,
+            config,
+            http,
+            url,
+            authorization,
+            frame_cache: Default::default(),
+            reported_window: Default::default(),
+        })
     }
 
     pub fn config(&self) -> &ModelConfig {
@@ -303,6 +318,7 @@ impl ModelClient {
         let mut client = self.clone();
         client.config.model = model.to_string();
         client.frame_cache = Default::default();
+        client.reported_window = Default::default();
         client
     }
 
