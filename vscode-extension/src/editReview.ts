@@ -39,12 +39,26 @@ interface Review {
 
 /** The three documents of a review, told apart by the URI's `side`. */
 type Side = 'before' | 'after' | 'diff';
+/** The `side` of a restored card's recorded diff (not a review: nothing is pending). */
+const RECORDED_SIDE = 'recorded';
+
+/** An edit of a restored card, as the session recorded it (`mino/history`). */
+interface RecordedEdit {
+  sessionId: string;
+  turnId: string;
+  callId: string;
+  edit: EditView;
+}
+
+const recordedKey = (sessionId: string, turnId: string, callId: string) => `${sessionId}\n${turnId}\n${callId}`;
 
 const reviewKey = (turnId: string, callId: string) => `${turnId}\n${callId}`;
 
 export class EditReviews implements vscode.TextDocumentContentProvider, vscode.Disposable {
   /** Newest last; at most MAX_REVIEWS. */
   private readonly reviews = new Map<string, Review>();
+  /** Recorded diffs opened from restored cards; newest last, at most MAX_REVIEWS. */
+  private readonly recorded = new Map<string, RecordedEdit>();
   private readonly disposables: vscode.Disposable[] = [];
   private sessionId: string | undefined;
 
@@ -142,9 +156,34 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
     await vscode.commands.executeCommand('vscode.diff', left, this.uri(review, 'after'), title, { preview: true });
   }
 
+  /**
+   * Opens the diff a restored edit card shows, as the session recorded it
+   * (the file as it was when proposed is not kept, so there is nothing to
+   * compare side by side): a read-only `diff` document named after the path.
+   * It decides nothing; the call is long settled.
+   */
+  async openRecorded(sessionId: string, turnId: string, callId: string, edit: EditView): Promise<void> {
+    const key = recordedKey(sessionId, turnId, callId);
+    this.recorded.delete(key);
+    this.recorded.set(key, { sessionId, turnId, callId, edit });
+    for (const old of this.recorded.keys()) {
+      if (this.recorded.size <= MAX_REVIEWS) break;
+      this.recorded.delete(old);
+    }
+    const query = new URLSearchParams({ session: sessionId, turn: turnId, call: callId, side: RECORDED_SIDE }).toString();
+    const uri = vscode.Uri.from({ scheme: PROPOSED_SCHEME, path: '/' + edit.path.replace(/^\/+/, '') + '.diff', query });
+    const opened = await vscode.workspace.openTextDocument(uri);
+    const doc = await vscode.languages.setTextDocumentLanguage(opened, 'diff');
+    await vscode.window.showTextDocument(doc, { preview: true });
+  }
+
   /** The content of a `mino-proposed:` document (read-only: no file system backs the scheme). */
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
     const query = new URLSearchParams(uri.query);
+    if (query.get('side') === RECORDED_SIDE) {
+      const recorded = this.recorded.get(recordedKey(query.get('session') ?? '', query.get('turn') ?? '', query.get('call') ?? ''));
+      return recorded?.edit.diff ?? '';
+    }
     const review = this.reviews.get(reviewKey(query.get('turn') ?? '', query.get('call') ?? ''));
     if (!review) return '';
     const prepared = await review.prepared;
@@ -172,6 +211,7 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
   dispose(): void {
     for (const d of this.disposables.splice(0)) d.dispose();
     this.reviews.clear();
+    this.recorded.clear();
   }
 }
 
