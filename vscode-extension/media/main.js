@@ -479,6 +479,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     el.appendChild(head);
     const commandEl = h('pre', 'tool-command', command);
     commandEl.id = 'mino-el-' + nextElementId++;
+    // A card made from a result alone (a call a deny rule refused before
+    // anything was asked) has no command to show: its output names the rule.
+    commandEl.hidden = !command;
     el.appendChild(commandEl);
     const actions = h('div', 'tool-actions');
     actions.hidden = true;
@@ -554,6 +557,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     const card = openCard(p.turnId, p.callId) || createCard(turn, p.turnId, p.callId, p.command);
     // The command asked about is the one shown, whatever the card held.
     card.command.textContent = p.command;
+    card.command.hidden = false;
     // An edit shows its file and hunks instead of a command's directory, environment and limits.
     const edit = editOf(p);
     if (edit) showEditProposal(card, p, edit);

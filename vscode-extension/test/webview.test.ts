@@ -956,6 +956,15 @@ describe.skipIf(skip)('approval rules in the card', () => {
     await host({ type: 'error', request: 'approval', turnId: 'ds1', callId: 'call_dw', code: -32602, message: 'refused' });
     expect(await card2.locator('.badge').textContent()).toBe('waiting for approval');
     expect((await approvals()).filter((m) => m.decision !== 'denySession' && m.decision !== 'denyWorkspace')).toEqual([]);
+
+    // A later call the rule refuses comes as a result alone: its card shows the refusal, and no empty command.
+    await notify('mino/toolResult', { turnId: 'ds1', seq: 4, callId: 'call_again', status: 'refused',
+      output: 'Denied by a rule the user set: prefix "git push --force"' });
+    const refused = page.locator('.tool-card[data-call-id="call_again"]');
+    expect(await refused.locator('.badge').textContent()).toBe('denied');
+    expect(await refused.locator('.tool-command').isHidden()).toBe(true);
+    expect(await refused.locator('.tool-output').textContent()).toBe('Denied by a rule the user set: prefix "git push --force"');
+    expect(await refused.getByRole('button', { name: 'Approve' }).count()).toBe(0);
     expect(probe.pageErrors).toEqual([]);
   });
 
