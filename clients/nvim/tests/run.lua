@@ -2024,6 +2024,8 @@ test("against the server: Deny for this session… refuses the same command aske
   assert_eq(results[2].params.status, "refused", "the second call's status")
   assert_contains(results[2].params.output, "Denied by a rule the user set", "the second call's output")
   wait_buffer("_Denied `call_1`, and from now on in this session every command starting with `touch leaked.txt` is refused without asking._")
+  -- The refused call is shown with the rule that refused it.
+  wait_buffer('Denied by a rule the user set: prefix "touch leaked.txt"')
 end)
 
 test("against the server: a rule the matcher refuses is shown and the question asked again", function()
