@@ -656,10 +656,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
    * The inline form of "Allow for session…", "Always allow in workspace…",
    * "Deny for session…", "Deny for workspace…" or "Deny with reason…": the
    * rule (prefilled with the server's suggestion, editable, prefix or exact)
-   * or the reason. A deny rule's form denies the call: it never approves. The person just chose it, so its
-   * text field takes focus; its confirm button never does, and only a
-   * deliberate click (or Enter/Space pressed on it) confirms. Enter in the
-   * text field confirms nothing.
+   * or the reason. A deny rule's form denies the call: it never approves.
+   * The person just chose it, so its text field takes focus; its confirm
+   * button never does, and only a deliberate click (or Enter/Space pressed on
+   * it) confirms. Enter in the text field confirms nothing.
    */
   function openAnswerForm(card, p, choice) {
     const old = card.actions.querySelector('.answer-form');

@@ -204,7 +204,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       void vscode.window.showInformationMessage('Mino: no recorded diff of this edit is shown here; reopen the session to see it.');
       return;
     }
-    await this.edits.openRecorded(history.sessionId, turnId, callId, edit);
+    await this.edits.openRecorded({ sessionId: history.sessionId, turnId, callId, occurrence }, edit);
   }
 
   /** Inserts `text` at every cursor of the active editor, replacing what is selected. */
@@ -238,6 +238,6 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
  */
 function recordedEdit(history: HistoryResult, turnId: string, callId: string, occurrence: number): EditView | undefined {
   const turn = history.turns.find((t) => t.turnId === turnId);
-  const call = turn?.calls.filter((c) => c.callId === callId)[Number.isInteger(occurrence) ? occurrence : 0];
+  const call = turn?.calls.filter((c) => c.callId === callId)[occurrence];
   return call?.edit && call.edit.diff ? call.edit : undefined;
 }

@@ -42,23 +42,28 @@ type Side = 'before' | 'after' | 'diff';
 /** The `side` of a restored card's recorded diff (not a review: nothing is pending). */
 const RECORDED_SIDE = 'recorded';
 
-/** An edit of a restored card, as the session recorded it (`mino/history`). */
-interface RecordedEdit {
+/**
+ * Where a restored card's edit was recorded: the session, the turn, and which
+ * of the turn's calls with that id it is (models repeat ids), 0 for the first.
+ */
+export interface RecordedAt {
   sessionId: string;
   turnId: string;
   callId: string;
-  edit: EditView;
+  occurrence: number;
 }
 
-const recordedKey = (sessionId: string, turnId: string, callId: string) => `${sessionId}\n${turnId}\n${callId}`;
+/** Names a recorded diff, in the map and in its document's URI (one document per call, never another call's). */
+const recordedQuery = (at: RecordedAt) =>
+  new URLSearchParams({ session: at.sessionId, turn: at.turnId, call: at.callId, occurrence: String(at.occurrence), side: RECORDED_SIDE }).toString();
 
 const reviewKey = (turnId: string, callId: string) => `${turnId}\n${callId}`;
 
 export class EditReviews implements vscode.TextDocumentContentProvider, vscode.Disposable {
   /** Newest last; at most MAX_REVIEWS. */
   private readonly reviews = new Map<string, Review>();
-  /** Recorded diffs opened from restored cards; newest last, at most MAX_REVIEWS. */
-  private readonly recorded = new Map<string, RecordedEdit>();
+  /** The edits (as `mino/history` recorded them) of restored cards opened, by recordedQuery; newest last, at most MAX_REVIEWS. */
+  private readonly recorded = new Map<string, EditView>();
   private readonly disposables: vscode.Disposable[] = [];
   private sessionId: string | undefined;
 
@@ -162,15 +167,14 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
    * compare side by side): a read-only `diff` document named after the path.
    * It decides nothing; the call is long settled.
    */
-  async openRecorded(sessionId: string, turnId: string, callId: string, edit: EditView): Promise<void> {
-    const key = recordedKey(sessionId, turnId, callId);
-    this.recorded.delete(key);
-    this.recorded.set(key, { sessionId, turnId, callId, edit });
+  async openRecorded(at: RecordedAt, edit: EditView): Promise<void> {
+    const query = recordedQuery(at);
+    this.recorded.delete(query);
+    this.recorded.set(query, edit);
     for (const old of this.recorded.keys()) {
       if (this.recorded.size <= MAX_REVIEWS) break;
       this.recorded.delete(old);
     }
-    const query = new URLSearchParams({ session: sessionId, turn: turnId, call: callId, side: RECORDED_SIDE }).toString();
     const uri = vscode.Uri.from({ scheme: PROPOSED_SCHEME, path: '/' + edit.path.replace(/^\/+/, '') + '.diff', query });
     const opened = await vscode.workspace.openTextDocument(uri);
     const doc = await vscode.languages.setTextDocumentLanguage(opened, 'diff');
@@ -181,8 +185,8 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
     const query = new URLSearchParams(uri.query);
     if (query.get('side') === RECORDED_SIDE) {
-      const recorded = this.recorded.get(recordedKey(query.get('session') ?? '', query.get('turn') ?? '', query.get('call') ?? ''));
-      return recorded?.edit.diff ?? '';
+      const at = { sessionId: query.get('session') ?? '', turnId: query.get('turn') ?? '', callId: query.get('call') ?? '', occurrence: Number(query.get('occurrence')) };
+      return this.recorded.get(recordedQuery(at))?.diff ?? '';
     }
     const review = this.reviews.get(reviewKey(query.get('turn') ?? '', query.get('call') ?? ''));
     if (!review) return '';

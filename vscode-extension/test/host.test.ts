@@ -1055,6 +1055,8 @@ describe('edit review: the diff editor and its read-only proposed document', () 
     firstView.webview.receive({ type: 'reviewRecordedEdit', turnId: 't7', callId: 'call_h', occurrence: 1 });
     await settle();
     expect(fake.mock.shownDocuments.at(-1)!.document.getText()).toBe(EGGS_DIFF);
+    // Each call its own document: VS Code keeps a document per URI.
+    expect(fake.mock.shownDocuments.at(-1)!.document.uri.toString()).not.toBe(shown.document.uri.toString());
     // Read-only: served by the content provider alone; no diff editor, no decision.
     expect([...fake.mock.contentProviders.keys()]).toEqual([PROPOSED_SCHEME]);
     expect(fake.mock.executed.filter((e) => e.command === 'vscode.diff')).toEqual([]);
