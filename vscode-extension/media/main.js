@@ -479,6 +479,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     el.appendChild(head);
     const commandEl = h('pre', 'tool-command', command);
     commandEl.id = 'mino-el-' + nextElementId++;
+    // A card made from a result alone (a call a deny rule refused before
+    // anything was asked) has no command to show: its output names the rule.
+    commandEl.hidden = !command;
     el.appendChild(commandEl);
     const actions = h('div', 'tool-actions');
     actions.hidden = true;
@@ -554,6 +557,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     const card = openCard(p.turnId, p.callId) || createCard(turn, p.turnId, p.callId, p.command);
     // The command asked about is the one shown, whatever the card held.
     card.command.textContent = p.command;
+    card.command.hidden = false;
     // An edit shows its file and hunks instead of a command's directory, environment and limits.
     const edit = editOf(p);
     if (edit) showEditProposal(card, p, edit);
@@ -574,17 +578,21 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     const rulesOffered = typeof p.approvalMode === 'string';
     const suggested = p.suggestedRule && (p.suggestedRule.kind === 'path' ? p.suggestedRule.pattern : p.suggestedRule.command);
     const ruleable = rulesOffered && typeof suggested === 'string';
+    // The rule choices, allow and deny alike, are offered only where a rule
+    // can cover the call (the same suggestion prefills both).
     for (const [choice, label] of [
       ['allowSession', 'Allow for session…'],
       ['allowWorkspace', 'Always allow in workspace…'],
+      ['denySession', 'Deny for session…'],
+      ['denyWorkspace', 'Deny for workspace…'],
       ['denyReason', 'Deny with reason…'],
     ]) {
-      const isAllow = choice !== 'denyReason';
-      if (isAllow && !rulesOffered) continue;
+      const isRule = choice !== 'denyReason';
+      if (isRule && !rulesOffered) continue;
       const b = deliberateButton('secondary open-form ' + choice, label, () => openAnswerForm(card, p, choice));
       b.dataset.choice = choice;
       b.setAttribute('aria-describedby', question.id + ' ' + card.command.id);
-      if (isAllow && !ruleable) {
+      if (isRule && !ruleable) {
         b.disabled = true;
         b.dataset.keepDisabled = 'true';
       }
@@ -607,11 +615,14 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     scrollToEnd();
   }
 
-  /** `extra`: the `reason` of a deny, the `rule` of allowSession/allowWorkspace. */
+  /** The decisions that refuse the call (with or without a rule). */
+  const DENYING = new Set(['deny', 'denySession', 'denyWorkspace']);
+
+  /** `extra`: the `reason` of a deny, the `rule` of allowSession/allowWorkspace/denySession/denyWorkspace. */
   function decide(card, turnId, callId, decision, extra) {
     setCardControlsDisabled(card, true);
     card.actionError.hidden = true;
-    setCardStatus(card, decision === 'deny' ? 'denied' : 'approved');
+    setCardStatus(card, DENYING.has(decision) ? 'denied' : 'approved');
     post(Object.assign({ type: 'approval', turnId, callId, decision }, extra || {}));
   }
 
@@ -633,27 +644,34 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     'sandboxed-auto': 'run sandboxed commands without asking',
   };
 
+  /** What each rule choice's form says and its confirm button reads. */
+  const RULE_FORMS = {
+    allowSession: { title: 'Allow without asking, for the rest of this session:', confirm: 'Allow for session', verb: 'allows' },
+    allowWorkspace: { title: 'Always allow in this workspace (kept in its rules file):', confirm: 'Always allow', verb: 'allows' },
+    denySession: { title: 'Deny, and refuse without asking for the rest of this session:', confirm: 'Deny for session', verb: 'denies' },
+    denyWorkspace: { title: 'Deny, and always refuse in this workspace (kept in its rules file):', confirm: 'Deny for workspace', verb: 'denies' },
+  };
+
   /**
-   * The inline form of "Allow for session…", "Always allow in workspace…" or
-   * "Deny with reason…": the rule (prefilled with the server's suggestion,
-   * editable, prefix or exact) or the reason. The person just chose it, so its
-   * text field takes focus; its confirm button never does, and only a
-   * deliberate click (or Enter/Space pressed on it) confirms. Enter in the
-   * text field confirms nothing.
+   * The inline form of "Allow for session…", "Always allow in workspace…",
+   * "Deny for session…", "Deny for workspace…" or "Deny with reason…": the
+   * rule (prefilled with the server's suggestion, editable, prefix or exact)
+   * or the reason. A deny rule's form denies the call: it never approves.
+   * The person just chose it, so its text field takes focus; its confirm
+   * button never does, and only a deliberate click (or Enter/Space pressed on
+   * it) confirms. Enter in the text field confirms nothing.
    */
   function openAnswerForm(card, p, choice) {
     const old = card.actions.querySelector('.answer-form');
     if (old) old.remove();
     for (const b of card.actions.querySelectorAll('.open-form')) b.setAttribute('aria-expanded', String(b === card.actions.querySelector('.open-form.' + choice)));
     const isDeny = choice === 'denyReason';
+    const ruleForm = RULE_FORMS[choice];
+    const denies = isDeny || DENYING.has(choice);
     const formEl = h('div', 'answer-form ' + choice);
     formEl.setAttribute('role', 'group');
     const titleId = 'mino-el-' + nextElementId++;
-    const heading = h('div', 'answer-form-title', isDeny
-      ? 'Deny, and tell Mino why:'
-      : choice === 'allowSession'
-        ? 'Allow without asking, for the rest of this session:'
-        : 'Always allow in this workspace (kept in its rules file):');
+    const heading = h('div', 'answer-form-title', isDeny ? 'Deny, and tell Mino why:' : ruleForm.title);
     heading.id = titleId;
     formEl.setAttribute('aria-labelledby', titleId);
     formEl.appendChild(heading);
@@ -680,12 +698,12 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       field.type = 'text';
       field.value = p.suggestedRule.pattern;
       field.spellcheck = false;
-      field.setAttribute('aria-label', 'Files the rule allows edits of (a glob such as src/**/*.rs)');
+      field.setAttribute('aria-label', 'Files the rule ' + ruleForm.verb + ' edits of (a glob such as src/**/*.rs)');
       formEl.appendChild(field);
       answer = () => {
         const pattern = field.value.trim();
         if (!pattern) {
-          error.textContent = 'Enter the files the rule allows (a glob such as src/**/*.rs).';
+          error.textContent = 'Enter the files the rule ' + ruleForm.verb + ' (a glob such as src/**/*.rs).';
           error.hidden = false;
           return null;
         }
@@ -721,16 +739,16 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       field.type = 'text';
       field.value = prefill[kind];
       field.spellcheck = false;
-      field.setAttribute('aria-label', 'Command the rule allows');
+      field.setAttribute('aria-label', 'Command the rule ' + ruleForm.verb);
       formEl.appendChild(field);
       if (p.approvalMode === 'ask') {
-        formEl.appendChild(h('div', 'answer-form-note',
-          'The approval mode is ask: this command runs now and the rule is kept, but later commands use it only once the mode is rules.'));
+        formEl.appendChild(h('div', 'answer-form-note', 'The approval mode is ask: this command ' +
+          (denies ? 'is denied' : 'runs') + ' now and the rule is kept, but later commands use it only once the mode is rules.'));
       }
       answer = () => {
         const command = field.value.trim();
         if (!command) {
-          error.textContent = 'Enter the command the rule allows.';
+          error.textContent = 'Enter the command the rule ' + ruleForm.verb + '.';
           error.hidden = false;
           return null;
         }
@@ -739,8 +757,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     }
     field.addEventListener('input', () => (error.hidden = true));
     formEl.appendChild(error);
-    const confirmLabel = isDeny ? 'Deny' : choice === 'allowSession' ? 'Allow for session' : 'Always allow';
-    const confirm = deliberateButton((isDeny ? 'secondary' : 'primary') + ' confirm-answer', confirmLabel, () => {
+    const confirmLabel = isDeny ? 'Deny' : ruleForm.confirm;
+    const confirm = deliberateButton((denies ? 'secondary' : 'primary') + ' confirm-answer', confirmLabel, () => {
       const extra = answer();
       if (extra === null) return;
       decide(card, p.turnId, p.callId, isDeny ? 'deny' : choice, extra);
@@ -1115,6 +1133,14 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     if (c.result) toolResult(Object.assign({ callId: c.callId, command: c.command, tool: c.tool, evidence: c.evidence }, c.result), turnId);
     else setCardStatus(card, 'running');
     showApprovedBy(card, c.approvedBy, c.sandbox);
+    // An edit written in an earlier view: its Review diff shows the recorded
+    // diff (the file as it was when proposed is not kept). It decides nothing.
+    // A model may repeat a call id within a turn: `occurrence` names which of them.
+    const edit = editOf(c);
+    if (edit && edit.diff) {
+      const occurrence = (cards.get(cardKey(turnId, c.callId)) || []).indexOf(card);
+      showEditDiff(card, 'Applied change', edit.diff, () => post({ type: 'reviewRecordedEdit', turnId, callId: c.callId, occurrence }));
+    }
     // History carries one output per call; live output flag stays off.
     card.liveOutput = false;
     return card;

@@ -5,7 +5,8 @@
 import * as vscode from 'vscode';
 import type { ContextSource, HostMessage, ViewSession, WebviewMessage } from './messages';
 import { readContext } from './editorContext';
-import { isRpcError, Notification, type HistoryResult, type RecoveryNotification } from './protocol';
+import type { EditReviews } from './editReview';
+import { isRpcError, Notification, type EditView, type HistoryResult, type RecoveryNotification } from './protocol';
 import { errorMessage, type MinoServer } from './server';
 import { renderChatHtml } from './webviewHtml';
 
@@ -17,11 +18,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private syncGeneration = 0;
   /** The session the view was last told about. */
   private shownSessionId: string | undefined;
+  /** The history last sent to the view: a restored edit card's Review diff shows what it recorded. */
+  private shownHistory: HistoryResult | undefined;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly server: MinoServer,
     private readonly output: vscode.OutputChannel,
+    private readonly edits: EditReviews,
   ) {
     this.disposables.push(
       server.onDidChangeState(() => void this.sync()),
@@ -105,7 +109,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     if (session && state === 'ready') this.postSession(session);
     const model = this.server.model;
     if (model && state === 'ready') this.post({ type: 'model', model });
-    if (history) this.post({ type: 'history', history });
+    if (history) {
+      this.shownHistory = history;
+      this.post({ type: 'history', history });
+    }
     const recovery: RecoveryNotification | undefined = this.server.recovery;
     if (recovery && state === 'ready') {
       this.post({ type: 'notification', method: Notification.recovery, params: recovery });
@@ -143,6 +150,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       case 'reviewEdit':
         await vscode.commands.executeCommand('mino.reviewPendingEdit', msg.turnId, msg.callId);
         return;
+      case 'reviewRecordedEdit':
+        return this.reviewRecordedEdit(msg.turnId, msg.callId, msg.occurrence);
     }
     const conn = this.server.connection;
     if (!conn) {
@@ -184,6 +193,20 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     }
   }
 
+  /**
+   * Opens the diff the session recorded for a restored edit card's call,
+   * taken from the history the view was sent (never from the view's message).
+   */
+  private async reviewRecordedEdit(turnId: string, callId: string, occurrence: number): Promise<void> {
+    const history = this.shownHistory;
+    const edit = history && recordedEdit(history, turnId, callId, occurrence);
+    if (!history || !edit) {
+      void vscode.window.showInformationMessage('Mino: no recorded diff of this edit is shown here; reopen the session to see it.');
+      return;
+    }
+    await this.edits.openRecorded({ sessionId: history.sessionId, turnId, callId, occurrence }, edit);
+  }
+
   /** Inserts `text` at every cursor of the active editor, replacing what is selected. */
   private async insertAtCursor(text: string): Promise<void> {
     const editor = vscode.window.activeTextEditor;
@@ -207,4 +230,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   dispose(): void {
     for (const d of this.disposables.splice(0)) d.dispose();
   }
+}
+
+/**
+ * The edit the `occurrence`-th call `callId` of a history's turn recorded as
+ * written, if any (an edit never written has an empty diff).
+ */
+function recordedEdit(history: HistoryResult, turnId: string, callId: string, occurrence: number): EditView | undefined {
+  const turn = history.turns.find((t) => t.turnId === turnId);
+  const call = turn?.calls.filter((c) => c.callId === callId)[occurrence];
+  return call?.edit && call.edit.diff ? call.edit : undefined;
 }

@@ -39,12 +39,31 @@ interface Review {
 
 /** The three documents of a review, told apart by the URI's `side`. */
 type Side = 'before' | 'after' | 'diff';
+/** The `side` of a restored card's recorded diff (not a review: nothing is pending). */
+const RECORDED_SIDE = 'recorded';
+
+/**
+ * Where a restored card's edit was recorded: the session, the turn, and which
+ * of the turn's calls with that id it is (models repeat ids), 0 for the first.
+ */
+export interface RecordedAt {
+  sessionId: string;
+  turnId: string;
+  callId: string;
+  occurrence: number;
+}
+
+/** Names a recorded diff, in the map and in its document's URI (one document per call, never another call's). */
+const recordedQuery = (at: RecordedAt) =>
+  new URLSearchParams({ session: at.sessionId, turn: at.turnId, call: at.callId, occurrence: String(at.occurrence), side: RECORDED_SIDE }).toString();
 
 const reviewKey = (turnId: string, callId: string) => `${turnId}\n${callId}`;
 
 export class EditReviews implements vscode.TextDocumentContentProvider, vscode.Disposable {
   /** Newest last; at most MAX_REVIEWS. */
   private readonly reviews = new Map<string, Review>();
+  /** The edits (as `mino/history` recorded them) of restored cards opened, by recordedQuery; newest last, at most MAX_REVIEWS. */
+  private readonly recorded = new Map<string, EditView>();
   private readonly disposables: vscode.Disposable[] = [];
   private sessionId: string | undefined;
 
@@ -142,9 +161,33 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
     await vscode.commands.executeCommand('vscode.diff', left, this.uri(review, 'after'), title, { preview: true });
   }
 
+  /**
+   * Opens the diff a restored edit card shows, as the session recorded it
+   * (the file as it was when proposed is not kept, so there is nothing to
+   * compare side by side): a read-only `diff` document named after the path.
+   * It decides nothing; the call is long settled.
+   */
+  async openRecorded(at: RecordedAt, edit: EditView): Promise<void> {
+    const query = recordedQuery(at);
+    this.recorded.delete(query);
+    this.recorded.set(query, edit);
+    for (const old of this.recorded.keys()) {
+      if (this.recorded.size <= MAX_REVIEWS) break;
+      this.recorded.delete(old);
+    }
+    const uri = vscode.Uri.from({ scheme: PROPOSED_SCHEME, path: '/' + edit.path.replace(/^\/+/, '') + '.diff', query });
+    const opened = await vscode.workspace.openTextDocument(uri);
+    const doc = await vscode.languages.setTextDocumentLanguage(opened, 'diff');
+    await vscode.window.showTextDocument(doc, { preview: true });
+  }
+
   /** The content of a `mino-proposed:` document (read-only: no file system backs the scheme). */
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
     const query = new URLSearchParams(uri.query);
+    if (query.get('side') === RECORDED_SIDE) {
+      const at = { sessionId: query.get('session') ?? '', turnId: query.get('turn') ?? '', callId: query.get('call') ?? '', occurrence: Number(query.get('occurrence')) };
+      return this.recorded.get(recordedQuery(at))?.diff ?? '';
+    }
     const review = this.reviews.get(reviewKey(query.get('turn') ?? '', query.get('call') ?? ''));
     if (!review) return '';
     const prepared = await review.prepared;
@@ -172,6 +215,7 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
   dispose(): void {
     for (const d of this.disposables.splice(0)) d.dispose();
     this.reviews.clear();
+    this.recorded.clear();
   }
 }
 

@@ -20,10 +20,10 @@ let server: MinoServer | undefined;
 export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
   const output = vscode.window.createOutputChannel('Mino Server', { log: true });
   server = new MinoServer({ context, output });
-  const view = new ChatViewProvider(context.extensionUri, server, output);
   const s = server;
-  const sessions = new SessionCommands(s, output);
   const edits = new EditReviews(s);
+  const view = new ChatViewProvider(context.extensionUri, s, output, edits);
+  const sessions = new SessionCommands(s, output);
 
   context.subscriptions.push(
     output,

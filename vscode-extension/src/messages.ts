@@ -10,11 +10,17 @@ export type WebviewMessage =
   | { type: 'send'; text: string }
   /**
    * The answer to one approval card: `turnId` and `callId` of its `mino/approvalRequest`;
-   * `reason` with a deny, `rule` (as the person edited it) with allowSession/allowWorkspace.
+   * `reason` with a deny, `rule` (as the person edited it) with allowSession/allowWorkspace/denySession/denyWorkspace.
    */
   | { type: 'approval'; turnId: string; callId: string; decision: Decision; reason?: string; rule?: RuleSpec }
   /** An edit card's "Review diff": open the diff editor on that call's proposed content (decides nothing). */
   | { type: 'reviewEdit'; turnId: string; callId: string }
+  /**
+   * A restored edit card's "Review diff": open the diff the session recorded
+   * for that call (from the history the host sent) as a read-only document.
+   * `occurrence`: which of the turn's calls with that id (models may repeat one), 0 for the first.
+   */
+  | { type: 'reviewRecordedEdit'; turnId: string; callId: string; occurrence: number }
   /** The header's Rename: the host asks for the new title. */
   | { type: 'renameSession' }
   /** The header's model was clicked: Mino: Choose Model. */

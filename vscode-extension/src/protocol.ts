@@ -57,8 +57,10 @@ export type CallEvidence = Evidence;
 
 export type NotificationMethod = keyof NotificationMap;
 
-/** What goes with a decision: `reason` only with deny, `rule` with allowSession/allowWorkspace. */
+/** What goes with a decision: `reason` only with deny, `rule` with allowSession/allowWorkspace/denySession/denyWorkspace. */
 export type DecisionDetails = Pick<ApprovalParams, 'reason' | 'rule'>;
+/** The decisions that grant a rule (allow or deny) and so carry one. */
+export const RULE_DECISIONS: ReadonlySet<Decision> = new Set<Decision>(['allowSession', 'allowWorkspace', 'denySession', 'denyWorkspace']);
 export const ALL_NOTIFICATIONS = Object.values(Notification) as NotificationMethod[];
 
 // ---------------------------------------------------------------- connection
@@ -128,12 +130,12 @@ export class MinoConnection implements Disposable {
 
   /**
    * Answers the `mino/approvalRequest` of `callId` in `turnId`; `details`
-   * carries the reason of a deny or the rule of an allowSession/allowWorkspace.
+   * carries the reason of a deny or the rule of an allowSession/allowWorkspace/denySession/denyWorkspace.
    */
   decide(turnId: string, callId: string, decision: Decision, details: DecisionDetails = {}): Promise<EmptyResult> {
     const params: ApprovalParams = { turnId, callId, decision };
     if (decision === 'deny' && details.reason) params.reason = details.reason;
-    if ((decision === 'allowSession' || decision === 'allowWorkspace') && details.rule) params.rule = details.rule;
+    if (RULE_DECISIONS.has(decision) && details.rule) params.rule = details.rule;
     return this.request(Method.approval, params);
   }
 

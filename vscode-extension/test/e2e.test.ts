@@ -275,14 +275,59 @@ describe.skipIf(SKIP_WEBVIEW || !hasRules)(
   },
 );
 
+describe.skipIf(SKIP_WEBVIEW)('deny rules through the extension, the real server and the webview', () => {
+  it('Deny for session… in the card denies the command, and the same command asked again is refused by the rule without a question', async () => {
+    await mock.script([
+      { type: 'calls', calls: [{ call_id: 'call_1', command: 'touch leaked.txt' }] },
+      { type: 'calls', calls: [{ call_id: 'call_2', command: 'touch leaked.txt' }] },
+      { type: 'text', deltas: ['Not written.'] },
+    ]);
+    const { api, cwd } = await launchFresh();
+    // Rules apply in the `rules` approval mode (the extension has no setting for it yet).
+    await clients.at(-1)!.sendRequest('mino/settings/update', { approvalMode: 'rules' });
+    const input = page.locator('#input');
+    await expect.poll(() => page.locator('#send').isDisabled()).toBe(false);
+    await input.fill('Leave a note.');
+    await input.press('Enter');
+    const card = page.locator('.tool-card[data-call-id="call_1"]');
+    await expect.poll(() => card.getByRole('button', { name: 'Deny for session…' }).isVisible(), { timeout: 15000 }).toBe(true);
+    await card.getByRole('button', { name: 'Deny for session…' }).click();
+    const field = card.locator('input.rule-command');
+    // Prefilled with the server's suggestion (the command's first words), edited here to the whole command.
+    expect('touch leaked.txt'.startsWith(await field.inputValue())).toBe(true);
+    await field.fill('touch leaked.txt');
+    await card.locator('.answer-form').getByRole('button', { name: 'Deny for session', exact: true }).click();
+    await expect.poll(() => card.locator('.badge').textContent(), { timeout: 15000 }).toBe('denied');
+
+    // The second, identical call is refused by the rule: no card waits for an answer.
+    const second = page.locator('.tool-card[data-call-id="call_2"]');
+    await expect.poll(() => second.locator('.badge').textContent(), { timeout: 15000 }).toBe('denied');
+    await expect.poll(() => page.locator('.turn').last().locator('.assistant-text').last().textContent(), { timeout: 15000 }).toBe('Not written.');
+    expect(await second.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    expect(await second.locator('.tool-output').textContent()).toBe('Denied by a rule the user set: prefix "touch leaked.txt"');
+    expect(await page.locator('.tool-card[data-status="waiting"]').count()).toBe(0);
+    expect(existsSync(path.join(cwd, 'leaked.txt'))).toBe(false);
+    const requests = await mock.requests();
+    const outputs = (requests[requests.length - 1].body.input as any[]).filter((i) => i.type === 'function_call_output');
+    expect(String(outputs.find((o) => o.call_id === 'call_2')?.output)).toContain('Denied by a rule the user set');
+
+    // The rule is a session deny rule, listed by Mino: Rules.
+    const rules = await api.server.connection!.listRules();
+    expect(rules.rules.map((r: any) => [r.kind, r.command, r.scope, r.effect])).toEqual([['prefix', 'touch leaked.txt', 'session', 'deny']]);
+    await page.screenshot({ path: path.join(OUT, 'e2e-deny-rule.png'), fullPage: true });
+    expect(probe.cspViolations).toEqual([]);
+    expect(probe.pageErrors).toEqual([]);
+  });
+});
+
 describe.skipIf(SKIP_WEBVIEW)('an edit through the extension, the real server and the webview', () => {
-  it("the card shows the server's hunks; Review diff opens vscode.diff whose proposed side is the server's diff applied to the file (no final newline kept); Approve writes exactly that", async () => {
+  it("the card shows the server's hunks; Review diff opens vscode.diff whose proposed side is the server's diff applied to the file (no final newline kept); Approve writes exactly that; reloaded, the restored card's Review diff opens the recorded diff read-only", async () => {
     await mock.script([
       { type: 'named_call', call_id: 'call_edit', name: 'edit_file',
         arguments: JSON.stringify({ path: 'shopping.txt', old_text: 'jam', new_text: 'jam\nmilk' }) },
       { type: 'text', deltas: ['Milk added.'] },
     ]);
-    const { cwd } = await launchFresh();
+    const { api, cwd } = await launchFresh();
     // The file has no final newline: the diff carries "\ No newline at end of file".
     const file = path.join(realpathSync(cwd), 'shopping.txt');
     writeFileSync(file, 'bread\nbutter\njam');
@@ -307,7 +352,27 @@ describe.skipIf(SKIP_WEBVIEW)('an edit through the extension, the real server an
     await expect.poll(() => card.locator('.badge').textContent(), { timeout: 15000 }).toBe('succeeded');
     expect(readFileSync(file, 'utf8')).toBe('bread\nbutter\njam\nmilk');
     expect(await card.locator('.edit-diff-label').textContent()).toBe('Applied change');
+    await expect.poll(() => page.locator('.turn').last().locator('.assistant-text').last().textContent(), { timeout: 15000 }).toBe('Milk added.');
     await page.screenshot({ path: path.join(OUT, 'e2e-edit.png'), fullPage: true });
+
+    // The view loads again: the card is restored from the server's history, and
+    // its Review diff opens the diff the session recorded, read-only, deciding nothing.
+    await page.reload();
+    const restored = page.locator('.tool-card[data-call-id="call_edit"]');
+    await expect.poll(() => restored.getByRole('button', { name: 'Review diff' }).isVisible(), { timeout: 15000 }).toBe(true);
+    expect(await restored.locator('.edit-diff-label').textContent()).toBe('Applied change');
+    const history = await api.server.connection!.history();
+    const recorded = history.turns.at(-1)!.calls.find((c) => c.callId === 'call_edit')!.edit!.diff;
+    expect(recorded).toContain('+milk');
+    const shownBefore = fake.mock.shownDocuments.length;
+    await restored.getByRole('button', { name: 'Review diff' }).click();
+    await expect.poll(() => fake.mock.shownDocuments.length, { timeout: 15000 }).toBe(shownBefore + 1);
+    const shown = fake.mock.shownDocuments.at(-1)!.document;
+    expect(shown.languageId).toBe('diff');
+    expect(shown.uri.path).toBe('/shopping.txt.diff');
+    expect(shown.getText()).toBe(recorded);
+    expect(await restored.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    expect(readFileSync(file, 'utf8')).toBe('bread\nbutter\njam\nmilk');
     expect(probe.cspViolations).toEqual([]);
     expect(probe.pageErrors).toEqual([]);
   });

@@ -809,11 +809,16 @@ describe('approval rules: decisions and the Rules quick pick', () => {
     firstView.webview.receive({ type: 'approval', turnId: 't1', callId: 'a', decision: 'allowSession', rule: { kind: 'prefix', command: 'npm run test' } });
     firstView.webview.receive({ type: 'approval', turnId: 't1', callId: 'b', decision: 'allowWorkspace', rule: { kind: 'exact', command: 'cargo fmt --all' } });
     firstView.webview.receive({ type: 'approval', turnId: 't1', callId: 'c', decision: 'deny', reason: 'not on main' });
+    firstView.webview.receive({ type: 'approval', turnId: 't1', callId: 'e', decision: 'denySession', rule: { kind: 'prefix', command: 'git push' } });
+    firstView.webview.receive({ type: 'approval', turnId: 't1', callId: 'f', decision: 'denyWorkspace', rule: { kind: 'path', pattern: 'secrets/**' } });
     await settle();
     expect(c.requests.filter((r) => r.method === 'mino/approval').map((r) => r.params)).toEqual([
       { turnId: 't1', callId: 'a', decision: 'allowSession', rule: { kind: 'prefix', command: 'npm run test' } },
       { turnId: 't1', callId: 'b', decision: 'allowWorkspace', rule: { kind: 'exact', command: 'cargo fmt --all' } },
       { turnId: 't1', callId: 'c', decision: 'deny', reason: 'not on main' },
+      // A deny rule travels with its decision, as the person edited it.
+      { turnId: 't1', callId: 'e', decision: 'denySession', rule: { kind: 'prefix', command: 'git push' } },
+      { turnId: 't1', callId: 'f', decision: 'denyWorkspace', rule: { kind: 'path', pattern: 'secrets/**' } },
     ]);
     // A refused rule comes back to the card with its code.
     c.replies.set('mino/approval', () => new RpcFailure(-32602, 'a rule for `bash` would allow any command'));
@@ -1021,6 +1026,48 @@ describe('edit review: the diff editor and its read-only proposed document', () 
     expect(text).toContain('does not apply to shopping.txt');
     expect(text.endsWith(MILK_DIFF)).toBe(true);
     expect(fake.mock.warningMessages.at(-1)!.message).toContain('does not apply');
+  });
+
+  it("a restored card's Review diff opens the diff the history recorded as a read-only diff document named after the path; it sends no decision", async () => {
+    const c = client();
+    const recorded = (callId: string, diff: string) => ({
+      callId, command: 'edit_file shopping.txt', tool: 'edit_file', approvedBy: { kind: 'user' }, sandbox: 'off',
+      edit: { tool: 'edit_file', path: 'shopping.txt', newFile: false, size: 22, leavesWorkspace: false, diff },
+      result: diff ? { status: 'success', output: 'Edited shopping.txt.', diff } : { status: 'error', output: 'not found' },
+    });
+    const EGGS_DIFF = MILK_DIFF.replace('+milk', '+eggs');
+    c.replies.set('mino/history', { sessionId: 's1', hasMore: false, turns: [{
+      turnId: 't7', input: 'Add milk.', text: '', status: 'completed', notices: [],
+      calls: [recorded('call_h', MILK_DIFF), recorded('call_h', EGGS_DIFF), recorded('call_e', '')],
+    }] });
+    firstView.webview.receive({ type: 'ready' });
+    await settle();
+    // The file on disk now holds something else: the document is what was recorded, not the file.
+    fake.mock.files.set(`${WS}/shopping.txt`, 'eggs\n');
+    firstView.webview.receive({ type: 'reviewRecordedEdit', turnId: 't7', callId: 'call_h', occurrence: 0 });
+    await settle();
+    const shown = fake.mock.shownDocuments.at(-1)!;
+    expect(shown.document.languageId).toBe('diff');
+    expect(shown.document.uri.scheme).toBe(PROPOSED_SCHEME);
+    expect(shown.document.uri.path).toBe('/shopping.txt.diff');
+    expect(shown.document.getText()).toBe(MILK_DIFF);
+    // The second call of the same id shows its own diff.
+    firstView.webview.receive({ type: 'reviewRecordedEdit', turnId: 't7', callId: 'call_h', occurrence: 1 });
+    await settle();
+    expect(fake.mock.shownDocuments.at(-1)!.document.getText()).toBe(EGGS_DIFF);
+    // Each call its own document: VS Code keeps a document per URI.
+    expect(fake.mock.shownDocuments.at(-1)!.document.uri.toString()).not.toBe(shown.document.uri.toString());
+    // Read-only: served by the content provider alone; no diff editor, no decision.
+    expect([...fake.mock.contentProviders.keys()]).toEqual([PROPOSED_SCHEME]);
+    expect(fake.mock.executed.filter((e) => e.command === 'vscode.diff')).toEqual([]);
+    expect(c.requests.filter((r) => r.method === 'mino/approval')).toEqual([]);
+    // A call with no recorded diff (or one the view was never sent) opens nothing and says why.
+    const opened = fake.mock.shownDocuments.length;
+    firstView.webview.receive({ type: 'reviewRecordedEdit', turnId: 't7', callId: 'call_e', occurrence: 0 });
+    firstView.webview.receive({ type: 'reviewRecordedEdit', turnId: 't8', callId: 'call_h', occurrence: 0 });
+    await settle();
+    expect(fake.mock.shownDocuments).toHaveLength(opened);
+    expect(fake.mock.infoMessages.at(-1)!.message).toContain('no recorded diff of this edit');
   });
 
   it("a card's Review diff opens that call's review and sends no decision; the palette command finds no pending edit once the call started", async () => {

@@ -301,6 +301,8 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     expect(await page.locator('#notices').innerText()).toContain('Not executed (never started): cat shopping.txt');
     expect(await page.locator('#input').isDisabled()).toBe(true);
     expect(await page.locator('#send').isDisabled()).toBe(true);
+    // The gate answers the unknown result only: no rule, allow or deny, is offered there.
+    expect(await gate.getByRole('button').allTextContents()).not.toContainEqual(expect.stringMatching(/for session|workspace/));
     await page.screenshot({ path: path.join(OUT, 'webview-ack-gate.png'), fullPage: true });
 
     // Typing and Enter do nothing while gated.
@@ -871,6 +873,145 @@ describe.skipIf(skip)('approval rules in the card', () => {
       type: 'approval', turnId: 'd1', callId: 'call_d', decision: 'deny', reason: 'build/ holds my release artefacts',
     }]);
     expect(await card.locator('.badge').textContent()).toBe('denying…');
+  });
+
+  it('Deny for session… opens the rule form prefilled and editable and sends denySession, never an approval; its confirm never takes focus and typed-ahead Enter or Space confirms nothing; Deny stays first', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.click();
+    await notify('mino/turnStarted', { turnId: 'ds1', seq: 0, input: 'Publish.' });
+    await input.pressSequentially('meanwhile');
+    await notify('mino/approvalRequest', ruleRequest('ds1', 'call_ds', 'git push --force origin main', 'git push'));
+    const card = page.locator('.tool-card[data-call-id="call_ds"]');
+    // Typed ahead for the composer: the card took no focus, nothing is answered or opened.
+    await page.keyboard.press('Enter');
+    await page.keyboard.press(' ');
+    expect(await approvals()).toEqual([]);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('input');
+    expect(await card.locator('.answer-form').count()).toBe(0);
+    // Shift+Tab from the input still reaches plain Deny first: declining stays the default.
+    await page.keyboard.press('Shift+Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Deny');
+    // The deny-rule choices sit beside the allow ones, in that order.
+    expect(await card.locator('.more-actions button').allTextContents()).toEqual([
+      'Allow for session…', 'Always allow in workspace…', 'Deny for session…', 'Deny for workspace…', 'Deny with reason…',
+    ]);
+
+    await card.getByRole('button', { name: 'Deny for session…' }).click();
+    const form = card.locator('.answer-form');
+    expect(await form.locator('.answer-form-title').textContent()).toBe('Deny, and refuse without asking for the rest of this session:');
+    const field = form.locator('input.rule-command');
+    expect(await field.inputValue()).toBe('git push');
+    expect(await field.getAttribute('aria-label')).toBe('Command the rule denies');
+    expect(await page.evaluate(() => document.activeElement?.className)).toBe('rule-command');
+    const confirm = form.getByRole('button', { name: 'Deny for session', exact: true });
+    expect(await confirm.evaluate((b) => b === document.activeElement)).toBe(false);
+    // Enter and Space typed into the field, or held from it during a click, confirm nothing.
+    await page.keyboard.press(' ');
+    await page.keyboard.press('Enter');
+    expect(await approvals()).toEqual([]);
+    await field.fill('git push --force');
+    await field.press('Enter');
+    for (const key of ['Enter', ' ']) {
+      await field.focus();
+      await page.keyboard.down(key);
+      await confirm.evaluate((b: HTMLButtonElement) => { b.focus(); b.click(); });
+      await field.focus();
+      await page.keyboard.up(key);
+      expect(await approvals(), `a click while ${JSON.stringify(key)} is held`).toEqual([]);
+    }
+    await field.fill('git push --force');
+    // The untouched prefill follows the kind; this one was edited and stays.
+    await form.getByRole('radio', { name: 'exactly this command' }).check();
+    expect(await field.inputValue()).toBe('git push --force');
+    await form.getByRole('radio', { name: 'commands starting with' }).check();
+    await confirm.click();
+    expect(await approvals()).toEqual([{
+      type: 'approval', turnId: 'ds1', callId: 'call_ds', decision: 'denySession', rule: { kind: 'prefix', command: 'git push --force' },
+    }]);
+    // Denied, never approved.
+    expect(await card.locator('.badge').textContent()).toBe('denying…');
+    expect(await card.getByRole('button', { name: 'Approve' }).isDisabled()).toBe(true);
+
+    // Deny for workspace…, an exact rule from the untouched prefill.
+    await notify('mino/toolResult', { turnId: 'ds1', seq: 2, callId: 'call_ds', status: 'refused', output: 'Denied.' });
+    await notify('mino/approvalRequest', ruleRequest('ds1', 'call_dw', 'rm -rf target', 'rm'));
+    const card2 = page.locator('.tool-card[data-call-id="call_dw"]');
+    await card2.getByRole('button', { name: 'Deny for workspace…' }).click();
+    const form2 = card2.locator('.answer-form');
+    expect(await form2.locator('.answer-form-title').textContent()).toContain('always refuse in this workspace');
+    await form2.getByRole('radio', { name: 'exactly this command' }).check();
+    expect(await form2.locator('input.rule-command').inputValue()).toBe('rm -rf target');
+    // An empty rule is not sent.
+    await form2.locator('input.rule-command').fill(' ');
+    await form2.getByRole('button', { name: 'Deny for workspace', exact: true }).click();
+    expect(await form2.locator('.answer-form-error').textContent()).toBe('Enter the command the rule denies.');
+    await form2.locator('input.rule-command').fill('rm -rf target');
+    await form2.getByRole('button', { name: 'Deny for workspace', exact: true }).click();
+    expect((await approvals()).at(-1)).toEqual({
+      type: 'approval', turnId: 'ds1', callId: 'call_dw', decision: 'denyWorkspace', rule: { kind: 'exact', command: 'rm -rf target' },
+    });
+    expect(await card2.locator('.badge').textContent()).toBe('denying…');
+    // A refusal of the rule (-32602) leaves the card answerable, still not approved.
+    await host({ type: 'error', request: 'approval', turnId: 'ds1', callId: 'call_dw', code: -32602, message: 'refused' });
+    expect(await card2.locator('.badge').textContent()).toBe('waiting for approval');
+    expect((await approvals()).filter((m) => m.decision !== 'denySession' && m.decision !== 'denyWorkspace')).toEqual([]);
+
+    // A later call the rule refuses comes as a result alone: its card shows the refusal, and no empty command.
+    await notify('mino/toolResult', { turnId: 'ds1', seq: 4, callId: 'call_again', status: 'refused',
+      output: 'Denied by a rule the user set: prefix "git push --force"' });
+    const refused = page.locator('.tool-card[data-call-id="call_again"]');
+    expect(await refused.locator('.badge').textContent()).toBe('denied');
+    expect(await refused.locator('.tool-command').isHidden()).toBe(true);
+    expect(await refused.locator('.tool-output').textContent()).toBe('Denied by a rule the user set: prefix "git push --force"');
+    expect(await refused.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it('the deny-rule choices follow the allow ones: a path rule for an edit, none for a path leaving the workspace, a command that is not plain or a server without approval modes', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'dp1', seq: 0, input: 'Edit.' });
+    const edit = { tool: 'edit_file', path: 'secrets/key.txt', newFile: false, size: 3, diff: '', leavesWorkspace: false };
+    await notify('mino/approvalRequest', {
+      ...ruleRequest('dp1', 'call_p', 'edit_file secrets/key.txt', null), edit, suggestedRule: { kind: 'path', pattern: 'secrets/key.txt' },
+    });
+    const card = page.locator('.tool-card[data-call-id="call_p"]');
+    await card.getByRole('button', { name: 'Deny for session…' }).click();
+    const form = card.locator('.answer-form');
+    const field = form.locator('input.rule-pattern');
+    expect(await field.inputValue()).toBe('secrets/key.txt');
+    expect(await form.getByRole('radio').count()).toBe(0);
+    await field.fill('secrets/**');
+    await field.press('Enter');
+    expect(await approvals()).toEqual([]);
+    await form.getByRole('button', { name: 'Deny for session', exact: true }).click();
+    expect(await approvals()).toEqual([{
+      type: 'approval', turnId: 'dp1', callId: 'call_p', decision: 'denySession', rule: { kind: 'path', pattern: 'secrets/**' },
+    }]);
+    // A path leaving the workspace has no suggested rule: no deny rule either.
+    await notify('mino/approvalRequest', {
+      ...ruleRequest('dp1', 'call_o', 'edit_file /etc/hosts', null), edit: { ...edit, path: '/etc/hosts', leavesWorkspace: true },
+    });
+    const outside = page.locator('.tool-card[data-call-id="call_o"]');
+    expect(await outside.getByRole('button', { name: 'Deny for session…' }).isDisabled()).toBe(true);
+    expect(await outside.getByRole('button', { name: 'Deny for workspace…' }).isDisabled()).toBe(true);
+    expect(await outside.getByRole('button', { name: 'Deny', exact: true }).isEnabled()).toBe(true);
+    // Nor a command that is not one plain command.
+    await notify('mino/approvalRequest', ruleRequest('dp1', 'call_x', 'ls | wc -l', null));
+    const pipe = page.locator('.tool-card[data-call-id="call_x"]');
+    expect(await pipe.getByRole('button', { name: 'Deny for workspace…' }).isDisabled()).toBe(true);
+    // A server without approval modes offers no rules at all.
+    await notify('mino/approvalRequest', approvalRequest('dp1', 'call_n', 'ls', 5));
+    const old = page.locator('.tool-card[data-call-id="call_n"]');
+    expect(await old.getByRole('button', { name: 'Deny for session…' }).count()).toBe(0);
+    expect(await old.getByRole('button', { name: 'Deny for workspace…' }).count()).toBe(0);
+    // Under the ask mode the form says the rule waits for the rules mode.
+    await notify('mino/approvalRequest', { ...ruleRequest('dp1', 'call_q', 'npm publish', 'npm publish'), approvalMode: 'ask' });
+    const ask = page.locator('.tool-card[data-call-id="call_q"]');
+    await ask.getByRole('button', { name: 'Deny for session…' }).click();
+    expect(await ask.locator('.answer-form-note').textContent()).toBe(
+      'The approval mode is ask: this command is denied now and the rule is kept, but later commands use it only once the mode is rules.');
+    expect(probe.pageErrors).toEqual([]);
   });
 
   it('tool cards say a rule or the sandbox approved them, live and from history', async () => {
@@ -1490,6 +1631,59 @@ describe.skipIf(skip)('edits in the card', () => {
     expect(await restored.locator('.edit-diff-label').textContent()).toBe('Applied change');
     expect(await hunkRows(restored)).toContainEqual(['', '3', '+', 'milk']);
     expect(await restored.locator('.tool-output').textContent()).not.toContain('+++');
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it('a restored edit card offers Review diff of the recorded diff (posting reviewRecordedEdit, never an approval); an edit never written offers none', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.click();
+    await input.pressSequentially('more');
+    const output = 'Edited shopping.txt: replaced 1 occurrence of old_text.\n\n' + MILK_DIFF;
+    const written = (callId: string) => ({
+      callId, command: 'edit_file shopping.txt', tool: 'edit_file', approvedBy: { kind: 'user' }, sandbox: 'off',
+      edit: { tool: 'edit_file', path: 'shopping.txt', newFile: false, size: 22, leavesWorkspace: false, diff: MILK_DIFF },
+      result: { status: 'success', output, diff: MILK_DIFF },
+    });
+    await host({ type: 'history', history: { sessionId: 's1', hasMore: false, turns: [{
+      turnId: 'h2', input: 'Add milk twice.', text: 'Done.', status: 'completed', notices: [],
+      calls: [
+        written('call_h'),
+        // The same id again later in the turn (models reuse ids).
+        written('call_h'),
+        { callId: 'call_n', command: 'edit_file shopping.txt', tool: 'edit_file', approvedBy: { kind: 'user' }, sandbox: 'off',
+          edit: { tool: 'edit_file', path: 'shopping.txt', newFile: false, size: 22, leavesWorkspace: false, diff: '' },
+          result: { status: 'error', output: 'old_text was not found' } },
+        { callId: 'call_d', command: 'edit_file shopping.txt', tool: 'edit_file',
+          result: { status: 'refused', output: 'The user denied this edit.' } },
+      ],
+    }] } });
+    const restored = page.locator('.tool-card[data-call-id="call_h"]');
+    expect(await restored.count()).toBe(2);
+    expect(await restored.first().locator('.edit-diff-label').textContent()).toBe('Applied change');
+    expect(await hunkRows(restored.first())).toContainEqual(['', '3', '+', 'milk']);
+    const review = restored.first().getByRole('button', { name: 'Review diff' });
+    expect(await review.count()).toBe(1);
+    // Nothing to approve on a restored card.
+    expect(await restored.first().getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    // No Review diff where no diff was written: a failed edit, a denied one.
+    expect(await page.locator('.tool-card[data-call-id="call_n"]').getByRole('button', { name: 'Review diff' }).count()).toBe(0);
+    expect(await page.locator('.tool-card[data-call-id="call_d"]').getByRole('button', { name: 'Review diff' }).count()).toBe(0);
+
+    const reviews = async () => (await posted()).filter((m) => m.type === 'approval' || m.type.startsWith('review'));
+    // Keys typed for the input press nothing; a click no key or pointer on it caused does nothing.
+    await input.focus();
+    await page.keyboard.press('Enter');
+    await page.keyboard.press(' ');
+    await review.evaluate((b) => (b as HTMLButtonElement).click());
+    expect(await reviews()).toEqual([]);
+    await review.click();
+    await restored.nth(1).getByRole('button', { name: 'Review diff' }).click();
+    expect(await reviews()).toEqual([
+      { type: 'reviewRecordedEdit', turnId: 'h2', callId: 'call_h', occurrence: 0 },
+      { type: 'reviewRecordedEdit', turnId: 'h2', callId: 'call_h', occurrence: 1 },
+    ]);
+    expect(await restored.first().locator('.badge').textContent()).toBe('succeeded');
     expect(probe.pageErrors).toEqual([]);
   });
 });

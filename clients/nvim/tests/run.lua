@@ -1536,7 +1536,7 @@ local function count_kind(list, kind)
   return n
 end
 
-test("the approval menu: Deny first, then Deny with reason, Approve once and the allow choices; the prompt names sandbox and mode",
+test("the approval menu: Deny first, then Deny with reason, Approve once, the allow and the deny-rule choices; the prompt names sandbox and mode",
   function()
     stubbed_approval()
     mino._on["mino/approvalRequest"](approval_request())
@@ -1545,7 +1545,7 @@ test("the approval menu: Deny first, then Deny with reason, Approve once and the
     end)
     local s = selects[1]
     assert_eq(s.items, { "Deny", "Deny with reason…", "Approve once", "Allow for this session…",
-      "Always allow in this workspace…" }, "approval choices")
+      "Always allow in this workspace…", "Deny for this session…", "Always deny in this workspace…" }, "approval choices")
     assert_contains(s.prompt, "git status --short", "prompt")
     assert_contains(s.prompt, "sandbox workspace-write", "prompt")
     assert_contains(s.prompt, "approval mode rules", "prompt")
@@ -1624,6 +1624,81 @@ test("an edit's Allow for this session… asks for a path rule prefilled with it
   wait_buffer("_Approved `call_e`, and from now on in this session every edit of a file matching `src/*.rs`._")
   assert_eq(mino.format_rule({ kind = "path", pattern = "src/*.rs", scope = "session", effect = "deny" }),
     "src/*.rs  (path, this session, deny)", "a path deny rule in :MinoRules")
+end)
+
+test("Deny for this session… asks for the rule prefilled with the suggestion, sends denySession and never approves; Always deny in this workspace… sends denyWorkspace",
+  function()
+    stubbed_approval()
+    local decided = {}
+    vim.api.nvim_create_autocmd("User", {
+      group = vim.api.nvim_create_augroup("mino.test.denied", { clear = true }),
+      pattern = "MinoApprovalDecided",
+      callback = function(ev)
+        table.insert(decided, ev.data)
+      end,
+    })
+    answers["mino.approval"] = { "Deny for this session…" }
+    input_answers["mino.approval.rule"] = { "  git push --force  " }
+    mino._on["mino/approvalRequest"](approval_request({ command = "git push --force origin main",
+      suggestedRule = { kind = "prefix", command = "git push" } }))
+    wait_for("the decision", function()
+      return #stub_params("mino/approval") == 1
+    end)
+    vim.api.nvim_del_augroup_by_name("mino.test.denied")
+    assert_eq(inputs[1].default, "git push", "the rule's prefill (suggestedRule.command)")
+    assert_contains(inputs[1].prompt, "for this session refuse without asking", "rule prompt")
+    assert_eq(vim.list_slice(ui_log, #ui_log - 1), { "redraw", "input mino.approval.rule" }, "redraw, then the input")
+    assert_eq(stub_params("mino/approval")[1], { turnId = "turn-r", callId = "call_r", decision = "denySession",
+      rule = { kind = "prefix", command = "git push --force" } }, "mino/approval params")
+    wait_buffer("_Denied `call_r`, and from now on in this session every command starting with `git push --force` is refused without asking._")
+    assert_not_contains(buffer_text(), "_Approved", "chat buffer")
+    assert_eq(decided[1].decision, "denySession", "MinoApprovalDecided decision")
+    assert_eq(decided[1].rule, { kind = "prefix", command = "git push --force" }, "MinoApprovalDecided rule")
+
+    -- The workspace choice sends denyWorkspace; an edit's deny rule is a path rule.
+    answers["mino.approval"] = { "Always deny in this workspace…" }
+    input_answers["mino.approval.rule"] = { "secrets/**" }
+    mino._on["mino/approvalRequest"](approval_request({ callId = "call_e", command = "edit_file secrets/key.txt",
+      edit = { tool = "edit_file", path = "secrets/key.txt", newFile = false, size = 3, diff = "", leavesWorkspace = false },
+      suggestedRule = { kind = "path", pattern = "secrets/key.txt" } }))
+    wait_for("the second decision", function()
+      return #stub_params("mino/approval") == 2
+    end)
+    assert_eq(inputs[2].default, "secrets/key.txt", "the path rule's prefill (suggestedRule.pattern)")
+    assert_contains(inputs[2].prompt, "always refuse in this workspace edits of files matching", "rule prompt")
+    assert_eq(stub_params("mino/approval")[2], { turnId = "turn-r", callId = "call_e", decision = "denyWorkspace",
+      rule = { kind = "path", pattern = "secrets/**" } }, "mino/approval params")
+    wait_buffer("_Denied `call_e`, and from now on in this workspace every edit of a file matching `secrets/**` is refused without asking._")
+
+    -- An edit leaving the workspace has no suggested rule: no deny-rule choice either.
+    mino._on["mino/approvalRequest"](approval_request({ callId = "call_o", command = "edit_file /etc/hosts",
+      edit = { tool = "edit_file", path = "/etc/hosts", newFile = false, size = 3, diff = "", leavesWorkspace = true },
+      suggestedRule = vim.NIL }))
+    wait_for("the third question", function()
+      return #pending_selects == 1
+    end)
+    assert_eq(selects[#selects].items, { "Deny", "Deny with reason…", "Approve once" }, "choices outside the workspace")
+    pending_selects[1].on_choice(nil)
+    wait_for("the third decision", function()
+      return #stub_params("mino/approval") == 3
+    end)
+    assert_eq(stub_params("mino/approval")[3].decision, "deny", "dismissed: denied")
+  end)
+
+test("an empty or dismissed deny rule goes back to the question and never approves", function()
+  stubbed_approval()
+  answers["mino.approval"] = { "Deny for this session…", "Always deny in this workspace…" }
+  input_answers["mino.approval.rule"] = { "   ", vim.NIL }
+  mino._on["mino/approvalRequest"](approval_request())
+  wait_for("the question asked a third time", function()
+    return #pending_selects == 1 and count_kind(selects, "mino.approval") == 3
+  end)
+  assert_eq(#stub_params("mino/approval"), 0, "decisions sent")
+  pending_selects[1].on_choice("Deny")
+  wait_for("the decision", function()
+    return #stub_params("mino/approval") == 1
+  end)
+  assert_eq(stub_params("mino/approval")[1], { turnId = "turn-r", callId = "call_r", decision = "deny" }, "the decision at last")
 end)
 
 test("an empty or dismissed rule or reason goes back to the question and never approves", function()
@@ -1706,6 +1781,29 @@ test("keys typed before the rule input appeared are dropped, never typed into it
   assert_eq(count_kind(selects, "mino.approval"), 2, "questions asked (back to the question after the input)")
   if not note_matching("typed before the question appeared were ignored") then
     fail("the key typed before the rule prompt was not dropped")
+  end
+end)
+
+test("keys typed before the deny rule input appeared are dropped, never typed into it", function()
+  stubbed_approval()
+  -- The person picks "Deny for this session…"; a <CR> typed right then
+  -- (before the rule prompt shows) would confirm the prefilled rule.
+  answers["mino.approval"] = {
+    function()
+      vim.api.nvim_input("<CR>")
+      return "Deny for this session…"
+    end,
+    "Deny",
+  }
+  use_builtin_input({ ["mino.approval.rule"] = { "<Esc>" } })
+  mino._on["mino/approvalRequest"](approval_request())
+  wait_for("the decision", function()
+    return #stub_params("mino/approval") == 1
+  end)
+  assert_eq(stub_params("mino/approval")[1], { turnId = "turn-r", callId = "call_r", decision = "deny" }, "decision")
+  assert_eq(count_kind(selects, "mino.approval"), 2, "questions asked (back to the question after the input)")
+  if not note_matching("typed before the question appeared were ignored") then
+    fail("the key typed before the deny rule prompt was not dropped")
   end
 end)
 
@@ -1897,6 +1995,37 @@ test("against the server: a session rule lets a later matching command run unask
   end, 15000)
   assert_contains(buffer_text(), "**Tool call** `call_2` runs:\n```sh\ntouch two.txt\n```\n"
     .. "_Approved by rule `touch` (prefix, this session)._", "chat buffer after a restart")
+end)
+
+test("against the server: Deny for this session… refuses the same command asked again without a question", function()
+  fresh({ cmd_env = { RUST_LOG = TRACE_WIRE }, approval_mode = "rules" })
+  mock.script({
+    { type = "calls", calls = { { call_id = "call_1", command = "touch leaked.txt" } } },
+    { type = "calls", calls = { { call_id = "call_2", command = "touch leaked.txt" } } },
+    { type = "text", deltas = { "Not", " made." } },
+  })
+  start_and_wait()
+  answers["mino.approval"] = { "Deny for this session…" }
+  input_answers["mino.approval.rule"] = { "touch leaked.txt" }
+  mino.send("leave a note")
+  wait_buffer(answer("Not made."))
+  wait_turn_end()
+  -- One question: the second, identical call was refused by the rule.
+  assert_eq(count_kind(selects, "mino.approval"), 1, "approval questions")
+  assert_eq(#wire("->", "mino/approvalRequest"), 1, "approval requests from the server")
+  local asked = wire("->", "mino/approvalRequest")[1].params
+  assert_eq(inputs[1].default, asked.suggestedRule.command, "rule prefill")
+  assert_eq(wire("<-", "mino/approval")[1].params.decision, "denySession", "decision sent")
+  assert_eq(wire("<-", "mino/approval")[1].params.rule, { kind = "prefix", command = "touch leaked.txt" }, "rule sent")
+  assert_eq(vim.fn.filereadable(ctx.work .. "/leaked.txt"), 0, "leaked.txt")
+  local results = wire("->", "mino/toolResult")
+  assert_eq(#results, 2, "tool results")
+  assert_eq(results[2].params.callId, "call_2", "the second result's call")
+  assert_eq(results[2].params.status, "refused", "the second call's status")
+  assert_contains(results[2].params.output, "Denied by a rule the user set", "the second call's output")
+  wait_buffer("_Denied `call_1`, and from now on in this session every command starting with `touch leaked.txt` is refused without asking._")
+  -- The refused call is shown with the rule that refused it.
+  wait_buffer('Denied by a rule the user set: prefix "touch leaked.txt"')
 end)
 
 test("against the server: a rule the matcher refuses is shown and the question asked again", function()

@@ -941,11 +941,18 @@ function M.approval_decided(req, answer)
   elseif answer.decision == d.deny then
     line = answer.reason and ("_Denied %s: %s_"):format(call, md_text(answer.reason)) or ("_Denied %s._"):format(call)
   else
-    local scope = answer.decision == d.allowSession and "this session" or "this workspace"
+    local denies = answer.decision == d.denySession or answer.decision == d.denyWorkspace
+    local scope = (answer.decision == d.allowSession or answer.decision == d.denySession) and "this session"
+      or "this workspace"
     local rule = answer.rule or {}
     local what = rule.kind == "path" and "every edit of a file matching" or "every command starting with"
-    line = ("_Approved %s, and from now on in %s %s %s._"):format(call, scope, what,
-      code_span(rule.command or rule.pattern or "?"))
+    if denies then
+      line = ("_Denied %s, and from now on in %s %s %s is refused without asking._"):format(call, scope, what,
+        code_span(rule.command or rule.pattern or "?"))
+    else
+      line = ("_Approved %s, and from now on in %s %s %s._"):format(call, scope, what,
+        code_span(rule.command or rule.pattern or "?"))
+    end
     if req.approvalMode == "ask" then
       -- The server records the rule but applies none in `ask` mode.
       line = line .. " _(The approval mode is `ask`: rules apply once it is `rules` or `sandboxed-auto`.)_"

@@ -512,6 +512,8 @@ M.APPROVAL_CHOICES = {
   approve = "Approve once",
   allow_session = "Allow for this session…",
   allow_workspace = "Always allow in this workspace…",
+  deny_session = "Deny for this session…",
+  deny_workspace = "Always deny in this workspace…",
 }
 
 --- The rule the server suggests for a request ({kind, command}, or for an
@@ -525,13 +527,14 @@ local function suggested_rule(req)
   end
 end
 
---- The menu for `req`: the allow choices only when the server suggests a rule
---- (a command it cannot split into words gets none).
+--- The menu for `req`: the rule choices (allow and deny) only when the server
+--- suggests a rule (a command it cannot split into words, or an edit leaving
+--- the workspace, gets none).
 function M.approval_items(req)
   local c = M.APPROVAL_CHOICES
   local items = { c.deny, c.deny_with_reason, c.approve }
   if suggested_rule(req) then
-    vim.list_extend(items, { c.allow_session, c.allow_workspace })
+    vim.list_extend(items, { c.allow_session, c.allow_workspace, c.deny_session, c.deny_workspace })
   end
   return items
 end
@@ -595,12 +598,24 @@ local function decide(asked, answer)
   end)
 end
 
---- What the allow choices ask, by decision.
+--- What the rule choices ask, by decision.
 local RULE_PROMPTS = {
   allowSession = "Allow for this session the commands starting with: ",
   allowWorkspace = "Always allow in this workspace the commands starting with: ",
+  denySession = "Deny, and for this session refuse without asking the commands starting with: ",
+  denyWorkspace = "Deny, and always refuse in this workspace the commands starting with: ",
   path_allowSession = "Allow for this session edits of files matching (a glob): ",
   path_allowWorkspace = "Always allow in this workspace edits of files matching (a glob): ",
+  path_denySession = "Deny, and for this session refuse without asking edits of files matching (a glob): ",
+  path_denyWorkspace = "Deny, and always refuse in this workspace edits of files matching (a glob): ",
+}
+
+--- The rule choices and the decision each sends (a deny rule denies the call).
+local RULE_CHOICES = {
+  [M.APPROVAL_CHOICES.allow_session] = protocol.decision.allowSession,
+  [M.APPROVAL_CHOICES.allow_workspace] = protocol.decision.allowWorkspace,
+  [M.APPROVAL_CHOICES.deny_session] = protocol.decision.denySession,
+  [M.APPROVAL_CHOICES.deny_workspace] = protocol.decision.denyWorkspace,
 }
 
 --- Acts on the menu's choice about `asked`: Deny, dismissal and anything
@@ -630,8 +645,8 @@ local function on_approval_choice(asked, choice)
       end
       decide(asked, { decision = d.deny, reason = reason })
     end)
-  elseif (choice == c.allow_session or choice == c.allow_workspace) and suggested_rule(asked.req) then
-    local decision = choice == c.allow_session and d.allowSession or d.allowWorkspace
+  elseif RULE_CHOICES[choice] and suggested_rule(asked.req) then
+    local decision = RULE_CHOICES[choice]
     local suggested, text = suggested_rule(asked.req)
     local path = suggested.kind == "path"
     input_safely(RULE_PROMPTS[(path and "path_" or "") .. decision], text, "mino.approval.rule", function(rule)
