@@ -98,8 +98,8 @@ fn rule_line(rule: &Rule) -> String {
     format!("- `{}`: {effect} {} ({scope})", rule.id(), rule.describe())
 }
 
-/// The rules in force, one a line, and the workspace rules file.
-fn rules_text(rules: &RulesInForce) -> String {
+/// `/rules`: the rules in force, one a line, and the workspace rules file.
+pub fn rules_list(rules: &RulesInForce) -> String {
     let mut text = if rules.rules.is_empty() {
         "No approval rules are in force in this session: every command and edit asks. \
          Choosing an \"Always …\" option when Mino asks grants one."
@@ -117,14 +117,9 @@ fn rules_text(rules: &RulesInForce) -> String {
     text
 }
 
-/// `/rules`.
-pub fn rules(rules: &RulesInForce) -> String {
-    rules_text(rules)
-}
-
 /// `/revoke` with no id.
 pub fn revoke_without_id(rules: &RulesInForce) -> String {
-    format!("[Mino: say which rule to revoke: /revoke <rule-id>. Nothing was revoked.]\n\n{}", rules_text(rules))
+    format!("[Mino: say which rule to revoke: /revoke <rule-id>. Nothing was revoked.]\n\n{}", rules_list(rules))
 }
 
 /// `/revoke <id>` done; `rule` is the rule as it was in force.
@@ -141,7 +136,7 @@ pub fn unknown_rule(id: &str, rules: &RulesInForce) -> String {
     format!(
         "[Mino: no rule with id `{}` is in force in this session, so nothing was revoked.]\n\n{}",
         echoed(id),
-        rules_text(rules)
+        rules_list(rules)
     )
 }
 

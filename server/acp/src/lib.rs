@@ -486,7 +486,7 @@ impl AcpSession {
         let agent = &self.agent;
         match command {
             Command::ExtraText(name) => Ok(commands::extra_text(name)),
-            Command::Rules => Ok(commands::rules(&agent.rules())),
+            Command::Rules => Ok(commands::rules_list(&agent.rules())),
             Command::Compact => match agent.compact().await {
                 Ok(outcome) => Ok(translate::compaction_notice(&outcome).trim().to_string()),
                 Err(e) => match commands::refusal(&e) {
