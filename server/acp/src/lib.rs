@@ -140,11 +140,7 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
                 let server = s1.clone();
                 tokio::spawn(async move {
                     let mcp = translate::mcp_server_names(&request.mcp_servers);
-                    let opened = match server.open(request.cwd, None, cx.clone()).await {
-                        Ok(id) => server.open_session(&id).map(|session| (id, session)),
-                        Err(e) => Err(e),
-                    };
-                    match opened {
+                    match server.open(request.cwd, None, cx.clone()).await {
                         Err(e) => log_send(responder.respond_with_error(e)),
                         Ok((id, session)) => {
                             let options = session.config_options().await;
@@ -170,10 +166,9 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
                     let id = request.session_id.0.to_string();
                     let opened = match server.session(&id) {
                         Some(session) => Ok(session),
-                        None => server
-                            .open(request.cwd, Some(id.clone()), cx.clone())
-                            .await
-                            .and_then(|id| server.open_session(&id)),
+                        None => {
+                            server.open(request.cwd, Some(id.clone()), cx.clone()).await.map(|(_, session)| session)
+                        }
                     };
                     let session = match opened {
                         Ok(session) => session,
@@ -281,8 +276,13 @@ impl Server {
     }
 
     /// Opens a Mino session (a new one for `cwd`, or `id`), starts
-    /// forwarding its events to `cx`, and returns its id.
-    async fn open(&self, cwd: PathBuf, id: Option<String>, cx: ConnectionTo<Client>) -> Result<String, Error> {
+    /// forwarding its events to `cx`, and returns its id and itself.
+    async fn open(
+        &self,
+        cwd: PathBuf,
+        id: Option<String>,
+        cx: ConnectionTo<Client>,
+    ) -> Result<(String, Arc<AcpSession>), Error> {
         if !cwd.is_absolute() {
             return Err(invalid_params(format!("cwd {} must be an absolute path", cwd.display())));
         }
@@ -321,9 +321,9 @@ impl Server {
             configured_models: app.configured_models.clone(),
         });
         let id = app.session_id.clone();
-        lock(&self.sessions).insert(id.clone(), session);
+        lock(&self.sessions).insert(id.clone(), session.clone());
         tokio::spawn(forward_events(id.clone(), app.agent, app.events, ends, cx));
-        Ok(id)
+        Ok((id, session))
     }
 
     /// `session/list`: the sessions of `$MINO_HOME`, newest (last active)
