@@ -6,12 +6,16 @@
 //! This front door only translates: sessions are opened with
 //! [`mino_core::open`], prompts go to [`Agent::chat`], permission answers to
 //! [`Agent::approve`], `session/cancel` to [`Agent::cancel`], the
-//! acknowledgement gate to [`Agent::acknowledge`], and the agent's
-//! [`AgentEvent`]s come back out as `session/update` notifications. The turn
-//! loop, the journal and recovery are the core's, as for `mino/*` clients.
+//! acknowledgement gate to [`Agent::acknowledge`], the model option to
+//! [`Agent::models`] and [`Agent::select_model`], the slash commands to
+//! [`Agent::compact`], [`Agent::rules`] and [`Agent::revoke_rule`], and the
+//! agent's [`AgentEvent`]s come back out as `session/update` notifications.
+//! The turn loop, the journal and recovery are the core's, as for `mino/*`
+//! clients.
 
 #![deny(clippy::print_stdout)]
 
+mod commands;
 mod lines;
 mod translate;
 
@@ -24,17 +28,20 @@ use std::time::{Duration, Instant};
 use agent_client_protocol::v1::schema::{
     CancelNotification, ElicitationAction, InitializeRequest, ListSessionsRequest, ListSessionsResponse,
     LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, StopReason,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionConfigOption, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, StopReason,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, Responder, V1};
 use mino_core::agent::{Agent, AgentError, Decision, Numbered, TurnLimits};
-use mino_core::policy::{ApprovalMode, SuggestedRule};
+use mino_core::model::ListedModel;
+use mino_core::policy::{ApprovalMode, PolicyError, SuggestedRule};
 use mino_core::rules::{Rule, RuleEffect, RuleScope};
 use mino_core::{OpenOptions, SessionError, TurnStatus};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use commands::Command;
 pub use lines::MAX_LINE_BYTES;
 pub use translate::{ACKNOWLEDGE_NAME, ACKNOWLEDGE_OPTION, ALLOW_OPTION, NOT_NOW_NAME, NOT_NOW_OPTION, REJECT_OPTION};
 
@@ -55,6 +62,8 @@ struct AcpSession {
     prompting: tokio::sync::Mutex<mpsc::UnboundedReceiver<TurnEnd>>,
     /// Cancels the prompt now running (its gate question included).
     cancel: Mutex<CancellationToken>,
+    /// The configuration's models, offered when the service lists none.
+    configured_models: Vec<ListedModel>,
 }
 
 /// How a turn ended, as the prompt that started it answers with it.
@@ -111,7 +120,7 @@ pub async fn serve_stdio() {
 pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client_protocol::Agent> + 'static) {
     let server = Arc::new(Server::default());
     let (s1, s2, s3, s4) = (server.clone(), server.clone(), server.clone(), server.clone());
-    let (s5, s6) = (server.clone(), server.clone());
+    let (s5, s6, s7) = (server.clone(), server.clone(), server.clone());
     let served = agent_client_protocol::Agent
         .v1()
         .name(concat!("mino-server ", env!("CARGO_PKG_VERSION")))
@@ -133,8 +142,10 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
                     let mcp = translate::mcp_server_names(&request.mcp_servers);
                     match server.open(request.cwd, None, cx.clone()).await {
                         Err(e) => log_send(responder.respond_with_error(e)),
-                        Ok(id) => {
-                            log_send(responder.respond(NewSessionResponse::new(id.clone())));
+                        Ok((id, session)) => {
+                            let options = session.config_options().await;
+                            log_send(responder.respond(NewSessionResponse::new(id.clone()).config_options(options)));
+                            log_send(cx.send_notification(commands::available(&id)));
                             if let Some(text) = translate::mcp_notice(&mcp) {
                                 log_send(cx.send_notification(translate::agent_message(&id, &text)));
                             }
@@ -155,9 +166,9 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
                     let id = request.session_id.0.to_string();
                     let opened = match server.session(&id) {
                         Some(session) => Ok(session),
-                        None => server.open(request.cwd, Some(id.clone()), cx.clone()).await.and_then(|id| {
-                            server.session(&id).ok_or_else(|| internal("the session closed while it was loading"))
-                        }),
+                        None => {
+                            server.open(request.cwd, Some(id.clone()), cx.clone()).await.map(|(_, session)| session)
+                        }
                     };
                     let session = match opened {
                         Ok(session) => session,
@@ -173,7 +184,9 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
                     if let Some(text) = translate::mcp_notice(&mcp) {
                         log_send(cx.send_notification(translate::agent_message(&id, &text)));
                     }
-                    log_send(responder.respond(LoadSessionResponse::new()));
+                    let options = session.config_options().await;
+                    log_send(responder.respond(LoadSessionResponse::new().config_options(options)));
+                    log_send(cx.send_notification(commands::available(&id)));
                 });
                 Ok(())
             },
@@ -212,6 +225,22 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest,
+                        responder: Responder<SetSessionConfigOptionResponse, V1>,
+                        _cx| {
+                let server = s7.clone();
+                // Listing the models asks the model service: off the dispatch loop.
+                tokio::spawn(async move {
+                    match server.set_config_option(request).await {
+                        Ok(answer) => log_send(responder.respond(answer)),
+                        Err(e) => log_send(responder.respond_with_error(e)),
+                    }
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .on_receive_notification(
             async move |notification: CancelNotification, _cx| {
                 s4.cancel(&notification.session_id.0);
@@ -239,9 +268,21 @@ impl Server {
         lock(&self.sessions).get(id).cloned()
     }
 
+    /// The session `id`, open in this process, or an error saying how to open it.
+    fn open_session(&self, id: &str) -> Result<Arc<AcpSession>, Error> {
+        self.session(id).ok_or_else(|| {
+            invalid_params(format!("session {id} is not open here; send session/new or session/load first"))
+        })
+    }
+
     /// Opens a Mino session (a new one for `cwd`, or `id`), starts
-    /// forwarding its events to `cx`, and returns its id.
-    async fn open(&self, cwd: PathBuf, id: Option<String>, cx: ConnectionTo<Client>) -> Result<String, Error> {
+    /// forwarding its events to `cx`, and returns its id and itself.
+    async fn open(
+        &self,
+        cwd: PathBuf,
+        id: Option<String>,
+        cx: ConnectionTo<Client>,
+    ) -> Result<(String, Arc<AcpSession>), Error> {
         if !cwd.is_absolute() {
             return Err(invalid_params(format!("cwd {} must be an absolute path", cwd.display())));
         }
@@ -277,11 +318,12 @@ impl Server {
             agent: app.agent.clone(),
             prompting: tokio::sync::Mutex::new(ended),
             cancel: Mutex::new(CancellationToken::new()),
+            configured_models: app.configured_models.clone(),
         });
         let id = app.session_id.clone();
-        lock(&self.sessions).insert(id.clone(), session);
+        lock(&self.sessions).insert(id.clone(), session.clone());
         tokio::spawn(forward_events(id.clone(), app.agent, app.events, ends, cx));
-        Ok(id)
+        Ok((id, session))
     }
 
     /// `session/list`: the sessions of `$MINO_HOME`, newest (last active)
@@ -321,13 +363,19 @@ impl Server {
 
     async fn prompt(&self, request: PromptRequest, cx: ConnectionTo<Client>) -> Result<StopReason, Error> {
         let id = request.session_id.0.to_string();
-        let session = self.session(&id).ok_or_else(|| {
-            invalid_params(format!("session {id} is not open here; send session/new or session/load first"))
-        })?;
+        let session = self.open_session(&id)?;
         let text = translate::prompt_text(&request.prompt)?;
         let mut ended = session.prompting.try_lock().map_err(|_| {
             invalid_params(format!("session {id} is still answering a prompt; wait for it or send session/cancel"))
         })?;
+        // A slash command is Mino's, never the model's: no gate (it acts
+        // on nothing the unknown result touched; `/compact` is refused
+        // while one waits) and no user turn.
+        if let Some(command) = commands::parse(&text) {
+            let reply = session.command(command).await?;
+            log_send(cx.send_notification(translate::agent_message(&id, &reply)));
+            return Ok(StopReason::EndTurn);
+        }
         let cancel = CancellationToken::new();
         *lock(&session.cancel) = cancel.clone();
 
@@ -383,6 +431,36 @@ impl Server {
         Err(internal("the session's agent stopped before the turn ended"))
     }
 
+    /// `session/set_config_option`: the model option chooses the session's
+    /// model among those offered (`Agent::select_model`, journaled).
+    async fn set_config_option(
+        &self,
+        request: SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse, Error> {
+        let id = request.session_id.0.to_string();
+        let session = self.open_session(&id)?;
+        if request.config_id.0.as_ref() != commands::MODEL_OPTION {
+            return Err(invalid_params(format!(
+                "session {id} has no config option {:?}; its only option is {:?} (the model)",
+                request.config_id.0,
+                commands::MODEL_OPTION
+            )));
+        }
+        let Some(value) = request.value.as_value_id() else {
+            return Err(invalid_params("the model option is a select: send one of its values, not a boolean"));
+        };
+        let mut list = session.agent.models(&session.configured_models).await;
+        if !list.models.iter().any(|m| m.id == value.0.as_ref()) {
+            return Err(invalid_params(commands::unknown_model(&value.0, &list)));
+        }
+        let chosen = session.agent.select_model(&value.0).await.map_err(|e| match commands::refusal(&e) {
+            Some(why) => invalid_params(format!("the model was not changed: {why}")),
+            None => agent_error(e),
+        })?;
+        list.current = chosen;
+        Ok(SetSessionConfigOptionResponse::new(vec![commands::model_option(&list)]))
+    }
+
     /// The client is gone: cancel every running turn and wait (bounded) for
     /// their ends to be on file.
     async fn close(&self) {
@@ -390,6 +468,43 @@ impl Server {
         for agent in agents {
             if tokio::time::timeout(EXIT_GRACE, agent.close()).await.is_err() {
                 tracing::warn!("a cancelled turn did not record its end in time");
+            }
+        }
+    }
+}
+
+impl AcpSession {
+    /// The session's config options: the model choice.
+    async fn config_options(&self) -> Vec<SessionConfigOption> {
+        vec![commands::model_option(&self.agent.models(&self.configured_models).await)]
+    }
+
+    /// Runs a slash command; its answer is the agent's message. A refusal
+    /// for now (a turn or an unknown result waits) is an answer too; a
+    /// failed save is an error, so nothing claims what the disk does not hold.
+    async fn command(&self, command: Command) -> Result<String, Error> {
+        let agent = &self.agent;
+        match command {
+            Command::ExtraText(name) => Ok(commands::extra_text(name)),
+            Command::Rules => Ok(commands::rules_list(&agent.rules())),
+            Command::Compact => match agent.compact().await {
+                Ok(outcome) => Ok(translate::compaction_notice(&outcome).trim().to_string()),
+                Err(e) => match commands::refusal(&e) {
+                    Some(why) => Ok(commands::compact_refused(&why)),
+                    None => Err(agent_error(e)),
+                },
+            },
+            Command::Revoke(id) if id.is_empty() => Ok(commands::revoke_without_id(&agent.rules())),
+            Command::Revoke(id) => {
+                let rule = agent.rules().rules.into_iter().find(|r| r.id() == id);
+                match (agent.revoke_rule(&id).await, rule) {
+                    (Ok(()), Some(rule)) => Ok(commands::revoked(&rule)),
+                    (Ok(()), None) => Ok(format!("Revoked rule `{id}`: the calls it covered ask again.")),
+                    (Err(AgentError::Policy(PolicyError::UnknownRule(_))), _) => {
+                        Ok(commands::unknown_rule(&id, &agent.rules()))
+                    }
+                    (Err(e), _) => Err(agent_error(e)),
+                }
             }
         }
     }

@@ -523,8 +523,8 @@ impl OpenCall {
     }
 }
 
-/// What a compaction during a turn did, as a line of the agent's message.
-fn compaction_notice(outcome: &CompactionOutcome) -> String {
+/// What a compaction did, as a line of the agent's message.
+pub(crate) fn compaction_notice(outcome: &CompactionOutcome) -> String {
     if outcome.compacted {
         let kept = match outcome.kept_turns {
             0 => String::new(),
@@ -659,6 +659,9 @@ impl LiveCalls {
             // reads from now on: the person is told when it is done (ACP has
             // no notice of its own, so it goes in the agent's message).
             AgentEvent::CompactionStarted { .. } => {}
+            // One asked for (`/compact`, the only one outside a turn on this
+            // door) is told by the command itself, before its prompt answers.
+            AgentEvent::CompactionEnded { turn_id: None, .. } => {}
             AgentEvent::CompactionEnded { outcome, .. } => {
                 out.updates.push(agent_message(session_id, &compaction_notice(&outcome)))
             }

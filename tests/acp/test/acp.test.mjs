@@ -473,3 +473,225 @@ test("allow_always grants a session rule: a later command it covers runs without
     mock.stop();
   }
 });
+
+/** Every journal record under `home`, in file order. */
+function journalRecords(home) {
+  return readdirSync(home, { recursive: true })
+    .filter((f) => String(f).endsWith(".jsonl"))
+    .flatMap((f) => readFileSync(join(home, String(f)), "utf8").split("\n").filter(Boolean))
+    .map((line) => JSON.parse(line));
+}
+
+const newSession = (server, cwd) => server.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+const setModel = (server, sessionId, value) =>
+  server.agent.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "model", value });
+/** The agent's text sent since `from` (an index into `updates`). */
+const textSince = (server, from) => agentText(server.updates.slice(from));
+/** The text of every model request's input so far. */
+const inputs = async (mock) => (await mock.requests()).map((r) => JSON.stringify(r.body.input ?? r.body.messages));
+
+test("the model is a session config option: the service's models offered, the one chosen asked next and kept on load", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([
+    { type: "calls", calls: [{ call_id: "call_1", command: "echo hi" }] },
+    { type: "text", deltas: ["Said hi."] },
+    { type: "text", deltas: ["From the large model."] },
+  ]);
+  let sessionId;
+  let refusedWhileRunning;
+  const server = startServer({
+    ...dirs,
+    baseUrl: mock.baseUrl,
+    // Choosing a model while the turn waits on this approval is refused.
+    onPermission: async (params) => {
+      refusedWhileRunning = await setModel(server, sessionId, "mock-model-large").then(
+        () => null,
+        (e) => e,
+      );
+      return selected(option(params, "allow_once"));
+    },
+  });
+  try {
+    await initialize(server.agent);
+    const created = await newSession(server, dirs.workspace);
+    sessionId = created.sessionId;
+    assert.deepEqual(created.configOptions.map((o) => [o.id, o.type, o.category, o.currentValue]), [
+      ["model", "select", "model", "mock-model"],
+    ]);
+    assert.deepEqual(created.configOptions[0].options.map((o) => o.value), ["mock-model", "mock-model-large"]);
+
+    for (const value of ["no-such-model", "", "x".repeat(100000)]) {
+      await assert.rejects(setModel(server, sessionId, value), (e) => {
+        assert.equal(e.code, -32602);
+        assert.match(e.message, /choose one of: mock-model, mock-model-large$/);
+        assert.ok(e.message.length < 400, "a huge value is not echoed whole");
+        return true;
+      });
+    }
+    assert.equal((await prompt(server.agent, sessionId, "Say hi.")).stopReason, "end_turn");
+    assert.equal(refusedWhileRunning?.code, -32602, "a model choice during a turn is refused");
+    assert.match(refusedWhileRunning.message, /the model was not changed: turn turn-1 is still running/);
+
+    const chosen = await setModel(server, sessionId, "mock-model-large");
+    assert.equal(chosen.configOptions[0].currentValue, "mock-model-large");
+    assert.equal((await prompt(server.agent, sessionId, "Again.")).stopReason, "end_turn");
+    assert.deepEqual((await mock.requests()).map((r) => r.body.model), ["mock-model", "mock-model", "mock-model-large"]);
+    assert.deepEqual(
+      journalRecords(dirs.home).filter((r) => r.kind === "model").map((r) => r.model),
+      ["mock-model-large"],
+      "one choice journaled: the refused ones wrote nothing",
+    );
+  } finally {
+    await server.stop();
+  }
+
+  // A later server loads the session with the model it chose.
+  const again = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
+  try {
+    await initialize(again.agent);
+    const loaded = await again.agent.request(acp.methods.agent.session.load, {
+      sessionId,
+      cwd: dirs.workspace,
+      mcpServers: [],
+    });
+    assert.equal(loaded.configOptions[0].currentValue, "mock-model-large");
+    await again.waitFor((u) => u.some((n) => n.update.sessionUpdate === "available_commands_update"));
+  } finally {
+    await again.stop();
+    mock.stop();
+  }
+});
+
+test("/compact summarises the conversation on demand: a compaction record, and the next request starts with the summary", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([
+    { type: "text", deltas: ["Paris."] },
+    { type: "text", deltas: ["They asked for the capital of France: Paris."] },
+    { type: "text", deltas: ["Rome."] },
+  ]);
+  const server = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
+  try {
+    await initialize(server.agent);
+    const { sessionId } = await newSession(server, dirs.workspace);
+    await server.waitFor((u) => u.some((n) => n.update.sessionUpdate === "available_commands_update"));
+    const commands = server.updates.find((n) => n.update.sessionUpdate === "available_commands_update");
+    assert.deepEqual(commands.update.availableCommands.map((c) => c.name), ["compact", "rules", "revoke"]);
+
+    // On an empty session: nothing to compact, no model request.
+    let from = server.updates.length;
+    assert.equal((await prompt(server.agent, sessionId, "/compact")).stopReason, "end_turn");
+    assert.match(textSince(server, from), /^\[Mino: the conversation was not compacted: nothing to compact/);
+    assert.equal((await mock.requests()).length, 0);
+
+    assert.equal((await prompt(server.agent, sessionId, "Capital of France?")).stopReason, "end_turn");
+    from = server.updates.length;
+    assert.equal((await prompt(server.agent, sessionId, "/compact")).stopReason, "end_turn");
+    assert.equal(
+      textSince(server, from),
+      "[Mino: the conversation was compacted (1 earlier turns summarised); the model now reads the summary instead of them.]",
+    );
+    const compactions = journalRecords(dirs.home).filter((r) => r.kind === "compaction");
+    assert.deepEqual(compactions.map((r) => [r.through_turn_id, r.summary]), [
+      ["turn-1", "They asked for the capital of France: Paris."],
+    ]);
+
+    assert.equal((await prompt(server.agent, sessionId, "Capital of Italy?")).stopReason, "end_turn");
+    const requests = await mock.requests();
+    assert.equal(requests.length, 3);
+    const next = requests[2].body.input;
+    assert.match(JSON.stringify(next[0]), /Mino runtime notice: the earlier conversation was compacted/);
+    assert.match(JSON.stringify(next[0]), /They asked for the capital of France: Paris\./);
+    assert.ok(!JSON.stringify(next).includes("Capital of France?"), "the summarised turn is not sent again");
+    assert.ok(!(await inputs(mock)).some((i) => i.includes("/compact")), "the command never reached the model");
+    assert.deepEqual(
+      journalRecords(dirs.home).filter((r) => r.kind === "user").map((r) => r.text),
+      ["Capital of France?", "Capital of Italy?"],
+      "a command is no user turn",
+    );
+    from = server.updates.length;
+    assert.equal((await prompt(server.agent, sessionId, "/compact now")).stopReason, "end_turn");
+    assert.match(textSince(server, from), /\/compact takes nothing after it, so nothing was done/);
+    assert.equal((await mock.requests()).length, 3);
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});
+
+test("/rules lists a rule granted with allow_always; /revoke removes it, so the same command asks again", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([
+    { type: "calls", calls: [{ call_id: "call_1", command: "echo hello" }] },
+    { type: "text", deltas: ["Said."] },
+    { type: "calls", calls: [{ call_id: "call_1", command: "echo hello" }] },
+    { type: "text", deltas: ["Said again."] },
+  ]);
+  const asked = [];
+  const server = startServer({
+    ...dirs,
+    baseUrl: mock.baseUrl,
+    onPermission: (params) => {
+      asked.push(params);
+      return selected(option(params, asked.length === 1 ? "allow_always" : "allow_once"));
+    },
+  });
+  const command = async (text) => {
+    const from = server.updates.length;
+    assert.equal((await prompt(server.agent, sessionId, text)).stopReason, "end_turn");
+    return textSince(server, from);
+  };
+  let sessionId;
+  try {
+    await initialize(server.agent);
+    sessionId = (await newSession(server, dirs.workspace)).sessionId;
+    assert.match(await command("/rules"), /^No approval rules are in force in this session/);
+    assert.equal((await prompt(server.agent, sessionId, "Say hello.")).stopReason, "end_turn");
+    assert.equal(asked.length, 1);
+
+    const listed = await command("/rules");
+    const [, id] = /`(rule-[0-9a-f]+)`: allow prefix "echo hello" \(this session\)/.exec(listed) ?? [];
+    assert.ok(id, listed);
+    const granted = journalRecords(dirs.home).filter((r) => r.kind === "rule");
+    assert.deepEqual(granted.map((r) => r.rule.id), [id]);
+
+    // Hostile: no id, an unknown id, a huge id: each says so, lists the rules, revokes nothing.
+    assert.match(await command("/revoke"), new RegExp(`say which rule to revoke: /revoke <rule-id>[^]*\`${id}\``));
+    assert.match(await command("/revoke rule-0000"), new RegExp(`no rule with id \`rule-0000\`[^]*\`${id}\``));
+    const huge = await command(`/revoke ${"r".repeat(200000)}`);
+    assert.match(huge, /\(200000 bytes\)/);
+    assert.ok(huge.length < 1000, "a huge id is not echoed whole");
+    assert.equal(journalRecords(dirs.home).filter((r) => r.kind === "rule_revoke").length, 0);
+
+    assert.match(await command(`/revoke ${id}`), new RegExp(`^Revoked rule \`${id}\` \\(prefix "echo hello"\\)`));
+    assert.deepEqual(journalRecords(dirs.home).filter((r) => r.kind === "rule_revoke").map((r) => r.id), [id]);
+    assert.match(await command("/rules"), /^No approval rules are in force/);
+
+    assert.equal((await prompt(server.agent, sessionId, "Say hello again.")).stopReason, "end_turn");
+    assert.equal(asked.length, 2, "the revoked rule no longer answers for the person");
+    assert.equal(asked[1].toolCall.title, "echo hello");
+    const sent = await inputs(mock);
+    assert.ok(!sent.some((i) => i.includes("/rules") || i.includes("/revoke")), "no command reached the model");
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});
+
+test("an unknown /word is a prompt like any other: it goes to the model", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([{ type: "text", deltas: ["There is no /foo here."] }]);
+  const server = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
+  try {
+    await initialize(server.agent);
+    const { sessionId } = await newSession(server, dirs.workspace);
+    const from = server.updates.length;
+    assert.equal((await prompt(server.agent, sessionId, "/foo bar")).stopReason, "end_turn");
+    assert.equal(textSince(server, from), "There is no /foo here.");
+    const sent = await inputs(mock);
+    assert.equal(sent.length, 1);
+    assert.ok(sent[0].includes("/foo bar"), sent[0]);
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});

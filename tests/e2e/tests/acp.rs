@@ -1,8 +1,8 @@
 //! `mino-server --acp` driven by the `agent-client-protocol` crate's client
 //! side over real stdio, against the mock model: initialize, a new session,
 //! a prompt with an approved command, and the acknowledgement gate after a
-//! real SIGKILL, an edit asked with its diff, `session/list`, and a line
-//! over the input bound. (The official TypeScript SDK drives the same front door in
+//! real SIGKILL, an edit asked with its diff, `session/list`, the model
+//! option and the slash commands, and a line over the input bound. (The official TypeScript SDK drives the same front door in
 //! tests/acp, `scripts/test acp`.)
 
 use std::collections::VecDeque;
@@ -15,7 +15,7 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
     PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, StopReason, TextContent,
+    SelectedPermissionOutcome, SessionNotification, SetSessionConfigOptionRequest, StopReason, TextContent,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Agent, ByteStreams, Client, Responder, V1};
@@ -195,12 +195,26 @@ async fn acp_gate_after_sigkill_refuses_then_acknowledges() {
     let (result, _) = with_server(&home, &workspace, &mock, seen.clone(), async move |cx| {
         cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
         cx.send_request(LoadSessionRequest::new(id.clone(), ws)).block_task().await?;
+        // `/compact` asks no question and compacts nothing while the unknown result waits.
+        let compact = prompt(&cx, &id, "/compact").await?;
         let refused = prompt(&cx, &id, "Is milk on the list now?").await?;
         let answered = prompt(&cx, &id, "Is milk on the list now?").await?;
-        Ok((refused.stop_reason, answered.stop_reason))
+        Ok((compact.stop_reason, refused.stop_reason, answered.stop_reason))
     })
     .await;
-    let (refused, answered) = result.expect("prompts answered");
+    let (compact, refused, answered) = result.expect("prompts answered");
+    assert_eq!(compact, StopReason::EndTurn);
+    let said: String = seen
+        .lock()
+        .expect("seen")
+        .updates
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str().filter(|_| u["sessionUpdate"] == "agent_message_chunk"))
+        .collect();
+    assert!(
+        said.contains("[Mino: the conversation was not compacted: a command's result is unknown and waits for your acknowledgement"),
+        "{said}"
+    );
     assert_eq!(refused, StopReason::Refusal);
     assert_eq!(answered, StopReason::EndTurn);
     let loaded = tool_updates(&seen)[0].clone();
@@ -396,4 +410,57 @@ async fn acp_always_options_grant_session_rules_that_decide_later_calls() {
     );
     let c4 = records.iter().find(|r| r["kind"] == "approval" && r["call_id"] == "c4").expect("c4 decided");
     assert_eq!((c4["decision"].as_str(), c4["decided_by"].as_str()), (Some("denied"), Some("rule")));
+}
+
+/// The model is a session config option offered from the service's list;
+/// choosing one makes the next request name it. `/rules` and `/compact` are
+/// answered by Mino as the agent's message, never sent to the model.
+#[tokio::test]
+async fn acp_model_option_chooses_the_next_requests_model_and_commands_stay_off_the_wire() {
+    let (_base, home, workspace) = dirs();
+    let mock = MockModel::start(vec![Reply::text("Hello from the large model.")]).await.expect("mock model");
+    let seen = Shared::default();
+    let ws = workspace.clone();
+    let (result, _) = with_server(&home, &workspace, &mock, seen.clone(), async move |cx| {
+        cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+        let created = cx.send_request(NewSessionRequest::new(ws)).block_task().await?;
+        let session = created.session_id.0.to_string();
+        let unknown = cx
+            .send_request(SetSessionConfigOptionRequest::new(session.clone(), "model", "gpt-nothing"))
+            .block_task()
+            .await;
+        let chosen = cx
+            .send_request(SetSessionConfigOptionRequest::new(session.clone(), "model", "mock-model-large"))
+            .block_task()
+            .await?;
+        let rules = prompt(&cx, &session, "/rules").await?;
+        let compact = prompt(&cx, &session, "/compact").await?;
+        let answer = prompt(&cx, &session, "Hello?").await?;
+        Ok((created, unknown, chosen, [rules.stop_reason, compact.stop_reason, answer.stop_reason]))
+    })
+    .await;
+    let (created, unknown, chosen, stops) = result.expect("the exchange ran");
+    let offered = serde_json::to_value(&created.config_options).expect("json");
+    assert_eq!(offered[0]["id"], "model");
+    assert_eq!(offered[0]["category"], "model");
+    assert_eq!(offered[0]["currentValue"], "mock-model");
+    assert_eq!(offered[0]["options"][1]["value"], "mock-model-large");
+    let refused = unknown.expect_err("an unknown model is refused");
+    assert_eq!(i32::from(refused.code), -32602);
+    assert!(refused.message.ends_with("choose one of: mock-model, mock-model-large"), "{}", refused.message);
+    assert_eq!(serde_json::to_value(&chosen.config_options).expect("json")[0]["currentValue"], "mock-model-large");
+    assert_eq!(stops, [StopReason::EndTurn; 3]);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1, "only the question reached the model");
+    assert_eq!(requests[0].body["model"], "mock-model-large");
+    let text: String = seen
+        .lock()
+        .expect("seen")
+        .updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str().map(str::to_string))
+        .collect();
+    assert!(text.starts_with("No approval rules are in force in this session"), "{text}");
+    assert!(text.contains("[Mino: the conversation was not compacted: nothing to compact"), "{text}");
 }
