@@ -54,6 +54,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   const sessionUsage = $('session-usage');
   const sessionModel = /** @type {HTMLButtonElement} */ ($('session-model'));
   const sessionMode = /** @type {HTMLButtonElement} */ ($('session-mode'));
+  const sessionSandbox = $('session-sandbox');
   $('ack-question').textContent = ACK_QUESTION;
   const NEW_CHAT_TITLE = 'New chat';
 
@@ -1391,7 +1392,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
    */
   function onModes(approvalMode, sandbox) {
     if (typeof approvalMode !== 'string' || typeof sandbox !== 'string') return;
-    sessionMode.textContent = 'Mode: ' + approvalMode + (sandbox !== 'off' ? ' · sandbox ' + sandbox : '');
+    // The mode never gives way in a narrow panel; the sandbox beside it may.
+    sessionMode.textContent = 'Mode: ' + approvalMode;
+    sessionSandbox.textContent = 'sandbox ' + sandbox;
+    sessionSandbox.hidden = sandbox === 'off';
     sessionMode.dataset.mode = approvalMode;
     const meaning = APPROVAL_MODE_LABELS[approvalMode] || approvalMode;
     sessionMode.title = 'Approval mode ' + approvalMode + ': ' + meaning + '; sandbox ' + sandbox + '. Click to change the approval mode.';
