@@ -154,6 +154,8 @@ export class ApprovalModeCommands {
    * for it); a refusal says what was refused, why, and what is still in force.
    */
   async applySettingsChange(changed: { approvalMode: boolean; sandbox: boolean }): Promise<void> {
+    // A server still starting may have read the settings before this change: it gets it once ready.
+    await this.server.whenStarted();
     if (!this.server.connection) return; // the next start reads the settings
     const modes = readModeSettings();
     if ('message' in modes) {

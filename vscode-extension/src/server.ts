@@ -116,6 +116,18 @@ export class MinoServer implements vscode.Disposable {
     return this._state;
   }
 
+  /** Resolves once the server is not `starting` (at once when it is not). */
+  whenStarted(): Promise<void> {
+    if (this._state !== 'starting') return Promise.resolve();
+    return new Promise((resolve) => {
+      const sub = this.onDidChangeState((state) => {
+        if (state === 'starting') return;
+        sub.dispose();
+        resolve();
+      });
+    });
+  }
+
   /** Why the server is `crashed` or `failed`; empty otherwise. */
   get stateDetail(): StateDetail {
     return this._detail;

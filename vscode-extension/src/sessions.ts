@@ -72,15 +72,7 @@ export function sessionItem(entry: SessionEntry, scope: ListScope, now = Date.no
  * view, which starts it) is ready; else undefined, and the person is told.
  */
 export async function connectionOrSay(server: MinoServer): Promise<MinoConnection | undefined> {
-  if (server.state === 'starting') {
-    await new Promise<void>((resolve) => {
-      const sub = server.onDidChangeState((state) => {
-        if (state === 'starting') return;
-        sub.dispose();
-        resolve();
-      });
-    });
-  }
+  await server.whenStarted();
   const conn = server.connection;
   if (!conn) void vscode.window.showErrorMessage('Mino: the server is not running. Open the Mino view to start it.');
   return conn;

@@ -1185,6 +1185,17 @@ describe('approval mode and sandbox: settings, Set Approval Mode, the header', (
     expect(settingsRequests(c)).toHaveLength(2);
   });
 
+  it('a change made while the server is starting reaches it once it is ready', async () => {
+    await api.server.stop();
+    const starting = api.server.start();
+    expect(api.server.state).toBe('starting');
+    fake.mock.changeConfig({ 'mino.approvalMode': 'rules' });
+    await starting;
+    await settle();
+    expect(api.server.state).toBe('ready');
+    expect(settingsRequests(client())).toEqual([{ approvalMode: 'rules' }]);
+  });
+
   it('Set Approval Mode (palette, title bar, header): the three modes described, the current marked, ask focused whatever is current; Enter without moving never loosens', async () => {
     const commands = pkg.contributes.commands as { command: string; title: string; category: string }[];
     expect(commands.find((m) => m.command === 'mino.setApprovalMode')).toMatchObject({ title: 'Set Approval Mode', category: 'Mino' });
