@@ -53,6 +53,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   const sessionTitle = $('session-title');
   const sessionUsage = $('session-usage');
   const sessionModel = /** @type {HTMLButtonElement} */ ($('session-model'));
+  const sessionMode = /** @type {HTMLButtonElement} */ ($('session-mode'));
+  const sessionSandbox = $('session-sandbox');
   $('ack-question').textContent = ACK_QUESTION;
   const NEW_CHAT_TITLE = 'New chat';
 
@@ -744,6 +746,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       if (p.approvalMode === 'ask') {
         formEl.appendChild(h('div', 'answer-form-note', 'The approval mode is ask: this command ' +
           (denies ? 'is denied' : 'runs') + ' now and the rule is kept, but later commands use it only once the mode is rules.'));
+        // The way to that mode: Set Approval Mode, which asks (it never switches by itself).
+        formEl.appendChild(linkButton('Change the approval mode…', { type: 'setApprovalMode' }, 'answer-form-mode'));
       }
       answer = () => {
         const command = field.value.trim();
@@ -1347,6 +1351,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         return onSession(msg.session);
       case 'model':
         return onModel(msg.model);
+      case 'modes':
+        return onModes(msg.approvalMode, msg.sandbox);
     }
   });
 
@@ -1379,7 +1385,26 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     sessionModel.hidden = false;
   }
 
+  /**
+   * The approval mode in force (and the sandbox, when there is one), in the
+   * header, so that whether commands will ask is always in sight; a click
+   * opens Set Approval Mode.
+   */
+  function onModes(approvalMode, sandbox) {
+    if (typeof approvalMode !== 'string' || typeof sandbox !== 'string') return;
+    // The mode never gives way in a narrow panel; the sandbox beside it may.
+    sessionMode.textContent = 'Mode: ' + approvalMode;
+    sessionSandbox.textContent = 'sandbox ' + sandbox;
+    sessionSandbox.hidden = sandbox === 'off';
+    sessionMode.dataset.mode = approvalMode;
+    const meaning = APPROVAL_MODE_LABELS[approvalMode] || approvalMode;
+    sessionMode.title = 'Approval mode ' + approvalMode + ': ' + meaning + '; sandbox ' + sandbox + '. Click to change the approval mode.';
+    sessionMode.setAttribute('aria-label', 'Approval mode ' + approvalMode + ' (' + meaning + '), sandbox ' + sandbox + ': change the approval mode');
+    sessionMode.hidden = false;
+  }
+
   $('session-rename').addEventListener('click', () => post({ type: 'renameSession' }));
+  sessionMode.addEventListener('click', () => post({ type: 'setApprovalMode' }));
   sessionModel.addEventListener('click', () => post({ type: 'chooseModel' }));
 
   function focusInput() {
@@ -1425,8 +1450,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     updateComposer();
   }
 
-  function linkButton(label, msg) {
-    const b = h('button', 'link', label);
+  function linkButton(label, msg, className) {
+    const b = h('button', 'link' + (className ? ' ' + className : ''), label);
     b.type = 'button';
     b.addEventListener('click', () => post(msg));
     return b;

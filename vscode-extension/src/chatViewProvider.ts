@@ -44,6 +44,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         if (switched) void this.sync();
       }),
       server.onDidChangeModel((model) => this.post({ type: 'model', model })),
+      server.onDidChangeModes(({ approvalMode, sandbox }) => this.post({ type: 'modes', approvalMode, sandbox })),
     );
   }
 
@@ -109,6 +110,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     if (session && state === 'ready') this.postSession(session);
     const model = this.server.model;
     if (model && state === 'ready') this.post({ type: 'model', model });
+    const modes = this.server.modes;
+    if (modes && state === 'ready') this.post({ type: 'modes', approvalMode: modes.approvalMode, sandbox: modes.sandbox });
     if (history) {
       this.shownHistory = history;
       this.post({ type: 'history', history });
@@ -146,6 +149,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return;
       case 'chooseModel':
         await vscode.commands.executeCommand('mino.chooseModel');
+        return;
+      case 'setApprovalMode':
+        await vscode.commands.executeCommand('mino.setApprovalMode');
         return;
       case 'reviewEdit':
         await vscode.commands.executeCommand('mino.reviewPendingEdit', msg.turnId, msg.callId);

@@ -2,6 +2,7 @@
  * Mino for VS Code: activation, commands and the chat view.
  */
 import * as vscode from 'vscode';
+import { APPROVAL_MODE_SETTING, ApprovalModeCommands, RESTART_SETTINGS, SANDBOX_SETTING } from './approvalMode';
 import { ChatViewProvider } from './chatViewProvider';
 import { EditReviews } from './editReview';
 import { Notification } from './protocol';
@@ -13,6 +14,7 @@ export interface MinoExtensionApi {
   view: ChatViewProvider;
   sessions: SessionCommands;
   edits: EditReviews;
+  modes: ApprovalModeCommands;
 }
 
 let server: MinoServer | undefined;
@@ -24,6 +26,7 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
   const edits = new EditReviews(s);
   const view = new ChatViewProvider(context.extensionUri, s, output, edits);
   const sessions = new SessionCommands(s, output);
+  const modes = new ApprovalModeCommands(s);
 
   context.subscriptions.push(
     output,
@@ -68,6 +71,7 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
     vscode.commands.registerCommand('mino.renameSession', () => sessions.renameCurrent()),
     vscode.commands.registerCommand('mino.rules', () => sessions.showRules()),
     vscode.commands.registerCommand('mino.chooseModel', () => sessions.chooseModel()),
+    vscode.commands.registerCommand('mino.setApprovalMode', () => modes.setApprovalMode()),
     // From the palette: the edit waiting for approval; from a card's Review diff: that card's edit.
     vscode.commands.registerCommand('mino.reviewPendingEdit', (turnId?: string, callId?: string) => edits.open(turnId, callId)),
     vscode.commands.registerCommand('mino.compact', () => sessions.compact()),
@@ -97,7 +101,11 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
     }),
     s.onDidChangeState(() => setTurnRunning(s.runningTurnId !== undefined)),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('mino')) {
+      // The approval mode and sandbox apply to the running server at once.
+      const approvalMode = e.affectsConfiguration(APPROVAL_MODE_SETTING);
+      const sandbox = e.affectsConfiguration(SANDBOX_SETTING);
+      if (approvalMode || sandbox) void modes.applySettingsChange({ approvalMode, sandbox });
+      if (RESTART_SETTINGS.some((setting) => e.affectsConfiguration(setting))) {
         void vscode.window
           .showInformationMessage('Mino settings changed. Restart the server to apply them?', 'Restart')
           .then((choice) => (choice === 'Restart' ? s.restart() : undefined));
@@ -107,7 +115,7 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
 
   // The server starts when the view is first shown (ChatViewProvider.resolveWebviewView)
   // or a command needs it; activation alone starts nothing.
-  return { server: s, view, sessions, edits };
+  return { server: s, view, sessions, edits, modes };
 }
 
 /** Context key for `when` clauses in package.json. */

@@ -2,7 +2,7 @@
  * Messages between the chat webview (media/main.js) and the extension host.
  * Types only; media/main.js follows the same shapes.
  */
-import type { Decision, HistoryResult, NotificationMethod, RuleSpec } from './protocol';
+import type { ApprovalMode, Decision, HistoryResult, NotificationMethod, RuleSpec, SandboxMode } from './protocol';
 
 /** Webview → host. */
 export type WebviewMessage =
@@ -25,6 +25,8 @@ export type WebviewMessage =
   | { type: 'renameSession' }
   /** The header's model was clicked: Mino: Choose Model. */
   | { type: 'chooseModel' }
+  /** The header's approval mode or a rule form's "Change the approval mode…": Mino: Set Approval Mode (which asks). */
+  | { type: 'setApprovalMode' }
   | { type: 'acknowledge'; turnIds: string[] }
   | { type: 'cancel'; turnId?: string }
   | { type: 'restart' }
@@ -85,7 +87,9 @@ export type HostMessage =
    */
   | { type: 'session'; session: ViewSession }
   /** The current session's model, for the header. */
-  | { type: 'model'; model: string };
+  | { type: 'model'; model: string }
+  /** The approval mode and sandbox in force, as the server reported them, for the header. */
+  | { type: 'modes'; approvalMode: ApprovalMode; sandbox: SandboxMode };
 
 /** What the view shows of the current session. */
 export interface ViewSession {

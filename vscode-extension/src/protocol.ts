@@ -37,6 +37,8 @@ import type {
   SessionsDeleteResult,
   SessionsListParams,
   SessionsListResult,
+  SettingsResult,
+  SettingsUpdateParams,
   TextDelta,
   ToolOutput,
   ToolResult,
@@ -184,6 +186,15 @@ export class MinoConnection implements Disposable {
   /** The current session's model from its next turn on (kept when the session is reopened). */
   selectModel(model: string): Promise<ModelsSelectResult> {
     return this.request(Method.modelsSelect, { model });
+  }
+
+  /**
+   * Changes the approval mode and/or the sandbox for the calls asked about
+   * from then on; answers the settings in force. A sandbox this machine cannot
+   * enforce is refused (-32602, naming what is missing) and nothing changes.
+   */
+  updateSettings(params: SettingsUpdateParams): Promise<SettingsResult> {
+    return this.request(Method.settingsUpdate, params);
   }
 
   /** Acknowledges unknown tool results; no `turnIds` means every pending one. */

@@ -25,8 +25,11 @@ import {
   type NotificationMethod,
   type RecoveryNotification,
   type SessionInfo,
+  type SettingsResult,
+  type SettingsUpdateParams,
 } from './protocol';
 import type { ServerState, ViewSession } from './messages';
+import { readModeSettings, startRefusal, type ModeSettings } from './approvalMode';
 
 export const API_KEY_SECRET = 'mino.openaiApiKey';
 export const CRASH_MESSAGE = 'Mino server stopped unexpectedly.';
@@ -90,6 +93,9 @@ export class MinoServer implements vscode.Disposable {
   /** The current session's model (`capabilities.experimental.mino.model`, then each choice or switch). */
   private _model: string | undefined;
   private readonly modelEmitter = new vscode.EventEmitter<string>();
+  /** The approval mode and sandbox in force (`initialize`'s capabilities, then each `mino/settings/update`). */
+  private _modes: SettingsResult | undefined;
+  private readonly modesEmitter = new vscode.EventEmitter<SettingsResult>();
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   private readonly notificationEmitter = new vscode.EventEmitter<{ method: NotificationMethod; params: any }>();
 
@@ -101,11 +107,25 @@ export class MinoServer implements vscode.Disposable {
   readonly onDidChangeSession = this.sessionEmitter.event;
   /** Fires when the current session's model is known to have changed. */
   readonly onDidChangeModel = this.modelEmitter.event;
+  /** Fires when the server reports another approval mode or sandbox in force. */
+  readonly onDidChangeModes = this.modesEmitter.event;
 
   constructor(private readonly deps: MinoServerDeps) {}
 
   get state(): ServerState {
     return this._state;
+  }
+
+  /** Resolves once the server is not `starting` (at once when it is not). */
+  whenStarted(): Promise<void> {
+    if (this._state !== 'starting') return Promise.resolve();
+    return new Promise((resolve) => {
+      const sub = this.onDidChangeState((state) => {
+        if (state === 'starting') return;
+        sub.dispose();
+        resolve();
+      });
+    });
   }
 
   /** Why the server is `crashed` or `failed`; empty otherwise. */
@@ -187,6 +207,31 @@ export class MinoServer implements vscode.Disposable {
     }
   }
 
+  /** The approval mode and sandbox the server says are in force; undefined until it has said. */
+  get modes(): SettingsResult | undefined {
+    return this._modes;
+  }
+
+  /**
+   * Changes the approval mode and/or sandbox of the running server. A refusal
+   * (a sandbox this machine cannot enforce: -32602) is thrown and nothing
+   * changes here; on success the server's answer is what is in force.
+   */
+  async updateModes(params: SettingsUpdateParams): Promise<SettingsResult> {
+    const conn = this.connection;
+    if (!conn) throw new Error('Mino server is not running.');
+    const result = await conn.updateSettings(params);
+    this.noteModes(result);
+    return result;
+  }
+
+  private noteModes(modes: SettingsResult): void {
+    const old = this._modes;
+    this._modes = modes;
+    if (old && old.approvalMode === modes.approvalMode && old.sandbox === modes.sandbox) return;
+    this.modesEmitter.fire(modes);
+  }
+
   /** Renames a session (the current one's header follows). */
   async renameSession(sessionId: string, title: string): Promise<void> {
     const conn = this.connection;
@@ -244,6 +289,7 @@ export class MinoServer implements vscode.Disposable {
     this._recovery = undefined;
     this._runningTurnId = undefined;
     this._session = undefined;
+    this._modes = undefined;
     this.setState('starting');
 
     const config = vscode.workspace.getConfiguration('mino');
@@ -265,6 +311,11 @@ export class MinoServer implements vscode.Disposable {
       this.failToStart(located.message, SERVER_PATH_SETTING);
       return;
     }
+    const modes = readModeSettings();
+    if ('message' in modes) {
+      this.failToStart(modes.message, modes.setting);
+      return;
+    }
 
     const serverOptions: ServerOptions = {
       command: located.command,
@@ -275,6 +326,7 @@ export class MinoServer implements vscode.Disposable {
     const initializationOptions: InitializationOptions = cwd ? { cwd } : {};
     if (options.newSession) initializationOptions.newSession = true;
     else if (options.session) initializationOptions.session = options.session;
+    Object.assign(initializationOptions, startModes(modes));
     const clientOptions: LanguageClientOptions = {
       // Mino is not a language server: no documents are synchronised.
       documentSelector: [],
@@ -324,9 +376,12 @@ export class MinoServer implements vscode.Disposable {
         const sessionUnavailable =
           isRpcError(e, ErrorCode.sessionUnavailable) ||
           isRpcError((e as { cause?: unknown })?.cause, ErrorCode.sessionUnavailable);
+        const refusal = startRefusal(e, modes);
         if (/\bENOENT\b/.test(errorMessage(e)) && !existsSync(located.command)) {
           // Removed between the check above and the spawn. (A missing cwd is ENOENT too.)
           this.failToStart(serverNotFound(located.command), SERVER_PATH_SETTING);
+        } else if (refusal) {
+          this.failToStart(refusal.message, refusal.setting);
         } else if (sessionUnavailable) {
           this.failToStart(`Mino server could not be started (${located.command}): ${errorMessage(e)}`, undefined, [
             'Start New Session', 'Restart', 'Show Log',
@@ -344,6 +399,9 @@ export class MinoServer implements vscode.Disposable {
       this._session = { sessionId: caps.sessionId, title: typeof caps.title === 'string' ? caps.title : null };
     }
     if (caps && typeof caps.model === 'string') this._model = caps.model;
+    if (caps && typeof caps.approvalMode === 'string' && typeof caps.sandbox === 'string') {
+      this._modes = { approvalMode: caps.approvalMode, sandbox: caps.sandbox, sandboxSupport: caps.sandboxSupport ?? '' };
+    }
     this.setState('ready');
   }
 
@@ -411,7 +469,17 @@ export class MinoServer implements vscode.Disposable {
     this.stateEmitter.dispose();
     this.notificationEmitter.dispose();
     this.sessionEmitter.dispose();
+    this.modesEmitter.dispose();
   }
+}
+
+/**
+ * What `initialize` is sent of the settings: the approval mode always; the
+ * sandbox only when it names one, so that `off` leaves the server's own
+ * default (`MINO_SANDBOX`) in place rather than weakening it.
+ */
+function startModes(modes: ModeSettings): Pick<InitializationOptions, 'approvalMode' | 'sandbox'> {
+  return modes.sandbox === 'off' ? { approvalMode: modes.approvalMode } : { approvalMode: modes.approvalMode, sandbox: modes.sandbox };
 }
 
 export function errorMessage(e: unknown): string {

@@ -67,29 +67,25 @@ export function sessionItem(entry: SessionEntry, scope: ListScope, now = Date.no
   };
 }
 
+/**
+ * The connection, once a server that is starting (the command opened the
+ * view, which starts it) is ready; else undefined, and the person is told.
+ */
+export async function connectionOrSay(server: MinoServer): Promise<MinoConnection | undefined> {
+  await server.whenStarted();
+  const conn = server.connection;
+  if (!conn) void vscode.window.showErrorMessage('Mino: the server is not running. Open the Mino view to start it.');
+  return conn;
+}
+
 export class SessionCommands {
   constructor(
     private readonly server: MinoServer,
     private readonly output: vscode.OutputChannel,
   ) {}
 
-  /**
-   * The connection, once a server that is starting (the command opened the
-   * view, which starts it) is ready; else undefined, and the person is told.
-   */
-  private async connectionOrSay(): Promise<MinoConnection | undefined> {
-    if (this.server.state === 'starting') {
-      await new Promise<void>((resolve) => {
-        const sub = this.server.onDidChangeState((state) => {
-          if (state === 'starting') return;
-          sub.dispose();
-          resolve();
-        });
-      });
-    }
-    const conn = this.server.connection;
-    if (!conn) void vscode.window.showErrorMessage('Mino: the server is not running. Open the Mino view to start it.');
-    return conn;
+  private connectionOrSay(): Promise<MinoConnection | undefined> {
+    return connectionOrSay(this.server);
   }
 
   /** Mino: New Chat — a new session in this workspace becomes current. */

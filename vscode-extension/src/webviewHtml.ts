@@ -61,6 +61,8 @@ export function renderChatHtml(opts: WebviewHtmlOptions): string {
     <h1 id="session-title" class="session-title">New chat</h1>
     <span id="session-usage" class="session-usage" hidden></span>
     <button id="session-model" type="button" class="session-model" title="The model this session asks; choose another" aria-label="Choose the model" hidden></button>
+    <button id="session-mode" type="button" class="session-mode" title="Which commands run without asking; change the approval mode" hidden></button>
+    <span id="session-sandbox" class="session-sandbox" hidden></span>
     <button id="session-rename" type="button" class="icon-button" title="Rename this session" aria-label="Rename this session">Rename</button>
   </header>
   <div id="status" class="status" role="status" aria-live="polite"></div>

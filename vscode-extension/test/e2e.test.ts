@@ -283,8 +283,9 @@ describe.skipIf(SKIP_WEBVIEW)('deny rules through the extension, the real server
       { type: 'text', deltas: ['Not written.'] },
     ]);
     const { api, cwd } = await launchFresh();
-    // Rules apply in the `rules` approval mode (the extension has no setting for it yet).
-    await clients.at(-1)!.sendRequest('mino/settings/update', { approvalMode: 'rules' });
+    // Rules apply in the `rules` approval mode: the setting, changed while the server runs.
+    fake.mock.changeConfig({ 'mino.approvalMode': 'rules' });
+    await expect.poll(() => page.locator('#session-mode').textContent(), { timeout: 15000 }).toBe('Mode: rules');
     const input = page.locator('#input');
     await expect.poll(() => page.locator('#send').isDisabled()).toBe(false);
     await input.fill('Leave a note.');
@@ -315,6 +316,52 @@ describe.skipIf(SKIP_WEBVIEW)('deny rules through the extension, the real server
     const rules = await api.server.connection!.listRules();
     expect(rules.rules.map((r: any) => [r.kind, r.command, r.scope, r.effect])).toEqual([['prefix', 'touch leaked.txt', 'session', 'deny']]);
     await page.screenshot({ path: path.join(OUT, 'e2e-deny-rule.png'), fullPage: true });
+    expect(probe.cspViolations).toEqual([]);
+    expect(probe.pageErrors).toEqual([]);
+  });
+});
+
+describe.skipIf(SKIP_WEBVIEW)('the approval mode through the extension, the real server and the webview', () => {
+  it('the header says ask; after rules is chosen with Set Approval Mode, Allow for session… in the card makes the same command run again without a question', async () => {
+    await mock.script([
+      { type: 'calls', calls: [{ call_id: 'call_1', command: 'echo mode-e2e' }] },
+      { type: 'calls', calls: [{ call_id: 'call_2', command: 'echo mode-e2e' }] },
+      { type: 'text', deltas: ['Echoed twice.'] },
+    ]);
+    const { api } = await launchFresh();
+    const mode = page.locator('#session-mode');
+    await expect.poll(() => mode.textContent(), { timeout: 15000 }).toBe('Mode: ask');
+
+    // Mino: Set Approval Mode, from the header: the pick opens on ask; rules is chosen by moving to it.
+    await mode.click();
+    await expect.poll(() => (fake.mock.quickPicks.at(-1)?.items ?? []).length, { timeout: 15000 }).toBe(3);
+    const pick = fake.mock.quickPicks.at(-1)!;
+    expect((pick.activeItems as any[]).map((i) => i.label)).toEqual(['ask']);
+    pick.accept('rules');
+    await expect.poll(() => mode.textContent(), { timeout: 15000 }).toBe('Mode: rules');
+    expect(api.server.modes).toMatchObject({ approvalMode: 'rules', sandbox: 'off' });
+
+    const input = page.locator('#input');
+    await expect.poll(() => page.locator('#send').isDisabled()).toBe(false);
+    await input.fill('Echo it twice.');
+    await input.press('Enter');
+    const first = page.locator('.tool-card[data-call-id="call_1"]');
+    await expect.poll(() => first.getByRole('button', { name: 'Allow for session…' }).isVisible(), { timeout: 15000 }).toBe(true);
+    await first.getByRole('button', { name: 'Allow for session…' }).click();
+    // Under rules the form has no "only once the mode is rules" note.
+    expect(await first.locator('.answer-form-note').count()).toBe(0);
+    expect('echo mode-e2e'.startsWith(await first.locator('input.rule-command').inputValue())).toBe(true);
+    await first.locator('.answer-form').getByRole('button', { name: 'Allow for session', exact: true }).click();
+    await expect.poll(() => first.locator('.badge').textContent(), { timeout: 15000 }).toBe('succeeded');
+
+    // The same command again: the rule approves it, no card waits for an answer.
+    const second = page.locator('.tool-card[data-call-id="call_2"]');
+    await expect.poll(() => second.locator('.badge').textContent(), { timeout: 15000 }).toBe('succeeded');
+    await expect.poll(() => page.locator('.turn').last().locator('.assistant-text').last().textContent(), { timeout: 15000 }).toBe('Echoed twice.');
+    expect(await second.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    expect(await second.locator('.tool-approved-by').textContent()).toMatch(/^approved by rule/);
+    expect(await second.locator('.tool-output').textContent()).toBe('mode-e2e\n');
+    await page.screenshot({ path: path.join(OUT, 'e2e-approval-mode.png'), fullPage: true });
     expect(probe.cspViolations).toEqual([]);
     expect(probe.pageErrors).toEqual([]);
   });

@@ -9,11 +9,12 @@ import * as path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 // The same modules the source gets for `vscode` and `vscode-languageclient/node` (vitest aliases).
 import * as fake from './mocks/vscode';
-import { clients, CloseAction, LanguageClient, RpcFailure } from './mocks/languageclient';
+import { clients, CloseAction, LanguageClient, RpcFailure, settings } from './mocks/languageclient';
 import { activate, deactivate, type MinoExtensionApi } from '../src/extension';
 import { API_KEY_SECRET } from '../src/server';
 import { ALL_FOLDERS_LABEL, HELD_MARK, relativeTime, WAITING_MARK } from '../src/sessions';
 import { buildProposed, PROPOSED_SCHEME } from '../src/editReview';
+import { APPROVAL_MODE_DESCRIPTIONS, APPROVAL_MODES, KEEP_MODE_LABEL, LIVE_SETTINGS, RESTART_SETTINGS, SANDBOX_MODES } from '../src/approvalMode';
 
 const pkg = JSON.parse(readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'));
 
@@ -68,7 +69,7 @@ describe('activation', () => {
     expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
     const contributed = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
     expect(contributed).toEqual(
-      ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
+      ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
     );
     expect([...fake.mock.commands.keys()].sort()).toEqual(contributed);
     // The view is contributed into its own activity-bar container, with an icon.
@@ -77,7 +78,7 @@ describe('activation', () => {
     expect(pkg.contributes.views[container.id][0]).toMatchObject({ type: 'webview', id: 'mino.chat' });
     // No plain API key setting.
     expect(Object.keys(pkg.contributes.configuration.properties).sort()).toEqual(
-      ['mino.baseUrl', 'mino.model', 'mino.serverPath'],
+      ['mino.approvalMode', 'mino.baseUrl', 'mino.model', 'mino.sandbox', 'mino.serverPath'],
     );
   });
 
@@ -92,8 +93,8 @@ describe('activation', () => {
     expect(c.started).toBe(true);
     expect(c.clientOptions.documentSelector).toEqual([]);
     // The first start lets the server choose the workspace's session; a restart goes back to the current one.
-    expect(clients[0].clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace' });
-    expect(c.clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace', session: 's1' });
+    expect(clients[0].clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace', approvalMode: 'ask' });
+    expect(c.clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace', session: 's1', approvalMode: 'ask' });
     expect(c.serverOptions.command).toBe(serverBin);
     expect(c.serverOptions.options.cwd).toBe('/tmp/mino-workspace');
     const env = c.serverOptions.options.env;
@@ -267,7 +268,7 @@ describe('webview messages reach the right requests', () => {
       await settle();
       await settle();
       expect(clients).toHaveLength(3);
-      expect(client().clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace', newSession: true });
+      expect(client().clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace', newSession: true, approvalMode: 'ask' });
       expect(api.server.state).toBe('ready');
     } finally {
       LanguageClient.prototype.start = origStart;
@@ -508,7 +509,7 @@ describe('the bundle', () => {
       const bundled = ext.activate(context);
       expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
       expect([...fake.mock.commands.keys()].sort()).toEqual(
-        ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.showServerLog'],
+        ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
       );
       expect(bundled.server.state).toBe('stopped');
       await ext.deactivate();
@@ -668,7 +669,7 @@ describe('sessions: title bar, quick pick, switch, rename, delete', () => {
     await settle();
     await settle();
     expect(clients).toHaveLength(2);
-    expect(client().clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace', session: 's4' });
+    expect(client().clientOptions.initializationOptions).toEqual({ cwd: '/tmp/mino-workspace', session: 's4', approvalMode: 'ask' });
   });
 
   it('a held session (-32015) or a running turn (-32011) refuses the switch: the server\'s message is shown and nothing changes', async () => {
@@ -1090,5 +1091,194 @@ describe('edit review: the diff editor and its read-only proposed document', () 
     firstView.webview.receive({ type: 'reviewEdit', turnId: 't1', callId: 'call_c' });
     await settle();
     expect(fake.mock.executed.filter((e) => e.command === 'vscode.diff')).toHaveLength(before + 1);
+  });
+});
+
+describe('approval mode and sandbox: settings, Set Approval Mode, the header', () => {
+  /** The server's answer to mino/settings/update: what it was asked, over what is in force. */
+  function acceptSettings(c: LanguageClient, inForce = { approvalMode: 'ask', sandbox: 'off' }) {
+    c.replies.set('mino/settings/update', (p: any) => {
+      Object.assign(inForce, p);
+      return { ...inForce, sandboxSupport: 'read-only and workspace-write can be enforced' };
+    });
+  }
+  const settingsRequests = (c: LanguageClient) => c.requests.filter((r) => r.method === 'mino/settings/update').map((r) => r.params);
+  const postedModes = (view: fake.FakeWebviewView) => view.webview.posted.filter((m: any) => m.type === 'modes');
+  const REFUSAL = 'the sandbox mode workspace-write cannot be enforced here: Landlock is not available in this kernel';
+
+  it('both settings are contributed with every mode the protocol lists, described, defaulting to ask and off; each is applied live, every other setting asks for a restart', () => {
+    const props = pkg.contributes.configuration.properties;
+    expect(props['mino.approvalMode']).toMatchObject({ type: 'string', enum: APPROVAL_MODES, default: 'ask' });
+    expect(props['mino.sandbox']).toMatchObject({ type: 'string', enum: SANDBOX_MODES, default: 'off' });
+    expect(APPROVAL_MODES).toEqual(['ask', 'rules', 'sandboxed-auto']);
+    expect(SANDBOX_MODES).toEqual(['off', 'read-only', 'workspace-write']);
+    for (const key of ['mino.approvalMode', 'mino.sandbox']) {
+      expect(props[key].enumDescriptions, key).toHaveLength(props[key].enum.length);
+      expect(props[key].markdownDescription, key).toBeTruthy();
+    }
+    expect([...LIVE_SETTINGS, ...RESTART_SETTINGS].sort()).toEqual(Object.keys(props).sort());
+  });
+
+  it('the settings go to initialize: the approval mode always, the sandbox when it names one; a value Mino does not know fails the start naming the setting', async () => {
+    fake.mock.config.set('mino.approvalMode', 'rules');
+    fake.mock.config.set('mino.sandbox', 'workspace-write');
+    await api.server.restart();
+    expect(client().clientOptions.initializationOptions).toEqual({
+      cwd: '/tmp/mino-workspace', session: 's1', approvalMode: 'rules', sandbox: 'workspace-write',
+    });
+
+    fake.mock.config.set('mino.approvalMode', 'yolo');
+    const before = clients.length;
+    await api.server.restart();
+    expect(clients).toHaveLength(before);
+    expect(api.server.state).toBe('failed');
+    expect(api.server.stateDetail.fixSetting).toBe('mino.approvalMode');
+    expect(fake.mock.errorMessages.at(-1)!.message).toBe(
+      'Mino: mino.approvalMode is "yolo", which Mino does not know. Set it to one of: ask, rules, sandboxed-auto.');
+  });
+
+  it('a sandbox the machine cannot enforce, refused by initialize, is named with the setting that fixes it', async () => {
+    fake.mock.config.set('mino.sandbox', 'workspace-write');
+    settings.nextStartError = new RpcFailure(-32602, REFUSAL);
+    await api.server.restart();
+    expect(api.server.state).toBe('failed');
+    expect(api.server.stateDetail).toEqual({
+      message: `Mino server refused the sandbox workspace-write (mino.sandbox): ${REFUSAL}`,
+      fixSetting: 'mino.sandbox',
+    });
+    expect(fake.mock.errorMessages.at(-1)!.message).toContain('refused the sandbox workspace-write (mino.sandbox)');
+  });
+
+  it('a change of either setting is sent with mino/settings/update (no restart); the header follows the answer; a refusal names what was refused and why, and claims nothing', async () => {
+    const c = client();
+    firstView.webview.receive({ type: 'ready' });
+    await settle();
+    // initialize said: ask, off.
+    expect(postedModes(firstView).at(-1)).toEqual({ type: 'modes', approvalMode: 'ask', sandbox: 'off' });
+    acceptSettings(c);
+
+    fake.mock.changeConfig({ 'mino.approvalMode': 'rules' });
+    await settle();
+    expect(settingsRequests(c)).toEqual([{ approvalMode: 'rules' }]);
+    expect(clients).toHaveLength(1);
+    expect(fake.mock.infoMessages.filter((m) => m.items.includes('Restart'))).toEqual([]);
+    expect(postedModes(firstView).at(-1)).toEqual({ type: 'modes', approvalMode: 'rules', sandbox: 'off' });
+    expect(api.server.modes).toMatchObject({ approvalMode: 'rules', sandbox: 'off' });
+
+    // A sandbox this machine cannot enforce: refused, said so, nothing claimed.
+    c.replies.set('mino/settings/update', () => new RpcFailure(-32602, REFUSAL));
+    const shown = postedModes(firstView).length;
+    fake.mock.changeConfig({ 'mino.sandbox': 'workspace-write' });
+    await settle();
+    expect(settingsRequests(c).at(-1)).toEqual({ sandbox: 'workspace-write' });
+    expect(fake.mock.errorMessages.at(-1)).toEqual({
+      message: `Mino refused the sandbox workspace-write (from the setting mino.sandbox): ${REFUSAL} Still in force: approval mode rules, sandbox off.`,
+      items: ['Open Settings'],
+    });
+    expect(postedModes(firstView)).toHaveLength(shown);
+    expect(api.server.modes).toMatchObject({ approvalMode: 'rules', sandbox: 'off' });
+
+    // A setting read only at start still offers the restart.
+    fake.mock.changeConfig({ 'mino.model': 'gpt-other' });
+    await settle();
+    expect(fake.mock.infoMessages.at(-1)!.items).toEqual(['Restart']);
+    expect(settingsRequests(c)).toHaveLength(2);
+  });
+
+  it('a change made while the server is starting reaches it once it is ready', async () => {
+    await api.server.stop();
+    const starting = api.server.start();
+    expect(api.server.state).toBe('starting');
+    fake.mock.changeConfig({ 'mino.approvalMode': 'rules' });
+    await starting;
+    await settle();
+    expect(api.server.state).toBe('ready');
+    expect(settingsRequests(client())).toEqual([{ approvalMode: 'rules' }]);
+  });
+
+  it('Set Approval Mode (palette, title bar, header): the three modes described, the current marked, ask focused whatever is current; Enter without moving never loosens', async () => {
+    const commands = pkg.contributes.commands as { command: string; title: string; category: string }[];
+    expect(commands.find((m) => m.command === 'mino.setApprovalMode')).toMatchObject({ title: 'Set Approval Mode', category: 'Mino' });
+    const title = pkg.contributes.menus['view/title'] as { command: string; when: string; group: string }[];
+    expect(title.find((m) => m.command === 'mino.setApprovalMode')).toMatchObject({ when: 'view == mino.chat' });
+
+    const c = client();
+    acceptSettings(c);
+    // The header's mode goes through the command.
+    firstView.webview.receive({ type: 'setApprovalMode' });
+    await settle();
+    let pick = fake.mock.quickPicks.at(-1)!;
+    expect((pick.items as any[]).map((i) => [i.label, i.description, i.detail])).toEqual([
+      ['ask', '$(check) current', APPROVAL_MODE_DESCRIPTIONS.ask],
+      ['rules', undefined, APPROVAL_MODE_DESCRIPTIONS.rules],
+      ['sandboxed-auto', undefined, APPROVAL_MODE_DESCRIPTIONS['sandboxed-auto']],
+    ]);
+    expect(APPROVAL_MODE_DESCRIPTIONS.ask).toContain('every command and edit asks');
+    expect((pick.activeItems as any[]).map((i) => i.label)).toEqual(['ask']);
+    pick.acceptFocused();
+    await settle();
+    expect(settingsRequests(c)).toEqual([]);
+
+    // Moving to rules and accepting it.
+    let running = fake.commands.executeCommand('mino.setApprovalMode');
+    await settle();
+    fake.mock.quickPicks.at(-1)!.accept('rules');
+    await running;
+    expect(settingsRequests(c)).toEqual([{ approvalMode: 'rules' }]);
+    expect(firstView.webview.posted.at(-1)).toEqual({ type: 'modes', approvalMode: 'rules', sandbox: 'off' });
+
+    // Now rules is current and marked, but the focus is still on ask.
+    running = fake.commands.executeCommand('mino.setApprovalMode');
+    await settle();
+    pick = fake.mock.quickPicks.at(-1)!;
+    expect((pick.items as any[]).map((i) => i.description)).toEqual([undefined, '$(check) current', undefined]);
+    expect((pick.activeItems as any[]).map((i) => i.label)).toEqual(['ask']);
+    expect(pick.placeholder).toContain('approval mode rules, sandbox off');
+    pick.hide();
+    await running;
+    expect(settingsRequests(c)).toHaveLength(1);
+  });
+
+  it('sandboxed-auto without a sandbox asks which one ("Keep the current mode" focused); with one chosen both are sent; a refusal names them and why, and the header keeps what is in force', async () => {
+    const c = client();
+    acceptSettings(c);
+    const choose = async (mode: string, then: (sandboxPick: fake.FakeQuickPick<any>) => void) => {
+      const running = fake.commands.executeCommand('mino.setApprovalMode');
+      await settle();
+      fake.mock.quickPicks.at(-1)!.accept(mode);
+      await settle();
+      then(fake.mock.quickPicks.at(-1)!);
+      await running;
+      await settle();
+    };
+
+    // Enter in the sandbox question keeps the mode: nothing is sent.
+    await choose('sandboxed-auto', (sandboxPick) => {
+      expect((sandboxPick.items as any[]).map((i) => i.label)).toEqual([KEEP_MODE_LABEL, 'read-only', 'workspace-write']);
+      expect((sandboxPick.activeItems as any[]).map((i) => i.label)).toEqual([KEEP_MODE_LABEL]);
+      expect(sandboxPick.title).toContain('needs a sandbox');
+      expect(sandboxPick.placeholder).toContain('read-only and workspace-write can be enforced');
+      sandboxPick.acceptFocused();
+    });
+    expect(settingsRequests(c)).toEqual([]);
+
+    // The machine cannot enforce it: refused, said so; the header is not changed.
+    c.replies.set('mino/settings/update', () => new RpcFailure(-32602, REFUSAL));
+    firstView.webview.receive({ type: 'ready' });
+    await settle();
+    const shown = postedModes(firstView).length;
+    await choose('sandboxed-auto', (sandboxPick) => sandboxPick.accept('workspace-write'));
+    expect(settingsRequests(c)).toEqual([{ approvalMode: 'sandboxed-auto', sandbox: 'workspace-write' }]);
+    expect(fake.mock.errorMessages.at(-1)).toEqual({
+      message: `Mino refused the approval mode sandboxed-auto with the sandbox workspace-write: ${REFUSAL} Still in force: approval mode ask, sandbox off.`,
+      items: [],
+    });
+    expect(postedModes(firstView)).toHaveLength(shown);
+
+    // Accepted: both in force and shown.
+    acceptSettings(c);
+    await choose('sandboxed-auto', (sandboxPick) => sandboxPick.accept('read-only'));
+    expect(settingsRequests(c).at(-1)).toEqual({ approvalMode: 'sandboxed-auto', sandbox: 'read-only' });
+    expect(postedModes(firstView).at(-1)).toEqual({ type: 'modes', approvalMode: 'sandboxed-auto', sandbox: 'read-only' });
   });
 });

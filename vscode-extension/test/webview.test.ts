@@ -659,6 +659,34 @@ describe.skipIf(skip)('sessions in the panel', () => {
     expect(probe.pageErrors).toEqual([]);
   });
 
+  it('the header shows the approval mode in force (and the sandbox, when there is one), follows each change, and a click asks the host for Set Approval Mode', async () => {
+    await page.setViewportSize({ width: 300, height: 700 });
+    await ready();
+    await openSession('s1', 'A rather long session title that has to give way');
+    await host({ type: 'model', model: 'gpt-5.1' });
+    const mode = page.locator('#session-mode');
+    expect(await mode.isVisible()).toBe(false);
+    await host({ type: 'modes', approvalMode: 'ask', sandbox: 'off' });
+    expect(await mode.textContent()).toBe('Mode: ask');
+    expect(await mode.getAttribute('title')).toContain('ask for every command');
+    await host({ type: 'modes', approvalMode: 'sandboxed-auto', sandbox: 'workspace-write' });
+    expect(await mode.textContent()).toBe('Mode: sandboxed-auto');
+    expect(await page.locator('#session-sandbox').textContent()).toBe('sandbox workspace-write');
+    expect(await mode.getAttribute('title')).toContain('run sandboxed commands without asking; sandbox workspace-write');
+    // In a narrow panel the mode is shown whole (the title gives way); nothing scrolls sideways.
+    const box = (await mode.boundingBox())!;
+    expect(box.x + box.width).toBeLessThanOrEqual(300);
+    expect(await mode.evaluate((el) => el.scrollWidth <= el.clientWidth)).toBe(true);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(300);
+    await page.screenshot({ path: path.join(OUT, 'webview-header-mode.png') });
+    await host({ type: 'modes', approvalMode: 'rules', sandbox: 'off' });
+    expect(await mode.textContent()).toBe('Mode: rules');
+    expect(await page.locator('#session-sandbox').isVisible()).toBe(false);
+    await mode.click();
+    expect((await posted()).filter((m) => m.type === 'setApprovalMode')).toEqual([{ type: 'setApprovalMode' }]);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
   it('ignores notifications of a session other than the current one', async () => {
     await ready();
     await openSession('s1', 'Current');
@@ -832,6 +860,29 @@ describe.skipIf(skip)('approval rules in the card', () => {
     const old = page.locator('.tool-card[data-call-id="call_o"]');
     expect(await old.getByRole('button', { name: 'Allow for session…' }).count()).toBe(0);
     expect(await old.getByRole('button', { name: 'Deny with reason…' }).count()).toBe(1);
+  });
+
+  it("under the ask mode the rule form offers Change the approval mode…, which asks the host for Set Approval Mode and answers nothing; under rules it is not offered", async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'm1', seq: 0, input: 'Test.' });
+    await notify('mino/approvalRequest', { ...ruleRequest('m1', 'call_m', 'npm test', 'npm test'), approvalMode: 'ask' });
+    const card = page.locator('.tool-card[data-call-id="call_m"]');
+    await card.getByRole('button', { name: 'Allow for session…' }).click();
+    const change = card.locator('.answer-form').getByRole('button', { name: 'Change the approval mode…' });
+    expect(await change.isVisible()).toBe(true);
+    // The rule field has the focus, not the way to another mode.
+    expect(await page.evaluate(() => document.activeElement?.classList.contains('rule-command'))).toBe(true);
+    await change.click();
+    expect((await posted()).filter((m) => m.type === 'setApprovalMode')).toEqual([{ type: 'setApprovalMode' }]);
+    expect(await approvals()).toEqual([]);
+    // The form stays open: the rule is still to be confirmed or not.
+    expect(await card.locator('.answer-form').count()).toBe(1);
+
+    await notify('mino/approvalRequest', ruleRequest('m1', 'call_r', 'npm run lint', 'npm run'));
+    const underRules = page.locator('.tool-card[data-call-id="call_r"]');
+    await underRules.getByRole('button', { name: 'Allow for session…' }).click();
+    expect(await underRules.getByRole('button', { name: 'Change the approval mode…' }).count()).toBe(0);
+    expect(probe.pageErrors).toEqual([]);
   });
 
   it('Deny with reason… sends the reason; Enter or Space typed ahead, in the field or held during a click, does not; Escape leaves the form without cancelling the turn', async () => {
@@ -1429,6 +1480,7 @@ describe.skipIf(skip)('screenshots of the panel', () => {
         await notify('mino/turnStarted', { turnId: 'sh1', seq: 0, input: 'Clean the build directory.' });
         await notify('mino/textDelta', { turnId: 'sh1', seq: 1, delta: 'I will remove `build/` with **rm**:' });
         await host({ type: 'session', session: { sessionId: 's1', title: 'How do I run the tests?' } });
+        await host({ type: 'modes', approvalMode: 'rules', sandbox: 'workspace-write' });
         await notify('mino/approvalRequest', {
           ...approvalRequest('sh1', 'sc1', 'rm -rf build', 2),
           environment: { HOME: '/home/me', LANG: 'C.UTF-8', PATH: '/home/me/.cargo/bin:/usr/local/bin:/usr/bin:/bin' },

@@ -24,7 +24,11 @@ export type ServerOptions = any;
  * speaks to it over stdio as vscode-languageclient does (initialize with the
  * client's initializationOptions, initialized, shutdown/exit, `closed()` on exit).
  */
-export const settings = { mode: 'fake' as 'fake' | 'process' };
+export const settings = {
+  mode: 'fake' as 'fake' | 'process',
+  /** Makes the next client's `start()` fail with this (as `initialize` refusing does); used once. */
+  nextStartError: undefined as Error | undefined,
+};
 export type LanguageClientOptions = any;
 
 type Handler = (params: any) => any;
@@ -42,7 +46,10 @@ export class LanguageClient {
   startError: Error | undefined;
   /** What `initialize` answered (fake: a session `s1` without a title). */
   initializeResult: any = {
-    capabilities: { experimental: { mino: { sessionId: 's1', journalPath: '/tmp/s1.jsonl', cwd: '/tmp/mino-workspace', model: 'mock', title: null } } },
+    capabilities: { experimental: { mino: {
+      sessionId: 's1', journalPath: '/tmp/s1.jsonl', cwd: '/tmp/mino-workspace', model: 'mock', title: null,
+      approvalMode: 'ask', sandbox: 'off', sandboxSupport: 'read-only and workspace-write can be enforced',
+    } } },
   };
 
   constructor(
@@ -52,6 +59,8 @@ export class LanguageClient {
     readonly clientOptions: LanguageClientOptions,
   ) {
     clients.push(this);
+    this.startError = settings.nextStartError;
+    settings.nextStartError = undefined;
   }
 
   proc: ChildProcess | undefined;

@@ -71,6 +71,8 @@ export class ThemeIcon {
 export class FakeQuickPick<T extends { label: string }> {
   items: readonly T[] = [];
   selectedItems: readonly T[] = [];
+  /** The focused item: what Enter accepts (VS Code focuses the first item unless told otherwise). */
+  activeItems: readonly T[] = [];
   title: string | undefined;
   placeholder: string | undefined;
   busy = false;
@@ -104,6 +106,12 @@ export class FakeQuickPick<T extends { label: string }> {
   /** Test helper: choose the item labelled `label` (Enter on it). */
   accept(label: string): void {
     this.selectedItems = [this.item(label)];
+    this.acceptEmitter.fire();
+  }
+  /** Test helper: Enter as it is pressed, on whatever item has the focus (typed ahead, or without looking). */
+  acceptFocused(): void {
+    const focused = this.activeItems.length ? this.activeItems : this.items.slice(0, 1);
+    this.selectedItems = focused.slice(0, 1);
     this.acceptEmitter.fire();
   }
   /** Test helper: click the first button of the item labelled `label`. */
@@ -183,6 +191,15 @@ export const mock = {
   contentProviders: new Map<string, { provideTextDocumentContent(uri: Uri): string | Promise<string> }>(),
   /** Documents shown with window.showTextDocument, with their options. */
   shownDocuments: [] as { document: FakeDocument; options: unknown }[],
+  /** Listeners of workspace.onDidChangeConfiguration. */
+  configListeners: new Set<Listener<{ affectsConfiguration(section: string): boolean }>>(),
+  /** Test helper: set settings as the Settings editor does, then fire onDidChangeConfiguration for them. */
+  changeConfig(values: Record<string, unknown>): void {
+    for (const [key, value] of Object.entries(values)) this.config.set(key, value);
+    const keys = Object.keys(values);
+    const event = { affectsConfiguration: (section: string) => keys.some((k) => k === section || k.startsWith(section + '.')) };
+    for (const l of [...this.configListeners]) l(event);
+  },
   reset(): void {
     this.commands.clear();
     this.executed.length = 0;
@@ -206,6 +223,7 @@ export const mock = {
     this.inputBoxOptions.length = 0;
     this.contentProviders.clear();
     this.shownDocuments.length = 0;
+    this.configListeners.clear();
   },
 };
 
@@ -359,7 +377,10 @@ export const workspace = {
         (mock.config.has(`${section}.${key}`) ? mock.config.get(`${section}.${key}`) : def) as T | undefined,
     };
   },
-  onDidChangeConfiguration: (_l: Listener<unknown>): Disposable => ({ dispose: () => undefined }),
+  onDidChangeConfiguration: (l: Listener<{ affectsConfiguration(section: string): boolean }>): Disposable => {
+    mock.configListeners.add(l);
+    return { dispose: () => mock.configListeners.delete(l) };
+  },
   registerTextDocumentContentProvider(scheme: string, provider: { provideTextDocumentContent(uri: Uri): string | Promise<string> }): Disposable {
     mock.contentProviders.set(scheme, provider);
     return { dispose: () => mock.contentProviders.delete(scheme) };
