@@ -9,7 +9,7 @@
  */
 import * as vscode from 'vscode';
 import { ErrorCodes } from 'vscode-jsonrpc';
-import { isRpcError, type ApprovalMode, type SandboxMode, type SettingsResult, type SettingsUpdateParams } from './protocol';
+import { APPROVAL_MODES, SANDBOX_MODES, isRpcError, type ApprovalMode, type SandboxMode, type SettingsResult, type SettingsUpdateParams } from './protocol';
 import { errorMessage, type MinoServer } from './server';
 import { connectionOrSay, CURRENT_MARK } from './sessions';
 
@@ -34,9 +34,11 @@ export const SANDBOX_DESCRIPTIONS: Record<SandboxMode, string> = {
   'workspace-write': 'Commands write only in the workspace and the temporary directory; no network.',
 };
 
-/** Least permissive first: the order of the quick pick, whose first item has the focus. */
-export const APPROVAL_MODES = Object.keys(APPROVAL_MODE_DESCRIPTIONS) as ApprovalMode[];
-export const SANDBOX_MODES = Object.keys(SANDBOX_DESCRIPTIONS) as SandboxMode[];
+/**
+ * Least permissive first (the protocol crate's order): the order of the quick
+ * pick, whose first item has the focus.
+ */
+export { APPROVAL_MODES, SANDBOX_MODES };
 
 export interface ModeSettings {
   approvalMode: ApprovalMode;

@@ -17,8 +17,8 @@ use ts_rs::{Config, TypeVisitor, TS};
 use crate::notification::Notification;
 use crate::request::Request;
 use crate::{
-    message, method, Decision, ErrorCode, EvidenceOutcome, InitializationOptions, OutputStream, ServerCapabilities,
-    ToolStatus, TurnNotification, TurnStatus, Visitor,
+    message, method, ApprovalMode, Decision, ErrorCode, EvidenceOutcome, InitializationOptions, OutputStream,
+    SandboxMode, ServerCapabilities, ToolStatus, TurnNotification, TurnStatus, Visitor,
 };
 
 /// The command that rewrites the generated files.
@@ -214,6 +214,9 @@ pub fn typescript() -> String {
         EvidenceOutcome::ALL.iter().map(|s| s.as_str()),
     ));
     out.push_str(&ts_union_list("OUTPUT_STREAMS", "OutputStream", OutputStream::ALL.iter().map(|s| s.as_str())));
+    // Least permissive first, as a client lists them.
+    out.push_str(&ts_union_list("APPROVAL_MODES", "ApprovalMode", ApprovalMode::ALL.iter().map(|s| s.as_str())));
+    out.push_str(&ts_union_list("SANDBOX_MODES", "SandboxMode", SandboxMode::ALL.iter().map(|s| s.as_str())));
 
     out.push_str("\n/** Mino's own JSON-RPC error codes. */\nexport const ErrorCode = {\n");
     for code in ErrorCode::ALL {
@@ -299,6 +302,8 @@ pub fn lua() -> String {
     lua_status_table(&mut out, "Turn statuses.", "turn_status", TurnStatus::ALL.iter().map(|s| s.as_str()));
     lua_status_table(&mut out, "Tool statuses.", "tool_status", ToolStatus::ALL.iter().map(|s| s.as_str()));
     lua_status_table(&mut out, "Decisions in mino/approval.", "decision", Decision::ALL.iter().map(|s| s.as_str()));
+    lua_status_table(&mut out, "Approval modes.", "approval_mode", ApprovalMode::ALL.iter().map(|s| s.as_str()));
+    lua_status_table(&mut out, "Sandbox modes.", "sandbox_mode", SandboxMode::ALL.iter().map(|s| s.as_str()));
     lua_table(
         &mut out,
         "Mino's own JSON-RPC error codes.",

@@ -761,6 +761,8 @@ export const TOOL_STATUSES: readonly ToolStatus[] = ['success', 'failed', 'refus
 export const DECISIONS: readonly Decision[] = ['approve', 'deny', 'allowSession', 'allowWorkspace', 'denySession', 'denyWorkspace'] as const;
 export const EVIDENCE_OUTCOMES: readonly EvidenceOutcome[] = ['exited', 'signalled', 'stopped_when_mino_stopped', 'timed_out'] as const;
 export const OUTPUT_STREAMS: readonly OutputStream[] = ['stdout', 'stderr'] as const;
+export const APPROVAL_MODES: readonly ApprovalMode[] = ['ask', 'rules', 'sandboxed-auto'] as const;
+export const SANDBOX_MODES: readonly SandboxMode[] = ['off', 'read-only', 'workspace-write'] as const;
 
 /** Mino's own JSON-RPC error codes. */
 export const ErrorCode = {

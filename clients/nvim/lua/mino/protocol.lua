@@ -29,6 +29,12 @@ M.tool_status = values { "success", "failed", "refused", "timed_out", "cancelled
 --- Decisions in mino/approval.
 M.decision = values { "approve", "deny", "allowSession", "allowWorkspace", "denySession", "denyWorkspace" }
 
+--- Approval modes.
+M.approval_mode = values { "ask", "rules", "sandboxed-auto" }
+
+--- Sandbox modes.
+M.sandbox_mode = values { "off", "read-only", "workspace-write" }
+
 --- Mino's own JSON-RPC error codes.
 M.errors = { ACKNOWLEDGEMENT_REQUIRED = -32010, TURN_IN_PROGRESS = -32011, NO_PENDING_APPROVAL = -32012, JOURNAL_FAILURE = -32013, UNKNOWN_TURN = -32014, SESSION_UNAVAILABLE = -32015 }
 
