@@ -508,16 +508,16 @@ impl Agent {
     /// environment or the file sets, else the one the service reports for
     /// it, else the default. The service's answer is waited for (at most
     /// [`crate::model::MODEL_LIST_TIMEOUT`], usually not at all: it was
-    /// asked when the session opened) only when the check depends on it: no
-    /// configured window, a last request's size to compare, and something to
-    /// compact; a cancel stops the wait.
+    /// asked when the session opened, and is asked once per model) only
+    /// when the check depends on it: no configured window and a last
+    /// request's size to compare; a cancel stops the wait. (Whether there is
+    /// anything to compact is left to the caller, after `due`: it walks the
+    /// whole history, which no turn should pay for otherwise.)
     async fn compaction_settings(&self, model: &ModelClient, cancel: &CancellationToken) -> CompactionSettings {
         let table = lock(&self.inner.compaction).clone();
         let name = &model.config().model;
         let needed = table.configured_window(name).is_none()
-            && self.with_session(|s| {
-                s.transcript().last_input_tokens.is_some() && compaction::plan(s.transcript()).is_some()
-            });
+            && self.with_session(|s| s.transcript().last_input_tokens.is_some());
         let reported = if needed {
             tokio::select! {
                 window = model.reported_context_window() => window,
