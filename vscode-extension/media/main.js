@@ -482,7 +482,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     const commandEl = h('pre', 'tool-command', command);
     commandEl.id = 'mino-el-' + nextElementId++;
     // A card made from a result alone (a call a deny rule refused before
-    // anything was asked) has no command to show: its output names the rule.
+    // anything was asked) shows the command the result names, and its output
+    // names the rule; a result without one (a call not on record) hides the
+    // empty box.
     commandEl.hidden = !command;
     el.appendChild(commandEl);
     const actions = h('div', 'tool-actions');

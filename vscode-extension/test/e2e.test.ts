@@ -306,6 +306,8 @@ describe.skipIf(SKIP_WEBVIEW)('deny rules through the extension, the real server
     await expect.poll(() => page.locator('.turn').last().locator('.assistant-text').last().textContent(), { timeout: 15000 }).toBe('Not written.');
     expect(await second.getByRole('button', { name: 'Approve' }).count()).toBe(0);
     expect(await second.locator('.tool-output').textContent()).toBe('Denied by a rule the user set: prefix "touch leaked.txt"');
+    // The server's mino/toolResult names the refused command: the card shows it live.
+    expect(await second.locator('.tool-command').textContent()).toBe('touch leaked.txt');
     expect(await page.locator('.tool-card[data-status="waiting"]').count()).toBe(0);
     expect(existsSync(path.join(cwd, 'leaked.txt'))).toBe(false);
     const requests = await mock.requests();

@@ -1008,14 +1008,26 @@ describe.skipIf(skip)('approval rules in the card', () => {
     expect(await card2.locator('.badge').textContent()).toBe('waiting for approval');
     expect((await approvals()).filter((m) => m.decision !== 'denySession' && m.decision !== 'denyWorkspace')).toEqual([]);
 
-    // A later call the rule refuses comes as a result alone: its card shows the refusal, and no empty command.
-    await notify('mino/toolResult', { turnId: 'ds1', seq: 4, callId: 'call_again', status: 'refused',
-      output: 'Denied by a rule the user set: prefix "git push --force"' });
+    // A later call the rule refuses comes as a result alone: its card shows the command the result names and the refusal naming the rule.
+    await notify('mino/toolResult', { turnId: 'ds1', seq: 4, callId: 'call_again', command: 'git push --force origin main',
+      status: 'refused', output: 'Denied by a rule the user set: prefix "git push --force"' });
     const refused = page.locator('.tool-card[data-call-id="call_again"]');
     expect(await refused.locator('.badge').textContent()).toBe('denied');
-    expect(await refused.locator('.tool-command').isHidden()).toBe(true);
+    expect(await refused.locator('.tool-command').isVisible()).toBe(true);
+    expect(await refused.locator('.tool-command').textContent()).toBe('git push --force origin main');
     expect(await refused.locator('.tool-output').textContent()).toBe('Denied by a rule the user set: prefix "git push --force"');
     expect(await refused.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    // The same call restored from history looks the same.
+    await host({ type: 'history', history: { sessionId: 's1', turns: [{ turnId: 'dh1', input: 'Push.', text: '', notices: [], status: 'completed',
+      calls: [{ callId: 'call_again', command: 'git push --force origin main',
+        result: { status: 'refused', output: 'Denied by a rule the user set: prefix "git push --force"' } }] }] } });
+    const restored = page.locator('.turn').filter({ hasText: 'Push.' }).locator('.tool-card[data-call-id="call_again"]');
+    expect(await restored.locator('.badge').textContent()).toBe('denied');
+    expect(await restored.locator('.tool-command').textContent()).toBe('git push --force origin main');
+    expect(await restored.locator('.tool-output').textContent()).toBe('Denied by a rule the user set: prefix "git push --force"');
+    // A result naming no command (a call not on record) hides the empty box.
+    await notify('mino/toolResult', { turnId: 'ds1', seq: 5, callId: 'call_nameless', status: 'failed', output: 'Unknown tool.' });
+    expect(await page.locator('.tool-card[data-call-id="call_nameless"] .tool-command').isHidden()).toBe(true);
     expect(probe.pageErrors).toEqual([]);
   });
 

@@ -733,6 +733,29 @@ test("a result's output is shown unless that same call streamed it, when a call 
   assert_eq(select(2, text:gsub("a%.txt", "")), 1, "the streamed output shown once")
 end)
 
+test("a result with no request or start before it shows the call's block naming its command, as history shows it", function()
+  chat._reset()
+  chat.open(mino.config)
+  local on = mino._on
+  local output = 'Denied by a rule the user set: prefix "git push"'
+  on["mino/turnStarted"]({ turnId = "d1", seq = 0, input = "push" })
+  on["mino/toolResult"]({ turnId = "d1", seq = 1, callId = "call_9", command = "git push --force origin main",
+    status = "refused", output = output })
+  on["mino/turnEnded"]({ turnId = "d1", seq = 2, status = "completed" })
+  local function block(text)
+    return text:match("(%*%*Tool call%*%* `call_9`.-Result: [^\n]*)")
+  end
+  local live = block(buffer_text())
+  assert_eq(live, "**Tool call** `call_9` wants to run:\n```sh\ngit push --force origin main\n```\n\n"
+    .. "_Denied `call_9`._\n```text\n" .. output .. "\n```\nResult: **refused**", "the live block")
+  chat._reset()
+  chat.open(mino.config)
+  chat.render_history({ sessionId = "s", turns = { { turnId = "d1", input = "push", text = "", status = "completed",
+    notices = {}, calls = { { callId = "call_9", command = "git push --force origin main",
+      result = { status = "refused", output = output } } } } } })
+  assert_eq(block(buffer_text()), live, "the restored block is the live one")
+end)
+
 test("history is restored when the chat opens again", function()
   fresh()
   mock.script({ { type = "text", deltas = { "First", " answer." } } })
@@ -2024,8 +2047,11 @@ test("against the server: Deny for this session… refuses the same command aske
   assert_eq(results[2].params.status, "refused", "the second call's status")
   assert_contains(results[2].params.output, "Denied by a rule the user set", "the second call's output")
   wait_buffer("_Denied `call_1`, and from now on in this session every command starting with `touch leaked.txt` is refused without asking._")
-  -- The refused call is shown with the rule that refused it.
+  -- The refused call is shown with its command and the rule that refused it.
+  assert_eq(results[2].params.command, "touch leaked.txt", "the second result's command")
   wait_buffer('Denied by a rule the user set: prefix "touch leaked.txt"')
+  assert_contains(buffer_text(), "**Tool call** `call_2` wants to run:\n```sh\ntouch leaked.txt\n```\n\n_Denied `call_2`._",
+    "the refused call's block")
 end)
 
 test("against the server: a rule the matcher refuses is shown and the question asked again", function()

@@ -416,6 +416,7 @@ impl App {
             needs_prefix: false,
             pending_space: true,
             streamed: HashSet::new(),
+            announced: HashSet::new(),
             text_seen: false,
         };
         let mut cancelling = false;
@@ -493,6 +494,7 @@ impl App {
             match ev {
                 Turn::TurnStarted(_) => {}
                 Turn::ToolStarted(started) => {
+                    view.announced.insert(started.call_id.clone());
                     if let Some(note) = ui::approval_note(Some(&started.approved_by), Some(started.sandbox)) {
                         view.newline();
                         out(&format!("{note}\n"));
@@ -516,6 +518,7 @@ impl App {
                     view.at_line_start = true;
                 }
                 Turn::ApprovalRequest(req) => {
+                    view.announced.insert(req.call_id.clone());
                     view.newline();
                     match &req.edit {
                         Some(edit) => out_shown(&ui::edit_approval_screen(&req, edit, colour())),
@@ -540,6 +543,12 @@ impl App {
                     view.at_line_start = o.chunk.ends_with('\n');
                 }
                 Turn::ToolResult(r) => {
+                    if !view.announced.remove(&r.call_id) {
+                        if let Some(command) = &r.command {
+                            view.newline();
+                            out(&format!("{}\n", ui::command_line(command)));
+                        }
+                    }
                     // Removed, not just read: a model may reuse the id for a
                     // later call of this turn, whose output is its own.
                     if !view.streamed.remove(&r.call_id) && !r.output.is_empty() {
@@ -724,6 +733,10 @@ struct TurnView {
     /// line with no text has no trailing blank.
     pending_space: bool,
     streamed: HashSet<String>,
+    /// Calls shown by their approval request or start, until their result:
+    /// a result without either (a call a deny rule refused, one that failed
+    /// before anyone was asked) names its command itself.
+    announced: HashSet<String>,
     text_seen: bool,
 }
 

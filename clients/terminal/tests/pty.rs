@@ -540,6 +540,8 @@ fn the_terminal_grants_a_path_rule_for_an_edit_and_a_deny_rule_for_a_command() {
     p.send_line("Fourth.").expect("send");
     let shown = p.exp_string("Fourth understood.").expect("answer");
     assert!(shown.contains("Denied by a rule the user set: prefix \"echo gone\""), "{shown:?}");
+    // The refused call had no question and no start: its result names the command.
+    assert!(shown.contains("Command: \"echo gone again\""), "{shown:?}");
     assert!(!shown.contains("Approve this operation?"), "the deny rule decided: {shown:?}");
 
     p.exp_string("You> ").expect("prompt");

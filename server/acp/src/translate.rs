@@ -926,6 +926,7 @@ mod tests {
         let result = AgentEvent::ToolResult {
             turn_id: "turn-1".into(),
             call_id: "call_1".into(),
+            command: Some("cat big.log".into()),
             status: ToolStatus::Success,
             output: "one\ntwo\nthree\nfour\n".into(),
             exit_code: Some(0),

@@ -119,6 +119,12 @@ pub enum AgentEvent {
     ToolResult {
         turn_id: String,
         call_id: String,
+        /// The call's command as `mino/history` shows it
+        /// ([`crate::transcript::Call::command`]): a call refused by a rule,
+        /// or one that failed before it could be asked about, has no
+        /// approval request or start to name it. `None` only when the call
+        /// is not on record.
+        command: Option<String>,
         status: ToolStatus,
         output: String,
         exit_code: Option<i32>,
@@ -234,6 +240,13 @@ pub enum AgentError {
     /// A chat, a switch or a compaction while a compaction runs.
     #[error("the conversation is being compacted; wait for mino/compactionEnded")]
     Compacting,
+}
+
+/// The command of the open turn's call that a result for `call_id` is about
+/// (its pending call, so a duplicate id names the right one), as history
+/// shows it; read before the result is recorded, which closes the call.
+fn pending_call_command(session: &Session, call_id: &str) -> Option<String> {
+    session.transcript().open_turn()?.pending_call(call_id).map(crate::transcript::Call::command)
 }
 
 /// The result of a call whose id an earlier call of the same response
@@ -1357,12 +1370,15 @@ impl Agent {
             None => refused.to_string(),
         };
         let (t, c, o) = (turn_id.to_string(), call_id.to_string(), output.clone());
-        self.with_session_io(move |s| {
-            s.record_approval_of(&t, &c, ApprovalDecision::Denied, (None, Vec::new()), facts)?;
-            s.record_tool_result(&t, &c, ToolStatus::Refused, &o, None)
-        })
-        .await?;
-        self.emit_result(turn_id, call_id, ToolStatus::Refused, output, None, None);
+        let command = self
+            .with_session_io(move |s| {
+                s.record_approval_of(&t, &c, ApprovalDecision::Denied, (None, Vec::new()), facts)?;
+                let command = pending_call_command(s, &c);
+                s.record_tool_result(&t, &c, ToolStatus::Refused, &o, None)?;
+                Ok::<_, SessionError>(command)
+            })
+            .await?;
+        self.emit_result(turn_id, call_id, command, ToolStatus::Refused, output, None, None);
         Ok(())
     }
 
@@ -1496,16 +1512,24 @@ impl Agent {
         diff: Option<String>,
     ) -> Result<(), SessionError> {
         let (t, c, o) = (turn_id.to_string(), call_id.to_string(), output.to_string());
-        self.with_session_io(move |s| s.record_tool_result(&t, &c, status, &o, exit_code)).await?;
-        self.emit_result(turn_id, call_id, status, output.to_string(), exit_code, diff);
+        let command = self
+            .with_session_io(move |s| {
+                let command = pending_call_command(s, &c);
+                s.record_tool_result(&t, &c, status, &o, exit_code)?;
+                Ok::<_, SessionError>(command)
+            })
+            .await?;
+        self.emit_result(turn_id, call_id, command, status, output.to_string(), exit_code, diff);
         Ok(())
     }
 
     /// Announces a result that is on disk.
+    #[allow(clippy::too_many_arguments)]
     fn emit_result(
         &self,
         turn_id: &str,
         call_id: &str,
+        command: Option<String>,
         status: ToolStatus,
         output: String,
         exit_code: Option<i32>,
@@ -1514,6 +1538,7 @@ impl Agent {
         self.emit(AgentEvent::ToolResult {
             turn_id: turn_id.to_string(),
             call_id: call_id.to_string(),
+            command,
             status,
             output,
             exit_code,

@@ -658,9 +658,9 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
             let n = wire::ToolOutput { turn_id, seq, session_id, call_id, stream, chunk };
             message::<wire::notification::ToolOutput>(n)
         }
-        AgentEvent::ToolResult { turn_id, call_id, status, output, exit_code, diff } => {
+        AgentEvent::ToolResult { turn_id, call_id, command, status, output, exit_code, diff } => {
             let status = tool_status(status);
-            let n = wire::ToolResult { turn_id, seq, session_id, call_id, status, output, exit_code, diff };
+            let n = wire::ToolResult { turn_id, seq, session_id, call_id, command, status, output, exit_code, diff };
             message::<wire::notification::ToolResult>(n)
         }
         AgentEvent::TurnEnded { turn_id, status, reason, text, usage, session_usage } => {

@@ -1165,6 +1165,17 @@ pub struct ToolResult {
     /// The session the turn belongs to.
     pub session_id: String,
     pub call_id: String,
+    /// The call's command, as `mino/approvalRequest`, `mino/toolStarted`
+    /// and `mino/history` show it (for an edit call the summary
+    /// `<tool> <path>`). A call refused by a deny rule, or one that failed
+    /// before anyone was asked (arguments that could not be read, an
+    /// unknown tool), has no request or start: this is the only place the
+    /// live view learns its command. When the arguments could not be read
+    /// it is the arguments as the model sent them, as `mino/history` shows
+    /// them; absent only when the call is not on record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub command: Option<String>,
     pub status: ToolStatus,
     pub output: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

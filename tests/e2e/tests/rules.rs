@@ -694,6 +694,59 @@ async fn a_deny_rule_refuses_a_command_and_an_edit_without_asking() {
     finish(server).await;
 }
 
+/// A call nobody is asked about and that never starts (refused by a deny
+/// rule, an unknown tool, arguments that cannot be read) is first seen in
+/// its `mino/toolResult`: the notification names its command, as
+/// `mino/history` does, so a client can say what was refused at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_result_without_a_request_or_start_names_its_command_as_history_does() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let unreadable = mino_mock_model::ScriptedCall {
+        raw_arguments: Some("{not json".into()),
+        ..mino_mock_model::ScriptedCall::new("c5", "")
+    };
+    let mock = MockModel::start(vec![
+        Reply::call("c1", "git push origin main"),
+        Reply::call("c2", "git push --force origin main"),
+        Reply::write_file("e3", "notes.txt", "one\n"),
+        Reply::NamedCall { call_id: "u4".into(), name: "fetch_url".into(), arguments: r#"{"url":"x"}"#.into() },
+        Reply::Calls { text: Vec::new(), calls: vec![unreadable], delay_ms: 0 },
+        Reply::text("Done."),
+    ])
+    .await
+    .expect("mock");
+    let mut server = Server::spawn_in(home.path(), &mock).await;
+    open_with(&mut server, &options(&cwd, Some(wire::ApprovalMode::Rules), None)).await;
+    let turn = chat(&mut server, "Push it.").await;
+    let (seen, end) = drive(&mut server, &turn, |request| match request.call_id.as_str() {
+        "c1" => allow(request, wire::Decision::DenySession, rule(wire::RuleKind::Prefix, "git push")),
+        "e3" => deny(request),
+        other => panic!("{other} was asked about"),
+    })
+    .await;
+    assert_eq!(end.status, wire::TurnStatus::Completed);
+    assert!(seen.started.is_empty(), "nothing ran");
+    let live: Vec<(&str, wire::ToolStatus, Option<&str>)> =
+        seen.results.iter().map(|r| (r.call_id.as_str(), r.status, r.command.as_deref())).collect();
+    assert_eq!(
+        live,
+        [
+            ("c1", wire::ToolStatus::Refused, Some("git push origin main")),
+            ("c2", wire::ToolStatus::Refused, Some("git push --force origin main")),
+            ("e3", wire::ToolStatus::Refused, Some("write_file notes.txt")),
+            ("u4", wire::ToolStatus::Failed, Some(r#"{"url":"x"}"#)),
+            ("c5", wire::ToolStatus::Failed, Some("{not json")),
+        ]
+    );
+    let h = history(&mut server).await;
+    let restored: Vec<(&str, Option<&str>)> =
+        h.turns[0].calls.iter().map(|c| (c.call_id.as_str(), Some(c.command.as_str()))).collect();
+    let shown_live: Vec<(&str, Option<&str>)> = live.iter().map(|(id, _, command)| (*id, *command)).collect();
+    assert_eq!(restored, shown_live, "live and restored name the same commands");
+    finish(server).await;
+}
+
 /// A workspace path rule is in the workspace rules file: a new session
 /// applies it without asking; once revoked, the edit asks again.
 #[tokio::test(flavor = "multi_thread")]

@@ -619,7 +619,18 @@ export type ToolResult = { turnId: string, seq: number,
 /**
  * The session the turn belongs to.
  */
-sessionId: string, callId: string, status: ToolStatus, output: string, exitCode?: number, 
+sessionId: string, callId: string, 
+/**
+ * The call's command, as `mino/approvalRequest`, `mino/toolStarted`
+ * and `mino/history` show it (for an edit call the summary
+ * `<tool> <path>`). A call refused by a deny rule, or one that failed
+ * before anyone was asked (arguments that could not be read, an
+ * unknown tool), has no request or start: this is the only place the
+ * live view learns its command. When the arguments could not be read
+ * it is the arguments as the model sent them, as `mino/history` shows
+ * them; absent only when the call is not on record.
+ */
+command?: string, status: ToolStatus, output: string, exitCode?: number, 
 /**
  * The diff an edit call wrote (its whole diff; `output` holds it cut
  * at 64 KiB); only on a `success` result of an edit.

@@ -44,6 +44,10 @@ local st = {
   --- "turnId callId" -> true while a call shown with its approval request has
   --- not started (a call that starts without one is shown at its start).
   asked = {},
+  --- "turnId callId" -> true once the call's block (its request or start) is
+  --- shown; cleared by its result. A result without one (a call a deny rule
+  --- refused, a call that failed before anyone was asked) shows the block.
+  shown = {},
 }
 
 function M._set_sender(fn)
@@ -537,6 +541,7 @@ function M.server_started(caps)
   st.streamed = {}
   st.output_streamed = {}
   st.asked = {}
+  st.shown = {}
   start_response()
   -- Remove everything above the prompt line.
   set_lines(buf, 0, -1, {})
@@ -916,6 +921,7 @@ function M.approval_request(p)
     table.insert(lines, "")
     table.insert(lines, "_Waiting for your decision (Approve / Deny); the diff is in the split (:MinoDiff shows it again)…_")
     st.asked[(p.turnId or "") .. " " .. (p.callId or "")] = true
+    st.shown[(p.turnId or "") .. " " .. (p.callId or "")] = true
     M.append(lines)
     return
   end
@@ -926,6 +932,7 @@ function M.approval_request(p)
   table.insert(lines, "")
   table.insert(lines, "_Waiting for your decision (Approve / Deny)…_")
   st.asked[(p.turnId or "") .. " " .. (p.callId or "")] = true
+  st.shown[(p.turnId or "") .. " " .. (p.callId or "")] = true
   M.append(lines)
 end
 
@@ -981,6 +988,7 @@ function M.tool_started(p)
   close_output_fence()
   st.stream = nil
   local key = (p.turnId or "") .. " " .. (p.callId or "")
+  st.shown[key] = true
   if st.asked[key] then
     st.asked[key] = nil
     return
@@ -1014,6 +1022,18 @@ function M.tool_result(p)
   local key = (p.turnId or "") .. " " .. (p.callId or "")
   local streamed = st.output_streamed[key]
   st.output_streamed[key] = nil
+  local shown = st.shown[key]
+  st.shown[key] = nil
+  if not shown and type(p.command) == "string" then
+    -- Nothing showed this call before its result (no request, no start):
+    -- it is shown as the history shows it, naming its command.
+    M.append(history_call_lines({
+      callId = p.callId,
+      command = p.command,
+      result = { status = p.status, output = p.output, exitCode = p.exitCode, diff = p.diff },
+    }))
+    return
+  end
   if type(p.diff) == "string" then
     vim.list_extend(lines, edit_result_lines(p))
   elseif not streamed and (p.output or "") ~= "" then
@@ -1077,7 +1097,7 @@ function M._reset()
     end
   end
   st.buf, st.win, st.input_buf, st.input_win, st.stream, st.stream_call = nil, nil, nil, nil, nil, nil
-  st.streamed, st.output_streamed, st.response, st.asked = {}, {}, nil, {}
+  st.streamed, st.output_streamed, st.response, st.asked, st.shown = {}, {}, nil, {}, {}
 end
 
 return M
