@@ -26,10 +26,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ConfigOptionUpdate, ElicitationAction, InitializeRequest, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionConfigOption, SetSessionConfigOptionRequest,
-    SessionNotification, SessionUpdate, SetSessionConfigOptionResponse, StopReason,
+    CancelNotification, ConfigOptionUpdate, ElicitationAction, InitializeRequest, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionConfigOption,
+    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, StopReason,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, Responder, V1};
@@ -91,7 +91,8 @@ impl PendingModels {
             if list == self.sent {
                 return;
             }
-            let update = SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(vec![commands::model_option(&list)]));
+            let update =
+                SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(vec![commands::model_option(&list)]));
             log_send(cx.send_notification(SessionNotification::new(session_id, update)));
         });
     }

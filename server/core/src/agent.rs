@@ -825,7 +825,11 @@ impl Agent {
     /// wait on the service's list, e.g. while a session opens).
     pub fn configured_models(&self, configured: &[crate::model::ListedModel]) -> crate::model::ModelList {
         let current = self.model_client().config().model.clone();
-        crate::model::model_list(Err("not awaited: the service's list is asked for separately".into()), configured, &current)
+        crate::model::model_list(
+            Err("not awaited: the service's list is asked for separately".into()),
+            configured,
+            &current,
+        )
     }
 
     /// Chooses the model of the current session's requests from the next

@@ -326,11 +326,7 @@ async fn a_cancelled_compaction_abandons_the_summary_request_and_writes_nothing(
 async fn cancelling_a_turn_during_its_automatic_compaction_ends_it_cancelled_without_a_record() {
     let mut h = harness(
         Provider::Responses,
-        vec![
-            Reply::text("Paris."),
-            Reply::Stall { deltas: vec![], stall_ms: None },
-            Reply::text("Rome."),
-        ],
+        vec![Reply::text("Paris."), Reply::Stall { deltas: vec![], stall_ms: None }, Reply::text("Rome.")],
     )
     .await;
     // Every request passes the threshold: the next turn compacts first.

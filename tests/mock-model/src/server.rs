@@ -127,10 +127,7 @@ async fn hold_models(State(shared): State<AppState>, body: Bytes) -> Response {
             shared.models_held.send_replace(held);
             Json(json!({ "ok": true })).into_response()
         }
-        Err(e) => (
-            StatusCode::BAD_REQUEST,
-            Json(json!({ "error": format!("the body must be true or false: {e}") })),
-        )
+        Err(e) => (StatusCode::BAD_REQUEST, Json(json!({ "error": format!("the body must be true or false: {e}") })))
             .into_response(),
     }
 }
