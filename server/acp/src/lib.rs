@@ -26,15 +26,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ElicitationAction, InitializeRequest, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionConfigOption, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, StopReason,
+    CancelNotification, ConfigOptionUpdate, ElicitationAction, InitializeRequest, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionConfigOption,
+    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, StopReason,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, Responder, V1};
 use mino_core::agent::{Agent, AgentError, Decision, Numbered, TurnLimits};
-use mino_core::model::ListedModel;
+use mino_core::model::{ListedModel, ModelList};
 use mino_core::policy::{ApprovalMode, PolicyError, SuggestedRule};
 use mino_core::rules::{Rule, RuleEffect, RuleScope};
 use mino_core::{OpenOptions, SessionError, TurnStatus};
@@ -64,6 +64,38 @@ struct AcpSession {
     cancel: Mutex<CancellationToken>,
     /// The configuration's models, offered when the service lists none.
     configured_models: Vec<ListedModel>,
+}
+
+/// How long `session/new` and `session/load` wait for the model service's
+/// list before answering with the configured models (the service's
+/// `GET /models` is itself bounded at 10 s; a session must open sooner).
+const OPEN_MODEL_LIST_WAIT: Duration = Duration::from_millis(300);
+
+/// The model list a session opened without: the one sent instead, and the
+/// service's answer still to come.
+struct PendingModels {
+    sent: ModelList,
+    asking: tokio::task::JoinHandle<ModelList>,
+}
+
+impl PendingModels {
+    /// Once the service's list is in, sends it as a `config_option_update`
+    /// when it differs from the one the session opened with (sent after
+    /// the session's answer, so the client knows the session).
+    fn refresh_later(self, session_id: String, cx: ConnectionTo<Client>) {
+        tokio::spawn(async move {
+            let list = match self.asking.await {
+                Ok(list) => list,
+                Err(e) => return tracing::warn!("asking the model service for its models stopped: {e}"),
+            };
+            if list == self.sent {
+                return;
+            }
+            let update =
+                SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(vec![commands::model_option(&list)]));
+            log_send(cx.send_notification(SessionNotification::new(session_id, update)));
+        });
+    }
 }
 
 /// How a turn ended, as the prompt that started it answers with it.
@@ -143,9 +175,12 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
                     match server.open(request.cwd, None, cx.clone()).await {
                         Err(e) => log_send(responder.respond_with_error(e)),
                         Ok((id, session)) => {
-                            let options = session.config_options().await;
+                            let (options, pending) = session.opening_config_options().await;
                             log_send(responder.respond(NewSessionResponse::new(id.clone()).config_options(options)));
                             log_send(cx.send_notification(commands::available(&id)));
+                            if let Some(pending) = pending {
+                                pending.refresh_later(id.clone(), cx.clone());
+                            }
                             if let Some(text) = translate::mcp_notice(&mcp) {
                                 log_send(cx.send_notification(translate::agent_message(&id, &text)));
                             }
@@ -184,9 +219,12 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
                     if let Some(text) = translate::mcp_notice(&mcp) {
                         log_send(cx.send_notification(translate::agent_message(&id, &text)));
                     }
-                    let options = session.config_options().await;
+                    let (options, pending) = session.opening_config_options().await;
                     log_send(responder.respond(LoadSessionResponse::new().config_options(options)));
                     log_send(cx.send_notification(commands::available(&id)));
+                    if let Some(pending) = pending {
+                        pending.refresh_later(id, cx);
+                    }
                 });
                 Ok(())
             },
@@ -371,13 +409,15 @@ impl Server {
         // A slash command is Mino's, never the model's: no gate (it acts
         // on nothing the unknown result touched; `/compact` is refused
         // while one waits) and no user turn.
-        if let Some(command) = commands::parse(&text) {
-            let reply = session.command(command).await?;
-            log_send(cx.send_notification(translate::agent_message(&id, &reply)));
-            return Ok(StopReason::EndTurn);
-        }
         let cancel = CancellationToken::new();
         *lock(&session.cancel) = cancel.clone();
+        if let Some(command) = commands::parse(&text) {
+            let reply = session.command(command, &cancel).await?;
+            log_send(cx.send_notification(translate::agent_message(&id, &reply)));
+            // ACP's rule: a cancelled prompt answers `cancelled`; the
+            // message above says what the command did all the same.
+            return Ok(if cancel.is_cancelled() { StopReason::Cancelled } else { StopReason::EndTurn });
+        }
 
         // The acknowledgement gate: each turn whose `unknown` result waits
         // is asked about before the prompt reaches the model.
@@ -474,20 +514,37 @@ impl Server {
 }
 
 impl AcpSession {
-    /// The session's config options: the model choice.
-    async fn config_options(&self) -> Vec<SessionConfigOption> {
-        vec![commands::model_option(&self.agent.models(&self.configured_models).await)]
+    /// The session's config options (the model choice) as the session
+    /// opens, never waiting on the model service longer than
+    /// [`OPEN_MODEL_LIST_WAIT`]: the service's models when its list came in
+    /// time, else the configured ones, and then the list still to come.
+    async fn opening_config_options(&self) -> (Vec<SessionConfigOption>, Option<PendingModels>) {
+        let agent = self.agent.clone();
+        let configured = self.configured_models.clone();
+        let mut asking = tokio::spawn(async move { agent.models(&configured).await });
+        match tokio::time::timeout(OPEN_MODEL_LIST_WAIT, &mut asking).await {
+            Ok(Ok(list)) => (vec![commands::model_option(&list)], None),
+            Ok(Err(e)) => {
+                tracing::warn!("asking the model service for its models stopped: {e}");
+                (vec![commands::model_option(&self.agent.configured_models(&self.configured_models))], None)
+            }
+            Err(_) => {
+                let sent = self.agent.configured_models(&self.configured_models);
+                (vec![commands::model_option(&sent)], Some(PendingModels { sent, asking }))
+            }
+        }
     }
 
     /// Runs a slash command; its answer is the agent's message. A refusal
     /// for now (a turn or an unknown result waits) is an answer too; a
     /// failed save is an error, so nothing claims what the disk does not hold.
-    async fn command(&self, command: Command) -> Result<String, Error> {
+    /// `cancel` (the prompt's `session/cancel`) stops a `/compact`.
+    async fn command(&self, command: Command, cancel: &CancellationToken) -> Result<String, Error> {
         let agent = &self.agent;
         match command {
             Command::ExtraText(name) => Ok(commands::extra_text(name)),
             Command::Rules => Ok(commands::rules_list(&agent.rules())),
-            Command::Compact => match agent.compact().await {
+            Command::Compact => match compact_until_cancelled(agent, cancel).await {
                 Ok(outcome) => Ok(translate::compaction_notice(&outcome).trim().to_string()),
                 Err(e) => match commands::refusal(&e) {
                     Some(why) => Ok(commands::compact_refused(&why)),
@@ -508,6 +565,26 @@ impl AcpSession {
             }
         }
     }
+}
+
+/// `Agent::compact`, cancelled (`Agent::cancel_compaction`) when `cancel`
+/// fires: its answer then says what the disk holds (nothing changed, or the
+/// compaction whose record's sync had begun).
+async fn compact_until_cancelled(
+    agent: &Agent,
+    cancel: &CancellationToken,
+) -> Result<mino_core::agent::CompactionOutcome, AgentError> {
+    let compacting = agent.compact();
+    tokio::pin!(compacting);
+    // Biased: the compaction is polled first, so it holds the session
+    // before a cancel that came early is passed on to it.
+    tokio::select! {
+        biased;
+        outcome = &mut compacting => return outcome,
+        () = cancel.cancelled() => {}
+    }
+    agent.cancel_compaction();
+    compacting.await
 }
 
 /// Forwards one session's agent events as `session/update` notifications,

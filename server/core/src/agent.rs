@@ -162,6 +162,10 @@ pub enum AgentEvent {
     },
 }
 
+/// The reason of a compaction cancelled before its record's sync began
+/// ([`Agent::cancel_compaction`], a cancelled turn, the client gone).
+pub const COMPACTION_CANCELLED: &str = "cancelled; the conversation was left as it was";
+
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CompactionOutcome {
@@ -644,9 +648,7 @@ impl Agent {
                     "the summary passed 4 MiB ({TURN_TEXT_LIMIT} bytes); the conversation was left as it was"
                 )))
             }
-            Err(ModelError::Cancelled) => {
-                return Ok(CompactionOutcome::unchanged("cancelled; the conversation was left as it was"))
-            }
+            Err(ModelError::Cancelled) => return Ok(CompactionOutcome::unchanged(COMPACTION_CANCELLED)),
             Err(e) => {
                 return Ok(CompactionOutcome::unchanged(format!(
                     "the summary request failed: {e}; the conversation was left as it was"
@@ -663,6 +665,12 @@ impl Agent {
                 "the model answered without a summary; the conversation was left as it was",
             ));
         };
+        // A cancel that came with (or after) the summary's last bytes still
+        // wins until the record's sync begins; from then on the outcome is
+        // what the disk holds, so the record is written and reported.
+        if cancel.is_cancelled() {
+            return Ok(CompactionOutcome::unchanged(COMPACTION_CANCELLED));
+        }
         fail::fail_point!("compaction::before_record");
         let usage = response.usage;
         let through = plan.through_turn_id.clone();
@@ -676,6 +684,22 @@ impl Agent {
             reason: None,
             usage,
         })
+    }
+
+    /// Cancels the running [`Agent::compact`], if one runs: its summary
+    /// request is abandoned and it answers `compacted: false` (reason
+    /// [`COMPACTION_CANCELLED`]) with no `compaction` record written,
+    /// unless the record's sync had already begun, in which case it answers
+    /// with the compaction the disk holds. `false` when no compaction runs.
+    /// (A compaction inside a turn is cancelled with the turn, [`Agent::cancel`].)
+    pub fn cancel_compaction(&self) -> bool {
+        match lock(&self.inner.running).as_ref() {
+            Some(running) if running.compaction => {
+                running.cancel.cancel();
+                true
+            }
+            _ => false,
+        }
     }
 
     /// [`Agent::run_compaction`] inside a turn, with its end announced.
@@ -803,9 +827,22 @@ impl Agent {
     /// The models to choose from: the service's list, else `configured`
     /// (see [`crate::model::model_list`]); never an error.
     pub async fn models(&self, configured: &[crate::model::ListedModel]) -> crate::model::ModelList {
-        let current = self.model_client().config().model.clone();
         let service = self.inner.configured_model.service_models().await;
+        // Read after the service answers: a model chosen meanwhile is the current one.
+        let current = self.model_client().config().model.clone();
         crate::model::model_list(service, configured, &current)
+    }
+
+    /// The models to offer without asking the service: the configured
+    /// ones, with the current model among them (for a caller that cannot
+    /// wait on the service's list, e.g. while a session opens).
+    pub fn configured_models(&self, configured: &[crate::model::ListedModel]) -> crate::model::ModelList {
+        let current = self.model_client().config().model.clone();
+        crate::model::model_list(
+            Err("not awaited: the service's list is asked for separately".into()),
+            configured,
+            &current,
+        )
     }
 
     /// Chooses the model of the current session's requests from the next

@@ -280,3 +280,75 @@ async fn a_failed_summary_request_leaves_the_conversation_as_it_was() {
     h.turn("Capital of Italy?").await;
     assert_eq!(h.texts_of_request(2), ["Capital of France?", "Paris.", "Capital of Italy?"]);
 }
+
+/// The `compaction` records in the session's file (the agent holds the
+/// session's lock, so the file is read as it is on disk).
+fn compactions_on_file(h: &Harness) -> usize {
+    let file = h.home.session_path(&h.session_id).expect("the session's path");
+    let text = std::fs::read_to_string(&file).expect("the journal");
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|record| record["kind"] == "compaction")
+        .count()
+}
+
+#[tokio::test]
+async fn a_cancelled_compaction_abandons_the_summary_request_and_writes_nothing() {
+    let mut h = harness(
+        Provider::Responses,
+        vec![
+            Reply::text("Paris."),
+            Reply::Stall { deltas: vec!["They asked".into()], stall_ms: None },
+            Reply::text("Rome."),
+        ],
+    )
+    .await;
+    h.turn("Capital of France?").await;
+    assert!(!h.agent.cancel_compaction(), "no compaction runs yet");
+    let agent = h.agent.clone();
+    let compacting = tokio::spawn(async move { agent.compact().await });
+    assert!(matches!(h.next().await, AgentEvent::CompactionStarted { trigger: Trigger::Manual, .. }));
+    // The summary request is at the model, which answers nothing more.
+    h.mock.wait_for_requests(2, Duration::from_secs(20)).await;
+    assert!(h.agent.cancel_compaction(), "the running compaction is cancelled");
+    let outcome = compacting.await.expect("joined").expect("compact answers");
+    assert!(!outcome.compacted, "{outcome:?}");
+    assert_eq!(outcome.reason.as_deref(), Some(mino_core::agent::COMPACTION_CANCELLED));
+    assert!(matches!(h.next().await, AgentEvent::CompactionEnded { trigger: Trigger::Manual, .. }));
+    assert_eq!(compactions_on_file(&h), 0, "no compaction record");
+
+    // The session is as before: free for a turn whose request holds the old turns.
+    h.turn("Capital of Italy?").await;
+    assert_eq!(h.texts_of_request(2), ["Capital of France?", "Paris.", "Capital of Italy?"]);
+}
+
+#[tokio::test]
+async fn cancelling_a_turn_during_its_automatic_compaction_ends_it_cancelled_without_a_record() {
+    let mut h = harness(
+        Provider::Responses,
+        vec![Reply::text("Paris."), Reply::Stall { deltas: vec![], stall_ms: None }, Reply::text("Rome.")],
+    )
+    .await;
+    // Every request passes the threshold: the next turn compacts first.
+    h.agent.set_compaction(CompactionSettings { context_window: 10, threshold: 0.1 });
+    h.turn("Capital of France?").await;
+    let turn_id = h.agent.chat("Capital of Italy?").await.expect("chat");
+    h.mock.wait_for_requests(2, Duration::from_secs(20)).await;
+    assert!(!h.agent.cancel_compaction(), "a turn's compaction is the turn's to cancel");
+    h.agent.cancel(&turn_id).expect("cancel");
+    let mut events = Vec::new();
+    loop {
+        let event = h.next().await;
+        let end = matches!(event, AgentEvent::TurnEnded { .. });
+        events.push(event);
+        if end {
+            break;
+        }
+    }
+    assert_eq!(end(&events).0, TurnStatus::Cancelled);
+    let ended = compactions(&events);
+    assert_eq!(ended.len(), 1);
+    assert_eq!(ended[0].1.reason.as_deref(), Some(mino_core::agent::COMPACTION_CANCELLED));
+    assert_eq!(compactions_on_file(&h), 0, "no compaction record");
+    assert_eq!(h.mock.requests().len(), 2, "the turn's own request was never sent");
+}

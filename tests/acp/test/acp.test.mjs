@@ -486,6 +486,18 @@ const newSession = (server, cwd) => server.agent.request(acp.methods.agent.sessi
 const setModel = (server, sessionId, value) =>
   server.agent.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "model", value });
 /** The agent's text sent since `from` (an index into `updates`). */
+/**
+ * The models a session opened with: the answer's, or, when the service's list
+ * missed the opening's 300 ms wait (a busy machine), the `config_option_update`
+ * that follows with it.
+ */
+async function offeredAtOpen(server, created) {
+  const answered = created.configOptions[0].options.map((o) => o.value);
+  if (answered.length > 1) return answered;
+  const isUpdate = (n) => n.sessionId === created.sessionId && n.update.sessionUpdate === "config_option_update";
+  await server.waitFor((u) => u.some(isUpdate));
+  return server.updates.find(isUpdate).update.configOptions[0].options.map((o) => o.value);
+}
 const textSince = (server, from) => agentText(server.updates.slice(from));
 /** The text of every model request's input so far. */
 const inputs = async (mock) => (await mock.requests()).map((r) => JSON.stringify(r.body.input ?? r.body.messages));
@@ -518,7 +530,7 @@ test("the model is a session config option: the service's models offered, the on
     assert.deepEqual(created.configOptions.map((o) => [o.id, o.type, o.category, o.currentValue]), [
       ["model", "select", "model", "mock-model"],
     ]);
-    assert.deepEqual(created.configOptions[0].options.map((o) => o.value), ["mock-model", "mock-model-large"]);
+    assert.deepEqual(await offeredAtOpen(server, created), ["mock-model", "mock-model-large"]);
 
     for (const value of ["no-such-model", "", "x".repeat(100000)]) {
       await assert.rejects(setModel(server, sessionId, value), (e) => {
@@ -612,6 +624,68 @@ test("/compact summarises the conversation on demand: a compaction record, and t
     assert.equal((await prompt(server.agent, sessionId, "/compact now")).stopReason, "end_turn");
     assert.match(textSince(server, from), /\/compact takes nothing after it, so nothing was done/);
     assert.equal((await mock.requests()).length, 3);
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});
+
+test("session/cancel during /compact answers cancelled at once: no compaction record, and the next request holds the old turns", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([
+    { type: "text", deltas: ["Paris."] },
+    // The summary request: the model starts and then goes silent.
+    { type: "stall", deltas: ["They asked"] },
+    { type: "text", deltas: ["Rome."] },
+  ]);
+  const server = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
+  try {
+    await initialize(server.agent);
+    const { sessionId } = await newSession(server, dirs.workspace);
+    assert.equal((await prompt(server.agent, sessionId, "Capital of France?")).stopReason, "end_turn");
+    const from = server.updates.length;
+    const compacting = prompt(server.agent, sessionId, "/compact");
+    await mock.waitForRequests(2);
+    await server.agent.notify(acp.methods.agent.session.cancel, { sessionId });
+    assert.equal((await compacting).stopReason, "cancelled");
+    assert.equal(
+      textSince(server, from),
+      "[Mino: the conversation was not compacted: cancelled; the conversation was left as it was]",
+    );
+    assert.deepEqual(journalRecords(dirs.home).filter((r) => r.kind === "compaction"), []);
+
+    // The session is free, and its next request still holds the old turn.
+    assert.equal((await prompt(server.agent, sessionId, "Capital of Italy?")).stopReason, "end_turn");
+    const requests = await mock.requests();
+    assert.equal(requests.length, 3);
+    const next = JSON.stringify(requests[2].body.input);
+    assert.ok(next.includes("Capital of France?") && next.includes("Paris."), next);
+    assert.ok(!next.includes("earlier conversation was compacted"), next);
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});
+
+test("a model service hanging on its list does not hold up session/new: configured models first, the service's list as a config_option_update", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([]);
+  await mock.holdModels(true);
+  const server = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
+  try {
+    await initialize(server.agent);
+    const created = await newSession(server, dirs.workspace);
+    // Answered while the service's list is still held unanswered at the mock.
+    assert.ok((await mock.modelsWaiting()) >= 1, "the list request still waits at the model service");
+    assert.deepEqual(created.configOptions[0].options.map((o) => o.value), ["mock-model"]);
+    assert.equal(created.configOptions[0].currentValue, "mock-model");
+
+    await mock.holdModels(false);
+    await server.waitFor((u) => u.some((n) => n.update.sessionUpdate === "config_option_update"));
+    const update = server.updates.find((n) => n.update.sessionUpdate === "config_option_update");
+    assert.equal(update.sessionId, created.sessionId);
+    assert.deepEqual(update.update.configOptions.map((o) => [o.id, o.currentValue]), [["model", "mock-model"]]);
+    assert.deepEqual(update.update.configOptions[0].options.map((o) => o.value), ["mock-model", "mock-model-large"]);
   } finally {
     await server.stop();
     mock.stop();

@@ -40,6 +40,26 @@ export async function startMockModel(script) {
       const res = await fetch(new URL("/_mock/requests", baseUrl.replace(/\/v1\/?$/, "/")));
       return res.json();
     },
+    /** Resolves once the model has received `n` requests (each is recorded before it is answered). */
+    async waitForRequests(n) {
+      for (;;) {
+        const requests = await this.requests();
+        if (requests.length >= n) return requests;
+        await new Promise((ok) => setImmediate(ok));
+      }
+    },
+    /** `true`: `GET /v1/models` is held unanswered (a service hanging on its list); `false` answers it. */
+    async holdModels(held) {
+      await fetch(new URL("/_mock/models/hold", baseUrl.replace(/\/v1\/?$/, "/")), {
+        method: "POST",
+        body: JSON.stringify(held),
+      });
+    },
+    /** How many `GET /v1/models` are held now with their client still waiting. */
+    async modelsWaiting() {
+      const res = await fetch(new URL("/_mock/models/waiting", baseUrl.replace(/\/v1\/?$/, "/")));
+      return (await res.json()).waiting;
+    },
     stop() {
       child.stdin.end();
       child.kill();

@@ -21,8 +21,10 @@
 //! |---|---|
 //! | `GET /_mock/requests` | JSON array of [`RecordedRequest`] |
 //! | `POST /_mock/script` | body: JSON array of [`Reply`] (or one reply); appended to the script |
-//! | `POST /_mock/reset` | clears the script, the recorded requests and the id counters, and restores the model list |
+//! | `POST /_mock/reset` | clears the script, the recorded requests and the id counters, restores the model list and stops holding it |
 //! | `POST /_mock/models` | body: what `GET /v1/models` lists (a JSON array of ids, or of entries `{"id": …, …}` whose other fields are listed as given), or `null` for a service without a list (404) |
+//! | `POST /_mock/models/hold` | body: `true` holds every `GET /v1/models` unanswered (a service hanging on its list), `false` answers them |
+//! | `GET /_mock/models/waiting` | `{"waiting": n}`: the `GET /v1/models` held now whose clients still wait |
 //!
 //! `GET /v1/models` answers `{"object":"list","data":[{"id":…,"object":"model",…}]}` as OpenAI,
 //! Ollama, vLLM and llama.cpp do; by default it lists [`DEFAULT_MODELS`] (the second with a
@@ -323,6 +325,10 @@ pub(crate) struct Shared {
     pub(crate) models: Mutex<Option<Vec<serde_json::Value>>>,
     /// The `Authorization` header of each `GET /v1/models`.
     pub(crate) model_list_requests: Mutex<Vec<Option<String>>>,
+    /// While true, `GET /v1/models` is held unanswered (a service that hangs on its list).
+    pub(crate) models_held: watch::Sender<bool>,
+    /// `GET /v1/models` requests being held now; one whose client hung up is no longer counted.
+    pub(crate) models_waiting: AtomicU64,
 }
 
 fn default_models() -> Option<Vec<serde_json::Value>> {
@@ -348,6 +354,8 @@ impl Shared {
             ids: IdCounters::default(),
             models: Mutex::new(default_models()),
             model_list_requests: Mutex::new(Vec::new()),
+            models_held: watch::Sender::new(false),
+            models_waiting: AtomicU64::new(0),
         }
     }
 
@@ -381,6 +389,7 @@ impl Shared {
         lock(&self.script).clear();
         *lock(&self.models) = default_models();
         lock(&self.model_list_requests).clear();
+        self.models_held.send_replace(false);
         let mut requests = lock(&self.requests);
         requests.clear();
         self.received.send_replace(0);
@@ -514,6 +523,17 @@ impl MockModel {
     /// it answer 404.
     pub fn set_model_entries(&self, entries: Option<Vec<serde_json::Value>>) {
         *lock(&self.shared.models) = entries;
+    }
+
+    /// Holds every `GET /v1/models` unanswered until called with `false` (then they are
+    /// answered): a model service that hangs on its list.
+    pub fn hold_models(&self, held: bool) {
+        self.shared.models_held.send_replace(held);
+    }
+
+    /// How many `GET /v1/models` are held unanswered now (whose clients still wait).
+    pub fn models_waiting(&self) -> u64 {
+        self.shared.models_waiting.load(Ordering::SeqCst)
     }
 
     /// The `Authorization` header of each `GET /v1/models` so far.

@@ -22,6 +22,8 @@ pub(crate) fn router(shared: AppState) -> Router {
         .route("/v1/chat/completions", post(chat_completions).fallback(not_found))
         .route("/v1/models", get(list_models).fallback(not_found))
         .route("/_mock/models", post(set_models).fallback(not_found))
+        .route("/_mock/models/hold", post(hold_models).fallback(not_found))
+        .route("/_mock/models/waiting", get(models_waiting).fallback(not_found))
         .route("/_mock/requests", get(list_requests).fallback(not_found))
         .route("/_mock/script", post(push_script).fallback(not_found))
         .route("/_mock/reset", post(reset).fallback(not_found))
@@ -88,6 +90,20 @@ fn answer(api: Api, shared: &Shared, headers: &HeaderMap, uri: &Uri, body: &Byte
 async fn list_models(State(shared): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
     let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
     crate::lock(&shared.model_list_requests).push(authorization);
+    if *shared.models_held.borrow() {
+        // Counted while held; a client that hangs up drops this future, and the guard with it.
+        struct Waiting<'a>(&'a std::sync::atomic::AtomicU64);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        shared.models_waiting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _waiting = Waiting(&shared.models_waiting);
+        let mut held = shared.models_held.subscribe();
+        // An error: the mock is shutting down; answer as released.
+        let _ = held.wait_for(|held| !held).await;
+    }
     let Some(models) = crate::lock(&shared.models).clone() else {
         return not_found(Method::GET, uri).await;
     };
@@ -102,6 +118,23 @@ async fn list_models(State(shared): State<AppState>, headers: HeaderMap, uri: Ur
         })
         .collect();
     Json(json!({ "object": "list", "data": data })).into_response()
+}
+
+/// `POST /_mock/models/hold`: `true` holds `GET /v1/models`, `false` answers the held ones.
+async fn hold_models(State(shared): State<AppState>, body: Bytes) -> Response {
+    match serde_json::from_slice::<bool>(&body) {
+        Ok(held) => {
+            shared.models_held.send_replace(held);
+            Json(json!({ "ok": true })).into_response()
+        }
+        Err(e) => (StatusCode::BAD_REQUEST, Json(json!({ "error": format!("the body must be true or false: {e}") })))
+            .into_response(),
+    }
+}
+
+/// `GET /_mock/models/waiting`: how many `GET /v1/models` are held now.
+async fn models_waiting(State(shared): State<AppState>) -> Response {
+    Json(json!({ "waiting": shared.models_waiting.load(std::sync::atomic::Ordering::SeqCst) })).into_response()
 }
 
 /// One entry of `POST /_mock/models`: an id, or a whole entry with one.
