@@ -1783,52 +1783,35 @@ test("a rule the server refuses (-32602) is shown and the question is asked agai
   assert_eq(stub_params("mino/approval")[2].decision, "approve", "decision after the refusal")
 end)
 
-test("keys typed before the rule input appeared are dropped, never typed into it", function()
-  stubbed_approval()
-  -- The person picks "Allow for this session…"; keys typed right then (before
-  -- the rule prompt shows) would confirm the prefilled rule.
-  answers["mino.approval"] = {
-    function()
-      vim.api.nvim_input("<CR>")
-      return "Allow for this session…"
-    end,
-    "Deny",
-  }
-  -- Once the prompt shows, the person dismisses it.
-  use_builtin_input({ ["mino.approval.rule"] = { "<Esc>" } })
-  mino._on["mino/approvalRequest"](approval_request())
-  wait_for("the decision", function()
-    return #stub_params("mino/approval") == 1
+-- The allow and the deny rule choices ask for their rule through the same
+-- input: a key typed right as the choice is made (before the rule prompt
+-- shows) would confirm the prefilled rule.
+for _, case in ipairs({
+  { choice = "Allow for this session…", rule = "rule" },
+  { choice = "Deny for this session…", rule = "deny rule" },
+}) do
+  test(("keys typed before the %s input appeared are dropped, never typed into it"):format(case.rule), function()
+    stubbed_approval()
+    answers["mino.approval"] = {
+      function()
+        vim.api.nvim_input("<CR>")
+        return case.choice
+      end,
+      "Deny",
+    }
+    -- Once the prompt shows, the person dismisses it.
+    use_builtin_input({ ["mino.approval.rule"] = { "<Esc>" } })
+    mino._on["mino/approvalRequest"](approval_request())
+    wait_for("the decision", function()
+      return #stub_params("mino/approval") == 1
+    end)
+    assert_eq(stub_params("mino/approval")[1], { turnId = "turn-r", callId = "call_r", decision = "deny" }, "decision")
+    assert_eq(count_kind(selects, "mino.approval"), 2, "questions asked (back to the question after the input)")
+    if not note_matching("typed before the question appeared were ignored") then
+      fail(("the key typed before the %s prompt was not dropped"):format(case.rule))
+    end
   end)
-  assert_eq(stub_params("mino/approval")[1].decision, "deny", "decision")
-  assert_eq(count_kind(selects, "mino.approval"), 2, "questions asked (back to the question after the input)")
-  if not note_matching("typed before the question appeared were ignored") then
-    fail("the key typed before the rule prompt was not dropped")
-  end
-end)
-
-test("keys typed before the deny rule input appeared are dropped, never typed into it", function()
-  stubbed_approval()
-  -- The person picks "Deny for this session…"; a <CR> typed right then
-  -- (before the rule prompt shows) would confirm the prefilled rule.
-  answers["mino.approval"] = {
-    function()
-      vim.api.nvim_input("<CR>")
-      return "Deny for this session…"
-    end,
-    "Deny",
-  }
-  use_builtin_input({ ["mino.approval.rule"] = { "<Esc>" } })
-  mino._on["mino/approvalRequest"](approval_request())
-  wait_for("the decision", function()
-    return #stub_params("mino/approval") == 1
-  end)
-  assert_eq(stub_params("mino/approval")[1], { turnId = "turn-r", callId = "call_r", decision = "deny" }, "decision")
-  assert_eq(count_kind(selects, "mino.approval"), 2, "questions asked (back to the question after the input)")
-  if not note_matching("typed before the question appeared were ignored") then
-    fail("the key typed before the deny rule prompt was not dropped")
-  end
-end)
+end
 
 test("call blocks say what approved a call: a rule, the sandbox; history and recovery too", function()
   fresh()

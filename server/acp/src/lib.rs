@@ -425,11 +425,8 @@ impl Server {
         let form = self.form_elicitation.load(Ordering::Relaxed);
         for question in waiting {
             let opened = if form {
-                let asked = cx.send_request(question.form).block_task();
-                let answer = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
-                    answer = asked => answer?,
+                let Some(answer) = unless_cancelled(&cancel, cx.send_request(question.form).block_task()).await? else {
+                    return Ok(StopReason::Cancelled);
                 };
                 match answer.action {
                     ElicitationAction::Cancel => return Ok(StopReason::Cancelled),
@@ -437,11 +434,9 @@ impl Server {
                     _ => false,
                 }
             } else {
-                let asked = cx.send_request(question.permission).block_task();
-                let answer = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => return Ok(StopReason::Cancelled),
-                    answer = asked => answer?,
+                let Some(answer) = unless_cancelled(&cancel, cx.send_request(question.permission).block_task()).await?
+                else {
+                    return Ok(StopReason::Cancelled);
                 };
                 match answer.outcome {
                     RequestPermissionOutcome::Cancelled => return Ok(StopReason::Cancelled),
@@ -564,6 +559,19 @@ impl AcpSession {
                 }
             }
         }
+    }
+}
+
+/// The client's answer to a question, or `None` once `cancel` fires (a
+/// cancel wins over an answer arriving at the same moment).
+async fn unless_cancelled<T, E>(
+    cancel: &CancellationToken,
+    asked: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<Option<T>, E> {
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Ok(None),
+        answer = asked => answer.map(Some),
     }
 }
 
