@@ -17,6 +17,14 @@ vim.api.nvim_create_user_command("Mino", function(cmd)
   mino().open({ question = cmd.args ~= "" and cmd.args or nil })
 end, { nargs = "*", desc = "Open the Mino chat buffer; with text, ask Mino" })
 
+vim.api.nvim_create_user_command("MinoSend", function(cmd)
+  mino().send_range({ range = cmd.range, line1 = cmd.line1, line2 = cmd.line2, question = cmd.args })
+end, {
+  range = true,
+  nargs = "*",
+  desc = "Attach lines of this buffer (a range, e.g. the visual selection; all without one) to a Mino question",
+})
+
 vim.api.nvim_create_user_command("MinoCancel", function()
   mino().cancel()
 end, { desc = "Cancel Mino's running turn" })

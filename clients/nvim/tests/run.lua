@@ -743,11 +743,11 @@ test("a result with no request or start before it shows the call's block naming 
     status = "refused", output = output })
   on["mino/turnEnded"]({ turnId = "d1", seq = 2, status = "completed" })
   local function block(text)
-    return text:match("(%*%*Tool call%*%* `call_9`.-Result: [^\n]*)")
+    return text:match("(%*%*Tool call%*%* wants to run:.-Result: [^\n]*)")
   end
   local live = block(buffer_text())
-  assert_eq(live, "**Tool call** `call_9` wants to run:\n```sh\ngit push --force origin main\n```\n\n"
-    .. "_Denied `call_9`._\n```text\n" .. output .. "\n```\nResult: **refused**", "the live block")
+  assert_eq(live, "**Tool call** wants to run:\n```sh\ngit push --force origin main\n```\n\n"
+    .. "_Denied `git push --force origin main`._\n```text\n" .. output .. "\n```\nResult: **refused**", "the live block")
   chat._reset()
   chat.open(mino.config)
   chat.render_history({ sessionId = "s", turns = { { turnId = "d1", input = "push", text = "", status = "completed",
@@ -794,7 +794,7 @@ test("approve: the call shows command, directory, environment and limits, then r
   assert_contains(t, "Environment:", "chat buffer")
   assert_contains(t, "Limits: timeout", "chat buffer")
   assert_contains(t, "output limit", "chat buffer")
-  assert_contains(t, "_Approved `call_1`._", "chat buffer")
+  assert_contains(t, "_Approved `echo approved-output > approved.txt; echo done-$((40+2))`._", "chat buffer")
   assert_contains(t, "done-42", "chat buffer")
   assert_contains(t, "Result: **success** (exit 0)", "chat buffer")
   local s = selects[1]
@@ -817,7 +817,7 @@ test("deny: the command does not run and the result is refused", function()
   mino.send("make a file")
   wait_buffer(answer("Understood."))
   wait_turn_end()
-  assert_contains(buffer_text(), "_Denied `call_1`._", "chat buffer")
+  assert_contains(buffer_text(), "_Denied `touch denied.txt`._", "chat buffer")
   assert_contains(buffer_text(), "Result: **refused**", "chat buffer")
   assert_eq(vim.fn.filereadable(ctx.work .. "/denied.txt"), 0, "denied.txt exists")
 end)
@@ -868,8 +868,8 @@ test("keys typed before the approval question appeared do not answer it; dismiss
   wait_buffer(answer("Nothing ran."))
   wait_turn_end()
   local t = buffer_text()
-  assert_contains(t, "_Denied `call_1`._", "chat buffer")
-  assert_contains(t, "_Denied `call_2`._", "chat buffer")
+  assert_contains(t, "_Denied `touch typed-1.txt`._", "chat buffer")
+  assert_contains(t, "_Denied `touch typed-2.txt`._", "chat buffer")
   assert_not_contains(t, "_Approved", "chat buffer")
   assert_eq(vim.fn.filereadable(ctx.work .. "/typed-1.txt"), 0, "typed-1.txt exists")
   assert_eq(vim.fn.filereadable(ctx.work .. "/typed-2.txt"), 0, "typed-2.txt exists")
@@ -1303,7 +1303,7 @@ test("the approval question is asked over a redrawn chat showing the call; its p
     end)
     local s = selects[#selects]
     -- When the question opens, the chat already holds the whole call block...
-    assert_contains(s.buffer, "**Tool call** `call_1` wants to run:\n```sh\necho shown > shown.txt\n```\n- Directory: `",
+    assert_contains(s.buffer, "**Tool call** wants to run:\n```sh\necho shown > shown.txt\n```\n- Directory: `",
       "chat buffer when the question opened")
     local dir = s.buffer:match("%- Directory: `([^`]+)`")
     local timeout = s.buffer:match("%- Limits: timeout (%d+) s")
@@ -1611,7 +1611,7 @@ test("Allow for this session… asks for the rule prefilled with the suggestion,
   assert_eq(vim.list_slice(ui_log, #ui_log - 1), { "redraw", "input mino.approval.rule" }, "redraw, then the input")
   assert_eq(stub_params("mino/approval")[1], { turnId = "turn-r", callId = "call_r", decision = "allowSession",
     rule = { kind = "prefix", command = "git status --short" } }, "mino/approval params")
-  wait_buffer("_Approved `call_r`, and from now on in this session every command starting with `git status --short`._")
+  wait_buffer("_Approved `git status --short`, and from now on in this session every command starting with `git status --short`._")
   assert_eq(decided[1].decision, "allowSession", "MinoApprovalDecided decision")
   assert_eq(decided[1].rule, { kind = "prefix", command = "git status --short" }, "MinoApprovalDecided rule")
 
@@ -1644,7 +1644,7 @@ test("an edit's Allow for this session… asks for a path rule prefilled with it
   assert_eq(inputs[1].default, "src/a.rs", "the rule's prefill (suggestedRule.pattern)")
   assert_contains(inputs[1].prompt, "edits of files matching", "rule prompt")
   assert_eq(stub_params("mino/approval")[1].rule, { kind = "path", pattern = "src/*.rs" }, "the path rule sent")
-  wait_buffer("_Approved `call_e`, and from now on in this session every edit of a file matching `src/*.rs`._")
+  wait_buffer("_Approved edit_file `src/a.rs`, and from now on in this session every edit of a file matching `src/*.rs`._")
   assert_eq(mino.format_rule({ kind = "path", pattern = "src/*.rs", scope = "session", effect = "deny" }),
     "src/*.rs  (path, this session, deny)", "a path deny rule in :MinoRules")
 end)
@@ -1673,7 +1673,7 @@ test("Deny for this session… asks for the rule prefilled with the suggestion, 
     assert_eq(vim.list_slice(ui_log, #ui_log - 1), { "redraw", "input mino.approval.rule" }, "redraw, then the input")
     assert_eq(stub_params("mino/approval")[1], { turnId = "turn-r", callId = "call_r", decision = "denySession",
       rule = { kind = "prefix", command = "git push --force" } }, "mino/approval params")
-    wait_buffer("_Denied `call_r`, and from now on in this session every command starting with `git push --force` is refused without asking._")
+    wait_buffer("_Denied `git push --force origin main`, and from now on in this session every command starting with `git push --force` is refused without asking._")
     assert_not_contains(buffer_text(), "_Approved", "chat buffer")
     assert_eq(decided[1].decision, "denySession", "MinoApprovalDecided decision")
     assert_eq(decided[1].rule, { kind = "prefix", command = "git push --force" }, "MinoApprovalDecided rule")
@@ -1691,7 +1691,7 @@ test("Deny for this session… asks for the rule prefilled with the suggestion, 
     assert_contains(inputs[2].prompt, "always refuse in this workspace edits of files matching", "rule prompt")
     assert_eq(stub_params("mino/approval")[2], { turnId = "turn-r", callId = "call_e", decision = "denyWorkspace",
       rule = { kind = "path", pattern = "secrets/**" } }, "mino/approval params")
-    wait_buffer("_Denied `call_e`, and from now on in this workspace every edit of a file matching `secrets/**` is refused without asking._")
+    wait_buffer("_Denied edit_file `secrets/key.txt`, and from now on in this workspace every edit of a file matching `secrets/**` is refused without asking._")
 
     -- An edit leaving the workspace has no suggested rule: no deny-rule choice either.
     mino._on["mino/approvalRequest"](approval_request({ callId = "call_o", command = "edit_file /etc/hosts",
@@ -1754,7 +1754,7 @@ test("Deny with reason… sends the reason with the denial and shows it", functi
   assert_eq(inputs[1].default, "", "reason prefill")
   assert_eq(stub_params("mino/approval")[1], { turnId = "turn-r", callId = "call_r", decision = "deny",
     reason = "use the Makefile target instead" }, "mino/approval params")
-  wait_buffer("_Denied `call_r`: use the Makefile target instead_")
+  wait_buffer("_Denied `git status --short`: use the Makefile target instead_")
 end)
 
 test("a rule the server refuses (-32602) is shown and the question is asked again", function()
@@ -1827,9 +1827,9 @@ test("call blocks say what approved a call: a rule, the sandbox; history and rec
     approvedBy = { kind = "sandbox" }, sandbox = "workspace-write" })
   on["mino/toolResult"]({ turnId = "t1", seq = 5, callId = "call_2", status = "success", output = "", exitCode = 0 })
   local lines = chat.lines()
-  assert_block(lines, { "**Tool call** `call_1` runs:", "```sh", "git status", "```",
+  assert_block(lines, { "**Tool call** runs:", "```sh", "git status", "```",
     "_Approved by rule `git status` (prefix, this session)._" }, "call approved by a rule")
-  assert_block(lines, { "**Tool call** `call_2` runs:", "```sh", "make test", "```",
+  assert_block(lines, { "**Tool call** runs:", "```sh", "make test", "```",
     "_Approved automatically in the sandbox (workspace-write)._" }, "call approved in the sandbox")
   chat.render_history({ turns = { { turnId = "t0", input = "old", text = "", status = "completed", notices = {},
     calls = { { callId = "call_0", command = "ls", result = { status = "success", output = "", exitCode = 0 },
@@ -1918,8 +1918,8 @@ test("against the server: a reopened session shows each turn as it was live: tex
     end
   end
   local order = { chat.USER_HEADING, "Look around", chat.ASSISTANT_HEADING, "Let me look.",
-    "**Tool call** `call_1` wants to run:", "echo hi", "- Directory: `" .. dir .. "`", "- Environment:", limits,
-    "_Approved `call_1`._", "hi", "Result: **success** (exit 0)", chat.ASSISTANT_HEADING, partial, cancelled }
+    "**Tool call** wants to run:", "echo hi", "- Directory: `" .. dir .. "`", "- Environment:", limits,
+    "_Approved `echo hi`._", "hi", "Result: **success** (exit 0)", chat.ASSISTANT_HEADING, partial, cancelled }
   assert_lines_in_order(live, order, "live")
 
   -- Reopened: the history rebuilds the same lines in the same order.
@@ -1967,7 +1967,7 @@ test("against the server: a session rule lets a later matching command run unask
   assert_eq(wire("<-", "mino/approval")[1].params.rule, { kind = "prefix", command = "touch" }, "rule sent")
   assert_eq(vim.fn.filereadable(ctx.work .. "/one.txt"), 1, "one.txt")
   assert_eq(vim.fn.filereadable(ctx.work .. "/two.txt"), 1, "two.txt")
-  assert_contains(buffer_text(), "**Tool call** `call_2` runs:\n```sh\ntouch two.txt\n```\n_Approved by rule `touch` (prefix, this session)._",
+  assert_contains(buffer_text(), "**Tool call** runs:\n```sh\ntouch two.txt\n```\n_Approved by rule `touch` (prefix, this session)._",
     "chat buffer")
 
   -- :MinoRules lists it; No (the default) keeps it, Yes revokes it.
@@ -1999,7 +1999,7 @@ test("against the server: a session rule lets a later matching command run unask
   wait_for("the restarted server's history", function()
     return mino.client() ~= nil and mino.state.history_loaded
   end, 15000)
-  assert_contains(buffer_text(), "**Tool call** `call_2` runs:\n```sh\ntouch two.txt\n```\n"
+  assert_contains(buffer_text(), "**Tool call** runs:\n```sh\ntouch two.txt\n```\n"
     .. "_Approved by rule `touch` (prefix, this session)._", "chat buffer after a restart")
 end)
 
@@ -2029,11 +2029,11 @@ test("against the server: Deny for this session… refuses the same command aske
   assert_eq(results[2].params.callId, "call_2", "the second result's call")
   assert_eq(results[2].params.status, "refused", "the second call's status")
   assert_contains(results[2].params.output, "Denied by a rule the user set", "the second call's output")
-  wait_buffer("_Denied `call_1`, and from now on in this session every command starting with `touch leaked.txt` is refused without asking._")
+  wait_buffer("_Denied `touch leaked.txt`, and from now on in this session every command starting with `touch leaked.txt` is refused without asking._")
   -- The refused call is shown with its command and the rule that refused it.
   assert_eq(results[2].params.command, "touch leaked.txt", "the second result's command")
   wait_buffer('Denied by a rule the user set: prefix "touch leaked.txt"')
-  assert_contains(buffer_text(), "**Tool call** `call_2` wants to run:\n```sh\ntouch leaked.txt\n```\n\n_Denied `call_2`._",
+  assert_contains(buffer_text(), "**Tool call** wants to run:\n```sh\ntouch leaked.txt\n```\n\n_Denied `touch leaked.txt`._",
     "the refused call's block")
 end)
 
@@ -2080,7 +2080,7 @@ test("against the server: in sandboxed-auto a command runs in the sandbox withou
   wait_buffer(answer("Boxed."))
   wait_turn_end()
   assert_eq(count_kind(selects, "mino.approval"), 0, "approval questions")
-  assert_contains(buffer_text(), "**Tool call** `call_1` runs:\n```sh\ntouch boxed.txt\n```\n"
+  assert_contains(buffer_text(), "**Tool call** runs:\n```sh\ntouch boxed.txt\n```\n"
     .. "_Approved automatically in the sandbox (workspace-write)._", "chat buffer")
   assert_eq(vim.fn.filereadable(ctx.work .. "/boxed.txt"), 1, "boxed.txt")
   assert_contains(chat.lines()[3], "sandbox workspace-write · approval mode sandboxed-auto", "header")
@@ -2596,7 +2596,7 @@ test("keys typed before an edit's question appeared do not answer it; the split 
   if not (seen[1] and seen[1].split) then
     fail("no diff split when the question was asked")
   end
-  assert_contains(buffer_text(), "_Denied `call_e`._", "chat buffer")
+  assert_contains(buffer_text(), "_Denied edit_file `shopping.txt`._", "chat buffer")
   assert_eq(read_file(ctx.work .. "/shopping.txt"), "bread\nbutter\njam\n", "shopping.txt")
   if not note_matching("typed before the question appeared were ignored") then
     fail("no notification that typed-ahead keys were ignored")

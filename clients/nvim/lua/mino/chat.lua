@@ -171,6 +171,17 @@ function M.input_buf(config)
   vim.keymap.set("n", "<C-c>", function()
     require("mino").cancel()
   end, { buffer = buf, desc = "Cancel Mino's turn" })
+  -- In insert mode too, where one writes while the answer streams; with no
+  -- turn running it leaves insert mode as <C-c> always does.
+  vim.keymap.set("i", "<C-c>", function()
+    if require("mino").state.running_turn then
+      vim.schedule(function()
+        require("mino").cancel()
+      end)
+      return ""
+    end
+    return "<C-c>"
+  end, { buffer = buf, expr = true, desc = "Cancel Mino's turn (else leave insert mode)" })
   install_quit_guard()
   return buf
 end
@@ -201,11 +212,41 @@ function M.send_input()
       vim.log.levels.WARN)
     return
   end
+  -- Attachments are read now; one that cannot be (no such buffer, too
+  -- large) is said and nothing is sent: the text stays.
+  local full, why = require("mino.context").expand(text)
+  if not full then
+    mino._notify("question not sent: " .. why, vim.log.levels.ERROR)
+    return
+  end
+  if #full > M.MAX_QUESTION_BYTES then
+    mino._notify(("question not sent: with its attachments it is larger than %d bytes; attach less (#buffer:NAME:FROM-TO)")
+      :format(M.MAX_QUESTION_BYTES), vim.log.levels.ERROR)
+    return
+  end
   api.nvim_buf_set_lines(st.input_buf, 0, -1, false, {})
   vim.bo[st.input_buf].modified = false
   st.stream = nil
   if st.sender then
-    st.sender(text, { echo = true })
+    st.sender(full, { echo = true, expanded = true })
+  end
+end
+
+--- Adds `text` at the end of the input (on a line of its own when the input
+--- holds text) and moves there in insert mode.
+function M.add_to_input(text)
+  local buf = M.input_buf(require("mino").config)
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  if #lines == 1 and lines[1] == "" then
+    api.nvim_buf_set_lines(buf, 0, -1, false, { text .. " " })
+  else
+    api.nvim_buf_set_lines(buf, -1, -1, false, { text .. " " })
+  end
+  M.focus_input(false)
+  if win_valid(st.input_win) then
+    local last = api.nvim_buf_line_count(buf)
+    api.nvim_win_set_cursor(st.input_win, { last, #api.nvim_buf_get_lines(buf, last - 1, last, false)[1] })
+    vim.cmd("startinsert!")
   end
 end
 
@@ -383,6 +424,27 @@ function M.win()
   return st.win
 end
 
+--- The heights of the chat and input windows that are splits (window -> rows).
+function M.heights()
+  local h = {}
+  for _, w in ipairs({ st.win, st.input_win }) do
+    if win_valid(w) and api.nvim_win_get_config(w).relative == "" then
+      h[w] = api.nvim_win_get_height(w)
+    end
+  end
+  return h
+end
+
+--- Gives the chat and input windows the heights `h` (from M.heights()) again;
+--- the input first, so the rows it gives back go to the chat above it.
+function M.restore_heights(h)
+  for _, w in ipairs({ st.input_win, st.win }) do
+    if h[w] and win_valid(w) then
+      pcall(api.nvim_win_set_height, w, h[w])
+    end
+  end
+end
+
 function M.input_win()
   return st.input_win
 end
@@ -497,6 +559,27 @@ local function code_span(s)
   return fence_ .. s .. fence_
 end
 
+M.code_span = code_span
+
+--- How the chat names a call in the lines about it (its decision, a late
+--- answer): the edit's tool and path, else the command's first line, cut
+--- short. The model's call id is internal and never shown.
+local LABEL_CHARS = 60
+function M.call_label(p)
+  local e = type(p) == "table" and p.edit or nil
+  if type(e) == "table" and type(e.path) == "string" then
+    return ("%s %s"):format(e.tool or "edit", code_span(e.path))
+  end
+  local command = type(p) == "table" and type(p.command) == "string" and p.command or "?"
+  local first = vim.split(command, "\n", { plain = true })[1] or ""
+  if vim.fn.strchars(first) > LABEL_CHARS then
+    first = vim.fn.strcharpart(first, 0, LABEL_CHARS - 1) .. "…"
+  elseif first ~= command then
+    first = first .. " …"
+  end
+  return code_span(first)
+end
+
 --- The header's first line: the session's title as the document's heading.
 function M.title_line(title)
   if type(title) == "string" and title ~= "" then
@@ -570,8 +653,7 @@ end
 --- An edit's approval request: what it writes and its diff (a fold).
 local function edit_request_lines(p)
   local e = p.edit
-  local lines = { "", ("**Tool call** %s wants to %s %s:"):format(code_span(p.callId or "?"), e.tool or "edit",
-    code_span(e.path)) }
+  local lines = { "", ("**Tool call** wants to %s %s:"):format(e.tool or "edit", code_span(e.path)) }
   if e.leavesWorkspace then
     table.insert(lines, ("- **Writes outside the workspace:** %s"):format(code_span(e.path)))
   end
@@ -613,9 +695,9 @@ end
 --- showed, then the answer) or approved by a rule or the sandbox; its output
 --- and result.
 local function history_call_lines(c)
-  local id = code_span(c.callId or "?")
+  local id = M.call_label(c)
   local by = M.approved_by_line(c.approvedBy, c.sandbox)
-  local lines = { "", ("**Tool call** %s %s:"):format(id, by and "runs" or "wants to run") }
+  local lines = { "", ("**Tool call** %s:"):format(by and "runs" or "wants to run") }
   vim.list_extend(lines, fence("sh", c.command))
   if by then
     table.insert(lines, by)
@@ -690,7 +772,7 @@ end
 function M.render_history(result)
   local turns = (result and result.turns) or {}
   for _, t in ipairs(turns) do
-    local lines = speaker(M.USER_HEADING, t.input or "")
+    local lines = speaker(M.USER_HEADING, require("mino.context").display(t.input or ""))
     for _, item in ipairs(history_items(t)) do
       if item.type == "text" and type(item.text) == "string" and item.text ~= "" then
         vim.list_extend(lines, speaker(M.ASSISTANT_HEADING, item.text))
@@ -766,8 +848,10 @@ function M.render_recovery(p)
   end
 end
 
+--- A question as sent: its attachments (#buffer, :MinoSend) are shown as
+--- one line each.
 function M.user_input(text)
-  M.append(speaker(M.USER_HEADING, text))
+  M.append(speaker(M.USER_HEADING, require("mino.context").display(text)))
 end
 
 function M.turn_started(p)
@@ -925,7 +1009,7 @@ function M.approval_request(p)
     M.append(lines)
     return
   end
-  local lines = { "", ("**Tool call** `%s` wants to run:"):format(p.callId or "?") }
+  local lines = { "", "**Tool call** wants to run:" }
   vim.list_extend(lines, fence("sh", p.command))
   vim.list_extend(lines, M.call_facts_lines(p))
   -- Blank lines keep each note a paragraph of its own (not part of the list).
@@ -941,7 +1025,7 @@ local SCOPES = { session = "this session", workspace = "this workspace" }
 --- `answer` = { decision, reason?, rule? } as sent in mino/approval.
 function M.approval_decided(req, answer)
   local d = protocol.decision
-  local call = code_span(req.callId or "?")
+  local call = M.call_label(req)
   local line
   if answer.decision == d.approve then
     line = ("_Approved %s._"):format(call)
@@ -995,7 +1079,7 @@ function M.tool_started(p)
   end
   -- Approved without a question (by a rule or in the sandbox): the call
   -- block is shown here, with what approved it.
-  local lines = { "", ("**Tool call** %s runs:"):format(code_span(p.callId or "?")) }
+  local lines = { "", "**Tool call** runs:" }
   vim.list_extend(lines, fence("sh", p.command))
   local by = M.approved_by_line(p.approvedBy, p.sandbox)
   if by then

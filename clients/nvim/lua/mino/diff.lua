@@ -15,6 +15,8 @@ local st = {
   --- What :MinoDiff shows when no edit waits: the last edit decided or
   --- applied ({ edit, diff, applied }).
   last = nil,
+  --- The chat's window heights before the split opened, given back when it closes.
+  heights = nil,
 }
 
 local function key(turn_id, call_id)
@@ -80,6 +82,12 @@ function M.close()
     pcall(api.nvim_buf_delete, st.buf, { force = true })
   end
   st.win, st.buf = nil, nil
+  -- Neovim gives the freed rows to a neighbour (the input window under the
+  -- chat, whatever its 'winfixheight'): the chat gets its height back.
+  if st.heights then
+    require("mino.chat").restore_heights(st.heights)
+    st.heights = nil
+  end
 end
 
 --- A read-only scratch buffer named after the edit's path, `filetype=diff`.
@@ -102,14 +110,22 @@ end
 
 --- Shows `lines` in the diff split (replacing what it showed) without moving
 --- the cursor: the question that follows must find focus where it was.
-local function show(edit, lines)
+--- `menu_rows`: the screen rows at the bottom the question's menu will cover
+--- (Neovim's own vim.ui.select draws there); a split above ends above them.
+local function show(edit, lines, menu_rows)
   M.close()
+  st.heights = require("mino.chat").heights()
   local buf = scratch(edit, lines)
   local c = config()
-  local position = c.position or "below"
+  local position = c.position or "above"
   local opts = { split = position, win = -1 }
   if position == "below" or position == "above" then
-    opts.height = math.max(3, math.min(#lines, math.floor(vim.o.lines * (c.height or 0.4))))
+    local most = math.floor(vim.o.lines * (c.height or 0.4))
+    if position == "above" and menu_rows then
+      -- Its rows, its status line and the tab line stay clear of the menu.
+      most = math.min(most, vim.o.lines - menu_rows - 2)
+    end
+    opts.height = math.max(3, math.min(#lines, most))
   end
   local ok, win = pcall(api.nvim_open_win, buf, false, opts)
   if not ok then
@@ -134,13 +150,13 @@ end
 
 --- Draws the diff of `req` in its split; called right before its approval
 --- question is asked.
-function M.show_request(req)
+function M.show_request(req, menu_rows)
   if not is_edit(req) then
     return
   end
   -- Asked again (a refused rule, a dismissed reason): it waits again.
   st.pending[key(req.turnId, req.callId)] = req
-  show(req.edit, M.lines(req.edit, req.edit.diff, "proposed, waiting for your decision"))
+  show(req.edit, M.lines(req.edit, req.edit.diff, "proposed, waiting for your decision"), menu_rows)
 end
 
 --- The person decided about `req` (or it can no longer be decided): the
@@ -296,6 +312,7 @@ end
 
 function M._reset()
   M.close()
+  st.heights = nil
   st.pending = {}
   st.last = nil
 end

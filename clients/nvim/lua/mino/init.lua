@@ -5,6 +5,9 @@
 local M = {}
 
 local chat = require("mino.chat")
+--- #buffer and :MinoSend attachments.
+local context = require("mino.context")
+context.track()
 --- Edit diffs: the split shown before an edit's question, :MinoDiff.
 local diff = require("mino.diff")
 --- Method names, statuses, decisions, error codes and fixed messages,
@@ -57,10 +60,12 @@ local defaults = {
   --- a list, or false for none); <CR> in normal mode always sends too.
   send_key = "<C-s>",
   --- The split showing an edit's diff, drawn before its approval question:
-  --- `position` "below", "above", "left" or "right" (a split of the whole
-  --- editor), `height` (below/above: at most this fraction of the editor),
+  --- `position` "above", "below", "left" or "right" (a split of the whole
+  --- editor; above, the default, stays clear of the menu Neovim's own
+  --- vim.ui.select draws at the bottom), `height` (above/below: at most this
+  --- fraction of the editor),
   --- `close_after_decision` (false keeps it open until `q` or the next diff).
-  diff = { position = "below", height = 0.4, close_after_decision = true },
+  diff = { position = "above", height = 0.4, close_after_decision = true },
   --- Global keymaps: false (none, the default), true (M.default_keymaps), or
   --- a table overriding some of them (a key set to false is not mapped).
   keymaps = false,
@@ -74,6 +79,7 @@ M.default_keymaps = {
   deny = "<leader>mn", -- deny the command whose question is shown
   new = "<leader>mN", -- start a new chat (a new session) in this workspace
   sessions = "<leader>ms", -- pick a session to continue
+  attach = "<leader>ma", -- (visual mode) write a reference to the selected lines into the input
 }
 
 M.config = vim.deepcopy(defaults)
@@ -126,8 +132,8 @@ M._notify = notify
 local mapped = {}
 
 local function apply_keymaps(opt)
-  for _, lhs in ipairs(mapped) do
-    pcall(vim.keymap.del, "n", lhs)
+  for _, m in ipairs(mapped) do
+    pcall(vim.keymap.del, m[1], m[2])
   end
   mapped = {}
   if not opt then
@@ -153,11 +159,13 @@ local function apply_keymaps(opt)
     deny = { function() M.deny_shown() end, "Deny the command Mino is asking about" },
     new = { function() M.new_session() end, "Start a new Mino chat" },
     sessions = { function() M.pick_session() end, "Pick a Mino session to continue" },
+    attach = { ":MinoSend<CR>", "Attach the selected lines to a Mino question", "x" },
   }
   for name, lhs in pairs(keys) do
     if type(lhs) == "string" and lhs ~= "" then
-      vim.keymap.set("n", lhs, actions[name][1], { desc = actions[name][2] })
-      table.insert(mapped, lhs)
+      local mode = actions[name][3] or "n"
+      vim.keymap.set(mode, lhs, actions[name][1], { desc = actions[name][2], silent = true })
+      table.insert(mapped, { mode, lhs })
     end
   end
 end
@@ -374,9 +382,37 @@ on[notification.toolOutput] = function(p)
   chat.tool_output(p)
 end
 
+--- Reloads the buffers of files on disk that changed (as :checktime does,
+--- with 'autoread' for the moment): after a command or an edit, no buffer
+--- shows what the disk no longer holds. A buffer with unsaved changes is
+--- left alone (Neovim warns before it is written over the newer file).
+--- Coalesced: once per tick however many results arrive.
+local reload_pending = false
+local function reload_changed_buffers()
+  if reload_pending then
+    return
+  end
+  reload_pending = true
+  vim.schedule(function()
+    reload_pending = false
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" and not vim.bo[buf].modified
+        and vim.api.nvim_buf_get_name(buf) ~= "" then
+        pcall(vim.api.nvim_buf_call, buf, function()
+          vim.cmd("setlocal autoread | silent! checktime " .. buf .. " | set autoread<")
+        end)
+      end
+    end
+  end)
+end
+M._reload_changed_buffers = reload_changed_buffers
+
 on[notification.toolResult] = function(p)
   chat.tool_result(p)
   diff.applied(p)
+  if p.status ~= protocol.tool_status.refused then
+    reload_changed_buffers()
+  end
   M.state.response_streaming = false
   emit("MinoToolFinished", {
     turnId = p.turnId,
@@ -397,6 +433,7 @@ on[notification.turnEnded] = function(p)
   end, M.state.approvals)
   diff.turn_ended(p.turnId)
   chat.turn_ended(p)
+  reload_changed_buffers()
   emit("MinoRequestFinished", {
     turnId = p.turnId,
     status = p.status,
@@ -560,7 +597,7 @@ local function decide(asked, answer)
     M._next_approval()
   end
   if M.state.ended[req.turnId] then
-    chat.append({ ("_`%s` no longer awaits a decision: its turn has ended; nothing was run._"):format(req.callId) })
+    chat.append({ ("_%s no longer awaits a decision: its turn has ended; nothing was run._"):format(chat.call_label(req)) })
     next_one()
     return
   end
@@ -582,15 +619,15 @@ local function decide(asked, answer)
   M.request(method.approval, params, function(err)
     if err and err.code == M.INVALID_PARAMS and not plain then
       chat.append({ "", ("**Refused:** %s"):format(err.message or "invalid decision") })
-      notify(("%s: %s"):format(req.callId, err.message or "invalid decision"), vim.log.levels.WARN)
+      notify(("%s: %s"):format(chat.call_label(req), err.message or "invalid decision"), vim.log.levels.WARN)
       ask_approval(req)
       return
     end
     if err and err.code == M.errors.NO_PENDING_APPROVAL then
       -- The turn ended (e.g. cancelled) while the question was open.
-      chat.append({ ("_`%s` no longer awaits a decision: %s_"):format(req.callId, err.message or "") })
+      chat.append({ ("_%s no longer awaits a decision: %s_"):format(chat.call_label(req), err.message or "") })
     elseif err then
-      notify("approval of " .. req.callId .. " failed: " .. format_error(err), vim.log.levels.ERROR)
+      notify(("the decision about %s failed: %s"):format(chat.call_label(req), format_error(err)), vim.log.levels.ERROR)
     elseif not plain then
       decided()
     end
@@ -682,16 +719,26 @@ function M.approval_prompt(req)
     table.concat(details, ", "))
 end
 
+--- The screen rows at the bottom Neovim's own vim.ui.select (inputlist())
+--- covers for a question: its prompt (wrapped), one row per answer, the
+--- "Type number" line, and one for a warning (typed-ahead keys dropped).
+function M.menu_rows(prompt, items)
+  local columns = math.max(20, vim.o.columns)
+  return math.ceil(math.max(1, vim.fn.strdisplaywidth(prompt)) / columns) + #items + 2
+end
+
 --- Asks about `req` (again, after a refused rule or a dismissed reason).
 ask_approval = function(req)
   local asked = { req = req, decided = false }
   vim.schedule(function()
-    -- An edit's diff is on screen before its question: the person sees what they decide about.
-    local ok, e = pcall(diff.show_request, req)
+    local prompt, items = M.approval_prompt(req), M.approval_items(req)
+    -- An edit's diff is on screen before its question, clear of the menu:
+    -- the person sees what they decide about.
+    local ok, e = pcall(diff.show_request, req, M.menu_rows(prompt, items))
     if not ok then
       notify("could not show the diff: " .. tostring(e) .. " (it is in the chat)", vim.log.levels.WARN)
     end
-    ask_safely(M.approval_prompt(req), M.approval_items(req), "mino.approval", function(choice)
+    ask_safely(prompt, items, "mino.approval", function(choice)
       on_approval_choice(asked, choice)
     end, function()
       M.state.shown_approval = asked
@@ -784,6 +831,8 @@ end
 
 local function make_on_exit(start_ctx)
   return function(code, signal, client_id)
+    -- The process's own status (Neovim's client is told 0, 0: see M.start).
+    code, signal = start_ctx.exit_code or code, start_ctx.exit_signal or signal
     exited[client_id] = true
     vim.schedule(function()
       local purposeful = stopping[client_id] or start_ctx.init_failed
@@ -913,6 +962,18 @@ function M.start()
     -- A function, so that a refused `initialize` (e.g. the session is locked by
     -- another Mino) is reported with vim.notify instead of an assertion error.
     cmd = function(dispatchers)
+      -- Mino reports an unexpected exit itself, once (chat and vim.notify):
+      -- Neovim's client, told a clean exit, does not repeat it as "Client
+      -- mino quit with exit code …".
+      local lsp_on_exit = dispatchers.on_exit
+      dispatchers = vim.tbl_extend("force", dispatchers, {
+        on_exit = function(code, signal)
+          start_ctx.exit_code, start_ctx.exit_signal = code, signal
+          if lsp_on_exit then
+            lsp_on_exit(0, 0)
+          end
+        end,
+      })
       local rpc = vim.lsp.rpc.start(cmd, dispatchers, { cwd = cwd, env = env })
       local request = rpc.request
       -- Works whether the rpc object is called as rpc.request(...) or rpc:request(...).
@@ -1461,6 +1522,43 @@ local function select_model(model)
   end)
 end
 
+--- :MinoModel NAME: a model the list holds (the service's, else the
+--- configured ones) is chosen at once; any other name (a typo would fail
+--- only at the next question) is asked about, No first and the default,
+--- keys typed before the question dropped.
+function M.choose_named_model(name)
+  M.request(method.modelsList, vim.empty_dict(), function(err, result)
+    local why
+    if err then
+      why = ("the models could not be listed (%s)"):format(format_error(err))
+    else
+      result = result or {}
+      local ids = {}
+      for _, m in ipairs(result.models or {}) do
+        if type(m) == "table" and m.id == name then
+          return select_model(name)
+        end
+        table.insert(ids, type(m) == "table" and tostring(m.id) or "?")
+      end
+      local shown = table.concat(vim.list_slice(ids, 1, 10), ", ") .. (#ids > 10 and ", …" or "")
+      if #ids == 0 then
+        shown = "none"
+      end
+      why = result.source == "service" and ("the service does not list it (it lists: %s)"):format(shown)
+        or ("the service gave no list and it is not a configured model (configured: %s)"):format(shown)
+    end
+    ask_yes_no(("Use the model “%s”? %s; a wrong name fails at the next question."):format(name, why),
+      "mino.models.confirm", function(yes)
+        if yes then
+          select_model(name)
+        else
+          notify(("model not changed: “%s” is not listed (:MinoModel without a name lists the models)"):format(name),
+            vim.log.levels.WARN)
+        end
+      end)
+  end)
+end
+
 --- :MinoModel [name]: without a name, picks one of the models the service
 --- lists (else the configured ones) with vim.ui.select, the current one
 --- marked; with a name, chooses it. The session keeps its model when reopened.
@@ -1470,8 +1568,7 @@ function M.choose_model(name)
   end
   name = name and vim.trim(name) or ""
   if name ~= "" then
-    select_model(name)
-    return
+    return M.choose_named_model(name)
   end
   M.request(method.modelsList, vim.empty_dict(), function(err, result)
     if err then
@@ -1498,21 +1595,32 @@ end
 
 -- ------------------------------------------------------------ user actions
 
---- Sends a question. `opts.echo` = false when the prompt line already shows it.
+--- Sends a question. `opts.echo` = false when the prompt line already shows
+--- it; `opts.expanded` when its #buffer references are already attached
+--- (else they are, now: see mino.context). Returns false when nothing was
+--- sent or queued.
 function M.send(text, opts)
   opts = opts or {}
   text = vim.trim(text or "")
   if text == "" then
-    return
+    return false
+  end
+  if not opts.expanded then
+    local full, why = context.expand(text)
+    if not full then
+      notify("question not sent: " .. why, vim.log.levels.ERROR)
+      return false
+    end
+    text = full
   end
   if not M.start() then
-    return
+    return false
   end
   if not M.state.history_loaded then
     -- Sent once the server is initialized and the history is shown, so the
     -- question appears after the history and before its answer.
-    table.insert(M.state.outbox, { text = text, opts = { echo = true } })
-    return
+    table.insert(M.state.outbox, { text = text, opts = { echo = true, expanded = true } })
+    return true
   end
   if opts.echo ~= false then
     chat.user_input(text)
@@ -1532,6 +1640,34 @@ function M.send(text, opts)
       M.state.running_turn = result.turnId
     end
   end)
+  return true
+end
+
+--- :[range]MinoSend [question]: attaches lines `line1`-`line2` of the current
+--- buffer (all of it without a range). With a question, asks it at once;
+--- without one, writes the reference (`#buffer:NAME:FROM-TO`) into the
+--- input, where you write the question.
+function M.send_range(opts)
+  local buf = vim.api.nvim_get_current_buf()
+  if vim.startswith(vim.api.nvim_buf_get_name(buf), "mino://") then
+    notify(":MinoSend attaches lines of another buffer: run it there (e.g. on a visual selection)", vim.log.levels.WARN)
+    return
+  end
+  local ref
+  if opts.range and opts.range > 0 then
+    ref = context.reference(buf, opts.line1, opts.line2)
+  else
+    ref = context.reference(buf)
+  end
+  local question = vim.trim(opts.question or "")
+  if question ~= "" then
+    M.open()
+    M.send(question .. "\n\n" .. ref)
+    return
+  end
+  M.start()
+  chat.open(M.config)
+  chat.add_to_input(ref)
 end
 
 --- Opens the chat window (starting the server if needed) and optionally asks;
