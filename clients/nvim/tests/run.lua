@@ -2651,6 +2651,385 @@ test("history shows an edit's applied diff as a closed fold of the chat window; 
   assert_eq(split.filetype, "diff", "filetype")
 end)
 
+-- ------------------------------------------------------------ issue 25: Neovim as people use it
+
+test(":help mino opens the top of the manual", function()
+  vim.cmd("help mino")
+  local name, line = vim.fn.expand("%:t"), vim.fn.line(".")
+  vim.cmd("helpclose")
+  assert_eq(name, "mino.txt", "help file")
+  assert_eq(line, 1, "line :help mino shows")
+end)
+
+test("the chat window keeps its height when the diff split closes", function()
+  fresh()
+  write_file(ctx.work .. "/shopping.txt", "bread\nbutter\njam\n")
+  mock.script({ MILK_EDIT, { type = "text", deltas = { "Milk added." } } })
+  start_and_wait()
+  local chat_height = vim.api.nvim_win_get_height(chat.win())
+  local input_height = vim.api.nvim_win_get_height(chat.input_win())
+  mino.send("add milk")
+  wait_for("the approval question", function()
+    return #pending_selects > 0
+  end)
+  if not diffview.win() then
+    fail("no diff split while the question waits")
+  end
+  answer_pending("mino.approval", "Approve once")
+  wait_buffer(answer("Milk added."))
+  wait_turn_end()
+  assert_eq(diffview.win(), nil, "diff split after the decision")
+  assert_eq(vim.api.nvim_win_get_height(chat.win()), chat_height, "chat window height after the split closed")
+  assert_eq(vim.api.nvim_win_get_height(chat.input_win()), input_height, "input window height after the split closed")
+end)
+
+test("<C-c> in insert mode in the input cancels the running turn; the text written stays", function()
+  fresh()
+  mock.script({ { type = "stall", deltas = { "Thinking" }, stall_ms = 30000 } })
+  start_and_wait()
+  mino.send("take your time")
+  wait_buffer(answer("Thinking"))
+  vim.api.nvim_set_current_win(chat.input_win())
+  type_keys("inext question<C-c>")
+  wait_buffer("_Turn cancelled", 15000)
+  wait_turn_end()
+  assert_eq(input_lines(), { "next question" }, "the input after <C-c>")
+end)
+
+--- Runs a second Neovim with the plugin in a terminal buffer of this one (a
+--- real screen: what the person sees), set up like `fresh()`'s. Returns
+--- { job, buf, screen = function() -> text, send = function(keys) }.
+local function screen_nvim(lua)
+  local script = vim.fn.tempname() .. ".lua"
+  vim.fn.writefile(vim.split(([[
+vim.opt.rtp:prepend(%q)
+vim.o.swapfile = false
+vim.cmd("runtime plugin/mino.lua")
+local mino = require("mino")
+mino.setup(vim.json.decode(vim.env.MINO_CHILD_SETUP))
+]]):format(root) .. lua, "\n", { plain = true }), script)
+  local setup = vim.deepcopy(mino.config)
+  setup.keymaps = nil
+  vim.cmd("tabnew")
+  local buf = vim.api.nvim_get_current_buf()
+  local job = vim.fn.jobstart({ vim.v.progpath, "--clean", "-u", script }, {
+    term = true,
+    env = { MINO_CHILD_SETUP = vim.json.encode(setup) },
+  })
+  local function screen()
+    return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+  end
+  return {
+    job = job,
+    buf = buf,
+    screen = screen,
+    send = function(keys)
+      vim.fn.chansend(job, keys)
+    end,
+    close = function()
+      pcall(vim.fn.jobstop, job)
+      vim.fn.jobwait({ job }, 5000)
+      pcall(vim.cmd, "bwipeout! " .. buf)
+    end,
+  }
+end
+
+test("on a real screen, Neovim's own approval menu never hides the edit's diff it asks about", function()
+  fresh()
+  write_file(ctx.work .. "/shopping.txt", "bread\nbutter\njam\n")
+  mock.script({ MILK_EDIT, { type = "text", deltas = { "Left as it was." } } })
+  local child = screen_nvim([[
+vim.cmd("Mino")
+vim.wait(15000, function() return mino.client() ~= nil and mino.state.history_loaded end, 20)
+mino.send("add milk")
+]])
+  local ok, err = pcall(function()
+    wait_for("the approval menu on the screen", function()
+      return contains(child.screen(), "Type number and <Enter>")
+    end, 20000)
+    local screen = child.screen()
+    if VERBOSE then
+      out(screen)
+    end
+    for _, seen in ipairs({ "Mino: edit_file shopping.txt", "@@ -1,3 +1,4 @@", "+milk", "1: Deny" }) do
+      assert_contains(screen, seen, "the screen while the menu asks")
+    end
+    -- The diff's lines are above the menu's, not under it.
+    local rows = vim.split(screen, "\n", { plain = true })
+    local milk_row, menu_row
+    for i, r in ipairs(rows) do
+      if r:find("+milk", 1, true) and not milk_row then
+        milk_row = i
+      end
+      if r:find("Approve?", 1, true) and not menu_row then
+        menu_row = i
+      end
+    end
+    if not (milk_row and menu_row and milk_row < menu_row) then
+      fail("the diff is not above the menu:\n" .. screen)
+    end
+    child.send("1\r") -- Deny
+    wait_for("the model's answer after the denial", function()
+      return #mock.requests() == 2
+    end, 15000)
+    assert_eq(read_file(ctx.work .. "/shopping.txt"), "bread\nbutter\njam\n", "shopping.txt")
+  end)
+  child.close()
+  if not ok then
+    error(err, 0)
+  end
+end)
+
+test("buffers of files Mino changed are reloaded after an edit and after a command", function()
+  fresh()
+  write_file(ctx.work .. "/shopping.txt", "bread\nbutter\njam\n")
+  mock.script({
+    MILK_EDIT,
+    { type = "calls", calls = { { call_id = "call_2", command = "echo eggs >> shopping.txt" } } },
+    { type = "text", deltas = { "Milk and eggs." } },
+  })
+  answers["mino.approval"] = { "Approve once", "Approve once" }
+  vim.cmd("edit " .. vim.fn.fnameescape(ctx.work .. "/shopping.txt"))
+  local file_buf = vim.api.nvim_get_current_buf()
+  start_and_wait()
+  local seen = {}
+  local group = vim.api.nvim_create_augroup("mino.test.reload", { clear = true })
+  vim.api.nvim_create_autocmd("User", {
+    group = group,
+    pattern = "MinoToolFinished",
+    callback = function()
+      -- What the buffer holds once the result arrived (after the reload it triggers).
+      vim.schedule(function()
+        vim.schedule(function()
+          table.insert(seen, table.concat(vim.api.nvim_buf_get_lines(file_buf, 0, -1, false), "\n"))
+        end)
+      end)
+    end,
+  })
+  mino.send("add milk and eggs")
+  wait_buffer(answer("Milk and eggs."))
+  wait_turn_end()
+  wait_for("both results seen", function()
+    return #seen == 2
+  end)
+  vim.api.nvim_del_augroup_by_id(group)
+  assert_eq(seen[1], "bread\nbutter\nmilk\njam", "the buffer after the edit")
+  assert_eq(seen[2], "bread\nbutter\nmilk\njam\neggs", "the buffer after the command")
+  assert_eq(vim.bo[file_buf].modified, false, "the buffer is modified")
+  vim.cmd("bwipeout! " .. file_buf)
+end)
+
+test("internal call ids are not shown: not live, not in the history", function()
+  fresh()
+  write_file(ctx.work .. "/shopping.txt", "bread\nbutter\njam\n")
+  mock.script({
+    { type = "calls", calls = { { call_id = "call_x7Q2", command = "echo hi" } } },
+    { type = "named_call", call_id = "call_e9Z", name = "edit_file",
+      arguments = vim.json.encode({ path = "shopping.txt", old_text = "butter\n", new_text = "butter\nmilk\n" }) },
+    { type = "text", deltas = { "Done." } },
+  })
+  answers["mino.approval"] = { "Approve once", "Deny" }
+  start_and_wait()
+  mino.send("say hi and add milk")
+  wait_buffer(answer("Done."))
+  wait_turn_end()
+  local live = buffer_text()
+  assert_contains(live, "_Approved `echo hi`._", "chat buffer")
+  assert_contains(live, "_Denied edit_file `shopping.txt`._", "chat buffer")
+  for _, id in ipairs({ "call_x7Q2", "call_e9Z" }) do
+    assert_not_contains(live, id, "chat buffer")
+  end
+  mino.restart()
+  wait_for("the restarted server's history", function()
+    return mino.client() ~= nil and mino.state.history_loaded
+  end, 15000)
+  local restored = buffer_text()
+  assert_contains(restored, "echo hi", "restored chat")
+  for _, id in ipairs({ "call_x7Q2", "call_e9Z" }) do
+    assert_not_contains(restored, id, "restored chat")
+  end
+end)
+
+--- Waits until the callbacks scheduled so far (and those they schedule) ran.
+local function settle(rounds)
+  for _ = 1, rounds or 3 do
+    local done = false
+    vim.schedule(function()
+      done = true
+    end)
+    wait_for("the scheduled callbacks", function()
+      return done
+    end)
+  end
+end
+
+test("a crash of mino-server is reported once", function()
+  fresh()
+  local cmd = "kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)"
+  mock.script({ { type = "calls", calls = { { call_id = "call_1", command = cmd } } } })
+  answers["mino.approval"] = { "Approve once" }
+  start_and_wait()
+  mino.send("crash")
+  wait_buffer("exited unexpectedly", 15000)
+  wait_for("the client to be gone", function()
+    return mino.client() == nil
+  end)
+  settle(5)
+  local reports = {}
+  for _, n in ipairs(notes) do
+    if n.msg:find("exit", 1, true) or n.msg:find("quit", 1, true) or n.msg:find("not running", 1, true) then
+      table.insert(reports, n.msg)
+    end
+  end
+  assert_eq(#reports, 1, "notifications about the crash (" .. vim.inspect(reports) .. ")")
+  assert_contains(reports[1], "mino-server exited unexpectedly", "the report")
+  assert_contains(reports[1], ctx.log, "the report")
+  local _, in_chat = buffer_text():gsub("exited unexpectedly", "")
+  assert_eq(in_chat, 1, "crash lines in the chat")
+end)
+
+test(":MinoModel NAME asks before choosing a model the service does not list; No (the default) keeps the model", function()
+  fresh({ cmd_env = { RUST_LOG = TRACE_WIRE } })
+  mock.script({ { type = "text", deltas = { "Kept." } } })
+  start_and_wait()
+  require_method("mino/models/list", vim.empty_dict())
+  answers["mino.models.confirm"] = { "No" }
+  local since = #notes
+  vim.cmd("MinoModel mock-modle")
+  wait_note("model not changed", since)
+  local asked = selects[#selects]
+  assert_eq(asked.kind, "mino.models.confirm", "the question")
+  assert_eq(asked.items, { "No", "Yes" }, "answers (declining first)")
+  assert_contains(asked.prompt, "mock-modle", "question")
+  assert_contains(asked.prompt, "the service does not list it (it lists: mock-model, mock-model-large)", "question")
+  assert_eq(#wire("<-", "mino/models/select"), 0, "mino/models/select requests")
+  -- Dismissed: not chosen either.
+  answers["mino.models.confirm"] = { vim.NIL }
+  since = #notes
+  vim.cmd("MinoModel mock-modle")
+  wait_note("model not changed", since)
+  assert_eq(#wire("<-", "mino/models/select"), 0, "mino/models/select requests after dismissing")
+  mino.send("Which model?")
+  wait_buffer(answer("Kept."))
+  wait_turn_end()
+  assert_eq(mock.requests()[1].body.model, "mock-model", "the model asked")
+  -- A listed name is chosen without a question.
+  local questions = #selects
+  vim.cmd("MinoModel mock-model-large")
+  wait_buffer("· model mock-model-large ·")
+  assert_eq(#selects, questions, "questions asked for a listed model")
+  -- Yes chooses an unlisted one.
+  answers["mino.models.confirm"] = { "Yes" }
+  vim.cmd("MinoModel my-local-model")
+  wait_buffer("· model my-local-model ·")
+  assert_eq(wire("<-", "mino/models/select")[2].params.model, "my-local-model", "the model chosen")
+end)
+
+test("keys typed before :MinoModel's confirmation appeared do not confirm it", function()
+  fresh({ cmd_env = { RUST_LOG = TRACE_WIRE } })
+  start_and_wait()
+  require_method("mino/models/list", vim.empty_dict())
+  use_builtin_select({ ["mino.models.confirm"] = { "<Esc>" } })
+  -- "2<CR>" is Yes if the question read it.
+  vim.api.nvim_input("2<CR>")
+  local since = #notes
+  vim.cmd("MinoModel mock-modle")
+  wait_note("model not changed", since)
+  assert_eq(#wire("<-", "mino/models/select"), 0, "mino/models/select requests")
+  if not note_matching("typed before the question appeared were ignored", since) then
+    fail("no notification that typed-ahead keys were ignored")
+  end
+end)
+
+test("#buffer in the input attaches the buffer you came from; the chat shows what was attached, live and in the history", function()
+  fresh({ cmd_env = { RUST_LOG = TRACE_WIRE } })
+  write_file(ctx.work .. "/shopping.txt", "bread\nbutter\njam\n")
+  mock.script({ { type = "text", deltas = { "Three things." } } })
+  vim.cmd("edit " .. vim.fn.fnameescape(ctx.work .. "/shopping.txt"))
+  local file_buf = vim.api.nvim_get_current_buf()
+  vim.cmd("cd " .. vim.fn.fnameescape(ctx.work))
+  start_and_wait()
+  vim.api.nvim_set_current_win(chat.input_win())
+  type_keys("iWhat is on #buffer?<C-s><Esc>")
+  wait_buffer(answer("Three things."))
+  wait_turn_end()
+  local sent = wire("<-", "mino/chat")[1].params.text
+  assert_eq(sent, "What is on #buffer?\n\n[#buffer shopping.txt, lines 1-3 of 3]\n```text\nbread\nbutter\njam\n```",
+    "the question sent")
+  assert_contains(vim.json.encode(mock.requests()[1].body.input), "bread\\nbutter\\njam", "the model request")
+  local shown = question("What is on #buffer?\n\n_Attached `shopping.txt`, lines 1–3 of 3 (3 lines)_")
+  assert_contains(buffer_text(), shown, "chat buffer")
+  assert_not_contains(buffer_text(), "butter", "chat buffer")
+  mino.restart()
+  wait_for("the restarted server's history", function()
+    return mino.client() ~= nil and mino.state.history_loaded
+  end, 15000)
+  assert_contains(buffer_text(), shown, "restored chat")
+  vim.cmd("cd -")
+  vim.cmd("bwipeout! " .. file_buf)
+end)
+
+test("#buffer that names no buffer, or one too large, is refused with why; the text stays in the input", function()
+  fresh({ cmd_env = { RUST_LOG = TRACE_WIRE } })
+  start_and_wait()
+  vim.api.nvim_set_current_win(chat.input_win())
+  local since = #notes
+  type_keys("iExplain #buffer:no-such-file.lua<C-s><Esc>")
+  local n = wait_note("question not sent", since)
+  assert_contains(n.msg, "#buffer:no-such-file.lua names no open buffer", "the refusal")
+  assert_eq(input_lines(), { "Explain #buffer:no-such-file.lua" }, "the input after the refusal")
+  -- Too large: more than the bound.
+  local big = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_name(big, ctx.work .. "/big.txt")
+  local line = ("x"):rep(1023)
+  local lines = {}
+  for i = 1, 300 do
+    lines[i] = line
+  end
+  vim.api.nvim_buf_set_lines(big, 0, -1, false, lines)
+  vim.api.nvim_buf_set_lines(chat.input_buf(), 0, -1, false, {})
+  since = #notes
+  type_keys("iSummarise #buffer:big.txt<C-s><Esc>")
+  n = wait_note("question not sent", since)
+  assert_contains(n.msg, "more than the 262144 Mino attaches", "the refusal")
+  assert_contains(n.msg, "MinoSend", "the refusal says how to attach less")
+  assert_eq(input_lines(), { "Summarise #buffer:big.txt" }, "the input after the refusal")
+  assert_eq(#wire("<-", "mino/chat"), 0, "questions sent")
+  vim.cmd("bwipeout! " .. big)
+end)
+
+test(":'<,'>MinoSend sends the selected lines with a question, or writes their reference into the input; the visual keymap too", function()
+  fresh({ cmd_env = { RUST_LOG = TRACE_WIRE }, keymaps = true })
+  write_file(ctx.work .. "/shopping.txt", "bread\nbutter\njam\n")
+  mock.script({ { type = "text", deltas = { "Butter and jam." } }, { type = "text", deltas = { "Bread." } } })
+  vim.cmd("cd " .. vim.fn.fnameescape(ctx.work))
+  start_and_wait()
+  vim.cmd("wincmd p")
+  vim.cmd("edit shopping.txt")
+  local file_buf = vim.api.nvim_get_current_buf()
+  vim.cmd("2,3MinoSend What are these?")
+  wait_buffer(answer("Butter and jam."))
+  wait_turn_end()
+  assert_eq(wire("<-", "mino/chat")[1].params.text,
+    "What are these?\n\n#buffer:shopping.txt:2-3\n\n[#buffer shopping.txt, lines 2-3 of 3]\n```text\nbutter\njam\n```",
+    "the question sent")
+  assert_contains(buffer_text(), "_Attached `shopping.txt`, lines 2–3 of 3 (2 lines)_", "chat buffer")
+  -- Without a question: the reference goes into the input, where the question is written.
+  vim.cmd("wincmd p")
+  assert_eq(vim.api.nvim_get_current_buf(), file_buf, "back in the file")
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  type_keys("V" .. mino.default_keymaps.attach:gsub("<leader>", "\\"))
+  assert_eq(vim.api.nvim_get_current_win(), chat.input_win(), "the window after the keymap")
+  assert_eq(input_lines(), { "#buffer:shopping.txt:1-1 " }, "the input")
+  type_keys("<Esc>AWhat is this?<C-s><Esc>")
+  wait_buffer(answer("Bread."))
+  wait_turn_end()
+  assert_contains(wire("<-", "mino/chat")[2].params.text, "[#buffer shopping.txt, lines 1-1 of 3]\n```text\nbread\n```",
+    "the second question")
+  vim.cmd("cd -")
+  vim.cmd("bwipeout! " .. file_buf)
+end)
+
 -- ------------------------------------------------------------ run
 
 local passed, failed, skipped = 0, 0, 0

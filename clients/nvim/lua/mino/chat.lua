@@ -243,7 +243,7 @@ function M.add_to_input(text)
     api.nvim_buf_set_lines(buf, -1, -1, false, { text .. " " })
   end
   M.focus_input(false)
-  if win_valid(st.input_win) then
+  if st.input_win and api.nvim_win_is_valid(st.input_win) then
     local last = api.nvim_buf_line_count(buf)
     api.nvim_win_set_cursor(st.input_win, { last, #api.nvim_buf_get_lines(buf, last - 1, last, false)[1] })
     vim.cmd("startinsert!")
