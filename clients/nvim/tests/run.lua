@@ -434,7 +434,7 @@ end
 
 test("plugin/mino.lua defines the commands and guards against double loading", function()
   for _, c in ipairs({ "Mino", "MinoCancel", "MinoAcknowledge", "MinoRestart", "MinoNew", "MinoSessions", "MinoRename",
-    "MinoDelete", "MinoRules", "MinoDiff", "MinoCompact", "MinoModel" }) do
+    "MinoDelete", "MinoRules", "MinoDiff", "MinoCompact", "MinoModel", "MinoSend" }) do
     if vim.fn.exists(":" .. c) ~= 2 then
       fail("command :" .. c .. " is missing")
     end
@@ -461,7 +461,8 @@ test("doc/mino.txt has valid help tags and the shipped doc/tags is up to date", 
   local tags = table.concat(vim.fn.readfile(dir .. "/tags"), "\n")
   for _, tag in ipairs({ "mino.setup()", ":Mino", ":MinoCancel", ":MinoAcknowledge", "mino-recovery", "mino-options",
     "mino-events", "mino-keymaps", "mino-input", ":MinoNew", ":MinoSessions", ":MinoRename", ":MinoDelete", ":MinoRules", ":MinoCompact",
-    "mino-sessions", "mino-rules", ":MinoDiff", "mino-diff", ":MinoModel" }) do
+    "mino-sessions", "mino-rules", ":MinoDiff", "mino-diff", ":MinoModel", "mino", ":MinoSend", "mino-context",
+    "mino-#buffer" }) do
     assert_contains(tags, tag .. "\t", "tags")
   end
   -- doc/tags is shipped (so :help mino works after a manual install) and must
