@@ -171,6 +171,8 @@ function M.input_buf(config)
   vim.keymap.set("n", "<C-c>", function()
     require("mino").cancel()
   end, { buffer = buf, desc = "Cancel Mino's turn" })
+  -- <C-x><C-o> completes #buffer references (:help mino-context).
+  vim.bo[buf].omnifunc = "v:lua.require'mino.context'.omnifunc"
   -- In insert mode too, where one writes while the answer streams; with no
   -- turn running it leaves insert mode as <C-c> always does.
   vim.keymap.set("i", "<C-c>", function()

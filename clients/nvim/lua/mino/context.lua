@@ -141,6 +141,32 @@ local function find_buffer(name)
     table.concat(names, ", "))
 end
 
+--- 'omnifunc' of the input buffer (<C-x><C-o>): completes `#buffer` and,
+--- after `#buffer:`, the paths of the listed buffers that can be attached.
+function M.omnifunc(findstart, base)
+  if findstart == 1 then
+    local line = api.nvim_get_current_line():sub(1, api.nvim_win_get_cursor(0)[2])
+    local start = line:find("#[%w:%._/%-~]*$")
+    return start and start - 1 or -3
+  end
+  local items = {}
+  if ("#buffer"):sub(1, #base) == base then
+    table.insert(items, { word = "#buffer", menu = "the buffer you came from" })
+  end
+  if vim.startswith(base, "#buffer:") or ("#buffer:"):sub(1, #base) == base then
+    local typed = base:sub(#"#buffer:" + 1)
+    for _, buf in ipairs(api.nvim_list_bufs()) do
+      if attachable(buf) and vim.bo[buf].buflisted and api.nvim_buf_get_name(buf) ~= "" then
+        local label = M.buffer_label(buf)
+        if not label:find("%s") and vim.startswith(label, typed) then
+          table.insert(items, { word = "#buffer:" .. label, menu = ("%d lines"):format(api.nvim_buf_line_count(buf)) })
+        end
+      end
+    end
+  end
+  return items
+end
+
 --- The reference to lines `from`-`to` of `buf` that :MinoSend writes: by
 --- path when the path names it alone, else by number.
 function M.reference(buf, from, to)
