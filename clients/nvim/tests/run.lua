@@ -2993,6 +2993,16 @@ test("<C-x><C-o> in the input completes #buffer: with the open buffers' paths", 
   vim.cmd("bwipeout! " .. file_buf)
 end)
 
+test("a question sent while mino-server cannot start stays in the input", function()
+  fresh({ server_path = "/nonexistent/mino-server" })
+  chat.open(mino.config)
+  vim.api.nvim_set_current_win(chat.input_win())
+  local since = #notes
+  type_keys("iKeep me<C-s><Esc>")
+  wait_note("mino-server not found", since)
+  assert_eq(input_lines(), { "Keep me" }, "the input")
+end)
+
 test("#buffer that names no buffer, or one too large, is refused with why; the text stays in the input", function()
   fresh({ cmd_env = { RUST_LOG = TRACE_WIRE } })
   start_and_wait()

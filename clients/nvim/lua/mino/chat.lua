@@ -226,11 +226,12 @@ function M.send_input()
       :format(M.MAX_QUESTION_BYTES), vim.log.levels.ERROR)
     return
   end
-  api.nvim_buf_set_lines(st.input_buf, 0, -1, false, {})
-  vim.bo[st.input_buf].modified = false
   st.stream = nil
-  if st.sender then
-    st.sender(full, { echo = true, expanded = true })
+  -- Emptied once the question is on its way (or queued until the server
+  -- is ready): a server that cannot start loses nothing.
+  if st.sender and st.sender(full, { echo = true, expanded = true }) and valid_input() then
+    api.nvim_buf_set_lines(st.input_buf, 0, -1, false, {})
+    vim.bo[st.input_buf].modified = false
   end
 end
 

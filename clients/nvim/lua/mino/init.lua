@@ -1726,7 +1726,7 @@ function M._reset()
 end
 
 chat._set_sender(function(text, opts)
-  M.send(text, opts or { echo = false })
+  return M.send(text, opts or { echo = false })
 end)
 
 return M
