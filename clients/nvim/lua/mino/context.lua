@@ -109,7 +109,7 @@ local function parse_spec(spec)
 end
 
 --- The buffer `name` names: a buffer number, a path (relative or full), else
---- the one buffer whose path ends with it. Returns nil and why otherwise.
+--- the one buffer whose path ends with it (whole components). Returns nil and why otherwise.
 local function find_buffer(name)
   local n = tonumber(name)
   if n then
@@ -126,7 +126,8 @@ local function find_buffer(name)
       if bn == full or vim.fn.fnamemodify(bn, ":.") == name then
         return buf
       end
-      if bn:sub(-#name) == name then
+      -- Whole path components only: "a.rs" is not the end of "data.rs".
+      if bn:sub(-#name) == name and bn:sub(-#name - 1, -#name - 1) == "/" then
         table.insert(candidates, buf)
       end
     end
