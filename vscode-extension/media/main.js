@@ -237,6 +237,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     const statusLine = h('div', 'turn-status');
     el.append(user, assistant, statusLine);
     transcript.appendChild(el);
+    endKeeper.observe(el);
     const turn = { el, body, segment: null, statusEl: statusLine, text: '', response: null, retryNotice: null };
     turns.set(turnId, turn);
     return turn;
@@ -278,9 +279,46 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   let followEnd = true;
   /** Blocks smaller than this stay in the re-rendered tail. */
   const FREEZE_MIN_CHARS = 2048;
+  // Only the person stops the following, by scrolling up: off-screen turns
+  // have estimated heights (content-visibility) that change as they are laid
+  // out, which moves the scroll position too, and must not count. A wheel,
+  // touch, key or pointer on the transcript marks the scroll events that
+  // follow (briefly, or while a scrollbar is dragged) as theirs.
+  const USER_SCROLL_MS = 400;
+  let userScrollUntil = 0;
+  let pointerScrolling = false;
+  let lastScrollTop = 0;
+  const atEnd = () => transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 48;
+  const markUserScroll = () => (userScrollUntil = performance.now() + USER_SCROLL_MS);
+  transcript.addEventListener('wheel', markUserScroll, { passive: true });
+  transcript.addEventListener('touchmove', markUserScroll, { passive: true });
+  // Keys scroll the transcript, or move focus into it (Tab), which scrolls too.
+  document.addEventListener('keydown', (e) => {
+    if (['ArrowUp', 'ArrowDown', 'PageUp', 'PageDown', 'Home', 'End', ' ', 'Tab'].includes(e.key)) markUserScroll();
+  }, true);
+  transcript.addEventListener('pointerdown', () => (pointerScrolling = true));
+  window.addEventListener('pointerup', () => {
+    pointerScrolling = false;
+    markUserScroll();
+  });
   transcript.addEventListener('scroll', () => {
-    followEnd = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 48;
+    const top = transcript.scrollTop;
+    const byPerson = pointerScrolling || performance.now() < userScrollUntil;
+    if (atEnd()) followEnd = true;
+    else if (byPerson && top < lastScrollTop) followEnd = false;
+    lastScrollTop = top;
   }, { passive: true });
+  // While following, the end stays in sight whatever changes size: a turn
+  // laid out for the first time, a card's output, the gate or composer
+  // above or below the transcript.
+  const endKeeper = new ResizeObserver(() => {
+    if (followEnd) pinEnd();
+  });
+  endKeeper.observe(transcript);
+  function pinEnd() {
+    transcript.scrollTop = transcript.scrollHeight;
+    lastScrollTop = transcript.scrollTop;
+  }
 
   function requestFrame() {
     if (frameRequested) return;
@@ -299,10 +337,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     for (const seg of dirtySegments) renderSegment(seg);
     dirtySegments.clear();
     if (scrollRequested && followEnd) {
-      transcript.scrollTop = transcript.scrollHeight;
+      pinEnd();
       // Off-screen turns have estimated heights (content-visibility): settle at the real end.
       requestAnimationFrame(() => {
-        if (followEnd) transcript.scrollTop = transcript.scrollHeight;
+        if (followEnd) pinEnd();
       });
     }
     scrollRequested = false;
@@ -1081,6 +1119,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   function renderHistory(history) {
     transcript.textContent = '';
     lazyObserver.disconnect();
+    endKeeper.disconnect();
+    endKeeper.observe(transcript);
     turns.clear();
     cards.clear();
     dirtySegments.clear();
@@ -1265,7 +1305,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         state.runningTurnId = p.turnId;
         setProgress('thinking');
         updateComposer();
-        return scrollToEnd();
+        // A new question: shown and followed, wherever the person had scrolled to.
+        return scrollToEnd(true);
       }
       case 'mino/textDelta':
         appendText(getTurn(p.turnId), p.delta);
@@ -1502,6 +1543,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     showComposerError(null);
     updateComposer();
     setProgress('sending');
+    // The person asked: their question and its answer are what they look at now.
+    scrollToEnd(true);
     post({ type: 'send', text: questionWithContext(text, contextItems) });
   }
 

@@ -7,6 +7,7 @@ import { ChatViewProvider } from './chatViewProvider';
 import { EditReviews } from './editReview';
 import { Notification } from './protocol';
 import { API_KEY_SECRET, MinoServer } from './server';
+import { ServerStoppedNotice } from './serverNotice';
 import { SessionCommands } from './sessions';
 
 export interface MinoExtensionApi {
@@ -31,6 +32,7 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
   context.subscriptions.push(
     output,
     s,
+    new ServerStoppedNotice(s),
     view,
     edits,
     vscode.window.registerWebviewViewProvider(ChatViewProvider.viewType, view, {

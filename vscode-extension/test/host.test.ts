@@ -216,7 +216,14 @@ describe('webview messages reach the right requests', () => {
     expect(api.server.recovery?.acknowledgementRequired).toBe(false);
   });
 
-  it('a server crash shows an error with a Restart action that restarts the server', async () => {
+  /** The status bar item saying the server stopped unexpectedly. */
+  function stoppedNotice(): fake.FakeStatusBarItem {
+    const item = fake.mock.statusBarItems.find((i) => i.id === 'mino.serverStopped');
+    expect(item, 'the stopped notice exists').toBeDefined();
+    return item!;
+  }
+
+  it('a server crash shows a stopped notice whose click restarts the server', async () => {
     const c = client();
     const history = {
       sessionId: 's1',
@@ -229,25 +236,59 @@ describe('webview messages reach the right requests', () => {
     expect(view.webview.posted).toContainEqual({ type: 'history', history });
     const postedBeforeCrash = view.webview.posted.length;
     const first = client();
-    fake.mock.nextChoice = 'Restart';
+    expect(stoppedNotice().visible).toBe(false);
     const action = first.crash() as { action: CloseAction; handled: boolean };
     expect(action).toEqual({ action: CloseAction.DoNotRestart, handled: true });
     expect(api.server.state).not.toBe('ready');
-    expect(fake.mock.errorMessages[0]).toEqual({ message: 'Mino server stopped unexpectedly.', items: ['Restart', 'Show Log'] });
+    const notice = stoppedNotice();
+    expect(notice).toMatchObject({ visible: true, command: 'mino.restartServer' });
+    expect(notice.tooltip).toContain('Mino server stopped unexpectedly.');
+    // No toast: one could not be taken back once the server is running again.
+    expect(fake.mock.errorMessages).toEqual([]);
     await settle();
     // The view keeps the transcript it shows: nothing replaces it until the restarted server's history.
     const afterCrash = view.webview.posted.slice(postedBeforeCrash) as any[];
     expect(afterCrash.filter((m) => m.type === 'history' && m.history === null)).toEqual([]);
     expect(view.webview.posted).toContainEqual({ type: 'server', state: 'crashed', message: 'Mino server stopped unexpectedly.' });
-    expect(afterCrash.findIndex((m) => m.type === 'history')).toBeGreaterThan(
-      afterCrash.findIndex((m) => m.type === 'server' && m.state === 'ready'),
+    await fake.commands.executeCommand(notice.command!);
+    await settle();
+    await settle();
+    const afterRestart = view.webview.posted.slice(postedBeforeCrash) as any[];
+    expect(afterRestart.findIndex((m) => m.type === 'history')).toBeGreaterThan(
+      afterRestart.findIndex((m) => m.type === 'server' && m.state === 'ready'),
     );
-    await settle();
-    await settle();
     expect(clients.length).toBe(2);
     expect(client()).not.toBe(first);
     expect(client().started).toBe(true);
     expect(api.server.state).toBe('ready');
+    expect(notice.visible).toBe(false);
+  });
+
+  it('the stopped notice goes away once the server is back, however it was restarted (the view\'s Restart, the command)', async () => {
+    const view = openView();
+    view.webview.receive({ type: 'ready' });
+    await settle();
+    client().crash();
+    await settle();
+    expect(stoppedNotice().visible).toBe(true);
+    expect(view.webview.posted).toContainEqual({ type: 'server', state: 'crashed', message: 'Mino server stopped unexpectedly.' });
+    // The view's Restart link.
+    view.webview.receive({ type: 'restart' });
+    await settle();
+    await settle();
+    expect(api.server.state).toBe('ready');
+    expect(stoppedNotice().visible).toBe(false);
+    expect((view.webview.posted as any[]).filter((m) => m.type === 'server').at(-1)).toEqual({ type: 'server', state: 'ready' });
+    // Again, then Mino: Restart Server from the palette.
+    client().crash();
+    await settle();
+    expect(stoppedNotice().visible).toBe(true);
+    await fake.commands.executeCommand('mino.restartServer');
+    await settle();
+    await settle();
+    expect(api.server.state).toBe('ready');
+    expect(stoppedNotice().visible).toBe(false);
+    expect(fake.mock.errorMessages).toEqual([]);
   });
 
   it('a session held by another Mino (-32015) offers a new session', async () => {
@@ -664,8 +705,8 @@ describe('sessions: title bar, quick pick, switch, rename, delete', () => {
     const { pick, running } = await openSessionsPick();
     pick.accept('Old refactor');
     await running;
-    fake.mock.nextChoice = 'Restart';
     c.crash();
+    await fake.commands.executeCommand('mino.restartServer');
     await settle();
     await settle();
     expect(clients).toHaveLength(2);

@@ -1533,8 +1533,12 @@ describe.skipIf(skip)('long histories', () => {
     expect(await last.locator('h2').textContent()).toBe('Answer 199');
     expect(await first.locator('h2').count()).toBe(0);
     expect(await first.textContent()).toBe('## Answer 0\n\nSome **bold** text.');
-    await page.locator('#transcript').evaluate((t) => (t.scrollTop = 0));
-    await expect.poll(() => first.locator('h2').count()).toBe(1);
+    // The person scrolls to the top.
+    await page.locator('#transcript').hover();
+    await expect.poll(async () => {
+      await page.mouse.wheel(0, -100000);
+      return first.locator('h2').count();
+    }).toBe(1);
     expect(await first.locator('strong').textContent()).toBe('bold');
   });
 });
@@ -1796,4 +1800,109 @@ describe.skipIf(skip)('screenshots of an edit card', () => {
       });
     }
   }
+});
+
+describe.skipIf(skip)('following the conversation', () => {
+  const longTurns = (n: number) => Array.from({ length: n }, (_, i) => ({
+    turnId: `fh${i}`, input: `Question ${i}`, text: `## Answer ${i}\n\n` + 'A line of the answer.\n\n'.repeat(6), status: 'completed', calls: [], notices: [],
+  }));
+
+  /** Where the transcript stands: at its end, and whether `selector` is inside its visible part. */
+  async function view(selector: string) {
+    return page.evaluate((sel) => {
+      const t = document.getElementById('transcript')!;
+      const el = document.querySelector(sel);
+      const box = t.getBoundingClientRect();
+      const r = el?.getBoundingClientRect();
+      return {
+        atEnd: t.scrollHeight - t.scrollTop - t.clientHeight < 4,
+        visible: !!r && r.bottom > box.top && r.top < box.bottom,
+        scrollTop: t.scrollTop,
+      };
+    }, selector);
+  }
+
+  /** Types and sends a question as the person does, and plays the server's answer to it. */
+  async function ask(turnId: string, question: string, deltas: string[]) {
+    await page.locator('#input').fill(question);
+    await page.locator('#input').press('Enter');
+    await host({ type: 'sent', turnId });
+    await notify('mino/turnStarted', { turnId, seq: 0, input: question });
+    for (const [i, delta] of deltas.entries()) await notify('mino/textDelta', { turnId, seq: i + 1, delta });
+  }
+
+  const paragraphs = (n: number, word: string) => Array.from({ length: n }, (_, i) => `${word} paragraph ${i}.\n\n`);
+
+  it('a question sent after opening a long session is scrolled to, and its answer followed to the end', async () => {
+    await ready();
+    await host({ type: 'history', history: { sessionId: 's1', turns: longTurns(200) } });
+    await expect.poll(async () => (await view('[data-turn-id="fh199"]')).atEnd).toBe(true);
+    await ask('fn1', 'One more question', paragraphs(30, 'Long'));
+    await expect.poll(() => view('[data-turn-id="fn1"] .msg.user')).toMatchObject({ visible: true });
+    await expect.poll(async () => (await view('[data-turn-id="fn1"]')).atEnd).toBe(true);
+  });
+
+  it('stops following when the person scrolls up, and follows again once they are back at the end', async () => {
+    await ready();
+    await host({ type: 'history', history: { sessionId: 's1', turns: longTurns(20) } });
+    await ask('fs1', 'Explain it', paragraphs(20, 'First'));
+    await expect.poll(async () => (await view('[data-turn-id="fs1"]')).atEnd).toBe(true);
+    // The person scrolls up to read.
+    await page.locator('#transcript').hover();
+    await page.mouse.wheel(0, -1500);
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(false);
+    const readingAt = (await view('#transcript')).scrollTop;
+    for (const [i, delta] of paragraphs(10, 'More').entries()) await notify('mino/textDelta', { turnId: 'fs1', seq: 100 + i, delta });
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    expect((await view('#transcript')).scrollTop).toBe(readingAt);
+    // Back at the end: the answer is followed again.
+    await page.mouse.wheel(0, 100000);
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(true);
+    for (const [i, delta] of paragraphs(10, 'Last').entries()) await notify('mino/textDelta', { turnId: 'fs1', seq: 200 + i, delta });
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(true);
+    await expect.poll(() => view('[data-turn-id="fs1"] .assistant-text p:last-child')).toMatchObject({ visible: true });
+  });
+
+  it('a question sent while the person had scrolled up is scrolled to', async () => {
+    await ready();
+    await host({ type: 'history', history: { sessionId: 's1', turns: longTurns(30) } });
+    await page.locator('#transcript').hover();
+    await page.mouse.wheel(0, -3000);
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(false);
+    await ask('fu1', 'And now?', paragraphs(8, 'Answer'));
+    await expect.poll(() => view('[data-turn-id="fu1"] .msg.user')).toMatchObject({ visible: true });
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(true);
+  });
+
+  it('after a reload, the history opens at its end and a new question is followed', async () => {
+    await ready();
+    await host({ type: 'history', history: { sessionId: 's1', turns: longTurns(60) } });
+    await page.reload();
+    await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === 'ready'));
+    await host({ type: 'server', state: 'ready' });
+    await host({ type: 'history', history: { sessionId: 's1', turns: longTurns(60) } });
+    await expect.poll(async () => (await view('[data-turn-id="fh59"]')).atEnd).toBe(true);
+    await ask('fr1', 'After the reload', paragraphs(20, 'Reloaded'));
+    await expect.poll(() => view('[data-turn-id="fr1"] .msg.user')).toMatchObject({ visible: true });
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(true);
+  });
+
+  it('after acknowledging a recovery, a new question is scrolled to and followed', async () => {
+    await ready();
+    const turns = longTurns(40);
+    turns.push({ turnId: 'fg1', input: 'Deploy', text: '', status: 'interrupted', calls: [
+      { callId: 'c1', command: 'make deploy', result: { status: 'unknown', output: '' } },
+    ] as any, notices: [] });
+    await host({ type: 'history', history: { sessionId: 's1', turns } });
+    await notify('mino/recovery', {
+      sessionId: 's1',
+      turns: [{ turnId: 'fg1', status: 'interrupted', calls: [{ callId: 'c1', command: 'make deploy', result: { status: 'unknown', output: '' } }] }],
+      acknowledgementRequired: true, unacknowledgedTurnIds: ['fg1'], repairs: [],
+    });
+    await page.locator('#ack-yes').click();
+    await host({ type: 'acknowledged', turnIds: ['fg1'] });
+    await ask('fa1', 'Did it deploy?', paragraphs(20, 'Checked'));
+    await expect.poll(() => view('[data-turn-id="fa1"] .msg.user')).toMatchObject({ visible: true });
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(true);
+  });
 });
