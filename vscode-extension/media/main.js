@@ -662,6 +662,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
   /** `extra`: the `reason` of a deny, the `rule` of allowSession/allowWorkspace/denySession/denyWorkspace. */
   function decide(card, turnId, callId, decision, extra) {
+    // The person answered from the card (its buttons are disabled now, which
+    // would drop focus on the page): back to the question they were writing.
+    if (card.el.contains(document.activeElement)) focusInputOnceKeysUp();
     setCardControlsDisabled(card, true);
     card.actionError.hidden = true;
     setCardStatus(card, DENYING.has(decision) ? 'denied' : 'approved');
@@ -849,6 +852,22 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   document.addEventListener('keyup', (e) => activationKeysDown.delete(e.key), true);
   // Keys released while the view has no focus send no keyup here.
   window.addEventListener('blur', () => activationKeysDown.clear());
+
+  /**
+   * Focuses the input, but only once no Enter or Space is held: Enter answers
+   * on its keydown, and the rest of that press (its character, a repeat)
+   * must not land in the input as a new line or a question.
+   */
+  function focusInputOnceKeysUp() {
+    if (activationKeysDown.size === 0) return focusInput();
+    const onUp = () => {
+      if (activationKeysDown.size > 0) return;
+      document.removeEventListener('keyup', onUp, true);
+      focusInput();
+    };
+    // After the capture listener above has forgotten the key.
+    document.addEventListener('keyup', onUp, true);
+  }
 
   function deliberateButton(className, label, onAnswer) {
     const button = /** @type {HTMLButtonElement} */ (h('button', className, label));

@@ -402,6 +402,64 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     expect(probe.pageErrors).toEqual([]);
   });
 
+  it('after a keyboard answer focus returns to the input, with no new line or question from the key; the next card still takes no focus', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.click();
+    await input.fill('Clean the build.');
+    await input.press('Enter');
+    await host({ type: 'sent', turnId: 'kf' });
+    await notify('mino/turnStarted', { turnId: 'kf', seq: 0, input: 'Clean the build.' });
+    await input.pressSequentially('and then');
+    const approvals = async () => (await posted()).filter((m) => m.type === 'approval');
+    const sends = async () => (await posted()).filter((m) => m.type === 'send');
+    const focused = () => page.evaluate(() => document.activeElement?.id);
+
+    // Enter on Approve (reached with Shift+Tab).
+    await notify('mino/approvalRequest', approvalRequest('kf', 'call_1', 'make', 1));
+    await page.keyboard.press('Shift+Tab');
+    await page.keyboard.press('Shift+Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Approve');
+    await page.keyboard.press('Enter');
+    expect(await approvals()).toEqual([{ type: 'approval', turnId: 'kf', callId: 'call_1', decision: 'approve' }]);
+    expect(await focused()).toBe('input');
+    expect(await input.inputValue()).toBe('and then');
+    await page.keyboard.type(' rebuild');
+    expect(await input.inputValue()).toBe('and then rebuild');
+
+    // Space on Deny.
+    await notify('mino/toolResult', { turnId: 'kf', seq: 2, callId: 'call_1', status: 'success', output: '', exitCode: 0 });
+    await notify('mino/approvalRequest', approvalRequest('kf', 'call_2', 'rm -rf build', 3));
+    expect(await focused()).toBe('input');
+    await page.keyboard.press('Shift+Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Deny');
+    await page.keyboard.press(' ');
+    expect((await approvals()).at(-1)).toEqual({ type: 'approval', turnId: 'kf', callId: 'call_2', decision: 'deny' });
+    expect(await focused()).toBe('input');
+    expect(await input.inputValue()).toBe('and then rebuild');
+
+    // A rule form's confirm, pressed with Enter.
+    await notify('mino/toolResult', { turnId: 'kf', seq: 4, callId: 'call_2', status: 'refused', output: '' });
+    await notify('mino/approvalRequest', { ...approvalRequest('kf', 'call_3', 'cargo test', 5), approvalMode: 'rules', sandbox: 'off', suggestedRule: { kind: 'prefix', command: 'cargo test' } });
+    const card = page.locator('.tool-card[data-call-id="call_3"]');
+    await card.getByRole('button', { name: 'Allow for session…' }).click();
+    await card.locator('.confirm-answer').focus();
+    await page.keyboard.press('Enter');
+    expect((await approvals()).at(-1)).toMatchObject({ callId: 'call_3', decision: 'allowSession' });
+    expect(await focused()).toBe('input');
+
+    // Typed ahead into the returned focus while the next card arrives: nothing is answered or sent.
+    await notify('mino/toolResult', { turnId: 'kf', seq: 6, callId: 'call_3', status: 'success', output: '', exitCode: 0 });
+    const before = (await approvals()).length;
+    await notify('mino/approvalRequest', approvalRequest('kf', 'call_4', 'make install', 7));
+    await page.keyboard.press('Enter');
+    await page.keyboard.press(' ');
+    expect(await approvals()).toHaveLength(before);
+    expect(await sends()).toHaveLength(1);
+    expect(await focused()).toBe('input');
+    expect(await page.locator('.tool-card[data-call-id="call_4"] .badge').textContent()).toBe('waiting for approval');
+  });
+
   it('a click that did not come from a key pressed on the button itself does not approve', async () => {
     await ready();
     await notify('mino/turnStarted', { turnId: 'k2', seq: 0, input: 'Go.' });
@@ -1904,5 +1962,87 @@ describe.skipIf(skip)('following the conversation', () => {
     await ask('fa1', 'Did it deploy?', paragraphs(20, 'Checked'));
     await expect.poll(() => view('[data-turn-id="fa1"] .msg.user')).toMatchObject({ visible: true });
     await expect.poll(async () => (await view('#transcript')).atEnd).toBe(true);
+  });
+});
+
+describe.skipIf(skip)('a 200 px side bar', () => {
+  /**
+   * Every element of `selector` inside the panel: none reaches past the
+   * right edge of its card or the panel, and no text is cut inside its box
+   * (a button's or label's content wider than the box, hidden by overflow).
+   */
+  async function overflowing(selector: string, width: number) {
+    return page.evaluate(({ sel, width }) => {
+      const bad: string[] = [];
+      for (const root of document.querySelectorAll(sel)) {
+        const rootBox = root.getBoundingClientRect();
+        for (const el of [root, ...root.querySelectorAll('*')] as HTMLElement[]) {
+          const r = el.getBoundingClientRect();
+          if (r.width === 0 && r.height === 0) continue;
+          const name = `${el.tagName.toLowerCase()}.${el.className} "${(el.textContent || '').slice(0, 30)}"`;
+          if (r.right > Math.min(rootBox.right, width) + 1) bad.push(`${name} ends at ${Math.round(r.right)} (card ${Math.round(rootBox.right)})`);
+          const style = getComputedStyle(el);
+          const clips = style.overflowX !== 'visible' || style.textOverflow === 'ellipsis';
+          // A scrolling code box (the command, output, diff) may scroll, and a text field scrolls what
+          // is typed in it (all of it editable); labels and buttons may not clip.
+          const scrolls = ['PRE', 'CODE', 'TABLE', 'INPUT'].includes(el.tagName) || el.closest('pre, .diff-hunks, .env-table');
+          // A header's title or a chip's label may give way to an ellipsis when it says all of it on hover.
+          const titled = el.closest('[title]')?.getAttribute('title')?.includes((el.textContent || '').trim());
+          if (clips && !scrolls && !titled && el.scrollWidth > el.clientWidth + 1) bad.push(`${name} clips its text (${el.scrollWidth} > ${el.clientWidth})`);
+        }
+      }
+      if (document.documentElement.scrollWidth > width) bad.push(`the page scrolls sideways (${document.documentElement.scrollWidth} > ${width})`);
+      return bad;
+    }, { sel: selector, width });
+  }
+
+  it('the approval card, its rule forms and an edit card fit: nothing overflows or is cut (screenshots)', async () => {
+    const width = 200;
+    await page.setViewportSize({ width, height: 1400 });
+    await ready();
+    await host({ type: 'session', session: { sessionId: 's1', title: 'A rather long session title for a narrow bar' } });
+    await host({ type: 'modes', approvalMode: 'ask', sandbox: 'workspace-write' });
+    await host({ type: 'model', model: 'gpt-5.1-codex-mini' });
+    await notify('mino/turnStarted', { turnId: 'w1', seq: 0, input: 'Clean the build directory.' });
+    await notify('mino/approvalRequest', {
+      ...approvalRequest('w1', 'wc1', 'rm -rf build/intermediate-artifacts', 1),
+      sandbox: 'workspace-write', approvalMode: 'ask', suggestedRule: { kind: 'prefix', command: 'rm -rf' },
+    });
+    const card = page.locator('.tool-card[data-call-id="wc1"]');
+    expect(await overflowing('.tool-card', width)).toEqual([]);
+    // Each fact's value is below its label, across the card, not squeezed into a column beside it.
+    const squeezed = await card.evaluate((c) => {
+      const inner = c.getBoundingClientRect().width - 20;
+      return [...c.querySelectorAll('.tool-meta dd')]
+        .filter((dd) => dd.getBoundingClientRect().width < inner * 0.8)
+        .map((dd) => (dd.textContent || '').slice(0, 30));
+    });
+    expect(squeezed).toEqual([]);
+    const dir = path.join(OUT, 'screenshots');
+    mkdirSync(dir, { recursive: true });
+    await page.screenshot({ path: path.join(dir, 'panel-200-card.png'), fullPage: true });
+    for (const choice of ['Allow for session…', 'Always allow in workspace…', 'Deny for session…', 'Deny for workspace…', 'Deny with reason…']) {
+      await card.getByRole('button', { name: choice }).click();
+      expect(await overflowing('.tool-card', width), choice).toEqual([]);
+    }
+    await card.getByRole('button', { name: 'Allow for session…' }).click();
+    await page.screenshot({ path: path.join(dir, 'panel-200-rule-form.png'), fullPage: true });
+
+    await notify('mino/approvalRequest', {
+      turnId: 'w1', seq: 2, callId: 'wc2', command: 'edit_file src/components/navigation/sidebar.tsx', directory: '/home/me/project',
+      environment: {}, limits: { timeoutSeconds: 0, outputLimitBytes: 0 }, sandbox: 'off', approvalMode: 'rules',
+      suggestedRule: { kind: 'path', pattern: 'src/components/navigation/sidebar.tsx' },
+      edit: {
+        tool: 'edit_file', path: 'src/components/navigation/sidebar.tsx', newFile: false, size: 2048, leavesWorkspace: false,
+        diff: '--- a/src/components/navigation/sidebar.tsx\n+++ b/src/components/navigation/sidebar.tsx\n@@ -1,3 +1,3 @@\n import x from "y";\n-const width = 300;\n+const width = 200;\n export default x;\n',
+      },
+    });
+    const edit = page.locator('.tool-card[data-call-id="wc2"]');
+    await edit.getByRole('button', { name: 'Always allow in workspace…' }).click();
+    expect(await overflowing('.tool-card', width)).toEqual([]);
+    expect(await overflowing('#session-header', width)).toEqual([]);
+    expect(await overflowing('#composer', width)).toEqual([]);
+    await edit.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(dir, 'panel-200-edit.png'), fullPage: true });
   });
 });
