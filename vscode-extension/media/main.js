@@ -108,7 +108,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
    *   frozenLen: number, scan: import('./markdown.js').SplitScan }} Segment
    * @typedef {{ el: HTMLElement, badge: HTMLElement, command: HTMLElement, actions: HTMLElement,
    *   output: HTMLElement, result: HTMLElement, evidence: HTMLElement, approvedBy: HTMLElement,
-   *   actionError: HTMLElement, liveOutput: boolean, done: boolean }} Card
+   *   actionError: HTMLElement, liveOutput: boolean, done: boolean,
+   *   hunks: { count: number, kept: Set<number> } | null }} Card
+   * `hunks`: an edit waiting for approval whose diff has two hunks or more, and those the person keeps.
    */
 
   // ------------------------------------------------------------ helpers
@@ -543,7 +545,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     turn.body.appendChild(el);
     // Text after a tool call starts a new segment below the card.
     turn.segment = null;
-    const card = { el, badge, command: commandEl, actions, output, result, evidence, approvedBy, actionError, liveOutput: false, done: false };
+    const card = { el, badge, command: commandEl, actions, output, result, evidence, approvedBy, actionError, liveOutput: false, done: false, hunks: null };
     const key = cardKey(turnId, callId);
     cards.set(key, [...(cards.get(key) || []), card]);
     return card;
@@ -551,6 +553,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
   function setCardStatus(card, status) {
     card.el.dataset.status = status;
+    // Dropping hunks means something only while the edit waits for its answer.
+    for (const box of card.el.querySelectorAll('.hunk-keep-box')) /** @type {HTMLInputElement} */ (box).disabled = status !== 'waiting';
     card.badge.textContent = STATUS_LABELS[status] || status;
     card.badge.className = 'badge ' + status;
   }
@@ -609,7 +613,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     card.actionError.hidden = true;
     const question = h('span', 'question', edit ? (edit.newFile ? 'Create this file?' : 'Apply this edit?') : 'Run this command?');
     question.id = 'mino-el-' + nextElementId++;
-    const approve = deliberateButton('primary approve', 'Approve', () => decide(card, p.turnId, p.callId, 'approve'));
+    const approve = deliberateButton('primary approve', 'Approve', () => {
+      const kept = keptHunks(card);
+      decide(card, p.turnId, p.callId, 'approve', kept ? { acceptedHunks: kept } : undefined);
+    });
     const deny = deliberateButton('secondary deny', 'Deny', () => decide(card, p.turnId, p.callId, 'deny'));
     // The choices that open a form come before Approve and Deny in the DOM
     // (shown below them), so Shift+Tab from the input still reaches Deny first.
@@ -637,6 +644,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       if (isRule && !ruleable) {
         b.disabled = true;
         b.dataset.keepDisabled = 'true';
+        b.dataset.ruleless = 'true';
       }
       more.appendChild(b);
     }
@@ -1031,8 +1039,14 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     return hunks;
   }
 
-  /** The hunks of `diff` as a table: old and new line numbers, the sign, the text. */
-  function renderDiff(diff) {
+  /**
+   * The hunks of `diff` as a table: old and new line numbers, the sign, the
+   * text. With `choice` (an edit waiting for approval, of two hunks or more),
+   * each hunk's header has a "Keep" checkbox, checked at first; `choice.onChange`
+   * hears every toggle. A checkbox decides nothing: it only narrows what
+   * Approve approves.
+   */
+  function renderDiff(diff, choice) {
     const box = h('div', 'diff-hunks');
     const hunks = parseHunks(diff);
     if (!hunks.length) {
@@ -1043,11 +1057,24 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     let shown = 0;
     let total = 0;
     for (const hunk of hunks) total += hunk.lines.length + 1;
-    for (const hunk of hunks) {
+    for (const [index, hunk] of hunks.entries()) {
       if (shown >= MAX_DIFF_LINES_SHOWN) break;
       const head = h('tr', 'diff-hunk-header');
       const th = h('td', null, hunk.header);
       th.colSpan = 4;
+      if (choice && hunks.length > 1) {
+        const label = h('label', 'hunk-keep');
+        const box = /** @type {HTMLInputElement} */ (h('input', 'hunk-keep-box'));
+        box.type = 'checkbox';
+        box.checked = true;
+        box.dataset.hunk = String(index);
+        box.setAttribute('aria-label', 'Keep hunk ' + (index + 1) + ' of ' + hunks.length + ' (' + hunk.header + ')');
+        box.addEventListener('change', () => choice.onChange(index, box.checked));
+        label.append(box, ' Keep');
+        th.textContent = '';
+        th.append(label, ' ', h('span', 'hunk-header-text', hunk.header));
+        head.classList.add('selectable');
+      }
       head.appendChild(th);
       table.appendChild(head);
       shown++;
@@ -1080,7 +1107,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   }
 
   /** Shows the diff `diff` in the card's edit section under `label`, replacing the one shown. */
-  function showEditDiff(card, label, diff, review) {
+  function showEditDiff(card, label, diff, review, choice) {
     const section = editSection(card);
     const old = section.querySelector('.edit-diff');
     if (old) old.remove();
@@ -1092,7 +1119,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     const keep = /** @type {HTMLElement | null} */ (old && old.querySelector('.review-diff'));
     if (keep) bar.appendChild(keep);
     else if (review) bar.appendChild(deliberateButton('secondary review-diff', 'Review diff', review));
-    box.append(bar, renderDiff(diff));
+    box.append(bar, renderDiff(diff, choice));
     section.appendChild(box);
   }
 
@@ -1113,7 +1140,64 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     metaRow(dl, 'Size after', formatBytes(edit.size), 'edit-size');
     if (p.approvalMode) metaRow(dl, 'Approval mode', APPROVAL_MODE_LABELS[p.approvalMode] || p.approvalMode, 'approval-mode-row');
     section.appendChild(dl);
-    showEditDiff(card, 'Proposed change', edit.diff, () => post({ type: 'reviewEdit', turnId: p.turnId, callId: p.callId }));
+    // Hunks the person may drop before approving: Approve then approves the kept ones alone.
+    const count = parseHunks(edit.diff).length;
+    card.hunks = count > 1 ? { count, kept: new Set(Array.from({ length: count }, (_, i) => i)) } : null;
+    const review = () => {
+      const kept = keptHunks(card);
+      post(Object.assign({ type: 'reviewEdit', turnId: p.turnId, callId: p.callId }, kept ? { acceptedHunks: kept } : {}));
+    };
+    const choice = card.hunks ? { onChange: (index, keep) => {
+      if (!card.hunks) return;
+      if (keep) card.hunks.kept.add(index);
+      else card.hunks.kept.delete(index);
+      showHunkChoice(card, edit);
+    } } : undefined;
+    showEditDiff(card, 'Proposed change', edit.diff, review, choice);
+  }
+
+  /** The kept hunks (ascending) when some were dropped; null when the whole edit is kept. */
+  function keptHunks(card) {
+    if (!card.hunks || card.hunks.kept.size === card.hunks.count) return null;
+    return [...card.hunks.kept].sort((a, b) => a - b);
+  }
+
+  /** The card's question and Approve say how much of the edit Approve writes. */
+  function showHunkChoice(card, edit) {
+    if (!card.hunks) return;
+    const { count, kept } = card.hunks;
+    const question = card.actions.querySelector('.question');
+    const approve = /** @type {HTMLButtonElement | null} */ (card.actions.querySelector('.approve'));
+    let note = card.actions.querySelector('.hunk-note');
+    if (!note) {
+      note = h('span', 'hunk-note');
+      note.setAttribute('role', 'status');
+      card.actions.insertBefore(note, card.actions.querySelector('.more-actions'));
+    }
+    const rulesOffered = card.actions.querySelectorAll('.open-form');
+    if (kept.size === count) {
+      if (question) question.textContent = edit.newFile ? 'Create this file?' : 'Apply this edit?';
+      note.textContent = '';
+      note.hidden = true;
+    } else {
+      if (question) question.textContent = 'Apply ' + kept.size + ' of ' + count + ' hunks of this edit?';
+      note.textContent = kept.size === 0
+        ? 'No hunk kept: Deny to write nothing.'
+        : 'Approve writes the kept hunks alone; the others are rejected. A rule always covers the whole edit.';
+      note.hidden = false;
+    }
+    if (approve) {
+      approve.dataset.keepDisabled = kept.size === 0 ? 'true' : '';
+      approve.disabled = kept.size === 0 || card.el.dataset.status !== 'waiting';
+    }
+    // A rule approves whole edits: offered only while the whole edit is kept.
+    for (const b of rulesOffered) {
+      const button = /** @type {HTMLButtonElement} */ (b);
+      if (!button.classList.contains('allowSession') && !button.classList.contains('allowWorkspace')) continue;
+      if (button.dataset.ruleless === 'true') continue;
+      button.disabled = kept.size !== count || card.el.dataset.status !== 'waiting';
+      button.dataset.keepDisabled = kept.size !== count ? 'true' : '';
+    }
   }
 
   /**

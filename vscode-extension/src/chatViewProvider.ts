@@ -154,7 +154,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         await vscode.commands.executeCommand('mino.setApprovalMode');
         return;
       case 'reviewEdit':
-        await vscode.commands.executeCommand('mino.reviewPendingEdit', msg.turnId, msg.callId);
+        await vscode.commands.executeCommand('mino.reviewPendingEdit', msg.turnId, msg.callId, msg.acceptedHunks);
         return;
       case 'reviewRecordedEdit':
         return this.reviewRecordedEdit(msg.turnId, msg.callId, msg.occurrence);
@@ -173,7 +173,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
           return;
         }
         case 'approval':
-          await conn.decide(msg.turnId, msg.callId, msg.decision, { reason: msg.reason, rule: msg.rule });
+          await conn.decide(msg.turnId, msg.callId, msg.decision, { reason: msg.reason, rule: msg.rule, acceptedHunks: msg.acceptedHunks });
           return;
         case 'acknowledge': {
           const result = await conn.acknowledge(msg.turnIds.length ? msg.turnIds : undefined);

@@ -8,7 +8,7 @@
  * document) and says why.
  */
 import * as path from 'node:path';
-import { applyPatch } from 'diff';
+import { applyPatch, parsePatch } from 'diff';
 import * as vscode from 'vscode';
 import { Notification, type ApprovalRequest, type EditView } from './protocol';
 import type { MinoServer } from './server';
@@ -125,7 +125,7 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
    * Opens the review of (turnId, callId), or of the pending edit when none is
    * named (Mino: Review Pending Edit). Opening it decides nothing.
    */
-  async open(turnId?: string, callId?: string): Promise<void> {
+  async open(turnId?: string, callId?: string, acceptedHunks?: number[]): Promise<void> {
     const which = turnId !== undefined && callId !== undefined ? { turnId, callId } : this.pending();
     if (!which) {
       void vscode.window.showInformationMessage('Mino: no edit is waiting for your approval.');
@@ -140,6 +140,8 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
     }
     const prepared = await review.prepared;
     const { edit } = review;
+    // Some hunks dropped in the card: the right side is the kept hunks alone, as the server would write them.
+    const kept = prepared.kind === 'proposed' && acceptedHunks ? keptHunks(edit, prepared.before, acceptedHunks) : undefined;
     if (prepared.kind === 'diffOnly') {
       const opened = await vscode.workspace.openTextDocument(this.uri(review, 'diff'));
       const doc = await vscode.languages.setTextDocumentLanguage(opened, 'diff');
@@ -157,8 +159,10 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
       if (now === prepared.before) left = vscode.Uri.file(file);
       else note = ', as it was when proposed';
     }
-    const title = `${path.basename(edit.path)} (${edit.newFile ? 'new file' : 'on disk' + note}) ↔ proposed by Mino`;
-    await vscode.commands.executeCommand('vscode.diff', left, this.uri(review, 'after'), title, { preview: true });
+    const right = kept ? this.uri(review, 'after', kept.accepted) : this.uri(review, 'after');
+    const part = kept ? `, ${kept.accepted.length} of ${kept.of} hunks kept` : '';
+    const title = `${path.basename(edit.path)} (${edit.newFile ? 'new file' : 'on disk' + note}) ↔ proposed by Mino${part}`;
+    await vscode.commands.executeCommand('vscode.diff', left, right, title, { preview: true });
   }
 
   /**
@@ -192,7 +196,14 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
     if (!review) return '';
     const prepared = await review.prepared;
     const side = query.get('side') as Side;
-    if (prepared.kind === 'proposed') return side === 'before' ? prepared.before : side === 'after' ? prepared.proposed : review.edit.diff;
+    if (prepared.kind === 'proposed') {
+      const hunks = query.get('hunks');
+      if (side === 'after' && hunks !== null) {
+        const accepted = hunks.split(',').filter(Boolean).map(Number);
+        return keptHunks(review.edit, prepared.before, accepted)?.proposed ?? prepared.proposed;
+      }
+      return side === 'before' ? prepared.before : side === 'after' ? prepared.proposed : review.edit.diff;
+    }
     if (side !== 'diff') return '';
     return (
       `# Mino could not build the proposed content of ${review.edit.path}: ${prepared.reason}\n` +
@@ -202,8 +213,10 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
   }
 
   /** `mino-proposed:/<path>?…`: the path keeps the tab's name and language; the query names the review. */
-  uri(review: Review, side: Side): vscode.Uri {
-    const query = new URLSearchParams({ turn: review.turnId, call: review.callId, side }).toString();
+  uri(review: Review, side: Side, acceptedHunks?: number[]): vscode.Uri {
+    const fields: Record<string, string> = { turn: review.turnId, call: review.callId, side };
+    if (acceptedHunks) fields.hunks = acceptedHunks.join(',');
+    const query = new URLSearchParams(fields).toString();
     const shown = review.edit.path.replace(/^\/+/, '');
     return vscode.Uri.from({ scheme: PROPOSED_SCHEME, path: '/' + shown + (side === 'diff' ? '.diff' : ''), query });
   }
@@ -256,4 +269,37 @@ export function buildProposed(edit: EditView, before: string): PreparedReview {
     return { kind: 'diffOnly', reason: `applying the diff gives ${size} bytes where Mino says the file will have ${edit.size}` };
   }
   return { kind: 'proposed', before, proposed };
+}
+
+/**
+ * The proposed content with only the hunks `accepted` (0-based, in the diff's
+ * order) applied to `before`: what the server writes for an edit approved in
+ * part. Undefined when every hunk is kept (the whole proposal), none is, or
+ * the kept hunks do not apply.
+ */
+export function keptHunks(edit: EditView, before: string, accepted: number[]): { proposed: string; accepted: number[]; of: number } | undefined {
+  let patch;
+  try {
+    [patch] = parsePatch(edit.diff);
+  } catch {
+    return undefined;
+  }
+  if (!patch) return undefined;
+  const of = patch.hunks.length;
+  const keep = [...new Set(accepted)].filter((i) => Number.isInteger(i) && i >= 0 && i < of).sort((a, b) => a - b);
+  if (keep.length === 0 || keep.length === of) return undefined;
+  // Later hunks' line numbers still count the dropped hunks' lines: jsdiff
+  // finds each hunk at its place (no fuzz), shifted by what the kept ones before it changed.
+  let shift = 0;
+  const hunks = [];
+  let at = 0;
+  for (const [i, hunk] of patch.hunks.entries()) {
+    if (keep[at] === i) {
+      hunks.push({ ...hunk, newStart: hunk.oldStart + shift });
+      shift += hunk.newLines - hunk.oldLines;
+      at++;
+    }
+  }
+  const proposed = applyPatch(before, { ...patch, hunks });
+  return proposed === false ? undefined : { proposed, accepted: keep, of };
 }

@@ -75,7 +75,9 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
     vscode.commands.registerCommand('mino.chooseModel', () => sessions.chooseModel()),
     vscode.commands.registerCommand('mino.setApprovalMode', () => modes.setApprovalMode()),
     // From the palette: the edit waiting for approval; from a card's Review diff: that card's edit.
-    vscode.commands.registerCommand('mino.reviewPendingEdit', (turnId?: string, callId?: string) => edits.open(turnId, callId)),
+    vscode.commands.registerCommand('mino.reviewPendingEdit', (turnId?: string, callId?: string, acceptedHunks?: number[]) =>
+      edits.open(turnId, callId, acceptedHunks),
+    ),
     vscode.commands.registerCommand('mino.compact', () => sessions.compact()),
     vscode.commands.registerCommand('mino.showServerLog', () => output.show(true)),
     vscode.commands.registerCommand('mino.restartServer', () => s.restart()),

@@ -12,9 +12,12 @@ export type WebviewMessage =
    * The answer to one approval card: `turnId` and `callId` of its `mino/approvalRequest`;
    * `reason` with a deny, `rule` (as the person edited it) with allowSession/allowWorkspace/denySession/denyWorkspace.
    */
-  | { type: 'approval'; turnId: string; callId: string; decision: Decision; reason?: string; rule?: RuleSpec }
-  /** An edit card's "Review diff": open the diff editor on that call's proposed content (decides nothing). */
-  | { type: 'reviewEdit'; turnId: string; callId: string }
+  | { type: 'approval'; turnId: string; callId: string; decision: Decision; reason?: string; rule?: RuleSpec; acceptedHunks?: number[] }
+  /**
+   * An edit card's "Review diff": open the diff editor on that call's proposed content (decides nothing);
+   * `acceptedHunks`: the hunks still kept in the card when some were dropped (0-based), shown alone.
+   */
+  | { type: 'reviewEdit'; turnId: string; callId: string; acceptedHunks?: number[] }
   /**
    * A restored edit card's "Review diff": open the diff the session recorded
    * for that call (from the history the host sent) as a read-only document.

@@ -1031,6 +1031,42 @@ describe('edit review: the diff editor and its read-only proposed document', () 
     expect(client().requests.filter((r) => r.method === 'mino/approval')).toEqual([]);
   });
 
+  it('an edit with hunks dropped in the card: Review diff shows the kept hunks alone, and Approve sends them as acceptedHunks', async () => {
+    const before = Array.from({ length: 30 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
+    const after = before.replace('line 2\n', 'line two\n').replace('line 15\n', 'line fifteen\n').replace('line 28\n', 'line 28\nline 28b\n');
+    // The diff mino-server proposes (three hunks), as `diff -U3` writes it.
+    const diff = [
+      '--- a/notes.txt', '+++ b/notes.txt',
+      '@@ -1,5 +1,5 @@', ' line 1', '-line 2', '+line two', ' line 3', ' line 4', ' line 5',
+      '@@ -12,7 +12,7 @@', ' line 12', ' line 13', ' line 14', '-line 15', '+line fifteen', ' line 16', ' line 17', ' line 18',
+      '@@ -25,6 +25,7 @@', ' line 25', ' line 26', ' line 27', ' line 28', '+line 28b', ' line 29', ' line 30', '',
+    ].join('\n');
+    fake.mock.files.set(`${WS}/notes.txt`, before);
+    client().notify('mino/approvalRequest', editRequest('call_n', { path: 'notes.txt', size: Buffer.byteLength(after), diff }));
+    await settle();
+    // Whole: the proposal.
+    firstView.webview.receive({ type: 'reviewEdit', turnId: 't1', callId: 'call_n' });
+    await settle();
+    expect(await contentOf(lastDiff()[1])).toBe(after);
+    // The first and last hunks kept: the middle one is not in the proposed side; line numbers after it still match.
+    firstView.webview.receive({ type: 'reviewEdit', turnId: 't1', callId: 'call_n', acceptedHunks: [0, 2] });
+    await settle();
+    const [, right, title] = lastDiff();
+    expect(await contentOf(right)).toBe(before.replace('line 2\n', 'line two\n').replace('line 28\n', 'line 28\nline 28b\n'));
+    expect(title).toContain('2 of 3 hunks kept');
+    // Only the middle one.
+    firstView.webview.receive({ type: 'reviewEdit', turnId: 't1', callId: 'call_n', acceptedHunks: [1] });
+    await settle();
+    expect(await contentOf(lastDiff()[1])).toBe(before.replace('line 15\n', 'line fifteen\n'));
+    expect(client().requests.filter((r) => r.method === 'mino/approval')).toEqual([]);
+
+    firstView.webview.receive({ type: 'approval', turnId: 't1', callId: 'call_n', decision: 'approve', acceptedHunks: [0, 2] });
+    await settle();
+    expect(client().requests.filter((r) => r.method === 'mino/approval').map((r) => r.params)).toEqual([
+      { turnId: 't1', callId: 'call_n', decision: 'approve', acceptedHunks: [0, 2] },
+    ]);
+  });
+
   it('builds the proposed content of a CRLF file and of one without a final newline; a size other than the request\'s is refused', () => {
     const crlf = { tool: 'edit_file' as const, path: 'x.txt', newFile: false, leavesWorkspace: false, size: 12,
       diff: '--- a/x.txt\n+++ b/x.txt\n@@ -1,3 +1,4 @@\n a\r\n b\r\n+m\r\n c\r\n' };

@@ -1621,7 +1621,8 @@ describe.skipIf(skip)('edits in the card', () => {
   /** Each row of the card's hunks: [old no., new no., sign, text] (a hunk header as one cell). */
   async function hunkRows(card: ReturnType<Page['locator']>): Promise<string[][]> {
     return card.locator('.diff-table tr').evaluateAll((rows) =>
-      rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+      // A header's "Keep" checkbox (an edit waiting, of several hunks) is not part of its text.
+      rows.map((r) => [...r.querySelectorAll('td')].map((td) => (td.querySelector('.hunk-header-text') ?? td).textContent ?? '')));
   }
 
   it('an edit card shows the tool, path, new file or not, size and the hunks with line numbers, instead of directory, environment and limits', async () => {
@@ -1688,6 +1689,58 @@ describe.skipIf(skip)('edits in the card', () => {
     expect(await warning.evaluate((el) => getComputedStyle(el).fontWeight)).toBe('600');
     expect(await page.getByRole('group', { name: 'Mino asks to edit: /home/me/.bashrc (outside the workspace)' }).count()).toBe(1);
     expect(await page.locator('#announcer').textContent()).toContain('outside the workspace');
+  });
+
+  it('hunks can be dropped before approving: Approve then sends the kept ones, Review diff shows them, a rule is not offered, nothing typed ahead toggles them', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.click();
+    await notify('mino/turnStarted', { sessionId: 's1', turnId: 'h1', seq: 0, input: 'Use u64.' });
+    await notify('mino/approvalRequest', { ...editRequest('h1', 'call_h', 1, { path: 'src/lib.rs', size: 600, diff: TWO_HUNKS }), approvalMode: 'rules', suggestedRule: { kind: 'path', pattern: 'src/lib.rs' } });
+    const card = page.locator('.tool-card[data-call-id="call_h"]');
+    const boxes = card.locator('.hunk-keep-box');
+    expect(await boxes.count()).toBe(2);
+    expect(await boxes.evaluateAll((b) => b.map((x) => (x as HTMLInputElement).checked))).toEqual([true, true]);
+    const answers = async () => (await posted()).filter((m) => m.type === 'approval' || m.type === 'reviewEdit');
+    // Keys typed for the input toggle nothing: no checkbox took focus.
+    await page.keyboard.press(' ');
+    await page.keyboard.press('Enter');
+    expect(await boxes.evaluateAll((b) => b.map((x) => (x as HTMLInputElement).checked))).toEqual([true, true]);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('input');
+
+    // Drop the second hunk.
+    await card.getByRole('checkbox', { name: /Keep hunk 2 of 2/ }).click();
+    expect(await card.locator('.question').textContent()).toBe('Apply 1 of 2 hunks of this edit?');
+    expect(await card.locator('.hunk-note').textContent()).toContain('the others are rejected');
+    // A rule would cover the whole edit: not offered while hunks are dropped.
+    expect(await card.getByRole('button', { name: 'Allow for session…' }).isDisabled()).toBe(true);
+    await card.getByRole('button', { name: 'Review diff' }).click();
+    expect(await answers()).toEqual([{ type: 'reviewEdit', turnId: 'h1', callId: 'call_h', acceptedHunks: [0] }]);
+    // None kept: Approve cannot be pressed, Deny can.
+    await card.getByRole('checkbox', { name: /Keep hunk 1 of 2/ }).click();
+    expect(await card.getByRole('button', { name: 'Approve' }).isDisabled()).toBe(true);
+    expect(await card.locator('.hunk-note').textContent()).toBe('No hunk kept: Deny to write nothing.');
+    await card.getByRole('checkbox', { name: /Keep hunk 2 of 2/ }).click();
+    expect(await card.getByRole('button', { name: 'Approve' }).isDisabled()).toBe(false);
+    await card.getByRole('button', { name: 'Approve' }).click();
+    expect((await answers()).at(-1)).toEqual({ type: 'approval', turnId: 'h1', callId: 'call_h', decision: 'approve', acceptedHunks: [1] });
+    // Answered: the choice is over.
+    expect(await boxes.evaluateAll((b) => b.map((x) => (x as HTMLInputElement).disabled))).toEqual([true, true]);
+
+    // Keeping every hunk approves the whole edit, as before.
+    await notify('mino/toolResult', { sessionId: 's1', turnId: 'h1', seq: 2, callId: 'call_h', status: 'success', output: 'Edited.', diff: TWO_HUNKS });
+    await notify('mino/approvalRequest', editRequest('h1', 'call_w', 3, { path: 'src/lib.rs', size: 600, diff: TWO_HUNKS }));
+    const whole = page.locator('.tool-card[data-call-id="call_w"]');
+    await whole.getByRole('checkbox', { name: /Keep hunk 1 of 2/ }).click();
+    await whole.getByRole('checkbox', { name: /Keep hunk 1 of 2/ }).click();
+    expect(await whole.locator('.question').textContent()).toBe('Apply this edit?');
+    await whole.getByRole('button', { name: 'Approve' }).click();
+    expect((await answers()).at(-1)).toEqual({ type: 'approval', turnId: 'h1', callId: 'call_w', decision: 'approve' });
+    // A one-hunk edit has nothing to drop.
+    await notify('mino/toolResult', { sessionId: 's1', turnId: 'h1', seq: 4, callId: 'call_w', status: 'success', output: 'Edited.', diff: TWO_HUNKS });
+    await notify('mino/approvalRequest', editRequest('h1', 'call_m', 5, { path: 'shopping.txt', size: 22, diff: MILK_DIFF }));
+    expect(await page.locator('.tool-card[data-call-id="call_m"] .hunk-keep-box').count()).toBe(0);
+    expect(probe.pageErrors).toEqual([]);
   });
 
   it('Review diff posts reviewEdit and never approves; keys typed ahead for the input press neither it nor Approve', async () => {
