@@ -152,7 +152,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     cancelBtn.hidden = state.runningTurnId === null;
     if (gated) input.placeholder = 'Answer the question above to continue.';
     else if (!ready) input.placeholder = 'Mino server is not running.';
-    else input.placeholder = 'Ask Mino… (Enter to send, Shift+Enter for a new line)';
+    else input.placeholder = 'Ask Mino… (Enter to send, Shift+Enter for a new line, @ to add a file)';
   }
 
   // ------------------------------------------------------------ progress
@@ -1493,6 +1493,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         return focusInput();
       case 'context':
         return addContextItems(msg.items || []);
+      case 'mentions':
+        return showMentions(msg.query, msg.items || []);
       case 'session':
         return onSession(msg.session);
       case 'model':
@@ -1732,6 +1734,110 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     $(id).addEventListener('click', () => post({ type: 'addContext', source }));
   }
 
+  // ------------------------------------------------------------ @ mentions
+  //
+  // `@` typed at the start of a word opens a menu of what can be added: the
+  // editor's selection, the active file, the workspace's files whose path
+  // holds what follows the `@` (the host lists them). Arrow keys move, Enter
+  // or Tab adds the highlighted one as a chip (the `@word` leaves the text),
+  // Escape closes the menu. Adding context decides nothing and sends nothing.
+
+  const mentionList = $('mentions');
+  /** @type {{ start: number, query: string, items: any[], active: number } | null} */
+  let mention = null;
+
+  /** The `@word` just before the caret, if the caret ends one. */
+  function mentionAtCaret() {
+    if (input.selectionStart !== input.selectionEnd) return null;
+    const before = input.value.slice(0, input.selectionStart);
+    const m = /(?:^|\s)@([^\s@]*)$/.exec(before);
+    return m ? { start: before.length - m[1].length - 1, query: m[1] } : null;
+  }
+
+  function updateMention() {
+    const at = mentionAtCaret();
+    if (!at) return closeMentions();
+    if (mention && mention.start === at.start && mention.query === at.query) return;
+    mention = { start: at.start, query: at.query, items: mention && mention.start === at.start ? mention.items : [], active: 0 };
+    post({ type: 'mentions', query: at.query });
+  }
+
+  function showMentions(query, items) {
+    // Only the answer for what is typed now.
+    if (!mention || mention.query !== query) return;
+    mention.items = items;
+    mention.active = 0;
+    renderMentions();
+  }
+
+  function renderMentions() {
+    mentionList.textContent = '';
+    if (!mention || mention.items.length === 0) {
+      mentionList.hidden = true;
+      input.setAttribute('aria-expanded', 'false');
+      input.removeAttribute('aria-activedescendant');
+      return;
+    }
+    mention.items.forEach((item, i) => {
+      const li = h('li', 'mention ' + item.kind, item.label);
+      li.id = 'mention-' + i;
+      li.setAttribute('role', 'option');
+      li.setAttribute('aria-selected', String(i === mention.active));
+      li.title = item.kind === 'file' ? 'Add ' + item.path + ' to the question' : item.label;
+      // Keeps focus in the input.
+      li.addEventListener('mousedown', (e) => e.preventDefault());
+      li.addEventListener('click', () => pickMention(i));
+      mentionList.appendChild(li);
+    });
+    mentionList.hidden = false;
+    input.setAttribute('aria-expanded', 'true');
+    input.setAttribute('aria-activedescendant', 'mention-' + mention.active);
+    mentionList.children[mention.active]?.scrollIntoView({ block: 'nearest' });
+  }
+
+  function closeMentions() {
+    mention = null;
+    renderMentions();
+  }
+
+  function pickMention(i) {
+    if (!mention) return;
+    const item = mention.items[i];
+    if (!item) return;
+    // The `@word` was a way to choose, not part of the question.
+    const end = input.selectionStart;
+    input.value = input.value.slice(0, mention.start) + input.value.slice(end);
+    input.setSelectionRange(mention.start, mention.start);
+    closeMentions();
+    if (item.kind === 'file') post({ type: 'addContext', source: 'file', path: item.path });
+    else post({ type: 'addContext', source: item.kind });
+    focusInput();
+  }
+
+  /** The menu's keys; true when the key was the menu's. */
+  function mentionKey(e) {
+    if (!mention || mentionList.hidden || e.isComposing) return false;
+    const n = mention.items.length;
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      mention.active = (mention.active + (e.key === 'ArrowDown' ? 1 : n - 1)) % n;
+      renderMentions();
+    } else if ((e.key === 'Enter' && !e.shiftKey) || e.key === 'Tab') {
+      pickMention(mention.active);
+    } else if (e.key === 'Escape') {
+      // Closes the menu only: the view's Escape (cancel the turn) is not reached.
+      e.stopPropagation();
+      closeMentions();
+    } else {
+      return false;
+    }
+    e.preventDefault();
+    return true;
+  }
+
+  input.addEventListener('input', updateMention);
+  input.addEventListener('click', updateMention);
+  input.addEventListener('blur', () => closeMentions());
+
   // ------------------------------------------------------------ code blocks
 
   /** The code of the block `button` belongs to, as the model wrote it. */
@@ -1768,6 +1874,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   });
 
   input.addEventListener('keydown', (e) => {
+    if (mentionKey(e)) return;
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       send();

@@ -4,7 +4,7 @@
  */
 import * as vscode from 'vscode';
 import type { ContextSource, HostMessage, ViewSession, WebviewMessage } from './messages';
-import { readContext } from './editorContext';
+import { mentions, readContext } from './editorContext';
 import type { EditReviews } from './editReview';
 import { isRpcError, Notification, type EditView, type HistoryResult, type RecoveryNotification } from './protocol';
 import { errorMessage, type MinoServer } from './server';
@@ -143,7 +143,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       case 'insert':
         return this.insertAtCursor(msg.text);
       case 'addContext':
-        return this.addContext(msg.source);
+        return this.addContext(msg.source, msg.path);
+      case 'mentions':
+        this.post({ type: 'mentions', query: msg.query, items: await mentions(msg.query) });
+        return;
       case 'renameSession':
         await vscode.commands.executeCommand('mino.renameSession');
         return;
@@ -227,8 +230,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   }
 
   /** Adds the active file, the selection or picked files to the question being written (as chips). */
-  async addContext(source: ContextSource): Promise<void> {
-    const read = await readContext(source);
+  async addContext(source: ContextSource, path?: string): Promise<void> {
+    const read = await readContext(source, path);
     if ('message' in read) this.post({ type: 'error', request: 'addContext', message: read.message });
     else if (read.items.length) this.post({ type: 'context', items: read.items });
   }

@@ -41,9 +41,23 @@ export type WebviewMessage =
   /** A code block's Insert: at the cursor(s) of the active editor. */
   | { type: 'insert'; text: string }
   /** Read editor context for the question: the active file, its selection, or files picked by name. */
-  | { type: 'addContext'; source: ContextSource };
+  | { type: 'addContext'; source: ContextSource; path?: string }
+  /** `@` typed in the input: what can be added whose name matches `query` (the text after the `@`). */
+  | { type: 'mentions'; query: string };
 
-export type ContextSource = 'activeFile' | 'selection' | 'pick';
+/** `file`: the workspace file `path` (chosen from the input's `@` menu). */
+export type ContextSource = 'activeFile' | 'selection' | 'pick' | 'file';
+
+/**
+ * One choice of the input's `@` menu: the editor's selection, the active
+ * file, or a workspace file (`path`, relative to the workspace).
+ */
+export interface Mention {
+  kind: 'selection' | 'activeFile' | 'file';
+  /** What the menu shows. */
+  label: string;
+  path: string;
+}
 
 /**
  * A file or selection added to the question. The view sends it as part of the
@@ -83,6 +97,8 @@ export type HostMessage =
   | { type: 'focus'; clear?: boolean }
   /** Editor context read for an `addContext`: shown as chips above the input. */
   | { type: 'context'; items: ContextItem[] }
+  /** The `@` menu's choices for `query` (best first, at most MENTION_MAX). */
+  | { type: 'mentions'; query: string; items: Mention[] }
   /**
    * The current session, for the header. A different `sessionId` from the one
    * shown means a switch: the view drops the transcript, notices and gate, and

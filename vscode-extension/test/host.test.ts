@@ -525,6 +525,46 @@ describe('code blocks and editor context', () => {
     await settle();
     expect(posted().at(-1)).toMatchObject({ type: 'error', message: expect.stringContaining('big.txt is 300 KiB; at most 256 KiB') });
   });
+
+  it("the input's @ menu: the selection and active file, then workspace files matching the query, best first; a chosen file is read as a chip, only one the workspace lists", async () => {
+    const menu = () => firstView.webview.posted.filter((m: any) => m.type === 'mentions').at(-1) as any;
+    const posted = () => firstView.webview.posted.filter((m: any) => m.type === 'context' || (m.type === 'error' && m.request === 'addContext'));
+    fake.mock.files.set('/tmp/mino-workspace/src/main.rs', 'fn main() {}\n');
+    fake.mock.files.set('/tmp/mino-workspace/docs/manual.md', '# Manual\n');
+    fake.mock.files.set('/tmp/mino-workspace/src/commands/make.rs', 'pub fn make() {}\n');
+    editorWith('const a = 0;\nconst b = 1;\nconst c = 2;\n', [1, 0], [2, 5]);
+    firstView.webview.receive({ type: 'mentions', query: '' });
+    await settle();
+    expect(menu().items.slice(0, 2)).toEqual([
+      { kind: 'selection', label: 'Selection: src/app.ts:2-3', path: 'src/app.ts' },
+      { kind: 'activeFile', label: 'Active file: src/app.ts', path: 'src/app.ts' },
+    ]);
+    firstView.webview.receive({ type: 'mentions', query: 'MA' });
+    await settle();
+    // Case-insensitive; a name starting with the query first, then shorter paths; the editor's entries do not match.
+    expect(menu()).toEqual({ type: 'mentions', query: 'MA', items: [
+      { kind: 'file', label: 'src/main.rs', path: 'src/main.rs' },
+      { kind: 'file', label: 'docs/manual.md', path: 'docs/manual.md' },
+      { kind: 'file', label: 'src/commands/make.rs', path: 'src/commands/make.rs' },
+    ] });
+    // A name starting with the query comes before a path that only holds it.
+    fake.mock.files.set('/tmp/mino-workspace/a/roman.txt', 'x\n');
+    firstView.webview.receive({ type: 'mentions', query: '' });
+    firstView.webview.receive({ type: 'mentions', query: 'man' });
+    await settle();
+    expect(menu().items.map((i: any) => i.path)).toEqual(['docs/manual.md', 'a/roman.txt', 'src/commands/make.rs']);
+    firstView.webview.receive({ type: 'mentions', query: 'sel' });
+    await settle();
+    expect(menu().items.map((i: any) => i.kind)).toEqual(['selection']);
+
+    firstView.webview.receive({ type: 'addContext', source: 'file', path: 'docs/manual.md' });
+    await settle();
+    expect(posted().at(-1)).toEqual({ type: 'context', items: [{ path: 'docs/manual.md', language: 'markdown', text: '# Manual\n' }] });
+    // Only a file the workspace lists: never a path the view made up.
+    firstView.webview.receive({ type: 'addContext', source: 'file', path: '../../etc/passwd' });
+    await settle();
+    expect(posted().at(-1)).toMatchObject({ type: 'error', message: expect.stringContaining('is not a file of the workspace') });
+  });
 });
 
 describe('the bundle', () => {

@@ -1462,6 +1462,72 @@ describe.skipIf(skip)('editor context', () => {
     expect(await page.locator('[data-turn-id="ctx1"] .msg.user .text').textContent()).toBe(question);
   });
 
+  it('@ in the input offers the selection, the active file and workspace files; Enter or a click adds one as a chip and sends nothing; Escape only closes the menu', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.click();
+    const queries = async () => (await posted()).filter((m) => m.type === 'mentions').map((m) => m.query);
+    const adds = async () => (await posted()).filter((m) => m.type === 'addContext');
+    const files = [
+      { kind: 'selection', label: 'Selection: src/main.rs:3-9', path: 'src/main.rs' },
+      { kind: 'activeFile', label: 'Active file: src/main.rs', path: 'src/main.rs' },
+      { kind: 'file', label: 'src/main.rs', path: 'src/main.rs' },
+      { kind: 'file', label: 'docs/manual.md', path: 'docs/manual.md' },
+    ];
+    await input.pressSequentially('Explain @ma');
+    expect(await queries()).toEqual(['', 'm', 'ma']);
+    // A late answer to an earlier query is not shown.
+    await host({ type: 'mentions', query: 'm', items: files });
+    expect(await page.locator('#mentions').isVisible()).toBe(false);
+    await host({ type: 'mentions', query: 'ma', items: files.slice(2) });
+    const options = page.locator('#mentions [role="option"]');
+    expect(await options.allTextContents()).toEqual(['src/main.rs', 'docs/manual.md']);
+    expect(await input.getAttribute('aria-expanded')).toBe('true');
+    expect(await options.nth(0).getAttribute('aria-selected')).toBe('true');
+    await page.keyboard.press('ArrowDown');
+    expect(await options.nth(1).getAttribute('aria-selected')).toBe('true');
+    await page.keyboard.press('Enter');
+    // Chosen: the @word leaves the text, the file is asked for, nothing is sent.
+    expect(await adds()).toEqual([{ type: 'addContext', source: 'file', path: 'docs/manual.md' }]);
+    expect(await input.inputValue()).toBe('Explain ');
+    expect((await posted()).filter((m) => m.type === 'send')).toEqual([]);
+    expect(await page.locator('#mentions').isVisible()).toBe(false);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('input');
+    await host({ type: 'context', items: [{ path: 'docs/manual.md', language: 'markdown', text: '# Manual\n' }] });
+    expect(await page.locator('#chips .chip-label').allTextContents()).toEqual(['docs/manual.md']);
+
+    // The selection, by a click.
+    await input.pressSequentially('and @');
+    await host({ type: 'mentions', query: '', items: files });
+    await page.locator('#mentions [role="option"]', { hasText: 'Selection: src/main.rs:3-9' }).click();
+    expect((await adds()).at(-1)).toEqual({ type: 'addContext', source: 'selection' });
+    expect(await input.inputValue()).toBe('Explain and ');
+    await host({ type: 'context', items: [{ path: 'src/main.rs', language: 'rust', text: 'fn main() {}\n', startLine: 3, endLine: 9 }] });
+    expect(await page.locator('#chips .chip-label').allTextContents()).toEqual(['docs/manual.md', 'src/main.rs:3-9']);
+
+    // Escape closes the menu and leaves the text; it does not cancel the running turn.
+    await notify('mino/turnStarted', { turnId: 'm1', seq: 0, input: 'earlier' });
+    await input.pressSequentially('@do');
+    await host({ type: 'mentions', query: 'do', items: files.slice(3) });
+    expect(await page.locator('#mentions').isVisible()).toBe(true);
+    await page.keyboard.press('Escape');
+    expect(await page.locator('#mentions').isVisible()).toBe(false);
+    expect(await input.inputValue()).toBe('Explain and @do');
+    expect((await posted()).filter((m) => m.type === 'cancel')).toEqual([]);
+    // An e-mail address is not a mention.
+    await notify('mino/turnEnded', { turnId: 'm1', seq: 1, status: 'completed' });
+    await input.fill('');
+    await input.pressSequentially('mail me@example.org');
+    expect((await queries()).at(-1)).toBe('do');
+
+    // Sent: the question carries both as fenced blocks, as Add Selection does.
+    await input.fill('Explain these');
+    await input.press('Enter');
+    const sent = (await posted()).filter((m) => m.type === 'send').at(-1);
+    expect(sent.text).toContain('Context: docs/manual.md\n```markdown\n# Manual\n```');
+    expect(sent.text).toContain('Context: src/main.rs, lines 3-9\n```rust\nfn main() {}\n```');
+  });
+
   it('a refused question keeps its chips; a context error is shown below the input', async () => {
     await ready();
     await host({ type: 'context', items: [{ path: 'a.rs', language: 'rust', text: 'fn a() {}' }] });
