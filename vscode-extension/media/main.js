@@ -109,7 +109,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
    * @typedef {{ el: HTMLElement, badge: HTMLElement, command: HTMLElement, actions: HTMLElement,
    *   output: HTMLElement, result: HTMLElement, evidence: HTMLElement, approvedBy: HTMLElement,
    *   actionError: HTMLElement, liveOutput: boolean, done: boolean,
-   *   hunks: { count: number, kept: Set<number> } | null }} Card
+   *   hunks: { count: number, kept: Set<number> } | null, edit: any }} Card
    * `hunks`: an edit waiting for approval whose diff has two hunks or more, and those the person keeps.
    */
 
@@ -545,7 +545,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     turn.body.appendChild(el);
     // Text after a tool call starts a new segment below the card.
     turn.segment = null;
-    const card = { el, badge, command: commandEl, actions, output, result, evidence, approvedBy, actionError, liveOutput: false, done: false, hunks: null };
+    const card = { el, badge, command: commandEl, actions, output, result, evidence, approvedBy, actionError, liveOutput: false, done: false, hunks: null, edit: null };
     const key = cardKey(turnId, callId);
     cards.set(key, [...(cards.get(key) || []), card]);
     return card;
@@ -1152,8 +1152,25 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       if (keep) card.hunks.kept.add(index);
       else card.hunks.kept.delete(index);
       showHunkChoice(card, edit);
+      // The diff editor, if open, shows the kept hunks alone too.
+      const kept = keptHunks(card);
+      post(Object.assign({ type: 'hunksKept', turnId: p.turnId, callId: p.callId }, kept ? { kept } : {}));
     } } : undefined;
+    card.edit = edit;
     showEditDiff(card, 'Proposed change', edit.diff, review, choice);
+  }
+
+  /** Hunks kept or rejected in the diff editor (its lenses): the card's checkboxes follow. */
+  function onHunks(msg) {
+    const card = openCard(msg.turnId, msg.callId);
+    if (!card || !card.hunks || !card.edit || card.el.dataset.status !== 'waiting') return;
+    const kept = Array.isArray(msg.kept) ? msg.kept : Array.from({ length: card.hunks.count }, (_, i) => i);
+    card.hunks.kept = new Set(kept.filter((i) => Number.isInteger(i) && i >= 0 && i < card.hunks.count));
+    for (const b of card.el.querySelectorAll('.hunk-keep-box')) {
+      const box = /** @type {HTMLInputElement} */ (b);
+      box.checked = card.hunks.kept.has(Number(box.dataset.hunk));
+    }
+    showHunkChoice(card, card.edit);
   }
 
   /** The kept hunks (ascending) when some were dropped; null when the whole edit is kept. */
@@ -1495,6 +1512,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         return addContextItems(msg.items || []);
       case 'mentions':
         return showMentions(msg.query, msg.items || []);
+      case 'hunks':
+        return onHunks(msg);
       case 'session':
         return onSession(msg.session);
       case 'model':

@@ -44,6 +44,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         if (switched) void this.sync();
       }),
       server.onDidChangeModel((model) => this.post({ type: 'model', model })),
+      edits.onDidChangeKept(({ turnId, callId, kept }) => this.post({ type: 'hunks', turnId, callId, kept })),
       server.onDidChangeModes(({ approvalMode, sandbox }) => this.post({ type: 'modes', approvalMode, sandbox })),
     );
   }
@@ -144,6 +145,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return this.insertAtCursor(msg.text);
       case 'addContext':
         return this.addContext(msg.source, msg.path);
+      case 'hunksKept':
+        return this.edits.setKept(msg.turnId, msg.callId, msg.kept, 'card');
       case 'mentions':
         this.post({ type: 'mentions', query: msg.query, items: await mentions(msg.query) });
         return;

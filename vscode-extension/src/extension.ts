@@ -78,6 +78,9 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
     vscode.commands.registerCommand('mino.reviewPendingEdit', (turnId?: string, callId?: string, acceptedHunks?: number[]) =>
       edits.open(turnId, callId, acceptedHunks),
     ),
+    // The diff editor's lenses above each hunk of a pending edit.
+    vscode.commands.registerCommand('mino.keepHunk', (turnId: string, callId: string, index: number) => edits.toggleHunk(turnId, callId, index, true)),
+    vscode.commands.registerCommand('mino.rejectHunk', (turnId: string, callId: string, index: number) => edits.toggleHunk(turnId, callId, index, false)),
     vscode.commands.registerCommand('mino.compact', () => sessions.compact()),
     vscode.commands.registerCommand('mino.showServerLog', () => output.show(true)),
     vscode.commands.registerCommand('mino.restartServer', () => s.restart()),

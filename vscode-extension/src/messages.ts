@@ -42,6 +42,8 @@ export type WebviewMessage =
   | { type: 'insert'; text: string }
   /** Read editor context for the question: the active file, its selection, or files picked by name. */
   | { type: 'addContext'; source: ContextSource; path?: string }
+  /** An edit card's Keep checkboxes changed: the hunks kept (absent: all), for the diff editor. */
+  | { type: 'hunksKept'; turnId: string; callId: string; kept?: number[] }
   /** `@` typed in the input: what can be added whose name matches `query` (the text after the `@`). */
   | { type: 'mentions'; query: string };
 
@@ -97,6 +99,8 @@ export type HostMessage =
   | { type: 'focus'; clear?: boolean }
   /** Editor context read for an `addContext`: shown as chips above the input. */
   | { type: 'context'; items: ContextItem[] }
+  /** Hunks kept or rejected in the diff editor: the card's checkboxes follow (null: all kept). */
+  | { type: 'hunks'; turnId: string; callId: string; kept: number[] | null }
   /** The `@` menu's choices for `query` (best first, at most MENTION_MAX). */
   | { type: 'mentions'; query: string; items: Mention[] }
   /**

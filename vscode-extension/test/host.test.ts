@@ -69,7 +69,7 @@ describe('activation', () => {
     expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
     const contributed = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
     expect(contributed).toEqual(
-      ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
+      ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.keepHunk', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.rejectHunk', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
     );
     expect([...fake.mock.commands.keys()].sort()).toEqual(contributed);
     // The view is contributed into its own activity-bar container, with an icon.
@@ -590,7 +590,7 @@ describe('the bundle', () => {
       const bundled = ext.activate(context);
       expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
       expect([...fake.mock.commands.keys()].sort()).toEqual(
-        ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
+        ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.keepHunk', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.rejectHunk', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
       );
       expect(bundled.server.state).toBe('stopped');
       await ext.deactivate();
@@ -1100,11 +1100,47 @@ describe('edit review: the diff editor and its read-only proposed document', () 
     expect(await contentOf(lastDiff()[1])).toBe(before.replace('line 15\n', 'line fifteen\n'));
     expect(client().requests.filter((r) => r.method === 'mino/approval')).toEqual([]);
 
+
+    // In the diff editor: a lens above each hunk keeps or rejects it; the card follows.
+    const lenses = async () => {
+      const provider = fake.mock.codeLensProviders[0].provider;
+      const doc = await fake.workspace.openTextDocument(lastDiff()[1]);
+      return ((await provider.provideCodeLenses(doc)) as any[]).map((l) => [l.range.startLine, l.command.title, l.command.command, l.command.arguments]);
+    };
+    firstView.webview.receive({ type: 'reviewEdit', turnId: 't1', callId: 'call_n' });
+    await settle();
+    expect(await lenses()).toEqual([
+      [0, 'Mino: reject hunk 1 of 3', 'mino.rejectHunk', ['t1', 'call_n', 0]],
+      [11, 'Mino: reject hunk 2 of 3', 'mino.rejectHunk', ['t1', 'call_n', 1]],
+      [24, 'Mino: reject hunk 3 of 3', 'mino.rejectHunk', ['t1', 'call_n', 2]],
+    ]);
+    const toCard = () => firstView.webview.posted.filter((m: any) => m.type === 'hunks');
+    await fake.commands.executeCommand('mino.rejectHunk', 't1', 'call_n', 2);
+    await settle();
+    expect(toCard()).toEqual([{ type: 'hunks', turnId: 't1', callId: 'call_n', kept: [0, 1] }]);
+    expect(await contentOf(lastDiff()[1])).toBe(before.replace('line 2\n', 'line two\n').replace('line 15\n', 'line fifteen\n'));
+    expect((await lenses())[2]).toEqual([24, 'Mino: keep hunk 3 of 3 (rejected)', 'mino.keepHunk', ['t1', 'call_n', 2]]);
+    await fake.commands.executeCommand('mino.keepHunk', 't1', 'call_n', 2);
+    await settle();
+    expect(toCard().at(-1)).toEqual({ type: 'hunks', turnId: 't1', callId: 'call_n', kept: null });
+    // The card's checkboxes tell the editor (and are not echoed back).
+    firstView.webview.receive({ type: 'hunksKept', turnId: 't1', callId: 'call_n', kept: [1] });
+    await settle();
+    expect(await contentOf(lastDiff()[1])).toBe(before.replace('line 15\n', 'line fifteen\n'));
+    expect((await lenses()).map((l) => l[1])).toEqual(['Mino: keep hunk 1 of 3 (rejected)', 'Mino: reject hunk 2 of 3', 'Mino: keep hunk 3 of 3 (rejected)']);
+    expect(toCard()).toHaveLength(2);
+    // A lens decides nothing.
+    expect(client().requests.filter((r) => r.method === 'mino/approval')).toEqual([]);
+
     firstView.webview.receive({ type: 'approval', turnId: 't1', callId: 'call_n', decision: 'approve', acceptedHunks: [0, 2] });
     await settle();
     expect(client().requests.filter((r) => r.method === 'mino/approval').map((r) => r.params)).toEqual([
       { turnId: 't1', callId: 'call_n', decision: 'approve', acceptedHunks: [0, 2] },
     ]);
+    // Answered: no lens is offered any more.
+    client().notify('mino/toolStarted', { sessionId: 's1', turnId: 't1', seq: 2, callId: 'call_n', command: 'edit_file notes.txt', approvedBy: { kind: 'user' }, sandbox: 'off' });
+    await settle();
+    expect(await lenses()).toEqual([]);
   });
 
   it('builds the proposed content of a CRLF file and of one without a final newline; a size other than the request\'s is refused', () => {

@@ -1809,6 +1809,29 @@ describe.skipIf(skip)('edits in the card', () => {
     expect(probe.pageErrors).toEqual([]);
   });
 
+  it("the card's Keep checkboxes and the diff editor's lenses stay one choice: a toggle posts hunksKept, a hunks message sets the checkboxes", async () => {
+    await ready();
+    await notify('mino/turnStarted', { sessionId: 's1', turnId: 'h2', seq: 0, input: 'Use u64.' });
+    await notify('mino/approvalRequest', editRequest('h2', 'call_k', 1, { path: 'src/lib.rs', size: 600, diff: TWO_HUNKS }));
+    const card = page.locator('.tool-card[data-call-id="call_k"]');
+    const checked = () => card.locator('.hunk-keep-box').evaluateAll((b) => b.map((x) => (x as HTMLInputElement).checked));
+    await card.getByRole('checkbox', { name: /Keep hunk 1 of 2/ }).click();
+    expect((await posted()).filter((m) => m.type === 'hunksKept')).toEqual([{ type: 'hunksKept', turnId: 'h2', callId: 'call_k', kept: [1] }]);
+    // Kept again from the diff editor.
+    await host({ type: 'hunks', turnId: 'h2', callId: 'call_k', kept: null });
+    expect(await checked()).toEqual([true, true]);
+    expect(await card.locator('.question').textContent()).toBe('Apply this edit?');
+    // Rejected there: the card says so, and Approve sends the kept one.
+    await host({ type: 'hunks', turnId: 'h2', callId: 'call_k', kept: [0] });
+    expect(await checked()).toEqual([true, false]);
+    expect(await card.locator('.question').textContent()).toBe('Apply 1 of 2 hunks of this edit?');
+    await card.getByRole('button', { name: 'Approve' }).click();
+    expect((await posted()).filter((m) => m.type === 'approval')).toEqual([{ type: 'approval', turnId: 'h2', callId: 'call_k', decision: 'approve', acceptedHunks: [0] }]);
+    // Answered: a late message changes nothing.
+    await host({ type: 'hunks', turnId: 'h2', callId: 'call_k', kept: null });
+    expect(await checked()).toEqual([true, false]);
+  });
+
   it('Review diff posts reviewEdit and never approves; keys typed ahead for the input press neither it nor Approve', async () => {
     await ready();
     const input = page.locator('#input');

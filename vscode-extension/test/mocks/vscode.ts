@@ -199,6 +199,8 @@ export const mock = {
   viewProviders: new Map<string, { provider: any; options: unknown }>(),
   errorMessages: [] as { message: string; items: string[] }[],
   statusBarItems: [] as FakeStatusBarItem[],
+  /** languages.registerCodeLensProvider. */
+  codeLensProviders: [] as { selector: unknown; provider: any }[],
   infoMessages: [] as { message: string; items: string[] }[],
   /** What showErrorMessage/showInformationMessage resolve to. */
   nextChoice: undefined as string | undefined,
@@ -239,6 +241,7 @@ export const mock = {
     this.viewProviders.clear();
     this.errorMessages.length = 0;
     this.statusBarItems.length = 0;
+    this.codeLensProviders.length = 0;
     this.infoMessages.length = 0;
     this.nextChoice = undefined;
     this.config.clear();
@@ -448,7 +451,19 @@ export const workspace = {
   },
 };
 
+export class Range {
+  constructor(readonly startLine: number, readonly startCharacter: number, readonly endLine: number, readonly endCharacter: number) {}
+}
+
+export class CodeLens {
+  constructor(readonly range: Range, readonly command?: { title: string; command: string; arguments?: unknown[]; tooltip?: string }) {}
+}
+
 export const languages = {
+  registerCodeLensProvider(selector: unknown, provider: { provideCodeLenses(doc: FakeDocument): CodeLens[] | Promise<CodeLens[]>; onDidChangeCodeLenses?: unknown }): Disposable {
+    mock.codeLensProviders.push({ selector, provider });
+    return { dispose: () => mock.codeLensProviders.splice(mock.codeLensProviders.findIndex((p) => p.provider === provider), 1) };
+  },
   async setTextDocumentLanguage(document: FakeDocument, languageId: string): Promise<FakeDocument> {
     return new FakeDocument(document.uri, document.text, languageId);
   },
