@@ -1072,15 +1072,19 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         box.addEventListener('change', () => choice.onChange(index, box.checked));
         label.append(box, ' Keep');
         th.textContent = '';
-        th.append(label, ' ', h('span', 'hunk-header-text', hunk.header));
+        const row = h('div', 'hunk-header-row');
+        row.append(label, h('span', 'hunk-header-text', hunk.header));
+        th.appendChild(row);
         head.classList.add('selectable');
       }
       head.appendChild(th);
+      head.dataset.hunk = String(index);
       table.appendChild(head);
       shown++;
       for (const line of hunk.lines) {
         if (shown >= MAX_DIFF_LINES_SHOWN) break;
         const tr = h('tr', 'diff-line ' + line.kind);
+        tr.dataset.hunk = String(index);
         tr.append(
           h('td', 'diff-no old', line.oldNo === undefined ? '' : line.oldNo),
           h('td', 'diff-no new', line.newNo === undefined ? '' : line.newNo),
@@ -1192,6 +1196,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       card.actions.insertBefore(note, card.actions.querySelector('.more-actions'));
     }
     const rulesOffered = card.actions.querySelectorAll('.open-form');
+    // A rejected hunk stays in sight, struck through.
+    for (const tr of card.el.querySelectorAll('.edit-diff tr[data-hunk]')) {
+      tr.classList.toggle('rejected', !kept.has(Number(/** @type {HTMLElement} */ (tr).dataset.hunk)));
+    }
     if (kept.size === count) {
       if (question) question.textContent = edit.newFile ? 'Create this file?' : 'Apply this edit?';
       note.textContent = '';

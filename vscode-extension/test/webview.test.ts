@@ -1778,6 +1778,10 @@ describe.skipIf(skip)('edits in the card', () => {
     await card.getByRole('checkbox', { name: /Keep hunk 2 of 2/ }).click();
     expect(await card.locator('.question').textContent()).toBe('Apply 1 of 2 hunks of this edit?');
     expect(await card.locator('.hunk-note').textContent()).toContain('the others are rejected');
+    // The rejected hunk stays in sight, struck through.
+    expect(await card.locator('tr.rejected').count()).toBe(6);
+    mkdirSync(path.join(OUT, 'screenshots'), { recursive: true });
+    await card.screenshot({ path: path.join(OUT, 'screenshots', 'edit-hunks.png') });
     // A rule would cover the whole edit: not offered while hunks are dropped.
     expect(await card.getByRole('button', { name: 'Allow for session…' }).isDisabled()).toBe(true);
     await card.getByRole('button', { name: 'Review diff' }).click();
