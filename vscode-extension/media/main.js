@@ -108,7 +108,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
    *   frozenLen: number, scan: import('./markdown.js').SplitScan }} Segment
    * @typedef {{ el: HTMLElement, badge: HTMLElement, command: HTMLElement, actions: HTMLElement,
    *   output: HTMLElement, result: HTMLElement, evidence: HTMLElement, approvedBy: HTMLElement,
-   *   actionError: HTMLElement, liveOutput: boolean, done: boolean }} Card
+   *   actionError: HTMLElement, liveOutput: boolean, done: boolean,
+   *   hunks: { count: number, kept: Set<number> } | null, edit: any }} Card
+   * `hunks`: an edit waiting for approval whose diff has two hunks or more, and those the person keeps.
    */
 
   // ------------------------------------------------------------ helpers
@@ -150,7 +152,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     cancelBtn.hidden = state.runningTurnId === null;
     if (gated) input.placeholder = 'Answer the question above to continue.';
     else if (!ready) input.placeholder = 'Mino server is not running.';
-    else input.placeholder = 'Ask Mino… (Enter to send, Shift+Enter for a new line)';
+    else input.placeholder = 'Ask Mino… (Enter to send, Shift+Enter for a new line, @ to add a file)';
   }
 
   // ------------------------------------------------------------ progress
@@ -237,6 +239,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     const statusLine = h('div', 'turn-status');
     el.append(user, assistant, statusLine);
     transcript.appendChild(el);
+    endKeeper.observe(el);
     const turn = { el, body, segment: null, statusEl: statusLine, text: '', response: null, retryNotice: null };
     turns.set(turnId, turn);
     return turn;
@@ -278,9 +281,46 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   let followEnd = true;
   /** Blocks smaller than this stay in the re-rendered tail. */
   const FREEZE_MIN_CHARS = 2048;
+  // Only the person stops the following, by scrolling up: off-screen turns
+  // have estimated heights (content-visibility) that change as they are laid
+  // out, which moves the scroll position too, and must not count. A wheel,
+  // touch, key or pointer on the transcript marks the scroll events that
+  // follow (briefly, or while a scrollbar is dragged) as theirs.
+  const USER_SCROLL_MS = 400;
+  let userScrollUntil = 0;
+  let pointerScrolling = false;
+  let lastScrollTop = 0;
+  const atEnd = () => transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 48;
+  const markUserScroll = () => (userScrollUntil = performance.now() + USER_SCROLL_MS);
+  transcript.addEventListener('wheel', markUserScroll, { passive: true });
+  transcript.addEventListener('touchmove', markUserScroll, { passive: true });
+  // Keys scroll the transcript, or move focus into it (Tab), which scrolls too.
+  document.addEventListener('keydown', (e) => {
+    if (['ArrowUp', 'ArrowDown', 'PageUp', 'PageDown', 'Home', 'End', ' ', 'Tab'].includes(e.key)) markUserScroll();
+  }, true);
+  transcript.addEventListener('pointerdown', () => (pointerScrolling = true));
+  window.addEventListener('pointerup', () => {
+    pointerScrolling = false;
+    markUserScroll();
+  });
   transcript.addEventListener('scroll', () => {
-    followEnd = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 48;
+    const top = transcript.scrollTop;
+    const byPerson = pointerScrolling || performance.now() < userScrollUntil;
+    if (atEnd()) followEnd = true;
+    else if (byPerson && top < lastScrollTop) followEnd = false;
+    lastScrollTop = top;
   }, { passive: true });
+  // While following, the end stays in sight whatever changes size: a turn
+  // laid out for the first time, a card's output, the gate or composer
+  // above or below the transcript.
+  const endKeeper = new ResizeObserver(() => {
+    if (followEnd) pinEnd();
+  });
+  endKeeper.observe(transcript);
+  function pinEnd() {
+    transcript.scrollTop = transcript.scrollHeight;
+    lastScrollTop = transcript.scrollTop;
+  }
 
   function requestFrame() {
     if (frameRequested) return;
@@ -299,10 +339,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     for (const seg of dirtySegments) renderSegment(seg);
     dirtySegments.clear();
     if (scrollRequested && followEnd) {
-      transcript.scrollTop = transcript.scrollHeight;
+      pinEnd();
       // Off-screen turns have estimated heights (content-visibility): settle at the real end.
       requestAnimationFrame(() => {
-        if (followEnd) transcript.scrollTop = transcript.scrollHeight;
+        if (followEnd) pinEnd();
       });
     }
     scrollRequested = false;
@@ -505,7 +545,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     turn.body.appendChild(el);
     // Text after a tool call starts a new segment below the card.
     turn.segment = null;
-    const card = { el, badge, command: commandEl, actions, output, result, evidence, approvedBy, actionError, liveOutput: false, done: false };
+    const card = { el, badge, command: commandEl, actions, output, result, evidence, approvedBy, actionError, liveOutput: false, done: false, hunks: null, edit: null };
     const key = cardKey(turnId, callId);
     cards.set(key, [...(cards.get(key) || []), card]);
     return card;
@@ -513,6 +553,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
   function setCardStatus(card, status) {
     card.el.dataset.status = status;
+    // Dropping hunks means something only while the edit waits for its answer.
+    for (const box of card.el.querySelectorAll('.hunk-keep-box')) /** @type {HTMLInputElement} */ (box).disabled = status !== 'waiting';
     card.badge.textContent = STATUS_LABELS[status] || status;
     card.badge.className = 'badge ' + status;
   }
@@ -571,7 +613,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     card.actionError.hidden = true;
     const question = h('span', 'question', edit ? (edit.newFile ? 'Create this file?' : 'Apply this edit?') : 'Run this command?');
     question.id = 'mino-el-' + nextElementId++;
-    const approve = deliberateButton('primary approve', 'Approve', () => decide(card, p.turnId, p.callId, 'approve'));
+    const approve = deliberateButton('primary approve', 'Approve', () => {
+      const kept = keptHunks(card);
+      decide(card, p.turnId, p.callId, 'approve', kept ? { acceptedHunks: kept } : undefined);
+    });
     const deny = deliberateButton('secondary deny', 'Deny', () => decide(card, p.turnId, p.callId, 'deny'));
     // The choices that open a form come before Approve and Deny in the DOM
     // (shown below them), so Shift+Tab from the input still reaches Deny first.
@@ -599,6 +644,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       if (isRule && !ruleable) {
         b.disabled = true;
         b.dataset.keepDisabled = 'true';
+        b.dataset.ruleless = 'true';
       }
       more.appendChild(b);
     }
@@ -624,6 +670,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
   /** `extra`: the `reason` of a deny, the `rule` of allowSession/allowWorkspace/denySession/denyWorkspace. */
   function decide(card, turnId, callId, decision, extra) {
+    // The person answered from the card (its buttons are disabled now, which
+    // would drop focus on the page): back to the question they were writing.
+    if (card.el.contains(document.activeElement)) focusInputOnceKeysUp();
     setCardControlsDisabled(card, true);
     card.actionError.hidden = true;
     setCardStatus(card, DENYING.has(decision) ? 'denied' : 'approved');
@@ -812,6 +861,22 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   // Keys released while the view has no focus send no keyup here.
   window.addEventListener('blur', () => activationKeysDown.clear());
 
+  /**
+   * Focuses the input, but only once no Enter or Space is held: Enter answers
+   * on its keydown, and the rest of that press (its character, a repeat)
+   * must not land in the input as a new line or a question.
+   */
+  function focusInputOnceKeysUp() {
+    if (activationKeysDown.size === 0) return focusInput();
+    const onUp = () => {
+      if (activationKeysDown.size > 0) return;
+      document.removeEventListener('keyup', onUp, true);
+      focusInput();
+    };
+    // After the capture listener above has forgotten the key.
+    document.addEventListener('keyup', onUp, true);
+  }
+
   function deliberateButton(className, label, onAnswer) {
     const button = /** @type {HTMLButtonElement} */ (h('button', className, label));
     button.type = 'button';
@@ -974,8 +1039,14 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     return hunks;
   }
 
-  /** The hunks of `diff` as a table: old and new line numbers, the sign, the text. */
-  function renderDiff(diff) {
+  /**
+   * The hunks of `diff` as a table: old and new line numbers, the sign, the
+   * text. With `choice` (an edit waiting for approval, of two hunks or more),
+   * each hunk's header has a "Keep" checkbox, checked at first; `choice.onChange`
+   * hears every toggle. A checkbox decides nothing: it only narrows what
+   * Approve approves.
+   */
+  function renderDiff(diff, choice) {
     const box = h('div', 'diff-hunks');
     const hunks = parseHunks(diff);
     if (!hunks.length) {
@@ -986,17 +1057,34 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     let shown = 0;
     let total = 0;
     for (const hunk of hunks) total += hunk.lines.length + 1;
-    for (const hunk of hunks) {
+    for (const [index, hunk] of hunks.entries()) {
       if (shown >= MAX_DIFF_LINES_SHOWN) break;
       const head = h('tr', 'diff-hunk-header');
       const th = h('td', null, hunk.header);
       th.colSpan = 4;
+      if (choice && hunks.length > 1) {
+        const label = h('label', 'hunk-keep');
+        const box = /** @type {HTMLInputElement} */ (h('input', 'hunk-keep-box'));
+        box.type = 'checkbox';
+        box.checked = true;
+        box.dataset.hunk = String(index);
+        box.setAttribute('aria-label', 'Keep hunk ' + (index + 1) + ' of ' + hunks.length + ' (' + hunk.header + ')');
+        box.addEventListener('change', () => choice.onChange(index, box.checked));
+        label.append(box, ' Keep');
+        th.textContent = '';
+        const row = h('div', 'hunk-header-row');
+        row.append(label, h('span', 'hunk-header-text', hunk.header));
+        th.appendChild(row);
+        head.classList.add('selectable');
+      }
       head.appendChild(th);
+      head.dataset.hunk = String(index);
       table.appendChild(head);
       shown++;
       for (const line of hunk.lines) {
         if (shown >= MAX_DIFF_LINES_SHOWN) break;
         const tr = h('tr', 'diff-line ' + line.kind);
+        tr.dataset.hunk = String(index);
         tr.append(
           h('td', 'diff-no old', line.oldNo === undefined ? '' : line.oldNo),
           h('td', 'diff-no new', line.newNo === undefined ? '' : line.newNo),
@@ -1023,7 +1111,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   }
 
   /** Shows the diff `diff` in the card's edit section under `label`, replacing the one shown. */
-  function showEditDiff(card, label, diff, review) {
+  function showEditDiff(card, label, diff, review, choice) {
     const section = editSection(card);
     const old = section.querySelector('.edit-diff');
     if (old) old.remove();
@@ -1035,7 +1123,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     const keep = /** @type {HTMLElement | null} */ (old && old.querySelector('.review-diff'));
     if (keep) bar.appendChild(keep);
     else if (review) bar.appendChild(deliberateButton('secondary review-diff', 'Review diff', review));
-    box.append(bar, renderDiff(diff));
+    box.append(bar, renderDiff(diff, choice));
     section.appendChild(box);
   }
 
@@ -1056,7 +1144,85 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     metaRow(dl, 'Size after', formatBytes(edit.size), 'edit-size');
     if (p.approvalMode) metaRow(dl, 'Approval mode', APPROVAL_MODE_LABELS[p.approvalMode] || p.approvalMode, 'approval-mode-row');
     section.appendChild(dl);
-    showEditDiff(card, 'Proposed change', edit.diff, () => post({ type: 'reviewEdit', turnId: p.turnId, callId: p.callId }));
+    // Hunks the person may drop before approving: Approve then approves the kept ones alone.
+    const count = parseHunks(edit.diff).length;
+    card.hunks = count > 1 ? { count, kept: new Set(Array.from({ length: count }, (_, i) => i)) } : null;
+    const review = () => {
+      const kept = keptHunks(card);
+      post(Object.assign({ type: 'reviewEdit', turnId: p.turnId, callId: p.callId }, kept ? { acceptedHunks: kept } : {}));
+    };
+    const choice = card.hunks ? { onChange: (index, keep) => {
+      if (!card.hunks) return;
+      if (keep) card.hunks.kept.add(index);
+      else card.hunks.kept.delete(index);
+      showHunkChoice(card, edit);
+      // The diff editor, if open, shows the kept hunks alone too.
+      const kept = keptHunks(card);
+      post(Object.assign({ type: 'hunksKept', turnId: p.turnId, callId: p.callId }, kept ? { kept } : {}));
+    } } : undefined;
+    card.edit = edit;
+    showEditDiff(card, 'Proposed change', edit.diff, review, choice);
+  }
+
+  /** Hunks kept or rejected in the diff editor (its lenses): the card's checkboxes follow. */
+  function onHunks(msg) {
+    const card = openCard(msg.turnId, msg.callId);
+    if (!card || !card.hunks || !card.edit || card.el.dataset.status !== 'waiting') return;
+    const kept = Array.isArray(msg.kept) ? msg.kept : Array.from({ length: card.hunks.count }, (_, i) => i);
+    card.hunks.kept = new Set(kept.filter((i) => Number.isInteger(i) && i >= 0 && i < card.hunks.count));
+    for (const b of card.el.querySelectorAll('.hunk-keep-box')) {
+      const box = /** @type {HTMLInputElement} */ (b);
+      box.checked = card.hunks.kept.has(Number(box.dataset.hunk));
+    }
+    showHunkChoice(card, card.edit);
+  }
+
+  /** The kept hunks (ascending) when some were dropped; null when the whole edit is kept. */
+  function keptHunks(card) {
+    if (!card.hunks || card.hunks.kept.size === card.hunks.count) return null;
+    return [...card.hunks.kept].sort((a, b) => a - b);
+  }
+
+  /** The card's question and Approve say how much of the edit Approve writes. */
+  function showHunkChoice(card, edit) {
+    if (!card.hunks) return;
+    const { count, kept } = card.hunks;
+    const question = card.actions.querySelector('.question');
+    const approve = /** @type {HTMLButtonElement | null} */ (card.actions.querySelector('.approve'));
+    let note = card.actions.querySelector('.hunk-note');
+    if (!note) {
+      note = h('span', 'hunk-note');
+      note.setAttribute('role', 'status');
+      card.actions.insertBefore(note, card.actions.querySelector('.more-actions'));
+    }
+    const rulesOffered = card.actions.querySelectorAll('.open-form');
+    // A rejected hunk stays in sight, struck through.
+    for (const tr of card.el.querySelectorAll('.edit-diff tr[data-hunk]')) {
+      tr.classList.toggle('rejected', !kept.has(Number(/** @type {HTMLElement} */ (tr).dataset.hunk)));
+    }
+    if (kept.size === count) {
+      if (question) question.textContent = edit.newFile ? 'Create this file?' : 'Apply this edit?';
+      note.textContent = '';
+      note.hidden = true;
+    } else {
+      if (question) question.textContent = 'Apply ' + kept.size + ' of ' + count + ' hunks of this edit?';
+      note.textContent = kept.size === 0
+        ? 'No hunk kept: Deny to write nothing.'
+        : 'Approve writes the kept hunks alone; the others are rejected. A rule always covers the whole edit.';
+      note.hidden = false;
+    }
+    if (approve) {
+      approve.dataset.keepDisabled = kept.size === 0 ? 'true' : '';
+      approve.disabled = kept.size === 0 || card.el.dataset.status !== 'waiting';
+    }
+    // A rule approves whole edits: offered only while the whole edit is kept.
+    for (const b of rulesOffered) {
+      const button = /** @type {HTMLButtonElement} */ (b);
+      if (!button.classList.contains('allowSession') && !button.classList.contains('allowWorkspace')) continue;
+      if (button.dataset.ruleless === 'true') continue;
+      button.disabled = kept.size !== count || card.el.dataset.status !== 'waiting';
+      button.dataset.keepDisabled = kept.size !== count ? 'true' : '';
+    }
   }
 
   /**
@@ -1081,6 +1247,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   function renderHistory(history) {
     transcript.textContent = '';
     lazyObserver.disconnect();
+    endKeeper.disconnect();
+    endKeeper.observe(transcript);
     turns.clear();
     cards.clear();
     dirtySegments.clear();
@@ -1265,7 +1433,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         state.runningTurnId = p.turnId;
         setProgress('thinking');
         updateComposer();
-        return scrollToEnd();
+        // A new question: shown and followed, wherever the person had scrolled to.
+        return scrollToEnd(true);
       }
       case 'mino/textDelta':
         appendText(getTurn(p.turnId), p.delta);
@@ -1349,6 +1518,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         return focusInput();
       case 'context':
         return addContextItems(msg.items || []);
+      case 'mentions':
+        return showMentions(msg.query, msg.items || []);
+      case 'hunks':
+        return onHunks(msg);
       case 'session':
         return onSession(msg.session);
       case 'model':
@@ -1502,6 +1675,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     showComposerError(null);
     updateComposer();
     setProgress('sending');
+    // The person asked: their question and its answer are what they look at now.
+    scrollToEnd(true);
     post({ type: 'send', text: questionWithContext(text, contextItems) });
   }
 
@@ -1586,6 +1761,110 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     $(id).addEventListener('click', () => post({ type: 'addContext', source }));
   }
 
+  // ------------------------------------------------------------ @ mentions
+  //
+  // `@` typed at the start of a word opens a menu of what can be added: the
+  // editor's selection, the active file, the workspace's files whose path
+  // holds what follows the `@` (the host lists them). Arrow keys move, Enter
+  // or Tab adds the highlighted one as a chip (the `@word` leaves the text),
+  // Escape closes the menu. Adding context decides nothing and sends nothing.
+
+  const mentionList = $('mentions');
+  /** @type {{ start: number, query: string, items: any[], active: number } | null} */
+  let mention = null;
+
+  /** The `@word` just before the caret, if the caret ends one. */
+  function mentionAtCaret() {
+    if (input.selectionStart !== input.selectionEnd) return null;
+    const before = input.value.slice(0, input.selectionStart);
+    const m = /(?:^|\s)@([^\s@]*)$/.exec(before);
+    return m ? { start: before.length - m[1].length - 1, query: m[1] } : null;
+  }
+
+  function updateMention() {
+    const at = mentionAtCaret();
+    if (!at) return closeMentions();
+    if (mention && mention.start === at.start && mention.query === at.query) return;
+    mention = { start: at.start, query: at.query, items: mention && mention.start === at.start ? mention.items : [], active: 0 };
+    post({ type: 'mentions', query: at.query });
+  }
+
+  function showMentions(query, items) {
+    // Only the answer for what is typed now.
+    if (!mention || mention.query !== query) return;
+    mention.items = items;
+    mention.active = 0;
+    renderMentions();
+  }
+
+  function renderMentions() {
+    mentionList.textContent = '';
+    if (!mention || mention.items.length === 0) {
+      mentionList.hidden = true;
+      input.setAttribute('aria-expanded', 'false');
+      input.removeAttribute('aria-activedescendant');
+      return;
+    }
+    mention.items.forEach((item, i) => {
+      const li = h('li', 'mention ' + item.kind, item.label);
+      li.id = 'mention-' + i;
+      li.setAttribute('role', 'option');
+      li.setAttribute('aria-selected', String(i === mention.active));
+      li.title = item.kind === 'file' ? 'Add ' + item.path + ' to the question' : item.label;
+      // Keeps focus in the input.
+      li.addEventListener('mousedown', (e) => e.preventDefault());
+      li.addEventListener('click', () => pickMention(i));
+      mentionList.appendChild(li);
+    });
+    mentionList.hidden = false;
+    input.setAttribute('aria-expanded', 'true');
+    input.setAttribute('aria-activedescendant', 'mention-' + mention.active);
+    mentionList.children[mention.active]?.scrollIntoView({ block: 'nearest' });
+  }
+
+  function closeMentions() {
+    mention = null;
+    renderMentions();
+  }
+
+  function pickMention(i) {
+    if (!mention) return;
+    const item = mention.items[i];
+    if (!item) return;
+    // The `@word` was a way to choose, not part of the question.
+    const end = input.selectionStart;
+    input.value = input.value.slice(0, mention.start) + input.value.slice(end);
+    input.setSelectionRange(mention.start, mention.start);
+    closeMentions();
+    if (item.kind === 'file') post({ type: 'addContext', source: 'file', path: item.path });
+    else post({ type: 'addContext', source: item.kind });
+    focusInput();
+  }
+
+  /** The menu's keys; true when the key was the menu's. */
+  function mentionKey(e) {
+    if (!mention || mentionList.hidden || e.isComposing) return false;
+    const n = mention.items.length;
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      mention.active = (mention.active + (e.key === 'ArrowDown' ? 1 : n - 1)) % n;
+      renderMentions();
+    } else if ((e.key === 'Enter' && !e.shiftKey) || e.key === 'Tab') {
+      pickMention(mention.active);
+    } else if (e.key === 'Escape') {
+      // Closes the menu only: the view's Escape (cancel the turn) is not reached.
+      e.stopPropagation();
+      closeMentions();
+    } else {
+      return false;
+    }
+    e.preventDefault();
+    return true;
+  }
+
+  input.addEventListener('input', updateMention);
+  input.addEventListener('click', updateMention);
+  input.addEventListener('blur', () => closeMentions());
+
   // ------------------------------------------------------------ code blocks
 
   /** The code of the block `button` belongs to, as the model wrote it. */
@@ -1622,6 +1901,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   });
 
   input.addEventListener('keydown', (e) => {
+    if (mentionKey(e)) return;
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       send();

@@ -4,7 +4,7 @@
  */
 import * as vscode from 'vscode';
 import type { ContextSource, HostMessage, ViewSession, WebviewMessage } from './messages';
-import { readContext } from './editorContext';
+import { mentions, readContext } from './editorContext';
 import type { EditReviews } from './editReview';
 import { isRpcError, Notification, type EditView, type HistoryResult, type RecoveryNotification } from './protocol';
 import { errorMessage, type MinoServer } from './server';
@@ -44,6 +44,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         if (switched) void this.sync();
       }),
       server.onDidChangeModel((model) => this.post({ type: 'model', model })),
+      edits.onDidChangeKept(({ turnId, callId, kept }) => this.post({ type: 'hunks', turnId, callId, kept })),
       server.onDidChangeModes(({ approvalMode, sandbox }) => this.post({ type: 'modes', approvalMode, sandbox })),
     );
   }
@@ -143,7 +144,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       case 'insert':
         return this.insertAtCursor(msg.text);
       case 'addContext':
-        return this.addContext(msg.source);
+        return this.addContext(msg.source, msg.path);
+      case 'hunksKept':
+        return this.edits.setKept(msg.turnId, msg.callId, msg.kept, 'card');
+      case 'mentions':
+        this.post({ type: 'mentions', query: msg.query, items: await mentions(msg.query) });
+        return;
       case 'renameSession':
         await vscode.commands.executeCommand('mino.renameSession');
         return;
@@ -154,7 +160,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         await vscode.commands.executeCommand('mino.setApprovalMode');
         return;
       case 'reviewEdit':
-        await vscode.commands.executeCommand('mino.reviewPendingEdit', msg.turnId, msg.callId);
+        await vscode.commands.executeCommand('mino.reviewPendingEdit', msg.turnId, msg.callId, msg.acceptedHunks);
         return;
       case 'reviewRecordedEdit':
         return this.reviewRecordedEdit(msg.turnId, msg.callId, msg.occurrence);
@@ -173,7 +179,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
           return;
         }
         case 'approval':
-          await conn.decide(msg.turnId, msg.callId, msg.decision, { reason: msg.reason, rule: msg.rule });
+          await conn.decide(msg.turnId, msg.callId, msg.decision, { reason: msg.reason, rule: msg.rule, acceptedHunks: msg.acceptedHunks });
           return;
         case 'acknowledge': {
           const result = await conn.acknowledge(msg.turnIds.length ? msg.turnIds : undefined);
@@ -227,8 +233,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   }
 
   /** Adds the active file, the selection or picked files to the question being written (as chips). */
-  async addContext(source: ContextSource): Promise<void> {
-    const read = await readContext(source);
+  async addContext(source: ContextSource, path?: string): Promise<void> {
+    const read = await readContext(source, path);
     if ('message' in read) this.post({ type: 'error', request: 'addContext', message: read.message });
     else if (read.items.length) this.post({ type: 'context', items: read.items });
   }

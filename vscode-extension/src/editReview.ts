@@ -8,7 +8,7 @@
  * document) and says why.
  */
 import * as path from 'node:path';
-import { applyPatch } from 'diff';
+import { applyPatch, parsePatch } from 'diff';
 import * as vscode from 'vscode';
 import { Notification, type ApprovalRequest, type EditView } from './protocol';
 import type { MinoServer } from './server';
@@ -35,6 +35,16 @@ interface Review {
   prepared: Promise<PreparedReview>;
   /** No decision was sent yet (its call has not started, its turn not ended). */
   pending: boolean;
+  /** The hunks the person keeps (0-based, ascending) when some were rejected; undefined: all. */
+  kept?: number[];
+}
+
+/** The hunks kept of one review changed in the diff editor (the card follows). */
+export interface KeptChange {
+  turnId: string;
+  callId: string;
+  /** null: every hunk kept. */
+  kept: number[] | null;
 }
 
 /** The three documents of a review, told apart by the URI's `side`. */
@@ -59,17 +69,30 @@ const recordedQuery = (at: RecordedAt) =>
 
 const reviewKey = (turnId: string, callId: string) => `${turnId}\n${callId}`;
 
-export class EditReviews implements vscode.TextDocumentContentProvider, vscode.Disposable {
+export class EditReviews implements vscode.TextDocumentContentProvider, vscode.CodeLensProvider, vscode.Disposable {
   /** Newest last; at most MAX_REVIEWS. */
   private readonly reviews = new Map<string, Review>();
   /** The edits (as `mino/history` recorded them) of restored cards opened, by recordedQuery; newest last, at most MAX_REVIEWS. */
   private readonly recorded = new Map<string, EditView>();
   private readonly disposables: vscode.Disposable[] = [];
   private sessionId: string | undefined;
+  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+  /** A proposed document's content changed (hunks kept or rejected): VS Code reads it again. */
+  readonly onDidChange = this.changed.event;
+  private readonly lensesChanged = new vscode.EventEmitter<void>();
+  readonly onDidChangeCodeLenses = this.lensesChanged.event;
+  private readonly keptChanged = new vscode.EventEmitter<KeptChange>();
+  /** Hunks kept or rejected from the diff editor's code lenses. */
+  readonly onDidChangeKept = this.keptChanged.event;
 
   constructor(private readonly server: MinoServer) {
     this.disposables.push(
+      this.changed,
+      this.lensesChanged,
+      this.keptChanged,
       vscode.workspace.registerTextDocumentContentProvider(PROPOSED_SCHEME, this),
+      // Above each hunk of the proposed side: keep or reject it (the card's checkboxes follow).
+      vscode.languages.registerCodeLensProvider({ scheme: PROPOSED_SCHEME }, this),
       server.onNotification(({ method, params }) => {
         if (method === Notification.approvalRequest) this.onApprovalRequest(params as ApprovalRequest);
         else if (method === Notification.toolStarted || method === Notification.toolResult) this.settle(params.turnId, params.callId);
@@ -125,8 +148,9 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
    * Opens the review of (turnId, callId), or of the pending edit when none is
    * named (Mino: Review Pending Edit). Opening it decides nothing.
    */
-  async open(turnId?: string, callId?: string): Promise<void> {
-    const which = turnId !== undefined && callId !== undefined ? { turnId, callId } : this.pending();
+  async open(turnId?: string, callId?: string, acceptedHunks?: number[]): Promise<void> {
+    const fromCard = turnId !== undefined && callId !== undefined;
+    const which = fromCard ? { turnId, callId } : this.pending();
     if (!which) {
       void vscode.window.showInformationMessage('Mino: no edit is waiting for your approval.');
       return;
@@ -138,8 +162,12 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
       );
       return;
     }
+    // The card says which hunks it keeps (none named: all).
+    if (fromCard && review.pending) this.setKept(which.turnId, which.callId, acceptedHunks, 'card');
     const prepared = await review.prepared;
     const { edit } = review;
+    // Some hunks rejected: the right side is the kept hunks alone, as the server would write them.
+    const kept = prepared.kind === 'proposed' && review.kept ? keptHunks(edit, prepared.before, review.kept) : undefined;
     if (prepared.kind === 'diffOnly') {
       const opened = await vscode.workspace.openTextDocument(this.uri(review, 'diff'));
       const doc = await vscode.languages.setTextDocumentLanguage(opened, 'diff');
@@ -157,8 +185,10 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
       if (now === prepared.before) left = vscode.Uri.file(file);
       else note = ', as it was when proposed';
     }
-    const title = `${path.basename(edit.path)} (${edit.newFile ? 'new file' : 'on disk' + note}) ↔ proposed by Mino`;
-    await vscode.commands.executeCommand('vscode.diff', left, this.uri(review, 'after'), title, { preview: true });
+    const right = this.uri(review, 'after');
+    const part = kept ? `, ${kept.accepted.length} of ${kept.of} hunks kept` : '';
+    const title = `${path.basename(edit.path)} (${edit.newFile ? 'new file' : 'on disk' + note}) ↔ proposed by Mino${part}`;
+    await vscode.commands.executeCommand('vscode.diff', left, right, title, { preview: true });
   }
 
   /**
@@ -192,7 +222,10 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
     if (!review) return '';
     const prepared = await review.prepared;
     const side = query.get('side') as Side;
-    if (prepared.kind === 'proposed') return side === 'before' ? prepared.before : side === 'after' ? prepared.proposed : review.edit.diff;
+    if (prepared.kind === 'proposed') {
+      if (side === 'after' && review.kept) return keptHunks(review.edit, prepared.before, review.kept)?.proposed ?? prepared.proposed;
+      return side === 'before' ? prepared.before : side === 'after' ? prepared.proposed : review.edit.diff;
+    }
     if (side !== 'diff') return '';
     return (
       `# Mino could not build the proposed content of ${review.edit.path}: ${prepared.reason}\n` +
@@ -206,6 +239,70 @@ export class EditReviews implements vscode.TextDocumentContentProvider, vscode.D
     const query = new URLSearchParams({ turn: review.turnId, call: review.callId, side }).toString();
     const shown = review.edit.path.replace(/^\/+/, '');
     return vscode.Uri.from({ scheme: PROPOSED_SCHEME, path: '/' + shown + (side === 'diff' ? '.diff' : ''), query });
+  }
+
+  /**
+   * The hunks kept of a pending edit (undefined: all). `from` the card: the
+   * diff editor follows; from the editor's lenses: the card is told too.
+   * Keeping or rejecting decides nothing: Approve in the card sends the kept ones.
+   */
+  setKept(turnId: string, callId: string, kept: number[] | undefined, from: 'card' | 'editor'): void {
+    const review = this.reviews.get(reviewKey(turnId, callId));
+    if (!review || !review.pending) return;
+    const of = hunkCount(review.edit);
+    const normal = kept && [...new Set(kept)].filter((i) => Number.isInteger(i) && i >= 0 && i < of).sort((a, b) => a - b);
+    review.kept = normal && normal.length < of ? normal : undefined;
+    this.changed.fire(this.uri(review, 'after'));
+    this.lensesChanged.fire();
+    if (from === 'editor') this.keptChanged.fire({ turnId, callId, kept: review.kept ?? null });
+  }
+
+  /** A lens's click: keep (or reject) hunk `index` of the pending edit. */
+  toggleHunk(turnId: string, callId: string, index: number, keep: boolean): void {
+    const review = this.reviews.get(reviewKey(turnId, callId));
+    if (!review) return;
+    const all = Array.from({ length: hunkCount(review.edit) }, (_, i) => i);
+    const kept = new Set(review.kept ?? all);
+    if (keep) kept.add(index);
+    else kept.delete(index);
+    this.setKept(turnId, callId, [...kept], 'editor');
+  }
+
+  /**
+   * The proposed side of a pending edit of two hunks or more: above each
+   * hunk (where it is, or would be when rejected), "Reject hunk i of n" or
+   * "Keep hunk i of n".
+   */
+  async provideCodeLenses(document: vscode.TextDocument): Promise<vscode.CodeLens[]> {
+    const query = new URLSearchParams(document.uri.query);
+    if (query.get('side') !== 'after') return [];
+    const review = this.reviews.get(reviewKey(query.get('turn') ?? '', query.get('call') ?? ''));
+    if (!review || !review.pending || (await review.prepared).kind !== 'proposed') return [];
+    let patch;
+    try {
+      [patch] = parsePatch(review.edit.diff);
+    } catch {
+      return [];
+    }
+    const hunks = patch?.hunks ?? [];
+    if (hunks.length < 2) return [];
+    const kept = new Set(review.kept ?? hunks.map((_, i) => i));
+    const lenses: vscode.CodeLens[] = [];
+    // Where each hunk starts in the document as shown: its old start, moved by what the kept hunks before it changed.
+    let shift = 0;
+    for (const [i, hunk] of hunks.entries()) {
+      const line = Math.max(0, hunk.oldStart - 1 + shift + (hunk.oldLines === 0 ? 1 : 0));
+      const range = new vscode.Range(line, 0, line, 0);
+      const keep = kept.has(i);
+      lenses.push(new vscode.CodeLens(range, {
+        title: keep ? `Mino: reject hunk ${i + 1} of ${hunks.length}` : `Mino: keep hunk ${i + 1} of ${hunks.length} (rejected)`,
+        command: keep ? 'mino.rejectHunk' : 'mino.keepHunk',
+        arguments: [review.turnId, review.callId, i],
+        tooltip: keep ? 'Leave this hunk out of what Approve writes' : 'Put this hunk back into what Approve writes',
+      }));
+      if (keep) shift += hunk.newLines - hunk.oldLines;
+    }
+    return lenses;
   }
 
   private filePath(directory: string, editPath: string): string {
@@ -256,4 +353,42 @@ export function buildProposed(edit: EditView, before: string): PreparedReview {
     return { kind: 'diffOnly', reason: `applying the diff gives ${size} bytes where Mino says the file will have ${edit.size}` };
   }
   return { kind: 'proposed', before, proposed };
+}
+
+/**
+ * The proposed content with only the hunks `accepted` (0-based, in the diff's
+ * order) applied to `before`: what the server writes for an edit approved in
+ * part. Undefined when every hunk is kept (the whole proposal), none is, or
+ * the kept hunks do not apply.
+ */
+export function keptHunks(edit: EditView, before: string, accepted: number[]): { proposed: string; accepted: number[]; of: number } | undefined {
+  let patch;
+  try {
+    [patch] = parsePatch(edit.diff);
+  } catch {
+    return undefined;
+  }
+  if (!patch) return undefined;
+  const of = patch.hunks.length;
+  const keep = [...new Set(accepted)].filter((i) => Number.isInteger(i) && i >= 0 && i < of).sort((a, b) => a - b);
+  if (keep.length === 0 || keep.length === of) return undefined;
+  // Later hunks' line numbers still count the dropped hunks' lines: jsdiff
+  // finds each hunk at its place (no fuzz), shifted by what the kept ones before it changed.
+  let shift = 0;
+  const hunks = [];
+  let at = 0;
+  for (const [i, hunk] of patch.hunks.entries()) {
+    if (keep[at] === i) {
+      hunks.push({ ...hunk, newStart: hunk.oldStart + shift });
+      shift += hunk.newLines - hunk.oldLines;
+      at++;
+    }
+  }
+  const proposed = applyPatch(before, { ...patch, hunks });
+  return proposed === false ? undefined : { proposed, accepted: keep, of };
+}
+
+/** How many hunks an edit's diff has (its `@@` headers). */
+function hunkCount(edit: EditView): number {
+  return (edit.diff.match(/^@@ /gm) ?? []).length;
 }

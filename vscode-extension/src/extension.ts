@@ -7,6 +7,7 @@ import { ChatViewProvider } from './chatViewProvider';
 import { EditReviews } from './editReview';
 import { Notification } from './protocol';
 import { API_KEY_SECRET, MinoServer } from './server';
+import { ServerStoppedNotice } from './serverNotice';
 import { SessionCommands } from './sessions';
 
 export interface MinoExtensionApi {
@@ -31,6 +32,7 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
   context.subscriptions.push(
     output,
     s,
+    new ServerStoppedNotice(s),
     view,
     edits,
     vscode.window.registerWebviewViewProvider(ChatViewProvider.viewType, view, {
@@ -73,7 +75,12 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
     vscode.commands.registerCommand('mino.chooseModel', () => sessions.chooseModel()),
     vscode.commands.registerCommand('mino.setApprovalMode', () => modes.setApprovalMode()),
     // From the palette: the edit waiting for approval; from a card's Review diff: that card's edit.
-    vscode.commands.registerCommand('mino.reviewPendingEdit', (turnId?: string, callId?: string) => edits.open(turnId, callId)),
+    vscode.commands.registerCommand('mino.reviewPendingEdit', (turnId?: string, callId?: string, acceptedHunks?: number[]) =>
+      edits.open(turnId, callId, acceptedHunks),
+    ),
+    // The diff editor's lenses above each hunk of a pending edit.
+    vscode.commands.registerCommand('mino.keepHunk', (turnId: string, callId: string, index: number) => edits.toggleHunk(turnId, callId, index, true)),
+    vscode.commands.registerCommand('mino.rejectHunk', (turnId: string, callId: string, index: number) => edits.toggleHunk(turnId, callId, index, false)),
     vscode.commands.registerCommand('mino.compact', () => sessions.compact()),
     vscode.commands.registerCommand('mino.showServerLog', () => output.show(true)),
     vscode.commands.registerCommand('mino.restartServer', () => s.restart()),

@@ -12,9 +12,12 @@ export type WebviewMessage =
    * The answer to one approval card: `turnId` and `callId` of its `mino/approvalRequest`;
    * `reason` with a deny, `rule` (as the person edited it) with allowSession/allowWorkspace/denySession/denyWorkspace.
    */
-  | { type: 'approval'; turnId: string; callId: string; decision: Decision; reason?: string; rule?: RuleSpec }
-  /** An edit card's "Review diff": open the diff editor on that call's proposed content (decides nothing). */
-  | { type: 'reviewEdit'; turnId: string; callId: string }
+  | { type: 'approval'; turnId: string; callId: string; decision: Decision; reason?: string; rule?: RuleSpec; acceptedHunks?: number[] }
+  /**
+   * An edit card's "Review diff": open the diff editor on that call's proposed content (decides nothing);
+   * `acceptedHunks`: the hunks still kept in the card when some were dropped (0-based), shown alone.
+   */
+  | { type: 'reviewEdit'; turnId: string; callId: string; acceptedHunks?: number[] }
   /**
    * A restored edit card's "Review diff": open the diff the session recorded
    * for that call (from the history the host sent) as a read-only document.
@@ -38,9 +41,25 @@ export type WebviewMessage =
   /** A code block's Insert: at the cursor(s) of the active editor. */
   | { type: 'insert'; text: string }
   /** Read editor context for the question: the active file, its selection, or files picked by name. */
-  | { type: 'addContext'; source: ContextSource };
+  | { type: 'addContext'; source: ContextSource; path?: string }
+  /** An edit card's Keep checkboxes changed: the hunks kept (absent: all), for the diff editor. */
+  | { type: 'hunksKept'; turnId: string; callId: string; kept?: number[] }
+  /** `@` typed in the input: what can be added whose name matches `query` (the text after the `@`). */
+  | { type: 'mentions'; query: string };
 
-export type ContextSource = 'activeFile' | 'selection' | 'pick';
+/** `file`: the workspace file `path` (chosen from the input's `@` menu). */
+export type ContextSource = 'activeFile' | 'selection' | 'pick' | 'file';
+
+/**
+ * One choice of the input's `@` menu: the editor's selection, the active
+ * file, or a workspace file (`path`, relative to the workspace).
+ */
+export interface Mention {
+  kind: 'selection' | 'activeFile' | 'file';
+  /** What the menu shows. */
+  label: string;
+  path: string;
+}
 
 /**
  * A file or selection added to the question. The view sends it as part of the
@@ -80,6 +99,10 @@ export type HostMessage =
   | { type: 'focus'; clear?: boolean }
   /** Editor context read for an `addContext`: shown as chips above the input. */
   | { type: 'context'; items: ContextItem[] }
+  /** Hunks kept or rejected in the diff editor: the card's checkboxes follow (null: all kept). */
+  | { type: 'hunks'; turnId: string; callId: string; kept: number[] | null }
+  /** The `@` menu's choices for `query` (best first, at most MENTION_MAX). */
+  | { type: 'mentions'; query: string; items: Mention[] }
   /**
    * The current session, for the header. A different `sessionId` from the one
    * shown means a switch: the view drops the transcript, notices and gate, and

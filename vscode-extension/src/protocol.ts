@@ -60,7 +60,7 @@ export type CallEvidence = Evidence;
 export type NotificationMethod = keyof NotificationMap;
 
 /** What goes with a decision: `reason` only with deny, `rule` with allowSession/allowWorkspace/denySession/denyWorkspace. */
-export type DecisionDetails = Pick<ApprovalParams, 'reason' | 'rule'>;
+export type DecisionDetails = Pick<ApprovalParams, 'reason' | 'rule' | 'acceptedHunks'>;
 /** The decisions that grant a rule (allow or deny) and so carry one. */
 export const RULE_DECISIONS: ReadonlySet<Decision> = new Set<Decision>(['allowSession', 'allowWorkspace', 'denySession', 'denyWorkspace']);
 export const ALL_NOTIFICATIONS = Object.values(Notification) as NotificationMethod[];
@@ -138,6 +138,8 @@ export class MinoConnection implements Disposable {
     const params: ApprovalParams = { turnId, callId, decision };
     if (decision === 'deny' && details.reason) params.reason = details.reason;
     if (RULE_DECISIONS.has(decision) && details.rule) params.rule = details.rule;
+    // An edit approved in part: the hunks of its diff kept (the server writes those alone).
+    if (decision === 'approve' && details.acceptedHunks) params.acceptedHunks = details.acceptedHunks;
     return this.request(Method.approval, params);
   }
 

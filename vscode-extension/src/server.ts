@@ -418,11 +418,10 @@ export class MinoServer implements vscode.Disposable {
     this.conn?.dispose();
     this.conn = undefined;
     this._runningTurnId = undefined;
+    // Said in the view and by a status bar item (serverNotice.ts), both gone
+    // once the server is back: a notification toast could not be taken back.
     this.setState('crashed', { message: CRASH_MESSAGE });
     void client?.dispose().catch(() => undefined);
-    void vscode.window
-      .showErrorMessage(CRASH_MESSAGE, 'Restart', 'Show Log')
-      .then((choice) => this.handleChoice(choice));
   }
 
   private handleChoice(choice: string | undefined): void {

@@ -105,7 +105,8 @@ describe.skipIf(SKIP_WEBVIEW)('extension + real mino-server + webview in chromiu
 
     // 2. The command kills the server: the crash is visible, with a restart action.
     await expect.poll(() => api.server.state, { timeout: 15000 }).toBe('crashed');
-    expect(fake.mock.errorMessages.map((m) => m.message)).toContain('Mino server stopped unexpectedly.');
+    const notice = fake.mock.statusBarItems.find((i) => i.id === 'mino.serverStopped')!;
+    expect(notice).toMatchObject({ visible: true, command: 'mino.restartServer' });
     expect(readFileSync(path.join(cwd, 'shopping.txt'), 'utf8')).toBe('milk\n');
     await expect.poll(() => page.locator('#status').innerText()).toContain('stopped unexpectedly');
     // The conversation stays on screen; the card says its command did not finish.
@@ -118,6 +119,9 @@ describe.skipIf(SKIP_WEBVIEW)('extension + real mino-server + webview in chromiu
 
     // 3. The restarted server reports the unknown result: the gate blocks the input.
     await expect.poll(() => api.server.state, { timeout: 15000 }).toBe('ready');
+    // The stopped notice went with the crash it told of.
+    expect(notice.visible).toBe(false);
+    await expect.poll(() => page.locator('#status').innerText()).not.toContain('stopped unexpectedly');
     const gate = page.locator('#ack-gate');
     await expect.poll(() => gate.isVisible(), { timeout: 15000 }).toBe(true);
     expect(await page.locator('#ack-question').textContent()).toBe(ACKNOWLEDGEMENT_QUESTION);
@@ -423,6 +427,40 @@ describe.skipIf(SKIP_WEBVIEW)('an edit through the extension, the real server an
     expect(await restored.getByRole('button', { name: 'Approve' }).count()).toBe(0);
     expect(readFileSync(file, 'utf8')).toBe('bread\nbutter\njam\nmilk');
     expect(probe.cspViolations).toEqual([]);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it('an edit of three hunks with the middle one dropped in the card: Review diff shows the other two, Approve writes only them', async () => {
+    const before = Array.from({ length: 40 }, (_, i) => (i % 18 === 2 ? `line ${i + 1} TODO` : `line ${i + 1}`)).join('\n') + '\n';
+    await mock.script([
+      { type: 'named_call', call_id: 'call_todo', name: 'edit_file',
+        arguments: JSON.stringify({ path: 'notes.txt', old_text: 'TODO', new_text: 'DONE', replace_all: true }) },
+      { type: 'text', deltas: ['Two are done.'] },
+    ]);
+    const { cwd } = await launchFresh();
+    const file = path.join(realpathSync(cwd), 'notes.txt');
+    writeFileSync(file, before);
+    fake.mock.files.set(file, before);
+    await expect.poll(() => page.locator('#send').isDisabled()).toBe(false);
+    await page.locator('#input').fill('Mark the TODOs done.');
+    await page.locator('#input').press('Enter');
+    const card = page.locator('.tool-card[data-call-id="call_todo"]');
+    await expect.poll(() => card.locator('.hunk-keep-box').count(), { timeout: 15000 }).toBe(3);
+    await card.getByRole('checkbox', { name: /Keep hunk 2 of 3/ }).click();
+    const kept = before.replace('line 3 TODO', 'line 3 DONE').replace('line 39 TODO', 'line 39 DONE');
+
+    await card.getByRole('button', { name: 'Review diff' }).click();
+    await expect.poll(() => fake.mock.executed.filter((e) => e.command === 'vscode.diff').length, { timeout: 15000 }).toBeGreaterThan(0);
+    const [, right, title] = fake.mock.executed.filter((e) => e.command === 'vscode.diff').at(-1)!.args as any[];
+    expect((await fake.workspace.openTextDocument(right)).getText()).toBe(kept);
+    expect(title).toContain('2 of 3 hunks kept');
+
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => card.locator('.badge').textContent(), { timeout: 15000 }).toBe('succeeded');
+    expect(readFileSync(file, 'utf8')).toBe(kept);
+    // The card shows what was written: two hunks.
+    expect(await card.locator('.diff-hunk-header').count()).toBe(2);
+    await page.screenshot({ path: path.join(OUT, 'e2e-edit-hunks.png'), fullPage: true });
     expect(probe.pageErrors).toEqual([]);
   });
 });

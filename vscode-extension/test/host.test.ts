@@ -69,7 +69,7 @@ describe('activation', () => {
     expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
     const contributed = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
     expect(contributed).toEqual(
-      ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
+      ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.keepHunk', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.rejectHunk', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
     );
     expect([...fake.mock.commands.keys()].sort()).toEqual(contributed);
     // The view is contributed into its own activity-bar container, with an icon.
@@ -216,7 +216,14 @@ describe('webview messages reach the right requests', () => {
     expect(api.server.recovery?.acknowledgementRequired).toBe(false);
   });
 
-  it('a server crash shows an error with a Restart action that restarts the server', async () => {
+  /** The status bar item saying the server stopped unexpectedly. */
+  function stoppedNotice(): fake.FakeStatusBarItem {
+    const item = fake.mock.statusBarItems.find((i) => i.id === 'mino.serverStopped');
+    expect(item, 'the stopped notice exists').toBeDefined();
+    return item!;
+  }
+
+  it('a server crash shows a stopped notice whose click restarts the server', async () => {
     const c = client();
     const history = {
       sessionId: 's1',
@@ -229,25 +236,59 @@ describe('webview messages reach the right requests', () => {
     expect(view.webview.posted).toContainEqual({ type: 'history', history });
     const postedBeforeCrash = view.webview.posted.length;
     const first = client();
-    fake.mock.nextChoice = 'Restart';
+    expect(stoppedNotice().visible).toBe(false);
     const action = first.crash() as { action: CloseAction; handled: boolean };
     expect(action).toEqual({ action: CloseAction.DoNotRestart, handled: true });
     expect(api.server.state).not.toBe('ready');
-    expect(fake.mock.errorMessages[0]).toEqual({ message: 'Mino server stopped unexpectedly.', items: ['Restart', 'Show Log'] });
+    const notice = stoppedNotice();
+    expect(notice).toMatchObject({ visible: true, command: 'mino.restartServer' });
+    expect(notice.tooltip).toContain('Mino server stopped unexpectedly.');
+    // No toast: one could not be taken back once the server is running again.
+    expect(fake.mock.errorMessages).toEqual([]);
     await settle();
     // The view keeps the transcript it shows: nothing replaces it until the restarted server's history.
     const afterCrash = view.webview.posted.slice(postedBeforeCrash) as any[];
     expect(afterCrash.filter((m) => m.type === 'history' && m.history === null)).toEqual([]);
     expect(view.webview.posted).toContainEqual({ type: 'server', state: 'crashed', message: 'Mino server stopped unexpectedly.' });
-    expect(afterCrash.findIndex((m) => m.type === 'history')).toBeGreaterThan(
-      afterCrash.findIndex((m) => m.type === 'server' && m.state === 'ready'),
+    await fake.commands.executeCommand(notice.command!);
+    await settle();
+    await settle();
+    const afterRestart = view.webview.posted.slice(postedBeforeCrash) as any[];
+    expect(afterRestart.findIndex((m) => m.type === 'history')).toBeGreaterThan(
+      afterRestart.findIndex((m) => m.type === 'server' && m.state === 'ready'),
     );
-    await settle();
-    await settle();
     expect(clients.length).toBe(2);
     expect(client()).not.toBe(first);
     expect(client().started).toBe(true);
     expect(api.server.state).toBe('ready');
+    expect(notice.visible).toBe(false);
+  });
+
+  it('the stopped notice goes away once the server is back, however it was restarted (the view\'s Restart, the command)', async () => {
+    const view = openView();
+    view.webview.receive({ type: 'ready' });
+    await settle();
+    client().crash();
+    await settle();
+    expect(stoppedNotice().visible).toBe(true);
+    expect(view.webview.posted).toContainEqual({ type: 'server', state: 'crashed', message: 'Mino server stopped unexpectedly.' });
+    // The view's Restart link.
+    view.webview.receive({ type: 'restart' });
+    await settle();
+    await settle();
+    expect(api.server.state).toBe('ready');
+    expect(stoppedNotice().visible).toBe(false);
+    expect((view.webview.posted as any[]).filter((m) => m.type === 'server').at(-1)).toEqual({ type: 'server', state: 'ready' });
+    // Again, then Mino: Restart Server from the palette.
+    client().crash();
+    await settle();
+    expect(stoppedNotice().visible).toBe(true);
+    await fake.commands.executeCommand('mino.restartServer');
+    await settle();
+    await settle();
+    expect(api.server.state).toBe('ready');
+    expect(stoppedNotice().visible).toBe(false);
+    expect(fake.mock.errorMessages).toEqual([]);
   });
 
   it('a session held by another Mino (-32015) offers a new session', async () => {
@@ -484,6 +525,46 @@ describe('code blocks and editor context', () => {
     await settle();
     expect(posted().at(-1)).toMatchObject({ type: 'error', message: expect.stringContaining('big.txt is 300 KiB; at most 256 KiB') });
   });
+
+  it("the input's @ menu: the selection and active file, then workspace files matching the query, best first; a chosen file is read as a chip, only one the workspace lists", async () => {
+    const menu = () => firstView.webview.posted.filter((m: any) => m.type === 'mentions').at(-1) as any;
+    const posted = () => firstView.webview.posted.filter((m: any) => m.type === 'context' || (m.type === 'error' && m.request === 'addContext'));
+    fake.mock.files.set('/tmp/mino-workspace/src/main.rs', 'fn main() {}\n');
+    fake.mock.files.set('/tmp/mino-workspace/docs/manual.md', '# Manual\n');
+    fake.mock.files.set('/tmp/mino-workspace/src/commands/make.rs', 'pub fn make() {}\n');
+    editorWith('const a = 0;\nconst b = 1;\nconst c = 2;\n', [1, 0], [2, 5]);
+    firstView.webview.receive({ type: 'mentions', query: '' });
+    await settle();
+    expect(menu().items.slice(0, 2)).toEqual([
+      { kind: 'selection', label: 'Selection: src/app.ts:2-3', path: 'src/app.ts' },
+      { kind: 'activeFile', label: 'Active file: src/app.ts', path: 'src/app.ts' },
+    ]);
+    firstView.webview.receive({ type: 'mentions', query: 'MA' });
+    await settle();
+    // Case-insensitive; a name starting with the query first, then shorter paths; the editor's entries do not match.
+    expect(menu()).toEqual({ type: 'mentions', query: 'MA', items: [
+      { kind: 'file', label: 'src/main.rs', path: 'src/main.rs' },
+      { kind: 'file', label: 'docs/manual.md', path: 'docs/manual.md' },
+      { kind: 'file', label: 'src/commands/make.rs', path: 'src/commands/make.rs' },
+    ] });
+    // A name starting with the query comes before a path that only holds it.
+    fake.mock.files.set('/tmp/mino-workspace/a/roman.txt', 'x\n');
+    firstView.webview.receive({ type: 'mentions', query: '' });
+    firstView.webview.receive({ type: 'mentions', query: 'man' });
+    await settle();
+    expect(menu().items.map((i: any) => i.path)).toEqual(['docs/manual.md', 'a/roman.txt', 'src/commands/make.rs']);
+    firstView.webview.receive({ type: 'mentions', query: 'sel' });
+    await settle();
+    expect(menu().items.map((i: any) => i.kind)).toEqual(['selection']);
+
+    firstView.webview.receive({ type: 'addContext', source: 'file', path: 'docs/manual.md' });
+    await settle();
+    expect(posted().at(-1)).toEqual({ type: 'context', items: [{ path: 'docs/manual.md', language: 'markdown', text: '# Manual\n' }] });
+    // Only a file the workspace lists: never a path the view made up.
+    firstView.webview.receive({ type: 'addContext', source: 'file', path: '../../etc/passwd' });
+    await settle();
+    expect(posted().at(-1)).toMatchObject({ type: 'error', message: expect.stringContaining('is not a file of the workspace') });
+  });
 });
 
 describe('the bundle', () => {
@@ -509,7 +590,7 @@ describe('the bundle', () => {
       const bundled = ext.activate(context);
       expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
       expect([...fake.mock.commands.keys()].sort()).toEqual(
-        ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
+        ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.keepHunk', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.rejectHunk', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
       );
       expect(bundled.server.state).toBe('stopped');
       await ext.deactivate();
@@ -664,8 +745,8 @@ describe('sessions: title bar, quick pick, switch, rename, delete', () => {
     const { pick, running } = await openSessionsPick();
     pick.accept('Old refactor');
     await running;
-    fake.mock.nextChoice = 'Restart';
     c.crash();
+    await fake.commands.executeCommand('mino.restartServer');
     await settle();
     await settle();
     expect(clients).toHaveLength(2);
@@ -988,6 +1069,78 @@ describe('edit review: the diff editor and its read-only proposed document', () 
     expect(title2).toContain('as it was when proposed');
     // Reviewing decided nothing.
     expect(client().requests.filter((r) => r.method === 'mino/approval')).toEqual([]);
+  });
+
+  it('an edit with hunks dropped in the card: Review diff shows the kept hunks alone, and Approve sends them as acceptedHunks', async () => {
+    const before = Array.from({ length: 30 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
+    const after = before.replace('line 2\n', 'line two\n').replace('line 15\n', 'line fifteen\n').replace('line 28\n', 'line 28\nline 28b\n');
+    // The diff mino-server proposes (three hunks), as `diff -U3` writes it.
+    const diff = [
+      '--- a/notes.txt', '+++ b/notes.txt',
+      '@@ -1,5 +1,5 @@', ' line 1', '-line 2', '+line two', ' line 3', ' line 4', ' line 5',
+      '@@ -12,7 +12,7 @@', ' line 12', ' line 13', ' line 14', '-line 15', '+line fifteen', ' line 16', ' line 17', ' line 18',
+      '@@ -25,6 +25,7 @@', ' line 25', ' line 26', ' line 27', ' line 28', '+line 28b', ' line 29', ' line 30', '',
+    ].join('\n');
+    fake.mock.files.set(`${WS}/notes.txt`, before);
+    client().notify('mino/approvalRequest', editRequest('call_n', { path: 'notes.txt', size: Buffer.byteLength(after), diff }));
+    await settle();
+    // Whole: the proposal.
+    firstView.webview.receive({ type: 'reviewEdit', turnId: 't1', callId: 'call_n' });
+    await settle();
+    expect(await contentOf(lastDiff()[1])).toBe(after);
+    // The first and last hunks kept: the middle one is not in the proposed side; line numbers after it still match.
+    firstView.webview.receive({ type: 'reviewEdit', turnId: 't1', callId: 'call_n', acceptedHunks: [0, 2] });
+    await settle();
+    const [, right, title] = lastDiff();
+    expect(await contentOf(right)).toBe(before.replace('line 2\n', 'line two\n').replace('line 28\n', 'line 28\nline 28b\n'));
+    expect(title).toContain('2 of 3 hunks kept');
+    // Only the middle one.
+    firstView.webview.receive({ type: 'reviewEdit', turnId: 't1', callId: 'call_n', acceptedHunks: [1] });
+    await settle();
+    expect(await contentOf(lastDiff()[1])).toBe(before.replace('line 15\n', 'line fifteen\n'));
+    expect(client().requests.filter((r) => r.method === 'mino/approval')).toEqual([]);
+
+
+    // In the diff editor: a lens above each hunk keeps or rejects it; the card follows.
+    const lenses = async () => {
+      const provider = fake.mock.codeLensProviders[0].provider;
+      const doc = await fake.workspace.openTextDocument(lastDiff()[1]);
+      return ((await provider.provideCodeLenses(doc)) as any[]).map((l) => [l.range.startLine, l.command.title, l.command.command, l.command.arguments]);
+    };
+    firstView.webview.receive({ type: 'reviewEdit', turnId: 't1', callId: 'call_n' });
+    await settle();
+    expect(await lenses()).toEqual([
+      [0, 'Mino: reject hunk 1 of 3', 'mino.rejectHunk', ['t1', 'call_n', 0]],
+      [11, 'Mino: reject hunk 2 of 3', 'mino.rejectHunk', ['t1', 'call_n', 1]],
+      [24, 'Mino: reject hunk 3 of 3', 'mino.rejectHunk', ['t1', 'call_n', 2]],
+    ]);
+    const toCard = () => firstView.webview.posted.filter((m: any) => m.type === 'hunks');
+    await fake.commands.executeCommand('mino.rejectHunk', 't1', 'call_n', 2);
+    await settle();
+    expect(toCard()).toEqual([{ type: 'hunks', turnId: 't1', callId: 'call_n', kept: [0, 1] }]);
+    expect(await contentOf(lastDiff()[1])).toBe(before.replace('line 2\n', 'line two\n').replace('line 15\n', 'line fifteen\n'));
+    expect((await lenses())[2]).toEqual([24, 'Mino: keep hunk 3 of 3 (rejected)', 'mino.keepHunk', ['t1', 'call_n', 2]]);
+    await fake.commands.executeCommand('mino.keepHunk', 't1', 'call_n', 2);
+    await settle();
+    expect(toCard().at(-1)).toEqual({ type: 'hunks', turnId: 't1', callId: 'call_n', kept: null });
+    // The card's checkboxes tell the editor (and are not echoed back).
+    firstView.webview.receive({ type: 'hunksKept', turnId: 't1', callId: 'call_n', kept: [1] });
+    await settle();
+    expect(await contentOf(lastDiff()[1])).toBe(before.replace('line 15\n', 'line fifteen\n'));
+    expect((await lenses()).map((l) => l[1])).toEqual(['Mino: keep hunk 1 of 3 (rejected)', 'Mino: reject hunk 2 of 3', 'Mino: keep hunk 3 of 3 (rejected)']);
+    expect(toCard()).toHaveLength(2);
+    // A lens decides nothing.
+    expect(client().requests.filter((r) => r.method === 'mino/approval')).toEqual([]);
+
+    firstView.webview.receive({ type: 'approval', turnId: 't1', callId: 'call_n', decision: 'approve', acceptedHunks: [0, 2] });
+    await settle();
+    expect(client().requests.filter((r) => r.method === 'mino/approval').map((r) => r.params)).toEqual([
+      { turnId: 't1', callId: 'call_n', decision: 'approve', acceptedHunks: [0, 2] },
+    ]);
+    // Answered: no lens is offered any more.
+    client().notify('mino/toolStarted', { sessionId: 's1', turnId: 't1', seq: 2, callId: 'call_n', command: 'edit_file notes.txt', approvedBy: { kind: 'user' }, sandbox: 'off' });
+    await settle();
+    expect(await lenses()).toEqual([]);
   });
 
   it('builds the proposed content of a CRLF file and of one without a final newline; a size other than the request\'s is refused', () => {

@@ -402,6 +402,64 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     expect(probe.pageErrors).toEqual([]);
   });
 
+  it('after a keyboard answer focus returns to the input, with no new line or question from the key; the next card still takes no focus', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.click();
+    await input.fill('Clean the build.');
+    await input.press('Enter');
+    await host({ type: 'sent', turnId: 'kf' });
+    await notify('mino/turnStarted', { turnId: 'kf', seq: 0, input: 'Clean the build.' });
+    await input.pressSequentially('and then');
+    const approvals = async () => (await posted()).filter((m) => m.type === 'approval');
+    const sends = async () => (await posted()).filter((m) => m.type === 'send');
+    const focused = () => page.evaluate(() => document.activeElement?.id);
+
+    // Enter on Approve (reached with Shift+Tab).
+    await notify('mino/approvalRequest', approvalRequest('kf', 'call_1', 'make', 1));
+    await page.keyboard.press('Shift+Tab');
+    await page.keyboard.press('Shift+Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Approve');
+    await page.keyboard.press('Enter');
+    expect(await approvals()).toEqual([{ type: 'approval', turnId: 'kf', callId: 'call_1', decision: 'approve' }]);
+    expect(await focused()).toBe('input');
+    expect(await input.inputValue()).toBe('and then');
+    await page.keyboard.type(' rebuild');
+    expect(await input.inputValue()).toBe('and then rebuild');
+
+    // Space on Deny.
+    await notify('mino/toolResult', { turnId: 'kf', seq: 2, callId: 'call_1', status: 'success', output: '', exitCode: 0 });
+    await notify('mino/approvalRequest', approvalRequest('kf', 'call_2', 'rm -rf build', 3));
+    expect(await focused()).toBe('input');
+    await page.keyboard.press('Shift+Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Deny');
+    await page.keyboard.press(' ');
+    expect((await approvals()).at(-1)).toEqual({ type: 'approval', turnId: 'kf', callId: 'call_2', decision: 'deny' });
+    expect(await focused()).toBe('input');
+    expect(await input.inputValue()).toBe('and then rebuild');
+
+    // A rule form's confirm, pressed with Enter.
+    await notify('mino/toolResult', { turnId: 'kf', seq: 4, callId: 'call_2', status: 'refused', output: '' });
+    await notify('mino/approvalRequest', { ...approvalRequest('kf', 'call_3', 'cargo test', 5), approvalMode: 'rules', sandbox: 'off', suggestedRule: { kind: 'prefix', command: 'cargo test' } });
+    const card = page.locator('.tool-card[data-call-id="call_3"]');
+    await card.getByRole('button', { name: 'Allow for session…' }).click();
+    await card.locator('.confirm-answer').focus();
+    await page.keyboard.press('Enter');
+    expect((await approvals()).at(-1)).toMatchObject({ callId: 'call_3', decision: 'allowSession' });
+    expect(await focused()).toBe('input');
+
+    // Typed ahead into the returned focus while the next card arrives: nothing is answered or sent.
+    await notify('mino/toolResult', { turnId: 'kf', seq: 6, callId: 'call_3', status: 'success', output: '', exitCode: 0 });
+    const before = (await approvals()).length;
+    await notify('mino/approvalRequest', approvalRequest('kf', 'call_4', 'make install', 7));
+    await page.keyboard.press('Enter');
+    await page.keyboard.press(' ');
+    expect(await approvals()).toHaveLength(before);
+    expect(await sends()).toHaveLength(1);
+    expect(await focused()).toBe('input');
+    expect(await page.locator('.tool-card[data-call-id="call_4"] .badge').textContent()).toBe('waiting for approval');
+  });
+
   it('a click that did not come from a key pressed on the button itself does not approve', async () => {
     await ready();
     await notify('mino/turnStarted', { turnId: 'k2', seq: 0, input: 'Go.' });
@@ -1404,6 +1462,72 @@ describe.skipIf(skip)('editor context', () => {
     expect(await page.locator('[data-turn-id="ctx1"] .msg.user .text').textContent()).toBe(question);
   });
 
+  it('@ in the input offers the selection, the active file and workspace files; Enter or a click adds one as a chip and sends nothing; Escape only closes the menu', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.click();
+    const queries = async () => (await posted()).filter((m) => m.type === 'mentions').map((m) => m.query);
+    const adds = async () => (await posted()).filter((m) => m.type === 'addContext');
+    const files = [
+      { kind: 'selection', label: 'Selection: src/main.rs:3-9', path: 'src/main.rs' },
+      { kind: 'activeFile', label: 'Active file: src/main.rs', path: 'src/main.rs' },
+      { kind: 'file', label: 'src/main.rs', path: 'src/main.rs' },
+      { kind: 'file', label: 'docs/manual.md', path: 'docs/manual.md' },
+    ];
+    await input.pressSequentially('Explain @ma');
+    expect(await queries()).toEqual(['', 'm', 'ma']);
+    // A late answer to an earlier query is not shown.
+    await host({ type: 'mentions', query: 'm', items: files });
+    expect(await page.locator('#mentions').isVisible()).toBe(false);
+    await host({ type: 'mentions', query: 'ma', items: files.slice(2) });
+    const options = page.locator('#mentions [role="option"]');
+    expect(await options.allTextContents()).toEqual(['src/main.rs', 'docs/manual.md']);
+    expect(await input.getAttribute('aria-expanded')).toBe('true');
+    expect(await options.nth(0).getAttribute('aria-selected')).toBe('true');
+    await page.keyboard.press('ArrowDown');
+    expect(await options.nth(1).getAttribute('aria-selected')).toBe('true');
+    await page.keyboard.press('Enter');
+    // Chosen: the @word leaves the text, the file is asked for, nothing is sent.
+    expect(await adds()).toEqual([{ type: 'addContext', source: 'file', path: 'docs/manual.md' }]);
+    expect(await input.inputValue()).toBe('Explain ');
+    expect((await posted()).filter((m) => m.type === 'send')).toEqual([]);
+    expect(await page.locator('#mentions').isVisible()).toBe(false);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('input');
+    await host({ type: 'context', items: [{ path: 'docs/manual.md', language: 'markdown', text: '# Manual\n' }] });
+    expect(await page.locator('#chips .chip-label').allTextContents()).toEqual(['docs/manual.md']);
+
+    // The selection, by a click.
+    await input.pressSequentially('and @');
+    await host({ type: 'mentions', query: '', items: files });
+    await page.locator('#mentions [role="option"]', { hasText: 'Selection: src/main.rs:3-9' }).click();
+    expect((await adds()).at(-1)).toEqual({ type: 'addContext', source: 'selection' });
+    expect(await input.inputValue()).toBe('Explain and ');
+    await host({ type: 'context', items: [{ path: 'src/main.rs', language: 'rust', text: 'fn main() {}\n', startLine: 3, endLine: 9 }] });
+    expect(await page.locator('#chips .chip-label').allTextContents()).toEqual(['docs/manual.md', 'src/main.rs:3-9']);
+
+    // Escape closes the menu and leaves the text; it does not cancel the running turn.
+    await notify('mino/turnStarted', { turnId: 'm1', seq: 0, input: 'earlier' });
+    await input.pressSequentially('@do');
+    await host({ type: 'mentions', query: 'do', items: files.slice(3) });
+    expect(await page.locator('#mentions').isVisible()).toBe(true);
+    await page.keyboard.press('Escape');
+    expect(await page.locator('#mentions').isVisible()).toBe(false);
+    expect(await input.inputValue()).toBe('Explain and @do');
+    expect((await posted()).filter((m) => m.type === 'cancel')).toEqual([]);
+    // An e-mail address is not a mention.
+    await notify('mino/turnEnded', { turnId: 'm1', seq: 1, status: 'completed' });
+    await input.fill('');
+    await input.pressSequentially('mail me@example.org');
+    expect((await queries()).at(-1)).toBe('do');
+
+    // Sent: the question carries both as fenced blocks, as Add Selection does.
+    await input.fill('Explain these');
+    await input.press('Enter');
+    const sent = (await posted()).filter((m) => m.type === 'send').at(-1);
+    expect(sent.text).toContain('Context: docs/manual.md\n```markdown\n# Manual\n```');
+    expect(sent.text).toContain('Context: src/main.rs, lines 3-9\n```rust\nfn main() {}\n```');
+  });
+
   it('a refused question keeps its chips; a context error is shown below the input', async () => {
     await ready();
     await host({ type: 'context', items: [{ path: 'a.rs', language: 'rust', text: 'fn a() {}' }] });
@@ -1533,8 +1657,12 @@ describe.skipIf(skip)('long histories', () => {
     expect(await last.locator('h2').textContent()).toBe('Answer 199');
     expect(await first.locator('h2').count()).toBe(0);
     expect(await first.textContent()).toBe('## Answer 0\n\nSome **bold** text.');
-    await page.locator('#transcript').evaluate((t) => (t.scrollTop = 0));
-    await expect.poll(() => first.locator('h2').count()).toBe(1);
+    // The person scrolls to the top.
+    await page.locator('#transcript').hover();
+    await expect.poll(async () => {
+      await page.mouse.wheel(0, -100000);
+      return first.locator('h2').count();
+    }).toBe(1);
     expect(await first.locator('strong').textContent()).toBe('bold');
   });
 });
@@ -1559,7 +1687,8 @@ describe.skipIf(skip)('edits in the card', () => {
   /** Each row of the card's hunks: [old no., new no., sign, text] (a hunk header as one cell). */
   async function hunkRows(card: ReturnType<Page['locator']>): Promise<string[][]> {
     return card.locator('.diff-table tr').evaluateAll((rows) =>
-      rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+      // A header's "Keep" checkbox (an edit waiting, of several hunks) is not part of its text.
+      rows.map((r) => [...r.querySelectorAll('td')].map((td) => (td.querySelector('.hunk-header-text') ?? td).textContent ?? '')));
   }
 
   it('an edit card shows the tool, path, new file or not, size and the hunks with line numbers, instead of directory, environment and limits', async () => {
@@ -1626,6 +1755,85 @@ describe.skipIf(skip)('edits in the card', () => {
     expect(await warning.evaluate((el) => getComputedStyle(el).fontWeight)).toBe('600');
     expect(await page.getByRole('group', { name: 'Mino asks to edit: /home/me/.bashrc (outside the workspace)' }).count()).toBe(1);
     expect(await page.locator('#announcer').textContent()).toContain('outside the workspace');
+  });
+
+  it('hunks can be dropped before approving: Approve then sends the kept ones, Review diff shows them, a rule is not offered, nothing typed ahead toggles them', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.click();
+    await notify('mino/turnStarted', { sessionId: 's1', turnId: 'h1', seq: 0, input: 'Use u64.' });
+    await notify('mino/approvalRequest', { ...editRequest('h1', 'call_h', 1, { path: 'src/lib.rs', size: 600, diff: TWO_HUNKS }), approvalMode: 'rules', suggestedRule: { kind: 'path', pattern: 'src/lib.rs' } });
+    const card = page.locator('.tool-card[data-call-id="call_h"]');
+    const boxes = card.locator('.hunk-keep-box');
+    expect(await boxes.count()).toBe(2);
+    expect(await boxes.evaluateAll((b) => b.map((x) => (x as HTMLInputElement).checked))).toEqual([true, true]);
+    const answers = async () => (await posted()).filter((m) => m.type === 'approval' || m.type === 'reviewEdit');
+    // Keys typed for the input toggle nothing: no checkbox took focus.
+    await page.keyboard.press(' ');
+    await page.keyboard.press('Enter');
+    expect(await boxes.evaluateAll((b) => b.map((x) => (x as HTMLInputElement).checked))).toEqual([true, true]);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('input');
+
+    // Drop the second hunk.
+    await card.getByRole('checkbox', { name: /Keep hunk 2 of 2/ }).click();
+    expect(await card.locator('.question').textContent()).toBe('Apply 1 of 2 hunks of this edit?');
+    expect(await card.locator('.hunk-note').textContent()).toContain('the others are rejected');
+    // The rejected hunk stays in sight, struck through.
+    expect(await card.locator('tr.rejected').count()).toBe(6);
+    mkdirSync(path.join(OUT, 'screenshots'), { recursive: true });
+    await card.screenshot({ path: path.join(OUT, 'screenshots', 'edit-hunks.png') });
+    // A rule would cover the whole edit: not offered while hunks are dropped.
+    expect(await card.getByRole('button', { name: 'Allow for session…' }).isDisabled()).toBe(true);
+    await card.getByRole('button', { name: 'Review diff' }).click();
+    expect(await answers()).toEqual([{ type: 'reviewEdit', turnId: 'h1', callId: 'call_h', acceptedHunks: [0] }]);
+    // None kept: Approve cannot be pressed, Deny can.
+    await card.getByRole('checkbox', { name: /Keep hunk 1 of 2/ }).click();
+    expect(await card.getByRole('button', { name: 'Approve' }).isDisabled()).toBe(true);
+    expect(await card.locator('.hunk-note').textContent()).toBe('No hunk kept: Deny to write nothing.');
+    await card.getByRole('checkbox', { name: /Keep hunk 2 of 2/ }).click();
+    expect(await card.getByRole('button', { name: 'Approve' }).isDisabled()).toBe(false);
+    await card.getByRole('button', { name: 'Approve' }).click();
+    expect((await answers()).at(-1)).toEqual({ type: 'approval', turnId: 'h1', callId: 'call_h', decision: 'approve', acceptedHunks: [1] });
+    // Answered: the choice is over.
+    expect(await boxes.evaluateAll((b) => b.map((x) => (x as HTMLInputElement).disabled))).toEqual([true, true]);
+
+    // Keeping every hunk approves the whole edit, as before.
+    await notify('mino/toolResult', { sessionId: 's1', turnId: 'h1', seq: 2, callId: 'call_h', status: 'success', output: 'Edited.', diff: TWO_HUNKS });
+    await notify('mino/approvalRequest', editRequest('h1', 'call_w', 3, { path: 'src/lib.rs', size: 600, diff: TWO_HUNKS }));
+    const whole = page.locator('.tool-card[data-call-id="call_w"]');
+    await whole.getByRole('checkbox', { name: /Keep hunk 1 of 2/ }).click();
+    await whole.getByRole('checkbox', { name: /Keep hunk 1 of 2/ }).click();
+    expect(await whole.locator('.question').textContent()).toBe('Apply this edit?');
+    await whole.getByRole('button', { name: 'Approve' }).click();
+    expect((await answers()).at(-1)).toEqual({ type: 'approval', turnId: 'h1', callId: 'call_w', decision: 'approve' });
+    // A one-hunk edit has nothing to drop.
+    await notify('mino/toolResult', { sessionId: 's1', turnId: 'h1', seq: 4, callId: 'call_w', status: 'success', output: 'Edited.', diff: TWO_HUNKS });
+    await notify('mino/approvalRequest', editRequest('h1', 'call_m', 5, { path: 'shopping.txt', size: 22, diff: MILK_DIFF }));
+    expect(await page.locator('.tool-card[data-call-id="call_m"] .hunk-keep-box').count()).toBe(0);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it("the card's Keep checkboxes and the diff editor's lenses stay one choice: a toggle posts hunksKept, a hunks message sets the checkboxes", async () => {
+    await ready();
+    await notify('mino/turnStarted', { sessionId: 's1', turnId: 'h2', seq: 0, input: 'Use u64.' });
+    await notify('mino/approvalRequest', editRequest('h2', 'call_k', 1, { path: 'src/lib.rs', size: 600, diff: TWO_HUNKS }));
+    const card = page.locator('.tool-card[data-call-id="call_k"]');
+    const checked = () => card.locator('.hunk-keep-box').evaluateAll((b) => b.map((x) => (x as HTMLInputElement).checked));
+    await card.getByRole('checkbox', { name: /Keep hunk 1 of 2/ }).click();
+    expect((await posted()).filter((m) => m.type === 'hunksKept')).toEqual([{ type: 'hunksKept', turnId: 'h2', callId: 'call_k', kept: [1] }]);
+    // Kept again from the diff editor.
+    await host({ type: 'hunks', turnId: 'h2', callId: 'call_k', kept: null });
+    expect(await checked()).toEqual([true, true]);
+    expect(await card.locator('.question').textContent()).toBe('Apply this edit?');
+    // Rejected there: the card says so, and Approve sends the kept one.
+    await host({ type: 'hunks', turnId: 'h2', callId: 'call_k', kept: [0] });
+    expect(await checked()).toEqual([true, false]);
+    expect(await card.locator('.question').textContent()).toBe('Apply 1 of 2 hunks of this edit?');
+    await card.getByRole('button', { name: 'Approve' }).click();
+    expect((await posted()).filter((m) => m.type === 'approval')).toEqual([{ type: 'approval', turnId: 'h2', callId: 'call_k', decision: 'approve', acceptedHunks: [0] }]);
+    // Answered: a late message changes nothing.
+    await host({ type: 'hunks', turnId: 'h2', callId: 'call_k', kept: null });
+    expect(await checked()).toEqual([true, false]);
   });
 
   it('Review diff posts reviewEdit and never approves; keys typed ahead for the input press neither it nor Approve', async () => {
@@ -1796,4 +2004,192 @@ describe.skipIf(skip)('screenshots of an edit card', () => {
       });
     }
   }
+});
+
+describe.skipIf(skip)('following the conversation', () => {
+  const longTurns = (n: number) => Array.from({ length: n }, (_, i) => ({
+    turnId: `fh${i}`, input: `Question ${i}`, text: `## Answer ${i}\n\n` + 'A line of the answer.\n\n'.repeat(6), status: 'completed', calls: [], notices: [],
+  }));
+
+  /** Where the transcript stands: at its end, and whether `selector` is inside its visible part. */
+  async function view(selector: string) {
+    return page.evaluate((sel) => {
+      const t = document.getElementById('transcript')!;
+      const el = document.querySelector(sel);
+      const box = t.getBoundingClientRect();
+      const r = el?.getBoundingClientRect();
+      return {
+        atEnd: t.scrollHeight - t.scrollTop - t.clientHeight < 4,
+        visible: !!r && r.bottom > box.top && r.top < box.bottom,
+        scrollTop: t.scrollTop,
+      };
+    }, selector);
+  }
+
+  /**
+   * Types and sends a question as the person does; once the turn starts, the
+   * question is in sight; then plays the server's answer to it (which may be
+   * long enough to push the question off the top: the end is followed).
+   */
+  async function ask(turnId: string, question: string, deltas: string[]) {
+    await page.locator('#input').fill(question);
+    await page.locator('#input').press('Enter');
+    await host({ type: 'sent', turnId });
+    await notify('mino/turnStarted', { turnId, seq: 0, input: question });
+    await expect.poll(() => view(`[data-turn-id="${turnId}"] .msg.user`)).toMatchObject({ visible: true });
+    for (const [i, delta] of deltas.entries()) await notify('mino/textDelta', { turnId, seq: i + 1, delta });
+  }
+
+  const paragraphs = (n: number, word: string) => Array.from({ length: n }, (_, i) => `${word} paragraph ${i}.\n\n`);
+
+  it('a question sent after opening a long session is scrolled to, and its answer followed to the end', async () => {
+    await ready();
+    await host({ type: 'history', history: { sessionId: 's1', turns: longTurns(200) } });
+    await expect.poll(async () => (await view('[data-turn-id="fh199"]')).atEnd).toBe(true);
+    await ask('fn1', 'One more question', paragraphs(30, 'Long'));
+    await expect.poll(async () => (await view('[data-turn-id="fn1"]')).atEnd).toBe(true);
+  });
+
+  it('stops following when the person scrolls up, and follows again once they are back at the end', async () => {
+    await ready();
+    await host({ type: 'history', history: { sessionId: 's1', turns: longTurns(20) } });
+    await ask('fs1', 'Explain it', paragraphs(20, 'First'));
+    await expect.poll(async () => (await view('[data-turn-id="fs1"]')).atEnd).toBe(true);
+    // The person scrolls up to read.
+    await page.locator('#transcript').hover();
+    await page.mouse.wheel(0, -1500);
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(false);
+    const readingAt = (await view('#transcript')).scrollTop;
+    for (const [i, delta] of paragraphs(10, 'More').entries()) await notify('mino/textDelta', { turnId: 'fs1', seq: 100 + i, delta });
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    expect((await view('#transcript')).scrollTop).toBe(readingAt);
+    // Back at the end: the answer is followed again.
+    await page.mouse.wheel(0, 100000);
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(true);
+    for (const [i, delta] of paragraphs(10, 'Last').entries()) await notify('mino/textDelta', { turnId: 'fs1', seq: 200 + i, delta });
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(true);
+    await expect.poll(() => view('[data-turn-id="fs1"] .assistant-text p:last-child')).toMatchObject({ visible: true });
+  });
+
+  it('a question sent while the person had scrolled up is scrolled to', async () => {
+    await ready();
+    await host({ type: 'history', history: { sessionId: 's1', turns: longTurns(30) } });
+    await page.locator('#transcript').hover();
+    await page.mouse.wheel(0, -3000);
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(false);
+    await ask('fu1', 'And now?', paragraphs(8, 'Answer'));
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(true);
+  });
+
+  it('after a reload, the history opens at its end and a new question is followed', async () => {
+    await ready();
+    await host({ type: 'history', history: { sessionId: 's1', turns: longTurns(60) } });
+    await page.reload();
+    await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === 'ready'));
+    await host({ type: 'server', state: 'ready' });
+    await host({ type: 'history', history: { sessionId: 's1', turns: longTurns(60) } });
+    await expect.poll(async () => (await view('[data-turn-id="fh59"]')).atEnd).toBe(true);
+    await ask('fr1', 'After the reload', paragraphs(20, 'Reloaded'));
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(true);
+  });
+
+  it('after acknowledging a recovery, a new question is scrolled to and followed', async () => {
+    await ready();
+    const turns = longTurns(40);
+    turns.push({ turnId: 'fg1', input: 'Deploy', text: '', status: 'interrupted', calls: [
+      { callId: 'c1', command: 'make deploy', result: { status: 'unknown', output: '' } },
+    ] as any, notices: [] });
+    await host({ type: 'history', history: { sessionId: 's1', turns } });
+    await notify('mino/recovery', {
+      sessionId: 's1',
+      turns: [{ turnId: 'fg1', status: 'interrupted', calls: [{ callId: 'c1', command: 'make deploy', result: { status: 'unknown', output: '' } }] }],
+      acknowledgementRequired: true, unacknowledgedTurnIds: ['fg1'], repairs: [],
+    });
+    await page.locator('#ack-yes').click();
+    await host({ type: 'acknowledged', turnIds: ['fg1'] });
+    await ask('fa1', 'Did it deploy?', paragraphs(20, 'Checked'));
+    await expect.poll(async () => (await view('#transcript')).atEnd).toBe(true);
+  });
+});
+
+describe.skipIf(skip)('a 200 px side bar', () => {
+  /**
+   * Every element of `selector` inside the panel: none reaches past the
+   * right edge of its card or the panel, and no text is cut inside its box
+   * (a button's or label's content wider than the box, hidden by overflow).
+   */
+  async function overflowing(selector: string, width: number) {
+    return page.evaluate(({ sel, width }) => {
+      const bad: string[] = [];
+      for (const root of document.querySelectorAll(sel)) {
+        const rootBox = root.getBoundingClientRect();
+        for (const el of [root, ...root.querySelectorAll('*')] as HTMLElement[]) {
+          const r = el.getBoundingClientRect();
+          if (r.width === 0 && r.height === 0) continue;
+          const name = `${el.tagName.toLowerCase()}.${el.className} "${(el.textContent || '').slice(0, 30)}"`;
+          if (r.right > Math.min(rootBox.right, width) + 1) bad.push(`${name} ends at ${Math.round(r.right)} (card ${Math.round(rootBox.right)})`);
+          const style = getComputedStyle(el);
+          const clips = style.overflowX !== 'visible' || style.textOverflow === 'ellipsis';
+          // A scrolling code box (the command, output, diff) may scroll, and a text field scrolls what
+          // is typed in it (all of it editable); labels and buttons may not clip.
+          const scrolls = ['PRE', 'CODE', 'TABLE', 'INPUT'].includes(el.tagName) || el.closest('pre, .diff-hunks, .env-table');
+          // A header's title or a chip's label may give way to an ellipsis when it says all of it on hover.
+          const titled = el.closest('[title]')?.getAttribute('title')?.includes((el.textContent || '').trim());
+          if (clips && !scrolls && !titled && el.scrollWidth > el.clientWidth + 1) bad.push(`${name} clips its text (${el.scrollWidth} > ${el.clientWidth})`);
+        }
+      }
+      if (document.documentElement.scrollWidth > width) bad.push(`the page scrolls sideways (${document.documentElement.scrollWidth} > ${width})`);
+      return bad;
+    }, { sel: selector, width });
+  }
+
+  it('the approval card, its rule forms and an edit card fit: nothing overflows or is cut (screenshots)', async () => {
+    const width = 200;
+    await page.setViewportSize({ width, height: 1400 });
+    await ready();
+    await host({ type: 'session', session: { sessionId: 's1', title: 'A rather long session title for a narrow bar' } });
+    await host({ type: 'modes', approvalMode: 'ask', sandbox: 'workspace-write' });
+    await host({ type: 'model', model: 'gpt-5.1-codex-mini' });
+    await notify('mino/turnStarted', { turnId: 'w1', seq: 0, input: 'Clean the build directory.' });
+    await notify('mino/approvalRequest', {
+      ...approvalRequest('w1', 'wc1', 'rm -rf build/intermediate-artifacts', 1),
+      sandbox: 'workspace-write', approvalMode: 'ask', suggestedRule: { kind: 'prefix', command: 'rm -rf' },
+    });
+    const card = page.locator('.tool-card[data-call-id="wc1"]');
+    expect(await overflowing('.tool-card', width)).toEqual([]);
+    // Each fact's value is below its label, across the card, not squeezed into a column beside it.
+    const squeezed = await card.evaluate((c) => {
+      const inner = c.getBoundingClientRect().width - 20;
+      return [...c.querySelectorAll('.tool-meta dd')]
+        .filter((dd) => dd.getBoundingClientRect().width < inner * 0.8)
+        .map((dd) => (dd.textContent || '').slice(0, 30));
+    });
+    expect(squeezed).toEqual([]);
+    const dir = path.join(OUT, 'screenshots');
+    mkdirSync(dir, { recursive: true });
+    await page.screenshot({ path: path.join(dir, 'panel-200-card.png'), fullPage: true });
+    for (const choice of ['Allow for session…', 'Always allow in workspace…', 'Deny for session…', 'Deny for workspace…', 'Deny with reason…']) {
+      await card.getByRole('button', { name: choice }).click();
+      expect(await overflowing('.tool-card', width), choice).toEqual([]);
+    }
+    await card.getByRole('button', { name: 'Allow for session…' }).click();
+    await page.screenshot({ path: path.join(dir, 'panel-200-rule-form.png'), fullPage: true });
+
+    await notify('mino/approvalRequest', {
+      turnId: 'w1', seq: 2, callId: 'wc2', command: 'edit_file src/components/navigation/sidebar.tsx', directory: '/home/me/project',
+      environment: {}, limits: { timeoutSeconds: 0, outputLimitBytes: 0 }, sandbox: 'off', approvalMode: 'rules',
+      suggestedRule: { kind: 'path', pattern: 'src/components/navigation/sidebar.tsx' },
+      edit: {
+        tool: 'edit_file', path: 'src/components/navigation/sidebar.tsx', newFile: false, size: 2048, leavesWorkspace: false,
+        diff: '--- a/src/components/navigation/sidebar.tsx\n+++ b/src/components/navigation/sidebar.tsx\n@@ -1,3 +1,3 @@\n import x from "y";\n-const width = 300;\n+const width = 200;\n export default x;\n',
+      },
+    });
+    const edit = page.locator('.tool-card[data-call-id="wc2"]');
+    await edit.getByRole('button', { name: 'Always allow in workspace…' }).click();
+    expect(await overflowing('.tool-card', width)).toEqual([]);
+    expect(await overflowing('#session-header', width)).toEqual([]);
+    expect(await overflowing('#composer', width)).toEqual([]);
+    await edit.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(dir, 'panel-200-edit.png'), fullPage: true });
+  });
 });

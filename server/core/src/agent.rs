@@ -231,6 +231,11 @@ pub enum AgentError {
     /// approve a different command.
     #[error("call {call_id} of turn {turn_id} is not waiting for approval; a decision must name the turnId and callId of the pending mino/approvalRequest")]
     NoPendingApproval { turn_id: String, call_id: String },
+    /// A decision accepting some hunks that cannot apply to the call
+    /// waiting (a command, no hunk, a hunk the diff lacks); nothing was
+    /// decided and the call still waits.
+    #[error("{0}; nothing was decided and the call still waits")]
+    BadHunks(String),
     #[error("no running turn {0}")]
     UnknownTurn(String),
     #[error("the server is shutting down: its client is gone")]
@@ -320,6 +325,9 @@ impl RunningTurn {
 
 struct PendingApproval {
     call_id: String,
+    /// An edit's proposal: how many hunks its diff has (a decision may
+    /// accept some of them); `None` for a command.
+    edit_hunks: Option<usize>,
     decision: oneshot::Sender<Decision>,
 }
 
@@ -337,12 +345,21 @@ pub enum Decision {
     Allow(Rule),
     /// Deny, and grant `rule`, a deny rule (journaled before it applies).
     DenyWithRule(Rule),
+    /// Approve only these hunks of an edit's proposed diff (0-based, in the
+    /// diff's order): the rest are rejected and not written. Only for an
+    /// edit; [`Agent::decide`] refuses it for a command and checks the
+    /// indices against the proposal.
+    ApproveHunks(Vec<usize>),
 }
 
 /// A [`Decision`] once the rule it grants is on file.
 enum Answer {
     Approve,
-    Deny { reason: Option<String> },
+    /// An edit approved in part (see [`Decision::ApproveHunks`]).
+    ApproveHunks(Vec<usize>),
+    Deny {
+        reason: Option<String>,
+    },
 }
 
 impl From<ApprovalDecision> for Decision {
@@ -792,11 +809,27 @@ impl Agent {
     /// a denial, a rule to grant).
     pub fn decide(&self, turn_id: &str, call_id: &str, decision: Decision) -> Result<(), AgentError> {
         let refused = || AgentError::NoPendingApproval { turn_id: turn_id.to_string(), call_id: call_id.to_string() };
-        let pending = lock(&self.inner.running)
+        let mut running = lock(&self.inner.running);
+        let turn = running
             .as_mut()
             .filter(|turn| turn.turn_id == turn_id && !turn.compaction && !turn.cancel.is_cancelled())
-            .and_then(|turn| turn.approval.take_if(|pending| pending.call_id == call_id))
             .ok_or_else(refused)?;
+        let waiting = turn.approval.as_ref().filter(|pending| pending.call_id == call_id).ok_or_else(refused)?;
+        if let Decision::ApproveHunks(hunks) = &decision {
+            let Some(of) = waiting.edit_hunks else {
+                return Err(AgentError::BadHunks(format!(
+                    "call {call_id} is a command, not an edit: only an edit's hunks can be accepted"
+                )));
+            };
+            if hunks.is_empty() {
+                return Err(AgentError::BadHunks(edit::NarrowError::NoneAccepted.to_string()));
+            }
+            if let Some(&index) = hunks.iter().find(|&&i| i >= of) {
+                return Err(AgentError::BadHunks(edit::NarrowError::OutOfRange { index, of }.to_string()));
+            }
+        }
+        let pending = turn.approval.take().ok_or_else(refused)?;
+        drop(running);
         pending.decision.send(decision).map_err(|_| refused())
     }
 
@@ -1334,7 +1367,7 @@ impl Agent {
                 facts,
             )
         };
-        let decision = self.wait_for_decision(turn_id, call_id, request, cancel).await;
+        let decision = self.wait_for_decision(turn_id, call_id, None, request, cancel).await;
         match self.grant_rule(turn_id, call_id, decision).await? {
             None => {
                 self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::CANCELLED_BEFORE_START, None)
@@ -1347,6 +1380,11 @@ impl Agent {
             }
             Some(Answer::Approve) => {
                 self.run_approved(turn_id, call_id, &command, (None, Vec::new()), sandbox, cancel).await
+            }
+            // `decide` refuses hunks for a command; were one to arrive, nothing runs.
+            Some(Answer::ApproveHunks(_)) => {
+                self.record_denial(turn_id, call_id, None, outputs::REFUSED, facts).await?;
+                Ok(false)
             }
         }
     }
@@ -1364,6 +1402,7 @@ impl Agent {
         let (rule, left) = match decision {
             None => return Ok(None),
             Some(Decision::Approve) => return Ok(Some(Answer::Approve)),
+            Some(Decision::ApproveHunks(hunks)) => return Ok(Some(Answer::ApproveHunks(hunks))),
             Some(Decision::Deny { reason }) => return Ok(Some(Answer::Deny { reason })),
             Some(Decision::Allow(rule)) => (rule, Answer::Approve),
             Some(Decision::DenyWithRule(rule)) => (rule, Answer::Deny { reason: None }),
@@ -1668,9 +1707,29 @@ impl Agent {
             Some(RuleDecision::Denied(rules)) => return self.deny_by_rules(turn_id, call_id, rules).await,
             Some(RuleDecision::Allowed(rules)) => (Some(Answer::Approve), rules),
             None => {
-                let decision = self.wait_for_decision(turn_id, call_id, request, cancel).await;
+                let hunks = Some(proposal.hunk_count());
+                let decision = self.wait_for_decision(turn_id, call_id, hunks, request, cancel).await;
                 (self.grant_rule(turn_id, call_id, decision).await?, Vec::new())
             }
+        };
+        // Approved in part: the proposal becomes the accepted hunks alone,
+        // computed from the content it was made from, and that is what is
+        // journaled (the approval names the hunks, tool_start hashes the
+        // narrowed content) and written.
+        let (decision, proposal, accepted_hunks) = match decision {
+            Some(Answer::ApproveHunks(hunks)) => match proposal.narrowed(&hunks) {
+                Ok(narrowed) => {
+                    let accepted = narrowed.narrowed.as_ref().map(|n| n.accepted.iter().map(|&i| i as u32).collect());
+                    (Some(Answer::Approve), narrowed, accepted)
+                }
+                // Checked by `decide`; were it not, nothing is written.
+                Err(why) => {
+                    let output = format!("Not applied: {why}. Nothing was written.");
+                    self.save_result(turn_id, call_id, ToolStatus::Failed, &output, None).await?;
+                    return Ok(false);
+                }
+            },
+            other => (other, proposal, None),
         };
         let approved_by = (!rules.is_empty()).then_some(ApprovedBy::Rule);
         let approver = Approver::of(approved_by, &rules);
@@ -1684,10 +1743,17 @@ impl Agent {
                 self.record_denial(turn_id, call_id, reason, outputs::EDIT_REFUSED, ApprovalFacts::default()).await?;
                 Ok(false)
             }
+            // Made plain above, with the proposal narrowed; were it not, nothing is written.
+            Some(Answer::ApproveHunks(_)) => {
+                let output = "Not applied: the accepted hunks were not applied to the proposal. Nothing was written.";
+                self.save_result(turn_id, call_id, ToolStatus::Failed, output, None).await?;
+                Ok(false)
+            }
             Some(Answer::Approve) => {
                 let (t, c, start) = (turn_id.to_string(), call_id.to_string(), proposal.start_record());
+                let facts = ApprovalFacts { accepted_hunks, ..ApprovalFacts::default() };
                 self.with_session_io(move |s| {
-                    s.record_approval(&t, &c, ApprovalDecision::Approved, approved_by, rules)?;
+                    s.record_approval_of(&t, &c, ApprovalDecision::Approved, (approved_by, rules), facts)?;
                     s.record_edit_start(&t, &c, start, &directory)
                 })
                 .await?;
@@ -1742,12 +1808,13 @@ impl Agent {
         &self,
         turn_id: &str,
         call_id: &str,
+        edit_hunks: Option<usize>,
         request: AgentEvent,
         cancel: &CancellationToken,
     ) -> Option<Decision> {
         let (sender, receiver) = oneshot::channel();
         if let Some(turn) = lock(&self.inner.running).as_mut() {
-            turn.approval = Some(PendingApproval { call_id: call_id.to_string(), decision: sender });
+            turn.approval = Some(PendingApproval { call_id: call_id.to_string(), edit_hunks, decision: sender });
         }
         debug_assert!(matches!(&request, AgentEvent::ApprovalRequest { turn_id: t, .. } if t == turn_id));
         self.emit(request);

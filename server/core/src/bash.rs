@@ -164,6 +164,7 @@ impl BashTool {
             cwd: Some(self.cwd().display().to_string()),
             environment: Some(self.environment().clone()),
             limits: Some(self.limits().recorded()),
+            accepted_hunks: None,
         }
     }
 

@@ -231,6 +231,7 @@ fn agent_error(e: AgentError) -> Error {
                 AgentError::NoPendingApproval { turn_id: turn_id.clone(), call_id: call_id.clone() }.to_string();
             error_with(code::NO_PENDING_APPROVAL, message, json!({ "turnId": turn_id, "callId": call_id }))
         }
+        e @ AgentError::BadHunks(_) => invalid_params(e.to_string()),
         AgentError::UnknownTurn(turn_id) => {
             let message = AgentError::UnknownTurn(turn_id.clone()).to_string();
             error_with(code::UNKNOWN_TURN, message, json!({ "turnId": turn_id }))
@@ -342,6 +343,14 @@ const MAX_DENIAL_REASON: usize = 4096;
 fn decision(params: &wire::ApprovalParams) -> Result<Decision> {
     if params.reason.is_some() && params.decision != wire::Decision::Deny {
         return Err(invalid_params("`reason` goes only with decision \"deny\""));
+    }
+    if let Some(hunks) = &params.accepted_hunks {
+        if params.decision != wire::Decision::Approve {
+            return Err(invalid_params(
+                "`acceptedHunks` goes only with decision \"approve\"; nothing was decided and the call still waits",
+            ));
+        }
+        return Ok(Decision::ApproveHunks(hunks.iter().map(|&i| i as usize).collect()));
     }
     let (scope, effect) = match params.decision {
         wire::Decision::Approve => return Ok(Decision::Approve),

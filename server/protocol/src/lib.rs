@@ -332,12 +332,27 @@ pub struct ApprovalParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub rule: Option<RuleSpec>,
+    /// Only with `approve`, for an edit: the hunks of its proposed diff
+    /// (`mino/approvalRequest`'s `edit.diff`) the person accepted, as
+    /// 0-based indices in the diff's order (its `@@` headers). The server
+    /// writes those hunks alone, applied to the content the proposal was
+    /// made from; the others are rejected. Absent: the whole edit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub accepted_hunks: Option<Vec<u32>>,
 }
 
 impl ApprovalParams {
     /// A plain approve or deny.
     pub fn new(turn_id: impl Into<String>, call_id: impl Into<String>, decision: Decision) -> Self {
-        Self { turn_id: turn_id.into(), call_id: call_id.into(), decision, reason: None, rule: None }
+        Self {
+            turn_id: turn_id.into(),
+            call_id: call_id.into(),
+            decision,
+            reason: None,
+            rule: None,
+            accepted_hunks: None,
+        }
     }
 }
 

@@ -104,6 +104,7 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
                     cwd: Some("/work".into()),
                     environment: Some(environment.clone()),
                     limits: Some(RecordedLimits { timeout_seconds: 120, output_limit_bytes: 65_536 }),
+                    accepted_hunks: None,
                 },
             },
             RecordBody::ToolStart {

@@ -395,3 +395,112 @@ async fn under_chat_completions_a_write_file_call_creates_the_file() {
     let said = requests[1].body.to_string();
     assert!(said.contains("Created notes.txt (5 bytes)."), "{said}");
 }
+
+/// Forty lines with `TODO` on lines 3, 21 and 39: far enough apart that
+/// replacing every `TODO` is a diff of three hunks.
+fn three_todos() -> String {
+    (1..=40).map(|n| if n % 18 == 3 { format!("line {n} TODO\n") } else { format!("line {n}\n") }).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edit_approved_in_part_writes_only_the_accepted_hunks_and_journals_them() {
+    let mock = MockModel::start(vec![
+        Reply::edit_file("call_1", "notes.txt", "TODO", "DONE", true),
+        Reply::text("Two of them are done."),
+    ])
+    .await
+    .expect("mock");
+    let (mut server, cwd) = started(&mock).await;
+    let before = three_todos();
+    std::fs::write(cwd.join("notes.txt"), &before).expect("write notes");
+    let turn = chat(&mut server, "Mark every TODO done.").await;
+    let request = next_approval_request(&mut server).await;
+    let edit = request.edit.expect("an edit");
+    assert_eq!(edit.diff.matches("\n@@ ").count(), 3, "three hunks: {}", edit.diff);
+
+    // Hunks that cannot apply are refused, decide nothing, and the call still waits.
+    for (params, names) in [
+        (json!({"decision": "approve", "acceptedHunks": [3]}), "hunk 3 does not exist"),
+        (json!({"decision": "approve", "acceptedHunks": []}), "no hunk was accepted"),
+        (json!({"decision": "deny", "acceptedHunks": [0]}), "goes only with decision \"approve\""),
+    ] {
+        let mut params = params;
+        params["turnId"] = json!(turn);
+        params["callId"] = json!("call_1");
+        let refused = server.request(wire::method::APPROVAL, params).await.expect_err("refused");
+        assert_eq!(refused.code, -32602, "{refused}");
+        assert!(refused.message.contains(names), "{refused}");
+    }
+    assert_eq!(read(&cwd.join("notes.txt")), before);
+
+    // The person keeps the first and the last hunk and drops the middle one.
+    server
+        .request(
+            wire::method::APPROVAL,
+            json!({"turnId": turn, "callId": "call_1", "decision": "approve", "acceptedHunks": [2, 0]}),
+        )
+        .await
+        .expect("approve two hunks");
+    let notifications = server.turn_notifications(&turn, TIMEOUT).await;
+    let result: wire::ToolResult =
+        notifications.iter().find(|n| n.method == wire::method::TOOL_RESULT).expect("a toolResult").parse();
+    assert_eq!(result.status, wire::ToolStatus::Success);
+
+    let expected = before.replace("line 3 TODO", "line 3 DONE").replace("line 39 TODO", "line 39 DONE");
+    assert_eq!(read(&cwd.join("notes.txt")), expected, "only the accepted hunks landed");
+    let diff = result.diff.expect("the diff written");
+    assert_eq!(diff.matches("\n@@ ").count(), 2, "{diff}");
+    assert!(diff.contains("+line 3 DONE") && diff.contains("+line 39 DONE") && !diff.contains("line 21"), "{diff}");
+    // The model hears that only part was written, and what.
+    let told = outputs(&mock.requests()[1].body);
+    assert_eq!(told[0].2, result.output);
+    assert!(
+        result.output.starts_with(
+            "Edited notes.txt: the person accepted 2 of the 3 hunks of the proposed diff (hunks 1 and 3) and rejected the rest"
+        ),
+        "{}",
+        result.output
+    );
+    assert!(result.output.ends_with(&diff), "{}", result.output);
+
+    // The journal holds exactly what was approved: the hunks, and the hash of the content written.
+    let journal = session_files(server.home()).pop().expect("journal");
+    let records = journal_records(&journal);
+    let approval = records.iter().find(|r| r["kind"] == "approval").expect("approval");
+    assert_eq!(approval["decision"], "approved");
+    assert_eq!(approval["accepted_hunks"], json!([0, 2]));
+    let start = records.iter().find(|r| r["kind"] == "tool_start").expect("tool_start");
+    use sha2::Digest;
+    let hash: String = sha2::Sha256::digest(expected.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(start["after_sha256"], hash);
+    assert_eq!(start["after_size"], expected.len());
+
+    // History shows the diff written, and a reopened session reads the records back.
+    let history = history(&mut server).await;
+    assert_eq!(history.turns[0].calls[0].result.as_ref().and_then(|r| r.diff.as_deref()), Some(diff.as_str()));
+    let home = server.home().to_path_buf();
+    server.kill().await;
+    let mut reopened = Server::spawn_in(&home, &mock).await;
+    let recovery = open(&mut reopened, &cwd).await;
+    assert!(recovery.turns.is_empty() && recovery.repairs.is_empty(), "{recovery:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn accepted_hunks_are_refused_for_a_command() {
+    let mock = MockModel::start(vec![Reply::call("call_1", "echo hi"), Reply::text("Done.")]).await.expect("mock");
+    let (mut server, _cwd) = started(&mock).await;
+    let turn = chat(&mut server, "Say hi.").await;
+    let _ = next_approval_request(&mut server).await;
+    let refused = server
+        .request(
+            wire::method::APPROVAL,
+            json!({"turnId": turn, "callId": "call_1", "decision": "approve", "acceptedHunks": [0]}),
+        )
+        .await
+        .expect_err("refused");
+    assert_eq!(refused.code, -32602, "{refused}");
+    assert!(refused.message.contains("is a command, not an edit"), "{refused}");
+    // It still waits: a plain denial is taken.
+    server.approval(&turn, "call_1", wire::Decision::Deny).await.expect("deny");
+    assert_eq!(end_of(&mut server, &turn).await.status, wire::TurnStatus::Completed);
+}

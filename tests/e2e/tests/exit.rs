@@ -27,6 +27,7 @@ async fn stdin_close_exits_zero_and_the_key_never_appears_in_journal_or_logs() {
                 decision: wire::Decision::Approve,
                 reason: None,
                 rule: None,
+                accepted_hunks: None,
             },
         )
         .await

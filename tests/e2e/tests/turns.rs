@@ -86,6 +86,7 @@ async fn approved_command_runs_and_its_result_goes_back_to_the_model() {
                 decision: wire::Decision::Approve,
                 reason: None,
                 rule: None,
+                accepted_hunks: None,
             },
         )
         .await
@@ -105,6 +106,7 @@ async fn approved_command_runs_and_its_result_goes_back_to_the_model() {
                 decision: wire::Decision::Approve,
                 reason: None,
                 rule: None,
+                accepted_hunks: None,
             },
         )
         .await
@@ -152,6 +154,7 @@ async fn denied_command_is_refused_and_the_model_sees_the_pair() {
                 decision: wire::Decision::Deny,
                 reason: None,
                 rule: None,
+                accepted_hunks: None,
             },
         )
         .await

@@ -30,7 +30,15 @@ reason?: string,
 /**
  * Required with `allowSession`/`allowWorkspace`/`denySession`/`denyWorkspace`: the rule to grant.
  */
-rule?: RuleSpec, };
+rule?: RuleSpec, 
+/**
+ * Only with `approve`, for an edit: the hunks of its proposed diff
+ * (`mino/approvalRequest`'s `edit.diff`) the person accepted, as
+ * 0-based indices in the diff's order (its `@@` headers). The server
+ * writes those hunks alone, applied to the content the proposal was
+ * made from; the others are rejected. Absent: the whole edit.
+ */
+acceptedHunks?: Array<number>, };
 
 export type ApprovalRequest = { turnId: string, seq: number, 
 /**

@@ -68,6 +68,38 @@ export class ThemeIcon {
 }
 
 /** A quick pick built with `createQuickPick`; the test plays the person. */
+export class ThemeColor {
+  constructor(readonly id: string) {}
+}
+
+export enum StatusBarAlignment {
+  Left = 1,
+  Right = 2,
+}
+
+/** window.createStatusBarItem: what it shows and whether it is shown. */
+export class FakeStatusBarItem {
+  name = '';
+  text = '';
+  tooltip: string | undefined;
+  command: string | undefined;
+  backgroundColor: ThemeColor | undefined;
+  accessibilityInformation: unknown;
+  visible = false;
+  disposed = false;
+  constructor(readonly id: string, readonly alignment: StatusBarAlignment, readonly priority?: number) {}
+  show(): void {
+    this.visible = true;
+  }
+  hide(): void {
+    this.visible = false;
+  }
+  dispose(): void {
+    this.visible = false;
+    this.disposed = true;
+  }
+}
+
 export class FakeQuickPick<T extends { label: string }> {
   items: readonly T[] = [];
   selectedItems: readonly T[] = [];
@@ -166,6 +198,9 @@ export const mock = {
   executed: [] as { command: string; args: unknown[] }[],
   viewProviders: new Map<string, { provider: any; options: unknown }>(),
   errorMessages: [] as { message: string; items: string[] }[],
+  statusBarItems: [] as FakeStatusBarItem[],
+  /** languages.registerCodeLensProvider. */
+  codeLensProviders: [] as { selector: unknown; provider: any }[],
   infoMessages: [] as { message: string; items: string[] }[],
   /** What showErrorMessage/showInformationMessage resolve to. */
   nextChoice: undefined as string | undefined,
@@ -205,6 +240,8 @@ export const mock = {
     this.executed.length = 0;
     this.viewProviders.clear();
     this.errorMessages.length = 0;
+    this.statusBarItems.length = 0;
+    this.codeLensProviders.length = 0;
     this.infoMessages.length = 0;
     this.nextChoice = undefined;
     this.config.clear();
@@ -311,6 +348,11 @@ function makeOutputChannel(name: string) {
 
 export const window = {
   createOutputChannel: (name: string) => makeOutputChannel(name),
+  createStatusBarItem(id: string, alignment: StatusBarAlignment, priority?: number): FakeStatusBarItem {
+    const item = new FakeStatusBarItem(id, alignment, priority);
+    mock.statusBarItems.push(item);
+    return item;
+  },
   registerWebviewViewProvider(viewType: string, provider: any, options?: unknown): Disposable {
     mock.viewProviders.set(viewType, { provider, options });
     return { dispose: () => mock.viewProviders.delete(viewType) };
@@ -409,7 +451,19 @@ export const workspace = {
   },
 };
 
+export class Range {
+  constructor(readonly startLine: number, readonly startCharacter: number, readonly endLine: number, readonly endCharacter: number) {}
+}
+
+export class CodeLens {
+  constructor(readonly range: Range, readonly command?: { title: string; command: string; arguments?: unknown[]; tooltip?: string }) {}
+}
+
 export const languages = {
+  registerCodeLensProvider(selector: unknown, provider: { provideCodeLenses(doc: FakeDocument): CodeLens[] | Promise<CodeLens[]>; onDidChangeCodeLenses?: unknown }): Disposable {
+    mock.codeLensProviders.push({ selector, provider });
+    return { dispose: () => mock.codeLensProviders.splice(mock.codeLensProviders.findIndex((p) => p.provider === provider), 1) };
+  },
   async setTextDocumentLanguage(document: FakeDocument, languageId: string): Promise<FakeDocument> {
     return new FakeDocument(document.uri, document.text, languageId);
   },

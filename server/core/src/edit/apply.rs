@@ -114,14 +114,24 @@ pub fn apply(workspace: &Workspace, proposal: &EditProposal) -> Result<Applied, 
     })?;
     fail::fail_point!("edit::after_rename");
     let synced = std::fs::File::open(dir).and_then(|d| d.sync_all());
-    let mut output = match proposal.tool {
-        EditTool::EditFile => format!(
+    let mut output = match (&proposal.narrowed, proposal.tool) {
+        (Some(narrowed), _) => format!(
+            "{} {display}: the person accepted {} of the {} hunks of the proposed diff ({}) and rejected the rest; \
+             only the accepted hunks were written. The diff below is what was written.\n\n",
+            if proposal.new_file { "Created" } else { "Edited" },
+            narrowed.accepted.len(),
+            narrowed.of,
+            hunk_list(&narrowed.accepted),
+        ),
+        (None, EditTool::EditFile) => format!(
             "Edited {display}: replaced {} occurrence{} of old_text.\n\n",
             proposal.replacements,
             if proposal.replacements == 1 { "" } else { "s" }
         ),
-        EditTool::WriteFile if proposal.new_file => format!("Created {display} ({} bytes).\n\n", proposal.after.size),
-        EditTool::WriteFile => format!("Wrote {display} ({} bytes).\n\n", proposal.after.size),
+        (None, EditTool::WriteFile) if proposal.new_file => {
+            format!("Created {display} ({} bytes).\n\n", proposal.after.size)
+        }
+        (None, EditTool::WriteFile) => format!("Wrote {display} ({} bytes).\n\n", proposal.after.size),
     };
     output.push_str(&capped_diff(&proposal.diff));
     if let Err(e) = &synced {
@@ -131,4 +141,15 @@ pub fn apply(workspace: &Workspace, proposal: &EditProposal) -> Result<Applied, 
         ));
     }
     Ok(Applied { diff: proposal.diff.clone(), output, durable: synced.is_ok() })
+}
+
+/// `hunk 1`, `hunks 1 and 3`, `hunks 1, 2 and 4`: numbered from 1, as a
+/// person (and the model) counts them.
+fn hunk_list(accepted: &[usize]) -> String {
+    let names: Vec<String> = accepted.iter().map(|i| (i + 1).to_string()).collect();
+    match names.as_slice() {
+        [one] => format!("hunk {one}"),
+        [rest @ .., last] => format!("hunks {} and {last}", rest.join(", ")),
+        [] => "no hunks".to_string(),
+    }
 }

@@ -338,6 +338,15 @@ pub struct EditProposal {
     /// content, headed `a/<path>` / `b/<path>` with the path relative to the
     /// workspace when inside it: what the person approves.
     pub diff: String,
+    /// Each hunk of `diff`, in its order: the bytes of the content before
+    /// that it replaces and what replaces them, so that the edit can be
+    /// narrowed to some hunks ([`EditProposal::narrowed`]).
+    hunks: Vec<HunkEdit>,
+    /// Set when the person accepted only some hunks of the proposed diff:
+    /// this proposal is those hunks alone.
+    pub narrowed: Option<Narrowed>,
+    /// The path as the diff's headers name it.
+    display_path: String,
     /// The file's permission bits now (`None` for a new file), kept by [`apply`].
     mode: Option<u32>,
     /// The new content (at most [`MAX_FILE_BYTES`]).
@@ -370,6 +379,81 @@ impl EditProposal {
             after_sha256: self.after.sha256.clone(),
             after_size: self.after.size,
         }
+    }
+}
+
+/// One hunk of a proposal's diff, as an edit of the content before: the
+/// byte range of it the hunk changes and the text that replaces it (the
+/// hunk's context lines are the same on both sides and are left out).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HunkEdit {
+    old: std::ops::Range<usize>,
+    new_text: String,
+}
+
+/// Which hunks of the proposed diff a narrowed proposal keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Narrowed {
+    /// 0-based, ascending, distinct.
+    pub accepted: Vec<usize>,
+    /// How many hunks the proposed diff had.
+    pub of: usize,
+}
+
+/// Why a list of accepted hunks cannot narrow a proposal; the text is for
+/// the person's client (nothing was decided).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NarrowError {
+    #[error("no hunk was accepted: to write nothing, deny the edit")]
+    NoneAccepted,
+    #[error("hunk {index} does not exist: the proposed diff has {of} hunk(s), numbered from 0")]
+    OutOfRange { index: usize, of: usize },
+}
+
+impl EditProposal {
+    /// How many hunks the proposed diff has (the `@@` headers of `diff`).
+    pub fn hunk_count(&self) -> usize {
+        self.hunks.len()
+    }
+
+    /// This proposal with only the hunks `accepted` (0-based indices into
+    /// the diff's hunks, in any order, repeats ignored) applied to the
+    /// content before: the new content, its hash and size, and its diff are
+    /// computed afresh from the content the proposal was made from, so what
+    /// [`apply`] writes and the `tool_start` records is exactly those hunks.
+    /// Accepting every hunk gives the proposal back unchanged.
+    pub fn narrowed(&self, accepted: &[usize]) -> Result<EditProposal, NarrowError> {
+        let of = self.hunks.len();
+        let mut accepted = accepted.to_vec();
+        accepted.sort_unstable();
+        accepted.dedup();
+        if accepted.is_empty() {
+            return Err(NarrowError::NoneAccepted);
+        }
+        if let Some(&index) = accepted.iter().find(|&&i| i >= of) {
+            return Err(NarrowError::OutOfRange { index, of });
+        }
+        if accepted.len() == of {
+            return Ok(self.clone());
+        }
+        let before = self.before_content.as_deref().unwrap_or("");
+        let mut after = String::with_capacity(before.len());
+        let mut at = 0;
+        for hunk in accepted.iter().map(|&i| &self.hunks[i]) {
+            after.push_str(&before[at..hunk.old.start]);
+            after.push_str(&hunk.new_text);
+            at = hunk.old.end;
+        }
+        after.push_str(&before[at..]);
+        let (diff, hunks) = unified_diff(&self.display_path, self.before_content.as_deref(), &after);
+        Ok(EditProposal {
+            after: ContentFacts::of(after.as_bytes()),
+            diff,
+            hunks,
+            narrowed: Some(Narrowed { accepted, of }),
+            after_content: after,
+            ..self.clone()
+        })
     }
 }
 
@@ -482,7 +566,7 @@ pub fn propose(workspace: &Workspace, args: &EditArgs) -> Result<EditProposal, E
     if before == Some(after_content.as_str()) {
         return Err(EditError::NoChange { path: display });
     }
-    let diff = unified_diff(&display, before, &after_content);
+    let (diff, hunks) = unified_diff(&display, before, &after_content);
     Ok(EditProposal {
         tool: args.tool(),
         path: resolved.path,
@@ -493,6 +577,9 @@ pub fn propose(workspace: &Workspace, args: &EditArgs) -> Result<EditProposal, E
         after: ContentFacts::of(after_content.as_bytes()),
         replacements,
         diff,
+        hunks,
+        narrowed: None,
+        display_path: display,
         mode,
         after_content,
         before_content: before.map(str::to_string),
@@ -609,11 +696,40 @@ fn occurrences(haystack: &str, needle: &str) -> usize {
     count
 }
 
-/// The unified diff shown for approval and returned to the model.
-fn unified_diff(display: &str, before: Option<&str>, after: &str) -> String {
-    let diff = similar::TextDiff::configure().timeout(DIFF_TIMEOUT).diff_lines(before.unwrap_or(""), after);
+/// The unified diff shown for approval and returned to the model, and its
+/// hunks as edits of `before`, both from one diff (the diff's deadline could
+/// make a second run differ), so hunk `i` of the text is `hunks[i]`.
+fn unified_diff(display: &str, before: Option<&str>, after: &str) -> (String, Vec<HunkEdit>) {
+    let old = before.unwrap_or("");
+    let diff = similar::TextDiff::configure().timeout(DIFF_TIMEOUT).diff_lines(old, after);
     let old_header = if before.is_some() { format!("a/{display}") } else { "/dev/null".to_string() };
-    diff.unified_diff().context_radius(DIFF_CONTEXT_LINES).header(&old_header, &format!("b/{display}")).to_string()
+    let mut unified = diff.unified_diff();
+    unified.context_radius(DIFF_CONTEXT_LINES).header(&old_header, &format!("b/{display}"));
+    // Byte offsets of each line of either side.
+    let offsets = |lines: &[&str]| -> Vec<usize> {
+        let mut at = vec![0];
+        for line in lines {
+            at.push(at[at.len() - 1] + line.len());
+        }
+        at
+    };
+    let (old_at, new_at) = (offsets(diff.old_slices()), offsets(diff.new_slices()));
+    let hunks = unified
+        .iter_hunks()
+        .filter_map(|hunk| {
+            let changes = hunk.ops().iter().filter(|op| op.tag() != similar::DiffTag::Equal);
+            let (mut o, mut n) = (usize::MAX..0, usize::MAX..0);
+            for op in changes {
+                o = o.start.min(op.old_range().start)..o.end.max(op.old_range().end);
+                n = n.start.min(op.new_range().start)..n.end.max(op.new_range().end);
+            }
+            (o.start != usize::MAX).then(|| HunkEdit {
+                old: old_at[o.start]..old_at[o.end],
+                new_text: after[new_at[n.start]..new_at[n.end]].to_string(),
+            })
+        })
+        .collect();
+    (unified.to_string(), hunks)
 }
 
 /// `diff` cut to [`RESULT_DIFF_LIMIT`] bytes (at a line break when one is
@@ -642,6 +758,43 @@ mod tests {
         let warned = format!("{output}{UNSYNCED_WARNING} (EIO); after a power loss …\n");
         assert_eq!(diff_of_output(&warned), Some(diff));
         assert_eq!(diff_of_output("Not applied: nothing was written."), None);
+    }
+
+    /// A proposal for `write_file` of `after` over a file holding `before`.
+    fn proposal(before: &str, after: &str) -> (tempfile::TempDir, EditProposal) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.txt"), before).unwrap();
+        let workspace = Workspace::new(dir.path()).unwrap();
+        let args = EditArgs::Write { path: "f.txt".into(), content: after.into() };
+        let proposal = propose(&workspace, &args).unwrap();
+        (dir, proposal)
+    }
+
+    #[test]
+    fn a_proposal_narrowed_to_some_hunks_is_those_hunks_alone_applied_to_the_content_before() {
+        let before: String = (1..=30).map(|n| format!("{n}\n")).collect::<String>() + "last";
+        // Changes at the top, in the middle, and at the end without a final newline.
+        let after = before.replacen("1\n", "one\n", 1).replace("15\n", "fifteen\n").replace("last", "LAST\n");
+        let (_dir, p) = proposal(&before, &after);
+        assert_eq!(p.hunk_count(), 3, "{}", p.diff);
+        assert_eq!(p.diff.matches("\n@@ ").count(), 3);
+        for (accepted, expected) in [
+            (vec![0], before.replacen("1\n", "one\n", 1)),
+            (vec![1], before.replace("15\n", "fifteen\n")),
+            (vec![2], before.replace("last", "LAST\n")),
+            (vec![2, 0, 2], before.replacen("1\n", "one\n", 1).replace("last", "LAST\n")),
+        ] {
+            let narrowed = p.narrowed(&accepted).unwrap();
+            assert_eq!(narrowed.after_content(), expected, "{accepted:?}");
+            assert_eq!(narrowed.after, ContentFacts::of(expected.as_bytes()));
+            assert_eq!(narrowed.before, p.before);
+            assert_eq!(narrowed.start_record().after_sha256, sha256_hex(expected.as_bytes()));
+            let kept = narrowed.narrowed.as_ref().unwrap();
+            assert_eq!((kept.of, kept.accepted.len()), (3, if accepted.len() == 3 { 2 } else { accepted.len() }));
+        }
+        assert_eq!(p.narrowed(&[0, 1, 2]).unwrap(), p, "every hunk is the whole proposal");
+        assert_eq!(p.narrowed(&[]), Err(NarrowError::NoneAccepted));
+        assert_eq!(p.narrowed(&[3]), Err(NarrowError::OutOfRange { index: 3, of: 3 }));
     }
 
     #[test]

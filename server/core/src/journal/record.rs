@@ -151,6 +151,13 @@ pub struct ApprovalFacts {
     pub environment: Option<std::collections::BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<RecordedLimits>,
+    /// An edit approved in part: the 0-based indices (ascending) of the
+    /// hunks of the proposed diff the person accepted. What was written is
+    /// those hunks alone, applied to the content the proposal was made from
+    /// (the `tool_start`'s `after_sha256`/`after_size` are of that content).
+    /// Absent: the whole proposal (or a command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted_hunks: Option<Vec<u32>>,
 }
 
 /// What a record says. The `kind` tag and field names are the file format:
@@ -350,6 +357,7 @@ struct Line {
     summary: Option<String>,
     environment: Option<std::collections::BTreeMap<String, String>>,
     limits: Option<RecordedLimits>,
+    accepted_hunks: Option<Vec<u32>>,
     partial_text: Option<String>,
     session_usage: Option<Usage>,
     model: Option<String>,
@@ -419,6 +427,7 @@ impl Line {
                     cwd: self.cwd.clone(),
                     environment: self.environment.clone(),
                     limits: self.limits,
+                    accepted_hunks: self.accepted_hunks.clone(),
                 },
             },
             "tool_start" => {
