@@ -6,6 +6,10 @@
 mod app;
 mod client;
 mod demo;
+mod editor;
+mod markdown;
+mod menu;
+mod term;
 mod input;
 mod notifications;
 mod transport;
@@ -202,6 +206,7 @@ async fn run(args: Args) -> i32 {
         Some(dir) => Some(dir.clone()),
         None => std::env::current_dir().ok(),
     };
+    let workspace = cwd_for_init.clone().unwrap_or_else(|| PathBuf::from("."));
     let init = InitializationOptions {
         cwd: cwd_for_init.map(|d| d.display().to_string()),
         session: args.session,
@@ -209,7 +214,7 @@ async fn run(args: Args) -> i32 {
         ..Default::default()
     };
     let launch = Launch { program: server_program(), cwd, env, stderr };
-    match App::start(Options { launch, init, demo, log_hint }).await {
+    match App::start(Options { launch, init, demo, log_hint, workspace }).await {
         Ok(app) if args.list => app.print_sessions().await,
         Ok(app) => app.run().await,
         Err(code) => code,
