@@ -9,8 +9,8 @@ use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use mino_protocol::{
     error_code, ApprovalMode, ApprovalParams, ApprovalRequest, Decision, InitializationOptions, ModelSource,
-    RecoveryNotification,
-    RuleScope, SandboxMode, ServerCapabilities, SessionInfo, SettingsUpdateParams, TurnNotification as Turn,
+    RecoveryNotification, RuleScope, SandboxMode, ServerCapabilities, SessionInfo, SettingsUpdateParams,
+    TurnNotification as Turn,
 };
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
@@ -211,7 +211,12 @@ impl App {
             None => format!("Mino {}", env!("CARGO_PKG_VERSION")),
         };
         let width = self.width();
-        out(&format!("{}\n{}\n{}\n\n", ui::wrap(&title, width), ui::wrap(ui::BANNER, width), ui::wrap(SESSION_COMMANDS_HELP, width)));
+        out(&format!(
+            "{}\n{}\n{}\n\n",
+            ui::wrap(&title, width),
+            ui::wrap(ui::BANNER, width),
+            ui::wrap(SESSION_COMMANDS_HELP, width)
+        ));
         match self.server.history().await {
             Ok(h) => out(&ui::history(&h)),
             Err(e) => eprintln!("mino: could not load history: {e}"),
@@ -648,7 +653,8 @@ impl App {
                     match &req.edit {
                         Some(edit) => {
                             let screen = ui::edit_approval_screen(&req, edit, colour());
-                            let c = if edit.leaves_workspace { ui::APPROVE_CHOICES_OUTSIDE } else { ui::APPROVE_CHOICES };
+                            let c =
+                                if edit.leaves_workspace { ui::APPROVE_CHOICES_OUTSIDE } else { ui::APPROVE_CHOICES };
                             out_shown(&screen.replace(&format!("{c}\n"), &choices_line(c)));
                         }
                         None => {
@@ -801,8 +807,7 @@ impl App {
     /// The approval question as a menu (declining highlighted first);
     /// `None` for Ctrl+C.
     async fn approval_menu(&mut self, req: &ApprovalRequest) -> Option<ui::ApprovalAnswer> {
-        let mut choices =
-            vec![Choice { key: "n", label: "Deny" }, Choice { key: "y", label: "Approve once" }];
+        let mut choices = vec![Choice { key: "n", label: "Deny" }, Choice { key: "y", label: "Approve once" }];
         if !req.edit.as_ref().is_some_and(|e| e.leaves_workspace) {
             choices.extend([
                 Choice { key: "a", label: "Allow for this session (a rule)" },

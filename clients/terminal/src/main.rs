@@ -7,11 +7,11 @@ mod app;
 mod client;
 mod demo;
 mod editor;
+mod input;
 mod markdown;
 mod menu;
-mod term;
-mod input;
 mod notifications;
+mod term;
 mod transport;
 mod ui;
 
@@ -54,11 +54,14 @@ Environment:
   RUST_LOG          Show mino-server's log on stderr (otherwise $MINO_HOME/logs/server.log)
 
 In the chat: /new starts a new session, /sessions lists this directory's
-sessions, /open ID opens one (its recovery is shown, and asked about, as at
-startup); /compact has the model summarise the conversation so far, so that
-later questions send the summary instead of the earlier turns.
-/model lists the models to choose from; /model NAME chooses one for
-this session (it keeps it when reopened).
+sessions, /open ID opens one (a unique start of the id will do; its recovery
+is shown, and asked about, as at startup); /compact has the model summarise
+the conversation so far, so that later questions send the summary instead of
+the earlier turns. /model lists the models to choose from; /model NAME
+chooses one for this session (it keeps it when reopened; a name the service
+does not list is asked about first). /env shows the last command's full
+environment. @path attaches a file of the session's directory to the question
+(Tab completes the path).
 
 Commands run only after you approve them. Use /exit, Ctrl+D, or Ctrl+C to quit;
 Ctrl+C during a turn cancels it.

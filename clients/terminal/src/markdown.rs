@@ -161,10 +161,7 @@ impl Markdown {
                 let fence: String = trimmed.chars().take_while(|c| Some(*c) == marker.chars().next()).collect();
                 let lang = trimmed[fence.len()..].split_whitespace().next().unwrap_or("");
                 let set = syntaxes();
-                let parse = (!lang.is_empty())
-                    .then(|| set.find_syntax_by_token(lang))
-                    .flatten()
-                    .map(ParseState::new);
+                let parse = (!lang.is_empty()).then(|| set.find_syntax_by_token(lang)).flatten().map(ParseState::new);
                 self.code = Some(Code { fence, parse, stack: ScopeStack::new() });
                 return format!("{DIM}{line}{RESET}");
             }
