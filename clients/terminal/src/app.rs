@@ -145,7 +145,7 @@ impl App {
             Ok(c) => c,
             Err(e) => {
                 match e {
-                    CallError::Server { message, .. } => eprintln!("mino: {message}"),
+                    e @ CallError::Server { .. } => eprintln!("mino: {e}"),
                     CallError::Connection(_) => {
                         eprintln!("mino: mino-server stopped before the session opened; {}", options.log_hint)
                     }

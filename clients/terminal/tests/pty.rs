@@ -723,10 +723,9 @@ fn a_running_command_shows_its_elapsed_time() {
 }
 
 /// `/open` takes the start of an id when only one session has it; an
-/// ambiguous start lists the sessions it could mean; an unknown id is
-/// told in words of sessions, not of protocol methods or error codes.
+/// ambiguous start lists the sessions it could mean.
 #[test]
-fn open_takes_a_unique_prefix_and_errors_speak_of_sessions() {
+fn open_takes_a_unique_prefix_of_a_session_id() {
     let rt = runtime();
     let mock = rt.block_on(MockModel::start(vec![Reply::text("One."), Reply::text("Two.")])).expect("mock model");
     let scratch = Scratch::new();
@@ -751,9 +750,22 @@ fn open_takes_a_unique_prefix_and_errors_speak_of_sessions() {
     p.exp_string(&format!("session {first} (Question one.)")).expect("opened by its prefix");
     p.exp_string("Assistant> One.").expect("its history");
     p.exp_string("You> ").expect("prompt");
-    p.send_line("/open 1999nosuch").expect("unknown");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+}
+
+/// A refused request is told in words of sessions and commands, not of
+/// protocol methods or error codes (those go to the log).
+#[test]
+fn errors_speak_of_sessions_not_of_methods_and_codes() {
+    let rt = runtime();
+    let mock = rt.block_on(MockModel::start(vec![])).expect("mock model");
+    let scratch = Scratch::new();
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/open 19990101T000000-abcdef").expect("unknown");
     let shown = p.exp_string("You> ").expect("prompt");
-    assert!(shown.contains("Error: "), "{shown:?}");
+    assert!(shown.contains("Error: no session 19990101T000000-abcdef"), "{shown:?}");
     assert!(shown.contains("/sessions lists this directory's sessions"), "{shown:?}");
     assert!(!shown.contains("mino/") && !shown.contains("error -"), "no methods or codes: {shown:?}");
     p.send_line("/exit").expect("exit");
