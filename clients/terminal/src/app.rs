@@ -218,7 +218,7 @@ impl App {
             ui::wrap(SESSION_COMMANDS_HELP, width)
         ));
         match self.server.history().await {
-            Ok(h) => out(&ui::history(&h)),
+            Ok(h) => self.show_history(&h),
             Err(e) => eprintln!("mino: could not load history: {e}"),
         }
         loop {
@@ -309,6 +309,21 @@ impl App {
                 TurnEnd::ServerGone => return self.server_gone(),
             }
         }
+    }
+
+    /// Restored history; its answers rendered as markdown where live ones are.
+    fn show_history(&self, h: &mino_protocol::HistoryResult) {
+        if !(self.fancy && colour()) {
+            out(&ui::history(h));
+            return;
+        }
+        let mut render = |text: &str| {
+            let mut md = Markdown::new();
+            let mut shown = md.push(&format!("{text}\n"), None);
+            shown.push_str(&md.finish(None));
+            shown
+        };
+        out_shown(&ui::history_with(h, Some(&mut render)));
     }
 
     /// The terminal's width, where lines are wrapped to fit it.
@@ -468,7 +483,7 @@ impl App {
         }
         out(&format!("\n{}\n\n", session_header(&info.session_id, info.title.as_deref())));
         match self.server.history().await {
-            Ok(h) => out(&ui::history(&h)),
+            Ok(h) => self.show_history(&h),
             Err(e) => eprintln!("mino: could not load history: {e}"),
         }
         Ok(())

@@ -158,7 +158,7 @@ impl Markdown {
         }
         for marker in ["```", "~~~"] {
             if trimmed.starts_with(marker) {
-                let fence: String = trimmed.chars().take_while(|c| Some(*c) == marker.chars().next()).collect();
+                let fence: String = trimmed.chars().take_while(|c| marker.starts_with(*c)).collect();
                 let lang = trimmed[fence.len()..].split_whitespace().next().unwrap_or("");
                 let set = syntaxes();
                 let parse = (!lang.is_empty()).then(|| set.find_syntax_by_token(lang)).flatten().map(ParseState::new);

@@ -85,13 +85,8 @@ fn keys(buf: &mut Vec<u8>, in_paste: &mut bool) -> Vec<Key> {
                     continue;
                 }
                 // CSI/SS3: parameters, then one final byte in @..~.
-                let Some(end) = rest[2..].iter().position(|b| (0x40..=0x7e).contains(b)) else {
-                    if PASTE_START.starts_with(rest) {
-                        break;
-                    }
-                    // Unfinished: wait for the rest.
-                    break;
-                };
+                // Unfinished: wait for the rest.
+                let Some(end) = rest[2..].iter().position(|b| (0x40..=0x7e).contains(b)) else { break };
                 let seq = &rest[..end + 3];
                 out.push(match seq {
                     b"\x1b[A" | b"\x1bOA" => Key::Up,

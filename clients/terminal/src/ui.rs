@@ -469,9 +469,18 @@ pub fn sessions(list: &[SessionEntry], current_mark: &str) -> String {
 /// items in the order they happened (from a server without them, its calls,
 /// then its text, then its notices).
 pub fn history(h: &HistoryResult) -> String {
+    history_with(h, None)
+}
+
+/// [`history`], the assistant's text given to `render` (the markdown
+/// renderer, whose output is safe to write). With `render`, everything
+/// else is made [`printable`] here, so the whole is safe to write as it is.
+pub fn history_with(h: &HistoryResult, mut render: Option<&mut dyn FnMut(&str) -> String>) -> String {
+    let shown = render.is_some();
+    let safe = |s: &str| if shown { printable(s).into_owned() } else { s.to_owned() };
     let mut out = String::new();
     for turn in &h.turns {
-        out.push_str(&format!("{USER_PROMPT}{}\n\n", turn.input));
+        out.push_str(&safe(&format!("{USER_PROMPT}{}\n\n", turn.input)));
         let legacy;
         let items = if turn.items.is_empty() {
             legacy = legacy_items(turn);
@@ -484,17 +493,24 @@ pub fn history(h: &HistoryResult) -> String {
             match item {
                 HistoryItem::Text { text } if !text.is_empty() => {
                     out.push_str(ASSISTANT);
-                    out.push_str(text);
+                    match render.as_mut() {
+                        Some(render) => out.push_str(render(text).trim_end_matches('\n')),
+                        None => out.push_str(text),
+                    }
                     out.push('\n');
                 }
                 HistoryItem::Text { .. } => {}
-                HistoryItem::Call { call } => history_call(&mut out, call),
-                HistoryItem::Notice { text } => notices.push_str(&format!("[{text}]\n")),
+                HistoryItem::Call { call } => {
+                    let mut piece = String::new();
+                    history_call(&mut piece, call);
+                    out.push_str(&safe(&piece));
+                }
+                HistoryItem::Notice { text } => notices.push_str(&safe(&format!("[{text}]\n"))),
             }
         }
         if let Some(status) = turn.status {
             if let Some(line) = turn_end_line(status, turn.reason.as_deref()) {
-                out.push_str(&line);
+                out.push_str(&safe(&line));
                 out.push('\n');
             }
         }
@@ -831,6 +847,27 @@ mod tests {
         assert!(at("Let me look.") < at("[Tool: bash]"), "{shown}");
         assert!(at("[Tool: bash]") < at("Half of"), "{shown}");
         assert!(at("Half of") < at("[Mino runtime notice"), "{shown}");
+    }
+
+    #[test]
+    fn rendered_history_makes_everything_but_the_rendered_text_printable() {
+        let turn = HistoryTurn {
+            turn_id: "t".into(),
+            input: "ask\u{1b}[8m".into(),
+            text: "**x**".into(),
+            calls: vec![],
+            status: Some(TurnStatus::Failed),
+            reason: Some("bad\u{7}".into()),
+            notices: vec![],
+            usage: None,
+            items: vec![HistoryItem::Text { text: "**x**".into() }],
+        };
+        let h = HistoryResult { session_id: "s".into(), turns: vec![turn], has_more: false, usage: None };
+        let mut render = |t: &str| format!("\u{1b}[1m{}\u{1b}[22m\n", t.trim_matches('*'));
+        let shown = history_with(&h, Some(&mut render));
+        assert!(shown.starts_with("You> ask^[[8m\n\n"), "{shown:?}");
+        assert!(shown.contains("Assistant> \u{1b}[1mx\u{1b}[22m\n"), "{shown:?}");
+        assert!(shown.contains("[turn failed: bad^G]"), "{shown:?}");
     }
 
     #[test]

@@ -854,6 +854,14 @@ fn markdown_is_rendered_with_syntax_colour_unless_no_color() {
     p.exp_string("You> ").expect("prompt");
     p.send_line("/exit").expect("exit");
     p.exp_eof().expect("eof");
+
+    // Restored history is rendered as the live answer was.
+    let mut p = spawn_xterm(&scratch.command(&mock.base_url()), 200);
+    let restored = p.exp_string("\x1b[KYou> ").expect("prompt after the history");
+    assert!(restored.contains("Assistant> \x1b[1m\x1b[4mPlan\x1b[0m"), "{restored:?}");
+    assert!(restored.contains("\x1b[35mfn\x1b[0m"), "{restored:?}");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
 }
 
 /// On a capable terminal the approval is a menu that starts on Deny: Enter
