@@ -8,16 +8,20 @@ use std::time::Duration;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use mino_protocol::{
-    error_code, ApprovalMode, ApprovalParams, ApprovalRequest, Decision, InitializationOptions, RecoveryNotification,
-    RuleScope, SandboxMode, ServerCapabilities, SessionInfo, SettingsUpdateParams, TurnNotification as Turn,
+    error_code, ApprovalMode, ApprovalParams, ApprovalRequest, Decision, InitializationOptions, ModelSource,
+    RecoveryNotification, RuleScope, SandboxMode, ServerCapabilities, SessionInfo, SettingsUpdateParams,
+    TurnNotification as Turn,
 };
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::client::{CallError, Launch, Server};
 use crate::demo::Demo;
+use crate::editor::{self, LineEditor, Read};
 use crate::input::Input;
+use crate::markdown::Markdown;
+use crate::menu::{self, Choice, Picked};
 use crate::notifications::{Event, Events};
-use crate::ui;
+use crate::{term, ui};
 
 /// How long to wait for `mino/recovery` after `initialized` before going on without it.
 const RECOVERY_WAIT: Duration = Duration::from_secs(15);
@@ -68,7 +72,10 @@ enum Ack {
 
 /// Chat commands that switch sessions or list them.
 const SESSION_COMMANDS_HELP: &str =
-    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one, /compact summarises the conversation so far.";
+    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one (a unique start of its id will do), /compact summarises the conversation so far, /env shows the last command's full environment.";
+
+/// How often the running command's elapsed time is redrawn.
+const STATUS_TICK: Duration = Duration::from_secs(1);
 
 /// What waiting for a line produced.
 enum Answer {
@@ -85,6 +92,14 @@ pub struct App {
     demo: Option<Demo>,
     log_hint: String,
     capabilities: Option<ServerCapabilities>,
+    /// The question prompt's line editor, on a capable terminal.
+    editor: Option<LineEditor>,
+    /// A terminal that moves the cursor: menus, the status line, markdown.
+    fancy: bool,
+    /// Where `@path` is looked up: the session's directory.
+    workspace: PathBuf,
+    /// The environment of the last command asked about (`/env`).
+    last_environment: Option<std::collections::BTreeMap<String, String>>,
 }
 
 pub struct Options {
@@ -92,6 +107,8 @@ pub struct Options {
     pub init: InitializationOptions,
     pub demo: Option<Demo>,
     pub log_hint: String,
+    /// The session's directory (`@path` is relative to it).
+    pub workspace: PathBuf,
 }
 
 impl App {
@@ -128,7 +145,7 @@ impl App {
             Ok(c) => c,
             Err(e) => {
                 match e {
-                    CallError::Server { message, .. } => eprintln!("mino: {message}"),
+                    e @ CallError::Server { .. } => eprintln!("mino: {e}"),
                     CallError::Connection(_) => {
                         eprintln!("mino: mino-server stopped before the session opened; {}", options.log_hint)
                     }
@@ -142,6 +159,11 @@ impl App {
             server.shutdown().await;
             return Err(EXIT_FAILURE);
         }
+        let fancy = term::capable();
+        if fancy {
+            term::guard_on_crash();
+        }
+        let editor = if fancy { LineEditor::new(options.workspace.clone()) } else { None };
         Ok(App {
             server,
             events,
@@ -150,6 +172,10 @@ impl App {
             demo: options.demo,
             log_hint: options.log_hint,
             capabilities,
+            editor,
+            fancy,
+            workspace: options.workspace,
+            last_environment: None,
         })
     }
 
@@ -157,6 +183,9 @@ impl App {
     pub async fn run(mut self) -> i32 {
         let code = self.run_inner().await;
         self.server.shutdown().await;
+        if self.fancy {
+            term::restore();
+        }
         code
     }
 
@@ -181,14 +210,19 @@ impl App {
             Some(c) => session_header(&c.session_id, c.title.as_deref()),
             None => format!("Mino {}", env!("CARGO_PKG_VERSION")),
         };
-        out(&format!("{title}\n{}\n{SESSION_COMMANDS_HELP}\n\n", ui::BANNER));
+        let width = self.width();
+        out(&format!(
+            "{}\n{}\n{}\n\n",
+            ui::wrap(&title, width),
+            ui::wrap(ui::BANNER, width),
+            ui::wrap(SESSION_COMMANDS_HELP, width)
+        ));
         match self.server.history().await {
-            Ok(h) => out(&ui::history(&h)),
+            Ok(h) => self.show_history(&h),
             Err(e) => eprintln!("mino: could not load history: {e}"),
         }
         loop {
-            out(ui::USER_PROMPT);
-            let text = match self.read_answer().await {
+            let text = match self.read_question().await {
                 Answer::Line(l) => l,
                 Answer::Eof => {
                     // A terminal shows nothing for Ctrl+D; piped input already ended its line.
@@ -218,9 +252,21 @@ impl App {
                     let opened = self.server.new_session().await;
                     Some(self.switched(opened).await)
                 }
-                ["/open", id] => {
-                    let opened = self.server.open_session(id).await;
-                    Some(self.switched(opened).await)
+                ["/open", id] => match self.resolve_session(id).await {
+                    Ok(Some(id)) => {
+                        let opened = self.server.open_session(&id).await;
+                        Some(self.switched(opened).await)
+                    }
+                    Ok(None) => Some(Ok(())),
+                    Err(code) => Some(Err(code)),
+                },
+                ["/env"] => {
+                    match &self.last_environment {
+                        Some(env) => out(&ui::environment_full(env)),
+                        None => out("No command has been asked about yet in this run of mino.\n"),
+                    }
+                    out("\n");
+                    Some(Ok(()))
                 }
                 ["/compact"] => {
                     out(&ui::compacted(self.server.compact().await));
@@ -237,10 +283,14 @@ impl App {
                 Some(Err(code)) => return code,
                 None => {}
             }
+            let (question, notes) = editor::attach(text, &self.workspace);
+            for note in &notes {
+                out(&format!("{note}\n"));
+            }
             if let Some(demo) = &mut self.demo {
                 demo.before_chat(text);
             }
-            let turn_id = match self.server.chat(text).await {
+            let turn_id = match self.server.chat(&question).await {
                 Ok(r) => r.turn_id,
                 Err(CallError::Connection(_)) => return self.server_gone(),
                 Err(e) => {
@@ -257,6 +307,73 @@ impl App {
                 TurnEnd::Ended => {}
                 TurnEnd::Quit => return EXIT_OK,
                 TurnEnd::ServerGone => return self.server_gone(),
+            }
+        }
+    }
+
+    /// Restored history; its answers rendered as markdown where live ones are.
+    fn show_history(&self, h: &mino_protocol::HistoryResult) {
+        if !(self.fancy && colour()) {
+            out(&ui::history(h));
+            return;
+        }
+        let mut render = |text: &str| {
+            let mut md = Markdown::new();
+            let mut shown = md.push(&format!("{text}\n"), None);
+            shown.push_str(&md.finish(None));
+            shown
+        };
+        out_shown(&ui::history_with(h, Some(&mut render)));
+    }
+
+    /// The terminal's width, where lines are wrapped to fit it.
+    fn width(&self) -> Option<usize> {
+        if self.input.interactive {
+            term::width()
+        } else {
+            None
+        }
+    }
+
+    /// The question prompt: the line editor on a capable terminal (a paste
+    /// is one question, Tab completes `@path`), else a plain line.
+    async fn read_question(&mut self) -> Answer {
+        if let Some(editor) = &mut self.editor {
+            return match editor.read(ui::USER_PROMPT).await {
+                Read::Line(l) => Answer::Line(l),
+                Read::Eof => Answer::Eof,
+                Read::Interrupt => Answer::Interrupt,
+            };
+        }
+        out(ui::USER_PROMPT);
+        self.read_answer().await
+    }
+
+    /// `/open PREFIX`: the one session of this directory whose id starts
+    /// with `prefix` (the whole id also opens one of another directory).
+    /// `Ok(None)` when none or several match (said, with the candidates).
+    async fn resolve_session(&mut self, prefix: &str) -> Result<Option<String>, i32> {
+        let page = match self.server.sessions().await {
+            Ok(page) => page,
+            Err(CallError::Connection(_)) => return Err(self.server_gone()),
+            // Listing failed: let the server say what it makes of the id.
+            Err(_) => return Ok(Some(prefix.to_owned())),
+        };
+        if page.sessions.iter().any(|s| s.session_id == prefix) {
+            return Ok(Some(prefix.to_owned()));
+        }
+        let matching: Vec<_> = page.sessions.iter().filter(|s| s.session_id.starts_with(prefix)).cloned().collect();
+        match matching.len() {
+            1 => Ok(Some(matching[0].session_id.clone())),
+            // Perhaps a whole id of another directory's session.
+            0 => Ok(Some(prefix.to_owned())),
+            n => {
+                out(&format!(
+                    "\n{n} sessions start with {}; type more of the id:\n{}\n",
+                    ui::printable(prefix),
+                    ui::sessions(&matching, "current")
+                ));
+                Ok(None)
             }
         }
     }
@@ -366,7 +483,7 @@ impl App {
         }
         out(&format!("\n{}\n\n", session_header(&info.session_id, info.title.as_deref())));
         match self.server.history().await {
-            Ok(h) => out(&ui::history(&h)),
+            Ok(h) => self.show_history(&h),
             Err(e) => eprintln!("mino: could not load history: {e}"),
         }
         Ok(())
@@ -418,7 +535,13 @@ impl App {
             streamed: HashSet::new(),
             announced: HashSet::new(),
             text_seen: false,
+            markdown: (self.fancy && colour()).then(Markdown::new),
+            width: self.width(),
+            running: None,
+            status_shown: false,
         };
+        let mut ticker = tokio::time::interval(STATUS_TICK);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut cancelling = false;
         // Approvals and cancels sent and not yet answered. They are awaited
         // here beside the notifications, never instead of them: the answer
@@ -431,6 +554,7 @@ impl App {
             let ev = tokio::select! {
                 biased;
                 Some(answer) = calls.next(), if !calls.is_empty() => {
+                    view.clear_status();
                     match answer {
                         (_, Ok(_)) => {}
                         (_, Err(CallError::Connection(_))) => return TurnEnd::ServerGone,
@@ -455,7 +579,12 @@ impl App {
                     }
                     continue;
                 }
+                _ = ticker.tick(), if view.running.is_some() => {
+                    view.draw_status();
+                    continue;
+                }
                 _ = self.sigint.recv() => {
+                    view.clear_status();
                     if cancelling {
                         out("\n");
                         return TurnEnd::Quit;
@@ -467,6 +596,7 @@ impl App {
                 }
                 ev = self.events.next() => ev,
             };
+            view.clear_status();
             let Some(ev) = ev else {
                 return TurnEnd::ServerGone;
             };
@@ -494,10 +624,20 @@ impl App {
             match ev {
                 Turn::TurnStarted(_) => {}
                 Turn::ToolStarted(started) => {
-                    view.announced.insert(started.call_id.clone());
+                    // A call nobody was asked about (a rule or the sandbox
+                    // approved it) says here what runs.
+                    if view.announced.insert(started.call_id.clone()) {
+                        view.newline();
+                        out(&format!("{}\n", ui::command_line(&started.command)));
+                    }
                     if let Some(note) = ui::approval_note(Some(&started.approved_by), Some(started.sandbox)) {
                         view.newline();
                         out(&format!("{note}\n"));
+                    }
+                    if self.fancy {
+                        view.running = Some((started.command.clone(), std::time::Instant::now()));
+                        ticker.reset();
+                        view.draw_status();
                     }
                 }
                 Turn::TextDelta(d) => {
@@ -520,9 +660,23 @@ impl App {
                 Turn::ApprovalRequest(req) => {
                     view.announced.insert(req.call_id.clone());
                     view.newline();
+                    if req.edit.is_none() {
+                        self.last_environment = Some(req.environment.clone());
+                    }
+                    // The menu lists the choices itself.
+                    let choices_line = |c: &str| if self.fancy { String::new() } else { format!("{c}\n") };
                     match &req.edit {
-                        Some(edit) => out_shown(&ui::edit_approval_screen(&req, edit, colour())),
-                        None => out(&ui::approval_screen(&req)),
+                        Some(edit) => {
+                            let screen = ui::edit_approval_screen(&req, edit, colour());
+                            let c =
+                                if edit.leaves_workspace { ui::APPROVE_CHOICES_OUTSIDE } else { ui::APPROVE_CHOICES };
+                            out_shown(&screen.replace(&format!("{c}\n"), &choices_line(c)));
+                        }
+                        None => {
+                            let screen = ui::approval_screen(&req);
+                            let c = ui::APPROVE_CHOICES;
+                            out(&ui::wrap(&screen.replace(&format!("{c}\n"), &choices_line(c)), self.width()));
+                        }
                     }
                     let Some(params) = self.ask_approval(&req, &mut view).await else {
                         cancelling = true;
@@ -543,6 +697,7 @@ impl App {
                     view.at_line_start = o.chunk.ends_with('\n');
                 }
                 Turn::ToolResult(r) => {
+                    view.running = None;
                     if !view.announced.remove(&r.call_id) {
                         if let Some(command) = &r.command {
                             view.newline();
@@ -563,11 +718,13 @@ impl App {
                     view.needs_prefix = true;
                 }
                 Turn::TurnEnded(end) => {
+                    view.running = None;
                     if !view.text_seen {
                         if let Some(text) = end.text.as_deref().filter(|t| !t.is_empty()) {
                             view.text(text);
                         }
                     }
+                    view.finish_text();
                     view.newline();
                     if let Some(line) = ui::turn_end_line(end.status, end.reason.as_deref()) {
                         out(&format!("{line}\n"));
@@ -586,17 +743,35 @@ impl App {
     /// before each question are dropped; declining is the default. `None`
     /// when Ctrl+C cancelled the turn instead.
     async fn ask_approval(&mut self, req: &ApprovalRequest, view: &mut TurnView) -> Option<ApprovalParams> {
-        self.input.discard_typed_ahead();
-        out(ui::APPROVE_QUESTION);
-        view.at_line_start = true;
-        let answer = match self.read_answer().await {
-            Answer::Line(a) => ui::approval_answer(&a),
-            Answer::Eof => ui::ApprovalAnswer::Deny(None),
-            Answer::Interrupt => {
-                view.at_line_start = false;
-                self.interrupted(view);
-                return None;
+        let answer = loop {
+            self.input.discard_typed_ahead();
+            let answer = if self.fancy {
+                view.at_line_start = true;
+                match self.approval_menu(req).await {
+                    Some(answer) => answer,
+                    None => {
+                        self.interrupted(view);
+                        return None;
+                    }
+                }
+            } else {
+                out(ui::APPROVE_QUESTION);
+                view.at_line_start = true;
+                match self.read_answer().await {
+                    Answer::Line(a) => ui::approval_answer(&a),
+                    Answer::Eof => ui::ApprovalAnswer::Deny(None),
+                    Answer::Interrupt => {
+                        view.at_line_start = false;
+                        self.interrupted(view);
+                        return None;
+                    }
+                }
+            };
+            if answer == ui::ApprovalAnswer::ShowEnvironment {
+                out(&ui::environment_full(&req.environment));
+                continue;
             }
+            break answer;
         };
         let mut params = ApprovalParams::new(req.turn_id.clone(), req.call_id.clone(), Decision::Deny);
         let (scope, decision) = match answer {
@@ -612,6 +787,8 @@ impl App {
             ui::ApprovalAnswer::AllowWorkspace => (RuleScope::Workspace, Decision::AllowWorkspace),
             ui::ApprovalAnswer::DenySession => (RuleScope::Session, Decision::DenySession),
             ui::ApprovalAnswer::DenyWorkspace => (RuleScope::Workspace, Decision::DenyWorkspace),
+            // Answered above by showing it and asking again.
+            ui::ApprovalAnswer::ShowEnvironment => return Some(params),
         };
         if req.edit.as_ref().is_some_and(|e| e.leaves_workspace) {
             out("[no rule covers a path outside the session's directory: denied]\n");
@@ -642,6 +819,53 @@ impl App {
         Some(params)
     }
 
+    /// The approval question as a menu (declining highlighted first);
+    /// `None` for Ctrl+C.
+    async fn approval_menu(&mut self, req: &ApprovalRequest) -> Option<ui::ApprovalAnswer> {
+        let mut choices = vec![Choice { key: "n", label: "Deny" }, Choice { key: "y", label: "Approve once" }];
+        if !req.edit.as_ref().is_some_and(|e| e.leaves_workspace) {
+            choices.extend([
+                Choice { key: "a", label: "Allow for this session (a rule)" },
+                Choice { key: "w", label: "Allow in this workspace (a rule)" },
+                Choice { key: "d", label: "Deny for this session (a rule)" },
+                Choice { key: "D", label: "Deny in this workspace (a rule)" },
+            ]);
+        }
+        if req.edit.is_none() && ui::environment_line(&req.environment).1 {
+            choices.push(Choice { key: "e", label: "Show the full environment" });
+        }
+        let picked = pick_menu(ui::APPROVE_QUESTION.trim_end().trim_end_matches("[y/N]").trim_end(), choices).await;
+        match picked.0 {
+            Picked::Choice(i) => Some(ui::approval_answer(picked.1[i].key)),
+            Picked::Typed(t) => Some(ui::approval_answer(&t)),
+            Picked::Eof => Some(ui::ApprovalAnswer::Deny(None)),
+            Picked::Interrupt => None,
+        }
+    }
+
+    /// A yes/no question whose answer lets something happen: No unless the
+    /// person says yes to the question on screen (type-ahead is dropped).
+    async fn confirm(&mut self, question: &str) -> bool {
+        self.input.discard_typed_ahead();
+        if self.fancy {
+            let choices = vec![Choice { key: "n", label: "No" }, Choice { key: "y", label: "Yes" }];
+            let (picked, choices) = pick_menu(question, choices).await;
+            return match picked {
+                Picked::Choice(i) => choices[i].key == "y",
+                Picked::Typed(t) => ui::is_yes(&t),
+                Picked::Eof | Picked::Interrupt => false,
+            };
+        }
+        out(&format!("{question} [y/N] "));
+        match self.read_answer().await {
+            Answer::Line(a) => ui::is_yes(&a),
+            Answer::Eof | Answer::Interrupt => {
+                out("\n");
+                false
+            }
+        }
+    }
+
     /// `/rules`, `/revoke ID`, `/mode MODE`, `/sandbox MODE`, `/model [NAME]`: `true` when
     /// `text` was one of them (and has been handled).
     async fn rules_command(&mut self, text: &str) -> bool {
@@ -659,10 +883,30 @@ impl App {
                 Ok(list) => out(&ui::models_list(&list)),
                 Err(e) => out(&format!("Error: {e}\n")),
             },
-            "/model" => match self.server.models_select(arg).await {
-                Ok(chosen) => out(&format!("This session now uses {} (from the next question on).\n", chosen.model)),
-                Err(e) => out(&format!("Error: {e}\n")),
-            },
+            "/model" => {
+                // A name the service does not list is most often a typo,
+                // which every later question would then fail on.
+                match self.server.models_list().await {
+                    Ok(list) if list.source == ModelSource::Service && !list.models.iter().any(|m| m.id == arg) => {
+                        let question = format!(
+                            "The service does not list a model named {}; /model shows those it does. Use it anyway?",
+                            ui::printable(arg)
+                        );
+                        if !self.confirm(&question).await {
+                            out(&format!("This session keeps {}.\n\n", list.current));
+                            return true;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => out(&format!("[the service's models could not be checked: {e}]\n")),
+                }
+                match self.server.models_select(arg).await {
+                    Ok(chosen) => {
+                        out(&format!("This session now uses {} (from the next question on).\n", chosen.model))
+                    }
+                    Err(e) => out(&format!("Error: {e}\n")),
+                }
+            }
             "/mode" | "/sandbox" => {
                 let mut params = SettingsUpdateParams::default();
                 if command == "/mode" {
@@ -699,6 +943,18 @@ impl App {
         view.newline();
         out("[cancelling the turn; press Ctrl+C again to quit]\n");
     }
+}
+
+/// Runs a menu off the async threads; gives the choices back with the answer.
+async fn pick_menu(question: &str, choices: Vec<Choice>) -> (Picked, Vec<Choice>) {
+    let question = question.to_owned();
+    let colour = colour();
+    let done = tokio::task::spawn_blocking(move || {
+        let picked = menu::pick(&question, &choices, 0, colour);
+        (picked, choices)
+    })
+    .await;
+    done.unwrap_or_else(|_| (Picked::Eof, Vec::new()))
 }
 
 /// Which call an answer in [`App::run_turn`] belongs to.
@@ -738,14 +994,52 @@ struct TurnView {
     /// before anyone was asked) names its command itself.
     announced: HashSet<String>,
     text_seen: bool,
+    /// The renderer of the answer's markdown (a colour terminal only).
+    markdown: Option<Markdown>,
+    width: Option<usize>,
+    /// The command running, and since when, for the status line.
+    running: Option<(String, std::time::Instant)>,
+    /// The status line is on screen (below everything else, on its own line).
+    status_shown: bool,
 }
 
 impl TurnView {
     fn newline(&mut self) {
+        self.finish_text();
         self.pending_space = false;
         if !self.at_line_start {
             out("\n");
             self.at_line_start = true;
+        }
+    }
+
+    /// The answer's unfinished line, rendered as it stands.
+    fn finish_text(&mut self) {
+        if let Some(md) = &mut self.markdown {
+            let rest = md.finish(self.width);
+            out_shown(&rest);
+        }
+    }
+
+    /// `[running: make test · 12s]` on the line below the output so far,
+    /// redrawn in place; only where a line has ended (output mid-line is not
+    /// broken into).
+    fn draw_status(&mut self) {
+        let Some((command, started)) = &self.running else { return };
+        if !self.at_line_start {
+            return;
+        }
+        let line = ui::running_status(command, started.elapsed().as_secs(), self.width);
+        let styled = if colour() { format!("\x1b[2m{line}\x1b[0m") } else { line };
+        out_shown(&format!("{}{styled}", term::CLEAR_LINE));
+        self.status_shown = true;
+    }
+
+    /// Takes the status line away before anything else is written.
+    fn clear_status(&mut self) {
+        if self.status_shown {
+            out_shown(term::CLEAR_LINE);
+            self.status_shown = false;
         }
     }
 
@@ -760,8 +1054,14 @@ impl TurnView {
         if self.pending_space {
             out(" ");
             self.pending_space = false;
+            if let Some(md) = &mut self.markdown {
+                md.line_starts_at(ui::ASSISTANT.len());
+            }
         }
-        out(text);
+        match &mut self.markdown {
+            Some(md) => out_shown(&md.push(text, self.width)),
+            None => out(text),
+        }
         self.text_seen = true;
         self.at_line_start = text.ends_with('\n');
     }

@@ -55,7 +55,9 @@ impl CallError {
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CallError::Server { message, code } => write!(f, "{message} (error {code})"),
+            // The person reads of sessions and commands; the code and the
+            // server's own words are in the log (RUST_LOG=mino=warn).
+            CallError::Server { message, code } => f.write_str(&crate::ui::error_sentence(*code, message)),
             CallError::Connection(message) => {
                 write!(f, "lost the connection to mino-server: {message}")
             }
@@ -68,7 +70,10 @@ impl std::error::Error for CallError {}
 impl From<RpcError> for CallError {
     fn from(e: RpcError) -> Self {
         match e {
-            RpcError::Call(obj) => CallError::Server { code: i64::from(obj.code()), message: obj.message().to_owned() },
+            RpcError::Call(obj) => {
+                tracing::warn!(code = obj.code(), message = obj.message(), "mino-server refused a request");
+                CallError::Server { code: i64::from(obj.code()), message: obj.message().to_owned() }
+            }
             other => CallError::Connection(other.to_string()),
         }
     }

@@ -6,8 +6,12 @@
 mod app;
 mod client;
 mod demo;
+mod editor;
 mod input;
+mod markdown;
+mod menu;
 mod notifications;
+mod term;
 mod transport;
 mod ui;
 
@@ -50,11 +54,14 @@ Environment:
   RUST_LOG          Show mino-server's log on stderr (otherwise $MINO_HOME/logs/server.log)
 
 In the chat: /new starts a new session, /sessions lists this directory's
-sessions, /open ID opens one (its recovery is shown, and asked about, as at
-startup); /compact has the model summarise the conversation so far, so that
-later questions send the summary instead of the earlier turns.
-/model lists the models to choose from; /model NAME chooses one for
-this session (it keeps it when reopened).
+sessions, /open ID opens one (a unique start of the id will do; its recovery
+is shown, and asked about, as at startup); /compact has the model summarise
+the conversation so far, so that later questions send the summary instead of
+the earlier turns. /model lists the models to choose from; /model NAME
+chooses one for this session (it keeps it when reopened; a name the service
+does not list is asked about first). /env shows the last command's full
+environment. @path attaches a file of the session's directory to the question
+(Tab completes the path).
 
 Commands run only after you approve them. Use /exit, Ctrl+D, or Ctrl+C to quit;
 Ctrl+C during a turn cancels it.
@@ -202,6 +209,7 @@ async fn run(args: Args) -> i32 {
         Some(dir) => Some(dir.clone()),
         None => std::env::current_dir().ok(),
     };
+    let workspace = cwd_for_init.clone().unwrap_or_else(|| PathBuf::from("."));
     let init = InitializationOptions {
         cwd: cwd_for_init.map(|d| d.display().to_string()),
         session: args.session,
@@ -209,7 +217,7 @@ async fn run(args: Args) -> i32 {
         ..Default::default()
     };
     let launch = Launch { program: server_program(), cwd, env, stderr };
-    match App::start(Options { launch, init, demo, log_hint }).await {
+    match App::start(Options { launch, init, demo, log_hint, workspace }).await {
         Ok(app) if args.list => app.print_sessions().await,
         Ok(app) => app.run().await,
         Err(code) => code,

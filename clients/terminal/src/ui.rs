@@ -31,6 +31,8 @@ pub enum ApprovalAnswer {
     AllowWorkspace,
     DenySession,
     DenyWorkspace,
+    /// `e`: show the full environment, then ask again.
+    ShowEnvironment,
 }
 
 /// `y`/`yes` approves, `a` and `w` allow, `d` and `D` deny with a rule (a
@@ -46,6 +48,9 @@ pub fn approval_answer(answer: &str) -> ApprovalAnswer {
     }
     if a.eq_ignore_ascii_case("w") {
         return ApprovalAnswer::AllowWorkspace;
+    }
+    if a == "e" {
+        return ApprovalAnswer::ShowEnvironment;
     }
     // Case matters here: `d` is the narrower (session) grant.
     if a == "d" {
@@ -320,11 +325,8 @@ pub fn result_output(output: &str, has_diff: bool, colour: bool) -> String {
 
 /// The approval screen, every line but the question.
 pub fn approval_screen(req: &ApprovalRequest) -> String {
-    let env = if req.environment.is_empty() {
-        "(empty)".to_owned()
-    } else {
-        req.environment.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
-    };
+    let (env, cut) = environment_line(&req.environment);
+    let env = if cut { format!("{env} (e shows it all)") } else { env };
     format!(
         "[Tool: bash]\n{}\nDirectory: {}\nEnvironment: {}\nLimits: timeout {}s, output {} bytes\nSandbox: {} (approval mode {})\n{APPROVE_CHOICES}\n",
         command_line(&req.command),
@@ -467,9 +469,18 @@ pub fn sessions(list: &[SessionEntry], current_mark: &str) -> String {
 /// items in the order they happened (from a server without them, its calls,
 /// then its text, then its notices).
 pub fn history(h: &HistoryResult) -> String {
+    history_with(h, None)
+}
+
+/// [`history`], the assistant's text given to `render` (the markdown
+/// renderer, whose output is safe to write). With `render`, everything
+/// else is made [`printable`] here, so the whole is safe to write as it is.
+pub fn history_with(h: &HistoryResult, mut render: Option<&mut dyn FnMut(&str) -> String>) -> String {
+    let shown = render.is_some();
+    let safe = |s: &str| if shown { printable(s).into_owned() } else { s.to_owned() };
     let mut out = String::new();
     for turn in &h.turns {
-        out.push_str(&format!("{USER_PROMPT}{}\n\n", turn.input));
+        out.push_str(&safe(&format!("{USER_PROMPT}{}\n\n", turn.input)));
         let legacy;
         let items = if turn.items.is_empty() {
             legacy = legacy_items(turn);
@@ -482,17 +493,24 @@ pub fn history(h: &HistoryResult) -> String {
             match item {
                 HistoryItem::Text { text } if !text.is_empty() => {
                     out.push_str(ASSISTANT);
-                    out.push_str(text);
+                    match render.as_mut() {
+                        Some(render) => out.push_str(render(text).trim_end_matches('\n')),
+                        None => out.push_str(text),
+                    }
                     out.push('\n');
                 }
                 HistoryItem::Text { .. } => {}
-                HistoryItem::Call { call } => history_call(&mut out, call),
-                HistoryItem::Notice { text } => notices.push_str(&format!("[{text}]\n")),
+                HistoryItem::Call { call } => {
+                    let mut piece = String::new();
+                    history_call(&mut piece, call);
+                    out.push_str(&safe(&piece));
+                }
+                HistoryItem::Notice { text } => notices.push_str(&safe(&format!("[{text}]\n"))),
             }
         }
         if let Some(status) = turn.status {
             if let Some(line) = turn_end_line(status, turn.reason.as_deref()) {
-                out.push_str(&line);
+                out.push_str(&safe(&line));
                 out.push('\n');
             }
         }
@@ -539,6 +557,144 @@ fn history_call(out: &mut String, call: &HistoryCall) {
         out.push_str(&evidence_line(&evidence.summary));
         out.push('\n');
     }
+}
+
+/// `text` broken at spaces into lines of at most `width` columns (`None`:
+/// as it is). A word longer than a line gets a line of its own.
+pub fn wrap(text: &str, width: Option<usize>) -> String {
+    let Some(width) = width.filter(|w| *w >= 20) else {
+        return text.to_owned();
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let mut used = 0;
+        for word in line.split(' ') {
+            let len = word.chars().count();
+            if used > 0 && used + 1 + len > width {
+                out.push('\n');
+                used = 0;
+            } else if used > 0 {
+                out.push(' ');
+                used += 1;
+            }
+            out.push_str(word);
+            used += len;
+        }
+    }
+    out
+}
+
+/// The longest value the approval screen shows whole; longer ones (PATH,
+/// mostly) are cut, and `e` at the approval shows them in full.
+pub const ENV_VALUE_SHOWN: usize = 32;
+
+/// The approval screen's environment: short values whole, long ones cut
+/// to their start and how much is left out.
+pub fn environment_line(env: &std::collections::BTreeMap<String, String>) -> (String, bool) {
+    if env.is_empty() {
+        return ("(empty)".to_owned(), false);
+    }
+    let mut cut = false;
+    let shown = env
+        .iter()
+        .map(|(k, v)| {
+            let len = v.chars().count();
+            if len <= ENV_VALUE_SHOWN {
+                return format!("{k}={v}");
+            }
+            cut = true;
+            let head: String = v.chars().take(ENV_VALUE_SHOWN).collect();
+            // A list (PATH) is cut between entries where it can be.
+            let head = match head.rfind(':') {
+                Some(at) if at > 0 => head[..at].to_owned(),
+                _ => head,
+            };
+            let left = if v.contains(':') {
+                let entries = v[head.len()..].split(':').filter(|e| !e.is_empty()).count();
+                format!("+{entries} more")
+            } else {
+                format!("+{} chars", len - head.chars().count())
+            };
+            format!("{k}={head}…({left})")
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    (shown, cut)
+}
+
+/// The full environment, one variable a line (`e` at an approval, `/env`).
+pub fn environment_full(env: &std::collections::BTreeMap<String, String>) -> String {
+    if env.is_empty() {
+        return "Environment: (empty)\n".to_owned();
+    }
+    let mut out = "Environment:\n".to_owned();
+    for (k, v) in env {
+        out.push_str(&format!("  {k}={v}\n"));
+    }
+    out
+}
+
+/// The live line below a running command: `[running: make test · 12s]`,
+/// its command cut to fit `width`.
+pub fn running_status(command: &str, seconds: u64, width: Option<usize>) -> String {
+    let elapsed = if seconds < 60 { format!("{seconds}s") } else { format!("{}m{:02}s", seconds / 60, seconds % 60) };
+    let command = printable(command).replace(['\n', '\t'], " ");
+    let room = width.unwrap_or(80).saturating_sub(elapsed.len() + 16).max(8);
+    let command = if command.chars().count() > room {
+        format!("{}…", command.chars().take(room - 1).collect::<String>())
+    } else {
+        command
+    };
+    format!("[running: {command} · {elapsed}]")
+}
+
+/// What a refused request means, in terms of sessions and commands: the
+/// sentence shown for JSON-RPC error `code` with the server's `message`
+/// (the code itself goes to the log).
+pub fn error_sentence(code: i64, message: &str) -> String {
+    use mino_protocol::error_code as c;
+    match code {
+        c::ACKNOWLEDGEMENT_REQUIRED => mino_protocol::message::ACKNOWLEDGEMENT_REQUIRED.to_owned(),
+        c::TURN_IN_PROGRESS => {
+            "Mino is still busy with the previous question (or opening a session, choosing a model or compacting); wait for it to finish or cancel it with Ctrl+C.".to_owned()
+        }
+        c::NO_PENDING_APPROVAL => "That command no longer waits for a decision; nothing was run.".to_owned(),
+        c::UNKNOWN_TURN => "That turn is no longer running.".to_owned(),
+        c::SESSION_UNAVAILABLE => {
+            // The server's sentence says what happened; its hints name
+            // protocol methods, which the chat's commands stand for here.
+            let plain = message.split("; mino/").next().unwrap_or(message).trim_end_matches('.');
+            let plain = plain.replace("mino/sessions/list", "/sessions");
+            if message.contains("mino/sessions/list") {
+                format!("{plain}; /sessions lists this directory's sessions, and /open takes a unique start of an id.")
+            } else {
+                format!("{plain}.")
+            }
+        }
+        c::JOURNAL_FAILURE => without_methods(message),
+        -32601 => "This mino-server cannot do that: it is older than mino. Install the two from one release.".to_owned(),
+        -32602 => without_methods(message),
+        -32002 => "The session is not open yet; try again in a moment.".to_owned(),
+        _ => format!("mino-server failed: {}", without_methods(message)),
+    }
+}
+
+/// A server message with protocol method names (`mino/…`) left out.
+fn without_methods(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    for word in message.split(' ') {
+        if word.trim_start_matches(['(', '`', '"']).starts_with("mino/") {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
 
 /// `text` with control characters other than newline and tab made visible
@@ -691,6 +847,27 @@ mod tests {
         assert!(at("Let me look.") < at("[Tool: bash]"), "{shown}");
         assert!(at("[Tool: bash]") < at("Half of"), "{shown}");
         assert!(at("Half of") < at("[Mino runtime notice"), "{shown}");
+    }
+
+    #[test]
+    fn rendered_history_makes_everything_but_the_rendered_text_printable() {
+        let turn = HistoryTurn {
+            turn_id: "t".into(),
+            input: "ask\u{1b}[8m".into(),
+            text: "**x**".into(),
+            calls: vec![],
+            status: Some(TurnStatus::Failed),
+            reason: Some("bad\u{7}".into()),
+            notices: vec![],
+            usage: None,
+            items: vec![HistoryItem::Text { text: "**x**".into() }],
+        };
+        let h = HistoryResult { session_id: "s".into(), turns: vec![turn], has_more: false, usage: None };
+        let mut render = |t: &str| format!("\u{1b}[1m{}\u{1b}[22m\n", t.trim_matches('*'));
+        let shown = history_with(&h, Some(&mut render));
+        assert!(shown.starts_with("You> ask^[[8m\n\n"), "{shown:?}");
+        assert!(shown.contains("Assistant> \u{1b}[1mx\u{1b}[22m\n"), "{shown:?}");
+        assert!(shown.contains("[turn failed: bad^G]"), "{shown:?}");
     }
 
     #[test]

@@ -553,3 +553,391 @@ fn the_terminal_grants_a_path_rule_for_an_edit_and_a_deny_rule_for_a_command() {
     p.exp_eof().expect("eof");
     assert_eq!(exit_code(&p), Some(0));
 }
+
+/// `cmd` on a terminal that moves the cursor (`TERM=xterm`), `cols` wide.
+fn on_xterm(cmd: &Command, cols: u16) -> Command {
+    let mut sh = Command::new("sh");
+    sh.arg("-c").arg(format!("stty cols {cols} rows 50; exec \"$0\" \"$@\"")).arg(cmd.get_program());
+    sh.args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        sh.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    sh.env("TERM", "xterm").env_remove("NO_COLOR");
+    sh
+}
+
+/// `mino` on a capable terminal. What is read keeps its escape codes
+/// (rexpect's stripping does not know private modes such as bracketed
+/// paste's `\e[?2004h`, and loses the text after them): the strings
+/// expected are ones written whole.
+fn spawn_xterm(cmd: &Command, cols: u16) -> PtySession {
+    rexpect::spawn_with_options(on_xterm(cmd, cols), rexpect::reader::Options::new().timeout_ms(Some(TIMEOUT_MS)))
+        .expect("spawn mino in a pty")
+}
+
+/// Sends keys at once (rexpect's writer buffers until a newline or a flush).
+fn press(p: &mut PtySession, keys: &str) -> Result<(), rexpect::error::Error> {
+    p.send(keys)?;
+    p.flush()
+}
+
+/// The user messages the model was sent in request `i`.
+fn user_texts(requests: &[mino_mock_model::RecordedRequest], i: usize) -> String {
+    requests[i].body.to_string()
+}
+
+/// A block of lines pasted at the prompt (the terminal marks it with
+/// bracketed paste) is one question, sent when Enter is pressed.
+#[test]
+fn a_multi_line_paste_is_one_question() {
+    let rt = runtime();
+    let mock = rt.block_on(MockModel::start(vec![Reply::text("Both lines read.")])).expect("mock model");
+    let scratch = Scratch::new();
+    let mut p = spawn_xterm(&scratch.command(&mock.base_url()), 200);
+    p.exp_string("You> ").expect("prompt");
+    press(&mut p, "\x1b[200~first pasted line\nsecond pasted line\n\x1b[201~").expect("paste");
+    press(&mut p, "\r").expect("enter");
+    p.exp_string("Both lines read.").expect("answer");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    assert_eq!(exit_code(&p), Some(0));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1, "one question, not one per line");
+    let body = user_texts(&requests, 0);
+    assert!(body.contains("first pasted line\\nsecond pasted line"), "{body}");
+    assert!(!body.contains("200~") && !body.contains("201~"), "the paste markers are not part of it: {body}");
+}
+
+/// A call a rule approves (nobody is asked) still shows the command it runs.
+#[test]
+fn a_call_approved_by_a_rule_shows_its_command() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            Reply::call("c1", "echo alpha one"),
+            Reply::text("First done."),
+            Reply::call("c2", "echo alpha two"),
+            Reply::text("Second done."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/mode rules").expect("rules mode");
+    p.exp_string("Approval mode rules").expect("settings");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("First.").expect("send");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
+    p.send_line("a").expect("allow for the session");
+    p.exp_string("[echo alpha]").expect("the rule, prefilled");
+    p.send_line("").expect("accept the suggestion");
+    p.exp_string("First done.").expect("answer");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Second.").expect("send");
+    let shown = p.exp_string("[approved by rule `echo alpha` (session)]").expect("approved by the rule");
+    assert!(shown.contains("Command: \"echo alpha two\""), "the command is shown: {shown:?}");
+    assert!(!shown.contains("Approve this operation?"), "{shown:?}");
+    p.exp_string("Second done.").expect("answer");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+}
+
+/// `/model NAME` for a model the service does not list asks first, No by
+/// default, and keeps the current model unless told yes; a listed model
+/// is chosen at once. On a capable terminal the question is a menu.
+#[test]
+fn a_model_the_service_does_not_list_is_chosen_only_when_confirmed() {
+    let rt = runtime();
+    let mock = rt.block_on(MockModel::start(vec![])).expect("mock model");
+    mock.set_models(Some(&["model-listed", "model-other"]));
+    let scratch = Scratch::new();
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/model model-typo").expect("unlisted model");
+    p.exp_string("The service does not list a model named model-typo").expect("asked");
+    p.exp_string("Use it anyway? [y/N] ").expect("the question");
+    p.send_line("").expect("enter declines");
+    p.exp_string("This session keeps").expect("kept");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/model model-typo").expect("unlisted model again");
+    p.exp_string("Use it anyway? [y/N] ").expect("the question");
+    p.send_line("y").expect("confirm");
+    p.exp_string("This session now uses model-typo").expect("chosen");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/model model-other").expect("listed model");
+    let shown = p.exp_string("This session now uses model-other").expect("chosen at once");
+    assert!(!shown.contains("Use it anyway?"), "{shown:?}");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+
+    // The menu: Enter takes No, the highlighted choice.
+    let mut p = spawn_xterm(&scratch.command(&mock.base_url()), 200);
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/model model-typo2").expect("unlisted model");
+    p.exp_string("> No (n)").expect("the menu starts on No");
+    press(&mut p, "\r").expect("enter");
+    p.exp_string("This session keeps model-other").expect("kept");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+}
+
+/// While a command runs, a status line below its output says so and for
+/// how long, and is gone once the result is shown.
+#[test]
+fn a_running_command_shows_its_elapsed_time() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            Reply::call("call_1", "echo begun; sleep 3; echo finished"),
+            Reply::text("Slept."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let mut p = spawn_xterm(&scratch.command(&mock.base_url()), 200);
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Sleep.").expect("send");
+    p.exp_string("Approve this operation?").expect("approval menu");
+    p.send_line("y").expect("approve");
+    p.exp_string("begun").expect("output");
+    p.exp_string("[running: echo begun; sleep 3; echo finished").expect("the status line");
+    p.exp_string(" 1s]").expect("elapsed 1s");
+    p.exp_string("[running: echo begun; sleep 3; echo finished").expect("the status line, redrawn");
+    p.exp_string(" 2s]").expect("elapsed 2s");
+    let rest = p.exp_string("[Result: success, exit code 0]").expect("result");
+    // The status line was cleared (back to the line's start, erased) before the output went on.
+    assert!(rest.contains("\r\x1b[Kfinished"), "{rest:?}");
+    p.exp_string("Slept.").expect("answer");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+}
+
+/// `/open` takes the start of an id when only one session has it; an
+/// ambiguous start lists the sessions it could mean.
+#[test]
+fn open_takes_a_unique_prefix_of_a_session_id() {
+    let rt = runtime();
+    let mock = rt.block_on(MockModel::start(vec![Reply::text("One."), Reply::text("Two.")])).expect("mock model");
+    let scratch = Scratch::new();
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    let header = p.exp_regex(r"session (\d{8}T\d{6}-[0-9a-f]+)").expect("first session").1;
+    let first = header.trim_start_matches("session ").to_string();
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Question one.").expect("send");
+    p.exp_string("One.").expect("answer");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/new").expect("new session");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Question two.").expect("send");
+    p.exp_string("Two.").expect("answer");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/open 2").expect("ambiguous");
+    p.exp_string("2 sessions start with 2; type more of the id:").expect("ambiguous prefix");
+    p.exp_string(&first).expect("a candidate");
+    p.exp_string("You> ").expect("prompt");
+    let prefix = &first[..first.len() - 2];
+    p.send_line(&format!("/open {prefix}")).expect("unique prefix");
+    p.exp_string(&format!("session {first} (Question one.)")).expect("opened by its prefix");
+    p.exp_string("Assistant> One.").expect("its history");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+}
+
+/// A refused request is told in words of sessions and commands, not of
+/// protocol methods or error codes (those go to the log).
+#[test]
+fn errors_speak_of_sessions_not_of_methods_and_codes() {
+    let rt = runtime();
+    let mock = rt.block_on(MockModel::start(vec![])).expect("mock model");
+    let scratch = Scratch::new();
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/open 19990101T000000-abcdef").expect("unknown");
+    let shown = p.exp_string("You> ").expect("prompt");
+    assert!(shown.contains("Error: no session 19990101T000000-abcdef"), "{shown:?}");
+    assert!(shown.contains("/sessions lists this directory's sessions"), "{shown:?}");
+    assert!(!shown.contains("mino/") && !shown.contains("error -"), "no methods or codes: {shown:?}");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+}
+
+/// On a narrow terminal the banner is broken at words to fit, and the
+/// approval's environment line shows PATH shortened, `e` showing it all.
+#[test]
+fn the_banner_and_the_environment_fit_a_narrow_terminal() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![Reply::call("call_1", "echo hi"), Reply::text("Not run.")]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let long_path = format!(
+        "{}:/opt/a-rather-long-directory-name/bin:/opt/another-long-directory-name/bin",
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = scratch.command(&mock.base_url());
+    cmd.env("PATH", &long_path);
+    let mut p = rexpect::spawn_with_options(
+        {
+            let mut c = on_xterm(&cmd, 40);
+            c.env("TERM", "dumb");
+            c
+        },
+        rexpect::reader::Options::new().timeout_ms(Some(TIMEOUT_MS)).strip_ansi_escape_codes(true),
+    )
+    .expect("spawn");
+    let banner = p.exp_string("You> ").expect("prompt");
+    for line in banner.lines() {
+        assert!(line.trim_end_matches('\r').chars().count() <= 40, "a line wider than 40 columns: {line:?}");
+    }
+    assert!(banner.contains("History is restored on startup."), "{banner:?}");
+    p.send_line("Say hi.").expect("send");
+    let screen = p.exp_string("Approve this operation? [y/N] ").expect("approval question");
+    // Broken at words to fit: read it as one line.
+    let screen = screen.replace("\r\n", " ");
+    assert!(screen.contains("(e shows it all)"), "{screen:?}");
+    assert!(!screen.contains("another-long-directory-name"), "PATH is shortened: {screen:?}");
+    p.send_line("e").expect("show the environment");
+    let full = p.exp_string("Approve this operation? [y/N] ").expect("asked again");
+    assert!(full.contains("/opt/another-long-directory-name/bin"), "the full PATH: {full:?}");
+    p.send_line("n").expect("deny");
+    p.exp_string("Not run.").expect("answer");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/env").expect("/env");
+    p.exp_string("/opt/another-long-directory-name/bin").expect("/env shows it too");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+}
+
+/// The model's markdown is rendered on a colour terminal: a heading bold,
+/// emphasis bold, a code block's keywords coloured; with NO_COLOR it is
+/// shown as written.
+#[test]
+fn markdown_is_rendered_with_syntax_colour_unless_no_color() {
+    let rt = runtime();
+    let answer = "# Plan\n\nUse **care** here.\n\n```rust\nfn main() {}\n```\nDone.";
+    let mock = rt.block_on(MockModel::start(vec![Reply::text(answer), Reply::text(answer)])).expect("mock model");
+    let scratch = Scratch::new();
+    let mut p = spawn_xterm(&scratch.command(&mock.base_url()), 200);
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Plan.").expect("send");
+    let shown = p.exp_string("Done.").expect("answer");
+    assert!(shown.contains("\x1b[1m\x1b[4mPlan\x1b[0m"), "the heading is bold: {shown:?}");
+    assert!(shown.contains("Use \x1b[1mcare\x1b[22m here."), "emphasis is bold: {shown:?}");
+    assert!(shown.contains("\x1b[35mfn\x1b[0m"), "the keyword is coloured: {shown:?}");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+
+    let mut cmd = scratch.command(&mock.base_url());
+    cmd.arg("--new");
+    let mut cmd = on_xterm(&cmd, 200);
+    cmd.env("NO_COLOR", "1");
+    let mut p =
+        rexpect::spawn_with_options(cmd, rexpect::reader::Options::new().timeout_ms(Some(TIMEOUT_MS))).expect("spawn");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Plan again.").expect("send");
+    let shown = p.exp_string("Done.").expect("answer");
+    assert!(shown.contains("Use **care** here."), "as written: {shown:?}");
+    assert!(!shown.contains("\x1b[35m"), "{shown:?}");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+
+    // Restored history is rendered as the live answer was.
+    let mut p = spawn_xterm(&scratch.command(&mock.base_url()), 200);
+    let restored = p.exp_string("\x1b[KYou> ").expect("prompt after the history");
+    assert!(restored.contains("Assistant> \x1b[1m\x1b[4mPlan\x1b[0m"), "{restored:?}");
+    assert!(restored.contains("\x1b[35mfn\x1b[0m"), "{restored:?}");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+}
+
+/// On a capable terminal the approval is a menu that starts on Deny: Enter
+/// alone denies, ↓ then Enter approves once, and `y` typed still approves;
+/// a `y` typed while the answer streamed, before the menu, is dropped.
+#[test]
+fn the_approval_menu_starts_on_deny_and_drops_type_ahead() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            Reply::Calls {
+                text: (0..10).map(|i| format!("word{i} ")).collect(),
+                calls: vec![mino_mock_model::ScriptedCall::new("call_1", "touch typed_ahead.txt")],
+                delay_ms: 150,
+            },
+            Reply::text("Not run."),
+            Reply::call("call_2", "touch by_arrow.txt"),
+            Reply::text("Ran."),
+            Reply::call("call_3", "touch by_letter.txt"),
+            Reply::text("Ran too."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let mut p = spawn_xterm(&scratch.command(&mock.base_url()), 200);
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Make a file.").expect("send");
+    p.exp_string("word0").expect("streaming has begun");
+    press(&mut p, "y\r").expect("type ahead");
+    p.exp_string("> Deny (n)").expect("the menu, on Deny");
+    p.exp_string("Approve once (y)").expect("the other choices");
+    press(&mut p, "\r").expect("enter");
+    p.exp_string("Approve this operation? Deny").expect("the answer is shown");
+    p.exp_string("Not run.").expect("denied");
+    assert!(!scratch.work().join("typed_ahead.txt").exists(), "the typed-ahead y approved nothing");
+
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Again.").expect("send");
+    p.exp_string("> Deny (n)").expect("the menu");
+    press(&mut p, "\x1b[B").expect("down");
+    p.exp_string("> Approve once (y)").expect("moved");
+    press(&mut p, "\r").expect("enter");
+    p.exp_string("Ran.").expect("approved");
+    assert!(scratch.work().join("by_arrow.txt").exists());
+
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Once more.").expect("send");
+    p.exp_string("> Deny (n)").expect("the menu");
+    press(&mut p, "y\r").expect("the letter");
+    p.exp_string("Ran too.").expect("approved");
+    assert!(scratch.work().join("by_letter.txt").exists());
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+}
+
+/// Tab after `@` completes a workspace path; the file goes with the
+/// question (under a header naming it), and mino says it was attached.
+#[test]
+fn at_path_completes_with_tab_and_attaches_the_file() {
+    let rt = runtime();
+    let mock = rt.block_on(MockModel::start(vec![Reply::text("Summarised.")])).expect("mock model");
+    let scratch = Scratch::new();
+    std::fs::write(scratch.work().join("notes.txt"), "remember the oat milk\n").expect("notes");
+    let mut p = spawn_xterm(&scratch.command(&mock.base_url()), 200);
+    p.exp_string("You> ").expect("prompt");
+    press(&mut p, "Summarise @no").expect("type");
+    press(&mut p, "\t").expect("tab");
+    p.exp_string("tes.txt").expect("completed");
+    press(&mut p, " please\r").expect("enter");
+    p.exp_string("[@notes.txt: attached, 22 bytes]").expect("attached");
+    p.exp_string("Summarised.").expect("answer");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    let body = user_texts(&mock.requests(), 0);
+    assert!(body.contains("Summarise @notes.txt please"), "{body}");
+    assert!(body.contains("[File notes.txt (22 bytes), attached with @notes.txt]"), "{body}");
+    assert!(body.contains("remember the oat milk"), "{body}");
+}
