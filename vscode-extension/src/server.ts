@@ -320,6 +320,7 @@ export class MinoServer implements vscode.Disposable {
     const serverOptions: ServerOptions = {
       command: located.command,
       args: [],
+      // The library appends `--stdio` for this transport; mino-server accepts it as a no-op.
       transport: TransportKind.stdio,
       options: { cwd, env },
     };

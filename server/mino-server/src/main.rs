@@ -15,13 +15,19 @@ use std::time::Duration;
 use anyhow::Context;
 use tracing_subscriber::EnvFilter;
 
+/// What language clients append to ask for the stdio transport.
+const STDIO_FLAG: &str = "--stdio";
+
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
     // A command's supervisor (see mino_core::supervisor): before any runtime,
     // logging or panic hook, which are the server's and not its.
     if args.first().map(String::as_str) == Some(mino_core::supervisor::FLAG) {
         std::process::exit(mino_core::supervisor::main(&args[1..]));
     }
+    // `--stdio` names the only transport there is: language clients append it
+    // (vscode-languageclient does for `TransportKind.stdio`), so it is a no-op.
+    args.retain(|arg| arg != STDIO_FLAG);
     // `--acp`: the Agent Client Protocol front door (docs/acp.md), same core.
     let acp = args.first().map(String::as_str) == Some("--acp");
     if acp && args.len() > 1 {
@@ -41,7 +47,7 @@ fn main() -> anyhow::Result<()> {
                 "{name} {version}\n\nMino's agent as a JSON-RPC server on stdin/stdout (LSP base protocol).\n\
                  Started by a client, not by hand. See docs/protocol.md.\n\n\
                  Environment: MINO_HOME, OPENAI_API_KEY, OPENAI_BASE_URL, MINO_MODEL, MINO_PROVIDER, MINO_COMMAND_TIMEOUT_SECS, MINO_SANDBOX, RUST_LOG (logs go to stderr).\n\n\
-                 Options:\n  --acp      speak the Agent Client Protocol instead (see docs/acp.md)\n  --version  print the version and exit\n  --help     print this help and exit",
+                 Options:\n  --acp      speak the Agent Client Protocol instead (see docs/acp.md)\n  --stdio    accepted and ignored: stdin/stdout is the only transport (language clients append it)\n  --version  print the version and exit\n  --help     print this help and exit",
                 name = handlers::SERVER_NAME,
                 version = handlers::VERSION,
             )?;

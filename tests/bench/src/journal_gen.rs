@@ -148,3 +148,20 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
     out.flush()?;
     Ok(bytes)
 }
+
+/// Gives the session file at `path` another id and directory (its header, record 1),
+/// so that a client opening `cwd` finds it as that folder's session.
+pub fn rehome(path: &Path, session_id: &str, cwd: &str) -> Result<()> {
+    let bytes = std::fs::read(path)?;
+    let first_end = bytes.iter().position(|b| *b == b'\n').ok_or_else(|| anyhow::anyhow!("no header line"))?;
+    let header = RecordBody::Session {
+        session_id: session_id.into(),
+        created_at: "2026-11-29T00:00:00Z".into(),
+        cwd: cwd.into(),
+        mino_version: "bench".into(),
+    };
+    let mut out = encode_line(1, &header);
+    out.extend_from_slice(&bytes[first_end + 1..]);
+    std::fs::write(path, out)?;
+    Ok(())
+}

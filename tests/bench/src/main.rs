@@ -52,12 +52,16 @@ fn main() -> Result<()> {
             let records: usize = args.get(1).context("gen RECORDS PATH")?.parse()?;
             let path = args.get(2).context("gen RECORDS PATH")?;
             let bytes = journal_gen::write_session(std::path::Path::new(path), records)?;
+            // `gen RECORDS PATH SESSION_ID CWD`: that session of that folder (as a client opens it).
+            if let (Some(id), Some(cwd)) = (args.get(3), args.get(4)) {
+                journal_gen::rehome(std::path::Path::new(path), id, cwd)?;
+            }
             println!("wrote {records} records, {bytes} bytes to {path}");
             Ok(())
         }
         _ => {
             eprintln!(
-                "usage: mino-bench all|open|context|turn|relay|startup|sse|sessions [--quick] | peers [--quick] [--doc PATH] | peers-crash | gen RECORDS PATH | measure KIND PATH [REPS]"
+                "usage: mino-bench all|open|context|turn|relay|startup|sse|sessions [--quick] | peers [--quick] [--doc PATH] | peers-crash | gen RECORDS PATH [SESSION_ID CWD] | measure KIND PATH [REPS]"
             );
             std::process::exit(2)
         }

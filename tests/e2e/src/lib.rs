@@ -122,6 +122,8 @@ pub struct Spawn {
     pub env: Vec<(String, String)>,
     /// Start the server as the leader of a process group of its own.
     pub own_process_group: bool,
+    /// Command-line arguments (none by default).
+    pub args: Vec<String>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -284,7 +286,8 @@ impl Server {
         let stderr_path = home.join(format!("server-{}.stderr.log", unique()));
         let stderr = std::fs::File::create(&stderr_path).expect("stderr log file");
         let mut cmd = tokio::process::Command::new(options.bin.unwrap_or_else(server_bin));
-        cmd.env("MINO_HOME", &home)
+        cmd.args(&options.args)
+            .env("MINO_HOME", &home)
             .env("OPENAI_API_KEY", API_KEY)
             .env("OPENAI_BASE_URL", options.base_url.unwrap_or_else(|| "http://127.0.0.1:9/v1".into()))
             .env("MINO_MODEL", "mock-model")
