@@ -104,6 +104,12 @@ impl EventSender {
         if state.receiver_gone {
             return Sent::Queued;
         }
+        if let AgentEvent::ToolOutput { turn_id, call_id, .. } = &event {
+            // Its note is queued: the rest of this call's live output is not.
+            if !state.skipped.is_empty() && state.skipped.contains(&(turn_id.clone(), call_id.clone())) {
+                return Sent::Merged;
+            }
+        }
         let behind = state.bytes >= COALESCE_AFTER;
         if behind {
             if let Some((last, last_cost)) = state.queue.back_mut() {
@@ -119,9 +125,7 @@ impl EventSender {
         let mut event = event;
         if let AgentEvent::ToolOutput { turn_id, call_id, chunk, .. } = &mut event {
             if state.bytes >= QUEUE_LIMIT {
-                if !state.skipped.insert((turn_id.clone(), call_id.clone())) {
-                    return Sent::Merged;
-                }
+                state.skipped.insert((turn_id.clone(), call_id.clone()));
                 *chunk = OUTPUT_SKIPPED.to_string();
             }
         }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use mino_core::agent::Events;
-use mino_core::agent::{Agent, AgentEvent, CompactionOutcome, Numbered, TurnLimits};
+use mino_core::agent::{Agent, AgentEvent, CompactionOutcome, TurnLimits};
 use mino_core::bash::{BashTool, Limits};
 use mino_core::compaction::{Trigger, SUMMARY_INSTRUCTION, SUMMARY_PREFIX};
 use mino_core::config::{CompactionSettings, CompactionTable};

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mino_core::agent::Events;
-use mino_core::agent::{Agent, AgentEvent, Numbered, TurnLimits};
+use mino_core::agent::{Agent, AgentEvent, TurnLimits};
 use mino_core::bash::{BashTool, Limits};
 use mino_core::journal::{Fault, FaultPlan, FaultyFile, JournalFile};
 use mino_core::model::{ModelClient, ModelConfig, RetryPolicy};
