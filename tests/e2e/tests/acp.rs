@@ -543,6 +543,15 @@ impl RawAcp {
         RawAcp { child, stdin, stdout }
     }
 
+    /// Closes stdin and waits for the server to exit.
+    async fn close(self) {
+        let RawAcp { mut child, stdin, stdout } = self;
+        drop(stdin);
+        let status = tokio::time::timeout(LIMIT, child.wait()).await.expect("exited in time").expect("wait");
+        assert!(status.success(), "{status}");
+        drop(stdout);
+    }
+
     async fn send(&mut self, line: &str) {
         use tokio::io::AsyncWriteExt;
         self.stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write a line");
@@ -566,8 +575,11 @@ impl RawAcp {
         }
     }
 
-    async fn open(&mut self, workspace: &Path, load: Option<&str>) -> String {
-        self.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#).await;
+    /// `initialize` (with `capabilities` as the client's), then `session/new` or `session/load`.
+    async fn open(&mut self, workspace: &Path, load: Option<&str>, capabilities: Value) -> String {
+        let initialize = serde_json::json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": { "protocolVersion": 1, "clientCapabilities": capabilities } });
+        self.send(&initialize.to_string()).await;
         self.until(|m| m["id"] == 0).await;
         let (method, params) = match load {
             None => ("session/new", serde_json::json!({ "cwd": workspace, "mcpServers": [] })),
@@ -596,7 +608,9 @@ fn names_key_twice(message: &Value, key: &str) -> bool {
 /// hears an error naming the key, and the turn is cancelled. The gate's
 /// answer naming `optionId` twice (`not-now`, then `acknowledge`) is
 /// refused too: the prompt's answer is an error naming the key, nothing
-/// is acknowledged, and the next real "I understand" opens the gate.
+/// is acknowledged; so is the gate's form answer naming `answer` twice
+/// (`not-now`, then `acknowledge`), and the next real acknowledgement opens
+/// the gate.
 #[tokio::test]
 async fn acp_answers_naming_a_key_twice_are_refused_and_decide_nothing() {
     let (_base, home, workspace) = dirs();
@@ -608,7 +622,7 @@ async fn acp_answers_naming_a_key_twice_are_refused_and_decide_nothing() {
     .await
     .expect("mock model");
     let mut acp = RawAcp::spawn(&home, &workspace, &mock);
-    let session = acp.open(&workspace, None).await;
+    let session = acp.open(&workspace, None, serde_json::json!({})).await;
     acp.prompt(2, &session, "Touch it.").await;
     let (question, _) = acp.until(|m| m["method"] == "session/request_permission").await;
     let answer = format!(
@@ -632,7 +646,7 @@ async fn acp_answers_naming_a_key_twice_are_refused_and_decide_nothing() {
     let _ = acp.child.wait().await;
 
     let mut acp = RawAcp::spawn(&home, &workspace, &mock);
-    acp.open(&workspace, Some(&session)).await;
+    acp.open(&workspace, Some(&session), serde_json::json!({})).await;
     acp.prompt(2, &session, "Go on.").await;
     let (gate, _) = acp.until(|m| m["method"] == "session/request_permission").await;
     let answer = format!(
@@ -644,11 +658,27 @@ async fn acp_answers_naming_a_key_twice_are_refused_and_decide_nothing() {
     assert!(names_key_twice(&answered, "optionId"), "the prompt's answer names the key: {answered}");
     let journal = mino_e2e::session_files(&home).pop().expect("a session file");
     assert_eq!(mino_e2e::count_kind(&journal, "recovery_ack"), 0, "nothing was acknowledged");
+    acp.close().await;
+
+    // The gate as a form (a client advertising form elicitation): an answer
+    // naming `answer` twice opens nothing either.
+    let mut acp = RawAcp::spawn(&home, &workspace, &mock);
+    acp.open(&workspace, Some(&session), serde_json::json!({ "elicitation": { "form": {} } })).await;
+    acp.prompt(2, &session, "Go on.").await;
+    let (form, _) = acp.until(|m| m["method"] == "elicitation/create").await;
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"action":"accept","content":{{"answer":"not-now","answer":"acknowledge"}}}}}}"#,
+        form["id"]
+    );
+    acp.send(&answer).await;
+    let (answered, _) = acp.until(|m| m["id"] == 2).await;
+    assert!(names_key_twice(&answered, "answer"), "the prompt's answer names the key: {answered}");
+    assert_eq!(mino_e2e::count_kind(&journal, "recovery_ack"), 0, "nothing was acknowledged");
     // The gate is still closed: the next prompt asks again, and a real answer opens it.
     acp.prompt(3, &session, "Go on.").await;
-    let (gate, _) = acp.until(|m| m["method"] == "session/request_permission").await;
-    let acknowledge = serde_json::json!({ "jsonrpc": "2.0", "id": gate["id"],
-        "result": { "outcome": { "outcome": "selected", "optionId": "acknowledge" } } });
+    let (form, _) = acp.until(|m| m["method"] == "elicitation/create").await;
+    let acknowledge = serde_json::json!({ "jsonrpc": "2.0", "id": form["id"],
+        "result": { "action": "accept", "content": { "answer": "acknowledge" } } });
     acp.send(&acknowledge.to_string()).await;
     let (answered, _) = acp.until(|m| m["id"] == 3).await;
     assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
