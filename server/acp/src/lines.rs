@@ -39,6 +39,9 @@ const LINE_ENVELOPE: usize = 64;
 pub const UPDATES_IN_FLIGHT: u64 = 16;
 /// How the crate writes a `session/update` notification: the JSON-RPC
 /// members first, so only a notification of that method starts with it.
+/// (Were a release of the crate to write it otherwise, no update would
+/// count as written and a stream would stop after 16:
+/// `tests/e2e/tests/backpressure.rs` streams thousands over ACP and fails.)
 const UPDATE_LINE_START: &str = r#"{"jsonrpc":"2.0","method":"session/update","#;
 
 /// The JSON-RPC error code for a dropped line: its id was never read.
