@@ -16,6 +16,7 @@
 #![deny(clippy::print_stdout)]
 
 mod commands;
+mod decisions;
 mod lines;
 mod translate;
 
@@ -33,7 +34,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, Responder, V1};
-use mino_core::agent::{Agent, AgentError, Decision, Numbered, TurnLimits};
+use mino_core::agent::{Agent, AgentError, Decision, Events, Numbered, TurnLimits};
 use mino_core::model::{ListedModel, ModelList};
 use mino_core::policy::{ApprovalMode, PolicyError, SuggestedRule};
 use mino_core::rules::{Rule, RuleEffect, RuleScope};
@@ -82,7 +83,7 @@ impl PendingModels {
     /// Once the service's list is in, sends it as a `config_option_update`
     /// when it differs from the one the session opened with (sent after
     /// the session's answer, so the client knows the session).
-    fn refresh_later(self, session_id: String, cx: ConnectionTo<Client>) {
+    fn refresh_later(self, session_id: String, cx: ConnectionTo<Client>, outbound: Arc<lines::Outbound>) {
         tokio::spawn(async move {
             let list = match self.asking.await {
                 Ok(list) => list,
@@ -93,7 +94,7 @@ impl PendingModels {
             }
             let update =
                 SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(vec![commands::model_option(&list)]));
-            log_send(cx.send_notification(SessionNotification::new(session_id, update)));
+            log_send(outbound.send(&cx, SessionNotification::new(session_id, update)));
         });
     }
 }
@@ -108,6 +109,8 @@ struct TurnEnd {
 #[derive(Default)]
 struct Server {
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
+    /// Every `session/update` goes out through it (see [`lines::Outbound`]).
+    outbound: Arc<lines::Outbound>,
     /// The client's `initialize` advertised form elicitation: the
     /// acknowledgement gate is asked through `elicitation/create`.
     form_elicitation: AtomicBool,
@@ -140,17 +143,21 @@ fn agent_error(e: AgentError) -> Error {
 /// be recorded. Incoming lines are bounded by [`MAX_LINE_BYTES`].
 pub async fn serve_stdio() {
     let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-    let (transport, writing) = lines::transport(stdin, tokio::io::stdout(), MAX_LINE_BYTES);
-    serve(transport).await;
+    let (transport, outbound, writing) = lines::transport(stdin, tokio::io::stdout(), MAX_LINE_BYTES);
+    serve(transport, outbound).await;
     // What was queued before the connection ended still goes out.
     if tokio::time::timeout(EXIT_GRACE, writing).await.is_err() {
         tracing::warn!("the last ACP messages could not be written in time");
     }
 }
 
-/// Serves ACP over `transport` (stdio in `mino-server --acp`).
-pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client_protocol::Agent> + 'static) {
-    let server = Arc::new(Server::default());
+/// Serves ACP over `transport` (stdio in `mino-server --acp`), whose
+/// `session/update` notifications `outbound` counts as they are written.
+pub async fn serve(
+    transport: impl agent_client_protocol::ConnectTo<agent_client_protocol::Agent> + 'static,
+    outbound: Arc<lines::Outbound>,
+) {
+    let server = Arc::new(Server { outbound, ..Server::default() });
     let (s1, s2, s3, s4) = (server.clone(), server.clone(), server.clone(), server.clone());
     let (s5, s6, s7) = (server.clone(), server.clone(), server.clone());
     let served = agent_client_protocol::Agent
@@ -177,12 +184,12 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
                         Ok((id, session)) => {
                             let (options, pending) = session.opening_config_options().await;
                             log_send(responder.respond(NewSessionResponse::new(id.clone()).config_options(options)));
-                            log_send(cx.send_notification(commands::available(&id)));
+                            log_send(server.outbound.send(&cx, commands::available(&id)));
                             if let Some(pending) = pending {
-                                pending.refresh_later(id.clone(), cx.clone());
+                                pending.refresh_later(id.clone(), cx.clone(), server.outbound.clone());
                             }
                             if let Some(text) = translate::mcp_notice(&mcp) {
-                                log_send(cx.send_notification(translate::agent_message(&id, &text)));
+                                log_send(server.outbound.send(&cx, translate::agent_message(&id, &text)));
                             }
                         }
                     }
@@ -213,17 +220,20 @@ pub async fn serve(transport: impl agent_client_protocol::ConnectTo<agent_client
                     let updates = session
                         .agent
                         .with_session(|s| translate::replay(&id, s.transcript(), std::path::Path::new(s.cwd())));
+                    // A long conversation to a client that does not read
+                    // waits for it rather than filling the crate's queues.
                     for update in updates {
-                        log_send(cx.send_notification(update));
+                        server.outbound.room().await;
+                        log_send(server.outbound.send(&cx, update));
                     }
                     if let Some(text) = translate::mcp_notice(&mcp) {
-                        log_send(cx.send_notification(translate::agent_message(&id, &text)));
+                        log_send(server.outbound.send(&cx, translate::agent_message(&id, &text)));
                     }
                     let (options, pending) = session.opening_config_options().await;
                     log_send(responder.respond(LoadSessionResponse::new().config_options(options)));
-                    log_send(cx.send_notification(commands::available(&id)));
+                    log_send(server.outbound.send(&cx, commands::available(&id)));
                     if let Some(pending) = pending {
-                        pending.refresh_later(id, cx);
+                        pending.refresh_later(id, cx, server.outbound.clone());
                     }
                 });
                 Ok(())
@@ -360,7 +370,7 @@ impl Server {
         });
         let id = app.session_id.clone();
         lock(&self.sessions).insert(id.clone(), session.clone());
-        tokio::spawn(forward_events(id.clone(), app.agent, app.events, ends, cx));
+        tokio::spawn(forward_events(id.clone(), app.agent, app.events, ends, cx, self.outbound.clone()));
         Ok((id, session))
     }
 
@@ -413,7 +423,7 @@ impl Server {
         *lock(&session.cancel) = cancel.clone();
         if let Some(command) = commands::parse(&text) {
             let reply = session.command(command, &cancel).await?;
-            log_send(cx.send_notification(translate::agent_message(&id, &reply)));
+            log_send(self.outbound.send(&cx, translate::agent_message(&id, &reply)));
             // ACP's rule: a cancelled prompt answers `cancelled`; the
             // message above says what the command did all the same.
             return Ok(if cancel.is_cancelled() { StopReason::Cancelled } else { StopReason::EndTurn });
@@ -598,22 +608,27 @@ async fn compact_until_cancelled(
 /// Forwards one session's agent events as `session/update` notifications,
 /// asks `session/request_permission` for each approval, and hands each
 /// turn's end to the prompt waiting for it, after the turn's last update.
+/// It takes the next event only once the client has read all but a few
+/// updates ([`lines::Outbound::room`]): while it does not read, the events
+/// wait in the agent's stream, where deltas merge.
 async fn forward_events(
     session_id: String,
     agent: Agent,
-    mut events: mpsc::UnboundedReceiver<Numbered>,
+    mut events: Events,
     ends: mpsc::UnboundedSender<TurnEnd>,
     cx: ConnectionTo<Client>,
+    outbound: Arc<lines::Outbound>,
 ) {
     let mut calls = translate::LiveCalls::default();
     loop {
+        outbound.room().await;
         // Live output waiting for its interval goes out when due.
         let due = calls.next_due(Instant::now());
         let next = tokio::select! {
             next = events.recv() => next,
             _ = sleep_until(due), if due.is_some() => {
                 for update in calls.flush(&session_id, Instant::now()) {
-                    log_send(cx.send_notification(update));
+                    log_send(outbound.send(&cx, update));
                 }
                 continue;
             }
@@ -631,7 +646,7 @@ async fn forward_events(
         };
         let out = calls.translate(&session_id, event, view_of, Instant::now());
         for update in out.updates {
-            log_send(cx.send_notification(update));
+            log_send(outbound.send(&cx, update));
         }
         if let Some((turn_id, call_id, question)) = out.permission {
             tokio::spawn(ask_permission(agent.clone(), cx.clone(), (turn_id, call_id), question, out.always));
@@ -640,7 +655,7 @@ async fn forward_events(
             if let Some(notice) =
                 agent.with_session(|s| s.transcript().turn(&turn_id).and_then(mino_core::transcript::Turn::notice))
             {
-                log_send(cx.send_notification(translate::agent_message(&session_id, &notice)));
+                log_send(outbound.send(&cx, translate::agent_message(&session_id, &notice)));
             }
             // Nobody waits when the prompt was dropped; the end is on file.
             let _ = ends.send(TurnEnd { turn_id, status, reason });
@@ -667,6 +682,9 @@ async fn ask_permission(
     question: RequestPermissionRequest,
     always: Option<SuggestedRule>,
 ) {
+    // Only an option the question offered can decide it: an `allow-always`
+    // not offered (an edit outside the workspace offers none) approves nothing.
+    let offered: Vec<String> = question.options.iter().map(|o| o.option_id.0.to_string()).collect();
     let answer = match cx.send_request(question).block_task().await {
         Ok(answer) => answer,
         Err(e) => {
@@ -680,6 +698,11 @@ async fn ask_permission(
         Rule::new(Rule::new_id(), always.kind, &always.text, RuleScope::Session).ok().map(|r| r.with_effect(effect))
     };
     let decision = match answer.outcome {
+        RequestPermissionOutcome::Selected(selected) if !offered.iter().any(|o| **o == *selected.option_id.0) => {
+            let why = translate::not_offered(&selected.option_id.0, &offered);
+            tracing::warn!(turn_id, call_id, "{why}");
+            Decision::Deny { reason: Some(why) }
+        }
         RequestPermissionOutcome::Selected(selected) => match selected.option_id.0.as_ref() {
             translate::ALLOW_OPTION => Decision::Approve,
             translate::ALLOW_ALWAYS_OPTION => rule(RuleEffect::Allow).map_or(Decision::Approve, Decision::Allow),

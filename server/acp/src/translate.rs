@@ -735,6 +735,16 @@ fn permission_options(edit: bool, always: Option<&SuggestedRule>) -> Value {
     Value::Array(options)
 }
 
+/// Why a permission answer naming an option the request did not offer
+/// decided nothing but a decline (the model and the journal read it).
+pub fn not_offered(chosen: &str, offered: &[String]) -> String {
+    format!(
+        "the client answered with option {chosen:?}, which this permission request did not offer (it offered {}); \
+         only an offered option can approve, so the call was not run",
+        offered.iter().map(|o| format!("{o:?}")).collect::<Vec<_>>().join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,13 +13,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::bash::{self, BashTool, Stream};
 use crate::compaction::{self, Trigger};
 use crate::config::{CompactionSettings, CompactionTable};
 use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
+pub use crate::events::Events;
 use crate::journal::record::{ApprovalDecision, ApprovalFacts, ApprovedBy, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
 use crate::policy::{ApprovalMode, Policy, PolicyError, RuleDecision, Settings};
@@ -383,7 +384,7 @@ struct Emitter {
     next_seq: u64,
     /// The current session's id, stamped on every event.
     session_id: String,
-    sender: mpsc::UnboundedSender<Numbered>,
+    sender: crate::events::EventSender,
 }
 
 struct Inner {
@@ -459,7 +460,7 @@ impl Agent {
         bash: BashTool,
         instructions: String,
         limits: TurnLimits,
-    ) -> (Agent, mpsc::UnboundedReceiver<Numbered>) {
+    ) -> (Agent, Events) {
         Self::with_policy(session, model, bash, instructions, limits, Policy::ask_only())
     }
 
@@ -471,8 +472,8 @@ impl Agent {
         instructions: String,
         limits: TurnLimits,
         policy: Policy,
-    ) -> (Agent, mpsc::UnboundedReceiver<Numbered>) {
-        let (sender, receiver) = mpsc::unbounded_channel();
+    ) -> (Agent, Events) {
+        let (sender, receiver) = crate::events::channel();
         let session_id = session.id().to_string();
         let session_model = session_model(&model, &session);
         let inner = Inner {
@@ -1045,14 +1046,15 @@ impl Agent {
         let mut emitter = lock(&self.inner.emitter);
         let seq = emitter.next_seq;
         // `seq` numbers the turn events (a client sees it count up by one);
-        // a switch's `SessionOpened` is not one of them and takes none.
-        if !matches!(event, AgentEvent::SessionOpened { .. }) {
+        // a switch's `SessionOpened` is not one of them and takes none, nor
+        // does a delta merged into the one queued last (the client is behind).
+        let counts = !matches!(event, AgentEvent::SessionOpened { .. });
+        // Nobody listening any more drops the event: the journal still
+        // records everything.
+        let sent = emitter.sender.send(seq, &emitter.session_id, event);
+        if counts && sent == crate::events::Sent::Queued {
             emitter.next_seq += 1;
         }
-        // A closed receiver means nobody listens any more; the journal still
-        // records everything, so the event is safely dropped.
-        let session_id = emitter.session_id.clone();
-        let _ = emitter.sender.send(Numbered { seq, session_id, event });
     }
 
     async fn run_turn(self, turn_id: String, cancel: CancellationToken) {

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::agent::{Agent, Numbered, TurnLimits};
+use crate::agent::{Agent, TurnLimits};
 use crate::bash::BashTool;
 use crate::config::{Config, ConfigError};
 use crate::home::HomeError;
@@ -43,7 +43,7 @@ pub struct OpenOptions {
 pub struct App {
     pub agent: Agent,
     /// Every event of the agent, in `seq` order; taken once by the transport.
-    pub events: tokio::sync::mpsc::UnboundedReceiver<Numbered>,
+    pub events: crate::agent::Events,
     /// What recovery did when the session was opened.
     pub recovery: RecoveryReport,
     pub session_id: String,

@@ -19,7 +19,8 @@
 //! - [`rules`]: approval rules (matching parsed commands) and the workspace rules file.
 //! - [`sandbox`]: the kernel-enforced command sandbox (Landlock, network namespace).
 //! - [`policy`]: a session's approval mode, sandbox mode and workspace rules.
-//! - [`agent`]: the turn loop tying them together, emitting [`agent::AgentEvent`]s.
+//! - [`agent`]: the turn loop tying them together, emitting [`agent::AgentEvent`]s
+//!   on [`events::Events`] (bounded: deltas merge while the reader is behind).
 //! - [`config`]: the configuration, read from the environment in one place.
 //! - [`app`]: [`open`] builds all of the above for a transport.
 //!
@@ -35,6 +36,8 @@ pub mod config;
 pub mod context;
 pub mod durable;
 pub mod edit;
+/// The agent's event stream, coalescing deltas while its reader is behind.
+pub mod events;
 pub mod home;
 pub mod journal;
 pub mod model;

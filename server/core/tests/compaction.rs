@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use mino_core::agent::{Agent, AgentEvent, CompactionOutcome, Numbered, TurnLimits};
+use mino_core::agent::Events;
+use mino_core::agent::{Agent, AgentEvent, CompactionOutcome, TurnLimits};
 use mino_core::bash::{BashTool, Limits};
 use mino_core::compaction::{Trigger, SUMMARY_INSTRUCTION, SUMMARY_PREFIX};
 use mino_core::config::{CompactionSettings, CompactionTable};
@@ -12,7 +13,6 @@ use mino_core::model::{ModelClient, ModelConfig, Provider, RetryPolicy};
 use mino_core::{MinoHome, Session, TurnStatus};
 use mino_mock_model::{MockModel, Reply};
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
 
 const SUPERVISOR: &str = env!("CARGO_BIN_EXE_mino-supervisor");
 
@@ -22,7 +22,7 @@ struct Harness {
     session_id: String,
     mock: MockModel,
     agent: Agent,
-    events: UnboundedReceiver<Numbered>,
+    events: Events,
 }
 
 async fn harness(provider: Provider, script: Vec<Reply>) -> Harness {

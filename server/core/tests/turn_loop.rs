@@ -4,14 +4,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mino_core::agent::{Agent, AgentEvent, Numbered, TurnLimits};
+use mino_core::agent::Events;
+use mino_core::agent::{Agent, AgentEvent, TurnLimits};
 use mino_core::bash::{BashTool, Limits};
 use mino_core::journal::{Fault, FaultPlan, FaultyFile, JournalFile};
 use mino_core::model::{ModelClient, ModelConfig, RetryPolicy};
 use mino_core::{ApprovalDecision, MinoHome, Session, ToolStatus, TurnStatus};
 use mino_mock_model::{MockModel, Reply, ScriptedCall};
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
 
 const SENTINEL_KEY: &str = "sk-test-SENTINEL-0123456789";
 /// The command supervisor, built by cargo with this crate for its tests.
@@ -23,7 +23,7 @@ struct Harness {
     journal: PathBuf,
     mock: MockModel,
     agent: Agent,
-    events: UnboundedReceiver<Numbered>,
+    events: Events,
     last_seq: u64,
 }
 

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use mino_core::agent::Decision;
-use mino_core::agent::{AgentError, AgentEvent, Numbered, TurnLimits};
+use mino_core::agent::{AgentError, AgentEvent, Events, Numbered, TurnLimits};
 use mino_core::bash;
 use mino_core::model::{ListedModel, ModelSource};
 use mino_core::policy::{ApprovalMode, PolicyError};
@@ -23,7 +23,6 @@ use mino_core::{agent::Agent, App, OpenError, OpenOptions, Session, SessionError
 use mino_core::{ListScope, SessionStore, StoreError};
 use mino_protocol as wire;
 use serde_json::{json, Value};
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::oneshot;
 use tower_lsp_server::gen_lsp_types::{
     InitializeParams, InitializeResult, InitializedParams, ServerCapabilities, ServerInfo,
@@ -52,7 +51,7 @@ struct Opened {
     stream: Option<Stream>,
 }
 
-type Stream = (wire::RecoveryNotification, UnboundedReceiver<Numbered>);
+type Stream = (wire::RecoveryNotification, Events);
 
 struct Shared {
     opened: Mutex<Option<Opened>>,
@@ -68,7 +67,7 @@ struct Shared {
 pub struct Notifications {
     start: Option<oneshot::Receiver<Stream>>,
     recovery: Option<wire::RecoveryNotification>,
-    events: Option<UnboundedReceiver<Numbered>>,
+    events: Option<Events>,
 }
 
 impl Notifications {
@@ -96,7 +95,7 @@ impl Notifications {
         if let Some(recovery) = self.recovery.take() {
             return Some(message::<wire::notification::Recovery>(recovery));
         }
-        self.events.as_mut()?.try_recv().ok().map(notification)
+        self.events.as_mut()?.try_recv().map(notification)
     }
 }
 

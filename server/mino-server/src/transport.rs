@@ -16,10 +16,12 @@
 //! they stay in the order they were sent. A response and a notification are
 //! not ordered relative to each other.
 //!
-//! Every queue here has a bound (see [`serve`]): what waits for the client
-//! ([`OUTBOX_LIMIT`]), requests in flight, and frames read ahead while the
-//! client is behind. A client that does not read makes the server wait,
-//! never drop a message.
+//! Every queue here has a bound (see [`serve`]), counted in bytes with each
+//! message's envelope: what waits for the client ([`OUTBOX_LIMIT`], and
+//! [`NOTIFICATION_ROOM`] before a notification may join it), requests in
+//! flight, and frames read ahead while the client is behind. A client that
+//! does not read makes the server wait, never drop a message; a turn's
+//! events wait in the agent's stream meanwhile, where deltas merge.
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -78,6 +80,23 @@ pub fn classify(body: &[u8]) -> Incoming {
     // JSON-RPC 2.0 discourages a null id in requests (it is what a response to an unreadable
     // request carries), so a request with one is refused rather than answered with `id: null`.
     let valid_id = matches!(id, None | Some(Value::Number(_) | Value::String(_)));
+    // Parsed above, a key named twice kept its last value; a decision
+    // (`mino/approval`, `mino/acknowledge`, ...) must not mean one thing to
+    // Mino and another to whatever read the first. Nothing with one is acted on.
+    if let Some(duplicate) = mino_protocol::strict::duplicate_key(body) {
+        tracing::warn!(key = %duplicate.key, path = %duplicate.path, "refused a message with a duplicate key");
+        // The id itself named twice is not an id to answer.
+        let id_named_twice = duplicate.key == "id" && duplicate.path.is_empty();
+        let reply_id = id.clone().filter(|_| valid_id && !id_named_twice).unwrap_or(Value::Null);
+        if !map.contains_key("method") && (map.contains_key("result") || map.contains_key("error")) {
+            return Incoming::Ignore;
+        }
+        if id.is_none() && map.contains_key("method") {
+            // A notification is not answered; it is not acted on either.
+            return Incoming::Ignore;
+        }
+        return Incoming::Reject(error_response(reply_id, INVALID_REQUEST, format!("Invalid request: {duplicate}")));
+    }
     let reply_id = id.clone().filter(|_| valid_id).unwrap_or(Value::Null);
     if !map.contains_key("method") {
         if map.contains_key("result") || map.contains_key("error") {
@@ -161,10 +180,18 @@ fn watch_signals() -> CancellationToken {
     terminate
 }
 
-/// What waits for the client (queued frames not yet written), above which
-/// no new request is read and notifications wait: backpressure on a client
-/// that does not read. Nothing is dropped or reordered.
+/// What waits for the client (queued frames not yet written, each with
+/// [`FRAME_ENVELOPE`]), above which no new request is read: backpressure on
+/// a client that does not read. Nothing is dropped or reordered.
 pub const OUTBOX_LIMIT: usize = 64 * 1024 * 1024;
+/// A notification is queued only while what waits is within this: past it
+/// the turn's events wait in the agent's stream instead, where text and
+/// output deltas merge (`mino_core::events`), so a client that stops
+/// reading costs the server about the text, not an envelope per delta.
+pub const NOTIFICATION_ROOM: usize = 1024 * 1024;
+/// What a queued frame costs besides its body: its header, the `String`
+/// and its queue slot.
+const FRAME_ENVELOPE: usize = 64;
 /// Requests handled at once; the next waits until one is answered, so a
 /// burst of expensive requests (a long session's history) cannot each hold
 /// its answer in memory before the outbox is even checked.
@@ -226,7 +253,7 @@ impl Outbox {
         if state.broken {
             return;
         }
-        state.bytes += message.len();
+        state.bytes += message.len() + FRAME_ENVELOPE;
         state.queue.push_back(message);
         drop(state);
         self.queued.notify_one();
@@ -236,17 +263,18 @@ impl Outbox {
         self.lock().bytes
     }
 
-    fn has_room(&self) -> bool {
+    fn has_room_for_a_notification(&self) -> bool {
         let state = self.lock();
-        state.broken || state.bytes <= OUTBOX_LIMIT || self.unlimited.load(Ordering::SeqCst)
+        state.broken || state.bytes <= NOTIFICATION_ROOM || self.unlimited.load(Ordering::SeqCst)
     }
 
-    /// Queues `message` once what waits is within the bound: the sender
-    /// (a running turn's notifications) waits for the client to read.
+    /// Queues `message` once what waits is within [`NOTIFICATION_ROOM`]:
+    /// the sender (a running turn's notifications) waits for the client to
+    /// read.
     async fn push_when_room(&self, message: String) {
         loop {
             let room = self.room.notified();
-            if self.has_room() {
+            if self.has_room_for_a_notification() {
                 break;
             }
             self.pump_waiting.store(true, Ordering::SeqCst);
@@ -269,7 +297,7 @@ impl Outbox {
         let mut taken = 0;
         while let Some(message) = state.queue.pop_front() {
             tracing::trace!(message = %message, "->");
-            taken += message.len();
+            taken += message.len() + FRAME_ENVELOPE;
             mino_framing::append_frame(batch, message.as_bytes());
             if batch.len() >= WRITE_BATCH {
                 break;
@@ -347,7 +375,8 @@ where
 
     // Notifications (and any other server-to-client message) in send order.
     // The pump waits for room, so a running turn's events wait (in order)
-    // for the client to read rather than pile up here. The agent's events
+    // for the client to read in the agent's stream, where text and output
+    // deltas merge, rather than pile up here one frame per delta. The agent's events
     // come straight from its stream (no task or channel in between); the
     // service's own socket carries nothing else Mino sends.
     let (mut requests, _responses) = socket.split();
@@ -660,6 +689,26 @@ mod tests {
         assert!(matches!(classify(b"[1]"), Incoming::Reject(r) if r.contains("-32600")));
         assert!(matches!(classify(br#"{"jsonrpc":"2.0","id":1}"#), Incoming::Reject(r) if r.contains("-32600")));
         assert!(matches!(classify(br#"{"jsonrpc":"2.0","id":1,"result":null}"#), Incoming::Ignore));
+    }
+
+    #[test]
+    fn a_message_naming_a_key_twice_is_refused_naming_it() {
+        let got = classify(
+            br#"{"jsonrpc":"2.0","id":4,"method":"mino/approval","params":{"turnId":"t","callId":"c","decision":"deny","decision":"approve"}}"#,
+        );
+        assert!(
+            matches!(&got, Incoming::Reject(r) if r.contains("-32600") && r.contains(r#""id":4"#)
+                && r.contains(r#"duplicate key \"decision\" in `params`"#)),
+            "{}",
+            match got {
+                Incoming::Reject(r) => r,
+                _ => "not refused".into(),
+            }
+        );
+        let got = classify(br#"{"jsonrpc":"2.0","id":4,"id":5,"method":"mino/history"}"#);
+        assert!(matches!(&got, Incoming::Reject(r) if r.contains(r#""id":null"#)));
+        let got = classify(br#"{"jsonrpc":"2.0","method":"mino/cancel","method":"mino/history"}"#);
+        assert!(matches!(got, Incoming::Ignore));
     }
 
     #[test]

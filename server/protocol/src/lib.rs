@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 pub mod generate;
+pub mod strict;
 
 /// Defines the methods and notifications once: their names (in [`method`]),
 /// their marker types (in [`request`] and [`notification`]) bound to their

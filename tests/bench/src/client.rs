@@ -114,8 +114,13 @@ fn handle_frame(body: &[u8], needle: &[u8], log: &mut DeltaLog, messages: &mpsc:
     let read_at = monotonic_nanos();
     if body.windows(needle.len()).any(|w| w == needle) {
         if let Ok(frame) = serde_json::from_slice::<DeltaFrame>(body) {
-            let stamp = frame.params.delta.trim_end().parse::<u64>().unwrap_or(0);
-            log.deltas.push((read_at, stamp));
+            // A server whose client fell behind sends several deltas joined
+            // in one notification (Mino merges them): each stamp counts.
+            let stamps: Option<Vec<u64>> = frame.params.delta.split_whitespace().map(|s| s.parse().ok()).collect();
+            match stamps.filter(|s| !s.is_empty()) {
+                Some(stamps) => log.deltas.extend(stamps.into_iter().map(|stamp| (read_at, stamp))),
+                None => log.deltas.push((read_at, 0)),
+            }
             return true;
         }
     }

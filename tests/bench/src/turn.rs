@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use mino_core::agent::Events;
 use mino_core::agent::{Agent, AgentEvent, Numbered, TurnLimits};
 use mino_core::bash::{BashTool, Limits};
 use mino_core::journal::JournalFile;
@@ -29,7 +30,6 @@ use mino_core::model::{ModelClient, ModelConfig, ModelRequest, RetryPolicy};
 use mino_core::{ApprovalDecision, MinoHome, Session, TurnStatus};
 use mino_mock_model::{MockModel, Reply};
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
 use crate::{median, Goal};
@@ -104,7 +104,7 @@ pub(crate) fn model_config(mock: &MockModel) -> ModelConfig {
 async fn one_turn(
     agent: &Agent,
     mock: &MockModel,
-    events: &mut UnboundedReceiver<Numbered>,
+    events: &mut Events,
     stats: &Arc<Mutex<SyncStats>>,
     i: usize,
 ) -> Result<TurnSample> {

@@ -474,3 +474,213 @@ async fn acp_model_option_chooses_the_next_requests_model_and_commands_stay_off_
     assert!(text.starts_with("No approval rules are in force in this session"), "{text}");
     assert!(text.contains("[Mino: the conversation was not compacted: nothing to compact"), "{text}");
 }
+
+/// An option the permission request did not offer approves nothing: an
+/// edit outside the workspace is offered only "allow" and "reject", and an
+/// answer of `allow-always` leaves the file unwritten, the call declined
+/// with a reason naming the option.
+#[tokio::test]
+async fn acp_an_option_the_request_did_not_offer_approves_nothing() {
+    let (base, home, workspace) = dirs();
+    let outside = base.path().canonicalize().expect("canonical base").join("outside.desktop");
+    let mock = MockModel::start(vec![
+        Reply::write_file("call_1", &outside.display().to_string(), "[Desktop Entry]\n"),
+        Reply::text("Not written."),
+    ])
+    .await
+    .expect("mock model");
+    let seen = Shared::default();
+    seen.lock().expect("seen").answers.push_back(Some("allow-always"));
+    let ws = workspace.clone();
+    let (result, _) = with_server(&home, &workspace, &mock, seen.clone(), async move |cx| {
+        let session = open_new(&cx, &ws).await?;
+        Ok(prompt(&cx, &session, "Write the launcher.").await?.stop_reason)
+    })
+    .await;
+    assert_eq!(result.expect("the exchange ran"), StopReason::EndTurn);
+    let question = seen.lock().expect("seen").questions[0].clone();
+    let offered: Vec<&str> =
+        question["options"].as_array().expect("options").iter().filter_map(|o| o["optionId"].as_str()).collect();
+    assert!(!offered.contains(&"allow-always"), "{offered:?}");
+    assert!(!outside.exists(), "an option the request did not offer approved the edit");
+    let result = tool_updates(&seen).last().cloned().expect("a result");
+    assert_eq!(result["status"], "failed", "{result}");
+    assert!(
+        result.to_string().contains(r#"option \"allow-always\", which this permission request did not offer"#),
+        "{result}"
+    );
+    let input = mock.requests().last().expect("a request").body["input"].to_string();
+    assert!(input.contains("did not offer"), "the model hears why: {input}");
+}
+
+/// `mino-server --acp` over a raw pipe, one JSON message per line, so that a
+/// test can write what no SDK would (a key named twice).
+struct RawAcp {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl RawAcp {
+    fn spawn(home: &Path, workspace: &Path, mock: &MockModel) -> RawAcp {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(server_bin())
+            .arg("--acp")
+            .current_dir(workspace)
+            .env("MINO_HOME", home)
+            .env("OPENAI_API_KEY", "test-key")
+            .env("OPENAI_BASE_URL", mock.base_url())
+            .env("MINO_MODEL", "mock-model")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn mino-server --acp");
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = tokio::io::BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        RawAcp { child, stdin, stdout }
+    }
+
+    /// Closes stdin and waits for the server to exit.
+    async fn close(self) {
+        let RawAcp { mut child, stdin, stdout } = self;
+        drop(stdin);
+        let status = tokio::time::timeout(LIMIT, child.wait()).await.expect("exited in time").expect("wait");
+        assert!(status.success(), "{status}");
+        drop(stdout);
+    }
+
+    async fn send(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write a line");
+    }
+
+    /// The next message; `None` once the server's output ends.
+    async fn next(&mut self) -> Option<Value> {
+        let line = tokio::time::timeout(LIMIT, self.stdout.next_line()).await.expect("a line in time").ok()??;
+        Some(serde_json::from_str(&line).expect("a JSON line"))
+    }
+
+    /// Messages until one `matches`, which is returned with those before it.
+    async fn until(&mut self, matches: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+        let mut before = Vec::new();
+        loop {
+            let message = self.next().await.expect("the server writes on");
+            if matches(&message) {
+                return (message, before);
+            }
+            before.push(message);
+        }
+    }
+
+    /// `initialize` (with `capabilities` as the client's), then `session/new` or `session/load`.
+    async fn open(&mut self, workspace: &Path, load: Option<&str>, capabilities: Value) -> String {
+        let initialize = serde_json::json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": { "protocolVersion": 1, "clientCapabilities": capabilities } });
+        self.send(&initialize.to_string()).await;
+        self.until(|m| m["id"] == 0).await;
+        let (method, params) = match load {
+            None => ("session/new", serde_json::json!({ "cwd": workspace, "mcpServers": [] })),
+            Some(id) => ("session/load", serde_json::json!({ "sessionId": id, "cwd": workspace, "mcpServers": [] })),
+        };
+        self.send(&serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }).to_string())
+            .await;
+        let (opened, _) = self.until(|m| m["id"] == 1).await;
+        assert!(opened.get("error").is_none(), "{opened}");
+        opened["result"]["sessionId"].as_str().map(str::to_string).or(load.map(str::to_string)).expect("a session id")
+    }
+
+    async fn prompt(&mut self, id: u64, session: &str, text: &str) {
+        let prompt = serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": { "sessionId": session, "prompt": [{ "type": "text", "text": text }] } });
+        self.send(&prompt.to_string()).await;
+    }
+}
+
+fn names_key_twice(message: &Value, key: &str) -> bool {
+    message["error"]["message"].as_str().is_some_and(|m| m.contains(&format!("duplicate key \"{key}\"")))
+}
+
+/// A permission answer naming `optionId` twice (`reject`, then `allow`:
+/// serde keeps the last) is refused: the command does not run, the client
+/// hears an error naming the key, and the turn is cancelled. The gate's
+/// answer naming `optionId` twice (`not-now`, then `acknowledge`) is
+/// refused too: the prompt's answer is an error naming the key, nothing
+/// is acknowledged; so is the gate's form answer naming `answer` twice
+/// (`not-now`, then `acknowledge`), and the next real acknowledgement opens
+/// the gate.
+#[tokio::test]
+async fn acp_answers_naming_a_key_twice_are_refused_and_decide_nothing() {
+    let (_base, home, workspace) = dirs();
+    let mock = MockModel::start(vec![
+        Reply::call("call_1", "touch approved-by-a-duplicate.txt"),
+        Reply::call("call_2", KILL_SERVER),
+        Reply::text("After the gate."),
+    ])
+    .await
+    .expect("mock model");
+    let mut acp = RawAcp::spawn(&home, &workspace, &mock);
+    let session = acp.open(&workspace, None, serde_json::json!({})).await;
+    acp.prompt(2, &session, "Touch it.").await;
+    let (question, _) = acp.until(|m| m["method"] == "session/request_permission").await;
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"outcome":{{"outcome":"selected","optionId":"reject","optionId":"allow"}}}}}}"#,
+        question["id"]
+    );
+    acp.send(&answer).await;
+    let (refusal, _) = acp.until(|m| m["id"].is_null() && m.get("error").is_some()).await;
+    assert!(names_key_twice(&refusal, "optionId"), "{refusal}");
+    let (answered, _) = acp.until(|m| m["id"] == 2).await;
+    assert_eq!(answered["result"]["stopReason"], "cancelled", "{answered}");
+    assert!(!workspace.join("approved-by-a-duplicate.txt").exists(), "the duplicate approved the command");
+
+    // An unknown result: the approved command kills the server.
+    acp.prompt(3, &session, "Run it.").await;
+    let (question, _) = acp.until(|m| m["method"] == "session/request_permission").await;
+    let allow = serde_json::json!({ "jsonrpc": "2.0", "id": question["id"],
+        "result": { "outcome": { "outcome": "selected", "optionId": "allow" } } });
+    acp.send(&allow.to_string()).await;
+    while acp.next().await.is_some() {}
+    let _ = acp.child.wait().await;
+
+    let mut acp = RawAcp::spawn(&home, &workspace, &mock);
+    acp.open(&workspace, Some(&session), serde_json::json!({})).await;
+    acp.prompt(2, &session, "Go on.").await;
+    let (gate, _) = acp.until(|m| m["method"] == "session/request_permission").await;
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"outcome":{{"outcome":"selected","optionId":"not-now","optionId":"acknowledge"}}}}}}"#,
+        gate["id"]
+    );
+    acp.send(&answer).await;
+    let (answered, _) = acp.until(|m| m["id"] == 2).await;
+    assert!(names_key_twice(&answered, "optionId"), "the prompt's answer names the key: {answered}");
+    let journal = mino_e2e::session_files(&home).pop().expect("a session file");
+    assert_eq!(mino_e2e::count_kind(&journal, "recovery_ack"), 0, "nothing was acknowledged");
+    acp.close().await;
+
+    // The gate as a form (a client advertising form elicitation): an answer
+    // naming `answer` twice opens nothing either.
+    let mut acp = RawAcp::spawn(&home, &workspace, &mock);
+    acp.open(&workspace, Some(&session), serde_json::json!({ "elicitation": { "form": {} } })).await;
+    acp.prompt(2, &session, "Go on.").await;
+    let (form, _) = acp.until(|m| m["method"] == "elicitation/create").await;
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"action":"accept","content":{{"answer":"not-now","answer":"acknowledge"}}}}}}"#,
+        form["id"]
+    );
+    acp.send(&answer).await;
+    let (answered, _) = acp.until(|m| m["id"] == 2).await;
+    assert!(names_key_twice(&answered, "answer"), "the prompt's answer names the key: {answered}");
+    assert_eq!(mino_e2e::count_kind(&journal, "recovery_ack"), 0, "nothing was acknowledged");
+    // The gate is still closed: the next prompt asks again, and a real answer opens it.
+    acp.prompt(3, &session, "Go on.").await;
+    let (form, _) = acp.until(|m| m["method"] == "elicitation/create").await;
+    let acknowledge = serde_json::json!({ "jsonrpc": "2.0", "id": form["id"],
+        "result": { "action": "accept", "content": { "answer": "acknowledge" } } });
+    acp.send(&acknowledge.to_string()).await;
+    let (answered, _) = acp.until(|m| m["id"] == 3).await;
+    assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
+    assert_eq!(mino_e2e::count_kind(&journal, "recovery_ack"), 1);
+}

@@ -336,3 +336,80 @@ async fn a_crash_in_the_second_call_with_a_repeated_id_recovers_each_call_by_its
     second.close_stdin();
     second.wait(TIMEOUT).await;
 }
+
+/// `body` (which names a key twice, so no `serde_json::Value` can hold it)
+/// in a `Content-Length` frame.
+fn raw_frame(body: &str) -> Vec<u8> {
+    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+/// A decision that names a key twice means one thing to a reader of the
+/// first key and another to one of the last: `"decision":"deny","decision":
+/// "approve"` ran the command (serde keeps the last), and `"turnIds":[],
+/// "turnIds":[...]` acknowledged. Both are refused with `-32600` naming the
+/// key, and decide nothing: the command does not run until a real answer
+/// (a deny, here), and the gate stays closed until a real acknowledgement.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_decision_naming_a_key_twice_is_refused_naming_it_and_decides_nothing() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let mock = MockModel::start(vec![
+        Reply::call("call_1", "touch approved-by-a-duplicate.txt"),
+        Reply::text("Not run."),
+        Reply::call("call_2", mino_e2e::KILL_SERVER),
+        Reply::text("After the gate."),
+    ])
+    .await
+    .expect("mock");
+    let mut server = Server::spawn_in(home.path(), &mock).await;
+    open(&mut server, &cwd).await;
+    let turn = chat(&mut server, "Touch it.").await;
+    let request = next_approval_request(&mut server).await;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":9001,"method":"mino/approval","params":{{"turnId":{},"callId":{},"decision":"deny","decision":"approve"}}}}"#,
+        json!(request.turn_id),
+        json!(request.call_id)
+    );
+    server.send_raw(&raw_frame(&body)).await;
+    let refused = server.next_orphan_response(TIMEOUT).await;
+    assert_eq!(refused["id"], 9001, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(r#"duplicate key "decision" in `params`"#), "{message}");
+    // Nothing was decided: the call still waits, and a real deny decides it.
+    server.approval(&request.turn_id, &request.call_id, wire::Decision::Deny).await.expect("the call still waits");
+    assert_eq!(end_of(&mut server, &turn).await.status, wire::TurnStatus::Completed);
+    assert!(!cwd.join("approved-by-a-duplicate.txt").exists(), "the duplicate approved the command");
+
+    // An `unknown` result: the server dies while its command runs.
+    let turn = chat(&mut server, "Run it.").await;
+    let request = next_approval_request(&mut server).await;
+    server
+        .send_message(&json!({"jsonrpc": "2.0", "id": 7000, "method": wire::method::APPROVAL,
+            "params": {"turnId": request.turn_id, "callId": request.call_id, "decision": "approve"}}))
+        .await;
+    server.wait(TIMEOUT).await;
+    let mut server = Server::spawn_in(home.path(), &mock).await;
+    let recovery = open(&mut server, &cwd).await;
+    assert_eq!(recovery.unacknowledged_turn_ids, vec![turn.clone()]);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":9002,"method":"mino/acknowledge","params":{{"turnIds":[],"turnIds":[{}]}}}}"#,
+        json!(turn)
+    );
+    server.send_raw(&raw_frame(&body)).await;
+    let refused = server.next_orphan_response(TIMEOUT).await;
+    assert_eq!(refused["id"], 9002, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(r#"duplicate key "turnIds" in `params`"#), "{message}");
+    // The gate is still closed.
+    let chat_refused = server
+        .call::<_, wire::ChatResult>(wire::method::CHAT, &wire::ChatParams { text: "Go on.".into() })
+        .await
+        .expect_err("the gate is still closed");
+    assert_eq!(chat_refused.code, wire::error_code::ACKNOWLEDGEMENT_REQUIRED, "{chat_refused:?}");
+    assert_eq!(count_kind(&journal(home.path()), "recovery_ack"), 0);
+    server.request(wire::method::ACKNOWLEDGE, json!({})).await.expect("acknowledge");
+    let next = chat(&mut server, "Go on.").await;
+    assert_eq!(end_of(&mut server, &next).await.status, wire::TurnStatus::Completed);
+}

@@ -360,3 +360,210 @@ async fn a_turn_streaming_to_a_client_that_does_not_read_loses_nothing() {
     let status = tokio::time::timeout(TIMEOUT, child.wait()).await.expect("exits").expect("wait");
     assert!(status.success(), "{status}; stderr:\n{}", stderr());
 }
+
+/// One-byte text deltas streamed to a client that stops reading: 300,000 by
+/// default (about 0.3 MB of text); `MINO_BACKPRESSURE_DELTAS` sets the
+/// count (1,500,000 gives the figure in docs/reliability.md).
+fn tiny_delta_count() -> usize {
+    std::env::var("MINO_BACKPRESSURE_DELTAS").ok().and_then(|n| n.parse().ok()).unwrap_or(300_000)
+}
+
+/// The text of `count` one-byte deltas, and the deltas.
+fn tiny_deltas(count: usize) -> (String, Vec<String>) {
+    let alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789 \n";
+    let deltas: Vec<String> = (0..count).map(|i| (alphabet[i % alphabet.len()] as char).to_string()).collect();
+    (deltas.concat(), deltas)
+}
+
+/// The server may hold at most four times the text streamed, plus 64 MiB.
+fn tiny_delta_bound_kb(text: &str) -> u64 {
+    (4 * text.len() as u64 + 64 * 1024 * 1024) / 1024
+}
+
+/// Waits until the turn's end is on disk (the client reads nothing
+/// meanwhile), failing as soon as the server's peak passes `bound_kb`.
+async fn wait_for_turn_end_on_disk(home: &std::path::Path, pid: u32, bound_kb: u64, stderr: impl Fn() -> String) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let peak = peak_kb(pid).unwrap_or_else(|| panic!("the server is gone; stderr:\n{}", stderr()));
+        assert!(peak < bound_kb, "peak memory {peak} kB passed {bound_kb} kB while the client did not read");
+        let ended = mino_e2e::session_files(home)
+            .iter()
+            .any(|journal| mino_e2e::journal_records(journal).iter().any(|r| r["kind"] == "turn_end"));
+        if ended {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the turn never ended; stderr:\n{}", stderr());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A turn of one-byte deltas to a client that stops reading once its turn
+/// has started: the turn ends on disk while the client reads nothing, the
+/// server's peak memory stays under 4x the text + 64 MiB (each delta is
+/// no longer a frame waiting for the client: deltas merge while it is
+/// behind), and once the client reads, it gets exactly the whole text, in
+/// order, `seq` contiguous, `mino/turnEnded` after the last of it.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_byte_deltas_to_a_client_that_stops_reading_cost_about_the_text_and_arrive_whole() {
+    let count = tiny_delta_count();
+    let (text, deltas) = tiny_deltas(count);
+    let mock = MockModel::start(vec![Reply::Text { deltas, delay_ms: 0 }]).await.expect("mock");
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let Raw { mut child, pid, mut stdin, mut stdout, stderr_path } = spawn_raw(home.path(), &mock);
+    let stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    let mut opening = frame(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "processId": null, "capabilities": {}, "initializationOptions": options_in(&cwd)}}));
+    opening.extend(frame(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}})));
+    opening.extend(frame(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": wire::method::CHAT, "params": {"text": "Stream it."}}),
+    ));
+    stdin.write_all(&opening).await.expect("write");
+    let (_, mut notes) = read_until_answer(&mut stdout, 1).await;
+
+    // From here on the client reads nothing until the turn is over.
+    let bound = tiny_delta_bound_kb(&text);
+    wait_for_turn_end_on_disk(home.path(), pid, bound, stderr).await;
+    let paused_peak = peak_kb(pid).unwrap_or_default();
+
+    let mut ended = None;
+    while ended.is_none() {
+        let body = tokio::time::timeout(TIMEOUT, read_frame(&mut stdout))
+            .await
+            .unwrap_or_else(|_| panic!("output stopped; stderr:\n{}", stderr()))
+            .expect("a frame");
+        let message: Value = serde_json::from_slice(&body).expect("JSON");
+        if message["method"] == wire::method::TURN_ENDED {
+            ended = Some(message.clone());
+        }
+        if message.get("method").is_some() {
+            notes.push(message);
+        }
+    }
+    let turn: Vec<&Value> = notes.iter().filter(|n| n["params"]["seq"].is_u64()).collect();
+    let seqs: Vec<u64> = turn.iter().map(|n| n["params"]["seq"].as_u64().unwrap_or_default()).collect();
+    let expected: Vec<u64> = (seqs[0]..seqs[0] + seqs.len() as u64).collect();
+    assert_eq!(seqs, expected, "turn notifications in seq order, none missing");
+    let received: String = turn
+        .iter()
+        .filter(|n| n["method"] == wire::method::TEXT_DELTA)
+        .map(|n| n["params"]["delta"].as_str().unwrap_or_default())
+        .collect();
+    // `mino/turnEnded` was the last read: all the text came before it.
+    assert!(received == text, "received {} bytes of text, not the {} streamed, in order", received.len(), text.len());
+    let ended = ended.expect("turnEnded");
+    assert_eq!(ended["params"]["status"], "completed", "{ended}");
+    let deltas_received = turn.iter().filter(|n| n["method"] == wire::method::TEXT_DELTA).count();
+
+    let peak = peak_kb(pid).expect("the server still runs");
+    println!(
+        "mino/* protocol: {count} one-byte deltas ({} bytes of text), client not reading: server peak RSS {paused_peak} kB \
+         when the turn had ended, {peak} kB after the client read it all in {deltas_received} mino/textDelta \
+         (bound {bound} kB = 4x text + 64 MiB)",
+        text.len()
+    );
+    assert!(peak < bound, "peak memory {peak} kB passed {bound} kB");
+    drop(stdin);
+    let status = tokio::time::timeout(TIMEOUT, child.wait()).await.expect("exits").expect("wait");
+    assert!(status.success(), "{status}; stderr:\n{}", stderr());
+}
+
+/// The same over ACP (`mino-server --acp`, one JSON message per line): the
+/// client sends its prompt and stops reading; the turn ends on disk, the
+/// server's peak stays under 4x the text + 64 MiB, and once the client
+/// reads, the `agent_message_chunk`s hold exactly the whole text, in order,
+/// and the prompt's answer (`end_turn`) comes after the last of them.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_byte_deltas_to_an_acp_client_that_stops_reading_cost_about_the_text_and_arrive_whole() {
+    use tokio::io::AsyncBufReadExt;
+    let count = tiny_delta_count();
+    let (text, deltas) = tiny_deltas(count);
+    let mock = MockModel::start(vec![Reply::Text { deltas, delay_ms: 0 }]).await.expect("mock");
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let stderr_path = home.path().join("acp.stderr.log");
+    let mut child = tokio::process::Command::new(server_bin())
+        .arg("--acp")
+        .current_dir(&cwd)
+        .env("MINO_HOME", home.path())
+        .env("OPENAI_API_KEY", API_KEY)
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("MINO_MODEL", "mock-model")
+        .env("MINO_CONTEXT_WINDOW", WIDE_CONTEXT_WINDOW.to_string())
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(std::fs::File::create(&stderr_path).expect("stderr file")))
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn mino-server --acp");
+    let pid = child.id().expect("pid");
+    let stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut next = async move || -> Value {
+        let line = tokio::time::timeout(TIMEOUT, stdout.next_line())
+            .await
+            .expect("a line in time")
+            .expect("read stdout")
+            .expect("the server writes on");
+        serde_json::from_str(&line).expect("a JSON line")
+    };
+    let send = |message: Value| format!("{message}\n").into_bytes();
+    stdin
+        .write_all(&send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})))
+        .await
+        .expect("write");
+    while next().await["id"] != 0 {}
+    stdin
+        .write_all(&send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+            "params": {"cwd": cwd, "mcpServers": []}})))
+        .await
+        .expect("write");
+    let session_id = loop {
+        let message = next().await;
+        if message["id"] == 1 {
+            break message["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{message}")).to_string();
+        }
+    };
+    stdin
+        .write_all(&send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+            "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "Stream it."}]}})))
+        .await
+        .expect("write");
+
+    // The client reads nothing more until the turn is over.
+    let bound = tiny_delta_bound_kb(&text);
+    wait_for_turn_end_on_disk(home.path(), pid, bound, stderr).await;
+    let paused_peak = peak_kb(pid).unwrap_or_default();
+
+    let mut received = String::new();
+    let mut chunks = 0usize;
+    let answer = loop {
+        let message = next().await;
+        if message["id"] == 2 {
+            break message;
+        }
+        let update = &message["params"]["update"];
+        if message["method"] == "session/update" && update["sessionUpdate"] == "agent_message_chunk" {
+            received.push_str(update["content"]["text"].as_str().unwrap_or_default());
+            chunks += 1;
+        }
+    };
+    // The prompt's answer was the last read: all the text came before it.
+    assert!(received == text, "received {} bytes of text, not the {} streamed, in order", received.len(), text.len());
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+
+    let peak = peak_kb(pid).expect("the server still runs");
+    println!(
+        "ACP: {count} one-byte deltas ({} bytes of text), client not reading: server peak RSS {paused_peak} kB when \
+         the turn had ended, {peak} kB after the client read it all in {chunks} agent_message_chunk (bound {bound} kB \
+         = 4x text + 64 MiB)",
+        text.len()
+    );
+    assert!(peak < bound, "peak memory {peak} kB passed {bound} kB");
+    drop(stdin);
+    let status = tokio::time::timeout(TIMEOUT, child.wait()).await.expect("exits").expect("wait");
+    assert!(status.success(), "{status}; stderr:\n{}", stderr());
+}
