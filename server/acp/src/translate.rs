@@ -863,6 +863,7 @@ mod tests {
             sandbox: mino_core::sandbox::SandboxMode::Off,
             approval_mode: mino_core::policy::ApprovalMode::Ask,
             suggested_rule: None,
+            deny_rules: Vec::new(),
         }
     }
 
