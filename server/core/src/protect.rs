@@ -24,6 +24,11 @@ use crate::sandbox::ProtectedPath;
 /// a directory when it exists, and why it is protected.
 const WORKSPACE_NAMES: [(&str, bool); 4] = [(".git", true), (".vscode", true), (".envrc", false), (".nvim.lua", false)];
 
+/// Mino's own files in its home: what a workspace inside the home (an odd
+/// but possible layout) leaves protected, instead of the whole home.
+const HOME_ENTRIES: [(&str, bool); 5] =
+    [("config.toml", false), ("SOUL.md", false), ("sessions", true), ("workspaces", true), ("trash", true)];
+
 const WHY_GIT: &str =
     "it is part of a git repository's own files (.git): git runs the programs its config and hooks name (core.fsmonitor, hooks/*) outside any sandbox";
 const WHY_VSCODE: &str =
@@ -44,9 +49,23 @@ pub fn sandbox_protected(workspace: &Path, home: Option<&Path>) -> Vec<Protected
         out.push(ProtectedPath { path: dir, directory: true });
     }
     if let Some(home) = home {
-        out.push(ProtectedPath { path: home.to_owned(), directory: true });
+        out.extend(home_paths(workspace, home));
     }
     out
+}
+
+/// The home itself, or (when the workspace lies inside it) Mino's own
+/// files there: the workspace stays writable.
+fn home_paths(workspace: &Path, home: &Path) -> Vec<ProtectedPath> {
+    let resolve = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    if resolve(workspace).starts_with(resolve(home)) {
+        HOME_ENTRIES
+            .iter()
+            .map(|(name, directory)| ProtectedPath { path: home.join(name), directory: *directory })
+            .collect()
+    } else {
+        vec![ProtectedPath { path: home.to_owned(), directory: true }]
+    }
 }
 
 /// For a workspace whose `.git` is a file (`gitdir: <dir>`, as in a git
@@ -87,8 +106,9 @@ fn read_small(path: &Path) -> std::io::Result<String> {
 pub fn why_protected(workspace: &Path, home: Option<&Path>, path: &Path) -> Option<String> {
     let resolve = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
     if let Some(home) = home {
+        let in_home = home_paths(workspace, home).iter().any(|p| path.starts_with(resolve(&p.path)));
         let home = resolve(home);
-        if path.starts_with(&home) {
+        if in_home {
             return Some(format!(
                 "it is in Mino's own home ({}): the rules files, config.toml, SOUL.md and sessions there decide what Mino runs without asking",
                 home.display()
@@ -172,6 +192,15 @@ mod tests {
         ] {
             assert_eq!(why_protected(ws, Some(home), Path::new(path)).is_some(), protected, "{path}");
         }
+    }
+
+    #[test]
+    fn a_workspace_inside_the_home_stays_editable_but_minos_files_there_do_not() {
+        let home = Path::new("/h");
+        let ws = Path::new("/h/work");
+        assert!(why_protected(ws, Some(home), Path::new("/h/work/a.txt")).is_none());
+        assert!(why_protected(ws, Some(home), Path::new("/h/config.toml")).is_some());
+        assert!(why_protected(ws, Some(home), Path::new("/h/workspaces/w/rules.toml")).is_some());
     }
 
     #[test]

@@ -719,8 +719,16 @@ pub fn failure_note(policy: &SandboxPolicy, output: &str, exit_code: Option<i32>
     if policy.mode == SandboxMode::Off || exit_code == Some(0) {
         return None;
     }
-    const DENIED: &[&str] =
-        &["Permission denied", "Operation not permitted", "Read-only file system", "EACCES", "EPERM", "EROFS"];
+    const DENIED: &[&str] = &[
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+        "EACCES",
+        "EPERM",
+        "EROFS",
+        "Device or resource busy",
+        "EBUSY",
+    ];
     const NETWORK: &[&str] = &[
         "Network is unreachable",
         "ENETUNREACH",
