@@ -78,7 +78,6 @@ pub unsafe fn harden_process() -> Hardening {
             withdrawn.push((*name).to_owned());
             values.push(((*name).to_owned(), value));
         }
-        std::env::remove_var(name);
     }
     for name in LOADER_VARIABLES {
         std::env::remove_var(name);
@@ -105,11 +104,13 @@ fn restrict_self() -> (bool, bool) {
     }
 }
 
-/// Finds `name` in the C environment, copies its value, and overwrites the
-/// value's bytes in place with zeros (the initial block is what
-/// `/proc/<pid>/environ` reads). Every entry of that name is wiped.
+/// Finds `name` in the C environment, copies its value, unsets it, then
+/// overwrites each such entry's bytes (name and value) in place with zeros:
+/// the initial block is what `/proc/<pid>/environ` reads, whatever
+/// `unsetenv` did to the array of pointers.
 unsafe fn wipe_from_environment(name: &str) -> Option<OsString> {
     let mut found = None;
+    let mut entries: Vec<(*mut libc::c_char, usize)> = Vec::new();
     let mut entry = environ;
     if entry.is_null() {
         return None;
@@ -117,14 +118,16 @@ unsafe fn wipe_from_environment(name: &str) -> Option<OsString> {
     while !(*entry).is_null() {
         let bytes = CStr::from_ptr(*entry).to_bytes();
         if bytes.len() > name.len() && bytes.starts_with(name.as_bytes()) && bytes[name.len()] == b'=' {
-            let value = &bytes[name.len() + 1..];
             if found.is_none() {
-                found = Some(OsString::from_vec(value.to_vec()));
+                found = Some(OsString::from_vec(bytes[name.len() + 1..].to_vec()));
             }
-            let start = (*entry).add(name.len() + 1);
-            std::ptr::write_bytes(start, 0, value.len());
+            entries.push((*entry, bytes.len()));
         }
         entry = entry.add(1);
+    }
+    std::env::remove_var(name);
+    for (start, len) in entries {
+        std::ptr::write_bytes(start, 0, len);
     }
     found
 }
