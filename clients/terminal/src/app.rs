@@ -142,6 +142,9 @@ impl App {
             server.shutdown().await;
             return Err(EXIT_FAILURE);
         }
+        if let Some(warning) = capabilities.as_ref().and_then(|c| c.home_in_workspace.as_deref()) {
+            eprintln!("mino: {warning}");
+        }
         Ok(App {
             server,
             events,
