@@ -297,10 +297,7 @@ pub fn edit_approval_screen(req: &ApprovalRequest, edit: &EditView, colour: bool
         }
     }
     if let Some(why) = &edit.protected {
-        let warning = format!(
-            "Protected path: {}; asked whatever rule or mode is in force.",
-            printable(why)
-        );
+        let warning = format!("Protected path: {}; asked whatever rule or mode is in force.", printable(why));
         if colour {
             out.push_str(&format!("{BOLD_RED}{warning}{RESET}\n"));
         } else {
