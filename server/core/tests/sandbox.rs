@@ -397,3 +397,36 @@ async fn a_sandbox_that_cannot_be_prepared_stops_the_command() {
     assert!(outcome.output.starts_with("The command did not run:"), "{}", outcome.output);
     assert!(!marker.exists(), "the command ran");
 }
+
+/// A sandboxed command's process that escaped its group with `setsid` does
+/// not outlive the command: it is in the command's mount namespace, and is
+/// killed when the command ends (so the placeholders can go safely).
+#[tokio::test]
+async fn a_setsid_escapee_of_a_sandboxed_command_does_not_outlive_it() {
+    use mino_core::bash::{BashTool, Limits};
+    use tokio_util::sync::CancellationToken;
+    const SUPERVISOR: &str = env!("CARGO_BIN_EXE_mino-supervisor");
+
+    let Some(support) = supported(SandboxMode::WorkspaceWrite) else { return };
+    if !support.mount_namespace {
+        eprintln!("SKIPPED: no mount namespace here");
+        return;
+    }
+    let d = dirs();
+    let tool = BashTool::new(d.workspace.clone(), Limits::default(), SUPERVISOR.into())
+        .with_sandbox(SandboxMode::WorkspaceWrite);
+    let outcome = tool
+        .run("setsid sleep 313 > /dev/null 2>&1 < /dev/null & echo $!", &mut |_, _| {}, &CancellationToken::new())
+        .await;
+    let pid: i32 = outcome.output.trim().parse().unwrap_or_else(|_| panic!("no pid: {}", outcome.output));
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while alive(pid) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(!alive(pid), "the setsid'd sleep {pid} outlived its command");
+    assert!(!d.workspace.join(".envrc").exists(), "a placeholder was left behind");
+}
