@@ -608,6 +608,13 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     const edit = editOf(p);
     if (edit) showEditProposal(card, p, edit);
     else card.el.insertBefore(callFacts(p), card.actions);
+    card.el.querySelectorAll('.deny-in-reach').forEach((n) => n.remove());
+    if (!edit && Array.isArray(p.denyRules) && p.denyRules.length > 0) {
+      const names = p.denyRules.map((r) => (r && (r.command || r.pattern)) || '').filter((n) => n).join(', ');
+      const note = h('div', 'edit-warning deny-in-reach', 'May reach a program a deny rule refuses (' + names + '): it asks instead of running by itself.');
+      note.setAttribute('role', 'note');
+      card.el.insertBefore(note, card.actions);
+    }
 
     card.actions.textContent = '';
     card.actionError.hidden = true;
@@ -1135,6 +1142,12 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     section.textContent = '';
     if (edit.leavesWorkspace) {
       const warning = h('div', 'edit-warning', 'Writes outside the workspace: ' + edit.path);
+      warning.setAttribute('role', 'note');
+      section.appendChild(warning);
+    }
+    if (typeof edit.protected === 'string') {
+      // Asked whatever rule or mode is in force; the server says why.
+      const warning = h('div', 'edit-warning edit-protected', 'Protected path: ' + edit.protected);
       warning.setAttribute('role', 'note');
       section.appendChild(warning);
     }

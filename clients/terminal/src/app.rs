@@ -159,6 +159,9 @@ impl App {
             server.shutdown().await;
             return Err(EXIT_FAILURE);
         }
+        if let Some(warning) = capabilities.as_ref().and_then(|c| c.home_in_workspace.as_deref()) {
+            eprintln!("mino: {warning}");
+        }
         let fancy = term::capable();
         if fancy {
             term::guard_on_crash();

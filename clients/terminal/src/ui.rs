@@ -301,6 +301,14 @@ pub fn edit_approval_screen(req: &ApprovalRequest, edit: &EditView, colour: bool
             out.push_str(&format!("{warning}\n"));
         }
     }
+    if let Some(why) = &edit.protected {
+        let warning = format!("Protected path: {}; asked whatever rule or mode is in force.", printable(why));
+        if colour {
+            out.push_str(&format!("{BOLD_RED}{warning}{RESET}\n"));
+        } else {
+            out.push_str(&format!("{warning}\n"));
+        }
+    }
     out.push_str(&format!("Path: {}\n", printable(&edit.path)));
     if edit.new_file {
         out.push_str(&format!("New file: {} bytes\n", edit.size));
@@ -327,8 +335,21 @@ pub fn result_output(output: &str, has_diff: bool, colour: bool) -> String {
 pub fn approval_screen(req: &ApprovalRequest) -> String {
     let (env, cut) = environment_line(&req.environment);
     let env = if cut { format!("{env} (e shows it all)") } else { env };
+    let deny = if req.deny_rules.is_empty() {
+        String::new()
+    } else {
+        let rules: Vec<String> = req
+            .deny_rules
+            .iter()
+            .map(|r| format!("{} {:?}", rule_kind(r.kind), r.command.as_deref().unwrap_or_default()))
+            .collect();
+        format!(
+            "May reach a denied program: {} (it runs other commands or cannot be read to the end, so it asks)\n",
+            printable(&rules.join(", "))
+        )
+    };
     format!(
-        "[Tool: bash]\n{}\nDirectory: {}\nEnvironment: {}\nLimits: timeout {}s, output {} bytes\nSandbox: {} (approval mode {})\n{APPROVE_CHOICES}\n",
+        "[Tool: bash]\n{}\nDirectory: {}\nEnvironment: {}\nLimits: timeout {}s, output {} bytes\nSandbox: {} (approval mode {})\n{deny}{APPROVE_CHOICES}\n",
         command_line(&req.command),
         req.directory,
         env,
@@ -337,6 +358,14 @@ pub fn approval_screen(req: &ApprovalRequest) -> String {
         req.sandbox.as_str(),
         req.approval_mode.as_str(),
     )
+}
+
+fn rule_kind(kind: mino_protocol::RuleKind) -> &'static str {
+    match kind {
+        mino_protocol::RuleKind::Exact => "exact",
+        mino_protocol::RuleKind::Prefix => "prefix",
+        mino_protocol::RuleKind::Path => "path",
+    }
 }
 
 /// `[Result: success, exit code 0]`.
@@ -914,10 +943,25 @@ mod tests {
             sandbox: SandboxMode::Off,
             approval_mode: ApprovalMode::Ask,
             suggested_rule: None,
+            deny_rules: Vec::new(),
         };
         assert_eq!(
             approval_screen(&req),
             format!("[Tool: bash]\nCommand: \"echo milk >> shopping.txt\"\nDirectory: /w\nEnvironment: HOME=/h, PATH=/usr/bin\nLimits: timeout 120s, output 65536 bytes\nSandbox: off (approval mode ask)\n{APPROVE_CHOICES}\n")
+        );
+        let deny = mino_protocol::RuleView {
+            id: "r".into(),
+            kind: mino_protocol::RuleKind::Prefix,
+            command: Some("rm".into()),
+            pattern: None,
+            scope: mino_protocol::RuleScope::Session,
+            effect: Some(mino_protocol::RuleEffect::Deny),
+        };
+        let reaching = ApprovalRequest { command: "env rm x".into(), deny_rules: vec![deny], ..req };
+        assert!(
+            approval_screen(&reaching).contains("May reach a denied program: prefix \"rm\""),
+            "{}",
+            approval_screen(&reaching)
         );
     }
 
@@ -1001,6 +1045,7 @@ mod tests {
             size: 11,
             diff: diff.into(),
             leaves_workspace: true,
+            protected: None,
         };
         let req = ApprovalRequest {
             turn_id: "t".into(),
@@ -1015,6 +1060,7 @@ mod tests {
             sandbox: SandboxMode::Off,
             approval_mode: ApprovalMode::Ask,
             suggested_rule: None,
+            deny_rules: Vec::new(),
         };
         let plain = edit_approval_screen(&req, &edit, false);
         assert_eq!(
@@ -1025,6 +1071,9 @@ format!(            "[Tool: edit_file]\nWarning: this file is OUTSIDE the sessio
         assert!(coloured.contains("\x1b[32m+milk\x1b[0m\n"), "{coloured:?}");
         assert!(coloured.contains("\x1b[31m-jam^[[8m\x1b[0m\n"), "the model's escape stays visible: {coloured:?}");
         assert!(coloured.contains("\x1b[1;31mWarning: this file is OUTSIDE"), "{coloured:?}");
+        let protected = EditView { protected: Some("it is a direnv file (.envrc)".into()), ..edit.clone() };
+        assert!(edit_approval_screen(&req, &protected, false)
+            .contains("Protected path: it is a direnv file (.envrc); asked whatever rule or mode is in force.\n"));
     }
 
     #[test]

@@ -573,7 +573,7 @@ impl LiveCalls {
                 ),
             )),
             AgentEvent::ApprovalRequest {
-                turn_id, call_id, command, directory, environment, limits, edit, suggested_rule, ..
+                turn_id, call_id, command, directory, environment, limits, edit, suggested_rule, deny_rules, ..
             } => {
                 out.always = always_rule(&command, edit.is_some(), suggested_rule);
                 let (view, raw_input) = match &edit {
@@ -585,6 +585,7 @@ impl LiveCalls {
                             "newFile": e.new_file,
                             "size": e.size,
                             "leavesWorkspace": e.leaves_workspace,
+                            "protected": e.protected,
                             "diff": e.diff,
                         }),
                     ),
@@ -596,6 +597,7 @@ impl LiveCalls {
                             "environment": environment,
                             "timeoutSeconds": limits.timeout.as_secs(),
                             "outputLimitBytes": limits.output_limit,
+                            "denyRules": deny_rules.iter().map(|r| r.describe()).collect::<Vec<_>>(),
                         }),
                     ),
                 };
@@ -873,6 +875,7 @@ mod tests {
             sandbox: mino_core::sandbox::SandboxMode::Off,
             approval_mode: mino_core::policy::ApprovalMode::Ask,
             suggested_rule: None,
+            deny_rules: Vec::new(),
         }
     }
 

@@ -9,7 +9,7 @@
 //! here; a transport forwards them.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -103,6 +103,9 @@ pub enum AgentEvent {
         /// The rule a client offers for "allow/deny for session/workspace":
         /// a prefix rule for a command, the path for an edit inside the workspace.
         suggested_rule: Option<crate::policy::SuggestedRule>,
+        /// Deny rules the command might reach although none matches it
+        /// ([`crate::policy::deny_rules_in_reach`]): why it is asked about.
+        deny_rules: Vec<Rule>,
     },
     ToolStarted {
         turn_id: String,
@@ -204,6 +207,9 @@ pub struct EditApproval {
     pub diff: String,
     /// The path is outside the session's directory.
     pub leaves_workspace: bool,
+    /// Why the path is protected ([`crate::protect::why_protected`]): the
+    /// edit is asked about whatever rule or mode is in force.
+    pub protected: Option<String>,
     /// The file written, absolute, every symbolic link resolved.
     pub absolute_path: PathBuf,
     /// The whole content before the edit (`None` for a new file) and after
@@ -1334,14 +1340,17 @@ impl Agent {
         // What would approve it without asking, decided from the policy as
         // it stands now; the mode shown is the mode it runs in.
         let granted = self.with_session(|s| s.transcript().rules.clone());
-        let (sandbox, approval_mode, by_rules, by_sandbox) = {
+        let (sandbox, approval_mode, by_rules, by_sandbox, deny_rules) = {
             let policy = lock(&self.inner.policy);
             let by_rules = crate::policy::command_decision(&policy, &granted, &command);
-            (policy.sandbox, policy.approval_mode, by_rules, policy.sandbox_approves())
+            let deny_rules = crate::policy::deny_rules_in_reach(&policy, &granted, &command);
+            (policy.sandbox, policy.approval_mode, by_rules, policy.sandbox_approves(), deny_rules)
         };
         let automatic = match by_rules {
             // Deny wins over allow rules and over the sandbox.
             Some(RuleDecision::Denied(rules)) => return self.deny_by_rules(turn_id, call_id, rules).await,
+            // ... and so does a deny rule the command might reach unseen.
+            _ if !deny_rules.is_empty() => None,
             Some(RuleDecision::Allowed(rules)) => Some((ApprovedBy::Rule, rules)),
             None => by_sandbox.then(|| (ApprovedBy::Sandbox, Vec::new())),
         };
@@ -1365,6 +1374,7 @@ impl Agent {
                     sandbox,
                     approval_mode,
                     suggested_rule: crate::policy::SuggestedRule::for_command(&command),
+                    deny_rules,
                 },
                 facts,
             )
@@ -1676,9 +1686,19 @@ impl Agent {
         let directory = lock(&self.inner.bash).cwd().display().to_string();
         let relative = workspace.display_path(&proposal.path);
         let granted = self.with_session(|s| s.transcript().rules.clone());
+        let protected = {
+            let home = lock(&self.inner.bash).home().map(Path::to_path_buf);
+            crate::protect::why_protected(Path::new(&directory), home.as_deref(), &proposal.path)
+        };
         let (approval_mode, by_rules) = {
             let policy = lock(&self.inner.policy);
-            let by_rules = crate::policy::edit_decision(&policy, &granted, &relative, proposal.leaves_workspace);
+            let by_rules = crate::policy::edit_decision(
+                &policy,
+                &granted,
+                &relative,
+                proposal.leaves_workspace,
+                protected.is_some(),
+            );
             (policy.approval_mode, by_rules)
         };
         let request = AgentEvent::ApprovalRequest {
@@ -1696,6 +1716,7 @@ impl Agent {
                 size: proposal.after.size,
                 diff: proposal.diff.clone(),
                 leaves_workspace: proposal.leaves_workspace,
+                protected: protected.clone(),
                 absolute_path: proposal.path.clone(),
                 old_text: proposal.before_content().map(Arc::from),
                 new_text: Arc::from(proposal.after_content()),
@@ -1703,7 +1724,10 @@ impl Agent {
             // The sandbox covers commands only.
             sandbox: SandboxMode::Off,
             approval_mode,
-            suggested_rule: crate::policy::SuggestedRule::for_path(&relative, proposal.leaves_workspace),
+            // A rule would never approve a protected path: none is offered.
+            suggested_rule: crate::policy::SuggestedRule::for_path(&relative, proposal.leaves_workspace)
+                .filter(|_| protected.is_none()),
+            deny_rules: Vec::new(),
         };
         let (decision, rules) = match by_rules {
             Some(RuleDecision::Denied(rules)) => return self.deny_by_rules(turn_id, call_id, rules).await,

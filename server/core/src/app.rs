@@ -59,6 +59,9 @@ pub struct App {
     /// session is the agent's. Switch with [`Agent::switch`] and
     /// `SessionStore::open`/`new_session`.
     pub store: SessionStore,
+    /// A sentence when Mino's home lies inside the workspace
+    /// ([`crate::protect::home_in_workspace`]); logged at open too.
+    pub home_in_workspace: Option<String>,
 }
 
 impl App {
@@ -140,14 +143,31 @@ pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<A
     let journal_path = session.path().to_path_buf();
     // A session's commands run where it was created, whichever directory opened it.
     let cwd = PathBuf::from(session.cwd());
-    let bash = BashTool::new(cwd.clone(), config.command_limits, options.supervisor);
+    let bash =
+        BashTool::new(cwd.clone(), config.command_limits, options.supervisor).with_home(home.root().to_path_buf());
     let policy = crate::policy::Policy::open(&home, &cwd, support, settings)?;
     let (agent, events) = Agent::with_policy(session, model, bash, instructions, options.limits, policy);
     agent.set_compaction(config.compaction);
     agent.fetch_context_window();
     let model = agent.model_client().config().model.clone();
     let configured_models = config.configured_models;
-    Ok(App { agent, events, recovery, session_id, journal_path, cwd, model, configured_models, title, store })
+    let home_in_workspace = crate::protect::home_in_workspace(&cwd, home.root());
+    if let Some(warning) = &home_in_workspace {
+        tracing::warn!("{warning}");
+    }
+    Ok(App {
+        agent,
+        events,
+        recovery,
+        session_id,
+        journal_path,
+        cwd,
+        model,
+        configured_models,
+        title,
+        store,
+        home_in_workspace,
+    })
 }
 
 /// The named session (from anywhere), else a new one when asked, else the

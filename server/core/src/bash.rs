@@ -84,6 +84,8 @@ pub struct BashTool {
     supervisor: PathBuf,
     /// The sandbox each command enters before bash starts; `None` is `off`.
     sandbox: Option<crate::sandbox::SandboxPolicy>,
+    /// Mino's home, a protected path for the sandbox ([`crate::protect`]).
+    home: Option<PathBuf>,
 }
 
 impl BashTool {
@@ -94,19 +96,29 @@ impl BashTool {
         let mut env: BTreeMap<String, String> =
             ENV_ALLOWLIST.iter().filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?))).collect();
         env.entry("PATH".into()).or_insert_with(|| FALLBACK_PATH.into());
-        Self { cwd, env, limits, supervisor, sandbox: None }
+        Self { cwd, env, limits, supervisor, sandbox: None, home: None }
     }
 
     /// Runs every command in `mode`'s sandbox: writes (in `workspace-write`)
     /// only in this tool's directory and the command's `$TMPDIR` (else
     /// `/tmp`). A sandbox that cannot be set up fails the command, which
     /// then does not run. Check support first ([`crate::sandbox::detect`]).
+    /// The protected paths of the workspace and of `home` (Mino's home)
+    /// are read-only to a sandboxed command ([`crate::protect`]).
     pub fn with_sandbox(mut self, mode: crate::sandbox::SandboxMode) -> Self {
         self.sandbox = (mode != crate::sandbox::SandboxMode::Off).then(|| crate::sandbox::SandboxPolicy {
             mode,
             workspace: self.cwd.clone(),
             temp: self.env.get("TMPDIR").filter(|t| !t.is_empty()).map_or_else(|| PathBuf::from("/tmp"), PathBuf::from),
+            protected: crate::protect::sandbox_protected(&self.cwd, self.home.as_deref()),
         });
+        self
+    }
+
+    /// Mino's home: kept read-only for sandboxed commands with the
+    /// workspace's protected paths.
+    pub fn with_home(mut self, home: PathBuf) -> Self {
+        self.home = Some(home);
         self
     }
 
@@ -116,6 +128,7 @@ impl BashTool {
         let mut tool = self.clone();
         if let Some(policy) = &mut tool.sandbox {
             policy.workspace = cwd.clone();
+            policy.protected = crate::protect::sandbox_protected(&cwd, tool.home.as_deref());
         }
         tool.cwd = cwd;
         tool
@@ -150,6 +163,11 @@ impl BashTool {
 
     pub fn cwd(&self) -> &std::path::Path {
         &self.cwd
+    }
+
+    /// Mino's home, when [`Self::with_home`] gave it.
+    pub fn home(&self) -> Option<&std::path::Path> {
+        self.home.as_deref()
     }
 
     /// Exactly the environment a command gets.

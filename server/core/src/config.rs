@@ -343,9 +343,10 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 impl Config {
-    /// Reads the process's environment.
+    /// Reads the process's environment; a secret withdrawn from it at
+    /// start-up ([`crate::hardening`]) is read from where it was kept.
     pub fn from_env() -> Result<Config, ConfigError> {
-        Self::from_lookup(|name| std::env::var_os(name))
+        Self::from_lookup(|name| crate::hardening::withdrawn(name).or_else(|| std::env::var_os(name)))
     }
 
     /// Reads each variable through `lookup`, then `$MINO_HOME/config.toml`;

@@ -17,7 +17,9 @@
 //! - [`supervisor`]: the per-command process that runs it, enforces its limits
 //!   and stops it when the server dies, leaving evidence of what it saw.
 //! - [`rules`]: approval rules (matching parsed commands) and the workspace rules file.
-//! - [`sandbox`]: the kernel-enforced command sandbox (Landlock, network namespace).
+//! - [`sandbox`]: the kernel-enforced command sandbox (Landlock, network and mount namespaces).
+//! - [`protect`]: the protected paths (`.git`, Mino's home, editor settings that run commands).
+//! - [`hardening`]: keeping the API key out of reach of approved commands.
 //! - [`policy`]: a session's approval mode, sandbox mode and workspace rules.
 //! - [`agent`]: the turn loop tying them together, emitting [`agent::AgentEvent`]s
 //!   on [`events::Events`] (bounded: deltas merge while the reader is behind).
@@ -38,10 +40,12 @@ pub mod durable;
 pub mod edit;
 /// The agent's event stream, coalescing deltas while its reader is behind.
 pub mod events;
+pub mod hardening;
 pub mod home;
 pub mod journal;
 pub mod model;
 pub mod policy;
+pub mod protect;
 pub mod recovery;
 pub mod rules;
 pub mod sandbox;

@@ -13,9 +13,16 @@
 //!   and over the sandbox; anything else asks. An edit whose path leaves
 //!   the workspace always asks.
 //! - `sandboxed-auto`: as `rules`, and a command that runs inside the
-//!   sandbox (mode not `off`, and the machine enforces it) is approved
-//!   automatically (`approved_by: sandbox`). With the sandbox `off` nothing
-//!   is approved by the sandbox: the person is asked.
+//!   sandbox (mode not `off`, and the machine enforces it, protected paths
+//!   included) is approved automatically (`approved_by: sandbox`). With the
+//!   sandbox `off` nothing is approved by the sandbox: the person is asked.
+//!
+//! In every mode, deny rules win: a command that might reach a denied
+//! program without a deny rule matching it (a wrapper such as `env` or
+//! `command`, a substitution, a redirection, a program named by its path:
+//! [`deny_rules_in_reach`]) is never run without asking, and the request
+//! names those rules. An edit of a protected path ([`crate::protect`])
+//! always asks, whatever rule or mode, and the request says why.
 //!
 //! No mode, rule or sandbox acknowledges an `unknown` result: the
 //! acknowledgement gate is the session's, untouched by any of this.
@@ -101,7 +108,7 @@ impl Policy {
         Policy {
             approval_mode: ApprovalMode::Ask,
             sandbox: SandboxMode::Off,
-            support: SandboxSupport { landlock_abi: 0, network_namespace: false },
+            support: SandboxSupport { landlock_abi: 0, network_namespace: false, mount_namespace: false },
             workspace_file: None,
             workspace_rules: Vec::new(),
             workspace_file_error: None,
@@ -181,11 +188,12 @@ impl Policy {
     }
 
     /// Whether `sandboxed-auto` approves commands now: the mode is on and
-    /// the machine enforces it.
+    /// the machine enforces it, protected paths included (a command that
+    /// could plant code in `.git` or Mino's rules is never run unasked).
     pub fn sandbox_approves(&self) -> bool {
         self.approval_mode == ApprovalMode::SandboxedAuto
             && self.sandbox != SandboxMode::Off
-            && self.support.check(self.sandbox).is_ok()
+            && self.support.check(self.sandbox).is_ok_and(|e| e.protected_paths)
     }
 
     /// One line saying what the machine enforces (`sandboxSupport`).
@@ -316,17 +324,82 @@ pub fn command_decision(policy: &Policy, granted: &[Rule], command: &str) -> Opt
 
 /// What the rules decide about an edit of `relative` (its path relative to
 /// the session's directory); `None` when the person must be asked, always
-/// so for a path that leaves the workspace and under `ask`.
+/// so for a path that leaves the workspace and under `ask`. An edit of a
+/// `protected` path ([`crate::protect::why_protected`]) is never approved
+/// by a rule: a deny rule still refuses it, anything else asks.
 pub fn edit_decision(
     policy: &Policy,
     granted: &[Rule],
     relative: &str,
     leaves_workspace: bool,
+    protected: bool,
 ) -> Option<RuleDecision> {
     if leaves_workspace || !policy.approval_mode.applies_rules() {
         return None;
     }
-    RuleDecision::of(rules::evaluate_path(&policy.rules_in_force(granted), relative))
+    match RuleDecision::of(rules::evaluate_path(&policy.rules_in_force(granted), relative))? {
+        RuleDecision::Allowed(_) if protected => None,
+        decision => Some(decision),
+    }
+}
+
+/// The deny command rules in force that `command` might reach although no
+/// deny rule matches it: the matcher cannot see what it runs (it is not
+/// plain: a redirection, a substitution, an expansion), a part runs other
+/// commands (`env`, `command`, `xargs`, `sudo`, a shell, …:
+/// [`COMMAND_RUNNERS`]), or a part names its program by a path whose last
+/// component a deny rule names (`/bin/rm`). Such a command is never run
+/// without asking, whatever the mode (deny wins over every mode), and its
+/// approval request names these rules: those whose program appears in the
+/// command, else every deny command rule. Empty when no deny command rule
+/// is in force or the command plainly reaches none.
+pub fn deny_rules_in_reach(policy: &Policy, granted: &[Rule], command: &str) -> Vec<Rule> {
+    let in_force = policy.rules_in_force(granted);
+    let deny: Vec<&Rule> =
+        in_force.iter().filter(|r| r.effect() == rules::RuleEffect::Deny && !r.is_path_rule()).collect();
+    if deny.is_empty() {
+        return Vec::new();
+    }
+    let mentioned = |text: &str| -> Vec<Rule> {
+        let words: Vec<&str> = text
+            .split(|c: char| c.is_whitespace() || "$()`;|&<>'\"{}=/\\".contains(c))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let named: Vec<Rule> = deny
+            .iter()
+            .filter(|r| r.words().first().is_some_and(|program| words.contains(&program.as_str())))
+            .map(|r| (*r).clone())
+            .collect();
+        if named.is_empty() {
+            deny.iter().map(|r| (*r).clone()).collect()
+        } else {
+            named
+        }
+    };
+    let parts = match plain_commands(command) {
+        Ok(parts) => parts,
+        Err(_) => return mentioned(command),
+    };
+    let mut reached: Vec<Rule> = Vec::new();
+    for part in &parts {
+        let Some(program) = part.first() else { continue };
+        let base = program.rsplit('/').next().unwrap_or(program);
+        let found = if COMMAND_RUNNERS.contains(&base) {
+            mentioned(&part.join(" "))
+        } else if base != program {
+            let mut as_named = part.clone();
+            as_named[0] = base.to_owned();
+            deny.iter().filter(|r| r.matches_words(&as_named)).map(|r| (*r).clone()).collect()
+        } else {
+            Vec::new()
+        };
+        for rule in found {
+            if !reached.iter().any(|r| r.id() == rule.id()) {
+                reached.push(rule);
+            }
+        }
+    }
+    reached
 }
 
 /// The rules that approve `command` under `policy` with the session's
@@ -359,7 +432,7 @@ mod tests {
         };
         rule_in(a.path(), "npm test");
         rule_in(b.path(), "cargo test");
-        let support = SandboxSupport { landlock_abi: 0, network_namespace: false };
+        let support = SandboxSupport { landlock_abi: 0, network_namespace: false, mount_namespace: false };
         let settings = Settings { approval_mode: ApprovalMode::Rules, sandbox: SandboxMode::Off };
         let in_a = Policy::open(&home, a.path(), support, settings).expect("policy");
         let commands = |p: &Policy| p.workspace_rules.iter().map(|r| r.command().to_string()).collect::<Vec<_>>();
@@ -400,12 +473,25 @@ mod tests {
             .with_effect(crate::rules::RuleEffect::Deny);
         let granted = [rule.clone(), deny.clone()];
         let mut policy = Policy::ask_only();
-        assert_eq!(edit_decision(&policy, &granted, "src/a.rs", false), None, "ask applies no rule");
+        assert_eq!(edit_decision(&policy, &granted, "src/a.rs", false, false), None, "ask applies no rule");
         policy.approval_mode = ApprovalMode::Rules;
-        assert_eq!(edit_decision(&policy, &granted, "src/a.rs", false), Some(RuleDecision::Allowed(vec![rule])));
-        assert_eq!(edit_decision(&policy, &granted, "src/gen/x.rs", false), Some(RuleDecision::Denied(vec![deny])));
-        assert_eq!(edit_decision(&policy, &granted, "README.md", false), None);
-        assert_eq!(edit_decision(&policy, &granted, "src/a.rs", true), None, "leaving the workspace always asks");
+        assert_eq!(edit_decision(&policy, &granted, "src/a.rs", false, false), Some(RuleDecision::Allowed(vec![rule])));
+        assert_eq!(
+            edit_decision(&policy, &granted, "src/gen/x.rs", false, false),
+            Some(RuleDecision::Denied(vec![deny.clone()]))
+        );
+        assert_eq!(edit_decision(&policy, &granted, "README.md", false, false), None);
+        assert_eq!(
+            edit_decision(&policy, &granted, "src/a.rs", true, false),
+            None,
+            "leaving the workspace always asks"
+        );
+        assert_eq!(edit_decision(&policy, &granted, "src/a.rs", false, true), None, "a protected path always asks");
+        assert_eq!(
+            edit_decision(&policy, &granted, "src/gen/x.rs", false, true),
+            Some(RuleDecision::Denied(vec![deny])),
+            "a deny rule still refuses a protected path"
+        );
         assert_eq!(command_decision(&policy, &granted, "src/a.rs"), None, "a path rule covers no command");
         assert_eq!(SuggestedRule::for_path("src/a[1].rs", false).map(|s| s.text).as_deref(), Some("src/a[[]1[]].rs"));
         assert_eq!(SuggestedRule::for_path("/etc/passwd", true), None);
@@ -418,8 +504,14 @@ mod tests {
         assert!(!policy.sandbox_approves(), "sandbox off approves nothing");
         assert!(policy.update(None, Some(SandboxMode::ReadOnly)).is_err(), "a machine without Landlock refuses");
         assert_eq!(policy.sandbox, SandboxMode::Off);
-        policy.support = SandboxSupport { landlock_abi: 6, network_namespace: true };
+        policy.support = SandboxSupport { landlock_abi: 6, network_namespace: true, mount_namespace: false };
         policy.update(None, Some(SandboxMode::ReadOnly)).expect("enforceable");
+        assert!(policy.sandbox_approves());
+        // workspace-write can be enforced, but not its protected paths:
+        // nothing runs unasked.
+        policy.update(None, Some(SandboxMode::WorkspaceWrite)).expect("enforceable");
+        assert!(!policy.sandbox_approves(), "protected paths not read-only: the person is asked");
+        policy.support.mount_namespace = true;
         assert!(policy.sandbox_approves());
     }
 }

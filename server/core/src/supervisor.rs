@@ -321,6 +321,9 @@ fn read_spec() -> Result<Spec, NoSpec> {
 /// it before any runtime or logging is set up; it builds its own
 /// single-threaded runtime.
 pub fn main(args: &[String]) -> i32 {
+    // Not dumpable, no core dumps: a command cannot read this process's
+    // memory or ptrace it (docs/reliability.md, "Known limits").
+    crate::hardening::harden_supervisor();
     // Descriptors the server was started with (a parent's pipes, a build
     // tool's jobserver) are no business of an approved command: none above
     // stderr survives the exec of bash. One syscall; the supervisor's own
@@ -479,11 +482,17 @@ async fn supervise(spec: Spec) -> i32 {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0);
+    // Placeholders for missing protected paths, removed once nothing of the
+    // command is left (dropped on every early return, which removes them).
+    let mut placeholders = crate::sandbox::Placeholders::default();
+    let mut own_mount_namespace = false;
     if let Some(policy) = &spec.sandbox {
         // Prepared here, before the fork; the child only enters it. A
         // sandbox that cannot be had means the command does not run.
         match crate::sandbox::prepare(policy, &crate::sandbox::detect()) {
             Ok(Some(mut prepared)) => {
+                placeholders = prepared.take_placeholders();
+                own_mount_namespace = prepared.mount_namespace();
                 // SAFETY: `enter` makes system calls only, as required
                 // between fork and exec.
                 unsafe {
@@ -528,6 +537,12 @@ async fn supervise(spec: Spec) -> i32 {
     };
     let pid = child.id().unwrap_or(0);
     let pgid = Some(pid as i32);
+    // The command's own mount namespace (never this process's): whatever
+    // is still in it when the command ends escaped its group, and is killed.
+    let namespace = own_mount_namespace
+        .then(|| crate::sandbox::mount_namespace_of(pid))
+        .flatten()
+        .filter(|ns| Some(ns) != crate::sandbox::mount_namespace_of(std::process::id()).as_ref());
     to_server.push(TAG_PID, pid.to_string().as_bytes());
     let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
         kill_group(pgid, libc::SIGKILL);
@@ -592,6 +607,9 @@ async fn supervise(spec: Spec) -> i32 {
                 // Leftover background children hold the pipes open; they do
                 // not outlive the command.
                 kill_group(pgid, libc::SIGKILL);
+                if let Some(namespace) = &namespace {
+                    crate::sandbox::kill_namespace(namespace, 50);
+                }
                 drain.as_mut().reset(tokio::time::Instant::now() + kill_grace);
             }
             _ = &mut drain, if exit.is_some() => {
@@ -671,6 +689,17 @@ async fn supervise(spec: Spec) -> i32 {
         }
     }
     let exit_status = exit.unwrap_or_else(|| std::os::unix::process::ExitStatusExt::from_raw(1 << 8));
+    // Nothing of the command may be left before its placeholders go: the
+    // read-only binds over them live as long as its mount namespace does.
+    if let Some(namespace) = &namespace {
+        crate::sandbox::kill_namespace(namespace, 50);
+        if crate::sandbox::kill_namespace(namespace, 1) == 0 {
+            std::mem::take(&mut placeholders).remove();
+        } else {
+            // Kept (never removed under a live bind) rather than uncovered.
+            std::mem::forget(std::mem::take(&mut placeholders));
+        }
+    }
     let mut outcome = outcome_of(capture.finish(), exit_status, stopped, timeout);
     if let Some(policy) = &spec.sandbox {
         if let Some(note) = crate::sandbox::failure_note(policy, &outcome.output, outcome.exit_code) {

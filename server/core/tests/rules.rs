@@ -461,3 +461,41 @@ fn concurrent_appends_keep_every_rule() {
     });
     assert_eq!(file::load(&path).expect("load").len(), 8);
 }
+
+/// A deny rule for `rm` under `sandboxed-auto`: every way of reaching `rm`
+/// that the matcher cannot see through is named as in reach (so the person
+/// is asked, with the rule named), plain commands that cannot reach it are
+/// not, and nothing is in reach without a deny rule.
+#[test]
+fn deny_rules_in_reach_cover_wrappers_substitutions_redirections_and_paths() {
+    use mino_core::policy::{deny_rules_in_reach, ApprovalMode, Policy};
+    use mino_core::rules::RuleEffect;
+    let deny = prefix("rm").with_effect(RuleEffect::Deny);
+    let other = prefix("curl").with_effect(RuleEffect::Deny);
+    let mut policy = Policy::ask_only();
+    policy.approval_mode = ApprovalMode::SandboxedAuto;
+    let granted = [deny.clone(), other.clone(), prefix("git status")];
+    for command in [
+        "rm v2.txt > /dev/null",
+        "env rm v3.txt",
+        "command rm v4.txt",
+        "/bin/rm v5.txt",
+        "./rm v5.txt",
+        "xargs rm <<< v6.txt",
+        "$(echo rm) v7.txt",
+        "sudo rm x",
+        "bash -c 'rm x'",
+        "git status && env rm x",
+        "nice -n 5 rm x",
+    ] {
+        let reached: Vec<String> =
+            deny_rules_in_reach(&policy, &granted, command).iter().map(|r| r.command().to_owned()).collect();
+        assert_eq!(reached, ["rm"], "{command}");
+    }
+    // A substitution that builds the name: every deny rule is in reach.
+    assert_eq!(deny_rules_in_reach(&policy, &granted, "$(printf r)m x").len(), 2);
+    for command in ["git status", "ls -la", "touch fine.txt", "echo rm", "cargo test"] {
+        assert!(deny_rules_in_reach(&policy, &granted, command).is_empty(), "{command}");
+    }
+    assert!(deny_rules_in_reach(&policy, &[prefix("git status")], "env rm x").is_empty(), "no deny rule");
+}

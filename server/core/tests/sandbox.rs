@@ -53,7 +53,12 @@ fn run(policy: &SandboxPolicy, support: &SandboxSupport, script: &str) -> Output
 }
 
 fn policy(mode: SandboxMode, dirs: &Dirs) -> SandboxPolicy {
-    SandboxPolicy { mode, workspace: dirs.workspace.clone(), temp: dirs.temp.clone() }
+    SandboxPolicy {
+        mode,
+        workspace: dirs.workspace.clone(),
+        temp: dirs.temp.clone(),
+        protected: mino_core::protect::sandbox_protected(&dirs.workspace, None),
+    }
 }
 
 fn write_script(dir: &Path) -> String {
@@ -133,6 +138,86 @@ fn off_changes_nothing() {
     assert!(d.outside.join("file").exists());
 }
 
+/// What a hostile command would plant so that code runs later outside the
+/// sandbox: git's config and hooks, editor settings that run commands,
+/// direnv's file. Existing or not, none of it may be written, created,
+/// renamed away or replaced; reading stays possible, and ordinary files
+/// beside them are written as before.
+#[test]
+fn workspace_write_keeps_protected_paths_read_only_existing_or_not() {
+    let Some(support) = supported(SandboxMode::WorkspaceWrite) else { return };
+    if !support.mount_namespace {
+        eprintln!("SKIPPED: no mount namespace here; sandboxed-auto then asks (tested in policy.rs)");
+        return;
+    }
+    let d = dirs();
+    let ws = &d.workspace;
+    std::fs::create_dir_all(ws.join(".git/hooks")).expect("hooks");
+    std::fs::write(ws.join(".git/config"), "[core]\n").expect("config");
+    let policy = policy(SandboxMode::WorkspaceWrite, &d);
+    let attempts = [
+        "git config core.fsmonitor 'touch /tmp/planted'",
+        "echo '[core] fsmonitor = x' >> .git/config",
+        "printf '#!/bin/sh\\ntouch x' > .git/hooks/post-checkout",
+        "rm .git/config",
+        "mv .git moved",
+        "mv .git/hooks .git/h2",
+        "rm -rf .git",
+        "mkdir -p .vscode && echo '{}' > .vscode/tasks.json",
+        "echo '{}' > .vscode/settings.json",
+        "echo 'touch x' > .envrc",
+        "echo 'os.execute(\"x\")' > .nvim.lua",
+        "rmdir .vscode",
+        "ln -s elsewhere .envrc",
+        "ln .git/config hardlink",
+    ];
+    for script in attempts {
+        let out = run(&policy, &support, script);
+        assert!(!out.status.success(), "`{script}` succeeded: {}", stderr(&out));
+    }
+    assert_eq!(std::fs::read_to_string(ws.join(".git/config")).expect("config"), "[core]\n");
+    assert_eq!(std::fs::read_dir(ws.join(".git/hooks")).expect("hooks").count(), 0);
+    for planted in [".vscode", ".envrc", ".nvim.lua", "moved", "hardlink"] {
+        assert!(std::fs::symlink_metadata(ws.join(planted)).is_err(), "{planted} exists after the command");
+    }
+    // Reading the protected files and writing beside them still work.
+    let out = run(&policy, &support, "cat .git/config && echo ok > notes.txt && mkdir -p src && echo x > src/a");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "[core]\n");
+    assert!(ws.join("notes.txt").exists() && ws.join("src/a").exists());
+}
+
+/// `$MINO_HOME` inside the workspace (Mino started in `~`): a sandboxed
+/// command cannot append a rule to the workspace rules file there, nor
+/// change config.toml.
+#[test]
+fn workspace_write_cannot_forge_rules_in_a_home_inside_the_workspace() {
+    let Some(support) = supported(SandboxMode::WorkspaceWrite) else { return };
+    if !support.mount_namespace {
+        eprintln!("SKIPPED: no mount namespace here");
+        return;
+    }
+    let d = dirs();
+    let home = d.workspace.join(".mino");
+    let rules = home.join("workspaces/w-1/rules.toml");
+    std::fs::create_dir_all(rules.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&rules, "").expect("rules");
+    let policy = SandboxPolicy {
+        protected: mino_core::protect::sandbox_protected(&d.workspace, Some(&home)),
+        ..policy(SandboxMode::WorkspaceWrite, &d)
+    };
+    for script in [
+        "printf '[[rule]]\\nid = \"x\"\\nkind = \"prefix\"\\ncommand = \"curl\"\\nscope = \"workspace\"\\n' >> .mino/workspaces/w-1/rules.toml",
+        "echo 'model = \"x\"' > .mino/config.toml",
+        "mv .mino elsewhere",
+    ] {
+        let out = run(&policy, &support, script);
+        assert!(!out.status.success(), "`{script}` succeeded");
+    }
+    assert_eq!(std::fs::read_to_string(&rules).expect("rules"), "");
+    assert!(!home.join("config.toml").exists());
+}
+
 /// A listener the sandboxed command must not reach.
 fn listener() -> (std::net::TcpListener, u16) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -208,7 +293,7 @@ fn support_is_reported_as_detected_and_never_claimed_without_it() {
         line.contains("own network namespace"),
         support.network_namespace && support.check(SandboxMode::WorkspaceWrite).is_ok()
     );
-    let none = SandboxSupport { landlock_abi: 0, network_namespace: false };
+    let none = SandboxSupport { landlock_abi: 0, network_namespace: false, mount_namespace: false };
     for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
         let err = none.check(mode).expect_err("nothing to enforce with");
         assert!(err.to_string().contains("Landlock is not available"), "{err}");
@@ -216,9 +301,9 @@ fn support_is_reported_as_detected_and_never_claimed_without_it() {
         let d = dirs();
         assert!(sandbox::prepare(&policy(mode, &d), &none).is_err(), "prepared a sandbox that is not there");
     }
-    let old = SandboxSupport { landlock_abi: 2, network_namespace: true };
+    let old = SandboxSupport { landlock_abi: 2, network_namespace: true, mount_namespace: true };
     assert!(old.check(SandboxMode::WorkspaceWrite).is_err());
-    let no_network = SandboxSupport { landlock_abi: 3, network_namespace: false };
+    let no_network = SandboxSupport { landlock_abi: 3, network_namespace: false, mount_namespace: false };
     assert!(no_network.check(SandboxMode::ReadOnly).is_err());
     assert!(none.check(SandboxMode::Off).is_ok());
     assert_eq!("workspace-write".parse::<SandboxMode>().expect("mode"), SandboxMode::WorkspaceWrite);
@@ -311,4 +396,37 @@ async fn a_sandbox_that_cannot_be_prepared_stops_the_command() {
     assert_eq!(outcome.status, ToolStatus::Failed, "{}", outcome.output);
     assert!(outcome.output.starts_with("The command did not run:"), "{}", outcome.output);
     assert!(!marker.exists(), "the command ran");
+}
+
+/// A sandboxed command's process that escaped its group with `setsid` does
+/// not outlive the command: it is in the command's mount namespace, and is
+/// killed when the command ends (so the placeholders can go safely).
+#[tokio::test]
+async fn a_setsid_escapee_of_a_sandboxed_command_does_not_outlive_it() {
+    use mino_core::bash::{BashTool, Limits};
+    use tokio_util::sync::CancellationToken;
+    const SUPERVISOR: &str = env!("CARGO_BIN_EXE_mino-supervisor");
+
+    let Some(support) = supported(SandboxMode::WorkspaceWrite) else { return };
+    if !support.mount_namespace {
+        eprintln!("SKIPPED: no mount namespace here");
+        return;
+    }
+    let d = dirs();
+    let tool = BashTool::new(d.workspace.clone(), Limits::default(), SUPERVISOR.into())
+        .with_sandbox(SandboxMode::WorkspaceWrite);
+    let outcome = tool
+        .run("setsid sleep 313 > /dev/null 2>&1 < /dev/null & echo $!", &mut |_, _| {}, &CancellationToken::new())
+        .await;
+    let pid: i32 = outcome.output.trim().parse().unwrap_or_else(|_| panic!("no pid: {}", outcome.output));
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while alive(pid) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(!alive(pid), "the setsid'd sleep {pid} outlived its command");
+    assert!(!d.workspace.join(".envrc").exists(), "a placeholder was left behind");
 }

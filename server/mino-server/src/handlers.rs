@@ -431,6 +431,7 @@ fn edit_view(e: mino_core::agent::EditApproval) -> wire::EditView {
         size: e.size,
         diff: e.diff,
         leaves_workspace: e.leaves_workspace,
+        protected: e.protected,
     }
 }
 
@@ -535,6 +536,8 @@ fn history_call(session: &Session, turn: &Turn, index: usize, c: &Call) -> wire:
             size: e.after_size,
             diff: c.applied_diff().unwrap_or_default(),
             leaves_workspace: e.leaves_workspace,
+            // Said on the approval request only; history keeps what was written.
+            protected: None,
         }),
     }
 }
@@ -625,6 +628,7 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
             approval_mode: mode,
             suggested_rule,
             edit,
+            deny_rules,
         } => {
             let edit = edit.map(edit_view);
             let n = wire::ApprovalRequest {
@@ -643,6 +647,7 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
                     RuleKind::Path => wire::RuleSpec::path(rule.text),
                     kind => wire::RuleSpec::command(rule_kind(kind), rule.text),
                 }),
+                deny_rules: deny_rules.iter().map(rule_view).collect(),
             };
             message::<wire::notification::ApprovalRequest>(n)
         }
@@ -1015,6 +1020,7 @@ impl LanguageServer for Backend {
             configured_models,
             title,
             store,
+            home_in_workspace,
         } = app;
         let journal_path = journal_path.display().to_string();
         let recovery = recovery_notification(&session_id, &recovery);
@@ -1042,6 +1048,7 @@ impl LanguageServer for Backend {
             approval_mode: approval_mode(settings.approval_mode),
             sandbox: sandbox_mode(settings.sandbox),
             sandbox_support,
+            home_in_workspace,
         };
         let mino = serde_json::to_value(mino).map_err(|e| internal(e.to_string()))?;
         Ok(InitializeResult {

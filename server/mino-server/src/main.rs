@@ -57,6 +57,15 @@ fn main() -> anyhow::Result<()> {
         None => {}
     }
 
+    // What the sandbox can enforce is probed (forked children) while this
+    // process is still single-threaded and before the hardening below, so
+    // no fork of a hardened server is ever made dumpable again.
+    let support = mino_core::sandbox::detect();
+    // Before any thread starts: the key leaves the environment block, the
+    // process becomes non-dumpable, no core dumps (mino_core::hardening).
+    // SAFETY: no other thread exists yet; the runtime is built below.
+    let hardening = unsafe { mino_core::hardening::harden_process() };
+
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
@@ -74,6 +83,9 @@ fn main() -> anyhow::Result<()> {
         tracing::error!("panic: {info}; aborting, the session will be recovered when it is next opened");
         std::process::abort();
     }));
+
+    tracing::info!(%hardening, "process hardening");
+    tracing::debug!(?support, "sandbox support");
 
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();

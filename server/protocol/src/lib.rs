@@ -285,6 +285,12 @@ pub struct ServerCapabilities {
     pub sandbox: SandboxMode,
     /// One line saying what this machine's sandbox enforces.
     pub sandbox_support: String,
+    /// Set when Mino's home (`$MINO_HOME`) lies inside the workspace (Mino
+    /// started in `~` with the default `~/.mino`): a sentence saying so and
+    /// what protects it. Show it once at start-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub home_in_workspace: Option<String>,
 }
 
 // ---------------------------------------------------------------- requests
@@ -1016,6 +1022,14 @@ pub struct EditView {
     pub diff: String,
     /// The path is outside the session's directory: show it prominently.
     pub leaves_workspace: bool,
+    /// Why the path is protected (`.git`, `.vscode`, `.envrc`, `.nvim.lua`,
+    /// Mino's home): a program runs what it holds outside any sandbox, or it
+    /// decides what Mino runs. Such an edit is asked about whatever rule or
+    /// mode is in force (and no rule is suggested); show this sentence on the
+    /// card. Absent for an ordinary path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub protected: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -1138,6 +1152,14 @@ pub struct ApprovalRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub edit: Option<EditView>,
+    /// Deny rules this command might reach although none matches it (it runs
+    /// another command through a wrapper such as `env`, has a substitution,
+    /// a redirection or an expansion the rules cannot see through, or names a
+    /// denied program by its path): why it is asked about instead of running
+    /// without asking, whatever the mode. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Option<Vec<RuleView>>", optional)]
+    pub deny_rules: Vec<RuleView>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -1312,6 +1334,7 @@ mod tests {
             sandbox: SandboxMode::WorkspaceWrite,
             approval_mode: ApprovalMode::Rules,
             suggested_rule: Some(RuleSpec::command(RuleKind::Prefix, "ls")),
+            deny_rules: Vec::new(),
         });
         let v = serde_json::to_value(&n).unwrap();
         assert_eq!(v["method"], "mino/approvalRequest");
@@ -1332,6 +1355,7 @@ mod tests {
             size: 5,
             diff: "--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+milk\n".into(),
             leaves_workspace: false,
+            protected: None,
         };
         let v = serde_json::to_value(&edit).unwrap();
         assert_eq!(v["tool"], "write_file");

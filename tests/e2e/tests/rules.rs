@@ -792,3 +792,223 @@ async fn a_workspace_path_rule_survives_a_new_session_and_revoking_it_asks_again
     assert!(!cwd.join("ideas.md").exists());
     finish(second).await;
 }
+
+// ---------------------------------------------------------------- protected paths and deny rules in reach
+
+/// Opens `cwd` in `mode` with `workspace-write`; `None` (and a note) when
+/// this machine cannot enforce it or its protected paths.
+async fn open_sandboxed(server: &mut Server, cwd: &Path, mode: wire::ApprovalMode) -> Option<wire::ServerCapabilities> {
+    let opened = server.initialize(&options(cwd, Some(mode), Some(wire::SandboxMode::WorkspaceWrite))).await;
+    let caps = match opened {
+        Ok(result) => Server::capabilities(&result),
+        Err(e) => {
+            eprintln!("SKIPPED: this machine cannot enforce the sandbox ({e})");
+            return None;
+        }
+    };
+    let _: wire::RecoveryNotification = server.next_notification(wire::method::RECOVERY, TIMEOUT).await.parse();
+    if !caps.sandbox_support.contains("read-only (mount namespace)") {
+        eprintln!("SKIPPED: protected paths cannot be kept read-only here: {}", caps.sandbox_support);
+        return None;
+    }
+    Some(caps)
+}
+
+/// A deny rule for `rm` holds under `sandboxed-auto`: a redirection, a
+/// wrapper (`env`, `command`), a substitution or a path to the program
+/// cannot slip a denied program past it. Each asks, the request names the
+/// rule, and nothing is deleted; a plain command no deny rule can reach
+/// still runs in the sandbox without asking.
+#[tokio::test(flavor = "multi_thread")]
+async fn deny_rules_hold_under_sandboxed_auto_through_wrappers_substitutions_and_redirections() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    for i in 1..=8 {
+        std::fs::write(cwd.join(format!("v{i}.txt")), "keep\n").expect("seed");
+    }
+    let reaching = [
+        ("c2", "rm v2.txt > /dev/null"),
+        ("c3", "env rm v3.txt"),
+        ("c4", "command rm v4.txt"),
+        ("c5", "/bin/rm v5.txt"),
+        ("c6", "xargs rm <<< v6.txt"),
+        ("c7", "$(echo rm) v7.txt"),
+    ];
+    let mut second: Vec<(&str, &str)> = reaching.to_vec();
+    second.push(("c8", "rm v8.txt"));
+    second.push(("c9", "touch fine.txt"));
+    let mock = MockModel::start(vec![
+        Reply::call("c1", "rm v1.txt"),
+        Reply::text("Noted."),
+        Reply::calls(&second),
+        Reply::text("Done."),
+    ])
+    .await
+    .expect("mock");
+    let mut server = Server::spawn_in(home.path(), &mock).await;
+    if open_sandboxed(&mut server, &cwd, wire::ApprovalMode::Rules).await.is_none() {
+        return;
+    }
+    let turn = chat(&mut server, "Delete v1.").await;
+    drive(&mut server, &turn, |request| {
+        allow(request, wire::Decision::DenySession, rule(wire::RuleKind::Prefix, "rm"))
+    })
+    .await;
+    let settings: wire::SettingsResult =
+        server.call(wire::method::SETTINGS_UPDATE, &json!({"approvalMode": "sandboxed-auto"})).await.expect("settings");
+    assert_eq!(settings.approval_mode, wire::ApprovalMode::SandboxedAuto);
+
+    let turn = chat(&mut server, "Delete the others.").await;
+    let (seen, end) = drive(&mut server, &turn, deny).await;
+    assert_eq!(end.status, wire::TurnStatus::Completed);
+    let asked: Vec<&str> = seen.requests.iter().map(|r| r.call_id.as_str()).collect();
+    assert_eq!(asked, reaching.iter().map(|(id, _)| *id).collect::<Vec<_>>(), "each reaching command asks");
+    for request in &seen.requests {
+        let named: Vec<Option<&str>> = request.deny_rules.iter().map(|r| r.command.as_deref()).collect();
+        assert_eq!(named, [Some("rm")], "{}: the request names the deny rule", request.command);
+        assert_eq!(request.deny_rules[0].effect, Some(wire::RuleEffect::Deny));
+    }
+    for i in 1..=8 {
+        assert!(cwd.join(format!("v{i}.txt")).exists(), "v{i}.txt was deleted");
+    }
+    let status = |id: &str| seen.results.iter().find(|r| r.call_id == id).map(|r| r.status);
+    assert_eq!(status("c8"), Some(wire::ToolStatus::Refused), "plain `rm` is refused by the rule");
+    assert_eq!(started_by(&seen), [("c9".to_owned(), wire::ApproverKind::Sandbox)]);
+    assert!(cwd.join("fine.txt").exists());
+    finish(server).await;
+}
+
+/// With the sandbox off, a path rule `**` does not approve an edit of
+/// `.git/config` (nor of the other protected paths): each asks, says why,
+/// and suggests no rule; an ordinary file the rule covers is still written
+/// without asking.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edit_of_a_protected_path_asks_whatever_rule_is_in_force() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    std::fs::create_dir_all(cwd.join(".git/hooks")).expect(".git");
+    std::fs::create_dir_all(cwd.join(".vscode")).expect(".vscode");
+    std::fs::write(cwd.join(".git/config"), "[core]\n").expect("config");
+    let planted = "[core]\n\tfsmonitor = touch planted\n";
+    let mock = MockModel::start(vec![
+        Reply::write_file("e1", "a.txt", "a\n"),
+        Reply::write_file("e2", ".git/config", planted),
+        Reply::write_file("e3", ".git/hooks/pre-commit", "#!/bin/sh\ntouch planted\n"),
+        Reply::write_file("e4", ".vscode/tasks.json", "{}\n"),
+        Reply::write_file("e5", ".envrc", "touch planted\n"),
+        Reply::write_file("e6", "b.txt", "b\n"),
+        Reply::text("Done."),
+    ])
+    .await
+    .expect("mock");
+    let mut server = Server::spawn_in(home.path(), &mock).await;
+    open_with(&mut server, &options(&cwd, Some(wire::ApprovalMode::Rules), None)).await;
+    let turn = chat(&mut server, "Write.").await;
+    let (seen, end) = drive(&mut server, &turn, |request| match request.call_id.as_str() {
+        "e1" => allow(request, wire::Decision::AllowSession, wire::RuleSpec::path("**")),
+        _ => deny(request),
+    })
+    .await;
+    assert_eq!(end.status, wire::TurnStatus::Completed);
+    let asked: Vec<&str> = seen.requests.iter().map(|r| r.call_id.as_str()).collect();
+    assert_eq!(asked, ["e1", "e2", "e3", "e4", "e5"]);
+    for request in &seen.requests[1..] {
+        let edit = request.edit.as_ref().expect("an edit");
+        let why = edit.protected.as_deref().unwrap_or_else(|| panic!("{} not marked protected", edit.path));
+        assert!(why.contains("outside any sandbox") || why.contains("run"), "{why}");
+        assert_eq!(request.suggested_rule, None, "a rule is offered for {}", edit.path);
+    }
+    assert!(seen.requests[0].edit.as_ref().expect("edit").protected.is_none());
+    assert_eq!(std::fs::read_to_string(cwd.join(".git/config")).expect("config"), "[core]\n");
+    for planted in [".envrc", ".vscode/tasks.json", ".git/hooks/pre-commit"] {
+        assert!(!cwd.join(planted).exists(), "{planted} was written");
+    }
+    assert_eq!(std::fs::read_to_string(cwd.join("b.txt")).expect("b"), "b\n", "the rule still covers b.txt");
+    finish(server).await;
+}
+
+/// Under `sandboxed-auto` with `workspace-write`, a command cannot plant
+/// code that a later, unsandboxed `git status` or editor would run: git's
+/// config and hooks, `.vscode`, `.envrc` and `.nvim.lua` stay as they were
+/// (existing or not), and renaming `.git` away fails too.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandboxed_command_cannot_plant_code_in_git_or_editor_settings() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let init = std::process::Command::new("git").arg("init").arg("-q").arg(&cwd).status();
+    if !init.is_ok_and(|s| s.success()) {
+        eprintln!("SKIPPED: git is not available");
+        return;
+    }
+    let config_before = std::fs::read_to_string(cwd.join(".git/config")).expect("config");
+    let marker = home.path().join("planted");
+    let fsmonitor = format!("git config core.fsmonitor 'touch {}'", marker.display());
+    let hook = format!("printf '#!/bin/sh\\ntouch {}\\n' > .git/hooks/pre-commit", marker.display());
+    let calls = [
+        ("c1", fsmonitor.as_str()),
+        ("c2", hook.as_str()),
+        ("c3", "mkdir -p .vscode && echo '{}' > .vscode/tasks.json"),
+        ("c4", "echo 'touch x' > .envrc"),
+        ("c5", "echo 'x' > .nvim.lua"),
+        ("c6", "mv .git elsewhere && git init -q ."),
+        ("c7", "echo ordinary > notes.txt"),
+    ];
+    let mock = MockModel::start(vec![Reply::calls(&calls), Reply::text("Done.")]).await.expect("mock");
+    let mut server = Server::spawn_with(Spawn {
+        home: Some(home.path().to_path_buf()),
+        base_url: Some(mock.base_url()),
+        ..Default::default()
+    })
+    .await;
+    if open_sandboxed(&mut server, &cwd, wire::ApprovalMode::SandboxedAuto).await.is_none() {
+        return;
+    }
+    let turn = chat(&mut server, "Plant.").await;
+    let (seen, _) = drive(&mut server, &turn, deny).await;
+    assert!(seen.requests.is_empty(), "sandboxed-auto asked");
+    let result = |id: &str| seen.results.iter().find(|r| r.call_id == id).expect("result").clone();
+    for (id, _) in &calls[..6] {
+        let r = result(id);
+        assert_eq!(r.status, wire::ToolStatus::Failed, "{id} succeeded: {}", r.output);
+        assert!(r.output.contains("protected paths"), "{id}: {}", r.output);
+    }
+    assert_eq!(result("c7").status, wire::ToolStatus::Success);
+    assert_eq!(std::fs::read_to_string(cwd.join(".git/config")).expect("config"), config_before);
+    assert!(!cwd.join(".git/hooks/pre-commit").exists());
+    for planted in [".vscode", ".envrc", ".nvim.lua", "elsewhere"] {
+        assert!(std::fs::symlink_metadata(cwd.join(planted)).is_err(), "{planted} is there after the turn");
+    }
+    // The person's next, unsandboxed `git status` runs nothing planted.
+    let status = std::process::Command::new("git").arg("status").current_dir(&cwd).output().expect("git status");
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    assert!(!marker.exists(), "git ran a planted command");
+    finish(server).await;
+}
+
+/// Mino started in its own home's parent (`~` with `~/.mino`): the client
+/// is told at start-up, and a sandboxed command cannot append a rule to the
+/// workspace rules file, so the next session runs nothing nobody approved.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_home_inside_the_workspace_is_reported_and_its_rules_cannot_be_forged() {
+    let root = tempfile::tempdir().expect("root");
+    let cwd = root.path().to_path_buf();
+    let home = cwd.join(".mino");
+    let forged =
+        r#"printf '[[rule]]\nid = "forged"\nkind = "prefix"\ncommand = "touch"\nscope = "workspace"\n' >> "$RULES""#;
+    let mock = MockModel::start(Vec::new()).await.expect("mock");
+    let mut server = Server::spawn_in(&home, &mock).await;
+    let Some(caps) = open_sandboxed(&mut server, &cwd, wire::ApprovalMode::SandboxedAuto).await else { return };
+    let said = caps.home_in_workspace.as_deref().expect("the client is told the home is in the workspace");
+    assert!(said.contains("inside the workspace"), "{said}");
+    assert!(server.stderr().contains("is inside the workspace"), "not logged");
+    let file = rules_list(&mut server).await.workspace_file;
+    let before = std::fs::read_to_string(&file).unwrap_or_default();
+    mock.push(Reply::call("c1", &format!("RULES='{file}'; mkdir -p \"$(dirname \"$RULES\")\" && {forged}")));
+    mock.push(Reply::text("Done."));
+    let turn = chat(&mut server, "Forge.").await;
+    let (seen, _) = drive(&mut server, &turn, deny).await;
+    let result = seen.results.iter().find(|r| r.call_id == "c1").expect("result");
+    assert_eq!(result.status, wire::ToolStatus::Failed, "{}", result.output);
+    assert_eq!(std::fs::read_to_string(&file).unwrap_or_default(), before, "the rules file changed");
+    finish(server).await;
+}

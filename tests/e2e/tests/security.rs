@@ -518,3 +518,51 @@ async fn a_bad_command_timeout_setting_refuses_initialize_and_writes_nothing() {
     server.close_stdin();
     server.wait(TIMEOUT).await;
 }
+
+/// An approved command (sandbox off) walks up its parent chain, the
+/// supervisor, the server and beyond, and reads each one's environment
+/// block: the key is in none of them. From a user namespace (where a
+/// sandboxed command runs) the server's `/proc` files cannot be read at
+/// all: it is not dumpable. Loader variables given to the server do not
+/// reach the command.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approved_command_walking_up_its_parents_finds_no_key() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let walk = r#"p=$PPID; for i in 1 2 3; do
+  echo "== $p $(tr -d '\0' < /proc/$p/comm)"; tr '\0' '\n' < /proc/$p/environ; echo
+  if [ $i = 2 ]; then
+    if unshare --user --map-root-user cat /proc/$p/environ > /dev/null 2>&1; then echo "NAMESPACE-READ $p"; else echo "namespace-refused $p"; fi
+  fi
+  p=$(awk '{print $4}' /proc/$p/stat)
+done; env"#;
+    let mock = MockModel::start(vec![Reply::call("call_1", walk), Reply::text("Walked.")]).await.expect("mock");
+    let mut server = Server::spawn_with(Spawn {
+        home: Some(home.path().to_path_buf()),
+        base_url: Some(mock.base_url()),
+        env: vec![("LD_LIBRARY_PATH".into(), "/nonexistent-mino-loader".into())],
+        ..Default::default()
+    })
+    .await;
+    open(&mut server, &cwd).await;
+    let server_pid = server.pid().expect("pid");
+    let turn = chat(&mut server, "Walk up.").await;
+    next_approval_request(&mut server).await;
+    approval(&mut server, &turn, "call_1", "approve").await.expect("approve");
+    let notes = server.turn_notifications(&turn, TIMEOUT).await;
+    let result: wire::ToolResult =
+        notes.iter().find(|n| n.method == wire::method::TOOL_RESULT).expect("toolResult").parse();
+    let output = result.output;
+    assert!(output.contains(&format!("== {server_pid} mino-server")), "the walk reached the server: {output}");
+    assert!(output.contains("mino-supervise"), "the walk passed the supervisor: {output}");
+    assert!(!output.contains(API_KEY), "the key was found: {output}");
+    assert!(!output.contains("OPENAI_API_KEY"), "the key's variable is still there: {output}");
+    eprintln!("{output}");
+    let command_env = output.rsplit("namespace-").next().unwrap_or_default();
+    assert!(!command_env.contains("/nonexistent-mino-loader"), "a loader variable reached the command: {output}");
+    if Path::new("/usr/bin/unshare").exists() {
+        assert!(output.contains(&format!("namespace-refused {server_pid}")), "{output}");
+    }
+    server.close_stdin();
+    server.wait(TIMEOUT).await;
+}

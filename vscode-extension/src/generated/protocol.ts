@@ -65,7 +65,15 @@ suggestedRule?: RuleSpec,
  * is the summary `<tool> <path as the model gave it>`, `environment`
  * is empty and `limits` are zero (nothing runs).
  */
-edit?: EditView, };
+edit?: EditView, 
+/**
+ * Deny rules this command might reach although none matches it (it runs
+ * another command through a wrapper such as `env`, has a substitution,
+ * a redirection or an expansion the rules cannot see through, or names a
+ * denied program by its path): why it is asked about instead of running
+ * without asking, whatever the mode. Absent when there are none.
+ */
+denyRules?: Array<RuleView>, };
 
 /**
  * Who approved a call; `rule` with `kind: "rule"` (the first rule that
@@ -187,7 +195,15 @@ diff: string,
 /**
  * The path is outside the session's directory: show it prominently.
  */
-leavesWorkspace: boolean, };
+leavesWorkspace: boolean, 
+/**
+ * Why the path is protected (`.git`, `.vscode`, `.envrc`, `.nvim.lua`,
+ * Mino's home): a program runs what it holds outside any sandbox, or it
+ * decides what Mino runs. Such an edit is asked about whatever rule or
+ * mode is in force (and no rule is suggested); show this sentence on the
+ * card. Absent for an ordinary path.
+ */
+protected?: string, };
 
 /**
  * The `{}` result of methods that only acknowledge.
@@ -502,7 +518,13 @@ title: string | null, approvalMode: ApprovalMode, sandbox: SandboxMode,
 /**
  * One line saying what this machine's sandbox enforces.
  */
-sandboxSupport: string, };
+sandboxSupport: string, 
+/**
+ * Set when Mino's home (`$MINO_HOME`) lies inside the workspace (Mino
+ * started in `~` with the default `~/.mino`): a sentence saying so and
+ * what protects it. Show it once at start-up.
+ */
+homeInWorkspace?: string, };
 
 /**
  * One session in a list.

@@ -660,6 +660,9 @@ local function edit_request_lines(p)
   if e.leavesWorkspace then
     table.insert(lines, ("- **Writes outside the workspace:** %s"):format(code_span(e.path)))
   end
+  if type(e.protected) == "string" then
+    table.insert(lines, ("- **Protected path:** %s"):format(e.protected))
+  end
   table.insert(lines, ("- File: %s, %s bytes after the edit"):format(e.newFile and "new" or "existing", tostring(e.size)))
   vim.list_extend(lines, require("mino.diff").fence(e.diff))
   return lines
@@ -997,6 +1000,16 @@ function M.call_facts_lines(p)
       p.approvalMode))
   elseif #lines > 0 and type(p.sandbox) == "string" then
     table.insert(lines, ("- Sandbox: %s"):format(p.sandbox))
+  end
+  if type(p.denyRules) == "table" and #p.denyRules > 0 then
+    local names = {}
+    for _, r in ipairs(p.denyRules) do
+      if type(r) == "table" and type(r.command or r.pattern) == "string" then
+        table.insert(names, "`" .. (r.command or r.pattern) .. "`")
+      end
+    end
+    table.insert(lines, ("- **May reach a denied program** (%s): it asks instead of running by itself"):format(
+      table.concat(names, ", ")))
   end
   return lines
 end

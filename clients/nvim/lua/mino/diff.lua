@@ -61,6 +61,9 @@ function M.lines(edit, diff, state)
   if edit.leavesWorkspace then
     table.insert(lines, ("WARNING: this edit writes outside the workspace, to %s"):format(edit.path))
   end
+  if type(edit.protected) == "string" then
+    table.insert(lines, ("PROTECTED PATH: %s"):format(edit.protected))
+  end
   local body = vim.split(diff or "", "\n", { plain = true })
   if body[#body] == "" then
     table.remove(body)

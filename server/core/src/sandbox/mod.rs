@@ -21,6 +21,20 @@
 //!   are cut as well (`ENETUNREACH`). The user namespace maps the command's
 //!   own uid and gid to themselves.
 //!
+//! - **A mount namespace** (the same user namespace): in `workspace-write`,
+//!   the protected paths of the workspace ([`SandboxPolicy::protected`]:
+//!   `.git`, `.vscode`, `.envrc`, `.nvim.lua`, and `$MINO_HOME` when it lies
+//!   in a writable directory) are bind-mounted read-only over themselves
+//!   before Landlock applies, as bubblewrap's `--ro-bind` does. Landlock
+//!   alone cannot do this: it only grants, and cannot take back a subpath
+//!   of a granted directory. A protected path that does not exist yet gets
+//!   an empty placeholder (a directory or a file) for the command's
+//!   lifetime, bound read-only the same way, so it cannot be created
+//!   either; a mount point cannot be renamed or removed (`EBUSY`), so
+//!   `mv .git x` fails too. After the command, whatever is left in its
+//!   mount namespace (a process that escaped its group with `setsid`) is
+//!   killed, then the placeholders are removed ([`Placeholders`]).
+//!
 //! What is in force is detected at run time ([`detect`]) and reported as it
 //! is ([`SandboxSupport::describe`]); a mode whose promise the machine
 //! cannot keep is refused ([`SandboxSupport::check`]) rather than run
@@ -91,7 +105,7 @@ impl std::str::FromStr for SandboxMode {
 }
 
 /// What this machine can enforce, detected once (at startup).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxSupport {
     /// The kernel's Landlock ABI version, 0 when Landlock is unavailable
     /// (not built in, disabled at boot, or blocked by seccomp).
@@ -99,6 +113,11 @@ pub struct SandboxSupport {
     /// Whether a process here may create a user and a network namespace
     /// (tried in a short-lived child, not guessed from sysctls).
     pub network_namespace: bool,
+    /// Whether a process here may create a user and a mount namespace and
+    /// bind-mount a path read-only in it (tried the same way): what keeps
+    /// protected paths read-only in `workspace-write`.
+    #[serde(default)]
+    pub mount_namespace: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -114,10 +133,20 @@ pub enum SandboxError {
 }
 
 /// Detects what the machine supports: the Landlock ABI (one system call)
-/// and whether a user + network namespace can be created (a forked child
-/// tries and exits).
+/// and whether a user + network namespace, and a user + mount namespace
+/// with a read-only bind, can be created (forked children try and exit).
+/// Probed once per process; later calls return the first answer.
+///
+/// The children are forks of the caller: the server probes before it
+/// withdraws its secrets ([`crate::hardening`]), so no child of a hardened
+/// server is ever made dumpable again.
 pub fn detect() -> SandboxSupport {
-    SandboxSupport { landlock_abi: landlock_abi(), network_namespace: probe_network_namespace() }
+    static SUPPORT: std::sync::OnceLock<SandboxSupport> = std::sync::OnceLock::new();
+    *SUPPORT.get_or_init(|| SandboxSupport {
+        landlock_abi: landlock_abi(),
+        network_namespace: probe(Probe::Network),
+        mount_namespace: probe(Probe::Mount),
+    })
 }
 
 fn landlock_abi() -> u32 {
@@ -135,14 +164,35 @@ fn landlock_abi() -> u32 {
     u32::try_from(abi).unwrap_or(0)
 }
 
-fn probe_network_namespace() -> bool {
+#[derive(Clone, Copy)]
+enum Probe {
+    Network,
+    Mount,
+}
+
+fn probe(what: Probe) -> bool {
     let Ok(maps) = IdMaps::current() else { return false };
+    let root = c"/";
+    // SAFETY: statvfs on a NUL-terminated path into a zeroed struct.
+    let root_flags = unsafe {
+        let mut stat: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(root.as_ptr(), &mut stat) != 0 {
+            return false;
+        }
+        locked_mount_flags(stat.f_flag)
+    };
     // SAFETY: the child only makes system calls (unshare, open, write,
-    // close) on data prepared before the fork, then `_exit`s.
+    // close, mount) on data prepared before the fork, then `_exit`s.
     unsafe {
         let pid = libc::fork();
         if pid == 0 {
-            let ok = enter_network_namespace(&maps).is_ok();
+            let ok = match what {
+                Probe::Network => enter_namespaces(&maps, libc::CLONE_NEWNET).is_ok(),
+                Probe::Mount => {
+                    let bind = Bind { path: root.to_owned(), flags: root_flags };
+                    enter_namespaces(&maps, libc::CLONE_NEWNS).is_ok() && bind_read_only(&[bind]).is_ok()
+                }
+            };
             libc::_exit(if ok { 0 } else { 1 });
         }
         if pid < 0 {
@@ -172,6 +222,9 @@ pub struct Enforcement {
     pub tcp: bool,
     /// The command runs in its own network namespace.
     pub network_namespace: bool,
+    /// Protected paths are read-only (a mount namespace); always true in
+    /// `read-only` (Landlock lets it write nowhere), false in `off`.
+    pub protected_paths: bool,
 }
 
 impl SandboxSupport {
@@ -179,7 +232,13 @@ impl SandboxSupport {
     /// succeeds (and enforces nothing).
     pub fn check(&self, mode: SandboxMode) -> Result<Enforcement, SandboxError> {
         if mode == SandboxMode::Off {
-            return Ok(Enforcement { mode, filesystem: false, tcp: false, network_namespace: false });
+            return Ok(Enforcement {
+                mode,
+                filesystem: false,
+                tcp: false,
+                network_namespace: false,
+                protected_paths: false,
+            });
         }
         let filesystem = self.landlock_abi >= MIN_FS_ABI;
         let tcp = self.landlock_abi >= MIN_TCP_ABI;
@@ -198,7 +257,8 @@ impl SandboxSupport {
         if !missing.is_empty() {
             return Err(SandboxError::Unsupported { mode, missing: missing.join("; ") });
         }
-        Ok(Enforcement { mode, filesystem, tcp, network_namespace: self.network_namespace })
+        let protected_paths = mode == SandboxMode::ReadOnly || self.mount_namespace;
+        Ok(Enforcement { mode, filesystem, tcp, network_namespace: self.network_namespace, protected_paths })
     }
 
     /// One line for startup reporting: what `mode` enforces here, or that it
@@ -209,7 +269,15 @@ impl SandboxSupport {
             Ok(_) if mode == SandboxMode::Off => "sandbox off: commands run with the server's permissions".to_owned(),
             Ok(e) => {
                 let writes = match mode {
-                    SandboxMode::WorkspaceWrite => "writes only in the workspace and the temporary directory",
+                    SandboxMode::WorkspaceWrite if e.protected_paths => {
+                        "writes only in the workspace and the temporary directory, protected paths \
+                         (.git, .vscode, .envrc, .nvim.lua, Mino's home) read-only (mount namespace)"
+                    }
+                    SandboxMode::WorkspaceWrite => {
+                        "writes only in the workspace and the temporary directory; protected paths \
+                         (.git, .vscode, .envrc, .nvim.lua, Mino's home) are NOT kept read-only (no mount \
+                         namespace here), so sandboxed-auto asks for every command"
+                    }
                     _ => "no writes",
                 };
                 let mut network = Vec::new();
@@ -237,6 +305,20 @@ pub struct SandboxPolicy {
     pub workspace: PathBuf,
     /// The temporary directory the command sees as `$TMPDIR`.
     pub temp: PathBuf,
+    /// Paths a `workspace-write` command may read but never write, existing
+    /// or not ([`crate::protect::sandbox_protected`]); only those inside the
+    /// workspace or the temporary directory need the mount namespace (Landlock
+    /// already keeps everything else read-only).
+    #[serde(default)]
+    pub protected: Vec<ProtectedPath>,
+}
+
+/// A path kept read-only inside the sandbox, and what it is when it does
+/// not exist yet (its placeholder is then made as that).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtectedPath {
+    pub path: PathBuf,
+    pub directory: bool,
 }
 
 /// Devices every command may write to whatever the mode: discarding output
@@ -247,13 +329,228 @@ const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
 /// opens files is done; [`Self::enter`] only makes system calls.
 pub struct PreparedSandbox {
     ruleset: Option<RulesetCreated>,
-    id_maps: Option<IdMaps>,
+    namespaces: Option<Namespaces>,
+    placeholders: Placeholders,
+}
+
+/// The namespaces a command enters: always a user namespace (own ids),
+/// and a network and/or a mount namespace.
+struct Namespaces {
+    maps: IdMaps,
+    /// `CLONE_NEWNET` and/or `CLONE_NEWNS`.
+    flags: libc::c_int,
+    /// Read-only binds, made in the mount namespace.
+    binds: Vec<Bind>,
+}
+
+/// One protected path bound read-only over itself, with the mount flags
+/// that the remount must keep (a user namespace may not clear them).
+struct Bind {
+    path: CString,
+    flags: libc::c_ulong,
 }
 
 impl std::fmt::Debug for PreparedSandbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PreparedSandbox").field("network_namespace", &self.id_maps.is_some()).finish_non_exhaustive()
+        let flags = self.namespaces.as_ref().map_or(0, |n| n.flags);
+        f.debug_struct("PreparedSandbox")
+            .field("network_namespace", &(flags & libc::CLONE_NEWNET != 0))
+            .field("mount_namespace", &(flags & libc::CLONE_NEWNS != 0))
+            .field("placeholders", &self.placeholders.made)
+            .finish_non_exhaustive()
     }
+}
+
+/// The placeholders [`prepare`] made for protected paths that did not
+/// exist: removed on [`Placeholders::remove`] or drop, each only while it
+/// is still the empty file or directory made (same device and inode).
+/// Remove them only once nothing is left in the command's mount namespace
+/// ([`kill_namespace`]): the read-only bind lives as long as it does.
+#[derive(Debug, Default)]
+pub struct Placeholders {
+    made: Vec<(PathBuf, bool, u64, u64)>,
+}
+
+impl Placeholders {
+    /// How many placeholders there are.
+    pub fn len(&self) -> usize {
+        self.made.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.made.is_empty()
+    }
+
+    /// Removes each placeholder that is still the one made and empty.
+    pub fn remove(mut self) {
+        self.remove_all();
+    }
+
+    fn remove_all(&mut self) {
+        use std::os::unix::fs::MetadataExt;
+        for (path, directory, dev, ino) in self.made.drain(..) {
+            let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+            if meta.dev() != dev || meta.ino() != ino {
+                continue;
+            }
+            let removed = if directory {
+                std::fs::remove_dir(&path)
+            } else if meta.len() == 0 {
+                std::fs::remove_file(&path)
+            } else {
+                continue;
+            };
+            if let Err(e) = removed {
+                eprintln!("mino supervisor: the placeholder {} could not be removed: {e}", path.display());
+            }
+        }
+    }
+}
+
+impl Drop for Placeholders {
+    fn drop(&mut self) {
+        self.remove_all();
+    }
+}
+
+/// The mount namespace of process `pid` (`mnt:[…]`), to find what is left
+/// in it later with [`kill_namespace`].
+pub fn mount_namespace_of(pid: u32) -> Option<std::ffi::OsString> {
+    std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok().map(PathBuf::into_os_string)
+}
+
+/// SIGKILLs every process in mount namespace `namespace` (a command's own,
+/// from [`mount_namespace_of`]) until none is left or `rounds` scans of
+/// `/proc` found some each time; returns how many processes were killed.
+/// The supervisor calls this after the command's group is gone: nothing a
+/// sandboxed command started outlives it, not even past `setsid`.
+pub fn kill_namespace(namespace: &std::ffi::OsStr, rounds: u32) -> usize {
+    let mut killed = 0;
+    for _ in 0..rounds {
+        let Ok(entries) = std::fs::read_dir("/proc") else { return killed };
+        let mut found = 0;
+        for entry in entries.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+            if std::fs::read_link(entry.path().join("ns/mnt")).is_ok_and(|ns| ns.as_os_str() == namespace) {
+                // SAFETY: kill(2) only sends a signal.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+                found += 1;
+            }
+        }
+        if found == 0 {
+            break;
+        }
+        killed += found;
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    killed
+}
+
+impl PreparedSandbox {
+    /// The placeholders made for missing protected paths; keep them until
+    /// the command and all it started are gone, then remove them.
+    pub fn take_placeholders(&mut self) -> Placeholders {
+        std::mem::take(&mut self.placeholders)
+    }
+
+    /// Whether the command gets a mount namespace (protected paths bound
+    /// read-only).
+    pub fn mount_namespace(&self) -> bool {
+        self.namespaces.as_ref().is_some_and(|n| n.flags & libc::CLONE_NEWNS != 0)
+    }
+}
+
+/// The mount flags of `statvfs` that a bind's read-only remount must
+/// repeat: a user namespace may not clear `nosuid`, `nodev`, `noexec` or
+/// the atime setting of a mount it did not make.
+fn locked_mount_flags(f_flag: libc::c_ulong) -> libc::c_ulong {
+    let mut flags = 0;
+    for (st, ms) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if f_flag & st != 0 {
+            flags |= ms;
+        }
+    }
+    flags
+}
+
+/// Whether `path` lies in `dir` (both resolved as far as they exist).
+fn inside(path: &Path, dir: &Path) -> bool {
+    let resolve = |p: &Path| -> PathBuf {
+        // The path itself may be missing: resolve its parent, keep its name.
+        match (p.parent(), p.file_name()) {
+            (Some(parent), Some(name)) => {
+                std::fs::canonicalize(parent).map(|d| d.join(name)).unwrap_or_else(|_| p.to_owned())
+            }
+            _ => p.to_owned(),
+        }
+    };
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+    resolve(path).starts_with(dir)
+}
+
+/// The binds (and placeholders) for `policy`'s protected paths that lie in
+/// a writable directory.
+fn protected_binds(policy: &SandboxPolicy) -> Result<(Vec<Bind>, Placeholders), SandboxError> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let mut binds = Vec::new();
+    let mut placeholders = Placeholders::default();
+    let failed = |path: &Path, message: String| SandboxError::Path { path: path.to_owned(), message };
+    for protected in &policy.protected {
+        let path = &protected.path;
+        if !(inside(path, &policy.workspace) || inside(path, &policy.temp)) {
+            continue;
+        }
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(failed(
+                    path,
+                    "a protected path is a symbolic link, which a read-only bind cannot cover (the link itself could be replaced); replace it with what it points to, or set the sandbox to off".into(),
+                ));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !path.parent().is_some_and(Path::is_dir) {
+                    continue;
+                }
+                let made = if protected.directory {
+                    std::fs::create_dir(path)
+                } else {
+                    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(path).map(drop)
+                };
+                match made {
+                    Ok(()) => {
+                        let meta = std::fs::symlink_metadata(path).map_err(|e| failed(path, e.to_string()))?;
+                        placeholders.made.push((path.clone(), protected.directory, meta.dev(), meta.ino()));
+                    }
+                    // Made by someone else meanwhile: bind what is there.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(failed(path, format!("its placeholder could not be made: {e}"))),
+                }
+            }
+            Err(e) => return Err(failed(path, e.to_string())),
+        }
+        let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|e| failed(path, e.to_string()))?;
+        // SAFETY: statvfs on a NUL-terminated path into a zeroed struct.
+        let f_flag = unsafe {
+            let mut stat: libc::statvfs = std::mem::zeroed();
+            if libc::statvfs(c_path.as_ptr(), &mut stat) != 0 {
+                return Err(failed(path, std::io::Error::last_os_error().to_string()));
+            }
+            stat.f_flag
+        };
+        binds.push(Bind { path: c_path, flags: locked_mount_flags(f_flag) });
+    }
+    Ok((binds, placeholders))
 }
 
 /// Builds the sandbox for `policy` on a machine with `support`. `Ok(None)`
@@ -288,12 +585,25 @@ pub fn prepare(policy: &SandboxPolicy, support: &SandboxSupport) -> Result<Optio
             created = created.add_rule(beneath(dir, AccessFs::from_all(abi))?)?;
         }
     }
-    let id_maps = if enforcement.network_namespace {
-        Some(IdMaps::current().map_err(|message| SandboxError::Path { path: "/proc/self".into(), message })?)
+    let (binds, placeholders) = if policy.mode == SandboxMode::WorkspaceWrite && enforcement.protected_paths {
+        protected_binds(policy)?
+    } else {
+        (Vec::new(), Placeholders::default())
+    };
+    let mut flags = 0;
+    if enforcement.network_namespace {
+        flags |= libc::CLONE_NEWNET;
+    }
+    if !binds.is_empty() {
+        flags |= libc::CLONE_NEWNS;
+    }
+    let namespaces = if flags != 0 {
+        let maps = IdMaps::current().map_err(|message| SandboxError::Path { path: "/proc/self".into(), message })?;
+        Some(Namespaces { maps, flags, binds })
     } else {
         None
     };
-    Ok(Some(PreparedSandbox { ruleset: Some(created), id_maps }))
+    Ok(Some(PreparedSandbox { ruleset: Some(created), namespaces, placeholders }))
 }
 
 impl PreparedSandbox {
@@ -307,8 +617,9 @@ impl PreparedSandbox {
     /// Call it only in a freshly forked child of a possibly multi-threaded
     /// process, as `pre_exec` does, and at most once.
     pub unsafe fn enter(&mut self) -> std::io::Result<()> {
-        if let Some(maps) = &self.id_maps {
-            enter_network_namespace(maps)?;
+        if let Some(namespaces) = &self.namespaces {
+            enter_namespaces(&namespaces.maps, namespaces.flags)?;
+            bind_read_only(&namespaces.binds)?;
         }
         let Some(ruleset) = self.ruleset.take() else {
             return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
@@ -339,16 +650,47 @@ impl IdMaps {
     }
 }
 
-/// `unshare(CLONE_NEWUSER | CLONE_NEWNET)` and the id maps. System calls only.
-fn enter_network_namespace(maps: &IdMaps) -> std::io::Result<()> {
+/// `unshare(CLONE_NEWUSER | flags)` and the id maps. System calls only.
+fn enter_namespaces(maps: &IdMaps, flags: libc::c_int) -> std::io::Result<()> {
     // SAFETY: plain system calls on NUL-terminated strings made before the fork.
     unsafe {
-        if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) != 0 {
+        // A hardened parent (the supervisor) is not dumpable, which makes
+        // this process's /proc files root's: a user other than root could
+        // then not write its own id maps. This child holds nothing secret
+        // (the supervisor never has the key) and is about to exec, which
+        // sets the flag again anyway.
+        libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
+        if libc::unshare(libc::CLONE_NEWUSER | flags) != 0 {
             return Err(std::io::Error::last_os_error());
         }
         write_proc(c"/proc/self/setgroups", c"deny")?;
         write_proc(c"/proc/self/uid_map", &maps.uid_map)?;
         write_proc(c"/proc/self/gid_map", &maps.gid_map)?;
+    }
+    Ok(())
+}
+
+/// In a fresh mount namespace: stops mounts propagating back, then binds
+/// each path over itself and remounts it read-only. System calls only.
+fn bind_read_only(binds: &[Bind]) -> std::io::Result<()> {
+    let none: *const libc::c_char = std::ptr::null();
+    // SAFETY: mount(2) on NUL-terminated strings made before the fork.
+    unsafe {
+        if !binds.is_empty()
+            && libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        for bind in binds {
+            let path = bind.path.as_ptr();
+            if libc::mount(path, path, none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | bind.flags;
+            if libc::mount(none, path, none, flags, std::ptr::null()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
     }
     Ok(())
 }
@@ -377,8 +719,16 @@ pub fn failure_note(policy: &SandboxPolicy, output: &str, exit_code: Option<i32>
     if policy.mode == SandboxMode::Off || exit_code == Some(0) {
         return None;
     }
-    const DENIED: &[&str] =
-        &["Permission denied", "Operation not permitted", "Read-only file system", "EACCES", "EPERM", "EROFS"];
+    const DENIED: &[&str] = &[
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+        "EACCES",
+        "EPERM",
+        "EROFS",
+        "Device or resource busy",
+        "EBUSY",
+    ];
     const NETWORK: &[&str] = &[
         "Network is unreachable",
         "ENETUNREACH",
@@ -395,7 +745,7 @@ pub fn failure_note(policy: &SandboxPolicy, output: &str, exit_code: Option<i32>
     }
     Some(match policy.mode {
         SandboxMode::WorkspaceWrite => format!(
-            "[the sandbox (workspace-write) forbids writing outside {} and {}, and network access; this failure may be the sandbox's doing]",
+            "[the sandbox (workspace-write) forbids writing outside {} and {}, writing protected paths (.git, .vscode, .envrc, .nvim.lua, Mino's home), and network access; this failure may be the sandbox's doing]",
             policy.workspace.display(),
             policy.temp.display()
         ),
