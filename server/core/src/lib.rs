@@ -35,6 +35,7 @@ pub mod config;
 pub mod context;
 pub mod durable;
 pub mod edit;
+pub mod files;
 pub mod home;
 pub mod journal;
 pub mod model;
