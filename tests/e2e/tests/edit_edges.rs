@@ -47,18 +47,23 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 /// every card that says inside and declines every one that says outside.
 /// Nothing may land outside, no temporary file may appear there, and
 /// every `success` names a path inside that holds the bytes.
-/// `MINO_RACE_ATTEMPTS` sets the attempts (default 60).
+/// `MINO_RACE_ATTEMPTS` sets the attempts (default 120, in turns of 6).
 #[tokio::test(flavor = "multi_thread")]
 async fn an_approved_write_raced_by_a_swapped_directory_never_lands_outside() {
-    let attempts: usize = std::env::var("MINO_RACE_ATTEMPTS").ok().and_then(|n| n.parse().ok()).unwrap_or(60);
+    let attempts: usize = std::env::var("MINO_RACE_ATTEMPTS").ok().and_then(|n| n.parse().ok()).unwrap_or(120);
     let chain: PathBuf = (1..=16).map(|i| format!("c{i}")).chain(["z".to_string()]).collect();
     let requested = |i: usize| format!("d/{}/helper-{i}.desktop", chain.display());
-    let mut replies: Vec<Reply> = (0..attempts)
-        .map(|i| {
-            Reply::write_file(&format!("call_{i}"), &requested(i), &format!("[Desktop Entry]\nExec=planted {i}\n"))
-        })
-        .collect();
-    replies.push(Reply::text("Done."));
+    // A turn makes at most 8 model requests: 6 writes and an answer each.
+    const PER_TURN: usize = 6;
+    let turns = attempts.div_ceil(PER_TURN);
+    let mut replies = Vec::new();
+    for turn in 0..turns {
+        for i in turn * PER_TURN..((turn + 1) * PER_TURN).min(attempts) {
+            let content = format!("[Desktop Entry]\nExec=planted {i}\n");
+            replies.push(Reply::write_file(&format!("call_{i}"), &requested(i), &content));
+        }
+        replies.push(Reply::text("Done."));
+    }
     let mock = MockModel::start(replies).await.expect("mock");
     let mut server = Server::spawn(&mock).await;
     let cwd = work_dir(server.home()).canonicalize().expect("canonical");
@@ -84,45 +89,50 @@ async fn an_approved_write_raced_by_a_swapped_directory_never_lands_outside() {
                     libc::renameat2(libc::AT_FDCWD, d.as_ptr(), libc::AT_FDCWD, s.as_ptr(), libc::RENAME_EXCHANGE)
                 };
                 assert_eq!(r, 0, "renameat2: {}", std::io::Error::last_os_error());
-                swaps.fetch_add(1, Ordering::Relaxed);
+                let n = swaps.fetch_add(1, Ordering::Relaxed);
+                // Pauses of 0 to 400 µs: the tree holds still long enough
+                // for some writes to be proposed inside and go through.
+                std::thread::sleep(std::time::Duration::from_micros(n % 5 * 100));
             }
         })
     };
 
-    let turn = chat(&mut server, "Write the helpers.").await;
     let (mut approved, mut declined, mut succeeded, mut failed, mut escapes) = (0, 0, 0, 0, 0);
-    loop {
-        let n = server.next_notification_of(&turn, TIMEOUT).await;
-        match n.method.as_str() {
-            wire::method::APPROVAL_REQUEST => {
-                let request: wire::ApprovalRequest = n.parse();
-                let edit = request.edit.expect("an edit card");
-                let decision = if edit.leaves_workspace {
-                    declined += 1;
-                    wire::Decision::Deny
-                } else {
-                    approved += 1;
-                    wire::Decision::Approve
-                };
-                server.approval(&turn, &request.call_id, decision).await.expect("decide");
-            }
-            wire::method::TOOL_RESULT => {
-                let result: wire::ToolResult = n.parse();
-                if result.status == wire::ToolStatus::Success {
-                    succeeded += 1;
-                    // "Created <path> (N bytes)." names where the bytes are.
-                    let named = result.output.strip_prefix("Created ").and_then(|r| r.split(" (").next());
-                    let named = named.unwrap_or_else(|| panic!("{}", result.output));
-                    assert!(!named.starts_with('/'), "a success names a path outside: {}", result.output);
-                } else {
-                    failed += 1;
+    for _ in 0..turns {
+        let turn = chat(&mut server, "Write the helpers.").await;
+        loop {
+            let n = server.next_notification_of(&turn, TIMEOUT).await;
+            match n.method.as_str() {
+                wire::method::APPROVAL_REQUEST => {
+                    let request: wire::ApprovalRequest = n.parse();
+                    let edit = request.edit.expect("an edit card");
+                    let decision = if edit.leaves_workspace {
+                        declined += 1;
+                        wire::Decision::Deny
+                    } else {
+                        approved += 1;
+                        wire::Decision::Approve
+                    };
+                    server.approval(&turn, &request.call_id, decision).await.expect("decide");
                 }
-                if !files_under(&outside).is_empty() {
-                    escapes += 1;
+                wire::method::TOOL_RESULT => {
+                    let result: wire::ToolResult = n.parse();
+                    if result.status == wire::ToolStatus::Success {
+                        succeeded += 1;
+                        // "Created <path> (N bytes)." names where the bytes are.
+                        let named = result.output.strip_prefix("Created ").and_then(|r| r.split(" (").next());
+                        let named = named.unwrap_or_else(|| panic!("{}", result.output));
+                        assert!(!named.starts_with('/'), "a success names a path outside: {}", result.output);
+                    } else {
+                        failed += 1;
+                    }
+                    if !files_under(&outside).is_empty() {
+                        escapes += 1;
+                    }
                 }
+                wire::method::TURN_ENDED => break,
+                _ => {}
             }
-            wire::method::TURN_ENDED => break,
-            _ => {}
         }
     }
     stop.store(true, Ordering::Relaxed);
