@@ -1785,7 +1785,8 @@ impl Agent {
                 diff: outputs::unproposable_outside(&shown, &why),
                 leaves_workspace: true,
                 absolute_path: outside,
-                old_text: None,
+                // Both sides empty: a diff view shows no change (none is proposed).
+                old_text: Some(Arc::from("")),
                 new_text: Arc::from(""),
             }),
             sandbox: SandboxMode::Off,

@@ -602,7 +602,13 @@ fn a_swapped_directory_never_sends_an_edit_outside_the_workspace() {
                     libc::renameat2(libc::AT_FDCWD, d.as_ptr(), libc::AT_FDCWD, s.as_ptr(), libc::RENAME_EXCHANGE)
                 };
                 assert_eq!(r, 0, "renameat2: {}", std::io::Error::last_os_error());
-                swaps.fetch_add(1, Ordering::Relaxed);
+                let n = swaps.fetch_add(1, Ordering::Relaxed);
+                // Every other swap pauses up to 200 µs: the tree holds still
+                // long enough for edits to be proposed inside (and shown so)
+                // as well as raced at every moment.
+                if n % 2 == 1 {
+                    std::thread::sleep(std::time::Duration::from_micros(n % 5 * 50));
+                }
             }
         })
     };
@@ -644,9 +650,10 @@ fn a_swapped_directory_never_sends_an_edit_outside_the_workspace() {
     let inside_files = files_under(&f.root);
     println!(
         "race: {attempts} attempts, {} swaps; proposed inside {inside} (applied {applied}, refused at apply {not_applied}), \
-         proposed as leaving {outside}, refused at proposal {refused}; files outside: {}",
+         proposed as leaving {outside}, refused at proposal {refused}; distinct files outside: {} (first seen after attempt {:?})",
         swaps.load(Ordering::Relaxed),
-        landed_outside.len()
+        landed_outside.iter().flat_map(|(_, files)| files).collect::<std::collections::BTreeSet<_>>().len(),
+        landed_outside.first().map(|(i, _)| i + 1),
     );
     assert!(landed_outside.is_empty(), "bytes or temporary files landed outside: {landed_outside:?}");
     assert!(inside_files.iter().all(|p| !p.file_name().unwrap().to_str().unwrap().starts_with(".mino-edit-")));
