@@ -283,6 +283,17 @@ pub mod outputs {
     pub const CANCELLED_BEFORE_SPAWN: &str =
         "The turn was cancelled after this command was approved and before it was started; it was not run.";
     pub const EDIT_REFUSED: &str = "The user denied this edit; the file was not changed.";
+
+    /// What the approval of an edit outside the workspace that could not be
+    /// proposed shows in place of a diff: the path and why, which the model
+    /// is told only if the person approves.
+    pub fn unproposable_outside(path: &str, why: &str) -> String {
+        format!(
+            "# Mino could not propose this edit of {path}, outside the workspace: {why}\n\
+             # Nothing will be written. Approving tells the model this reason; declining tells it only that the edit \
+             was declined.\n"
+        )
+    }
     pub const EDIT_CANCELLED_BEFORE_START: &str =
         "The turn was cancelled before this edit was approved; nothing was written.";
     pub const EDIT_CANCELLED_BEFORE_WRITE: &str =
@@ -1665,20 +1676,24 @@ impl Agent {
         let summary = edit::summary(tool, args.path());
         let directory = lock(&self.inner.bash).cwd().to_path_buf();
         // Reading and hashing up to 4 MiB (and diffing) is blocking work.
-        let proposed = blocking(move || -> Result<(Workspace, EditProposal), String> {
+        let proposed = blocking(move || -> Result<(Workspace, EditProposal), (String, Option<PathBuf>)> {
             let workspace = Workspace::new(&directory).map_err(|e| {
-                format!(
+                let why = format!(
                     "The session's directory {} cannot be resolved ({e}); nothing was written.",
                     directory.display()
-                )
+                );
+                (why, None)
             })?;
-            let proposal = edit::propose(&workspace, &args).map_err(|e| e.to_string())?;
+            let proposal = edit::propose_or_refuse(&workspace, &args).map_err(|r| (r.error.to_string(), r.outside))?;
             Ok((workspace, proposal))
         })
         .await;
         let (workspace, proposal) = match proposed {
             Ok(proposed) => proposed,
-            Err(why) => {
+            Err((why, Some(outside))) => {
+                return self.ask_before_telling(turn_id, call_id, tool, &summary, why, outside, cancel).await;
+            }
+            Err((why, None)) => {
                 self.save_result(turn_id, call_id, ToolStatus::Failed, &why, None).await?;
                 return Ok(false);
             }
@@ -1821,6 +1836,75 @@ impl Agent {
                         self.save_result(turn_id, call_id, ToolStatus::Failed, &refused.to_string(), None).await?
                     }
                 }
+                Ok(false)
+            }
+        }
+    }
+
+    /// An edit outside the workspace that cannot be proposed: the reason
+    /// (the file is absent, lacks `old_text`, already holds the content,
+    /// is binary or too large…) tells the model something about a file
+    /// outside, so it is told only once the person approved, as for any
+    /// edit there. The person sees the path and the reason instead of a
+    /// diff; a denial answers exactly as the denial of a real diff, so the
+    /// model cannot tell the two apart. Nothing is written either way.
+    #[allow(clippy::too_many_arguments)]
+    async fn ask_before_telling(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        tool: EditTool,
+        summary: &str,
+        why: String,
+        outside: PathBuf,
+        cancel: &CancellationToken,
+    ) -> Result<bool, SessionError> {
+        let directory = lock(&self.inner.bash).cwd().display().to_string();
+        let approval_mode = lock(&self.inner.policy).approval_mode;
+        let shown = outside.display().to_string();
+        let request = AgentEvent::ApprovalRequest {
+            turn_id: turn_id.to_string(),
+            call_id: call_id.to_string(),
+            command: summary.to_string(),
+            directory,
+            environment: BTreeMap::new(),
+            limits: bash::Limits { timeout: Duration::ZERO, output_limit: 0, kill_grace: Duration::ZERO },
+            edit: Some(EditApproval {
+                tool,
+                path: shown.clone(),
+                new_file: false,
+                size: 0,
+                diff: outputs::unproposable_outside(&shown, &why),
+                leaves_workspace: true,
+                absolute_path: outside,
+                // Both sides empty: a diff view shows no change (none is proposed).
+                old_text: Some(Arc::from("")),
+                new_text: Arc::from(""),
+                protected: None,
+            }),
+            sandbox: SandboxMode::Off,
+            approval_mode,
+            suggested_rule: None,
+            deny_rules: Vec::new(),
+        };
+        // No diff is proposed, so there are no hunks to narrow.
+        let decision = self.wait_for_decision(turn_id, call_id, None, request, cancel).await;
+        match self.grant_rule(turn_id, call_id, decision).await? {
+            None => {
+                self.save_result(turn_id, call_id, ToolStatus::NotExecuted, outputs::EDIT_CANCELLED_BEFORE_START, None)
+                    .await?;
+                Ok(true)
+            }
+            Some(Answer::Deny { reason }) => {
+                self.record_denial(turn_id, call_id, reason, outputs::EDIT_REFUSED, ApprovalFacts::default()).await?;
+                Ok(false)
+            }
+            // With no hunks offered, a narrowed approval is refused before it gets here.
+            Some(Answer::Approve | Answer::ApproveHunks(_)) => {
+                let (t, c) = (turn_id.to_string(), call_id.to_string());
+                self.with_session_io(move |s| s.record_approval(&t, &c, ApprovalDecision::Approved, None, Vec::new()))
+                    .await?;
+                self.save_result(turn_id, call_id, ToolStatus::Failed, &why, None).await?;
                 Ok(false)
             }
         }

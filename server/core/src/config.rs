@@ -135,6 +135,10 @@ struct ModelFileSettings {
     compact_threshold: Option<toml::Spanned<f64>>,
 }
 
+/// The most of config.toml Mino reads: 1 MiB (a settings file is a few
+/// hundred bytes).
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
 fn valid_threshold(value: f64) -> bool {
     value > 0.0 && value <= 1.0
 }
@@ -142,7 +146,9 @@ fn valid_threshold(value: f64) -> bool {
 impl ConfigFile {
     /// The file's settings; a missing file sets nothing.
     fn read(path: &Path) -> Result<ConfigFile, ConfigError> {
-        let text = match std::fs::read_to_string(path) {
+        // Non-blocking, regular files only, bounded: a FIFO or `/dev/zero`
+        // under the name must not hang or exhaust start-up.
+        let text = match crate::files::read_capped_to_string(path, MAX_CONFIG_BYTES) {
             Ok(text) => text,
             // No file, or a home that is no directory (which opening the
             // home reports, naming what to do): nothing is set by a file.

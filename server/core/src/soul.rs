@@ -16,9 +16,14 @@ When a turn was interrupted, Mino adds a runtime notice after its tool results. 
 Answer concisely. When you are not sure, say so.
 ";
 
-/// Reads SOUL.md, writing the default first if there is none.
+/// The most of SOUL.md Mino reads: 256 KiB (it goes into every request).
+pub const MAX_SOUL_BYTES: u64 = 256 * 1024;
+
+/// Reads SOUL.md (a regular file of at most [`MAX_SOUL_BYTES`], opened
+/// without blocking), writing the default first if there is none.
 pub fn load_or_create(path: &Path) -> io::Result<String> {
-    match std::fs::read_to_string(path) {
+    let read = |path: &Path| crate::files::read_capped_to_string(path, MAX_SOUL_BYTES);
+    match read(path) {
         Ok(text) => Ok(text),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             if let Some(dir) = path.parent() {
@@ -37,7 +42,7 @@ pub fn load_or_create(path: &Path) -> io::Result<String> {
             let _ = std::fs::remove_file(&tmp);
             match written {
                 Ok(()) => Ok(DEFAULT_SOUL.to_string()),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => std::fs::read_to_string(path),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => read(path),
                 Err(e) => Err(e),
             }
         }

@@ -566,3 +566,114 @@ fn measure_edits_of_a_4_mib_file() {
         median(&mut rewrite_ms)
     );
 }
+
+/// The race of a directory on an edit's path swapped for a symbolic link
+/// pointing out of the workspace (`renameat2(RENAME_EXCHANGE)`, over and
+/// over, by another thread) while edits of a file deep below it are
+/// proposed and applied: the bytes, and every temporary file, stay inside
+/// the workspace, and what an applied edit says it wrote is where it is.
+/// `MINO_RACE_ATTEMPTS` sets the attempts (default 2000); the figures are
+/// printed (docs/reliability.md, "An edit raced by a swapped directory"):
+/// `cargo test -p mino-core --test edit_tool -- a_swapped --nocapture`.
+#[test]
+fn a_swapped_directory_never_sends_an_edit_outside_the_workspace() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let attempts: usize = std::env::var("MINO_RACE_ATTEMPTS").ok().and_then(|n| n.parse().ok()).unwrap_or(2000);
+    let f = fixture();
+    // The same deep chain inside (`d/…/z`) and outside (`elsewhere/…/z`),
+    // and `s`, a link to the outside one: swapping `d` and `s` makes
+    // `d/…/z/x` lead outside.
+    let chain: PathBuf = (1..=16).map(|i| format!("c{i}")).chain(["z".to_string()]).collect();
+    std::fs::create_dir_all(f.root.join("d").join(&chain)).unwrap();
+    std::fs::create_dir_all(f.outside.join(&chain)).unwrap();
+    std::os::unix::fs::symlink(&f.outside, f.root.join("s")).unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicU64::new(0));
+    let swapper = {
+        let (stop, swaps) = (stop.clone(), swaps.clone());
+        let d = std::ffi::CString::new(f.root.join("d").to_str().unwrap()).unwrap();
+        let s = std::ffi::CString::new(f.root.join("s").to_str().unwrap()).unwrap();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: two valid NUL-terminated paths.
+                let r = unsafe {
+                    libc::renameat2(libc::AT_FDCWD, d.as_ptr(), libc::AT_FDCWD, s.as_ptr(), libc::RENAME_EXCHANGE)
+                };
+                assert_eq!(r, 0, "renameat2: {}", std::io::Error::last_os_error());
+                let n = swaps.fetch_add(1, Ordering::Relaxed);
+                // Every other swap pauses up to 200 µs: the tree holds still
+                // long enough for edits to be proposed inside (and shown so)
+                // as well as raced at every moment.
+                if n % 2 == 1 {
+                    std::thread::sleep(std::time::Duration::from_micros(n % 5 * 50));
+                }
+            }
+        })
+    };
+
+    let (mut inside, mut outside, mut refused, mut applied, mut not_applied) = (0, 0, 0, 0, 0);
+    let mut landed_outside = Vec::new();
+    for i in 0..attempts {
+        let requested = format!("d/{}/helper-{i}.desktop", chain.display());
+        let content = format!("[Desktop Entry]\nExec=planted {i}\n");
+        match propose(&f.ws, &write(&requested, &content)) {
+            Err(_) => refused += 1,
+            // Asked as leaving the workspace (showing where): the person
+            // decides; here it is declined.
+            Ok(p) if p.leaves_workspace => {
+                assert!(p.path.starts_with(&f.outside), "{}", p.path.display());
+                outside += 1;
+            }
+            // Shown as inside and approved.
+            Ok(p) => {
+                inside += 1;
+                assert!(p.path.starts_with(&f.root), "{}", p.path.display());
+                match apply(&f.ws, &p) {
+                    Ok(done) => {
+                        applied += 1;
+                        assert!(done.written_to.starts_with(&f.root), "reported {}", done.written_to.display());
+                    }
+                    Err(_) => not_applied += 1,
+                }
+            }
+        }
+        let escaped = files_under(&f.outside);
+        if !escaped.is_empty() {
+            landed_outside.push((i, escaped));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+
+    let inside_files = files_under(&f.root);
+    println!(
+        "race: {attempts} attempts, {} swaps; proposed inside {inside} (applied {applied}, refused at apply {not_applied}), \
+         proposed as leaving {outside}, refused at proposal {refused}; distinct files outside: {} (first seen after attempt {:?})",
+        swaps.load(Ordering::Relaxed),
+        landed_outside.iter().flat_map(|(_, files)| files).collect::<std::collections::BTreeSet<_>>().len(),
+        landed_outside.first().map(|(i, _)| i + 1),
+    );
+    assert!(landed_outside.is_empty(), "bytes or temporary files landed outside: {landed_outside:?}");
+    assert!(inside_files.iter().all(|p| !p.file_name().unwrap().to_str().unwrap().starts_with(".mino-edit-")));
+    assert_eq!(inside_files.len(), applied, "every applied edit is one file inside: {inside_files:?}");
+    assert!(inside > 0 && applied > 0, "the loop must have applied edits under the race");
+}
+
+/// Every file (not directory, not symbolic link) below `dir`.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => pending.push(entry.path()),
+                Ok(t) if t.is_symlink() => {}
+                _ => found.push(entry.path()),
+            }
+        }
+    }
+    found
+}

@@ -352,9 +352,10 @@ async fn the_bash_tool_runs_commands_in_the_sandbox_and_says_so_when_it_bites() 
 
     let Some(_support) = supported(SandboxMode::WorkspaceWrite) else { return };
     let d = dirs();
-    // The tool's commands may write in their `$TMPDIR` or `/tmp`, where
-    // `dirs()` lives: this directory is outside both.
-    let outside_tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    // The tool's commands may write in their `$TMPDIR` (else `/tmp`), where
+    // `dirs()` lives: the outside directory must be in neither, wherever
+    // this checkout is (a clone under `/tmp` has its target dir there too).
+    let Some(outside_tmp) = outside_the_temporary_directory() else { return };
     let d = Dirs { outside: outside_tmp.path().to_path_buf(), ..d };
     let tool = BashTool::new(d.workspace.clone(), Limits::default(), SUPERVISOR.into())
         .with_sandbox(SandboxMode::WorkspaceWrite);
@@ -374,6 +375,32 @@ async fn the_bash_tool_runs_commands_in_the_sandbox_and_says_so_when_it_bites() 
     let outcome = unsandboxed.run(&write_script(&d.outside), &mut |_, _| {}, &cancel).await;
     assert_eq!(outcome.status, ToolStatus::Success, "{}", outcome.output);
     assert!(d.outside.join("file").exists());
+}
+
+/// A new directory that a `workspace-write` command may not write to: not
+/// under the temporary directory commands get (`$TMPDIR`, else `/tmp`).
+/// The first of the build's own temporary directory, `/var/tmp` and `$HOME`
+/// that is outside it; `None` (the test says why and is skipped) if none is.
+fn outside_the_temporary_directory() -> Option<tempfile::TempDir> {
+    let temp =
+        std::env::var_os("TMPDIR").filter(|t| !t.is_empty()).map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    let temp = std::fs::canonicalize(&temp).unwrap_or(temp);
+    let candidates = [
+        Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+        Some(PathBuf::from("/var/tmp")),
+        std::env::var_os("HOME").map(PathBuf::from),
+    ];
+    for base in candidates.into_iter().flatten() {
+        let Ok(canonical) = std::fs::canonicalize(&base) else { continue };
+        if canonical.starts_with(&temp) {
+            continue;
+        }
+        if let Ok(dir) = tempfile::tempdir_in(&canonical) {
+            return Some(dir);
+        }
+    }
+    eprintln!("skipped: no writable directory outside {} to write to from the sandbox", temp.display());
+    None
 }
 
 /// A sandbox the supervisor cannot set up means the command does not run,

@@ -3,8 +3,8 @@
 //! the new survives a crash once `apply` returns).
 
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::os::fd::BorrowedFd;
+use std::path::PathBuf;
 
 use super::{capped_diff, read_bounded, sha256_hex, EditError, EditProposal, EditTool, ReadError, Workspace};
 
@@ -26,6 +26,9 @@ pub struct Applied {
     /// `false` when the content is in place but syncing its directory
     /// failed, so a power loss could still bring back the old content.
     pub durable: bool,
+    /// Where the bytes were written, resolved: the proposal's path, unless
+    /// the directory itself was renamed while it was written.
+    pub written_to: PathBuf,
 }
 
 /// Why an approved edit was not written. In every case nothing was: the
@@ -45,13 +48,19 @@ pub enum ApplyError {
     },
 }
 
-/// Writes an approved [`EditProposal`]. Re-resolves the path and re-reads
-/// the file first: when the path now leads elsewhere or the file's content
-/// (sha256) differs from the proposal's before-content (or a new file now
-/// exists, or an existing one is gone), nothing is written
+/// Writes an approved [`EditProposal`]. Re-resolves the path first (see
+/// [`super::Workspace::resolve`]: the directory is opened with no symbolic
+/// link on the way, beneath the workspace's handle when inside it) and
+/// re-reads the file through that handle: when the path now leads
+/// elsewhere, its directory is another one than at the proposal, or the
+/// file's content (sha256) differs from the proposal's before-content (or a
+/// new file now exists, or an existing one is gone), nothing is written
 /// ([`ApplyError::Changed`]). Otherwise the new content goes to a temporary
-/// file in the same directory (with the file's permission bits), is
-/// `fsync`ed, renamed over the target, and the directory is `fsync`ed.
+/// file created in that same directory handle (with the file's permission
+/// bits), is `fsync`ed, renamed over the target within the handle, and the
+/// directory is `fsync`ed. No step names the directory by its path again,
+/// so a directory on the way swapped for a symbolic link meanwhile cannot
+/// send the bytes, or the temporary file, anywhere else.
 ///
 /// Failpoints (feature `failpoints`): `edit::after_temp_file` (the
 /// temporary file written and synced, not renamed), `edit::after_rename`
@@ -67,7 +76,12 @@ pub fn apply(workspace: &Workspace, proposal: &EditProposal) -> Result<Applied, 
             why: format!("now leads to {} (a symbolic link or directory changed)", resolved.path.display()),
         });
     }
-    match (&proposal.before, read_bounded(target)) {
+    if resolved.dir.id != proposal.dir_id {
+        return Err(changed("is in another directory of the same name (its directory was replaced)"));
+    }
+    let dir = resolved.dir.fd();
+    let name = resolved.name();
+    match (&proposal.before, read_bounded(dir, name)) {
         (None, Ok(None)) => {}
         (None, Ok(Some(_)) | Err(ReadError::NotRegular(_) | ReadError::TooLarge(_))) => {
             return Err(changed("was created"))
@@ -84,7 +98,6 @@ pub fn apply(workspace: &Workspace, proposal: &EditProposal) -> Result<Applied, 
             return Err(ApplyError::Write { action: format!("read `{display}` again"), path: display, source })
         }
     }
-    let dir = target.parent().unwrap_or(Path::new("/"));
     let io_error = |action: String| {
         let path = display.clone();
         move |source: std::io::Error| ApplyError::Write { action, path, source }
@@ -92,31 +105,31 @@ pub fn apply(workspace: &Workspace, proposal: &EditProposal) -> Result<Applied, 
     // A new file gets 0666 less the umask, as any program's new file; an
     // existing one keeps its bits, set explicitly below because the umask
     // narrows the mode given at creation.
-    let mut temp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .suffix(TEMP_SUFFIX)
-        .permissions(std::fs::Permissions::from_mode(proposal.mode.unwrap_or(0o666)))
-        .tempfile_in(dir)
-        .map_err(io_error(format!("create a temporary file in {}", dir.display())))?;
+    let mut temp = TempFile::create(dir, proposal.mode.unwrap_or(0o666))
+        .map_err(io_error(format!("create a temporary file in {}", resolved.dir.path.display())))?;
     if let Some(mode) = proposal.mode {
-        temp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(mode))
-            .map_err(io_error("set the temporary file's permissions".into()))?;
+        rustix::fs::fchmod(&temp.file, rustix::fs::Mode::from_raw_mode(mode))
+            .map_err(|e| io_error("set the temporary file's permissions".into())(e.into()))?;
     }
-    temp.write_all(proposal.after_content.as_bytes()).map_err(io_error("write the temporary file".into()))?;
-    temp.as_file().sync_all().map_err(io_error("sync the temporary file".into()))?;
+    temp.file.write_all(proposal.after_content.as_bytes()).map_err(io_error("write the temporary file".into()))?;
+    temp.file.sync_all().map_err(io_error("sync the temporary file".into()))?;
     fail::fail_point!("edit::after_temp_file");
-    // On failure the temporary file is dropped (deleted) with the error.
-    temp.persist(target).map_err(|e| ApplyError::Write {
+    // On failure the temporary file is removed with the error.
+    rustix::fs::renameat(dir, temp.name.as_str(), dir, name).map_err(|e| ApplyError::Write {
         action: format!("rename the temporary file over `{display}`"),
         path: display.clone(),
-        source: e.error,
+        source: e.into(),
     })?;
+    temp.renamed = true;
     fail::fail_point!("edit::after_rename");
-    let synced = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    let synced = rustix::fs::fsync(dir).map_err(std::io::Error::from);
+    // Where the bytes are: the directory handle's path now. Only a rename of
+    // the directory itself between its open and here makes it differ.
+    let written_to = resolved.dir.current_path().map_or_else(|| target.clone(), |dir| dir.join(name));
+    let written = workspace.display_path(&written_to);
     let mut output = match (&proposal.narrowed, proposal.tool) {
         (Some(narrowed), _) => format!(
-            "{} {display}: the person accepted {} of the {} hunks of the proposed diff ({}) and rejected the rest; \
+            "{} {written}: the person accepted {} of the {} hunks of the proposed diff ({}) and rejected the rest; \
              only the accepted hunks were written. The diff below is what was written.\n\n",
             if proposal.new_file { "Created" } else { "Edited" },
             narrowed.accepted.len(),
@@ -124,15 +137,24 @@ pub fn apply(workspace: &Workspace, proposal: &EditProposal) -> Result<Applied, 
             hunk_list(&narrowed.accepted),
         ),
         (None, EditTool::EditFile) => format!(
-            "Edited {display}: replaced {} occurrence{} of old_text.\n\n",
+            "Edited {written}: replaced {} occurrence{} of old_text.\n\n",
             proposal.replacements,
             if proposal.replacements == 1 { "" } else { "s" }
         ),
         (None, EditTool::WriteFile) if proposal.new_file => {
-            format!("Created {display} ({} bytes).\n\n", proposal.after.size)
+            format!("Created {written} ({} bytes).\n\n", proposal.after.size)
         }
-        (None, EditTool::WriteFile) => format!("Wrote {display} ({} bytes).\n\n", proposal.after.size),
+        (None, EditTool::WriteFile) => format!("Wrote {written} ({} bytes).\n\n", proposal.after.size),
     };
+    if written_to != *target {
+        // Said before the diff, which `diff_of_output` reads after the first blank line.
+        output.insert_str(
+            output.len() - 2,
+            &format!(
+                " Its directory was moved while the file was written (by something else): the approved path was {display}"
+            ),
+        );
+    }
     output.push_str(&capped_diff(&proposal.diff));
     if let Err(e) = &synced {
         output.push_str(&format!(
@@ -140,7 +162,48 @@ pub fn apply(workspace: &Workspace, proposal: &EditProposal) -> Result<Applied, 
             super::UNSYNCED_WARNING
         ));
     }
-    Ok(Applied { diff: proposal.diff.clone(), output, durable: synced.is_ok() })
+    Ok(Applied { diff: proposal.diff.clone(), output, durable: synced.is_ok(), written_to })
+}
+
+/// The temporary file of one write, created in the target's directory
+/// handle and removed from it on drop unless it was renamed over the target.
+struct TempFile<'a> {
+    dir: BorrowedFd<'a>,
+    name: String,
+    file: std::fs::File,
+    renamed: bool,
+}
+
+impl<'a> TempFile<'a> {
+    /// A new file `.mino-edit-<random>.tmp` in `dir` (never an existing one,
+    /// never through a symbolic link), with `mode` less the umask.
+    fn create(dir: BorrowedFd<'a>, mode: u32) -> std::io::Result<TempFile<'a>> {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut last = rustix::io::Errno::EXIST;
+        for _ in 0..64 {
+            let name = format!("{TEMP_PREFIX}{}{TEMP_SUFFIX}", random_name());
+            match rustix::fs::openat(dir, name.as_str(), flags, Mode::from_raw_mode(mode)) {
+                Ok(fd) => return Ok(TempFile { dir, name, file: std::fs::File::from(fd), renamed: false }),
+                Err(e @ rustix::io::Errno::EXIST) => last = e,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(last.into())
+    }
+}
+
+/// Twelve random letters and digits.
+fn random_name() -> String {
+    std::iter::repeat_with(fastrand::alphanumeric).take(12).collect()
+}
+
+impl Drop for TempFile<'_> {
+    fn drop(&mut self) {
+        if !self.renamed {
+            let _ = rustix::fs::unlinkat(self.dir, self.name.as_str(), rustix::fs::AtFlags::empty());
+        }
+    }
 }
 
 /// `hunk 1`, `hunks 1 and 3`, `hunks 1, 2 and 4`: numbered from 1, as a

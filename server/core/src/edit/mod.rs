@@ -26,6 +26,8 @@ mod apply;
 mod recovery;
 mod workspace;
 
+use std::ffi::OsStr;
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -258,6 +260,10 @@ pub enum EditError {
     DanglingLink { path: String, target: String },
     #[error("`{path}` leads to a name that is not valid UTF-8 ({resolved}); the edit tools only write paths they can record exactly. Use a command instead.")]
     PathNotUtf8 { path: String, resolved: String },
+    #[error("The directory of `{path}` ({dir}) kept changing while Mino resolved it (a directory on the way was replaced, for example by a symbolic link); nothing was read or written. Propose the edit again once nothing is moving it.")]
+    Unstable { path: String, dir: String },
+    #[error("This kernel lacks openat2(2) (Linux 5.6 or later), which the edit tools need to write beneath a directory without a race; nothing was written. Change the file with a command instead.")]
+    NoOpenat2,
     #[error("`{path}` is {what}, not a regular file; the edit tools only change regular files.")]
     NotRegularFile { path: String, what: &'static str },
     #[error("`{path}` does not exist; use write_file to create it.")]
@@ -349,6 +355,9 @@ pub struct EditProposal {
     display_path: String,
     /// The file's permission bits now (`None` for a new file), kept by [`apply`].
     mode: Option<u32>,
+    /// Device and inode of the directory holding `path` when it was
+    /// proposed: [`apply`] writes only into that same directory.
+    dir_id: (u64, u64),
     /// The new content (at most [`MAX_FILE_BYTES`]).
     after_content: String,
     /// The content it replaces, as read for the diff (`None` for a new file).
@@ -523,9 +532,51 @@ enum Current {
 /// are [`EditError`]s; a path outside the workspace is not refused here but
 /// reported in [`EditProposal::leaves_workspace`].
 pub fn propose(workspace: &Workspace, args: &EditArgs) -> Result<EditProposal, EditError> {
-    let resolved = workspace.resolve(args.path())?;
+    propose_or_refuse(workspace, args).map_err(|refusal| refusal.error)
+}
+
+/// Why no proposal could be made, and whether the refusal is about a path
+/// outside the workspace.
+#[derive(Debug)]
+pub struct Refusal {
+    pub error: EditError,
+    /// The path (absolute, as far as it could be resolved) when it leads out
+    /// of the workspace. The refusal then tells something about a file
+    /// outside (whether it exists, holds `old_text`, its size or kind), which
+    /// the model may learn only once the person approved: the caller asks
+    /// first, as it asks for any edit there.
+    pub outside: Option<PathBuf>,
+}
+
+/// [`propose`], saying whether a refusal concerns a path outside the workspace.
+pub fn propose_or_refuse(workspace: &Workspace, args: &EditArgs) -> Result<EditProposal, Refusal> {
+    let resolved = match workspace.resolve(args.path()) {
+        Ok(resolved) => resolved,
+        Err(error) => {
+            let outside = match &error {
+                // A link in the workspace to nothing outside it.
+                EditError::DanglingLink { target, .. }
+                    if !Path::new(target).is_absolute() || !Path::new(target).starts_with(workspace.root()) =>
+                {
+                    let target = Path::new(target);
+                    let lexical_inside =
+                        target.is_relative() && !target.components().any(|c| c == std::path::Component::ParentDir);
+                    (!lexical_inside).then(|| target.to_path_buf())
+                }
+                _ => workspace.outside_hint(args.path()),
+            };
+            return Err(Refusal { error, outside });
+        }
+    };
+    let outside = resolved.leaves_workspace.then(|| resolved.path.clone());
+    propose_resolved(workspace, args, resolved).map_err(|error| Refusal { error, outside })
+}
+
+fn propose_resolved(workspace: &Workspace, args: &EditArgs, resolved: ResolvedPath) -> Result<EditProposal, EditError> {
     let display = workspace.display_path(&resolved.path);
-    let current = read_current(&resolved.path, &display)?;
+    // Read through the handle the path was resolved to, so what is read is
+    // what `leaves_workspace` describes, whatever is renamed meanwhile.
+    let current = read_current(resolved.dir.fd(), resolved.name(), &display)?;
     let (before, mode) = match &current {
         Current::Absent => (None, None),
         Current::Text { content, mode } => (Some(content.as_str()), Some(*mode)),
@@ -581,17 +632,18 @@ pub fn propose(workspace: &Workspace, args: &EditArgs) -> Result<EditProposal, E
         narrowed: None,
         display_path: display,
         mode,
+        dir_id: resolved.dir.id,
         after_content,
         before_content: before.map(str::to_string),
     })
 }
 
-/// Reads `path` (resolved, so its last component is no symbolic link) as
-/// the tools accept it: absent, or a regular UTF-8 text file without NUL
-/// bytes of at most [`MAX_FILE_BYTES`].
-fn read_current(path: &Path, display: &str) -> Result<Current, EditError> {
+/// Reads `name` in `dir` (resolved, so its last component is no symbolic
+/// link) as the tools accept it: absent, or a regular UTF-8 text file
+/// without NUL bytes of at most [`MAX_FILE_BYTES`].
+fn read_current(dir: BorrowedFd<'_>, name: &OsStr, display: &str) -> Result<Current, EditError> {
     use std::os::unix::fs::PermissionsExt;
-    let Some((bytes, meta)) = read_bounded(path).map_err(|e| match e {
+    let Some((bytes, meta)) = read_bounded(dir, name).map_err(|e| match e {
         ReadError::Io(source) => EditError::Io { action: "read", path: display.to_string(), source },
         ReadError::NotRegular(what) => EditError::NotRegularFile { path: display.to_string(), what },
         ReadError::TooLarge(size) => EditError::TooLarge { path: display.to_string(), size, limit: MAX_FILE_BYTES },
@@ -615,25 +667,26 @@ enum ReadError {
     TooLarge(u64),
 }
 
-/// The bytes of the regular file at `path` (not following a symbolic link
-/// there), or `None` when nothing is there. Reads at most
+/// The bytes of the regular file `name` in `dir` (not following a
+/// symbolic link there), or `None` when nothing is there. Reads at most
 /// [`MAX_FILE_BYTES`]: a larger file is [`ReadError::TooLarge`] (checked on
 /// the open file and again on what was read, so a file growing meanwhile
 /// cannot make it read more). Opened non-blocking so a FIFO planted at the
 /// path cannot hang the call.
-fn read_bounded(path: &Path) -> Result<Option<(Vec<u8>, std::fs::Metadata)>, ReadError> {
+fn read_bounded(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Option<(Vec<u8>, std::fs::Metadata)>, ReadError> {
+    use rustix::fs::{Mode, OFlags};
+    use rustix::io::Errno;
     use std::io::Read;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-    {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    use std::os::unix::fs::FileTypeExt;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let file = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(Errno::NOENT) => return Ok(None),
         // O_NOFOLLOW on a symbolic link.
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(ReadError::NotRegular("a symbolic link")),
-        Err(e) => return Err(ReadError::Io(e)),
+        Err(Errno::LOOP) => return Err(ReadError::NotRegular("a symbolic link")),
+        // A socket cannot be opened.
+        Err(Errno::NXIO) => return Err(ReadError::NotRegular("a socket")),
+        Err(e) => return Err(ReadError::Io(e.into())),
     };
     let meta = file.metadata().map_err(ReadError::Io)?;
     let kind = meta.file_type();

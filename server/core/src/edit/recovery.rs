@@ -63,7 +63,26 @@ impl EditRecovery {
 /// [`super::MAX_FILE_BYTES`]; writes nothing.
 pub fn recover(record: &EditStartRecord) -> EditRecovery {
     let path = std::path::Path::new(&record.path);
-    match read_bounded(path) {
+    // The recorded path is canonical: its directory is opened with no
+    // symbolic link on the way, so a link planted since cannot make
+    // recovery read (and claim) some other file.
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return EditRecovery::Unknown { why: "is not a file's path".into() };
+    };
+    let dir = match super::workspace::open_recorded_dir(parent) {
+        Ok(dir) => dir,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) && record.new_file => return EditRecovery::NotApplied,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            return EditRecovery::Unknown { why: "no longer existed (nor did its directory)".into() }
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return EditRecovery::Unknown {
+                why: "could not be read: its directory is now reached through a symbolic link".into(),
+            }
+        }
+        Err(e) => return EditRecovery::Unknown { why: format!("could not be read ({e})") },
+    };
+    match read_bounded(dir.fd(), name) {
         Ok(None) if record.new_file => EditRecovery::NotApplied,
         Ok(None) => EditRecovery::Unknown { why: "no longer existed".into() },
         Ok(Some((bytes, _))) => {

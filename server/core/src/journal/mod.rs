@@ -238,10 +238,10 @@ impl Journal {
     pub fn open(path: &Path, visit: impl FnMut(Record) -> Result<(), String>) -> Result<Opened, JournalError> {
         let io_err = |action, source| JournalError::Io { path: path.to_path_buf(), action, source };
         // O_NOFOLLOW: a session file that is a symlink could point anywhere.
+        // Non-blocking and regular files only: a FIFO under a journal's name
+        // would block every read of the scan below (and with it the server).
         let file =
-            OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOFOLLOW).open(path).map_err(|e| match e
-                .raw_os_error()
-            {
+            crate::files::open_regular_with(path, true, libc::O_NOFOLLOW).map_err(|e| match e.raw_os_error() {
                 Some(libc::ELOOP) => io_err(
                     "open the session file",
                     io::Error::other("it is a symbolic link; session files must be regular files"),

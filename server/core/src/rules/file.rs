@@ -146,7 +146,8 @@ pub fn load(path: &Path) -> Result<Vec<Rule>, RulesFileError> {
 fn read_text(path: &Path) -> Result<Option<String>, RulesFileError> {
     use std::io::Read;
     let io = |what, source| RulesFileError::Io { path: path.to_owned(), what, source };
-    let file = match std::fs::File::open(path) {
+    // Non-blocking and regular files only: a FIFO there must not hang.
+    let file = match crate::files::open_regular(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io("open it", e)),
