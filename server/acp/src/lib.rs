@@ -44,7 +44,10 @@ use tokio_util::sync::CancellationToken;
 
 use commands::Command;
 pub use lines::MAX_LINE_BYTES;
-pub use translate::{ACKNOWLEDGE_NAME, ACKNOWLEDGE_OPTION, ALLOW_OPTION, NOT_NOW_NAME, NOT_NOW_OPTION, REJECT_OPTION};
+pub use translate::{
+    ACKNOWLEDGE_NAME, ACKNOWLEDGE_OPTION, ALLOW_OPTION, CHECK_FIRST_OPTION, GATE_DECLINED, GATE_TITLE, NOT_NOW_NAME,
+    NOT_NOW_OPTION, REJECT_OPTION,
+};
 
 /// The ACP protocol version this front door speaks.
 pub const PROTOCOL_VERSION: u16 = 1;
@@ -129,6 +132,28 @@ fn invalid_params(message: impl Into<String>) -> Error {
 
 fn internal(message: impl Into<String>) -> Error {
     Error::new(agent_client_protocol::ErrorCode::INTERNAL_ERROR, message)
+}
+
+/// Why a session could not be opened: a session Mino does not have is
+/// ACP's resource-not-found (`-32002`, with the id in `data`), one open in
+/// another Mino process is the client's to fix (`-32602`); anything else
+/// (a journal that cannot be read, the home) is Mino's (`-32603`).
+fn open_error(e: mino_core::OpenError, session_id: &str) -> Error {
+    use mino_core::journal::JournalError;
+    match e {
+        mino_core::OpenError::Session(SessionError::NotFound { .. }) => Error::new(
+            agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND,
+            format!(
+                "session {session_id} does not exist in this Mino home; send session/list to see the sessions, \
+                 or session/new to start one"
+            ),
+        )
+        .data(serde_json::json!({ "sessionId": session_id })),
+        mino_core::OpenError::Session(SessionError::Journal(JournalError::Locked { .. })) => invalid_params(format!(
+            "session {session_id} is open in another Mino process; close it there first, or choose another session"
+        )),
+        e => internal(e.to_string()),
+    }
 }
 
 fn agent_error(e: AgentError) -> Error {
@@ -217,9 +242,11 @@ pub async fn serve(
                         Err(e) => return log_send(responder.respond_with_error(e)),
                     };
                     // The whole conversation, before the answer (ACP's rule for session/load).
-                    let updates = session
-                        .agent
-                        .with_session(|s| translate::replay(&id, s.transcript(), std::path::Path::new(s.cwd())));
+                    let updates = session.agent.with_session(|s| {
+                        translate::replay(&id, s.transcript(), std::path::Path::new(s.cwd()), &|turn, n| {
+                            s.evidence(turn, n)
+                        })
+                    });
                     // A long conversation to a client that does not read
                     // waits for it rather than filling the crate's queues.
                     for update in updates {
@@ -338,6 +365,7 @@ impl Server {
         let supervisor = std::env::current_exe()
             .map_err(|e| internal(format!("cannot find the server's own executable to supervise commands: {e}")))?;
         let new_session = id.is_none();
+        let requested = id.clone().unwrap_or_default();
         let options =
             // The approval and sandbox modes of the environment (`MINO_SANDBOX`); every call asks.
             OpenOptions {
@@ -359,7 +387,7 @@ impl Server {
                 e @ (mino_core::OpenError::Workspace { .. } | mino_core::OpenError::WorkspaceNotADirectory { .. }) => {
                     invalid_params(e.to_string())
                 }
-                e => internal(e.to_string()),
+                e => open_error(e, &requested),
             })?;
         let (ends, ended) = mpsc::unbounded_channel();
         let session = Arc::new(AcpSession {
@@ -431,11 +459,16 @@ impl Server {
 
         // The acknowledgement gate: each turn whose `unknown` result waits
         // is asked about before the prompt reaches the model.
-        let waiting = session.agent.with_session(|s| translate::gate_questions(&id, s.transcript()));
+        let waiting = session
+            .agent
+            .with_session(|s| translate::gate_questions(&id, s.transcript(), &|turn, n| s.evidence(turn, n)));
         let form = self.form_elicitation.load(Ordering::Relaxed);
         for question in waiting {
+            log_send(cx.send_notification(question.announce.clone()));
             let opened = if form {
-                let Some(answer) = unless_cancelled(&cancel, cx.send_request(question.form).block_task()).await? else {
+                let Some(answer) =
+                    unless_cancelled(&cancel, cx.send_request(question.form.clone()).block_task()).await?
+                else {
                     return Ok(StopReason::Cancelled);
                 };
                 match answer.action {
@@ -444,7 +477,8 @@ impl Server {
                     _ => false,
                 }
             } else {
-                let Some(answer) = unless_cancelled(&cancel, cx.send_request(question.permission).block_task()).await?
+                let Some(answer) =
+                    unless_cancelled(&cancel, cx.send_request(question.permission.clone()).block_task()).await?
                 else {
                     return Ok(StopReason::Cancelled);
                 };
@@ -454,12 +488,16 @@ impl Server {
                     _ => false,
                 }
             };
+            log_send(cx.send_notification(question.answered(&id, opened)));
             if !opened {
                 // "Not now", a declined form (or anything else): the
-                // question is not recorded and never reaches the model.
-                return Ok(StopReason::Refusal);
+                // question is not recorded and never reaches the model. The
+                // person declined, not the agent: `end_turn`, with a message
+                // saying the conversation waits (never `refusal`).
+                log_send(cx.send_notification(translate::agent_message(&id, translate::GATE_DECLINED)));
+                return Ok(StopReason::EndTurn);
             }
-            session.agent.acknowledge(Some(vec![question.turn_id])).await.map_err(agent_error)?;
+            session.agent.acknowledge(Some(vec![question.turn_id.clone()])).await.map_err(agent_error)?;
         }
         if cancel.is_cancelled() {
             return Ok(StopReason::Cancelled);

@@ -17,6 +17,7 @@ use mino_core::edit::{EditArgs, EditTool};
 use mino_core::policy::SuggestedRule;
 use mino_core::recovery::UNKNOWN_OUTPUT;
 use mino_core::rules::{Rule, RuleKind, RuleScope};
+use mino_core::supervisor::Evidence;
 use mino_core::transcript::{message_text, Call, Transcript, Turn};
 use mino_core::{ToolStatus, TurnStatus};
 use serde::de::DeserializeOwned;
@@ -34,9 +35,20 @@ pub const REJECT_ALWAYS_OPTION: &str = "reject-always";
 /// The option ids of the acknowledgement gate.
 pub const ACKNOWLEDGE_OPTION: &str = "acknowledge";
 pub const NOT_NOW_OPTION: &str = "not-now";
+/// A second way to decline, worded for the person who wants to look first.
+pub const CHECK_FIRST_OPTION: &str = "check-first";
 /// The gate's option names, as the person reads them.
 pub const ACKNOWLEDGE_NAME: &str = "I understand these commands may already have run";
 pub const NOT_NOW_NAME: &str = "Not now";
+pub const CHECK_FIRST_NAME: &str = "Not yet: I will check what happened first";
+/// The gate's title starts with this: it asks for an acknowledgement, not
+/// for leave to run anything.
+pub const GATE_TITLE: &str = "Acknowledge before Mino goes on";
+/// The agent's message when the person declines the gate: the prompt ends
+/// (`end_turn`), and the conversation waits for the acknowledgement.
+pub const GATE_DECLINED: &str = "Nothing was sent to the model: the conversation waits until you acknowledge that \
+     the commands shown may already have run. Check what they did, then send your message again and choose \
+     \"I understand these commands may already have run\".";
 
 /// A message built here that does not fit the crate's type is a bug here.
 fn typed<T: DeserializeOwned>(value: Value) -> T {
@@ -264,11 +276,46 @@ fn merge(into: &mut Value, fields: Value) {
     }
 }
 
-/// A recorded call as ACP shows it: its final status and output.
-fn recorded_call(session_id: &str, id: &str, call: &Call, cwd: &Path) -> SessionNotification {
+/// The supervisor's evidence as a line for people (the recorded result
+/// itself is never changed by it).
+pub fn evidence_text(evidence: &Evidence) -> String {
+    format!("What Mino's supervisor saw: {}.", evidence.summary())
+}
+
+/// The supervisor's evidence as `rawOutput.supervisor`.
+fn evidence_json(evidence: &Evidence) -> Value {
+    let outcome = serde_json::to_value(evidence.outcome).unwrap_or(Value::Null);
+    json!({
+        "outcome": outcome,
+        "exitCode": evidence.exit_code,
+        "signal": evidence.signal,
+        "afterMinoStopped": evidence.after_mino_stopped,
+        "summary": evidence.summary(),
+        "outputTail": evidence.output_tail,
+    })
+}
+
+/// A recorded call as ACP shows it: its final status and output, and for
+/// an `unknown` result the supervisor's evidence when it left some.
+fn recorded_call(
+    session_id: &str,
+    id: &str,
+    call: &Call,
+    cwd: &Path,
+    evidence: Option<&Evidence>,
+) -> SessionNotification {
     let view = CallView::recorded(call, cwd);
     let fields = match &call.result {
-        Some(r) => result_fields(&view, r.status, &r.output, r.exit_code),
+        Some(r) => {
+            let mut fields = result_fields(&view, r.status, &r.output, r.exit_code);
+            if let Some(evidence) = evidence {
+                if let Some(content) = fields["content"].as_array_mut() {
+                    content.push(text_content(&evidence_text(evidence)));
+                }
+                fields["rawOutput"]["supervisor"] = evidence_json(evidence);
+            }
+            fields
+        }
         None if call.started => json!({ "status": "in_progress" }),
         None => json!({ "status": "pending" }),
     };
@@ -278,8 +325,14 @@ fn recorded_call(session_id: &str, id: &str, call: &Call, cwd: &Path) -> Session
 /// The whole conversation as `session/update`s, for `session/load`: each
 /// turn's input, then its responses' text and calls in order, then the
 /// runtime notice of a turn that did not complete. `cwd` is the session's
-/// directory (where an edit's relative path points).
-pub fn replay(session_id: &str, transcript: &Transcript, cwd: &Path) -> Vec<SessionNotification> {
+/// directory (where an edit's relative path points); `evidence` gives the
+/// supervisor's evidence about a turn's `n`th call (`Session::evidence`).
+pub fn replay(
+    session_id: &str,
+    transcript: &Transcript,
+    cwd: &Path,
+    evidence: &dyn Fn(&Turn, usize) -> Option<Evidence>,
+) -> Vec<SessionNotification> {
     let mut out = Vec::new();
     for turn in &transcript.turns {
         out.push(user_message(session_id, &turn.input));
@@ -294,7 +347,9 @@ pub fn replay(session_id: &str, transcript: &Transcript, cwd: &Path) -> Vec<Sess
                 out.push(agent_message(session_id, &text.join("\n\n")));
             }
             for (n, call) in turn.calls.iter().enumerate().filter(|(_, c)| c.response_index == index) {
-                out.push(recorded_call(session_id, &tool_call_id(&turn.id, n), call, cwd));
+                let unknown = call.result.as_ref().is_some_and(|r| r.status == ToolStatus::Unknown);
+                let seen = if unknown { evidence(turn, n) } else { None };
+                out.push(recorded_call(session_id, &tool_call_id(&turn.id, n), call, cwd, seen.as_ref()));
             }
         }
         if let Some(notice) = turn.notice() {
@@ -328,11 +383,15 @@ pub fn session_list(page: mino_core::SessionPage) -> ListSessionsResponse {
     typed(json!({ "sessions": sessions, "nextCursor": page.next_cursor }))
 }
 
-/// The two options of the acknowledgement gate; never an `allow_always`.
+/// The options of the acknowledgement gate; never an `allow_always`. The
+/// two ways to decline come first: Toad preselects the first option and
+/// CodeCompanion's confirm dialog the second, so neither makes the
+/// acknowledgement the default.
 pub fn gate_options() -> Value {
     json!([
-        { "optionId": ACKNOWLEDGE_OPTION, "name": ACKNOWLEDGE_NAME, "kind": "allow_once" },
         { "optionId": NOT_NOW_OPTION, "name": NOT_NOW_NAME, "kind": "reject_once" },
+        { "optionId": CHECK_FIRST_OPTION, "name": CHECK_FIRST_NAME, "kind": "reject_once" },
+        { "optionId": ACKNOWLEDGE_OPTION, "name": ACKNOWLEDGE_NAME, "kind": "allow_once" },
     ])
 }
 
@@ -340,20 +399,42 @@ pub fn gate_options() -> Value {
 /// about its (first) unknown call, showing every unknown call of the turn.
 /// Asked as `session/request_permission`, or as a form through
 /// `elicitation/create` where the client advertised form elicitation.
-pub fn gate_questions(session_id: &str, transcript: &Transcript) -> Vec<GateQuestion> {
+pub fn gate_questions(
+    session_id: &str,
+    transcript: &Transcript,
+    evidence: &dyn Fn(&Turn, usize) -> Option<Evidence>,
+) -> Vec<GateQuestion> {
     transcript
         .turns
         .iter()
         .filter(|t| t.awaits_acknowledgement())
-        .filter_map(|turn| gate_question(session_id, turn))
+        .filter_map(|turn| gate_question(session_id, turn, evidence))
         .collect()
 }
 
-/// One turn's acknowledgement question, in both of the forms it can be asked.
+/// One turn's acknowledgement question, in both of the forms it can be
+/// asked, and the `tool_call` announcing it (its own call, kind `other`:
+/// not the command, which is never run again).
 pub struct GateQuestion {
     pub turn_id: String,
+    pub announce: SessionNotification,
     pub permission: RequestPermissionRequest,
     pub form: CreateElicitationRequest,
+    tool_call_id: String,
+    commands: String,
+}
+
+impl GateQuestion {
+    /// The gate's call once answered: `completed` when acknowledged, else
+    /// `failed` with a title saying the conversation waits.
+    pub fn answered(&self, session_id: &str, acknowledged: bool) -> SessionNotification {
+        let (status, title) = if acknowledged {
+            ("completed", format!("Acknowledged: the result of {} is unknown", self.commands))
+        } else {
+            ("failed", format!("Not acknowledged yet: the result of {} is unknown", self.commands))
+        };
+        tool_call_update(session_id, &self.tool_call_id, json!({ "status": status, "title": title }))
+    }
 }
 
 /// The gate form's only field: a required single choice with no default,
@@ -368,24 +449,53 @@ pub fn gate_form_acknowledged(accepted: &ElicitationAcceptAction) -> bool {
     )
 }
 
-fn gate_question(session_id: &str, turn: &Turn) -> Option<GateQuestion> {
+/// The gate's own tool call id: one per turn, beside the turn's calls.
+fn gate_call_id(turn_id: &str) -> String {
+    format!("{turn_id}/acknowledge")
+}
+
+fn gate_question(
+    session_id: &str,
+    turn: &Turn,
+    evidence: &dyn Fn(&Turn, usize) -> Option<Evidence>,
+) -> Option<GateQuestion> {
     let unknown: Vec<(usize, &Call)> = turn
         .calls
         .iter()
         .enumerate()
         .filter(|(_, c)| c.result.as_ref().is_some_and(|r| r.status == ToolStatus::Unknown))
         .collect();
-    let (first, call) = *unknown.first()?;
-    let commands: Vec<String> = unknown.iter().map(|(_, c)| format!("  {}", c.command())).collect();
+    if unknown.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = unknown
+        .iter()
+        .map(|(n, c)| {
+            let seen = evidence(turn, *n).map(|e| format!("\n    {}", evidence_text(&e))).unwrap_or_default();
+            format!("  {}{seen}", c.command())
+        })
+        .collect();
     let text = format!(
         "Mino stopped while {} running, and its result was not saved:\n{}\n{UNKNOWN_OUTPUT}\n\
-         Check what happened before you go on; Mino will not run anything again by itself.",
+         Check what happened before you go on; Mino will not run anything again by itself. \
+         Acknowledging runs nothing: it lets the conversation go on, and the model is told the result is unknown.",
         if unknown.len() == 1 { "this command was" } else { "these commands were" },
-        commands.join("\n"),
+        listed.join("\n"),
     );
-    let call_id = tool_call_id(&turn.id, first);
+    let commands = unknown.iter().map(|(_, c)| format!("`{}`", c.command())).collect::<Vec<_>>().join(", ");
+    let call_id = gate_call_id(&turn.id);
+    let fields = json!({
+        "title": format!("{GATE_TITLE}: the result of {commands} is unknown"),
+        "kind": "other",
+        "status": "pending",
+        "content": [text_content(&text)],
+        "rawInput": { "acknowledge": unknown.iter().map(|(n, _)| tool_call_id(&turn.id, *n)).collect::<Vec<_>>() },
+    });
+    let mut announce = json!({ "sessionUpdate": "tool_call", "toolCallId": call_id });
+    merge(&mut announce, fields.clone());
+    let announce = notification(session_id, announce);
     let mut tool_call = json!({ "toolCallId": call_id });
-    merge(&mut tool_call, result_fields(&CallView::command(&call.command()), ToolStatus::Unknown, &text, None));
+    merge(&mut tool_call, fields);
     let permission = typed(json!({ "sessionId": session_id, "toolCall": tool_call, "options": gate_options() }));
     let form = typed(json!({
         "mode": "form",
@@ -394,7 +504,7 @@ fn gate_question(session_id: &str, turn: &Turn) -> Option<GateQuestion> {
         "message": text,
         "requestedSchema": {
             "type": "object",
-            "title": "Result unknown",
+            "title": GATE_TITLE,
             "properties": { GATE_FORM_FIELD: {
                 "type": "string",
                 "title": "Before Mino goes on",
@@ -406,18 +516,33 @@ fn gate_question(session_id: &str, turn: &Turn) -> Option<GateQuestion> {
             "required": [GATE_FORM_FIELD],
         },
     }));
-    Some(GateQuestion { turn_id: turn.id.clone(), permission, form })
+    Some(GateQuestion { turn_id: turn.id.clone(), announce, permission, form, tool_call_id: call_id, commands })
+}
+
+/// Appends one block's text, with a space between it and the text before
+/// when neither side has whitespace at the seam (nor the new block starts
+/// with punctuation): editors split a prompt
+/// around a mention (`[text "Read these", resource_link]`), and the words
+/// must not run into the link.
+fn push_block(text: &mut String, block: &str) {
+    let seam_is_bare = text.chars().next_back().is_some_and(|c| !c.is_whitespace())
+        && block.chars().next().is_some_and(|c| !c.is_whitespace() && !",.;:!?)".contains(c));
+    if seam_is_bare {
+        text.push(' ');
+    }
+    text.push_str(block);
 }
 
 /// The prompt's text for the model: text blocks as they are, embedded
-/// context as a fenced block naming its URI, links by name and URI.
+/// context as a fenced block naming its URI, links by name and URI; blocks
+/// are separated by a space where neither has whitespace at the seam.
 pub fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
     let mut text = String::new();
     for block in blocks {
         let block = serde_json::to_value(block).map_err(|e| crate::internal(e.to_string()))?;
         let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
-            "text" => text.push_str(block.get("text").and_then(Value::as_str).unwrap_or("")),
+            "text" => push_block(&mut text, block.get("text").and_then(Value::as_str).unwrap_or("")),
             "resource" => {
                 let resource = block.get("resource").cloned().unwrap_or(Value::Null);
                 let uri = resource.get("uri").and_then(Value::as_str).unwrap_or("(no uri)");
@@ -426,12 +551,12 @@ pub fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
                         "the embedded resource {uri} is binary; Mino takes text context only"
                     )));
                 };
-                text.push_str(&format!("\n\n<context uri=\"{uri}\">\n{body}\n</context>\n\n"));
+                push_block(&mut text, &format!("\n\n<context uri=\"{uri}\">\n{body}\n</context>\n\n"));
             }
             "resource_link" => {
                 let uri = block.get("uri").and_then(Value::as_str).unwrap_or("");
                 let name = block.get("name").and_then(Value::as_str).unwrap_or(uri);
-                text.push_str(&format!("[{name}]({uri})"));
+                push_block(&mut text, &format!("[{name}]({uri})"));
             }
             other => {
                 return Err(crate::invalid_params(format!(
@@ -788,6 +913,17 @@ mod tests {
         let refused = prompt_text(&[text("look"), image]).expect_err("images are not offered");
         assert!(refused.message.contains("\"image\""), "{}", refused.message);
         assert!(prompt_text(&[text("  ")]).is_err(), "an empty prompt is refused");
+        let link: ContentBlock =
+            typed(json!({ "type": "resource_link", "name": "notes.md", "uri": "file:///tmp/notes.md" }));
+        assert_eq!(
+            prompt_text(&[text("Read these"), link.clone(), text("and say why")]).expect("text"),
+            "Read these [notes.md](file:///tmp/notes.md) and say why"
+        );
+        assert_eq!(
+            prompt_text(&[text("Read "), link, text(", please")]).expect("text"),
+            "Read [notes.md](file:///tmp/notes.md), please",
+            "no space before punctuation, none added where the text has one"
+        );
     }
 
     #[test]
@@ -845,13 +981,14 @@ mod tests {
     }
 
     #[test]
-    fn the_gate_offers_exactly_two_options_and_never_allow_always() {
+    fn the_gate_offers_two_declines_first_then_the_acknowledgement_and_never_allow_always() {
         let options = gate_options();
         assert_eq!(
             options,
             json!([
-                { "optionId": "acknowledge", "name": "I understand these commands may already have run", "kind": "allow_once" },
                 { "optionId": "not-now", "name": "Not now", "kind": "reject_once" },
+                { "optionId": "check-first", "name": "Not yet: I will check what happened first", "kind": "reject_once" },
+                { "optionId": "acknowledge", "name": "I understand these commands may already have run", "kind": "allow_once" },
             ])
         );
     }

@@ -1,12 +1,28 @@
 // The ACP front door as an editor sees it: the official SDK's client over
 // stdio, the real mino-server and supervisor, the mock model.
-import { test } from "node:test";
+import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   KILL_SERVER, acp, agentText, freshDirs, initialize, prompt, startMockModel, startServer, writeTranscript,
 } from "./harness.mjs";
+import { schemaChecker, takeSchemaFailures } from "./schema.mjs";
+
+// Every message Mino sent during a test passes the official ACP v1 schema.
+afterEach(() => assert.deepEqual(takeSchemaFailures(), [], "every message Mino sends passes the ACP v1 schema"));
+
+test("the schema check fails a message the ACP v1 schema rejects, and passes one it accepts", () => {
+  const checker = schemaChecker();
+  const update = (u) => ({ jsonrpc: "2.0", method: "session/update", params: { sessionId: "s", update: u } });
+  assert.equal(checker.check(update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "hi" } })), null);
+  assert.match(checker.check(update({ sessionUpdate: "tool_call", title: "no id" })), /session\/update fails the ACP v1 schema/);
+  assert.match(checker.check({ jsonrpc: "2.0", method: "mino/made_up", params: {} }), /not a method the ACP v1 schema has/);
+  checker.sent({ jsonrpc: "2.0", id: 7, method: "session/prompt", params: {} });
+  assert.equal(checker.check({ jsonrpc: "2.0", id: 7, result: { stopReason: "end_turn" } }), null);
+  checker.sent({ jsonrpc: "2.0", id: 8, method: "session/prompt", params: {} });
+  assert.match(checker.check({ jsonrpc: "2.0", id: 8, result: { stopReason: "declined" } }), /session\/prompt fails/);
+});
 
 const UNKNOWN_OUTPUT =
   "Execution was started but its result was not saved. The operation may have happened. Do not automatically retry it.";
@@ -68,8 +84,11 @@ test("milk story: SIGKILL mid-command, session/load shows the unknown call, the 
   const started = first.updates.map((u) => u.update).filter((u) => u.sessionUpdate === "tool_call_update");
   assert.ok(started.some((u) => u.status === "in_progress"), "the call was shown running before the kill");
   assert.equal(readFileSync(join(dirs.workspace, "shopping.txt"), "utf8"), "milk\n");
+  // The supervisor outlives the server and leaves what it saw beside the journal.
+  await evidenceOnFile(dirs.home);
 
-  // 2. A new server loads the session: the call is failed, "Result unknown".
+  // 2. A new server loads the session: the call is failed, "Result unknown",
+  // with the supervisor's evidence beside the unknown result.
   const answers = [];
   const second = startServer({
     ...dirs,
@@ -86,28 +105,51 @@ test("milk story: SIGKILL mid-command, session/load shows the unknown call, the 
   assert.equal(call.kind, "execute");
   assert.equal(call.status, "failed");
   assert.equal(call.title, `Result unknown: ${command}`);
-  assert.deepEqual(call.content, [{ type: "content", content: { type: "text", text: UNKNOWN_OUTPUT } }]);
-  assert.deepEqual(call.rawOutput, { minoResult: "unknown" });
+  assert.deepEqual(call.content[0], { type: "content", content: { type: "text", text: UNKNOWN_OUTPUT } });
+  assert.match(call.content[1].content.text, /^What Mino's supervisor saw: the command (exited 0|was stopped when Mino stopped)/);
+  assert.equal(call.rawOutput.minoResult, "unknown");
+  assert.match(call.rawOutput.supervisor.outcome, /^(exited|stopped_when_mino_stopped)$/);
   assert.equal(call._meta.minoStatus, "unknown");
   assert.match(agentText(second.updates), /Mino runtime notice: the previous turn ended with status interrupted/);
   const requestsBefore = (await mock.requests()).length;
   assert.equal(requestsBefore, 1);
 
-  // 3. The gate: cancel while it asks → cancelled; "Not now" → refusal; neither reaches the model.
+  // 3. The gate, as editors show it: its own call (kind `other`, never the
+  // command's `execute`), a title asking for an acknowledgement, the
+  // explanation and the supervisor's evidence in its content, the declines
+  // first. Cancel while it asks → cancelled; "Not now" → end_turn with a
+  // message that the conversation waits; neither reaches the model.
   answers.push(async (params) => {
-    assert.equal(params.toolCall.toolCallId, call.toolCallId);
+    const gate = params.toolCall;
+    assert.notEqual(gate.toolCallId, call.toolCallId, "the gate is not the command's call");
+    assert.equal(gate.kind, "other");
+    assert.equal(gate.title, `Acknowledge before Mino goes on: the result of \`${command}\` is unknown`);
+    const explained = gate.content[0].content.text;
+    assert.ok(explained.includes(command) && explained.includes(UNKNOWN_OUTPUT), explained);
+    assert.match(explained, /What Mino's supervisor saw: the command/);
+    assert.match(explained, /Acknowledging runs nothing/);
     assert.deepEqual(params.options, [
-      { optionId: "acknowledge", name: ACKNOWLEDGE, kind: "allow_once" },
       { optionId: "not-now", name: "Not now", kind: "reject_once" },
+      { optionId: "check-first", name: "Not yet: I will check what happened first", kind: "reject_once" },
+      { optionId: "acknowledge", name: ACKNOWLEDGE, kind: "allow_once" },
     ]);
+    const announced = second.updates.map((u) => u.update).filter((u) => u.toolCallId === gate.toolCallId);
+    assert.equal(announced[0].sessionUpdate, "tool_call", "the gate's call is announced before it asks");
     await second.agent.notify(acp.methods.agent.session.cancel, { sessionId });
     return { outcome: { outcome: "cancelled" } };
   });
   const cancelled = await prompt(second.agent, sessionId, "Is milk on the list now?");
   assert.equal(cancelled.stopReason, "cancelled");
-  answers.push((params) => selected(option(params, "reject_once")));
+  answers.push((params) => selected("not-now"));
+  const declinedFrom = second.updates.length;
   const refused = await prompt(second.agent, sessionId, "Is milk on the list now?");
-  assert.equal(refused.stopReason, "refusal");
+  assert.equal(refused.stopReason, "end_turn", "the person declined: not the agent's refusal");
+  assert.match(agentText(second.updates.slice(declinedFrom)), /Nothing was sent to the model: the conversation waits until you acknowledge/);
+  const gateEnd = second.updates.slice(declinedFrom).map((u) => u.update).find((u) => u.sessionUpdate === "tool_call_update");
+  assert.equal(gateEnd.status, "failed");
+  assert.match(gateEnd.title, /^Not acknowledged yet/);
+  answers.push((params) => selected("check-first"));
+  assert.equal((await prompt(second.agent, sessionId, "Is milk on the list now?")).stopReason, "end_turn");
   assert.equal((await mock.requests()).length, requestsBefore, "nothing was sent to the model");
 
   // 4. "I understand…" → acknowledged, the prompt goes to the model; nothing is re-run.
@@ -133,7 +175,7 @@ test("milk story: SIGKILL mid-command, session/load shows the unknown call, the 
   assert.ok(existsSync(file));
 });
 
-test("a client advertising form elicitation gets the gate as a form: decline refuses, cancel cancels, only the explicit choice opens it", async () => {
+test("a client advertising form elicitation gets the gate as a form: decline ends the turn, cancel cancels, only the explicit choice opens it", async () => {
   const dirs = freshDirs();
   const command = `echo milk >> shopping.txt && ${KILL_SERVER}`;
   const mock = await startMockModel([
@@ -159,11 +201,11 @@ test("a client advertising form elicitation gets the gate as a form: decline ref
   const requestsBefore = (await mock.requests()).length;
   const acks = () => journalKinds(dirs.home).filter((k) => k === "recovery_ack").length;
 
-  // Declined → refusal; cancelled → cancelled; accepted without the explicit choice → refusal.
+  // Declined → end_turn; cancelled → cancelled; accepted without the explicit choice → end_turn.
   answers.push((params) => {
     assert.equal(params.mode, "form");
     assert.equal(params.sessionId, sessionId);
-    assert.equal(params.toolCallId, call.toolCallId);
+    assert.equal(params.toolCallId, `${call.toolCallId.split("/")[0]}/acknowledge`, "the gate's own call");
     assert.ok(params.message.includes(command) && params.message.includes(UNKNOWN_OUTPUT));
     assert.deepEqual(params.requestedSchema.required, ["answer"]);
     assert.deepEqual(params.requestedSchema.properties.answer.oneOf, [
@@ -173,13 +215,13 @@ test("a client advertising form elicitation gets the gate as a form: decline ref
     assert.equal(params.requestedSchema.properties.answer.default, undefined, "no default answer");
     return { action: "decline" };
   });
-  assert.equal((await prompt(second.agent, sessionId, "Is milk on the list now?")).stopReason, "refusal");
+  assert.equal((await prompt(second.agent, sessionId, "Is milk on the list now?")).stopReason, "end_turn");
   answers.push(() => ({ action: "cancel" }));
   assert.equal((await prompt(second.agent, sessionId, "Is milk on the list now?")).stopReason, "cancelled");
   answers.push(() => ({ action: "accept", content: { answer: "not-now" } }));
-  assert.equal((await prompt(second.agent, sessionId, "Is milk on the list now?")).stopReason, "refusal");
+  assert.equal((await prompt(second.agent, sessionId, "Is milk on the list now?")).stopReason, "end_turn");
   answers.push(() => ({ action: "accept", content: {} }));
-  assert.equal((await prompt(second.agent, sessionId, "Is milk on the list now?")).stopReason, "refusal");
+  assert.equal((await prompt(second.agent, sessionId, "Is milk on the list now?")).stopReason, "end_turn");
   assert.equal((await mock.requests()).length, requestsBefore, "nothing was sent to the model");
   assert.equal(acks(), 0, "nothing was acknowledged");
 
@@ -198,6 +240,15 @@ test("a client advertising form elicitation gets the gate as a form: decline ref
 });
 
 /** The record kinds of every journal under `home`, in file order. */
+/** Resolves once the supervisor's evidence record of a call is on file under `home`. */
+async function evidenceOnFile(home) {
+  for (;;) {
+    const found = readdirSync(home, { recursive: true }).some((f) => /\.evidence\/turn-\d+\.call-\d+\.json$/.test(String(f)));
+    if (found) return;
+    await new Promise((ok) => setImmediate(ok));
+  }
+}
+
 function journalKinds(home) {
   return readdirSync(home, { recursive: true })
     .filter((f) => String(f).endsWith(".jsonl"))
@@ -764,6 +815,63 @@ test("an unknown /word is a prompt like any other: it goes to the model", async 
     const sent = await inputs(mock);
     assert.equal(sent.length, 1);
     assert.ok(sent[0].includes("/foo bar"), sent[0]);
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});
+
+test("session/load of a session Mino does not have answers -32002, one open in another Mino -32602, each saying what to do", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([]);
+  const first = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
+  const second = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
+  try {
+    await initialize(first.agent);
+    await initialize(second.agent);
+    const missing = "0f0f0f0f-0000-4000-8000-000000000000";
+    await assert.rejects(
+      second.agent.request(acp.methods.agent.session.load, { sessionId: missing, cwd: dirs.workspace, mcpServers: [] }),
+      (e) => {
+        assert.equal(e.code, -32002, JSON.stringify(e));
+        assert.match(e.message, new RegExp(`session ${missing} does not exist.*session/list.*session/new`));
+        assert.deepEqual(e.data, { sessionId: missing });
+        return true;
+      },
+    );
+    const { sessionId } = await newSession(first, dirs.workspace);
+    await assert.rejects(
+      second.agent.request(acp.methods.agent.session.load, { sessionId, cwd: dirs.workspace, mcpServers: [] }),
+      (e) => {
+        assert.equal(e.code, -32602, JSON.stringify(e));
+        assert.match(e.message, /is open in another Mino process; close it there first/);
+        return true;
+      },
+    );
+  } finally {
+    await first.stop();
+    await second.stop();
+    mock.stop();
+  }
+});
+
+test("a text block and a resource_link reach the model with a space between them, not run together", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([{ type: "text", deltas: ["Read."] }]);
+  const server = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
+  try {
+    await initialize(server.agent);
+    const { sessionId } = await newSession(server, dirs.workspace);
+    const answer = await server.agent.request(acp.methods.agent.session.prompt, {
+      sessionId,
+      prompt: [
+        { type: "text", text: "Read these" },
+        { type: "resource_link", name: "notes.md", uri: "file:///tmp/notes.md" },
+      ],
+    });
+    assert.equal(answer.stopReason, "end_turn");
+    const sent = await inputs(mock);
+    assert.ok(sent[0].includes("Read these [notes.md](file:///tmp/notes.md)"), sent[0]);
   } finally {
     await server.stop();
     mock.stop();

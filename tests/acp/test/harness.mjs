@@ -8,6 +8,7 @@ import { Readable, Writable } from "node:stream";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import * as acp from "@agentclientprotocol/sdk";
+import { recordSchemaFailure, schemaChecker } from "./schema.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const serverBin = process.env.MINO_SERVER_BIN || join(root, "target/debug/mino-server");
@@ -81,7 +82,9 @@ export function freshDirs() {
  * Starts `mino-server --acp` and connects an SDK client to it.
  * `onPermission(params)` answers `session/request_permission`;
  * `onElicitation(params)`, if given, answers `elicitation/create`.
- * Every message both ways is kept in `transcript` (direction, message).
+ * Every message both ways is kept in `transcript` (direction, message); each
+ * the server sends is checked against the ACP v1 schema (./schema.mjs), and
+ * the failures fail the test that saw them.
  */
 export function startServer({ home, workspace, baseUrl, onPermission, onElicitation }) {
   const child = spawn(serverBin, ["--acp"], {
@@ -100,10 +103,16 @@ export function startServer({ home, workspace, baseUrl, onPermission, onElicitat
   const transcript = [];
   const updates = [];
   const waiters = [];
+  const schema = schemaChecker();
   const record = (direction) =>
     new TransformStream({
       transform(message, controller) {
         transcript.push({ direction, message });
+        if (direction === "client→agent") schema.sent(message);
+        else {
+          const wrong = schema.check(message);
+          if (wrong) recordSchemaFailure(wrong);
+        }
         controller.enqueue(message);
       },
     });

@@ -164,7 +164,7 @@ async fn acp_prompt_runs_an_approved_command_and_ends_the_turn() {
 }
 
 #[tokio::test]
-async fn acp_gate_after_sigkill_refuses_then_acknowledges() {
+async fn acp_gate_after_sigkill_declines_then_acknowledges() {
     let (_base, home, workspace) = dirs();
     let command = format!("echo milk >> shopping.txt && {KILL_SERVER}");
     let mock = MockModel::start(vec![Reply::call("call_1", &command), Reply::text("It is on the list.")])
@@ -186,8 +186,9 @@ async fn acp_gate_after_sigkill_refuses_then_acknowledges() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(libc::SIGKILL));
 
-    // A new server: load shows the unknown call; "Not now" refuses without
-    // reaching the model; "I understand" acknowledges and the prompt runs.
+    // A new server: load shows the unknown call; "Not now" ends the prompt
+    // (`end_turn`, not `refusal`) without reaching the model; "I understand"
+    // acknowledges and the prompt runs.
     let seen = Shared::default();
     seen.lock().expect("seen").answers.extend([Some("not-now"), Some("acknowledge")]);
     let (ws, id) = (workspace.clone(), session.clone());
@@ -215,19 +216,29 @@ async fn acp_gate_after_sigkill_refuses_then_acknowledges() {
         said.contains("[Mino: the conversation was not compacted: a command's result is unknown and waits for your acknowledgement"),
         "{said}"
     );
-    assert_eq!(refused, StopReason::Refusal);
+    assert_eq!(refused, StopReason::EndTurn, "the person declined: not the agent's refusal");
+    assert!(said.contains("Nothing was sent to the model: the conversation waits until you acknowledge"), "{said}");
     assert_eq!(answered, StopReason::EndTurn);
     let loaded = tool_updates(&seen)[0].clone();
     assert_eq!(loaded["status"], "failed");
     assert_eq!(loaded["title"], format!("Result unknown: {command}"));
-    assert_eq!(loaded["rawOutput"], serde_json::json!({ "minoResult": "unknown" }));
+    assert_eq!(loaded["rawOutput"]["minoResult"], "unknown");
     assert_eq!(loaded["content"][0]["content"]["text"], UNKNOWN_OUTPUT);
     let questions = seen.lock().expect("seen").questions.clone();
     assert_eq!(questions.len(), 2, "one gate question per prompt");
-    assert_eq!(questions[0]["toolCall"]["toolCallId"], loaded["toolCallId"]);
+    let gate = &questions[0]["toolCall"];
+    assert_ne!(gate["toolCallId"], loaded["toolCallId"], "the gate is its own call, not the command's");
+    assert_eq!(gate["kind"], "other");
+    assert!(
+        gate["title"].as_str().is_some_and(|t| t.starts_with("Acknowledge before Mino goes on: the result of")),
+        "{gate}"
+    );
     let names: Vec<&str> =
         questions[0]["options"].as_array().expect("options").iter().filter_map(|o| o["name"].as_str()).collect();
-    assert_eq!(names, ["I understand these commands may already have run", "Not now"]);
+    assert_eq!(
+        names,
+        ["Not now", "Not yet: I will check what happened first", "I understand these commands may already have run"]
+    );
     let requests = mock.requests();
     assert_eq!(requests.len(), requests_before + 1, "only the acknowledged prompt reached the model");
     let input = requests.last().expect("a request").body["input"].to_string();
