@@ -840,11 +840,17 @@ pub fn always_rule(command: &str, edit: bool, suggested: Option<SuggestedRule>) 
         .map(|rule| SuggestedRule { kind: RuleKind::Exact, text: rule.command().to_owned() })
 }
 
-/// A call's permission options: once, and (with a rule) always, for the session.
+/// A call's permission options: once, then (with a rule) always, for the
+/// session. The declining "once" comes second: CodeCompanion's dialog
+/// defaults to the second option and Toad preselects the first, so an Enter
+/// there never grants a standing rule.
 fn permission_options(edit: bool, always: Option<&SuggestedRule>) -> Value {
     let (allow_name, reject_name) =
         if edit { ("Apply this edit", "Do not apply it") } else { ("Run this command", "Do not run it") };
-    let mut options = vec![json!({ "optionId": ALLOW_OPTION, "name": allow_name, "kind": "allow_once" })];
+    let mut options = vec![
+        json!({ "optionId": ALLOW_OPTION, "name": allow_name, "kind": "allow_once" }),
+        json!({ "optionId": REJECT_OPTION, "name": reject_name, "kind": "reject_once" }),
+    ];
     let what = always.map(|rule| match rule.kind {
         RuleKind::Prefix => format!("commands starting with `{}`", rule.text),
         RuleKind::Exact => format!("`{}`", rule.text),
@@ -853,9 +859,6 @@ fn permission_options(edit: bool, always: Option<&SuggestedRule>) -> Value {
     if let Some(what) = &what {
         let name = format!("Always allow {what} in this session");
         options.push(json!({ "optionId": ALLOW_ALWAYS_OPTION, "name": name, "kind": "allow_always" }));
-    }
-    options.push(json!({ "optionId": REJECT_OPTION, "name": reject_name, "kind": "reject_once" }));
-    if let Some(what) = &what {
         let name = format!("Always refuse {what} in this session");
         options.push(json!({ "optionId": REJECT_ALWAYS_OPTION, "name": name, "kind": "reject_always" }));
     }
@@ -970,9 +973,9 @@ mod tests {
         let offered = kinds(permission_options(false, Some(&prefix)));
         assert_eq!(
             offered.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
-            ["allow_once", "allow_always", "reject_once", "reject_always"]
+            ["allow_once", "reject_once", "allow_always", "reject_always"]
         );
-        assert_eq!(offered[1].1, "Always allow commands starting with `npm test` in this session");
+        assert_eq!(offered[2].1, "Always allow commands starting with `npm test` in this session");
         assert_eq!(
             kinds(permission_options(true, Some(&path)))[3].1,
             "Always refuse edits of `src/a.rs` in this session"

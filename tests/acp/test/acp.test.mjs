@@ -505,7 +505,7 @@ test("allow_always grants a session rule: a later command it covers runs without
     const answer = await prompt(server.agent, sessionId, "Say hello twice.");
     assert.equal(answer.stopReason, "end_turn");
     assert.equal(asked.length, 1, "the second command was allowed by the rule");
-    assert.deepEqual(asked[0].options.map((o) => o.kind), ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    assert.deepEqual(asked[0].options.map((o) => o.kind), ["allow_once", "reject_once", "allow_always", "reject_always"]);
     assert.equal(option(asked[0], "allow_always"), "allow-always");
     // Status changes only (live output updates carry content alone).
     const tool = server.updates

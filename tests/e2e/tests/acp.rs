@@ -364,7 +364,7 @@ async fn acp_always_options_grant_session_rules_that_decide_later_calls() {
     assert_eq!(titles.len(), 3, "c2, c4 and e6 were decided by rules: {titles:?}");
     let kinds: Vec<&str> =
         questions[0]["options"].as_array().expect("options").iter().filter_map(|o| o["kind"].as_str()).collect();
-    assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    assert_eq!(kinds, ["allow_once", "reject_once", "allow_always", "reject_always"]);
     assert!(!workspace.join("two.txt").exists(), "the rejected command never ran");
     assert_eq!(std::fs::read_to_string(workspace.join("notes.md")).expect("written"), "second\n");
 
