@@ -21,7 +21,7 @@ use crate::compaction::{self, Trigger};
 use crate::config::{CompactionSettings, CompactionTable};
 use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
 use crate::journal::record::{ApprovalDecision, ApprovalFacts, ApprovedBy, ToolStatus, TurnStatus};
-use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
+use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest, CONTEXT_WINDOW_FULL};
 use crate::policy::{ApprovalMode, Policy, PolicyError, RuleDecision, Settings};
 use crate::recovery::RecoveryReport;
 use crate::rules::{Rule, RuleScope};
@@ -541,11 +541,34 @@ impl Agent {
                 () = cancel.cancelled() => None,
             }
         } else {
-            None
+            // For a request's estimated size: what is known without waiting.
+            model.known_context_window()
         };
         let (settings, source) = table.resolve(name, reported);
         tracing::debug!(model = name, window = settings.context_window, from = source.as_str(), "compaction window");
         settings
+    }
+
+    /// Whether the turn compacts before its first request: the last
+    /// request's input tokens passed the threshold, as the service reported
+    /// them; or, when it reported none (a local server that gives no usage,
+    /// or the first request since a compaction), the request about to be
+    /// sent does, counted by the service's tokenize endpoint or estimated
+    /// from its bytes ([`ModelClient::request_tokens`]). And there is a turn
+    /// to summarise.
+    async fn auto_compaction_due(&self, model: &ModelClient, settings: &CompactionSettings) -> bool {
+        let reported = self.with_session(|s| s.transcript().last_input_tokens);
+        let tokens = match reported {
+            Some(tokens) => tokens,
+            None => {
+                let body = self.with_session(|s| s.request_body(model, &self.inner.instructions));
+                let Ok(body) = body else { return false };
+                let counted = model.request_tokens(&body).await;
+                tracing::debug!(tokens = counted.tokens, by = counted.counted_by, "the next request's size");
+                counted.tokens
+            }
+        };
+        compaction::passes_threshold(tokens, settings) && self.with_session(|s| compaction::plan(s.transcript()).is_some())
     }
 
     /// Compacts the conversation now (`mino/compact`): the model summarises
@@ -655,7 +678,10 @@ impl Agent {
                 )))
             }
         };
-        if let Some(why) = &response.incomplete {
+        // A summary the window cut short is still a summary of what came
+        // before (and the smaller request it makes room for is the point);
+        // any other cut is not kept.
+        if let Some(why) = response.incomplete.as_ref().filter(|why| *why != CONTEXT_WINDOW_FULL) {
             return Ok(CompactionOutcome::unchanged(format!(
                 "the summary was cut short ({why}); the conversation was left as it was"
             )));
@@ -1107,14 +1133,16 @@ impl Agent {
         // `context_length_exceeded` compacts once per turn, then the request is
         // repeated once (a model request is safe to repeat; a command never is).
         let mut compacted_for_length = false;
+        // Whether that compaction, asked for by an answer that filled the
+        // window, changed nothing.
+        let mut window_compaction_failed = false;
         // The window of the model this turn uses, not the one configured at
         // start: the session may have switched (`mino/models/select`).
         let settings = self.compaction_settings(&model, cancel).await;
         if cancel.is_cancelled() {
             return Ok((TurnStatus::Cancelled, Some(self.cancel_reason())));
         }
-        let due = self
-            .with_session(|s| compaction::due(s.transcript(), &settings) && compaction::plan(s.transcript()).is_some());
+        let due = self.auto_compaction_due(&model, &settings).await;
         if due {
             // Failing here is not the turn's failure: the request may fit
             // anyway, and if it does not, the service says so below.
@@ -1200,6 +1228,29 @@ impl Agent {
                 }
                 Err(e) => return Ok((TurnStatus::Failed, Some(e.to_string()))),
             };
+            if response.incomplete.as_deref() == Some(CONTEXT_WINDOW_FULL) && !compacted_for_length {
+                // The window filled up while the model answered: as a refusal
+                // of the request as too long, compact once and ask again.
+                compacted_for_length = true;
+                let outcome = self.compact_in_turn(Trigger::ContextLengthExceeded, turn_id, cancel).await?;
+                if cancel.is_cancelled() {
+                    return Ok((TurnStatus::Cancelled, Some(self.cancel_reason())));
+                }
+                if outcome.compacted {
+                    // What this response streamed is void, as after a retry.
+                    turn_text -= streamed;
+                    partial_text.clear();
+                    self.emit(AgentEvent::Retrying {
+                        turn_id: turn_id.to_string(),
+                        attempt: 1,
+                        delay_ms: 0,
+                        reason: compaction::WINDOW_FULL_RETRY.to_string(),
+                    });
+                    requests -= 1;
+                    continue;
+                }
+                window_compaction_failed = true;
+            }
             fail::fail_point!("agent::after_model_response");
             // The calls are what the transcript made of the recorded response:
             // one reading of the items, shared with recovery and replay.
@@ -1225,6 +1276,9 @@ impl Agent {
             partial_text.clear();
             if calls.is_empty() {
                 return Ok(match response.incomplete {
+                    Some(why) if why == CONTEXT_WINDOW_FULL => {
+                        (TurnStatus::Failed, Some(compaction::window_full_reason(window_compaction_failed)))
+                    }
                     Some(why) => (TurnStatus::Failed, Some(format!("the model's answer was cut short ({why})"))),
                     None => (TurnStatus::Completed, None),
                 });

@@ -128,10 +128,7 @@ pub fn summary_text(items: &[Value]) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
-/// The service's code for a request longer than the model's context window
-/// (the Responses API's HTTP 400 body or `response.failed`, Chat
-/// Completions' error object).
-pub const CONTEXT_LENGTH_EXCEEDED: &str = "context_length_exceeded";
+pub use crate::model::CONTEXT_LENGTH_EXCEEDED;
 
 /// Whether the model refused the request as too long for its context window.
 pub fn is_context_length_exceeded(error: &ModelError) -> bool {
@@ -140,7 +137,35 @@ pub fn is_context_length_exceeded(error: &ModelError) -> bool {
 
 /// Whether the last request's input passed the threshold.
 pub fn due(transcript: &Transcript, settings: &CompactionSettings) -> bool {
-    transcript.last_input_tokens.is_some_and(|tokens| tokens as f64 >= settings.threshold_tokens())
+    transcript.last_input_tokens.is_some_and(|tokens| passes_threshold(tokens, settings))
+}
+
+/// Whether a request of `tokens` input tokens passes the threshold.
+pub fn passes_threshold(tokens: u64, settings: &CompactionSettings) -> bool {
+    tokens as f64 >= settings.threshold_tokens()
+}
+
+/// The reason of the `mino/retrying` sent when a Chat Completions answer
+/// stopped at the end of the context window (`finish_reason: "length"`
+/// with no output limit sent) and the conversation was compacted: the
+/// text it streamed is void, and the request is sent again.
+pub const WINDOW_FULL_RETRY: &str = "The model's context window filled up while it answered \
+(finish_reason \"length\"; Mino sends no output limit); Mino compacted the earlier conversation and asks again";
+
+/// A turn's end reason when the model's answer stopped at the end of the
+/// context window and compacting did not make room (`tried`) or could not
+/// be tried again in this turn.
+pub fn window_full_reason(tried: bool) -> String {
+    let what = if tried {
+        "and compacting the earlier conversation did not make room"
+    } else {
+        "and Mino had already compacted the conversation in this turn"
+    };
+    format!(
+        "The model's context window is full: its answer stopped at the window's end (finish_reason \"length\"; \
+         Mino sends no output limit, so this is not max_output_tokens), {what}. Start a new session (/new in the \
+         terminal, \"New Chat\" in VS Code, :MinoNew in Neovim), or ask again with less text; nothing was run again."
+    )
 }
 
 /// A turn's end reason when the service refused its request as too long
