@@ -568,7 +568,8 @@ impl Agent {
                 counted.tokens
             }
         };
-        compaction::passes_threshold(tokens, settings) && self.with_session(|s| compaction::plan(s.transcript()).is_some())
+        compaction::passes_threshold(tokens, settings)
+            && self.with_session(|s| compaction::plan(s.transcript()).is_some())
     }
 
     /// Compacts the conversation now (`mino/compact`): the model summarises
@@ -640,15 +641,24 @@ impl Agent {
                 (plan, input)
             })
         });
-        let Some((plan, input)) = prepared else {
+        let Some((plan, mut input)) = prepared else {
             return Ok(CompactionOutcome::unchanged(compaction::NOTHING_TO_COMPACT));
         };
         tracing::info!(trigger = trigger.as_str(), through = plan.through_turn_id, "compacting the conversation");
         // The summary is bounded like a turn's text: a model that never
         // stops must not fill the journal.
         let stop_stream = cancel.child_token();
-        let mut streamed = 0usize;
-        let response = {
+        let model = self.model_client();
+        // A summary of at most an eighth of a window the configuration or
+        // the service gave (not the default's guess).
+        let output_limit = {
+            let table = lock(&self.inner.compaction).clone();
+            let (settings, source) = table.resolve(&model.config().model, model.known_context_window());
+            (source != crate::config::WindowSource::Default).then_some(settings.context_window / 8)
+        };
+        let mut shortened = false;
+        let response = loop {
+            let mut streamed = 0usize;
             let request = ModelRequest { instructions: &self.inner.instructions, input: &input };
             let mut on_event = |event: ModelEvent<'_>| match event {
                 ModelEvent::TextDelta(delta) => {
@@ -662,7 +672,24 @@ impl Agent {
                     tracing::warn!(attempt, ?delay, reason, "retrying the summary request");
                 }
             };
-            self.model_client().respond_without_tools(&request, &mut on_event, &stop_stream).await
+            let response = model.respond_summary(&request, output_limit, &mut on_event, &stop_stream).await;
+            match response {
+                // The summary request itself is too long for the window (a
+                // small local window, a turn that filled it): once, its
+                // texts are shortened to about half the window and it is
+                // sent again. Only the summary request is: the records
+                // keep every word.
+                Err(e) if !shortened && compaction::is_context_length_exceeded(&e) => {
+                    shortened = true;
+                    let body = serde_json::to_vec(&model.request_body_without_tools(&request)).unwrap_or_default();
+                    let tokens = model.request_tokens(&body).await.tokens.max(1);
+                    let window = model.known_context_window().unwrap_or(tokens);
+                    let keep = window as f64 * compaction::SHORTENED_SHARE / tokens as f64;
+                    tracing::info!(tokens, window, keep, "the summary request is too long; shortening its texts");
+                    compaction::shorten_texts(&mut input, keep);
+                }
+                other => break other,
+            }
         };
         let response = match response {
             Ok(response) => response,

@@ -116,6 +116,64 @@ pub fn summary_input(transcript: &Transcript, plan: &Plan) -> Vec<Value> {
     input
 }
 
+/// The share of the context window a summary request shortened after
+/// `context_length_exceeded` aims at: the rest is room for the summary.
+pub const SHORTENED_SHARE: f64 = 0.5;
+
+/// Texts at most this long (in bytes) are never shortened.
+const SHORT_TEXT: usize = 200;
+
+/// Shortens the summary request's texts (message text, tool call
+/// arguments and outputs; never its last item, the instruction) to about
+/// `keep` of their length (clamped to 5–90 %): each text longer than
+/// [`SHORT_TEXT`] keeps its beginning and its end around a marker saying
+/// how much was left out.
+pub fn shorten_texts(input: &mut [Value], keep: f64) {
+    let keep = if keep.is_finite() { keep.clamp(0.05, 0.9) } else { 0.5 };
+    let Some((_, summarised)) = input.split_last_mut() else { return };
+    fn shorten(text: &mut String, keep: f64) {
+        if text.len() <= SHORT_TEXT {
+            return;
+        }
+        let half = ((text.len() as f64 * keep) / 2.0) as usize;
+        let head_end = floor_char_boundary(text, half);
+        let tail_start = ceil_char_boundary(text, text.len() - half);
+        if tail_start <= head_end {
+            return;
+        }
+        let left_out = tail_start - head_end;
+        *text = format!("{}[… {left_out} bytes left out …]{}", &text[..head_end], &text[tail_start..]);
+    }
+    for item in summarised {
+        if let Some(parts) = item.get_mut("content").and_then(Value::as_array_mut) {
+            for part in parts {
+                if let Some(Value::String(text)) = part.get_mut("text") {
+                    shorten(text, keep);
+                }
+            }
+        }
+        for field in ["output", "arguments"] {
+            if let Some(Value::String(text)) = item.get_mut(field) {
+                shorten(text, keep);
+            }
+        }
+    }
+}
+
+fn floor_char_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn ceil_char_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
 /// The message that stands for the turns a compaction covers.
 pub fn summary_message(summary: &str) -> Value {
     context::user_message(&format!("{SUMMARY_PREFIX}{summary}"))
@@ -316,6 +374,24 @@ mod tests {
         assert!(!input.iter().any(|i| i.contains("First") || i.contains("Third")), "{input:?}");
         // Every original turn is still there for history.
         assert_eq!(t.turns.len(), 4);
+    }
+
+    #[test]
+    fn shortening_keeps_each_long_texts_ends_and_never_the_instruction() {
+        let long = format!("Start{}End", "é".repeat(500));
+        let mut input = vec![
+            context::user_message(&long),
+            serde_json::json!({"type": "function_call_output", "call_id": "c", "output": long.clone()}),
+            context::user_message("short"),
+            context::user_message(&long),
+        ];
+        shorten_texts(&mut input, 0.2);
+        let first = input[0]["content"][0]["text"].as_str().expect("text");
+        assert!(first.starts_with("Start") && first.ends_with("End") && first.contains("bytes left out"), "{first}");
+        assert!(first.len() < long.len() / 3, "{}", first.len());
+        assert!(input[1]["output"].as_str().expect("output").contains("bytes left out"));
+        assert_eq!(input[2]["content"][0]["text"], "short");
+        assert_eq!(input[3]["content"][0]["text"].as_str(), Some(long.as_str()), "the instruction stays whole");
     }
 
     #[test]

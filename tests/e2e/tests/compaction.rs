@@ -602,9 +602,8 @@ async fn a_length_stop_without_an_output_limit_is_a_full_window_and_compacts() {
 async fn a_length_stop_with_nothing_to_compact_is_reported_as_a_full_window() {
     let home = tempfile::tempdir().expect("home");
     let cwd = work_dir(home.path());
-    let mock = MockModel::start(vec![Reply::LengthStop { deltas: vec!["Once ".into(), "upon".into()] }])
-        .await
-        .expect("mock");
+    let mock =
+        MockModel::start(vec![Reply::LengthStop { deltas: vec!["Once ".into(), "upon".into()] }]).await.expect("mock");
     let mut server = spawn(home.path(), &mock, &LOCAL).await;
     open(&mut server, &cwd).await;
     let turn = chat(&mut server, "Tell me a story.").await;

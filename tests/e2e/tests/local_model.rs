@@ -35,7 +35,9 @@ fn installed() -> Option<(PathBuf, PathBuf)> {
     match (python, gguf) {
         (Some(python), Some(gguf)) => Some((python, gguf)),
         _ => {
-            eprintln!("skipped: MINO_LOCAL_LLAMA_PYTHON and MINO_LOCAL_GGUF are not set (scripts/test local sets them)");
+            eprintln!(
+                "skipped: MINO_LOCAL_LLAMA_PYTHON and MINO_LOCAL_GGUF are not set (scripts/test local sets them)"
+            );
             None
         }
     }
@@ -193,7 +195,7 @@ async fn a_long_conversation_compacts_before_the_window_and_goes_on() {
     let mut first_compaction = None;
     let topics = ["kitchen", "garden", "attic", "garage", "cellar", "porch", "study", "hall"];
     for (index, topic) in topics.iter().enumerate() {
-        let (ended, notes) = run_turn(&mut server, &filler(topic, 120)).await;
+        let (ended, notes) = run_turn(&mut server, &filler(topic, 80)).await;
         assert_eq!(ended.status, wire::TurnStatus::Completed, "turn {index}: {ended:?}\n{}", server.stderr());
         let found = compactions(&notes);
         if !found.is_empty() {
@@ -204,7 +206,7 @@ async fn a_long_conversation_compacts_before_the_window_and_goes_on() {
     }
     assert!(first_compaction.is_some(), "no automatic compaction in {} turns", topics.len());
     for index in 0..10 {
-        let (ended, _) = run_turn(&mut server, &filler(&format!("room {index}"), 120)).await;
+        let (ended, _) = run_turn(&mut server, &filler(&format!("room {index}"), 60)).await;
         assert_eq!(ended.status, wire::TurnStatus::Completed, "turn {index} after compacting: {ended:?}");
         assert!(!ended.reason.as_deref().unwrap_or("").contains("max_output_tokens"), "{ended:?}");
     }
@@ -244,8 +246,7 @@ async fn a_sigkill_mid_stream_recovers() {
 async fn through_acp_a_prompt_streams_and_ends_its_turn() {
     use agent_client_protocol::schema::ProtocolVersion;
     use agent_client_protocol::v1::schema::{
-        ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification, StopReason,
-        TextContent,
+        ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification, StopReason, TextContent,
     };
     use agent_client_protocol::{ByteStreams, Client};
     use std::sync::{Arc, Mutex};

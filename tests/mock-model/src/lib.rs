@@ -248,8 +248,7 @@ impl Reply {
         Reply::HttpError {
             status: 400,
             code: None,
-            message: "request (1300 tokens) exceeds the available context size (1024 tokens), try increasing it"
-                .into(),
+            message: "request (1300 tokens) exceeds the available context size (1024 tokens), try increasing it".into(),
             retry_after: None,
         }
     }

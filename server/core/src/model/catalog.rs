@@ -140,9 +140,10 @@ impl ModelClient {
                     return Some(window);
                 }
                 let listed = self.service_models().await;
-                let window = listed.as_ref().ok().and_then(|models| {
-                    models.iter().find(|m| m.id == *model).and_then(|m| m.context_window)
-                });
+                let window = listed
+                    .as_ref()
+                    .ok()
+                    .and_then(|models| models.iter().find(|m| m.id == *model).and_then(|m| m.context_window));
                 match listed {
                     Ok(_) => {
                         match window {

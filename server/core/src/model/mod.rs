@@ -462,6 +462,27 @@ impl ModelClient {
         self.respond_to(serde_json::to_vec(&self.request_body_without_tools(request)), on_event, cancel).await
     }
 
+    /// The summary request of a compaction: [`ModelClient::respond_without_tools`],
+    /// and under Chat Completions with `max_tokens` set to `output_limit`
+    /// when given, so a summary leaves room in a small window for the
+    /// conversation it stands for (a `length` stop then ends a summary that
+    /// is kept, cut short, by the caller).
+    pub async fn respond_summary(
+        &self,
+        request: &ModelRequest<'_>,
+        output_limit: Option<u64>,
+        on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        let mut body = self.request_body_without_tools(request);
+        if let (Provider::ChatCompletions, Some(limit), Some(fields)) =
+            (self.provider, output_limit, body.as_object_mut())
+        {
+            fields.insert("max_tokens".into(), Value::from(limit));
+        }
+        self.respond_to(serde_json::to_vec(&body), on_event, cancel).await
+    }
+
     /// `body`: the request encoded (or why it could not be).
     async fn respond_to(
         &self,

@@ -23,7 +23,10 @@ use super::{error_chain, ModelClient, Provider};
 /// streaming tool choice is not supported", raised after answering 200, so
 /// the stream is empty) and every server defaults to it anyway. No output
 /// limit (`max_tokens`) is sent either: so a `length` stop always means the
-/// context window filled up ([`super::chat`]).
+/// context window filled up ([`super::chat`]). (The summary request of a
+/// compaction alone carries `max_tokens`, an eighth of a known window,
+/// [`ModelClient::respond_summary`]; its `length` stop ends a summary that
+/// is kept.)
 pub const REQUEST_FIELDS: [(&str, &str); 6] = [
     ("model", "which model answers"),
     ("messages", "the conversation"),
@@ -225,7 +228,11 @@ impl ModelClient {
             match self.tokenize(endpoint, &text).await {
                 Ok(count) => {
                     if known.is_none() {
-                        tracing::info!(server = endpoint.server, path = endpoint.path, "the model service counts tokens");
+                        tracing::info!(
+                            server = endpoint.server,
+                            path = endpoint.path,
+                            "the model service counts tokens"
+                        );
                     }
                     *self.tokenizer.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Some(index));
                     return RequestTokens { tokens: count.saturating_add(extra), counted_by: Some(endpoint.server) };
