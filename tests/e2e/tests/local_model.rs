@@ -55,7 +55,18 @@ impl Llama {
         let model = gguf.display().to_string();
         let mut child = tokio::process::Command::new(python)
             .args(["-m", "llama_cpp.server", "--model", &model, "--chat_format", "chatml-function-calling"])
-            .args(["--n_ctx", &N_CTX.to_string(), "--n_threads", "2", "--n_threads_batch", "2", "--host", "127.0.0.1", "--port", "0"])
+            .args([
+                "--n_ctx",
+                &N_CTX.to_string(),
+                "--n_threads",
+                "2",
+                "--n_threads_batch",
+                "2",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
