@@ -55,18 +55,7 @@ impl Llama {
         let model = gguf.display().to_string();
         let mut child = tokio::process::Command::new(python)
             .args(["-m", "llama_cpp.server", "--model", &model, "--chat_format", "chatml-function-calling"])
-            .args([
-                "--n_ctx",
-                &N_CTX.to_string(),
-                "--n_threads",
-                "2",
-                "--n_threads_batch",
-                "2",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-            ])
+            .args(["--n_ctx", &N_CTX.to_string(), "--host", "127.0.0.1", "--port", "0"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -108,14 +97,6 @@ impl Llama {
         vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         Spawn { home: Some(home.to_path_buf()), base_url: Some(self.base_url.clone()), env: vars, ..Spawn::default() }
     }
-}
-
-/// Short instructions (`$MINO_HOME/SOUL.md`) for the tests that fill the
-/// window many times: Mino's own are about 450 tokens, which a 135M model
-/// on two shared cores reads again for every request and summary. The
-/// window is what is tested, not the instructions.
-fn brief_instructions(home: &Path) {
-    std::fs::write(home.join("SOUL.md"), "You are Mino, a coding assistant. Answer briefly.\n").expect("SOUL.md");
 }
 
 /// Every notification of one turn, through its end.
@@ -179,7 +160,6 @@ async fn a_request_that_overflows_recovers_by_compaction_and_teaches_the_window(
     let llama = Llama::start(&python, &gguf).await;
     let home = tempfile::tempdir().expect("home");
     let cwd = work_dir(home.path());
-    brief_instructions(home.path());
     let mut server = Server::spawn_with(llama.spawn(home.path(), &[])).await;
     open(&mut server, &cwd).await;
 
@@ -209,7 +189,6 @@ async fn a_long_conversation_compacts_before_the_window_and_goes_on() {
     let home = tempfile::tempdir().expect("home");
     let cwd = work_dir(home.path());
     let env = [("MINO_CONTEXT_WINDOW", "1024"), ("MINO_COMPACT_THRESHOLD", "0.6")];
-    brief_instructions(home.path());
     let mut server = Server::spawn_with(llama.spawn(home.path(), &env)).await;
     open(&mut server, &cwd).await;
 
