@@ -22,7 +22,7 @@ use crate::config::{CompactionSettings, CompactionTable};
 use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
 pub use crate::events::Events;
 use crate::journal::record::{ApprovalDecision, ApprovalFacts, ApprovedBy, ToolStatus, TurnStatus};
-use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
+use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest, CONTEXT_WINDOW_FULL};
 use crate::policy::{ApprovalMode, Policy, PolicyError, RuleDecision, Settings};
 use crate::recovery::RecoveryReport;
 use crate::rules::{Rule, RuleScope};
@@ -576,11 +576,35 @@ impl Agent {
                 () = cancel.cancelled() => None,
             }
         } else {
-            None
+            // For a request's estimated size: what is known without waiting.
+            model.known_context_window()
         };
         let (settings, source) = table.resolve(name, reported);
         tracing::debug!(model = name, window = settings.context_window, from = source.as_str(), "compaction window");
         settings
+    }
+
+    /// Whether the turn compacts before its first request: the last
+    /// request's input tokens passed the threshold, as the service reported
+    /// them; or, when it reported none (a local server that gives no usage,
+    /// or the first request since a compaction), the request about to be
+    /// sent does, counted by the service's tokenize endpoint or estimated
+    /// from its bytes ([`ModelClient::request_tokens`]). And there is a turn
+    /// to summarise.
+    async fn auto_compaction_due(&self, model: &ModelClient, settings: &CompactionSettings) -> bool {
+        let reported = self.with_session(|s| s.transcript().last_input_tokens);
+        let tokens = match reported {
+            Some(tokens) => tokens,
+            None => {
+                let body = self.with_session(|s| s.request_body(model, &self.inner.instructions));
+                let Ok(body) = body else { return false };
+                let counted = model.request_tokens(&body).await;
+                tracing::debug!(tokens = counted.tokens, by = counted.counted_by, "the next request's size");
+                counted.tokens
+            }
+        };
+        compaction::passes_threshold(tokens, settings)
+            && self.with_session(|s| compaction::plan(s.transcript()).is_some())
     }
 
     /// Compacts the conversation now (`mino/compact`): the model summarises
@@ -652,15 +676,24 @@ impl Agent {
                 (plan, input)
             })
         });
-        let Some((plan, input)) = prepared else {
+        let Some((plan, mut input)) = prepared else {
             return Ok(CompactionOutcome::unchanged(compaction::NOTHING_TO_COMPACT));
         };
         tracing::info!(trigger = trigger.as_str(), through = plan.through_turn_id, "compacting the conversation");
         // The summary is bounded like a turn's text: a model that never
         // stops must not fill the journal.
         let stop_stream = cancel.child_token();
-        let mut streamed = 0usize;
-        let response = {
+        let model = self.model_client();
+        // A summary of at most an eighth of a window the configuration or
+        // the service gave (not the default's guess).
+        let output_limit = {
+            let table = lock(&self.inner.compaction).clone();
+            let (settings, source) = table.resolve(&model.config().model, model.known_context_window());
+            (source != crate::config::WindowSource::Default).then_some(settings.context_window / 8)
+        };
+        let mut shortened = false;
+        let response = loop {
+            let mut streamed = 0usize;
             let request = ModelRequest { instructions: &self.inner.instructions, input: &input };
             let mut on_event = |event: ModelEvent<'_>| match event {
                 ModelEvent::TextDelta(delta) => {
@@ -674,7 +707,24 @@ impl Agent {
                     tracing::warn!(attempt, ?delay, reason, "retrying the summary request");
                 }
             };
-            self.model_client().respond_without_tools(&request, &mut on_event, &stop_stream).await
+            let response = model.respond_summary(&request, output_limit, &mut on_event, &stop_stream).await;
+            match response {
+                // The summary request itself is too long for the window (a
+                // small local window, a turn that filled it): once, its
+                // texts are shortened to about half the window and it is
+                // sent again. Only the summary request is: the records
+                // keep every word.
+                Err(e) if !shortened && compaction::is_context_length_exceeded(&e) => {
+                    shortened = true;
+                    let body = serde_json::to_vec(&model.request_body_without_tools(&request)).unwrap_or_default();
+                    let tokens = model.request_tokens(&body).await.tokens.max(1);
+                    let window = model.known_context_window().unwrap_or(tokens);
+                    let keep = window as f64 * compaction::SHORTENED_SHARE / tokens as f64;
+                    tracing::info!(tokens, window, keep, "the summary request is too long; shortening its texts");
+                    compaction::shorten_texts(&mut input, keep);
+                }
+                other => break other,
+            }
         };
         let response = match response {
             Ok(response) => response,
@@ -690,7 +740,10 @@ impl Agent {
                 )))
             }
         };
-        if let Some(why) = &response.incomplete {
+        // A summary the window cut short is still a summary of what came
+        // before (and the smaller request it makes room for is the point);
+        // any other cut is not kept.
+        if let Some(why) = response.incomplete.as_ref().filter(|why| *why != CONTEXT_WINDOW_FULL) {
             return Ok(CompactionOutcome::unchanged(format!(
                 "the summary was cut short ({why}); the conversation was left as it was"
             )));
@@ -1159,14 +1212,16 @@ impl Agent {
         // `context_length_exceeded` compacts once per turn, then the request is
         // repeated once (a model request is safe to repeat; a command never is).
         let mut compacted_for_length = false;
+        // Whether that compaction, asked for by an answer that filled the
+        // window, changed nothing.
+        let mut window_compaction_failed = false;
         // The window of the model this turn uses, not the one configured at
         // start: the session may have switched (`mino/models/select`).
         let settings = self.compaction_settings(&model, cancel).await;
         if cancel.is_cancelled() {
             return Ok((TurnStatus::Cancelled, Some(self.cancel_reason())));
         }
-        let due = self
-            .with_session(|s| compaction::due(s.transcript(), &settings) && compaction::plan(s.transcript()).is_some());
+        let due = self.auto_compaction_due(&model, &settings).await;
         if due {
             // Failing here is not the turn's failure: the request may fit
             // anyway, and if it does not, the service says so below.
@@ -1252,6 +1307,29 @@ impl Agent {
                 }
                 Err(e) => return Ok((TurnStatus::Failed, Some(e.to_string()))),
             };
+            if response.incomplete.as_deref() == Some(CONTEXT_WINDOW_FULL) && !compacted_for_length {
+                // The window filled up while the model answered: as a refusal
+                // of the request as too long, compact once and ask again.
+                compacted_for_length = true;
+                let outcome = self.compact_in_turn(Trigger::ContextLengthExceeded, turn_id, cancel).await?;
+                if cancel.is_cancelled() {
+                    return Ok((TurnStatus::Cancelled, Some(self.cancel_reason())));
+                }
+                if outcome.compacted {
+                    // What this response streamed is void, as after a retry.
+                    turn_text -= streamed;
+                    partial_text.clear();
+                    self.emit(AgentEvent::Retrying {
+                        turn_id: turn_id.to_string(),
+                        attempt: 1,
+                        delay_ms: 0,
+                        reason: compaction::WINDOW_FULL_RETRY.to_string(),
+                    });
+                    requests -= 1;
+                    continue;
+                }
+                window_compaction_failed = true;
+            }
             fail::fail_point!("agent::after_model_response");
             // The calls are what the transcript made of the recorded response:
             // one reading of the items, shared with recovery and replay.
@@ -1277,6 +1355,9 @@ impl Agent {
             partial_text.clear();
             if calls.is_empty() {
                 return Ok(match response.incomplete {
+                    Some(why) if why == CONTEXT_WINDOW_FULL => {
+                        (TurnStatus::Failed, Some(compaction::window_full_reason(window_compaction_failed)))
+                    }
                     Some(why) => (TurnStatus::Failed, Some(format!("the model's answer was cut short ({why})"))),
                     None => (TurnStatus::Completed, None),
                 });

@@ -116,6 +116,64 @@ pub fn summary_input(transcript: &Transcript, plan: &Plan) -> Vec<Value> {
     input
 }
 
+/// The share of the context window a summary request shortened after
+/// `context_length_exceeded` aims at: the rest is room for the summary.
+pub const SHORTENED_SHARE: f64 = 0.5;
+
+/// Texts at most this long (in bytes) are never shortened.
+const SHORT_TEXT: usize = 200;
+
+/// Shortens the summary request's texts (message text, tool call
+/// arguments and outputs; never its last item, the instruction) to about
+/// `keep` of their length (clamped to 5–90 %): each text longer than
+/// [`SHORT_TEXT`] keeps its beginning and its end around a marker saying
+/// how much was left out.
+pub fn shorten_texts(input: &mut [Value], keep: f64) {
+    let keep = if keep.is_finite() { keep.clamp(0.05, 0.9) } else { 0.5 };
+    let Some((_, summarised)) = input.split_last_mut() else { return };
+    fn shorten(text: &mut String, keep: f64) {
+        if text.len() <= SHORT_TEXT {
+            return;
+        }
+        let half = ((text.len() as f64 * keep) / 2.0) as usize;
+        let head_end = floor_char_boundary(text, half);
+        let tail_start = ceil_char_boundary(text, text.len() - half);
+        if tail_start <= head_end {
+            return;
+        }
+        let left_out = tail_start - head_end;
+        *text = format!("{}[… {left_out} bytes left out …]{}", &text[..head_end], &text[tail_start..]);
+    }
+    for item in summarised {
+        if let Some(parts) = item.get_mut("content").and_then(Value::as_array_mut) {
+            for part in parts {
+                if let Some(Value::String(text)) = part.get_mut("text") {
+                    shorten(text, keep);
+                }
+            }
+        }
+        for field in ["output", "arguments"] {
+            if let Some(Value::String(text)) = item.get_mut(field) {
+                shorten(text, keep);
+            }
+        }
+    }
+}
+
+fn floor_char_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn ceil_char_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
 /// The message that stands for the turns a compaction covers.
 pub fn summary_message(summary: &str) -> Value {
     context::user_message(&format!("{SUMMARY_PREFIX}{summary}"))
@@ -128,10 +186,7 @@ pub fn summary_text(items: &[Value]) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
-/// The service's code for a request longer than the model's context window
-/// (the Responses API's HTTP 400 body or `response.failed`, Chat
-/// Completions' error object).
-pub const CONTEXT_LENGTH_EXCEEDED: &str = "context_length_exceeded";
+pub use crate::model::CONTEXT_LENGTH_EXCEEDED;
 
 /// Whether the model refused the request as too long for its context window.
 pub fn is_context_length_exceeded(error: &ModelError) -> bool {
@@ -140,7 +195,35 @@ pub fn is_context_length_exceeded(error: &ModelError) -> bool {
 
 /// Whether the last request's input passed the threshold.
 pub fn due(transcript: &Transcript, settings: &CompactionSettings) -> bool {
-    transcript.last_input_tokens.is_some_and(|tokens| tokens as f64 >= settings.threshold_tokens())
+    transcript.last_input_tokens.is_some_and(|tokens| passes_threshold(tokens, settings))
+}
+
+/// Whether a request of `tokens` input tokens passes the threshold.
+pub fn passes_threshold(tokens: u64, settings: &CompactionSettings) -> bool {
+    tokens as f64 >= settings.threshold_tokens()
+}
+
+/// The reason of the `mino/retrying` sent when a Chat Completions answer
+/// stopped at the end of the context window (`finish_reason: "length"`
+/// with no output limit sent) and the conversation was compacted: the
+/// text it streamed is void, and the request is sent again.
+pub const WINDOW_FULL_RETRY: &str = "The model's context window filled up while it answered \
+(finish_reason \"length\"; Mino sends no output limit); Mino compacted the earlier conversation and asks again";
+
+/// A turn's end reason when the model's answer stopped at the end of the
+/// context window and compacting did not make room (`tried`) or could not
+/// be tried again in this turn.
+pub fn window_full_reason(tried: bool) -> String {
+    let what = if tried {
+        "and compacting the earlier conversation did not make room"
+    } else {
+        "and Mino had already compacted the conversation in this turn"
+    };
+    format!(
+        "The model's context window is full: its answer stopped at the window's end (finish_reason \"length\"; \
+         Mino sends no output limit, so this is not max_output_tokens), {what}. Start a new session (/new in the \
+         terminal, \"New Chat\" in VS Code, :MinoNew in Neovim), or ask again with less text; nothing was run again."
+    )
 }
 
 /// A turn's end reason when the service refused its request as too long
@@ -291,6 +374,24 @@ mod tests {
         assert!(!input.iter().any(|i| i.contains("First") || i.contains("Third")), "{input:?}");
         // Every original turn is still there for history.
         assert_eq!(t.turns.len(), 4);
+    }
+
+    #[test]
+    fn shortening_keeps_each_long_texts_ends_and_never_the_instruction() {
+        let long = format!("Start{}End", "é".repeat(500));
+        let mut input = vec![
+            context::user_message(&long),
+            serde_json::json!({"type": "function_call_output", "call_id": "c", "output": long.clone()}),
+            context::user_message("short"),
+            context::user_message(&long),
+        ];
+        shorten_texts(&mut input, 0.2);
+        let first = input[0]["content"][0]["text"].as_str().expect("text");
+        assert!(first.starts_with("Start") && first.ends_with("End") && first.contains("bytes left out"), "{first}");
+        assert!(first.len() < long.len() / 3, "{}", first.len());
+        assert!(input[1]["output"].as_str().expect("output").contains("bytes left out"));
+        assert_eq!(input[2]["content"][0]["text"], "short");
+        assert_eq!(input[3]["content"][0]["text"].as_str(), Some(long.as_str()), "the instruction stays whole");
     }
 
     #[test]

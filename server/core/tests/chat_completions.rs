@@ -81,7 +81,6 @@ async fn a_text_answer_streams_and_becomes_a_message_item() {
                 {"role": "user", "content": "Hello"},
             ],
             "tools": chat_tools(),
-            "tool_choice": "auto",
             "parallel_tool_calls": true,
             "stream": true,
             "stream_options": {"include_usage": true},
@@ -241,13 +240,15 @@ async fn a_malformed_chunk_is_reported_clearly() {
 }
 
 #[tokio::test]
-async fn finish_reason_length_is_cut_short() {
+async fn finish_reason_length_without_an_output_limit_is_a_full_context_window() {
     let mock =
         mock(vec![Reply::Incomplete { deltas: vec!["Par".into(), "tial".into()], reason: "max_output_tokens".into() }])
             .await;
     let (result, heard) = run(&mock).await;
     let response = result.expect("response");
-    assert_eq!(response.incomplete.as_deref(), Some("max_output_tokens"));
+    // Mino sends no output limit: the window is the only limit a `length` stop can meet.
+    assert!(mock.requests()[0].body.get("max_tokens").is_none());
+    assert_eq!(response.incomplete.as_deref(), Some(mino_core::model::CONTEXT_WINDOW_FULL));
     assert_eq!(heard.deltas.concat(), "Partial");
     assert_eq!(response.items[0]["status"], "incomplete");
     assert_eq!(text_of(&response.items[0]), "Partial");
@@ -447,4 +448,89 @@ async fn records_written_under_one_provider_replay_under_the_other() {
     let reasoning: Vec<Value> = session.context().into_iter().filter(|item| item["type"] == "reasoning").collect();
     assert_eq!(reasoning.len(), 1, "{reasoning:?}");
     assert_eq!(reasoning[0]["encrypted_content"], "gAAAA-opaque");
+}
+
+/// llama-cpp-python's answer to a request it fails inside the stream: 200,
+/// then nothing. Before, Mino retried it four times and said "the model's
+/// stream ended before the response was finished (gave up after 5
+/// attempts)"; now it asks once unstreamed for the reason, says what the
+/// service did, and stops when the same happens again.
+#[tokio::test]
+async fn an_empty_stream_says_so_and_is_not_retried_when_it_repeats() {
+    // Each empty stream is followed by the unstreamed diagnostic request,
+    // which this server answers (200) without saying more.
+    let mock = mock(vec![Reply::EmptyStream, Reply::EmptyStream, Reply::EmptyStream, Reply::EmptyStream]).await;
+    let (result, heard) = run(&mock).await;
+    match result {
+        Err(ModelError::Fatal { reason, code, .. }) => {
+            assert!(
+                reason.contains("answered with an empty stream; its log may say why"),
+                "the reason says what the service did: {reason}"
+            );
+            assert!(reason.ends_with("(the same on 2 attempts in a row)"), "{reason}");
+            assert_eq!(code.as_deref(), Some(mino_core::model::EMPTY_STREAM));
+        }
+        other => panic!("expected the empty stream to end it, got {other:?}"),
+    }
+    assert_eq!(heard.retries.len(), 1, "one retry, not four: {:?}", heard.retries);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4, "two streamed requests, each followed by its diagnostic");
+    assert_eq!(requests[1].body["stream"], false);
+    assert_eq!(requests[1].body["max_tokens"], 1);
+    assert!(requests[1].body.get("stream_options").is_none());
+    assert_eq!(requests[1].body["messages"], requests[0].body["messages"]);
+}
+
+/// An empty stream after an oversized request: the unstreamed diagnostic
+/// hears llama-cpp-python's `context_length_exceeded`, so the failure is
+/// the context overflow (compacted by the turn), and the window it states
+/// is learnt.
+#[tokio::test]
+async fn an_empty_stream_explained_as_context_overflow_teaches_the_window() {
+    let too_long = Reply::http_error(
+        400,
+        "context_length_exceeded",
+        "This model's maximum context length is 1024 tokens. However, you requested 1300 tokens (1300 in the messages, None in the completion). Please reduce the length of the messages or completion.",
+    );
+    let mock = mock(vec![Reply::EmptyStream, too_long]).await;
+    let client = chat_client(&mock);
+    let (result, heard) = ask(&client, &[user("Hello")], &CancellationToken::new()).await;
+    match result {
+        Err(error) => assert!(mino_core::compaction::is_context_length_exceeded(&error), "{error:?}"),
+        Ok(response) => panic!("expected the overflow, got {response:?}"),
+    }
+    assert!(heard.retries.is_empty(), "an overflow is not retried: {:?}", heard.retries);
+    assert_eq!(client.learned_context_window(), Some(1024));
+    assert_eq!(client.reported_context_window().await, Some(1024), "the stated window wins");
+}
+
+/// llama.cpp's `llama-server` names the context without OpenAI's code: it
+/// is the same refusal, and the window it states is learnt.
+#[tokio::test]
+async fn a_400_naming_the_context_is_context_length_exceeded() {
+    let mock = mock(vec![Reply::context_size_exceeded()]).await;
+    let client = chat_client(&mock);
+    let (result, heard) = ask(&client, &[user("Hello")], &CancellationToken::new()).await;
+    let error = result.expect_err("refused");
+    assert!(mino_core::compaction::is_context_length_exceeded(&error), "{error:?}");
+    assert!(error.to_string().contains("exceeds the available context size"), "{error}");
+    assert!(heard.retries.is_empty());
+    assert_eq!(client.learned_context_window(), Some(1024));
+}
+
+/// Without a tokenize endpoint (the mock has none) a request's size is
+/// estimated from its bytes; the first failed probe is remembered, so
+/// later counts ask nothing.
+#[tokio::test]
+async fn a_request_is_estimated_from_its_bytes_without_a_tokenize_endpoint() {
+    let mock = mock(vec![]).await;
+    let client = chat_client(&mock);
+    let body = serde_json::to_vec(&json!({"model": "m", "messages": [{"role": "user", "content": "a".repeat(3000)}]}))
+        .expect("body");
+    for _ in 0..2 {
+        let counted = client.request_tokens(&body).await;
+        let expected = mino_core::model::byte_estimate(body.len());
+        assert_eq!(counted, mino_core::model::RequestTokens { tokens: expected, counted_by: None });
+        assert!(expected >= 1000, "at least a token per three bytes");
+    }
 }

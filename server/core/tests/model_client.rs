@@ -122,7 +122,6 @@ async fn request_body_and_headers() {
             "instructions": "Be brief.",
             "input": input,
             "tools": [bash_tool(), mino_core::edit::edit_file_tool(), mino_core::edit::write_file_tool()],
-            "tool_choice": "auto",
             "parallel_tool_calls": true,
             "stream": true,
             "store": false,

@@ -507,3 +507,150 @@ async fn crash_after_the_compaction_record_was_synced_leaves_the_session_compact
     assert_eq!(records, 1);
     assert_eq!(input, ["summary:They asked about France.", "user: Capital of Italy?"]);
 }
+
+/// The mock's `mino/retrying` notifications of a turn.
+fn retries(notes: &[mino_e2e::Notification]) -> Vec<wire::Retrying> {
+    notes.iter().filter(|n| n.method == wire::method::RETRYING).map(|n| n.parse()).collect()
+}
+
+fn compaction_triggers(notes: &[mino_e2e::Notification]) -> Vec<wire::CompactionTrigger> {
+    notes
+        .iter()
+        .filter(|n| n.method == wire::method::COMPACTION_STARTED)
+        .map(|n| n.parse::<wire::CompactionStarted>().trigger)
+        .collect()
+}
+
+const LOCAL: [(&str, &str); 1] = [("MINO_PROVIDER", "chat-completions")];
+
+/// A local server that reports no usage (llama-cpp-python): Mino sizes
+/// the request about to be sent (from its bytes: the mock has no tokenize
+/// endpoint) and compacts before the window is reached. Before, with no
+/// usage there was never an automatic compaction.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_usage_the_request_size_triggers_compaction_before_the_window() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let mock = MockModel::start(vec![
+        Reply::local_text("Paris."),
+        Reply::local_text("They asked about France."),
+        Reply::local_text("Noted."),
+    ])
+    .await
+    .expect("mock");
+    let env = [LOCAL[0], ("MINO_CONTEXT_WINDOW", "20000"), ("MINO_COMPACT_THRESHOLD", "0.8")];
+    let mut server = spawn(home.path(), &mock, &env).await;
+    open(&mut server, &cwd).await;
+    let first = chat(&mut server, "Capital of France?").await;
+    let notes = server.turn_notifications(&first, TIMEOUT).await;
+    assert!(compaction_triggers(&notes).is_empty(), "a small request does not compact");
+    // About 20,000 estimated tokens (a token per three bytes): past 80 % of the window.
+    let long = format!("Remember this: {}", "jam and tea. ".repeat(5000));
+    let second = chat(&mut server, &long).await;
+    let notes = server.turn_notifications(&second, TIMEOUT).await;
+    let ended: wire::TurnEnded = notes.last().expect("end").parse();
+    assert_eq!(ended.status, wire::TurnStatus::Completed, "{ended:?}");
+    assert_eq!(compaction_triggers(&notes), [wire::CompactionTrigger::Auto]);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(is_summary_request(&requests[1]), "the summary request came before the turn's request");
+    let texts: Vec<String> = requests[2].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    assert!(texts.iter().any(|t| t.ends_with("They asked about France.")), "{texts:?}");
+    assert!(!texts.iter().any(|t| t == "Capital of France?"), "{texts:?}");
+}
+
+/// `finish_reason: "length"` with no output limit sent is the window
+/// filling up, not `max_output_tokens`: the turn compacts, says in
+/// `mino/retrying` that the streamed text is void, asks again and
+/// completes. Before, the turn failed "the model's answer was cut short
+/// (max_output_tokens)".
+#[tokio::test(flavor = "multi_thread")]
+async fn a_length_stop_without_an_output_limit_is_a_full_window_and_compacts() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let mock = MockModel::start(vec![
+        Reply::local_text("Paris."),
+        Reply::LengthStop { deltas: vec!["Rome ".into(), "is".into()] },
+        Reply::local_text("They asked about France."),
+        Reply::local_text("Rome."),
+    ])
+    .await
+    .expect("mock");
+    let mut server = spawn(home.path(), &mock, &LOCAL).await;
+    open(&mut server, &cwd).await;
+    let first = chat(&mut server, "Capital of France?").await;
+    end_of(&mut server, &first).await;
+    let second = chat(&mut server, "Capital of Italy?").await;
+    let notes = server.turn_notifications(&second, TIMEOUT).await;
+    let ended: wire::TurnEnded = notes.last().expect("end").parse();
+    assert_eq!((ended.status, ended.text.as_deref()), (wire::TurnStatus::Completed, Some("Rome.")), "{ended:?}");
+    assert_eq!(compaction_triggers(&notes), [wire::CompactionTrigger::ContextLengthExceeded]);
+    let retried = retries(&notes);
+    assert_eq!(retried.len(), 1, "{retried:?}");
+    assert!(retried[0].reason.contains("context window filled up"), "{}", retried[0].reason);
+    assert!(mock.requests().iter().all(|r| r.body.get("max_tokens").is_none()), "no output limit is sent");
+}
+
+/// With nothing to compact, a length stop ends the turn saying the window
+/// is full, never `max_output_tokens`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_length_stop_with_nothing_to_compact_is_reported_as_a_full_window() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    let mock =
+        MockModel::start(vec![Reply::LengthStop { deltas: vec!["Once ".into(), "upon".into()] }]).await.expect("mock");
+    let mut server = spawn(home.path(), &mock, &LOCAL).await;
+    open(&mut server, &cwd).await;
+    let turn = chat(&mut server, "Tell me a story.").await;
+    let ended = end_of(&mut server, &turn).await;
+    assert_eq!(ended.status, wire::TurnStatus::Failed);
+    let reason = ended.reason.unwrap_or_default();
+    assert!(reason.contains("context window is full"), "{reason}");
+    assert!(reason.contains("not max_output_tokens"), "{reason}");
+    assert_eq!(mock.requests().len(), 1);
+}
+
+/// llama.cpp's `llama-server` refuses a long prompt with a 400 that names
+/// the context but has no `context_length_exceeded` code; and
+/// llama-cpp-python answers an empty stream, whose unstreamed repeat says
+/// `context_length_exceeded`. Both compact and repeat the request. Before,
+/// the first failed the turn as a rejected request and the second as a cut
+/// stream after five attempts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_400_naming_the_context_and_an_empty_stream_of_an_oversized_request_compact() {
+    let too_long = Reply::http_error(
+        400,
+        "context_length_exceeded",
+        "This model's maximum context length is 1024 tokens. However, you requested 1300 tokens.",
+    );
+    for (name, refusal) in [
+        ("400 naming the context", vec![Reply::context_size_exceeded()]),
+        ("empty stream", vec![Reply::EmptyStream, too_long]),
+    ] {
+        let home = tempfile::tempdir().expect("home");
+        let cwd = work_dir(home.path());
+        let mut script = vec![Reply::local_text("Paris.")];
+        script.extend(refusal.clone());
+        script.extend([Reply::local_text("They asked about France."), Reply::local_text("Rome.")]);
+        let mock = MockModel::start(script).await.expect("mock");
+        let mut server = spawn(home.path(), &mock, &LOCAL).await;
+        open(&mut server, &cwd).await;
+        let first = chat(&mut server, "Capital of France?").await;
+        end_of(&mut server, &first).await;
+        let second = chat(&mut server, "Capital of Italy?").await;
+        let notes = server.turn_notifications(&second, TIMEOUT).await;
+        let ended: wire::TurnEnded = notes.last().expect("end").parse();
+        assert_eq!(ended.status, wire::TurnStatus::Completed, "{name}: {ended:?}");
+        assert_eq!(compaction_triggers(&notes), [wire::CompactionTrigger::ContextLengthExceeded], "{name}");
+        assert!(retries(&notes).is_empty(), "{name}: an overflow is not a transient failure");
+        // The window the refusal stated is the model's from now on.
+        let list: wire::ModelsListResult = server.call(wire::method::MODELS_LIST, &json!({})).await.expect("models");
+        let current = list.models.iter().find(|m| m.id == list.current).expect("current");
+        assert_eq!(current.context_window, Some(1024), "{name}: {list:?}");
+    }
+}

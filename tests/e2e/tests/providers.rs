@@ -147,3 +147,30 @@ async fn the_config_file_is_read_and_an_error_in_it_is_named_by_line() {
     let sessions_after = std::fs::read_dir(home.path().join("sessions")).expect("sessions").count();
     assert_eq!(sessions_before, sessions_after, "no session was created or touched");
 }
+
+/// What llama-cpp-python's `chatml-function-calling` did with Mino's
+/// `"tool_choice": "auto"` (answer 200, then nothing): Mino now sends no
+/// `tool_choice`, and a service that answers an empty stream anyway is told
+/// as exactly that, retried once, not four times. Before, every turn failed
+/// "The model's stream ended before the response was finished (gave up
+/// after 5 attempts)".
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_stream_is_said_as_such_and_not_retried_as_transient() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = work_dir(home.path());
+    // Each empty stream is followed by its unstreamed diagnostic request.
+    let mock = MockModel::start(vec![Reply::EmptyStream; 4]).await.expect("mock");
+    let mut server = Server::spawn_with(chat_completions_server(home.path(), &mock)).await;
+    open(&mut server, &cwd).await;
+    let turn = chat(&mut server, "Hi").await;
+    let notes = server.turn_notifications(&turn, TIMEOUT).await;
+    let ended: wire::TurnEnded = notes.last().expect("end").parse();
+    assert_eq!(ended.status, wire::TurnStatus::Failed);
+    let reason = ended.reason.unwrap_or_default();
+    assert!(reason.contains("answered with an empty stream; its log may say why"), "{reason}");
+    let retries = notes.iter().filter(|n| n.method == wire::method::RETRYING).count();
+    assert_eq!(retries, 1, "one retry of the same failure");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(requests.iter().all(|r| r.body.get("tool_choice").is_none()), "no tool_choice is sent");
+}

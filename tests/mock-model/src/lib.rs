@@ -153,6 +153,20 @@ pub enum Reply {
         deltas: Vec<String>,
         data: String,
     },
+    /// 200 with an event-stream content type and no event at all: what
+    /// llama-cpp-python answers when its handler raises after the headers
+    /// went out (a prompt longer than its window, or `"tool_choice": "auto"`
+    /// with `chatml-function-calling`). Answers an unstreamed request the same.
+    EmptyStream,
+    /// A text answer as a local server streams it: under Chat Completions no
+    /// usage chunk even when asked (llama-cpp-python reports none); under
+    /// the Responses API the same as [`Reply::Text`].
+    TextWithoutUsage { deltas: Vec<String> },
+    /// Under Chat Completions these deltas, then `finish_reason: "length"`
+    /// and no usage: a local server whose window filled up while it
+    /// answered. Under the Responses API, `response.incomplete` with
+    /// `max_output_tokens`.
+    LengthStop { deltas: Vec<String> },
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds: one clock for every process on the
@@ -228,6 +242,22 @@ impl Reply {
     /// in-stream forms use [`Reply::Failed`] — the Responses API's `response.failed` — or
     /// [`Reply::ErrorEvent`], which Chat Completions renders as its `error` object, with the
     /// same code).
+    /// HTTP 400 naming the context without OpenAI's code, in the words of
+    /// llama.cpp's `llama-server` (`exceed_context_size_error`).
+    pub fn context_size_exceeded() -> Reply {
+        Reply::HttpError {
+            status: 400,
+            code: None,
+            message: "request (1300 tokens) exceeds the available context size (1024 tokens), try increasing it".into(),
+            retry_after: None,
+        }
+    }
+
+    /// A local server's text answer without usage ([`Reply::TextWithoutUsage`]).
+    pub fn local_text(text: &str) -> Reply {
+        Reply::TextWithoutUsage { deltas: split_words(text) }
+    }
+
     pub fn context_length_exceeded() -> Reply {
         Reply::http_error(
             400,

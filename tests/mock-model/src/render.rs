@@ -71,6 +71,9 @@ pub(crate) fn render(reply: Reply, ctx: &RequestCtx, ids: &IdCounters) -> Respon
     if let Reply::HttpError { status, code, message, retry_after } = reply {
         return http_error(status, code.as_deref(), &message, retry_after);
     }
+    if let Reply::EmptyStream = reply {
+        return Sse { steps: Vec::new(), seq: 0 }.into_response();
+    }
 
     let mut turn = Turn::new(ctx, ids);
     turn.start();
@@ -121,6 +124,15 @@ pub(crate) fn render(reply: Reply, ctx: &RequestCtx, ids: &IdCounters) -> Respon
         Reply::NamedCall { call_id, name, arguments } => {
             turn.function_call(&call_id, &name, &arguments, 0);
             turn.finish("response.completed", "completed", Value::Null, Value::Null);
+        }
+        Reply::EmptyStream => unreachable!("handled above"),
+        Reply::TextWithoutUsage { deltas } => {
+            turn.message(&deltas, 0, "completed");
+            turn.finish("response.completed", "completed", Value::Null, Value::Null);
+        }
+        Reply::LengthStop { deltas } => {
+            turn.message(&deltas, 0, "incomplete");
+            turn.finish("response.incomplete", "incomplete", Value::Null, json!({ "reason": "max_output_tokens" }));
         }
         Reply::Incomplete { deltas, reason } => {
             turn.message(&deltas, 0, "incomplete");

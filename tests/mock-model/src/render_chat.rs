@@ -14,10 +14,23 @@ pub(crate) fn render_chat(reply: Reply, ctx: &RequestCtx, ids: &IdCounters) -> a
     if let Reply::HttpError { status, code, message, retry_after } = reply {
         return http_error(status, code.as_deref(), &message, retry_after);
     }
+    if let Reply::EmptyStream = reply {
+        return Sse { steps: Vec::new(), seq: 0 }.into_response();
+    }
     let mut turn = ChatTurn::new(ctx, ids);
     turn.start();
     match reply {
-        Reply::HttpError { .. } => unreachable!("handled above"),
+        Reply::HttpError { .. } | Reply::EmptyStream => unreachable!("handled above"),
+        Reply::TextWithoutUsage { deltas } => {
+            turn.text(&deltas, 0);
+            turn.usage = false;
+            turn.finish("stop");
+        }
+        Reply::LengthStop { deltas } => {
+            turn.text(&deltas, 0);
+            turn.usage = false;
+            turn.finish("length");
+        }
         Reply::Text { deltas, delay_ms } => {
             turn.text(&deltas, delay_ms);
             turn.finish("stop");
@@ -97,6 +110,8 @@ struct ChatTurn<'a> {
     calls: usize,
     output_chars: usize,
     reasoning_chars: usize,
+    /// Whether a usage chunk ends the stream when the request asks for one.
+    usage: bool,
 }
 
 impl<'a> ChatTurn<'a> {
@@ -108,6 +123,7 @@ impl<'a> ChatTurn<'a> {
             calls: 0,
             output_chars: 0,
             reasoning_chars: 0,
+            usage: true,
         }
     }
 
@@ -171,7 +187,7 @@ impl<'a> ChatTurn<'a> {
     fn finish(&mut self, finish_reason: &str) {
         let chunk = self.chunk(json!({}), Value::from(finish_reason));
         self.data(chunk);
-        if self.ctx.include_usage {
+        if self.ctx.include_usage && self.usage {
             let reasoning = (self.reasoning_chars as u64).div_ceil(4);
             let completion = (self.output_chars as u64).div_ceil(4) + reasoning;
             let usage = json!({

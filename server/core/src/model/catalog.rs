@@ -103,25 +103,49 @@ impl ModelClient {
         if self.authorization.is_none() && self.config.uses_default_base_url() {
             return Err("OPENAI_API_KEY is not set".into());
         }
-        match tokio::time::timeout(MODEL_LIST_TIMEOUT, self.fetch_models()).await {
-            Ok(listed) => listed.map_err(|why| self.scrub(why)),
-            Err(_) => Err(format!("no answer within {} s", MODEL_LIST_TIMEOUT.as_secs())),
+        let mut models = match tokio::time::timeout(MODEL_LIST_TIMEOUT, self.fetch_models()).await {
+            Ok(listed) => listed.map_err(|why| self.scrub(why))?,
+            Err(_) => return Err(format!("no answer within {} s", MODEL_LIST_TIMEOUT.as_secs())),
+        };
+        // A list without the window (llama-cpp-python's) shows the one the
+        // service stated in an error, for the model it was stated for.
+        if let Some(window) = self.learned_context_window() {
+            for model in models.iter_mut().filter(|m| m.id == self.config.model && m.context_window.is_none()) {
+                model.context_window = Some(window);
+            }
         }
+        Ok(models)
     }
 
     /// The context window the service reports for this client's model, or
-    /// `None` when its list does not give one (or cannot be had). Asked
-    /// once per client (a chosen model is a new client): every later call,
-    /// and any made while the first is under way, share its answer. Never
-    /// longer than [`MODEL_LIST_TIMEOUT`].
+    /// `None` when it does not say (or cannot be asked): the window an
+    /// error of the service stated ([`ModelClient::learned_context_window`]),
+    /// else (Chat Completions) llama.cpp's `GET /props`
+    /// ([`super::PROPS_WINDOW`]), else its list's. The list and `/props` are asked once per
+    /// client (a chosen model is a new client): every later call, and any
+    /// made while the first is under way, share their answer. Never longer
+    /// than [`MODEL_LIST_TIMEOUT`] and [`super::servers::PROBE_TIMEOUT`].
     pub async fn reported_context_window(&self) -> Option<u64> {
+        if let Some(window) = self.learned_context_window() {
+            return Some(window);
+        }
         *self
             .reported_window
             .get_or_init(|| async {
                 let model = &self.config.model;
-                match self.service_models().await {
-                    Ok(models) => {
-                        let window = models.into_iter().find(|m| m.id == *model).and_then(|m| m.context_window);
+                // The window llama.cpp serves (`--ctx-size`) before the one its
+                // list gives (`n_ctx_train`, the model's own).
+                if let Some(window) = self.props_window().await {
+                    tracing::info!(model, window, "the model service's /props gives the context window");
+                    return Some(window);
+                }
+                let listed = self.service_models().await;
+                let window = listed
+                    .as_ref()
+                    .ok()
+                    .and_then(|models| models.iter().find(|m| m.id == *model).and_then(|m| m.context_window));
+                match listed {
+                    Ok(_) => {
                         match window {
                             Some(window) => tracing::info!(model, window, "the model service reports a context window"),
                             None => tracing::info!(model, "the model service reports no context window for the model"),

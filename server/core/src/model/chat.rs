@@ -26,6 +26,12 @@ use super::retry::{classify, AttemptError};
 use super::sse::Step;
 use super::{ModelEvent, ModelRequest, ModelResponse, Usage};
 
+/// [`ModelResponse::incomplete`] for a Chat Completions answer that stopped
+/// with `finish_reason: "length"`: the prompt and the answer filled the
+/// context window (no output limit was sent), which the turn treats as the
+/// service refusing the request as too long.
+pub const CONTEXT_WINDOW_FULL: &str = "context_window";
+
 /// The `bash` tool in the Chat Completions shape: `{"type":"function","function":{…}}`, with the
 /// same name, description, parameters and `strict` as the Responses definition.
 pub fn chat_bash_tool() -> Value {
@@ -52,13 +58,13 @@ pub fn chat_tools() -> Vec<Value> {
     super::request::tools().iter().map(chat_tool).collect()
 }
 
-/// The exact JSON body for one request.
+/// The exact JSON body for one request: the fields of
+/// [`super::servers::REQUEST_FIELDS`], each accepted by every server family.
 pub(crate) fn body(model: &str, request: &ModelRequest<'_>) -> Value {
     json!({
         "model": model,
         "messages": chat_messages(request.instructions, request.input),
         "tools": chat_tools(),
-        "tool_choice": "auto",
         "parallel_tool_calls": true,
         "stream": true,
         "stream_options": { "include_usage": true },
@@ -299,14 +305,15 @@ impl ChatAccumulator {
     }
 
     /// The finished response, in Responses API output items. `finish_reason` maps to Mino's
-    /// ends: `stop` and `tool_calls` complete the response; `length` is cut short
-    /// (`max_output_tokens`, the Responses API's name for it) and keeps only calls whose
+    /// ends: `stop` and `tool_calls` complete the response; `length` is cut short by a full
+    /// context window ([`CONTEXT_WINDOW_FULL`]: Mino sends no output limit, so the only
+    /// limit a `length` stop can have met is the window) and keeps only calls whose
     /// arguments are whole JSON; `content_filter` is cut short (`content_filter`) without
     /// any call, as a refusal.
     fn finish(&mut self) -> Option<ModelResponse> {
         let reason = self.finish_reason.take()?;
         let incomplete = match reason.as_str() {
-            "length" => Some("max_output_tokens".to_string()),
+            "length" => Some(CONTEXT_WINDOW_FULL.to_string()),
             "content_filter" => Some("content_filter".to_string()),
             _ => None,
         };
@@ -428,7 +435,7 @@ mod tests {
             json!({"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}),
         ]);
         let Ok(Step::Done(response)) = step else { panic!("{step:?}") };
-        assert_eq!(response.incomplete.as_deref(), Some("max_output_tokens"));
+        assert_eq!(response.incomplete.as_deref(), Some(CONTEXT_WINDOW_FULL));
         assert_eq!(response.items.len(), 1, "{:?}", response.items);
         assert_eq!(response.items[0]["call_id"], "call_1");
     }

@@ -16,6 +16,7 @@ mod chat;
 mod provider;
 mod request;
 mod retry;
+mod servers;
 mod sse;
 
 use std::fmt;
@@ -33,10 +34,14 @@ pub use catalog::{
     model_list, reported_window, ListedModel, ModelList, ModelSource, MODEL_LIST_LIMIT, MODEL_LIST_TIMEOUT,
     WINDOW_FIELDS,
 };
-pub use chat::{chat_bash_tool, chat_messages, chat_tools};
+pub use chat::{chat_bash_tool, chat_messages, chat_tools, CONTEXT_WINDOW_FULL};
 pub use provider::{Provider, UnknownProvider};
 pub use request::{bash_tool, tools};
-pub use retry::parse_retry_hint;
+pub use retry::{parse_retry_hint, CONTEXT_LENGTH_EXCEEDED};
+pub use servers::{
+    byte_estimate, names_the_context, window_in_message, RequestTokens, TokenCount, TokenizeEndpoint, PROPS_WINDOW,
+    REQUEST_FIELDS, TOKENIZE_ENDPOINTS, TOKENS_PER_MESSAGE,
+};
 pub use sse::{parse_sse_body, parse_sse_events, SseEvent, MAX_EVENT_BYTES};
 
 use provider::StreamReader;
@@ -236,6 +241,13 @@ pub struct ModelClient {
     /// client's model, asked once ([`ModelClient::reported_context_window`]);
     /// shared by clones, so the background fetch and a turn share one answer.
     reported_window: Arc<tokio::sync::OnceCell<Option<u64>>>,
+    /// The window an error of the service stated ("maximum context length
+    /// is 1024 tokens", llama.cpp's `n_ctx`), 0 until one did: it wins over
+    /// the list's, being what the server enforces.
+    learned_window: Arc<std::sync::atomic::AtomicU64>,
+    /// Which of [`TOKENIZE_ENDPOINTS`] the service answers: unknown until
+    /// the first count (`None`), then `Some(None)` for none.
+    tokenizer: Arc<std::sync::Mutex<Option<Option<usize>>>>,
 }
 
 impl fmt::Debug for ModelClient {
@@ -302,6 +314,8 @@ impl ModelClient {
             authorization,
             frame_cache: Default::default(),
             reported_window: Default::default(),
+            learned_window: Default::default(),
+            tokenizer: Default::default(),
         })
     }
 
@@ -319,7 +333,28 @@ impl ModelClient {
         client.config.model = model.to_string();
         client.frame_cache = Default::default();
         client.reported_window = Default::default();
+        client.learned_window = Default::default();
         client
+    }
+
+    /// Remembers the window an error of the service stated.
+    fn learn_window(&self, window: u64) {
+        let previous = self.learned_window.swap(window, std::sync::atomic::Ordering::Relaxed);
+        if previous != window {
+            tracing::info!(model = %self.config.model, window, "the model service stated its context window in an error");
+        }
+    }
+
+    /// The window known without asking: the one an error of the service
+    /// stated, else what [`ModelClient::reported_context_window`] found if
+    /// it has been asked.
+    pub fn known_context_window(&self) -> Option<u64> {
+        self.learned_context_window().or_else(|| self.reported_window.get().copied().flatten())
+    }
+
+    /// The window an error of the service stated, if one did.
+    pub fn learned_context_window(&self) -> Option<u64> {
+        Some(self.learned_window.load(std::sync::atomic::Ordering::Relaxed)).filter(|w| *w > 0)
     }
 
     /// The exact JSON body sent (public so tests and docs can show it).
@@ -427,6 +462,27 @@ impl ModelClient {
         self.respond_to(serde_json::to_vec(&self.request_body_without_tools(request)), on_event, cancel).await
     }
 
+    /// The summary request of a compaction: [`ModelClient::respond_without_tools`],
+    /// and under Chat Completions with `max_tokens` set to `output_limit`
+    /// when given, so a summary leaves room in a small window for the
+    /// conversation it stands for (a `length` stop then ends a summary that
+    /// is kept, cut short, by the caller).
+    pub async fn respond_summary(
+        &self,
+        request: &ModelRequest<'_>,
+        output_limit: Option<u64>,
+        on_event: &mut (dyn FnMut(ModelEvent<'_>) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        let mut body = self.request_body_without_tools(request);
+        if let (Provider::ChatCompletions, Some(limit), Some(fields)) =
+            (self.provider, output_limit, body.as_object_mut())
+        {
+            fields.insert("max_tokens".into(), Value::from(limit));
+        }
+        self.respond_to(serde_json::to_vec(&body), on_event, cancel).await
+    }
+
     /// `body`: the request encoded (or why it could not be).
     async fn respond_to(
         &self,
@@ -455,6 +511,8 @@ impl ModelClient {
         }
         let policy = &self.config.retry;
         let mut retries: u32 = 0;
+        // The last failure that is retried only while it changes.
+        let mut last_repeatable: Option<String> = None;
         loop {
             let outcome = self.attempt(&body, on_event, cancel).await;
             let (reason, hint) = match outcome {
@@ -470,7 +528,21 @@ impl ModelClient {
                     tracing::warn!(error = %err, "model request failed");
                     return Err(err);
                 }
-                Err(AttemptError::Retryable { reason, hint }) => (self.scrub(reason), hint),
+                Err(AttemptError::Retryable { reason, hint, once }) => {
+                    let reason = self.scrub(reason);
+                    if once && last_repeatable.as_deref() == Some(reason.as_str()) {
+                        // The same answer twice: what the service does, not a
+                        // passing fault; more attempts would only repeat it.
+                        tracing::warn!(%reason, attempts = retries + 1, "the same model failure twice; not retried");
+                        return Err(ModelError::Fatal {
+                            reason: format!("{reason} (the same on {} attempts in a row)", retries + 1),
+                            code: Some(EMPTY_STREAM.to_string()),
+                            status: None,
+                        });
+                    }
+                    last_repeatable = once.then(|| reason.clone());
+                    (reason, hint)
+                }
             };
             if retries >= policy.max_retries {
                 tracing::warn!(%reason, attempts = retries + 1, "model request failed; giving up");
@@ -542,6 +614,7 @@ impl ModelClient {
 
         let mut events = Box::pin(sse::sse_events(stall_guarded(response.bytes_stream(), stall), MAX_EVENT_BYTES));
         let mut reader = StreamReader::new(self.provider);
+        let mut any_event = false;
         loop {
             let next = tokio::select! {
                 biased;
@@ -549,6 +622,7 @@ impl ModelClient {
                 next = events.next() => next,
             };
             match next {
+                None if !any_event => return Err(self.empty_stream(body, cancel).await),
                 None => {
                     return match reader.at_end() {
                         Some(response) => Ok(response),
@@ -586,11 +660,62 @@ impl ModelClient {
                         "The model service sent an unreadable event stream: {err}"
                     )));
                 }
-                Some(Ok(event)) => match reader.handle(&event, &mut *on_event)? {
-                    Step::Continue => {}
-                    Step::Done(response) => return Ok(response),
-                },
+                Some(Ok(event)) => {
+                    any_event = true;
+                    match reader.handle(&event, &mut *on_event)? {
+                        Step::Continue => {}
+                        Step::Done(response) => return Ok(response),
+                    }
+                }
             }
+        }
+    }
+
+    /// A 200 whose stream held no event at all. Under Chat Completions the
+    /// same request is sent once more unstreamed, with one output token
+    /// ([`servers::diagnostic_body`]): a server that raised its error inside
+    /// the stream (llama-cpp-python, for a prompt longer than its window)
+    /// answers that one with the error, which is then this attempt's
+    /// (`context_length_exceeded`, say). Otherwise the empty stream is the
+    /// failure, retried once ([`EMPTY_STREAM`]).
+    async fn empty_stream(&self, body: &Bytes, cancel: &CancellationToken) -> AttemptError {
+        let empty = AttemptError::Retryable {
+            reason: format!(
+                "The model service at {} answered with an empty stream; its log may say why",
+                self.config.base_url
+            ),
+            hint: None,
+            once: true,
+        };
+        if self.provider != Provider::ChatCompletions {
+            return empty;
+        }
+        let Some(diagnostic) = servers::diagnostic_body(body) else { return empty };
+        let mut builder = self
+            .http
+            .post(self.url.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json")
+            .body(diagnostic);
+        if let Some(authorization) = &self.authorization {
+            builder = builder.header(AUTHORIZATION, authorization.clone());
+        }
+        let sent = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return AttemptError::Cancelled,
+            sent = tokio::time::timeout(self.config.stall_timeout, builder.send()) => sent,
+        };
+        match sent {
+            Ok(Ok(response)) if !response.status().is_success() => {
+                let why = self.http_error(response, cancel).await;
+                tracing::info!(?why, "an empty stream, explained by the same request unstreamed");
+                match why {
+                    // A transient failure of the second request says nothing of the first.
+                    AttemptError::Retryable { .. } => empty,
+                    explained => explained,
+                }
+            }
+            _ => empty,
         }
     }
 
@@ -635,6 +760,16 @@ impl ModelClient {
             }
         };
         let message = self.scrub(message);
+        // llama.cpp's `llama-server` states the window in its error (`n_ctx`);
+        // others in the message ("maximum context length is 1024 tokens").
+        let stated = error.and_then(|e| e.get("n_ctx")).and_then(Value::as_u64).filter(|w| *w > 0);
+        if status.as_u16() == 400 || code.as_deref() == Some(CONTEXT_LENGTH_EXCEEDED) {
+            if let Some(window) = stated.or_else(|| servers::window_in_message(&message)) {
+                if code.as_deref() == Some(CONTEXT_LENGTH_EXCEEDED) || servers::names_the_context(&message) {
+                    self.learn_window(window);
+                }
+            }
+        }
         retry::classify(Some(status.as_u16()), code, &message, hint)
     }
 
@@ -646,6 +781,10 @@ impl ModelClient {
         }
     }
 }
+
+/// The code of a failure that came back the same twice in a row (an empty
+/// stream), on [`ModelError::Fatal`].
+pub const EMPTY_STREAM: &str = "empty_stream";
 
 /// Why the byte stream under the SSE parser stopped.
 #[derive(Debug)]

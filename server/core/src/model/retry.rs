@@ -11,17 +11,26 @@ pub(crate) enum AttemptError {
     /// Not worth retrying; returned to the caller as is.
     Fatal(ModelError),
     /// Worth another attempt. `hint` is the server's own suggested wait, if it gave one.
+    /// `once`: a failure that says more about the service than about the moment (an
+    /// empty stream); when the next attempt fails with the same reason, retrying stops.
     Retryable {
         reason: String,
         hint: Option<Duration>,
+        once: bool,
     },
 }
 
 impl AttemptError {
     pub(crate) fn retryable(reason: impl Into<String>) -> Self {
-        AttemptError::Retryable { reason: reason.into(), hint: None }
+        AttemptError::Retryable { reason: reason.into(), hint: None, once: false }
     }
 }
+
+/// The service's code for a request longer than the model's context window
+/// (the Responses API's HTTP 400 body or `response.failed`, Chat
+/// Completions' error object); also given to a refusal a server words
+/// without it ([`super::servers::names_the_context`]).
+pub const CONTEXT_LENGTH_EXCEEDED: &str = "context_length_exceeded";
 
 /// The wait before retry number `retry` (0 for the first retry): the server's hint when it
 /// gave one, else `initial * 2^retry` with ±10 % jitter; either way at most `max_backoff`.
@@ -105,6 +114,16 @@ pub(crate) fn classify(
     message: &str,
     hint: Option<Duration>,
 ) -> AttemptError {
+    // A server that words a too-long prompt without OpenAI's code (llama.cpp,
+    // vLLM, Ollama, LM Studio) is refusing it all the same.
+    let code = match (status, code) {
+        (Some(400 | 413) | None, code)
+            if code.as_deref() != Some(CONTEXT_LENGTH_EXCEEDED) && super::servers::names_the_context(message) =>
+        {
+            Some(CONTEXT_LENGTH_EXCEEDED.to_string())
+        }
+        (_, code) => code,
+    };
     let code_ref = code.as_deref();
     let message = if message.is_empty() { "(no message)" } else { message };
     // For reasons that go on with a sentence of advice: "<message>. Check ...".
@@ -121,7 +140,7 @@ pub(crate) fn classify(
         Some("insufficient_quota") => Some(format!(
             "The API account has no quota left (insufficient_quota): {sentence}. Check your plan and billing."
         )),
-        Some("context_length_exceeded") => {
+        Some(CONTEXT_LENGTH_EXCEEDED) => {
             Some(format!("The conversation is too long for the model (context_length_exceeded): {message}"))
         }
         _ => None,
@@ -143,7 +162,7 @@ pub(crate) fn classify(
             Some(_) => format!("The model service had a temporary failure ({label}): {message}"),
             None => format!("The model failed mid-response ({label}): {message}"),
         };
-        return AttemptError::Retryable { reason, hint };
+        return AttemptError::Retryable { reason, hint, once: false };
     }
 
     let reason = match status {
