@@ -40,8 +40,8 @@ pub mod durable;
 pub mod edit;
 /// The agent's event stream, coalescing deltas while its reader is behind.
 pub mod events;
-pub mod hardening;
 pub mod files;
+pub mod hardening;
 pub mod home;
 pub mod journal;
 pub mod model;
