@@ -351,8 +351,8 @@ test("an edit asks with kind edit and the whole file's diff, is applied, and loa
     assert.deepEqual(question.locations, [{ path: file }]);
     assert.deepEqual(asked[0].options.map((o) => o.name), [
       "Apply this edit",
-      "Always allow edits of `shopping.txt` in this session",
       "Do not apply it",
+      "Always allow edits of `shopping.txt` in this session",
       "Always refuse edits of `shopping.txt` in this session",
     ]);
     const tool = server.updates.map((u) => u.update).filter((u) => u.sessionUpdate.startsWith("tool_call"));

@@ -18,6 +18,9 @@ const AGENT_SENDS = {
   "terminal/release": z.zReleaseTerminalRequest,
   "terminal/wait_for_exit": z.zWaitForTerminalExitRequest,
   "terminal/kill": z.zKillTerminalRequest,
+  // Protocol-level cancellation (v1 "Cancellation"): the crate sends it when
+  // Mino drops a question it asked (a gate question a cancel won over).
+  "$/cancel_request": z.zCancelRequestNotification,
 };
 /** The agent's answers, by the method of the client's request. */
 const AGENT_ANSWERS = {
