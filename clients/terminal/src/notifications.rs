@@ -52,6 +52,9 @@ struct Envelope<'a> {
 }
 
 /// What a frame's body holds, as far as the notification queue cares.
+// Returned once per frame and matched at once, never stored: boxing the
+// event would cost an allocation per notification and save nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Incoming {
     Notification(Event),

@@ -256,6 +256,9 @@ async fn write_lines(
 /// The ACP transport over `reader`/`writer` with incoming lines bounded by
 /// `max` bytes, the counter of its updates, and the task writing its output
 /// (done once every line queued has been written).
+// The `impl Trait` parts of this type cannot be named by a type alias on
+// stable Rust, which is what the lint asks for.
+#[allow(clippy::type_complexity)]
 pub fn transport(
     reader: impl AsyncBufRead + Unpin + Send + 'static,
     writer: impl AsyncWrite + Unpin + Send + 'static,

@@ -744,6 +744,9 @@ pub struct HistoryTurn {
 }
 
 /// One piece of a turn's content (`HistoryTurn::items`).
+// A wire type: a history page is built, serialised and dropped, never kept;
+// boxing the call would only make every client's match go through a `Box`.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum HistoryItem {

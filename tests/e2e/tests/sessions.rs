@@ -170,7 +170,7 @@ async fn opening_a_session_with_an_unknown_result_gates_chat_until_it_is_acknowl
     let recovery: wire::RecoveryNotification = second.next_notification(wire::method::RECOVERY, TIMEOUT).await.parse();
     assert_eq!(recovery.session_id, crashed.session_id);
     assert!(recovery.acknowledgement_required);
-    assert_eq!(recovery.unacknowledged_turn_ids, [crashed_turn.clone()]);
+    assert_eq!(recovery.unacknowledged_turn_ids, std::slice::from_ref(&crashed_turn));
     assert_eq!(recovery.turns[0].calls[0].result.status, wire::ToolStatus::Unknown);
     assert_eq!(recovery.turns[0].calls[0].command, milk);
 

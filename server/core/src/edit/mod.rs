@@ -771,11 +771,13 @@ fn unified_diff(display: &str, before: Option<&str>, after: &str) -> (String, Ve
         .iter_hunks()
         .filter_map(|hunk| {
             let changes = hunk.ops().iter().filter(|op| op.tag() != similar::DiffTag::Equal);
-            let (mut o, mut n) = (usize::MAX..0, usize::MAX..0);
+            // The smallest ranges holding every change: (start, end), widened from nothing.
+            let (mut o, mut n) = ((usize::MAX, 0), (usize::MAX, 0));
             for op in changes {
-                o = o.start.min(op.old_range().start)..o.end.max(op.old_range().end);
-                n = n.start.min(op.new_range().start)..n.end.max(op.new_range().end);
+                o = (o.0.min(op.old_range().start), o.1.max(op.old_range().end));
+                n = (n.0.min(op.new_range().start), n.1.max(op.new_range().end));
             }
+            let (o, n) = (o.0..o.1, n.0..n.1);
             (o.start != usize::MAX).then(|| HunkEdit {
                 old: old_at[o.start]..old_at[o.end],
                 new_text: after[new_at[n.start]..new_at[n.end]].to_string(),

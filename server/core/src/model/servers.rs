@@ -148,7 +148,7 @@ pub fn window_in_message(message: &str) -> Option<u64> {
     for marker in ["maximum context length is", "context window of", "context size (", "n_ctx", "n_ctx_slot"] {
         let Some(at) = lower.find(marker) else { continue };
         let rest = &lower[at + marker.len()..];
-        let rest = rest.trim_start_matches(|c: char| c == ' ' || c == ':' || c == '=' || c == '(');
+        let rest = rest.trim_start_matches([' ', ':', '=', '(']);
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
         if let Ok(window) = digits.parse::<u64>() {
             if window > 0 {
