@@ -29,7 +29,11 @@ import {
   type SettingsUpdateParams,
 } from './protocol';
 import type { ServerState, ViewSession } from './messages';
-import { readModeSettings, startRefusal, type ModeSettings } from './approvalMode';
+import { errorMessage } from './errors';
+import { readModeSettings, startRefusal, type ModeSettings } from './modeSettings';
+
+// Where every room of the extension has found it.
+export { errorMessage };
 
 export const API_KEY_SECRET = 'mino.openaiApiKey';
 export const CRASH_MESSAGE = 'Mino server stopped unexpectedly.';
@@ -482,7 +486,3 @@ function startModes(modes: ModeSettings): Pick<InitializationOptions, 'approvalM
   return modes.sandbox === 'off' ? { approvalMode: modes.approvalMode } : { approvalMode: modes.approvalMode, sandbox: modes.sandbox };
 }
 
-export function errorMessage(e: unknown): string {
-  if (e instanceof Error) return e.message;
-  return String(e);
-}

@@ -32,25 +32,7 @@ pub const EXIT_FAILURE: i32 = 1;
 /// Ctrl+C before the session was ready (128 + SIGINT, as shells report it).
 pub const EXIT_INTERRUPTED: i32 = 130;
 
-/// Writes to stdout and flushes; a closed stdout is not worth a panic.
-/// Everything shown passes through here, and text from the model, from
-/// commands and from history may hold terminal control sequences: they are
-/// shown as visible escapes, so nothing printed can hide or restyle the
-/// approval screen.
-pub fn out(text: &str) {
-    let text = ui::printable(text);
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes());
-    let _ = stdout.flush();
-}
-
-/// Writes text that is already safe to show (built by `ui` from
-/// [`ui::printable`] pieces and Mino's own colour codes) and flushes.
-pub fn out_shown(text: &str) {
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes());
-    let _ = stdout.flush();
-}
+pub use crate::term::{out, out_shown};
 
 /// Whether this terminal gets coloured diffs (see [`ui::colour_wanted`]).
 fn colour() -> bool {

@@ -112,8 +112,8 @@ impl Input {
         }
         if !self.interactive {
             match &line {
-                Some(l) => crate::app::out(&format!("{l}\n")),
-                None => crate::app::out("\n"),
+                Some(l) => crate::term::out(&format!("{l}\n")),
+                None => crate::term::out("\n"),
             }
         }
         line

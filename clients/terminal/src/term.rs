@@ -141,6 +141,26 @@ pub fn read_some(timeout_ms: i32) -> std::io::Result<Vec<u8>> {
     }
 }
 
+/// Writes to stdout and flushes; a closed stdout is not worth a panic.
+/// Everything shown passes through here, and text from the model, from
+/// commands and from history may hold terminal control sequences: they are
+/// shown as visible escapes, so nothing printed can hide or restyle the
+/// approval screen.
+pub fn out(text: &str) {
+    let text = crate::ui::printable(text);
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// Writes text that is already safe to show (built by `ui` from
+/// [`crate::ui::printable`] pieces and Mino's own colour codes) and flushes.
+pub fn out_shown(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -407,7 +407,7 @@ pub fn gate_questions(
     transcript
         .turns
         .iter()
-        .filter(|t| t.awaits_acknowledgement())
+        .filter(|t| mino_core::recovery::awaits_acknowledgement(t))
         .filter_map(|turn| gate_question(session_id, turn, evidence))
         .collect()
 }

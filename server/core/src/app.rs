@@ -16,7 +16,7 @@ use crate::home::HomeError;
 use crate::model::{ModelClient, ModelError};
 use crate::recovery::RecoveryReport;
 use crate::session::{Session, SessionError};
-use crate::sessions::SessionStore;
+use crate::session_store::SessionStore;
 use crate::{soul, MinoHome};
 
 /// What the client chose when it opened Mino.

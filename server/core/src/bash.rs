@@ -18,11 +18,12 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::journal::record::ToolStatus;
+use crate::supervisor::wire::{self, Frame};
+pub use crate::supervisor::wire::{Outcome, Stream};
 use crate::supervisor::{self, EvidenceTarget, Spec};
 
 /// Variables passed through from Mino's environment when set.
@@ -59,19 +60,6 @@ impl Default for Limits {
     fn default() -> Self {
         Self { timeout: DEFAULT_TIMEOUT, output_limit: DEFAULT_OUTPUT_LIMIT, kill_grace: DEFAULT_KILL_GRACE }
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
-    Stdout,
-    Stderr,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Outcome {
-    pub status: ToolStatus,
-    pub output: String,
-    pub exit_code: Option<i32>,
 }
 
 #[derive(Debug, Clone)]
@@ -274,8 +262,8 @@ impl BashTool {
         // The spec is the first thing on the supervisor's stdin (it was
         // started before the command was known). A supervisor gone before
         // it read the spec ran nothing.
-        let spec = supervisor::spec_frame(&spec);
-        if spec.len() > supervisor::MAX_FRAME {
+        let spec = wire::spec_frame(&spec);
+        if spec.len() > wire::MAX_FRAME {
             let _ = child.start_kill();
             return (failed(supervisor::too_long(command.len(), "over Mino's bound")), Settle { control: None });
         }
@@ -299,21 +287,19 @@ impl BashTool {
                     Ok(n) => {
                         buf.extend_from_slice(&chunk[..n]);
                         let mut at = 0;
-                        while let Some((tag, payload)) = next_frame(&buf[at..]) {
-                            let payload = match payload {
-                                Ok(payload) => payload,
+                        while let Some(next) = wire::next_frame(&buf[at..]) {
+                            let (frame, used) = match next {
+                                Ok(next) => next,
                                 Err(why) => { broken = Some(why); break; }
                             };
-                            at += supervisor::FRAME_HEADER + payload.len();
-                            match tag {
-                                supervisor::TAG_PID => pid = std::str::from_utf8(payload).ok().and_then(|p| p.parse().ok()),
-                                supervisor::TAG_STDOUT => on_output(Stream::Stdout, &String::from_utf8_lossy(payload)),
-                                supervisor::TAG_STDERR => on_output(Stream::Stderr, &String::from_utf8_lossy(payload)),
-                                supervisor::TAG_RESULT => match serde_json::from_slice::<Outcome>(payload) {
+                            at += used;
+                            match frame {
+                                Frame::Pid(payload) => pid = std::str::from_utf8(payload).ok().and_then(|p| p.parse().ok()),
+                                Frame::Output(stream, payload) => on_output(stream, &String::from_utf8_lossy(payload)),
+                                Frame::Result(payload) => match serde_json::from_slice::<Outcome>(payload) {
                                     Ok(outcome) => { result = Some(outcome); break; }
                                     Err(e) => { broken = Some(format!("its result is not readable: {e}")); break; }
                                 },
-                                other => { broken = Some(format!("it sent an unknown frame {other}")); break; }
                             }
                         }
                         buf.drain(..at);
@@ -323,7 +309,7 @@ impl BashTool {
                     cancel_sent = true;
                     // A failed write means the supervisor is gone, which
                     // the read above reports.
-                    let _ = control.write_all(&[supervisor::CONTROL_CANCEL]).await;
+                    let _ = control.write_all(&[wire::CONTROL_CANCEL]).await;
                 }
             }
         }
@@ -345,20 +331,6 @@ impl BashTool {
         }
         (failed(output), Settle { control: None })
     }
-}
-
-/// The next whole frame at the start of `buf`: its tag and payload, or an
-/// error for a frame no supervisor writes; `None` while incomplete.
-fn next_frame(buf: &[u8]) -> Option<(u8, Result<&[u8], String>)> {
-    if buf.len() < supervisor::FRAME_HEADER {
-        return None;
-    }
-    let len = u32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
-    if len > supervisor::MAX_FRAME {
-        return Some((buf[0], Err(format!("it sent a frame of {len} bytes"))));
-    }
-    let end = supervisor::FRAME_HEADER + len;
-    (buf.len() >= end).then(|| (buf[0], Ok(&buf[supervisor::FRAME_HEADER..end])))
 }
 
 /// A supervisor started ahead of its command ([`BashTool::start_supervisor`]),
@@ -386,7 +358,7 @@ impl Settle {
     /// The result is on disk: the supervisor exits without a record.
     pub async fn saved(mut self) {
         if let Some(mut control) = self.control.take() {
-            let _ = control.write_all(&[supervisor::CONTROL_SAVED]).await;
+            let _ = control.write_all(&[wire::CONTROL_SAVED]).await;
         }
     }
 }
@@ -412,18 +384,5 @@ mod tests {
         assert_eq!(tool.bash_program(), PathBuf::from("bash"));
         tool.env.insert("PATH".into(), "/nonexistent-mino-dir".into());
         assert_eq!(tool.bash_program(), PathBuf::from("bash"));
-    }
-
-    #[test]
-    fn frames_are_read_whole_and_oversized_ones_refused() {
-        let mut buf = Vec::new();
-        buf.push(supervisor::TAG_STDOUT);
-        buf.extend_from_slice(&3u32.to_le_bytes());
-        buf.extend_from_slice(b"abc");
-        assert_eq!(next_frame(&buf[..6]), None, "incomplete");
-        assert_eq!(next_frame(&buf), Some((supervisor::TAG_STDOUT, Ok(&b"abc"[..]))));
-        let mut huge = vec![supervisor::TAG_RESULT];
-        huge.extend_from_slice(&u32::MAX.to_le_bytes());
-        assert!(matches!(next_frame(&huge), Some((_, Err(_)))));
     }
 }

@@ -21,9 +21,12 @@ use serde_json::Value;
 
 use crate::config::CompactionSettings;
 use crate::context;
-use crate::journal::record::ToolStatus;
 use crate::model::ModelError;
-use crate::transcript::{message_text, Transcript, Turn};
+use crate::transcript::{message_text, Transcript};
+
+/// Where the summary is replayed, and which turns stay verbatim beside it:
+/// the model's input is `context`'s, which this module only feeds.
+pub use crate::context::{kept_verbatim, summary_message, SUMMARY_PREFIX};
 
 /// The user message that ends the summary request's input.
 pub const SUMMARY_INSTRUCTION: &str = "Mino runtime request: the conversation above is about to be replaced by \
@@ -31,11 +34,6 @@ your summary of it, to make room in the context window. Write that summary now, 
 the user's goals and requests, what was decided, the facts learned, the files and commands involved with their \
 outcomes (name any command whose result is unknown, failed or was not executed as exactly that), and what is \
 left to do. Write plain text only; do not call tools.";
-
-/// The text before the summary in the message that replaces the turns it covers.
-pub const SUMMARY_PREFIX: &str = "Mino runtime notice: the earlier conversation was compacted. This is the \
-summary you wrote of it. Turns whose tool results are unknown, not executed or recovered are not summarised: \
-they follow verbatim.\n\n";
 
 /// Why a compaction changed nothing when no turn could be summarised.
 pub const NOTHING_TO_COMPACT: &str = "nothing to compact: no turn has ended since the last compaction, \
@@ -74,18 +72,6 @@ pub struct Plan {
     pub summarized_turns: usize,
     /// Turns up to `through` replayed verbatim after the summary.
     pub kept_turns: usize,
-}
-
-/// Whether a turn is replayed verbatim after any summary: it entered the
-/// context, and one of its results is `unknown`, `not_executed` or was
-/// written by recovery.
-pub fn kept_verbatim(turn: &Turn) -> bool {
-    turn.is_replayed()
-        && turn.calls.iter().any(|call| {
-            call.result
-                .as_ref()
-                .is_some_and(|r| r.recovered || matches!(r.status, ToolStatus::Unknown | ToolStatus::NotExecuted))
-        })
 }
 
 /// What compacting now would cover: every ended turn (an open turn is left
@@ -174,11 +160,6 @@ fn ceil_char_boundary(text: &str, mut at: usize) -> usize {
     at
 }
 
-/// The message that stands for the turns a compaction covers.
-pub fn summary_message(summary: &str) -> Value {
-    context::user_message(&format!("{SUMMARY_PREFIX}{summary}"))
-}
-
 /// The summary a response holds: its messages' text, joined; `None` when
 /// it has none (a response of only tool calls or reasoning).
 pub fn summary_text(items: &[Value]) -> Option<String> {
@@ -254,7 +235,7 @@ pub fn compaction_failed_reason(error: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::record::{RecordBody, TurnStatus};
+    use crate::journal::record::{RecordBody, ToolStatus, TurnStatus};
     use crate::transcript::SessionHeader;
 
     fn transcript() -> Transcript {

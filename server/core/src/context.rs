@@ -8,7 +8,7 @@
 //!   text must not look like a final answer.
 //! - The open turn (the one being run) enters as far as it has come.
 //! - After a compaction, the input starts with the latest summary; of the
-//!   turns it covers, only those kept verbatim (`compaction::kept_verbatim`:
+//!   turns it covers, only those kept verbatim ([`kept_verbatim`]:
 //!   an `unknown`, `not_executed` or recovered result) follow it, whole;
 //!   then every turn after it, as above.
 //!
@@ -28,6 +28,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::calls::{item_call, ItemCall};
+use crate::journal::record::ToolStatus;
 use crate::model::BodyFrame;
 use crate::transcript::{CallResult, Compaction, Transcript, Turn};
 
@@ -56,6 +57,28 @@ pub fn assistant_message(text: &str) -> Value {
     json!({ "type": "message", "role": "assistant", "content": [{ "type": "output_text", "text": text }] })
 }
 
+/// The text before the summary in the message that replaces the turns it covers.
+pub const SUMMARY_PREFIX: &str = "Mino runtime notice: the earlier conversation was compacted. This is the \
+summary you wrote of it. Turns whose tool results are unknown, not executed or recovered are not summarised: \
+they follow verbatim.\n\n";
+
+/// Whether a turn is replayed verbatim after any summary: it entered the
+/// context, and one of its results is `unknown`, `not_executed` or was
+/// written by recovery.
+pub fn kept_verbatim(turn: &Turn) -> bool {
+    turn.is_replayed()
+        && turn.calls.iter().any(|call| {
+            call.result
+                .as_ref()
+                .is_some_and(|r| r.recovered || matches!(r.status, ToolStatus::Unknown | ToolStatus::NotExecuted))
+        })
+}
+
+/// The message that stands for the turns a compaction covers.
+pub fn summary_message(summary: &str) -> Value {
+    user_message(&format!("{SUMMARY_PREFIX}{summary}"))
+}
+
 /// Builds the whole `input` array.
 pub fn build(transcript: &Transcript) -> Vec<Value> {
     build_through(transcript, transcript.turns.len())
@@ -68,8 +91,8 @@ pub fn build_through(transcript: &Transcript, end: usize) -> Vec<Value> {
     let mut input = Vec::new();
     let mut after = 0;
     if let Some(compaction) = transcript.compaction.as_ref().filter(|c| c.through < turns.len()) {
-        input.push(crate::compaction::summary_message(&compaction.summary));
-        for turn in turns[..=compaction.through].iter().filter(|t| crate::compaction::kept_verbatim(t)) {
+        input.push(summary_message(&compaction.summary));
+        for turn in turns[..=compaction.through].iter().filter(|t| kept_verbatim(t)) {
             append_turn(&mut input, turn);
         }
         after = compaction.through + 1;
@@ -84,7 +107,7 @@ pub fn build_through(transcript: &Transcript, end: usize) -> Vec<Value> {
 /// a turn it covers does only when kept verbatim (as [`build_through`]).
 fn replayed_at(transcript: &Transcript, index: usize) -> bool {
     match &transcript.compaction {
-        Some(compaction) if index <= compaction.through => crate::compaction::kept_verbatim(&transcript.turns[index]),
+        Some(compaction) if index <= compaction.through => kept_verbatim(&transcript.turns[index]),
         _ => true,
     }
 }
@@ -174,7 +197,7 @@ impl RequestCache {
         let mut buffer = frame.head.clone();
         self.prefix_has_items = frame.has_leading_items;
         if let Some(compaction) = &transcript.compaction {
-            let summary = vec![crate::compaction::summary_message(&compaction.summary)];
+            let summary = vec![summary_message(&compaction.summary)];
             write_items(&mut buffer, &mut self.prefix_has_items, frame.wire_items(summary))?;
         }
         self.prefix_len = buffer.len();
@@ -409,7 +432,6 @@ fn replayable(item: &Value) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::record::ToolStatus;
 
     #[test]
     fn typed_replay_builds_what_the_value_replay_builds() {

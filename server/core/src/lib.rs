@@ -8,7 +8,7 @@
 //! - [`context`]: the model's `input`, rebuilt from the transcript.
 //! - [`compaction`]: the model's summary standing in for earlier turns in that input.
 //! - [`session`]: one open conversation: journal + transcript + the acknowledgement gate.
-//! - [`sessions`]: the sessions of one home: which one a process opens (per
+//! - [`session_store`]: the sessions of one home: which one a process opens (per
 //!   workspace), listing without parsing whole journals, titles, trash, switching.
 //! - [`model`]: the streamed Responses API client.
 //! - [`bash`]: the approved `bash` tool: environment, limits, process groups.
@@ -51,7 +51,7 @@ pub mod recovery;
 pub mod rules;
 pub mod sandbox;
 pub mod session;
-pub mod sessions;
+pub mod session_store;
 pub mod soul;
 pub mod supervisor;
 pub mod transcript;
@@ -63,4 +63,4 @@ pub use config::Config;
 pub use home::MinoHome;
 pub use journal::record::{ApprovalDecision, ToolStatus, TurnStatus};
 pub use session::{Session, SessionError};
-pub use sessions::{ListScope, SessionEntry, SessionInfo, SessionPage, SessionStore, StoreError};
+pub use session_store::{ListScope, SessionEntry, SessionInfo, SessionPage, SessionStore, StoreError};

@@ -13,7 +13,14 @@
 //! The turn then ends `interrupted`. Recovery is idempotent: a crash while
 //! its records are being written leaves a turn that the next open closes the
 //! same way.
+//!
+//! Whether an `unknown` result keeps chat shut until the person acknowledges
+//! it is decided here alone ([`acknowledgement_required`]), both for an open
+//! session's transcript ([`unacknowledged`]) and for a session listed from
+//! the last records of its journal ([`LastTurnGate`]).
 
+use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::path::Path;
 
 use crate::edit::EditRecovery;
@@ -199,4 +206,126 @@ pub fn closing_records(transcript: &Transcript) -> Vec<RecordBody> {
         session_usage: transcript.usage,
     });
     records
+}
+
+/// What a turn's records say about the acknowledgement gate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GateFacts {
+    /// A `recovery_ack` of the turn is on file.
+    pub acknowledged: bool,
+    /// A `tool_result` of the turn is `unknown`.
+    pub unknown_result: bool,
+    /// A call of the turn started and has no result, and no process runs
+    /// the turn: opening the session will close the call by Table 04-1,
+    /// `unknown` for a command.
+    pub unresolved_start: bool,
+}
+
+/// The gate's one rule: an `unknown` result, recorded or about to be
+/// recorded by recovery, with no `recovery_ack` keeps chat shut.
+pub fn acknowledgement_required(facts: GateFacts) -> bool {
+    !facts.acknowledged && (facts.unknown_result || facts.unresolved_start)
+}
+
+/// Whether `turn` (of an open session, already recovered) holds an `unknown`
+/// result awaiting acknowledgement.
+pub fn awaits_acknowledgement(turn: &Turn) -> bool {
+    acknowledgement_required(GateFacts {
+        acknowledged: turn.acknowledged,
+        unknown_result: turn.has_unknown_result(),
+        unresolved_start: false,
+    })
+}
+
+/// The turns of an open session awaiting acknowledgement, in session order.
+pub fn unacknowledged(transcript: &Transcript) -> Vec<&Turn> {
+    transcript.turns.iter().filter(|turn| awaits_acknowledgement(turn)).collect()
+}
+
+/// The [`GateFacts`] of a journal's last turn, from its records read walking
+/// back from the last one (a listing reads only a file's end). Only the
+/// last turn can wait, since chat is gated while an `unknown` result waits;
+/// which records settle it:
+///
+/// - `recovery_ack`: nothing waits;
+/// - `turn_end` `completed`: nothing waits. Mino writes an `unknown` result
+///   only while closing a turn that did not complete (recovery, or a turn
+///   stopped with calls unresolved), in the run of `tool_result` records
+///   right before its `turn_end`; so for any other `turn_end`, that run is
+///   read back to its first record, and an `unknown` in it waits;
+/// - a last turn without `turn_end`: running when `busy`; else it crashed,
+///   and opening will record `unknown` for each call started without a
+///   result, so the turn is read back to its `user` record to find one.
+#[derive(Debug)]
+pub struct LastTurnGate {
+    busy: bool,
+    reading: Option<Reading>,
+    /// Results seen (walking back) per call id, to pair them with starts.
+    results: HashMap<String, u32>,
+    facts: GateFacts,
+}
+
+#[derive(Debug)]
+enum Reading {
+    /// A non-`completed` `turn_end`: its closing run of results.
+    ClosingRun,
+    /// No `turn_end`, nobody holds it: the whole turn.
+    Crashed,
+}
+
+impl LastTurnGate {
+    /// `busy`: a process holds the session, so an open last turn is
+    /// running, not crashed.
+    pub fn new(busy: bool) -> Self {
+        Self { busy, reading: None, results: HashMap::new(), facts: GateFacts::default() }
+    }
+
+    /// The last turn's record before those already given; `Break` once the
+    /// facts are settled.
+    pub fn record_before(&mut self, body: RecordBody) -> ControlFlow<()> {
+        match (&self.reading, body) {
+            (None, RecordBody::RecoveryAck { .. }) => {
+                self.facts.acknowledged = true;
+                ControlFlow::Break(())
+            }
+            (None, RecordBody::TurnEnd { status: TurnStatus::Completed, .. }) => ControlFlow::Break(()),
+            (None, RecordBody::TurnEnd { .. }) => {
+                self.reading = Some(Reading::ClosingRun);
+                ControlFlow::Continue(())
+            }
+            (None, _) if self.busy => ControlFlow::Break(()),
+            (None, body) => {
+                self.reading = Some(Reading::Crashed);
+                self.crashed_record(body)
+            }
+            (Some(_), RecordBody::ToolResult { status: ToolStatus::Unknown, .. }) => {
+                self.facts.unknown_result = true;
+                self.facts.unresolved_start = false;
+                ControlFlow::Break(())
+            }
+            (Some(Reading::ClosingRun), RecordBody::ToolResult { .. }) => ControlFlow::Continue(()),
+            (Some(Reading::ClosingRun), _) => ControlFlow::Break(()),
+            (Some(Reading::Crashed), body) => self.crashed_record(body),
+        }
+    }
+
+    /// One record of a crashed last turn: `Break` once its `user` record is
+    /// reached (the turn has been read whole).
+    fn crashed_record(&mut self, body: RecordBody) -> ControlFlow<()> {
+        match body {
+            RecordBody::ToolResult { call_id, .. } => *self.results.entry(call_id).or_default() += 1,
+            RecordBody::ToolStart { call_id, .. } => match self.results.get_mut(&call_id) {
+                Some(n) if *n > 0 => *n -= 1,
+                _ => self.facts.unresolved_start = true,
+            },
+            RecordBody::User { .. } => return ControlFlow::Break(()),
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// What the records given so far establish.
+    pub fn facts(&self) -> GateFacts {
+        self.facts
+    }
 }

@@ -114,19 +114,8 @@ impl Session {
             }
         }
         report.unacknowledged =
-            session.transcript.unacknowledged().into_iter().map(|t| RecoveredTurn::of(t, path)).collect();
+            recovery::unacknowledged(&session.transcript).into_iter().map(|t| RecoveredTurn::of(t, path)).collect();
         Ok((session, report))
-    }
-
-    /// The named session (from any workspace), else the most recently
-    /// active session of `cwd` that no other process holds, else a new one
-    /// in `cwd`: [`SessionStore::start`](crate::sessions::SessionStore::start).
-    pub fn open_or_create(
-        home: &MinoHome,
-        id: Option<&str>,
-        cwd: &Path,
-    ) -> Result<(Session, RecoveryReport), SessionError> {
-        crate::sessions::SessionStore::new(home.clone(), cwd)?.start(id, false)
     }
 
     pub fn id(&self) -> &str {
@@ -172,7 +161,7 @@ impl Session {
 
     /// Turns with an `unknown` result and no `recovery_ack`.
     pub fn pending_acknowledgement(&self) -> Vec<String> {
-        self.transcript.unacknowledged().into_iter().map(|t| t.id.clone()).collect()
+        recovery::unacknowledged(&self.transcript).into_iter().map(|t| t.id.clone()).collect()
     }
 
     /// Appends and syncs one `recovery_ack` per turn (all pending ones when

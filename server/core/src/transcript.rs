@@ -163,11 +163,6 @@ impl Turn {
         self.ended_early().filter(|_| self.has_calls()).map(runtime_notice)
     }
 
-    /// An `unknown` result not yet acknowledged: the gate stays shut.
-    pub fn awaits_acknowledgement(&self) -> bool {
-        !self.acknowledged && self.has_unknown_result()
-    }
-
     pub fn has_unknown_result(&self) -> bool {
         self.calls.iter().any(|c| c.result.as_ref().is_some_and(|r| r.status == ToolStatus::Unknown))
     }
@@ -341,10 +336,6 @@ impl Transcript {
     /// The last turn, if it has not ended.
     pub fn open_turn(&self) -> Option<&Turn> {
         self.turns.last().filter(|t| t.is_open())
-    }
-
-    pub fn unacknowledged(&self) -> Vec<&Turn> {
-        self.turns.iter().filter(|t| t.awaits_acknowledgement()).collect()
     }
 
     /// Applies one record; on error (naming what is inconsistent) nothing changed.

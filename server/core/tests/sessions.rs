@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use mino_core::journal::{lock_path, JournalError};
-use mino_core::sessions::{ListScope, SessionEntry, SessionStore, StoreError};
+use mino_core::session_store::{ListScope, SessionEntry, SessionStore, StoreError};
 use mino_core::{ApprovalDecision, MinoHome, Session, SessionError, ToolStatus, TurnStatus};
 use serde_json::{json, Value};
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use mino_core::journal::record::{encode_line, RecordBody};
-use mino_core::sessions::{ListScope, SessionStore, PROBE_BYTES};
+use mino_core::session_store::{ListScope, SessionStore, PROBE_BYTES};
 use mino_core::MinoHome;
 
 use crate::{median, Goal};
