@@ -10,7 +10,7 @@
 //! - [`session`]: one open conversation: journal + transcript + the acknowledgement gate.
 //! - [`sessions`]: the sessions of one home: which one a process opens (per
 //!   workspace), listing without parsing whole journals, titles, trash, switching.
-//! - [`model`]: the streamed Responses API client.
+//! - [`model`]: the streamed model client, through the Responses API or Chat Completions.
 //! - [`bash`]: the approved `bash` tool: environment, limits, process groups.
 //! - [`edit`]: the `edit_file` and `write_file` tools: proposals (diff and hashes),
 //!   atomic writes onto the approved content, and recovery proven from the file.
