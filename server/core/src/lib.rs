@@ -24,6 +24,7 @@
 //! - [`agent`]: the turn loop tying them together, emitting [`agent::AgentEvent`]s
 //!   on [`events::Events`] (bounded: deltas merge while the reader is behind).
 //! - [`config`]: the configuration, read from the environment in one place.
+//! - [`settings`]: the one table of environment variables and `config.toml` keys.
 //! - [`app`]: [`open`] builds all of the above for a transport.
 //!
 //! The JSON-RPC server and the clients live elsewhere; this crate is testable
@@ -52,6 +53,7 @@ pub mod rules;
 pub mod sandbox;
 pub mod session;
 pub mod sessions;
+pub mod settings;
 pub mod soul;
 pub mod supervisor;
 pub mod transcript;
