@@ -27,24 +27,8 @@ use crate::demo::Demo;
 
 const EXIT_USAGE: i32 = 2;
 
-const HELP: &str = "\
-mino - a coding agent in your terminal
-
-Usage: mino [--demo] [--session ID | --new]
-       mino --list
-
-Options:
-  --demo          Run offline against a scripted model in a temporary directory
-                  (no API key, touches none of your files)
-  --session ID    Open session ID, from any directory (default: this directory's
-                  most recent session that no other Mino has open, or a new one)
-  --new           Start a new session
-  --list          List this directory's sessions (id, last active, turns, title,
-                  and whether another Mino has one open or one waits for an
-                  acknowledgement) and exit
-  -h, --help      Show this help
-  -V, --version   Show the version
-
+/// What `--help` shows after the options.
+const AFTER_HELP: &str = "\
 Environment:
   OPENAI_API_KEY    API key for the model service (required without --demo)
   OPENAI_BASE_URL   Model service base URL (default: OpenAI)
@@ -52,6 +36,7 @@ Environment:
   MINO_HOME         Where sessions are kept (default: ~/.mino)
   MINO_SERVER       Path of mino-server, if it is not beside mino or on PATH
   RUST_LOG          Show mino-server's log on stderr (otherwise $MINO_HOME/logs/server.log)
+  (mino-server --help lists every setting the server reads.)
 
 In the chat: /new starts a new session, /sessions lists this directory's
 sessions, /open ID opens one (a unique start of the id will do; its recovery
@@ -67,64 +52,30 @@ Commands run only after you approve them. Use /exit, Ctrl+D, or Ctrl+C to quit;
 Ctrl+C during a turn cancels it.
 ";
 
+/// mino - a coding agent in your terminal
+// A usage error exits 2 (clap's code), as a missing API key does.
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "mino",
+    version,
+    override_usage = "mino [--demo] [--session ID | --new]\n       mino --list",
+    after_help = AFTER_HELP
+)]
 struct Args {
+    /// Run offline against a scripted model in a temporary directory (no API key, touches none of your files)
+    #[arg(long)]
     demo: bool,
+    /// Open session ID, from any directory (default: this directory's most recent session that no other Mino has
+    /// open, or a new one)
+    #[arg(long, value_name = "ID", value_parser = clap::builder::NonEmptyStringValueParser::new(), conflicts_with = "new_session")]
     session: Option<String>,
+    /// Start a new session
+    #[arg(long = "new")]
     new_session: bool,
+    /// List this directory's sessions (id, last active, turns, title, and whether another Mino has one open or one
+    /// waits for an acknowledgement) and exit; use it alone
+    #[arg(long, conflicts_with_all = ["demo", "session", "new_session"])]
     list: bool,
-}
-
-enum Parsed {
-    Run(Args),
-    Exit(i32),
-}
-
-fn parse_args() -> Parsed {
-    let mut args = Args { demo: false, session: None, new_session: false, list: false };
-    let mut it = std::env::args_os().skip(1);
-    while let Some(arg) = it.next() {
-        let Some(arg) = arg.to_str().map(str::to_owned) else {
-            eprintln!("mino: arguments must be UTF-8\n\n{HELP}");
-            return Parsed::Exit(EXIT_USAGE);
-        };
-        match arg.as_str() {
-            "-h" | "--help" => {
-                print!("{HELP}");
-                return Parsed::Exit(0);
-            }
-            "-V" | "--version" => {
-                println!("mino {}", env!("CARGO_PKG_VERSION"));
-                return Parsed::Exit(0);
-            }
-            "--demo" => args.demo = true,
-            "--new" => args.new_session = true,
-            "--list" => args.list = true,
-            "--session" => match it.next().and_then(|v| v.to_str().map(str::to_owned)) {
-                Some(id) if !id.is_empty() => args.session = Some(id),
-                _ => {
-                    eprintln!("mino: --session needs a session id");
-                    return Parsed::Exit(EXIT_USAGE);
-                }
-            },
-            other => {
-                if let Some(id) = other.strip_prefix("--session=") {
-                    args.session = Some(id.to_owned());
-                } else {
-                    eprintln!("mino: unknown argument {other:?}\n\n{HELP}");
-                    return Parsed::Exit(EXIT_USAGE);
-                }
-            }
-        }
-    }
-    if args.session.is_some() && args.new_session {
-        eprintln!("mino: use either --session or --new, not both");
-        return Parsed::Exit(EXIT_USAGE);
-    }
-    if args.list && (args.session.is_some() || args.new_session || args.demo) {
-        eprintln!("mino: --list lists this directory's sessions; use it alone");
-        return Parsed::Exit(EXIT_USAGE);
-    }
-    Parsed::Run(args)
 }
 
 fn env_set(name: &str) -> bool {
@@ -225,10 +176,7 @@ async fn run(args: Args) -> i32 {
 }
 
 fn main() {
-    let args = match parse_args() {
-        Parsed::Run(a) => a,
-        Parsed::Exit(code) => std::process::exit(code),
-    };
+    let args = <Args as clap::Parser>::parse();
     if env_set("RUST_LOG") {
         let _ = tracing_subscriber::fmt()
             .with_writer(std::io::stderr)

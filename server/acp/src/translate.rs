@@ -91,7 +91,7 @@ pub fn mcp_notice(names: &[String]) -> Option<String> {
     (!names.is_empty()).then(|| {
         format!(
             "Mino does not connect to MCP servers yet, so these were not started and their tools are not available: {}. \
-             Mino's only tool is bash, run after your approval.",
+             Mino's own tools are bash, edit_file and write_file, each run after your approval.",
             names.join(", ")
         )
     })

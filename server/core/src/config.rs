@@ -1,8 +1,6 @@
-//! Mino's configuration, read in this one place: the environment
-//! (`MINO_HOME`, else `$HOME/.mino`; `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
-//! `MINO_MODEL`, `MINO_PROVIDER`, `MINO_COMMAND_TIMEOUT_SECS`, `MINO_SANDBOX`)
-//! over the
-//! file `$MINO_HOME/config.toml` over the defaults. Nothing else in the
+//! Mino's configuration, read in this one place: the environment variables
+//! of [`crate::settings::SETTINGS`] (`MINO_HOME`, else `$HOME/.mino`) over
+//! the file `$MINO_HOME/config.toml` over the defaults. Nothing else in the
 //! core reads these settings, so what a server runs with is decided once,
 //! when it opens (see [`crate::app::open`]). A file with an error stops the
 //! start with its path and line: Mino never runs half-configured.
@@ -14,24 +12,25 @@ use std::time::Duration;
 use crate::bash;
 use crate::home::{HomeError, MinoHome};
 use crate::model::{ListedModel, ModelConfig, Provider};
+use crate::settings;
 
 /// The environment variable that sets a command's time limit in seconds.
-pub const COMMAND_TIMEOUT_ENV: &str = "MINO_COMMAND_TIMEOUT_SECS";
+pub const COMMAND_TIMEOUT_ENV: &str = settings::COMMAND_TIMEOUT.env;
 
 /// The environment variable that sets the sandbox mode sessions start in
 /// (`off`, `read-only`, `workspace-write`); `initializationOptions.sandbox`
 /// overrides it.
-pub const SANDBOX_ENV: &str = "MINO_SANDBOX";
+pub const SANDBOX_ENV: &str = settings::SANDBOX.env;
 
 /// The environment variable that sets the model's context window in tokens
 /// (over `[models."<model>"] context_window` in the file, and over the
 /// window the model service reports).
-pub const CONTEXT_WINDOW_ENV: &str = "MINO_CONTEXT_WINDOW";
+pub const CONTEXT_WINDOW_ENV: &str = settings::CONTEXT_WINDOW.env;
 
 /// The environment variable that sets the automatic compaction threshold: the
 /// fraction of the context window (over 0, at most 1) that the last
 /// request's input tokens must reach.
-pub const COMPACT_THRESHOLD_ENV: &str = "MINO_COMPACT_THRESHOLD";
+pub const COMPACT_THRESHOLD_ENV: &str = settings::COMPACT_THRESHOLD.env;
 
 /// The context window assumed for a model neither the configuration nor
 /// the model service's list gives one for, in tokens. Conservative: most
@@ -96,7 +95,7 @@ pub enum ConfigError {
     #[error("{0}")]
     Provider(String),
     /// `$MINO_HOME/config.toml` cannot be read or has an error.
-    #[error("{}{}: {message}; fix or remove the file (its keys are listed in Mino's README)", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    #[error("{}{}: {message}; fix or remove the file (its keys: {})", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default(), settings::file_keys().collect::<Vec<_>>().join(", "))]
     File { path: PathBuf, line: Option<usize>, message: String },
     #[error("{SANDBOX_ENV}={value:?} is not a sandbox mode: use off, read-only or workspace-write")]
     Sandbox { value: String },
@@ -360,7 +359,7 @@ impl Config {
     /// count as not given.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Result<Config, ConfigError> {
         let set = |name: &str| lookup(name).filter(|v| !v.is_empty());
-        let home = match (set("MINO_HOME"), set("HOME")) {
+        let home = match (set(settings::HOME.env), set("HOME")) {
             (Some(dir), _) => MinoHome::new(dir),
             (None, Some(home)) => MinoHome::new(PathBuf::from(home).join(".mino")),
             (None, None) => return Err(HomeError::NoHome.into()),
@@ -370,12 +369,12 @@ impl Config {
         let string = |name: &str| set(name).map(|v| v.to_string_lossy().into_owned());
         let model = ModelConfig::from_lookup(|name| {
             string(name).or_else(|| match name {
-                "OPENAI_BASE_URL" => file.base_url.clone(),
-                "MINO_MODEL" => file.model.clone(),
+                name if name == settings::BASE_URL.env => file.base_url.clone(),
+                name if name == settings::MODEL.env => file.model.clone(),
                 _ => None,
             })
         });
-        let provider = string("MINO_PROVIDER").or_else(|| file.provider.clone());
+        let provider = string(settings::PROVIDER.env).or_else(|| file.provider.clone());
         let provider = Provider::from_setting(provider.as_deref()).map_err(|e| ConfigError::Provider(e.to_string()))?;
         let mut command_limits = bash::Limits::default();
         if let Some(timeout) = &file.command_timeout_secs {

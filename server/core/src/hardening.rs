@@ -29,7 +29,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::sync::OnceLock;
 
 /// Variables that hold a secret: read once, then gone from the environment.
-pub const SECRET_VARIABLES: &[&str] = &["OPENAI_API_KEY"];
+pub const SECRET_VARIABLES: &[&str] = &[crate::settings::API_KEY.env];
 
 /// Variables that make the dynamic loader load or audit code.
 pub const LOADER_VARIABLES: &[&str] =

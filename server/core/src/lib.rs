@@ -10,7 +10,7 @@
 //! - [`session`]: one open conversation: journal + transcript + the acknowledgement gate.
 //! - [`session_store`]: the sessions of one home: which one a process opens (per
 //!   workspace), listing without parsing whole journals, titles, trash, switching.
-//! - [`model`]: the streamed Responses API client.
+//! - [`model`]: the streamed model client, through the Responses API or Chat Completions.
 //! - [`bash`]: the approved `bash` tool: environment, limits, process groups.
 //! - [`edit`]: the `edit_file` and `write_file` tools: proposals (diff and hashes),
 //!   atomic writes onto the approved content, and recovery proven from the file.
@@ -24,6 +24,7 @@
 //! - [`agent`]: the turn loop tying them together, emitting [`agent::AgentEvent`]s
 //!   on [`events::Events`] (bounded: deltas merge while the reader is behind).
 //! - [`config`]: the configuration, read from the environment in one place.
+//! - [`settings`]: the one table of environment variables and `config.toml` keys.
 //! - [`app`]: [`open`] builds all of the above for a transport.
 //!
 //! The JSON-RPC server and the clients live elsewhere; this crate is testable
@@ -52,6 +53,7 @@ pub mod rules;
 pub mod sandbox;
 pub mod session;
 pub mod session_store;
+pub mod settings;
 pub mod soul;
 pub mod supervisor;
 pub mod transcript;

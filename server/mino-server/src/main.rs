@@ -2,60 +2,72 @@
 //! LSP base protocol's `Content-Length` framing. See `docs/protocol.md`.
 //!
 //! stdout carries only protocol frames; logs go to stderr (`RUST_LOG`).
-//! Configuration: `MINO_HOME`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
-//! `MINO_MODEL`, `MINO_PROVIDER`, `MINO_COMMAND_TIMEOUT_SECS`; the session is chosen by `initialize`'s options.
+//! Configuration: the environment variables of `mino_core::settings` (listed
+//! by `--help`); the session is chosen by `initialize`'s options.
 
 #![deny(clippy::print_stdout)]
 
 use mino_server::{handlers, transport};
 
-use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Context;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-/// What language clients append to ask for the stdio transport.
-const STDIO_FLAG: &str = "--stdio";
+/// `mino-server`'s command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = handlers::SERVER_NAME,
+    version = handlers::VERSION,
+    about = "Mino's agent as a JSON-RPC server on stdin/stdout (LSP base protocol).\nStarted by a client, not by hand. See docs/protocol.md.",
+    long_about = None,
+    after_help = mino_core::settings::help()
+)]
+struct Cli {
+    /// Speak the Agent Client Protocol instead (see docs/acp.md)
+    #[arg(long)]
+    acp: bool,
+    /// Accepted and ignored: stdin/stdout is the only transport (language clients append it)
+    // vscode-languageclient appends it for `TransportKind.stdio`.
+    #[arg(long)]
+    stdio: bool,
+}
+
+/// A refused command line, said as `unknown argument "--x"; try --help` when
+/// an argument is unknown, else as clap says it.
+fn usage_error(error: &clap::Error) -> String {
+    let invalid = match error.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) if error.kind() == ErrorKind::UnknownArgument => arg.clone(),
+        _ => return error.render().to_string().trim_start_matches("error: ").trim_end().to_string(),
+    };
+    let suggestion = match error.get(ContextKind::SuggestedArg) {
+        Some(ContextValue::String(arg)) => format!(" (did you mean {arg}?)"),
+        _ => String::new(),
+    };
+    format!("unknown argument {invalid:?}{suggestion}; try --help")
+}
 
 fn main() -> anyhow::Result<()> {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
     // A command's supervisor (see mino_core::supervisor): before any runtime,
     // logging or panic hook, which are the server's and not its.
     if args.first().map(String::as_str) == Some(mino_core::supervisor::FLAG) {
         std::process::exit(mino_core::supervisor::main(&args[1..]));
     }
-    // `--stdio` names the only transport there is: language clients append it
-    // (vscode-languageclient does for `TransportKind.stdio`), so it is a no-op.
-    args.retain(|arg| arg != STDIO_FLAG);
-    // `--acp`: the Agent Client Protocol front door (docs/acp.md), same core.
-    let acp = args.first().map(String::as_str) == Some("--acp");
-    if acp && args.len() > 1 {
-        anyhow::bail!("--acp takes no other argument (got {:?}); try --help", &args[1..]);
-    }
-    match args.first().map(String::as_str).filter(|_| !acp) {
-        Some("--version" | "-V") => {
-            // Not the protocol stream: the server is not serving.
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{} {}", handlers::SERVER_NAME, handlers::VERSION)?;
+    let cli = match Cli::try_parse_from(std::iter::once(handlers::SERVER_NAME.to_string()).chain(args)) {
+        Ok(cli) => cli,
+        // `--help` and `--version`: printed on stdout, which is not the
+        // protocol stream here since the server is not serving.
+        Err(e) if !e.use_stderr() => {
+            e.print().context("cannot print")?;
             return Ok(());
         }
-        Some("--help" | "-h") => {
-            let mut out = std::io::stdout().lock();
-            writeln!(
-                out,
-                "{name} {version}\n\nMino's agent as a JSON-RPC server on stdin/stdout (LSP base protocol).\n\
-                 Started by a client, not by hand. See docs/protocol.md.\n\n\
-                 Environment: MINO_HOME, OPENAI_API_KEY, OPENAI_BASE_URL, MINO_MODEL, MINO_PROVIDER, MINO_COMMAND_TIMEOUT_SECS, MINO_SANDBOX, RUST_LOG (logs go to stderr).\n\n\
-                 Options:\n  --acp      speak the Agent Client Protocol instead (see docs/acp.md)\n  --stdio    accepted and ignored: stdin/stdout is the only transport (language clients append it)\n  --version  print the version and exit\n  --help     print this help and exit",
-                name = handlers::SERVER_NAME,
-                version = handlers::VERSION,
-            )?;
-            return Ok(());
-        }
-        Some(other) => anyhow::bail!("unknown argument {other:?}; try --help"),
-        None => {}
-    }
+        Err(e) => anyhow::bail!("{}", usage_error(&e)),
+    };
+    // `--stdio` names the only transport there is, so it changes nothing.
+    let Cli { acp, stdio: _ } = cli;
 
     // What the sandbox can enforce is probed (forked children) while this
     // process is still single-threaded and before the hardening below, so

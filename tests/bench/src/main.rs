@@ -30,40 +30,87 @@ pub struct Goal {
     pub met: bool,
 }
 
+/// Mino's benchmarks; run them through scripts/bench (release build).
+#[derive(clap::Parser, Debug)]
+#[command(name = "mino-bench")]
+enum Cli {
+    /// Every part but the peers, then the table of goals
+    All(Quick),
+    /// Session open against a parsing floor
+    Open(Quick),
+    /// Context build (the request body) against a floor
+    Context(Quick),
+    /// Turn overhead
+    Turn(Quick),
+    /// Streaming relay
+    Relay(Quick),
+    /// Start-up
+    Startup(Quick),
+    /// SSE parsing of long events
+    Sse(Quick),
+    /// Session listing
+    Sessions(Quick),
+    /// Mino beside the Codex app-server: timing table and crash comparison
+    Peers {
+        #[command(flatten)]
+        quick: Quick,
+        /// Write docs/comparison.md (or another file) from this run
+        #[arg(long, value_name = "PATH")]
+        doc: Option<String>,
+    },
+    /// Only the crash comparison, printed
+    PeersCrash(Quick),
+    /// Write a session file of RECORDS records to PATH
+    Gen {
+        records: usize,
+        path: String,
+        /// With CWD: make it that session of that folder, as a client opens it
+        #[arg(requires = "cwd")]
+        session_id: Option<String>,
+        cwd: Option<String>,
+    },
+    /// One measurement in this process (the parts run it in a child): KIND PATH [REPS], or request-body ...
+    Measure {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct Quick {
+    /// Fewer runs and smaller streams (a smoke check, not for the doc)
+    #[arg(long)]
+    quick: bool,
+}
+
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("all") => run_all(args.iter().any(|a| a == "--quick"), None),
-        Some(part @ ("open" | "context" | "turn" | "relay" | "startup" | "sse" | "sessions")) => {
-            run_all(args.iter().any(|a| a == "--quick"), Some(part))
-        }
-        Some("peers") => {
-            let doc = args.iter().position(|a| a == "--doc").and_then(|i| args.get(i + 1)).cloned();
-            run_peers(args.iter().any(|a| a == "--quick"), doc.as_deref())
-        }
-        Some("peers-crash") => {
+    match <Cli as clap::Parser>::parse() {
+        Cli::All(q) => run_all(q.quick, None),
+        Cli::Open(q) => run_all(q.quick, Some("open")),
+        Cli::Context(q) => run_all(q.quick, Some("context")),
+        Cli::Turn(q) => run_all(q.quick, Some("turn")),
+        Cli::Relay(q) => run_all(q.quick, Some("relay")),
+        Cli::Startup(q) => run_all(q.quick, Some("startup")),
+        Cli::Sse(q) => run_all(q.quick, Some("sse")),
+        Cli::Sessions(q) => run_all(q.quick, Some("sessions")),
+        Cli::Peers { quick, doc } => run_peers(quick.quick, doc.as_deref()),
+        // `--quick` changes nothing here: the crash comparison is one run of each.
+        Cli::PeersCrash(_) => {
             let reports = crash_both()?;
             print!("{}", comparison::render(&doc_context(0.0), None, &reports));
             Ok(())
         }
-        Some("measure") if args.get(1).map(String::as_str) == Some("request-body") => context::measure(&args[2..]),
-        Some("measure") => open::measure(&args[1..]),
-        Some("gen") => {
-            let records: usize = args.get(1).context("gen RECORDS PATH")?.parse()?;
-            let path = args.get(2).context("gen RECORDS PATH")?;
-            let bytes = journal_gen::write_session(std::path::Path::new(path), records)?;
-            // `gen RECORDS PATH SESSION_ID CWD`: that session of that folder (as a client opens it).
-            if let (Some(id), Some(cwd)) = (args.get(3), args.get(4)) {
-                journal_gen::rehome(std::path::Path::new(path), id, cwd)?;
+        Cli::Measure { args } if args.first().map(String::as_str) == Some("request-body") => {
+            context::measure(&args[1..])
+        }
+        Cli::Measure { args } => open::measure(&args),
+        Cli::Gen { records, path, session_id, cwd } => {
+            let bytes = journal_gen::write_session(std::path::Path::new(&path), records)?;
+            if let (Some(id), Some(cwd)) = (session_id, cwd) {
+                journal_gen::rehome(std::path::Path::new(&path), &id, &cwd)?;
             }
             println!("wrote {records} records, {bytes} bytes to {path}");
             Ok(())
-        }
-        _ => {
-            eprintln!(
-                "usage: mino-bench all|open|context|turn|relay|startup|sse|sessions [--quick] | peers [--quick] [--doc PATH] | peers-crash | gen RECORDS PATH [SESSION_ID CWD] | measure KIND PATH [REPS]"
-            );
-            std::process::exit(2)
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `mino-mock-model [--port N] [--script FILE.json] [--no-nodelay]` — the mock model as a process, for the Node
+//! `mino-mock-model [--port N] [--script FILE.json|-] [--no-nodelay]` — the mock model as a process, for the Node
 //! and Lua tests of the editor clients.
 //!
 //! Prints exactly one line, `listening <base_url>`, on stdout once bound; logs go to stderr
@@ -12,46 +12,23 @@ use std::process::ExitCode;
 
 use mino_mock_model::{MockModel, MockOptions, Reply};
 
-const USAGE: &str = "usage: mino-mock-model [--port N] [--script FILE.json|-] [--no-nodelay]
-
-Serves a scripted OpenAI Responses API (/v1/responses) and Chat Completions
-(/v1/chat/completions) on 127.0.0.1 (port 0 = any free port).
-Prints `listening <base_url>` once bound; exits when stdin closes or on SIGTERM.
-FILE: JSON array of replies, e.g. [{\"type\":\"text\",\"deltas\":[\"Hi\",\" there!\"]}];
-`-` reads it from stdin. --no-nodelay leaves Nagle's algorithm on (TCP_NODELAY unset),
-like some local model servers. Control: GET /_mock/requests, POST /_mock/script, POST /_mock/reset.";
-
+/// Serves a scripted OpenAI Responses API (/v1/responses) and Chat Completions
+/// (/v1/chat/completions) on 127.0.0.1.
+///
+/// Prints `listening <base_url>` once bound; exits when stdin closes or on SIGTERM.
+/// Control: GET /_mock/requests, POST /_mock/script, POST /_mock/reset.
+#[derive(clap::Parser, Debug)]
+#[command(name = "mino-mock-model")]
 struct Args {
+    /// The port to listen on (0 = any free port)
+    #[arg(long, default_value_t = 0)]
     port: u16,
+    /// A JSON array of replies, e.g. [{"type":"text","deltas":["Hi"," there!"]}]; `-` reads it from stdin
+    #[arg(long, value_name = "FILE.json|-")]
     script: Option<String>,
-    options: MockOptions,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args { port: 0, script: None, options: MockOptions::default() };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
-            _ => (arg.clone(), None),
-        };
-        let mut value =
-            |name: &str| inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{name} needs a value"));
-        match flag.as_str() {
-            "--port" => {
-                let v = value("--port")?;
-                args.port = v.parse().map_err(|_| format!("bad port: {v}"))?;
-            }
-            "--script" => args.script = Some(value("--script")?),
-            "--no-nodelay" => args.options.nodelay = false,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument: {other}")),
-        }
-    }
-    Ok(args)
+    /// Leave Nagle's algorithm on (TCP_NODELAY unset), like some local model servers
+    #[arg(long)]
+    no_nodelay: bool,
 }
 
 fn load_script(source: Option<&str>) -> Result<Vec<Reply>, String> {
@@ -144,16 +121,18 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let result = parse_args()
-        .map_err(|e| format!("{e}\n{USAGE}"))
-        .and_then(|args| Ok((args.port, load_script(args.script.as_deref())?, args.options)))
-        .and_then(|(port, script, options)| {
+    // A usage error exits 2, as every failure here does.
+    let args = <Args as clap::Parser>::parse();
+    let options = MockOptions { nodelay: !args.no_nodelay };
+    let result = load_script(args.script.as_deref()).map(|script| (args.port, script, options)).and_then(
+        |(port, script, options)| {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
                 .map_err(|e| format!("cannot start runtime: {e}"))?;
             runtime.block_on(serve(port, script, options))
-        });
+        },
+    );
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -1,3 +1,6 @@
+//! The mock model over real HTTP: the SSE framing Mino relies on, for each
+//! kind of scripted reply, and the requests it records.
+
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;

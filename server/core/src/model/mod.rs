@@ -104,9 +104,9 @@ impl ModelConfig {
         let var = |name: &str| lookup(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
         let defaults = ModelConfig::default();
         ModelConfig {
-            base_url: var("OPENAI_BASE_URL").unwrap_or(defaults.base_url),
-            api_key: var("OPENAI_API_KEY"),
-            model: var("MINO_MODEL").unwrap_or(defaults.model),
+            base_url: var(crate::settings::BASE_URL.env).unwrap_or(defaults.base_url),
+            api_key: var(crate::settings::API_KEY.env),
+            model: var(crate::settings::MODEL.env).unwrap_or(defaults.model),
             ..defaults
         }
     }
