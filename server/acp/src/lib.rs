@@ -752,9 +752,8 @@ impl AcpSession {
     /// The full set again, the model choice as last offered (its current
     /// value the session's model now).
     fn offered_config_options(&self) -> Vec<SessionConfigOption> {
-        let mut models = lock(&self.offered_models)
-            .clone()
-            .unwrap_or_else(|| self.agent.configured_models(&self.configured_models));
+        let mut models =
+            lock(&self.offered_models).clone().unwrap_or_else(|| self.agent.configured_models(&self.configured_models));
         models.current = self.agent.model_client().config().model.clone();
         self.config_options(models)
     }

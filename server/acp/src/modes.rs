@@ -55,10 +55,9 @@ fn sandbox_label(id: &str) -> (String, Option<&'static str>) {
     let (name, description) = match id {
         "off" => ("Sandbox off", "Commands run with your permissions"),
         "read-only" => ("Read-only sandbox", "Commands may read files but write nothing and reach no network"),
-        "workspace-write" => (
-            "Workspace-write sandbox",
-            "Commands may write only inside the session's directory and reach no network",
-        ),
+        "workspace-write" => {
+            ("Workspace-write sandbox", "Commands may write only inside the session's directory and reach no network")
+        }
         other => return (other.to_string(), None),
     };
     (name.to_string(), Some(description))
@@ -88,7 +87,9 @@ pub fn sandbox_option(settings: Settings) -> SessionConfigOption {
         })
         .collect::<Vec<_>>();
     SessionConfigOption::select(SANDBOX_OPTION, "Sandbox", settings.sandbox.as_str(), options)
-        .description("What the commands Mino runs may touch (a mode this machine cannot enforce is refused)".to_string())
+        .description(
+            "What the commands Mino runs may touch (a mode this machine cannot enforce is refused)".to_string(),
+        )
         .category(SessionConfigOptionCategory::Mode)
 }
 
