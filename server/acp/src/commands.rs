@@ -24,6 +24,10 @@ pub enum Command {
     Rules,
     /// `/revoke <rule-id>`; the id is empty when none was given.
     Revoke(String),
+    /// `/mode <approval-mode>`; empty when none was given.
+    Mode(String),
+    /// `/sandbox <sandbox-mode>`; empty when none was given.
+    Sandbox(String),
     /// A command that takes nothing, given something after it.
     ExtraText(&'static str),
 }
@@ -31,6 +35,8 @@ pub enum Command {
 const COMPACT: &str = "compact";
 const RULES: &str = "rules";
 const REVOKE: &str = "revoke";
+const MODE: &str = "mode";
+const SANDBOX: &str = "sandbox";
 
 /// The command a prompt's text is, if it starts with one (leading blank
 /// space aside): `/compact`, `/rules`, `/revoke <rule-id>`. Any other text,
@@ -47,6 +53,8 @@ pub fn parse(text: &str) -> Option<Command> {
         RULES if argument.is_empty() => Some(Command::Rules),
         RULES => Some(Command::ExtraText(RULES)),
         REVOKE => Some(Command::Revoke(argument.to_string())),
+        MODE => Some(Command::Mode(argument.to_string())),
+        SANDBOX => Some(Command::Sandbox(argument.to_string())),
         _ => None,
     }
 }
@@ -61,10 +69,43 @@ pub fn available(session_id: &str) -> SessionNotification {
         AvailableCommand::new(RULES, "List the approval rules in force in this session, with their ids"),
         AvailableCommand::new(REVOKE, "Revoke an approval rule: the commands it covered ask again")
             .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("rule id, as /rules lists it"))),
+        AvailableCommand::new(MODE, "Show or change the approval mode: when commands and edits run without asking")
+            .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(mode_hint(
+                &crate::modes::approval_modes().iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            )))),
+        AvailableCommand::new(SANDBOX, "Show or change the sandbox: what the commands Mino runs may touch").input(
+            AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(mode_hint(
+                &crate::modes::sandbox_modes().iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            ))),
+        ),
     ];
     SessionNotification::new(
         session_id.to_string(),
         SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
+    )
+}
+
+fn mode_hint(ids: &[&str]) -> String {
+    ids.join(" | ")
+}
+
+/// `/mode` or `/sandbox` with no value: the current one and the choices.
+pub fn settings_shown(settings: mino_core::policy::Settings) -> String {
+    let ids = |modes: Vec<&str>| modes.join(", ");
+    format!(
+        "Approval mode: {} (choose with /mode: {}). Sandbox: {} (choose with /sandbox: {}).",
+        settings.approval_mode,
+        ids(crate::modes::approval_modes().into_iter().map(|(id, _)| id).collect()),
+        settings.sandbox,
+        ids(crate::modes::sandbox_modes().into_iter().map(|(id, _)| id).collect()),
+    )
+}
+
+/// A mode changed by `/mode` or `/sandbox` (or refused: `why`).
+pub fn settings_changed(settings: mino_core::policy::Settings) -> String {
+    format!(
+        "Approval mode is now {}, sandbox {}: calls asked about from now on follow them.",
+        settings.approval_mode, settings.sandbox
     )
 }
 
@@ -195,7 +236,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_three_commands_are_commands() {
+    fn only_the_five_commands_are_commands() {
         assert_eq!(parse("/compact"), Some(Command::Compact));
         assert_eq!(parse("  /compact \n"), Some(Command::Compact));
         assert_eq!(parse("/rules"), Some(Command::Rules));
@@ -204,6 +245,8 @@ mod tests {
         assert_eq!(parse("/revoke   "), Some(Command::Revoke(String::new())));
         assert_eq!(parse("/compact now please"), Some(Command::ExtraText("compact")));
         assert_eq!(parse("/rules all"), Some(Command::ExtraText("rules")));
+        assert_eq!(parse("/mode ask"), Some(Command::Mode("ask".into())));
+        assert_eq!(parse("/sandbox"), Some(Command::Sandbox(String::new())));
         for model_text in ["/foo", "/compacting", "/Compact", "compact", "please /compact", "/", "/ compact", ""] {
             assert_eq!(parse(model_text), None, "{model_text:?}");
         }
@@ -228,7 +271,7 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().expect("name"))
             .collect();
-        assert_eq!(names, ["compact", "rules", "revoke"]);
+        assert_eq!(names, ["compact", "rules", "revoke", "mode", "sandbox"]);
         assert_eq!(update["update"]["sessionUpdate"], "available_commands_update");
         assert_eq!(update["update"]["availableCommands"][2]["input"]["hint"], "rule id, as /rules lists it");
         let list = ModelList {

@@ -18,6 +18,7 @@
 mod commands;
 mod decisions;
 mod lines;
+mod modes;
 mod translate;
 
 use std::collections::HashMap;
@@ -27,10 +28,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ConfigOptionUpdate, ElicitationAction, InitializeRequest, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
-    PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionConfigOption,
-    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, StopReason,
+    CancelNotification, CloseSessionRequest, CloseSessionResponse, ConfigOptionUpdate, ElicitationAction,
+    InitializeRequest, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ReadTextFileRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest, ResumeSessionResponse,
+    SessionConfigOption, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, Responder, V1};
@@ -68,6 +71,14 @@ struct AcpSession {
     cancel: Mutex<CancellationToken>,
     /// The configuration's models, offered when the service lists none.
     configured_models: Vec<ListedModel>,
+    /// The model list last offered: a mode change sends the full set of
+    /// config options again without asking the model service.
+    offered_models: Mutex<Option<ModelList>>,
+    /// The event forwarder, stopped by `session/close`.
+    forwarder: Mutex<Option<tokio::task::AbortHandle>>,
+    /// `session/close` closed it: a prompt whose turn end never came was
+    /// cancelled with it.
+    closed: AtomicBool,
 }
 
 /// How long `session/new` and `session/load` wait for the model service's
@@ -86,7 +97,13 @@ impl PendingModels {
     /// Once the service's list is in, sends it as a `config_option_update`
     /// when it differs from the one the session opened with (sent after
     /// the session's answer, so the client knows the session).
-    fn refresh_later(self, session_id: String, cx: ConnectionTo<Client>, outbound: Arc<lines::Outbound>) {
+    fn refresh_later(
+        self,
+        session: Arc<AcpSession>,
+        session_id: String,
+        cx: ConnectionTo<Client>,
+        outbound: Arc<lines::Outbound>,
+    ) {
         tokio::spawn(async move {
             let list = match self.asking.await {
                 Ok(list) => list,
@@ -95,8 +112,7 @@ impl PendingModels {
             if list == self.sent {
                 return;
             }
-            let update =
-                SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(vec![commands::model_option(&list)]));
+            let update = SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(session.config_options(list)));
             log_send(outbound.send(&cx, SessionNotification::new(session_id, update)));
         });
     }
@@ -117,6 +133,9 @@ struct Server {
     /// The client's `initialize` advertised form elicitation: the
     /// acknowledgement gate is asked through `elicitation/create`.
     form_elicitation: AtomicBool,
+    /// The client's `initialize` advertised `fs.readTextFile`: an edit's
+    /// file is read through the editor, which holds unsaved changes.
+    read_text_file: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -185,6 +204,7 @@ pub async fn serve(
     let server = Arc::new(Server { outbound, ..Server::default() });
     let (s1, s2, s3, s4) = (server.clone(), server.clone(), server.clone(), server.clone());
     let (s5, s6, s7) = (server.clone(), server.clone(), server.clone());
+    let (s8, s9, s10) = (server.clone(), server.clone(), server.clone());
     let served = agent_client_protocol::Agent
         .v1()
         .name(concat!("mino-server ", env!("CARGO_PKG_VERSION")))
@@ -193,6 +213,7 @@ pub async fn serve(
                 tracing::info!(client = ?request.client_info, "ACP initialize");
                 let form = request.client_capabilities.elicitation.as_ref().is_some_and(|e| e.supports_form());
                 s6.form_elicitation.store(form, Ordering::Relaxed);
+                s6.read_text_file.store(request.client_capabilities.fs.read_text_file, Ordering::Relaxed);
                 responder.respond(translate::initialize_response(request.protocol_version))
             },
             agent_client_protocol::on_receive_request!(),
@@ -208,10 +229,16 @@ pub async fn serve(
                         Err(e) => log_send(responder.respond_with_error(e)),
                         Ok((id, session)) => {
                             let (options, pending) = session.opening_config_options().await;
-                            log_send(responder.respond(NewSessionResponse::new(id.clone()).config_options(options)));
+                            log_send(
+                                responder.respond(
+                                    NewSessionResponse::new(id.clone())
+                                        .config_options(options)
+                                        .modes(modes::session_modes(session.agent.settings().0)),
+                                ),
+                            );
                             log_send(server.outbound.send(&cx, commands::available(&id)));
                             if let Some(pending) = pending {
-                                pending.refresh_later(id.clone(), cx.clone(), server.outbound.clone());
+                                pending.refresh_later(session.clone(), id.clone(), cx.clone(), server.outbound.clone());
                             }
                             if let Some(text) = translate::mcp_notice(&mcp) {
                                 log_send(server.outbound.send(&cx, translate::agent_message(&id, &text)));
@@ -257,13 +284,82 @@ pub async fn serve(
                         log_send(server.outbound.send(&cx, translate::agent_message(&id, &text)));
                     }
                     let (options, pending) = session.opening_config_options().await;
-                    log_send(responder.respond(LoadSessionResponse::new().config_options(options)));
+                    log_send(
+                        responder.respond(
+                            LoadSessionResponse::new()
+                                .config_options(options)
+                                .modes(modes::session_modes(session.agent.settings().0)),
+                        ),
+                    );
                     log_send(server.outbound.send(&cx, commands::available(&id)));
                     if let Some(pending) = pending {
-                        pending.refresh_later(id, cx, server.outbound.clone());
+                        pending.refresh_later(session.clone(), id, cx, server.outbound.clone());
                     }
                 });
                 Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ResumeSessionRequest,
+                        responder: Responder<ResumeSessionResponse, V1>,
+                        cx: ConnectionTo<Client>| {
+                let server = s8.clone();
+                tokio::spawn(async move {
+                    let mcp = translate::mcp_server_names(&request.mcp_servers);
+                    let id = request.session_id.0.to_string();
+                    // As `session/load`, without the replay: the client
+                    // already shows the conversation.
+                    let opened = match server.session(&id) {
+                        Some(session) => Ok(session),
+                        None => {
+                            server.open(request.cwd, Some(id.clone()), cx.clone()).await.map(|(_, session)| session)
+                        }
+                    };
+                    let session = match opened {
+                        Ok(session) => session,
+                        Err(e) => return log_send(responder.respond_with_error(e)),
+                    };
+                    let (options, pending) = session.opening_config_options().await;
+                    log_send(
+                        responder.respond(
+                            ResumeSessionResponse::new()
+                                .config_options(options)
+                                .modes(modes::session_modes(session.agent.settings().0)),
+                        ),
+                    );
+                    log_send(server.outbound.send(&cx, commands::available(&id)));
+                    if let Some(text) = translate::mcp_notice(&mcp) {
+                        log_send(server.outbound.send(&cx, translate::agent_message(&id, &text)));
+                    }
+                    if let Some(pending) = pending {
+                        pending.refresh_later(session.clone(), id, cx, server.outbound.clone());
+                    }
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: CloseSessionRequest, responder: Responder<CloseSessionResponse, V1>, _cx| {
+                let server = s9.clone();
+                tokio::spawn(async move {
+                    match server.close_session(&request.session_id.0).await {
+                        Ok(()) => log_send(responder.respond(CloseSessionResponse::new())),
+                        Err(e) => log_send(responder.respond_with_error(e)),
+                    }
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder: Responder<SetSessionModeResponse, V1>, _cx| {
+                let answer = s10.set_mode(request);
+                match answer {
+                    Ok(()) => responder.respond(SetSessionModeResponse::new()),
+                    Err(e) => responder.respond_with_error(e),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -395,10 +491,18 @@ impl Server {
             prompting: tokio::sync::Mutex::new(ended),
             cancel: Mutex::new(CancellationToken::new()),
             configured_models: app.configured_models.clone(),
+            offered_models: Mutex::new(None),
+            forwarder: Mutex::new(None),
+            closed: AtomicBool::new(false),
         });
         let id = app.session_id.clone();
+        if self.read_text_file.load(Ordering::Relaxed) {
+            app.agent.set_open_buffers(Arc::new(ClientBuffers { session_id: id.clone(), cx: cx.clone() }));
+        }
         lock(&self.sessions).insert(id.clone(), session.clone());
-        tokio::spawn(forward_events(id.clone(), app.agent, app.events, ends, cx, self.outbound.clone()));
+        let forwarding =
+            tokio::spawn(forward_events(id.clone(), session.clone(), app.events, ends, cx, self.outbound.clone()));
+        *lock(&session.forwarder) = Some(forwarding.abort_handle());
         Ok((id, session))
     }
 
@@ -465,14 +569,20 @@ impl Server {
         let form = self.form_elicitation.load(Ordering::Relaxed);
         for question in waiting {
             log_send(cx.send_notification(question.announce.clone()));
+            // A cancel (`session/cancel`, or the client's own `cancelled`)
+            // closes the gate's call too, so no client shows it pending.
+            let cancelled = || {
+                log_send(cx.send_notification(question.cancelled(&id)));
+                Ok(StopReason::Cancelled)
+            };
             let opened = if form {
                 let Some(answer) =
                     unless_cancelled(&cancel, cx.send_request(question.form.clone()).block_task()).await?
                 else {
-                    return Ok(StopReason::Cancelled);
+                    return cancelled();
                 };
                 match answer.action {
-                    ElicitationAction::Cancel => return Ok(StopReason::Cancelled),
+                    ElicitationAction::Cancel => return cancelled(),
                     ElicitationAction::Accept(accepted) => translate::gate_form_acknowledged(&accepted),
                     _ => false,
                 }
@@ -480,10 +590,10 @@ impl Server {
                 let Some(answer) =
                     unless_cancelled(&cancel, cx.send_request(question.permission.clone()).block_task()).await?
                 else {
-                    return Ok(StopReason::Cancelled);
+                    return cancelled();
                 };
                 match answer.outcome {
-                    RequestPermissionOutcome::Cancelled => return Ok(StopReason::Cancelled),
+                    RequestPermissionOutcome::Cancelled => return cancelled(),
                     RequestPermissionOutcome::Selected(selected) => selected.option_id.0.as_ref() == ACKNOWLEDGE_OPTION,
                     _ => false,
                 }
@@ -511,6 +621,11 @@ impl Server {
                 return translate::stop_reason(end.status, end.reason, &end.turn_id);
             }
         }
+        if session.closed.load(Ordering::SeqCst) {
+            // `session/close` cancelled the turn and waited for its end to
+            // be on file before it stopped the forwarder.
+            return Ok(StopReason::Cancelled);
+        }
         Err(internal("the session's agent stopped before the turn ended"))
     }
 
@@ -522,26 +637,71 @@ impl Server {
     ) -> Result<SetSessionConfigOptionResponse, Error> {
         let id = request.session_id.0.to_string();
         let session = self.open_session(&id)?;
-        if request.config_id.0.as_ref() != commands::MODEL_OPTION {
-            return Err(invalid_params(format!(
-                "session {id} has no config option {:?}; its only option is {:?} (the model)",
-                request.config_id.0,
-                commands::MODEL_OPTION
-            )));
-        }
+        let config_id = request.config_id.0.to_string();
         let Some(value) = request.value.as_value_id() else {
-            return Err(invalid_params("the model option is a select: send one of its values, not a boolean"));
+            return Err(invalid_params(format!(
+                "the {config_id:?} option is a select: send one of its values, not a boolean"
+            )));
         };
-        let mut list = session.agent.models(&session.configured_models).await;
-        if !list.models.iter().any(|m| m.id == value.0.as_ref()) {
-            return Err(invalid_params(commands::unknown_model(&value.0, &list)));
+        let value = value.0.to_string();
+        match config_id.as_str() {
+            commands::MODEL_OPTION => {}
+            modes::MODE_OPTION => {
+                let mode = modes::approval_mode(&value).map_err(invalid_params)?;
+                session.update_settings(Some(mode), None)?;
+                return Ok(SetSessionConfigOptionResponse::new(session.offered_config_options()));
+            }
+            modes::SANDBOX_OPTION => {
+                let sandbox = modes::sandbox_mode(&value).map_err(invalid_params)?;
+                session.update_settings(None, Some(sandbox))?;
+                return Ok(SetSessionConfigOptionResponse::new(session.offered_config_options()));
+            }
+            other => {
+                return Err(invalid_params(format!(
+                    "session {id} has no config option {other:?}; its options are {:?} (the model), {:?} (the \
+                     approval mode) and {:?} (the sandbox)",
+                    commands::MODEL_OPTION,
+                    modes::MODE_OPTION,
+                    modes::SANDBOX_OPTION
+                )))
+            }
         }
-        let chosen = session.agent.select_model(&value.0).await.map_err(|e| match commands::refusal(&e) {
+        let mut list = session.agent.models(&session.configured_models).await;
+        if !list.models.iter().any(|m| m.id == value) {
+            return Err(invalid_params(commands::unknown_model(&value, &list)));
+        }
+        let chosen = session.agent.select_model(&value).await.map_err(|e| match commands::refusal(&e) {
             Some(why) => invalid_params(format!("the model was not changed: {why}")),
             None => agent_error(e),
         })?;
         list.current = chosen;
-        Ok(SetSessionConfigOptionResponse::new(vec![commands::model_option(&list)]))
+        Ok(SetSessionConfigOptionResponse::new(session.config_options(list)))
+    }
+
+    /// `session/set_mode`: the classic session modes are the approval modes.
+    fn set_mode(&self, request: SetSessionModeRequest) -> Result<(), Error> {
+        let session = self.open_session(&request.session_id.0)?;
+        let mode = modes::approval_mode(&request.mode_id.0).map_err(invalid_params)?;
+        session.update_settings(Some(mode), None).map(|_| ())
+    }
+
+    /// `session/close`: cancels the session's running turn (and a question
+    /// being asked), waits (bounded) for its end to be on file, stops
+    /// forwarding its events and lets it go, so that another Mino may open
+    /// it. Closing a session that is not open here is refused.
+    async fn close_session(&self, id: &str) -> Result<(), Error> {
+        let session = self.open_session(id)?;
+        session.closed.store(true, Ordering::SeqCst);
+        lock(&session.cancel).cancel();
+        if tokio::time::timeout(EXIT_GRACE, session.agent.close()).await.is_err() {
+            tracing::warn!(session_id = id, "a cancelled turn did not record its end in time");
+        }
+        lock(&self.sessions).remove(id);
+        // The forwarder holds the agent (and with it the journal's lock).
+        if let Some(forwarder) = lock(&session.forwarder).take() {
+            forwarder.abort();
+        }
+        Ok(())
     }
 
     /// The client is gone: cancel every running turn and wait (bounded) for
@@ -557,25 +717,59 @@ impl Server {
 }
 
 impl AcpSession {
-    /// The session's config options (the model choice) as the session
-    /// opens, never waiting on the model service longer than
-    /// [`OPEN_MODEL_LIST_WAIT`]: the service's models when its list came in
-    /// time, else the configured ones, and then the list still to come.
+    /// The session's config options as the session opens (the model
+    /// choice, the approval mode, the sandbox), never waiting on the model
+    /// service longer than [`OPEN_MODEL_LIST_WAIT`]: the service's models
+    /// when its list came in time, else the configured ones, and then the
+    /// list still to come.
     async fn opening_config_options(&self) -> (Vec<SessionConfigOption>, Option<PendingModels>) {
         let agent = self.agent.clone();
         let configured = self.configured_models.clone();
         let mut asking = tokio::spawn(async move { agent.models(&configured).await });
         match tokio::time::timeout(OPEN_MODEL_LIST_WAIT, &mut asking).await {
-            Ok(Ok(list)) => (vec![commands::model_option(&list)], None),
+            Ok(Ok(list)) => (self.config_options(list), None),
             Ok(Err(e)) => {
                 tracing::warn!("asking the model service for its models stopped: {e}");
-                (vec![commands::model_option(&self.agent.configured_models(&self.configured_models))], None)
+                (self.config_options(self.agent.configured_models(&self.configured_models)), None)
             }
             Err(_) => {
                 let sent = self.agent.configured_models(&self.configured_models);
-                (vec![commands::model_option(&sent)], Some(PendingModels { sent, asking }))
+                (self.config_options(sent.clone()), Some(PendingModels { sent, asking }))
             }
         }
+    }
+
+    /// The full set of config options (ACP sends them whole), with `models`
+    /// as the model choice; remembered for later changes of a mode.
+    fn config_options(&self, models: ModelList) -> Vec<SessionConfigOption> {
+        let settings = self.agent.settings().0;
+        let options =
+            vec![commands::model_option(&models), modes::mode_option(settings), modes::sandbox_option(settings)];
+        *lock(&self.offered_models) = Some(models);
+        options
+    }
+
+    /// The full set again, the model choice as last offered (its current
+    /// value the session's model now).
+    fn offered_config_options(&self) -> Vec<SessionConfigOption> {
+        let mut models =
+            lock(&self.offered_models).clone().unwrap_or_else(|| self.agent.configured_models(&self.configured_models));
+        models.current = self.agent.model_client().config().model.clone();
+        self.config_options(models)
+    }
+
+    /// Changes the approval or sandbox mode (`Agent::update_settings`,
+    /// whose event sends the `config_option_update` and
+    /// `current_mode_update`); a sandbox this machine cannot enforce is
+    /// refused with `-32602` saying why.
+    fn update_settings(
+        &self,
+        approval_mode: Option<ApprovalMode>,
+        sandbox: Option<mino_core::sandbox::SandboxMode>,
+    ) -> Result<mino_core::policy::Settings, Error> {
+        self.agent
+            .update_settings(approval_mode, sandbox)
+            .map_err(|e| invalid_params(format!("the setting was not changed: {e}")))
     }
 
     /// Runs a slash command; its answer is the agent's message. A refusal
@@ -594,6 +788,22 @@ impl AcpSession {
                     None => Err(agent_error(e)),
                 },
             },
+            Command::Mode(value) if value.is_empty() => Ok(commands::settings_shown(agent.settings().0)),
+            Command::Sandbox(value) if value.is_empty() => Ok(commands::settings_shown(agent.settings().0)),
+            Command::Mode(value) => Ok(match modes::approval_mode(&value) {
+                Err(why) => format!("[Mino: {why}. Nothing was changed.]"),
+                Ok(mode) => match self.update_settings(Some(mode), None) {
+                    Ok(settings) => commands::settings_changed(settings),
+                    Err(e) => format!("[Mino: {}]", e.message),
+                },
+            }),
+            Command::Sandbox(value) => Ok(match modes::sandbox_mode(&value) {
+                Err(why) => format!("[Mino: {why}. Nothing was changed.]"),
+                Ok(sandbox) => match self.update_settings(None, Some(sandbox)) {
+                    Ok(settings) => commands::settings_changed(settings),
+                    Err(e) => format!("[Mino: {}]", e.message),
+                },
+            }),
             Command::Revoke(id) if id.is_empty() => Ok(commands::revoke_without_id(&agent.rules())),
             Command::Revoke(id) => {
                 let rule = agent.rules().rules.into_iter().find(|r| r.id() == id);
@@ -651,12 +861,13 @@ async fn compact_until_cancelled(
 /// wait in the agent's stream, where deltas merge.
 async fn forward_events(
     session_id: String,
-    agent: Agent,
+    session: Arc<AcpSession>,
     mut events: Events,
     ends: mpsc::UnboundedSender<TurnEnd>,
     cx: ConnectionTo<Client>,
     outbound: Arc<lines::Outbound>,
 ) {
+    let agent = session.agent.clone();
     let mut calls = translate::LiveCalls::default();
     loop {
         outbound.room().await;
@@ -672,6 +883,20 @@ async fn forward_events(
             }
         };
         let Some(Numbered { event, .. }) = next else { break };
+        let event = match event {
+            // Whoever changed it (this client, `/mode`, `mino/*`, Mino itself).
+            mino_core::agent::AgentEvent::SettingsChanged { settings } => {
+                for update in modes::changed(&session_id, session.offered_config_options(), settings) {
+                    log_send(outbound.send(&cx, update));
+                }
+                continue;
+            }
+            mino_core::agent::AgentEvent::ResponseUsage { turn_id, usage, context_window } => {
+                log_send(outbound.send(&cx, translate::usage_update(&session_id, &turn_id, usage, context_window)));
+                continue;
+            }
+            event => event,
+        };
         let view_of = |turn_id: &str, call_id: &str| {
             agent
                 .with_session(|s| {
@@ -698,6 +923,39 @@ async fn forward_events(
             // Nobody waits when the prompt was dropped; the end is on file.
             let _ = ends.send(TurnEnd { turn_id, status, reason });
         }
+    }
+}
+
+/// How long an edit waits for the editor's text of its file
+/// (`fs/read_text_file`) before it reads the disk instead.
+const READ_TEXT_FILE_WAIT: Duration = Duration::from_secs(5);
+
+/// The editor's text of open files, asked with `fs/read_text_file` (the
+/// client offered `fs.readTextFile`): a file open with unsaved changes
+/// reads as the person sees it.
+struct ClientBuffers {
+    session_id: String,
+    cx: ConnectionTo<Client>,
+}
+
+impl mino_core::buffers::OpenBuffers for ClientBuffers {
+    fn text(&self, path: &std::path::Path) -> futures::future::BoxFuture<'static, Option<String>> {
+        let request = ReadTextFileRequest::new(self.session_id.clone(), path.to_path_buf());
+        let cx = self.cx.clone();
+        let shown = path.display().to_string();
+        Box::pin(async move {
+            match tokio::time::timeout(READ_TEXT_FILE_WAIT, cx.send_request(request).block_task()).await {
+                Ok(Ok(answer)) => Some(answer.content),
+                Ok(Err(e)) => {
+                    tracing::debug!(path = shown, "fs/read_text_file failed ({e}); reading the disk");
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(path = shown, "fs/read_text_file was not answered in time; reading the disk");
+                    None
+                }
+            }
+        })
     }
 }
 

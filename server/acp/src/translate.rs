@@ -65,7 +65,7 @@ pub fn initialize_response(_requested: ProtocolVersion) -> InitializeResponse {
         "protocolVersion": crate::PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": true,
-            "sessionCapabilities": { "list": {} },
+            "sessionCapabilities": { "list": {}, "resume": {}, "close": {} },
             "promptCapabilities": { "image": false, "audio": false, "embeddedContext": true },
             "mcpCapabilities": { "http": false, "sse": false },
         },
@@ -435,6 +435,42 @@ impl GateQuestion {
         };
         tool_call_update(session_id, &self.tool_call_id, json!({ "status": status, "title": title }))
     }
+
+    /// The gate's call once the prompt was cancelled while it asked:
+    /// `failed` (ACP has no `cancelled` status for a call), its title saying
+    /// nothing was acknowledged.
+    pub fn cancelled(&self, session_id: &str) -> SessionNotification {
+        let title = format!("Cancelled, not acknowledged: the result of {} is unknown", self.commands);
+        tool_call_update(session_id, &self.tool_call_id, json!({ "status": "failed", "title": title }))
+    }
+}
+
+/// `usage_update` after a response: `used` the tokens the response's
+/// request and answer held (input plus output, as the service reported
+/// them), `size` the model's context window as Mino reckons it; Mino knows
+/// no prices, so no `cost`. `_meta.mino` has the service's own figures.
+pub fn usage_update(
+    session_id: &str,
+    turn_id: &str,
+    usage: mino_core::usage::Usage,
+    context_window: u64,
+) -> SessionNotification {
+    typed(json!({
+        "sessionId": session_id,
+        "update": {
+            "sessionUpdate": "usage_update",
+            "used": usage.input_tokens.saturating_add(usage.output_tokens),
+            "size": context_window,
+            "_meta": { "mino": {
+                "turnId": turn_id,
+                "inputTokens": usage.input_tokens,
+                "outputTokens": usage.output_tokens,
+                "totalTokens": usage.total_tokens,
+                "cachedInputTokens": usage.cached_input_tokens,
+                "reasoningTokens": usage.reasoning_tokens,
+            } },
+        },
+    }))
 }
 
 /// The gate form's only field: a required single choice with no default,
@@ -711,6 +747,7 @@ impl LiveCalls {
                             "size": e.size,
                             "leavesWorkspace": e.leaves_workspace,
                             "protected": e.protected,
+                            "fromEditor": e.from_editor,
                             "diff": e.diff,
                         }),
                     ),
@@ -792,6 +829,8 @@ impl LiveCalls {
             AgentEvent::CompactionEnded { outcome, .. } => {
                 out.updates.push(agent_message(session_id, &compaction_notice(&outcome)))
             }
+            // The forwarder sends these itself (they need the session's options).
+            AgentEvent::ResponseUsage { .. } | AgentEvent::SettingsChanged { .. } => {}
         }
         out
     }

@@ -17,6 +17,7 @@ use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::bash::{self, BashTool, Stream};
+use crate::buffers::OpenBuffers;
 use crate::compaction::{self, Trigger};
 use crate::config::{CompactionSettings, CompactionTable};
 use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
@@ -164,6 +165,22 @@ pub enum AgentEvent {
         turn_id: Option<String>,
         outcome: CompactionOutcome,
     },
+    /// A response of the turn was recorded with the tokens the service
+    /// reported for it (or estimated, when it reported none). Not a turn
+    /// event (it takes no `seq`): a front door may pass it over.
+    ResponseUsage {
+        turn_id: String,
+        usage: Usage,
+        /// The context window of the model the turn uses, as compaction
+        /// reckons it (configured, reported by the service, else the default).
+        context_window: u64,
+    },
+    /// The approval or sandbox mode changed ([`Agent::update_settings`]),
+    /// whoever changed it: the settings now in force. Not a turn event (it
+    /// takes no `seq`).
+    SettingsChanged {
+        settings: Settings,
+    },
 }
 
 /// The reason of a compaction cancelled before its record's sync began
@@ -217,6 +234,10 @@ pub struct EditApproval {
     /// content) that need both sides, without reading the file again.
     pub old_text: Option<Arc<str>>,
     pub new_text: Arc<str>,
+    /// `old_text` (and the diff) is the text the person's editor holds,
+    /// with changes not saved ([`crate::buffers::OpenBuffers`]): applying
+    /// writes those changes too.
+    pub from_editor: bool,
 }
 
 /// An event with its place in the agent's order and the session it belongs to.
@@ -434,6 +455,8 @@ struct Inner {
     /// Set (under the `running` lock, only while no turn runs) while
     /// [`Agent::switch`] replaces the session: no turn may start meanwhile.
     switching: std::sync::atomic::AtomicBool,
+    /// The editor's text of open files, when the front door can ask for it.
+    open_buffers: Mutex<Option<Arc<dyn OpenBuffers>>>,
 }
 
 /// One session's agent. Cheap to clone; all clones drive the same session.
@@ -507,6 +530,7 @@ impl Agent {
             busy: watch::Sender::new(false),
             closed: std::sync::atomic::AtomicBool::new(false),
             switching: std::sync::atomic::AtomicBool::new(false),
+            open_buffers: Mutex::new(None),
         };
         (Agent { inner: Arc::new(inner) }, receiver)
     }
@@ -920,7 +944,38 @@ impl Agent {
     ) -> Result<Settings, PolicyError> {
         let settings = lock(&self.inner.policy).update(approval_mode, sandbox)?;
         tracing::info!(approval_mode = %settings.approval_mode, sandbox = %settings.sandbox, "settings changed");
+        self.emit(AgentEvent::SettingsChanged { settings });
         Ok(settings)
+    }
+
+    /// Lets what Mino reads of a file come from the person's editor when it
+    /// holds the file open ([`OpenBuffers`]); set by a front door whose
+    /// client can say.
+    pub fn set_open_buffers(&self, buffers: Arc<dyn OpenBuffers>) {
+        *lock(&self.inner.open_buffers) = Some(buffers);
+    }
+
+    /// The editor's text of open files, when a front door gave one.
+    pub fn open_buffers(&self) -> Option<Arc<dyn OpenBuffers>> {
+        lock(&self.inner.open_buffers).clone()
+    }
+
+    /// The editor's text of the file an edit names, when a front door gave
+    /// [`OpenBuffers`] and the path resolves inside the session's directory
+    /// (a file outside is read from the disk, as before approval nothing of
+    /// it may be told); `None` otherwise, or once `cancel` fires.
+    async fn editor_text(&self, directory: &Path, requested: &str, cancel: &CancellationToken) -> Option<String> {
+        let buffers = self.open_buffers()?;
+        let (directory, requested) = (directory.to_path_buf(), requested.to_string());
+        let path = blocking(move || {
+            let resolved = Workspace::new(&directory).ok()?.resolve(&requested).ok()?;
+            (!resolved.leaves_workspace).then_some(resolved.path)
+        })
+        .await?;
+        tokio::select! {
+            text = buffers.text(&path) => text,
+            () = cancel.cancelled() => None,
+        }
     }
 
     /// The client for the current session's model.
@@ -1118,7 +1173,10 @@ impl Agent {
         // `seq` numbers the turn events (a client sees it count up by one);
         // a switch's `SessionOpened` is not one of them and takes none, nor
         // does a delta merged into the one queued last (the client is behind).
-        let counts = !matches!(event, AgentEvent::SessionOpened { .. });
+        let counts = !matches!(
+            event,
+            AgentEvent::SessionOpened { .. } | AgentEvent::ResponseUsage { .. } | AgentEvent::SettingsChanged { .. }
+        );
         // Nobody listening any more drops the event: the journal still
         // records everything.
         let sent = emitter.sender.send(seq, &emitter.session_id, event);
@@ -1337,6 +1395,7 @@ impl Agent {
             // a write into the page cache, done here rather than handed to
             // another thread, which cost more than the write itself
             // (docs/performance.md, "The turn step's own time").
+            let usage = response.usage;
             let calls = self.with_session(|s| -> Result<Vec<(String, String, String)>, SessionError> {
                 s.record_response_with_usage(turn_id, response.items, response.usage)?;
                 Ok(s.transcript()
@@ -1353,6 +1412,13 @@ impl Agent {
             })?;
             // Recorded: its text is in the response record now.
             partial_text.clear();
+            if let Some(usage) = usage {
+                self.emit(AgentEvent::ResponseUsage {
+                    turn_id: turn_id.to_string(),
+                    usage,
+                    context_window: settings.context_window,
+                });
+            }
             if calls.is_empty() {
                 return Ok(match response.incomplete {
                     Some(why) if why == CONTEXT_WINDOW_FULL => {
@@ -1756,6 +1822,7 @@ impl Agent {
         }
         let summary = edit::summary(tool, args.path());
         let directory = lock(&self.inner.bash).cwd().to_path_buf();
+        let editor_text = self.editor_text(&directory, args.path(), cancel).await;
         // Reading and hashing up to 4 MiB (and diffing) is blocking work.
         let proposed = blocking(move || -> Result<(Workspace, EditProposal), (String, Option<PathBuf>)> {
             let workspace = Workspace::new(&directory).map_err(|e| {
@@ -1765,7 +1832,8 @@ impl Agent {
                 );
                 (why, None)
             })?;
-            let proposal = edit::propose_or_refuse(&workspace, &args).map_err(|r| (r.error.to_string(), r.outside))?;
+            let proposal = edit::propose_with_editor_text(&workspace, &args, editor_text.as_deref())
+                .map_err(|r| (r.error.to_string(), r.outside))?;
             Ok((workspace, proposal))
         })
         .await;
@@ -1816,6 +1884,7 @@ impl Agent {
                 absolute_path: proposal.path.clone(),
                 old_text: proposal.before_content().map(Arc::from),
                 new_text: Arc::from(proposal.after_content()),
+                from_editor: proposal.from_editor,
             }),
             // The sandbox covers commands only.
             sandbox: SandboxMode::Off,
@@ -1962,6 +2031,7 @@ impl Agent {
                 old_text: Some(Arc::from("")),
                 new_text: Arc::from(""),
                 protected: None,
+                from_editor: false,
             }),
             sandbox: SandboxMode::Off,
             approval_mode,

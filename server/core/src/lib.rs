@@ -33,6 +33,7 @@
 pub mod agent;
 pub mod app;
 pub mod bash;
+pub mod buffers;
 pub mod calls;
 pub mod compaction;
 pub mod config;

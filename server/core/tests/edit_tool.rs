@@ -10,8 +10,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use mino_core::edit::{
-    apply, propose, recover, sha256_hex, ApplyError, EditArgs, EditError, EditRecovery, EditStartRecord, EditTool,
-    Workspace, MAX_FILE_BYTES,
+    apply, propose, propose_with_editor_text, recover, sha256_hex, ApplyError, EditArgs, EditError, EditRecovery,
+    EditStartRecord, EditTool, Workspace, MAX_FILE_BYTES,
 };
 
 struct Fixture {
@@ -676,4 +676,51 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
         }
     }
     found
+}
+
+/// A file open in the editor with unsaved changes: the edit is made to the
+/// editor's text (the diff the person approves starts from it), the write
+/// holds their changes and the edit, and what the write checks and
+/// recovery compares is still the disk's. The same text as the disk, or
+/// a file outside the workspace, is proposed from the disk as ever.
+#[test]
+fn an_edit_is_made_to_the_editors_unsaved_text_and_recovered_from_the_disk() {
+    let f = fixture();
+    let file = f.root.join("shopping.txt");
+    std::fs::write(&file, "bread\nbutter\n").unwrap();
+    let args = edit("shopping.txt", "butter\n", "butter\nmilk\n");
+    let unsaved = "bread\nbutter\neggs\n";
+    let proposal = propose_with_editor_text(&f.ws, &args, Some(unsaved)).unwrap();
+    assert!(proposal.from_editor);
+    assert_eq!(proposal.before_content(), Some(unsaved));
+    assert_eq!(proposal.after_content(), "bread\nbutter\nmilk\neggs\n");
+    assert_eq!(proposal.before.clone().unwrap().sha256, sha256_hex(b"bread\nbutter\n"), "the disk's facts");
+    assert!(proposal.diff.contains("+milk\n eggs\n"), "{}", proposal.diff);
+    let record = proposal.start_record();
+    assert!(matches!(recover(&record), EditRecovery::NotApplied), "nothing written yet");
+
+    let applied = apply(&f.ws, &proposal).unwrap();
+    assert_eq!(read(&file), "bread\nbutter\nmilk\neggs\n");
+    assert!(applied.output.contains("open in the person's editor with unsaved changes"), "{}", applied.output);
+    assert!(matches!(recover(&record), EditRecovery::Applied), "proved from the disk");
+
+    // The disk changed after the proposal: the write is refused, as for any edit.
+    std::fs::write(&file, "bread\nbutter\n").unwrap();
+    let proposal = propose_with_editor_text(&f.ws, &args, Some(unsaved)).unwrap();
+    std::fs::write(&file, "bread\nbutter\ntea\n").unwrap();
+    assert!(matches!(apply(&f.ws, &proposal), Err(ApplyError::Changed { .. })));
+
+    // The editor holding what the disk holds: an edit like any other.
+    std::fs::write(&file, "bread\nbutter\n").unwrap();
+    let same = propose_with_editor_text(&f.ws, &args, Some("bread\nbutter\n")).unwrap();
+    assert!(!same.from_editor);
+    assert_eq!(same, propose(&f.ws, &args).unwrap());
+
+    // A file outside the workspace is never proposed from the editor's text.
+    let outside = f.outside.join("notes.txt");
+    std::fs::write(&outside, "butter\n").unwrap();
+    let path = outside.display().to_string();
+    let far = propose_with_editor_text(&f.ws, &edit(&path, "butter\n", "milk\n"), Some("butter\nunsaved\n")).unwrap();
+    assert!(!far.from_editor);
+    assert_eq!(far.before_content(), Some("butter\n"));
 }

@@ -63,8 +63,13 @@ impl Harness {
             .await
             .expect("an event within 20 s")
             .expect("events open");
-        assert!(numbered.seq > self.last_seq, "seq counts up: {} after {}", numbered.seq, self.last_seq);
-        self.last_seq = numbered.seq;
+        // A response's usage and a settings change are no turn events: they take no seq.
+        let turn_event =
+            !matches!(numbered.event, AgentEvent::ResponseUsage { .. } | AgentEvent::SettingsChanged { .. });
+        if turn_event {
+            assert!(numbered.seq > self.last_seq, "seq counts up: {} after {}", numbered.seq, self.last_seq);
+            self.last_seq = numbered.seq;
+        }
         numbered.event
     }
 
@@ -169,10 +174,14 @@ async fn an_approved_call_runs_and_the_next_request_holds_the_pair() {
             AgentEvent::TurnEnded { .. } => "ended",
             AgentEvent::SessionOpened { .. } => "session_opened",
             AgentEvent::CompactionStarted { .. } | AgentEvent::CompactionEnded { .. } => "compaction",
+            AgentEvent::ResponseUsage { .. } => "usage",
+            AgentEvent::SettingsChanged { .. } => "settings",
         })
         .collect();
     let first_text = order.iter().position(|e| *e == "text").expect("text");
-    assert_eq!(&order[..first_text], ["started", "approval", "tool_started", "output", "result"]);
+    // Each response's usage once it is recorded: the first's before its call is asked about.
+    assert_eq!(&order[..first_text], ["started", "usage", "approval", "tool_started", "output", "result"]);
+    assert_eq!(order.iter().filter(|e| **e == "usage").count(), 2, "one per response");
     assert_eq!(results(&events), [("call_1".to_string(), ToolStatus::Success, "hello\n".to_string())]);
     assert_eq!(ended(&events).0, TurnStatus::Completed);
 

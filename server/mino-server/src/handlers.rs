@@ -82,7 +82,11 @@ impl Notifications {
         if let Some(recovery) = self.recovery.take() {
             return Some(message::<wire::notification::Recovery>(recovery));
         }
-        self.events.as_mut()?.recv().await.map(notification)
+        loop {
+            if let Some(message) = notification(self.events.as_mut()?.recv().await?) {
+                return Some(message);
+            }
+        }
     }
 
     /// The next notification already waiting, without waiting for one.
@@ -95,7 +99,11 @@ impl Notifications {
         if let Some(recovery) = self.recovery.take() {
             return Some(message::<wire::notification::Recovery>(recovery));
         }
-        self.events.as_mut()?.try_recv().map(notification)
+        loop {
+            if let Some(message) = notification(self.events.as_mut()?.try_recv()?) {
+                return Some(message);
+            }
+        }
     }
 }
 
@@ -604,9 +612,11 @@ fn compact_result(outcome: mino_core::agent::CompactionOutcome) -> wire::Compact
     }
 }
 
-/// One agent event as its notification.
-fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
-    match event {
+/// One agent event as its notification; `None` for the events `mino/*`
+/// does not notify (a response's usage: `mino/turnEnded` carries the
+/// turn's; a settings change: `mino/settings/update` answers with it).
+fn notification(Numbered { seq, session_id, event }: Numbered) -> Option<String> {
+    Some(match event {
         AgentEvent::TurnStarted { turn_id, input } => {
             message::<wire::notification::TurnStarted>(wire::TurnStarted { turn_id, seq, session_id, input })
         }
@@ -702,7 +712,8 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
         AgentEvent::SessionOpened { recovery } => {
             message::<wire::notification::Recovery>(recovery_notification(&session_id, &recovery))
         }
-    }
+        AgentEvent::ResponseUsage { .. } | AgentEvent::SettingsChanged { .. } => return None,
+    })
 }
 
 /// `mino/sessions/list`'s page size when none is asked for, and the largest.

@@ -138,8 +138,14 @@ test("milk story: SIGKILL mid-command, session/load shows the unknown call, the 
     await second.agent.notify(acp.methods.agent.session.cancel, { sessionId });
     return { outcome: { outcome: "cancelled" } };
   });
+  const cancelledFrom = second.updates.length;
   const cancelled = await prompt(second.agent, sessionId, "Is milk on the list now?");
   assert.equal(cancelled.stopReason, "cancelled");
+  // The gate's call is closed too: no client keeps it pending.
+  const gateCancelled = second.updates.slice(cancelledFrom).map((u) => u.update).filter((u) => u.sessionUpdate === "tool_call_update");
+  assert.equal(gateCancelled.length, 1, "the cancelled gate's call is closed");
+  assert.equal(gateCancelled[0].status, "failed");
+  assert.match(gateCancelled[0].title, /^Cancelled, not acknowledged: the result of `.*` is unknown$/);
   answers.push((params) => selected("not-now"));
   const declinedFrom = second.updates.length;
   const refused = await prompt(second.agent, sessionId, "Is milk on the list now?");
@@ -394,7 +400,7 @@ test("session/list is advertised and lists Mino's sessions with titles, a cwd fi
   const server = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("no permission expected") });
   try {
     const init = await initialize(server.agent);
-    assert.deepEqual(init.agentCapabilities.sessionCapabilities, { list: {} });
+    assert.deepEqual(init.agentCapabilities.sessionCapabilities, { list: {}, resume: {}, close: {} });
     const newSession = (cwd) => server.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
     const { sessionId: titled } = await newSession(dirs.workspace);
     assert.equal((await prompt(server.agent, titled, "Plan the garden\nwith details")).stopReason, "end_turn");
@@ -580,6 +586,8 @@ test("the model is a session config option: the service's models offered, the on
     sessionId = created.sessionId;
     assert.deepEqual(created.configOptions.map((o) => [o.id, o.type, o.category, o.currentValue]), [
       ["model", "select", "model", "mock-model"],
+      ["mode", "select", "mode", "rules"],
+      ["sandbox", "select", "mode", "off"],
     ]);
     assert.deepEqual(await offeredAtOpen(server, created), ["mock-model", "mock-model-large"]);
 
@@ -638,7 +646,7 @@ test("/compact summarises the conversation on demand: a compaction record, and t
     const { sessionId } = await newSession(server, dirs.workspace);
     await server.waitFor((u) => u.some((n) => n.update.sessionUpdate === "available_commands_update"));
     const commands = server.updates.find((n) => n.update.sessionUpdate === "available_commands_update");
-    assert.deepEqual(commands.update.availableCommands.map((c) => c.name), ["compact", "rules", "revoke"]);
+    assert.deepEqual(commands.update.availableCommands.map((c) => c.name), ["compact", "rules", "revoke", "mode", "sandbox"]);
 
     // On an empty session: nothing to compact, no model request.
     let from = server.updates.length;
@@ -735,7 +743,12 @@ test("a model service hanging on its list does not hold up session/new: configur
     await server.waitFor((u) => u.some((n) => n.update.sessionUpdate === "config_option_update"));
     const update = server.updates.find((n) => n.update.sessionUpdate === "config_option_update");
     assert.equal(update.sessionId, created.sessionId);
-    assert.deepEqual(update.update.configOptions.map((o) => [o.id, o.currentValue]), [["model", "mock-model"]]);
+    // The full set, as ACP sends it: the modes as they were.
+    assert.deepEqual(update.update.configOptions.map((o) => [o.id, o.currentValue]), [
+      ["model", "mock-model"],
+      ["mode", "rules"],
+      ["sandbox", "off"],
+    ]);
     assert.deepEqual(update.update.configOptions[0].options.map((o) => o.value), ["mock-model", "mock-model-large"]);
   } finally {
     await server.stop();
@@ -872,6 +885,210 @@ test("a text block and a resource_link reach the model with a space between them
     assert.equal(answer.stopReason, "end_turn");
     const sent = await inputs(mock);
     assert.ok(sent[0].includes("Read these [notes.md](file:///tmp/notes.md)"), sent[0]);
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});
+
+/** The protocol's approval and sandbox modes (server/protocol: `ApprovalMode::ALL`, `SandboxMode::ALL`). */
+const APPROVAL_MODES = ["ask", "rules", "sandboxed-auto"];
+const SANDBOX_MODES = ["off", "read-only", "workspace-write"];
+const ofKind = (server, from, kind) => server.updates.slice(from).map((u) => u.update).filter((u) => u.sessionUpdate === kind);
+const optionValue = (options, id) => options.find((o) => o.id === id).currentValue;
+
+test("the approval mode and the sandbox are config options (category mode) and classic modes; every change is told, and the next call follows it", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([
+    { type: "calls", calls: [{ call_id: "call_1", command: "echo sandboxed > proof.txt" }] },
+    { type: "text", deltas: ["Done."] },
+  ]);
+  const server = startServer({
+    ...dirs,
+    baseUrl: mock.baseUrl,
+    onPermission: () => assert.fail("sandboxed-auto with a sandbox runs the command without asking"),
+  });
+  try {
+    await initialize(server.agent);
+    const created = await newSession(server, dirs.workspace);
+    const { sessionId } = created;
+    const mode = created.configOptions.find((o) => o.id === "mode");
+    assert.equal(mode.category, "mode");
+    assert.deepEqual(mode.options.map((o) => o.value), APPROVAL_MODES);
+    assert.equal(mode.currentValue, "rules");
+    const sandbox = created.configOptions.find((o) => o.id === "sandbox");
+    assert.equal(sandbox.category, "mode");
+    assert.deepEqual(sandbox.options.map((o) => o.value), SANDBOX_MODES);
+    assert.equal(created.modes.currentModeId, "rules");
+    assert.deepEqual(created.modes.availableModes.map((m) => m.id), APPROVAL_MODES);
+
+    // Through session/set_config_option: the answer holds every option, and
+    // a config_option_update and a current_mode_update tell the change.
+    let from = server.updates.length;
+    const asked = await server.agent.request(acp.methods.agent.session.setConfigOption, {
+      sessionId,
+      configId: "mode",
+      value: "ask",
+    });
+    assert.deepEqual(asked.configOptions.map((o) => o.id), ["model", "mode", "sandbox"]);
+    assert.equal(optionValue(asked.configOptions, "mode"), "ask");
+    await server.waitFor(() => ofKind(server, from, "current_mode_update").length === 1);
+    assert.equal(ofKind(server, from, "current_mode_update")[0].currentModeId, "ask");
+    assert.equal(optionValue(ofKind(server, from, "config_option_update")[0].configOptions, "mode"), "ask");
+
+    // A value that is none of the modes is refused, naming them; nothing changes.
+    await assert.rejects(
+      server.agent.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "mode", value: "yolo" }),
+      (e) => e.code === -32602 && /choose one of: ask, rules, sandboxed-auto/.test(e.message),
+    );
+    await assert.rejects(
+      server.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "yolo" }),
+      (e) => e.code === -32602 && /choose one of/.test(e.message),
+    );
+
+    // Through the classic session/set_mode.
+    from = server.updates.length;
+    await server.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "sandboxed-auto" });
+    await server.waitFor(() => ofKind(server, from, "config_option_update").length === 1);
+    assert.equal(optionValue(ofKind(server, from, "config_option_update")[0].configOptions, "mode"), "sandboxed-auto");
+    assert.equal(ofKind(server, from, "current_mode_update")[0].currentModeId, "sandboxed-auto");
+
+    // Through the /sandbox command: its message says so, and the update tells the editor.
+    from = server.updates.length;
+    assert.equal((await prompt(server.agent, sessionId, "/sandbox workspace-write")).stopReason, "end_turn");
+    await server.waitFor(() => ofKind(server, from, "config_option_update").length === 1);
+    assert.match(textSince(server, from), /Approval mode is now sandboxed-auto, sandbox workspace-write/);
+    assert.equal(optionValue(ofKind(server, from, "config_option_update")[0].configOptions, "sandbox"), "workspace-write");
+    assert.equal((await mock.requests()).length, 0, "a command is no prompt for the model");
+
+    // The next command runs in the sandbox without asking (onPermission fails the test).
+    from = server.updates.length;
+    assert.equal((await prompt(server.agent, sessionId, "Write the proof.")).stopReason, "end_turn");
+    const result = ofKind(server, from, "tool_call_update").at(-1);
+    assert.equal(result.status, "completed");
+    assert.equal(readFileSync(join(dirs.workspace, "proof.txt"), "utf8"), "sandboxed\n");
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});
+
+test("session/close lets the session go (another Mino can open it); session/resume opens it without replaying it", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([
+    { type: "text", deltas: ["First answer."] },
+    { type: "text", deltas: ["Second answer."] },
+  ]);
+  const first = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
+  const second = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
+  try {
+    const init = await initialize(first.agent);
+    assert.deepEqual(init.agentCapabilities.sessionCapabilities, { list: {}, resume: {}, close: {} });
+    await initialize(second.agent);
+    const { sessionId } = await newSession(first, dirs.workspace);
+    assert.equal((await prompt(first.agent, sessionId, "Remember the first question.")).stopReason, "end_turn");
+
+    // Open in the first server: the second cannot resume it.
+    const resume = () => second.agent.request(acp.methods.agent.session.resume, { sessionId, cwd: dirs.workspace, mcpServers: [] });
+    await assert.rejects(resume(), (e) => e.code === -32602 && /open in another Mino process/.test(e.message));
+
+    assert.deepEqual(await first.agent.request(acp.methods.agent.session.close, { sessionId }), {});
+    await assert.rejects(prompt(first.agent, sessionId, "Still there?"), (e) => e.code === -32602 && /not open here/.test(e.message));
+    await assert.rejects(
+      first.agent.request(acp.methods.agent.session.close, { sessionId }),
+      (e) => e.code === -32602,
+      "closing a session that is not open is refused",
+    );
+
+    const from = second.updates.length;
+    const resumed = await resume();
+    assert.deepEqual(resumed.configOptions.map((o) => o.id), ["model", "mode", "sandbox"]);
+    assert.equal(resumed.modes.currentModeId, "rules");
+    await second.waitFor(() => ofKind(second, from, "available_commands_update").length === 1);
+    assert.deepEqual(ofKind(second, from, "user_message_chunk"), [], "resume replays nothing");
+    assert.equal(textSince(second, from), "", "resume replays nothing");
+    assert.equal((await prompt(second.agent, sessionId, "And now?")).stopReason, "end_turn");
+    const requests = await mock.requests();
+    assert.equal(requests.length, 2);
+    const input = JSON.stringify(requests[1].body.input);
+    assert.ok(input.includes("Remember the first question.") && input.includes("First answer."), "the conversation goes on");
+  } finally {
+    await first.stop();
+    await second.stop();
+    mock.stop();
+  }
+});
+
+test("usage_update after each response: the tokens the service reported, against the model's context window", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([
+    { type: "calls", text: ["Let me look."], calls: [{ call_id: "call_1", command: "echo hi" }] },
+    { type: "text", deltas: ["It said hi."] },
+  ]);
+  const server = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: (params) => selected(option(params, "allow_once")) });
+  try {
+    await initialize(server.agent);
+    const { sessionId } = await newSession(server, dirs.workspace);
+    assert.equal((await prompt(server.agent, sessionId, "Say hi.")).stopReason, "end_turn");
+    const kinds = server.updates.map((u) => u.update.sessionUpdate);
+    const usages = server.updates.map((u) => u.update).filter((u) => u.sessionUpdate === "usage_update");
+    assert.equal(usages.length, 2, "one per response");
+    // The first response's usage comes before its call runs, the second's after the call's result.
+    assert.ok(kinds.indexOf("usage_update") < kinds.indexOf("tool_call"));
+    assert.ok(kinds.lastIndexOf("usage_update") > kinds.lastIndexOf("tool_call_update"));
+    for (const usage of usages) {
+      const mino = usage._meta.mino;
+      assert.ok(mino.inputTokens > 0 && mino.outputTokens > 0, JSON.stringify(usage));
+      assert.equal(usage.used, mino.inputTokens + mino.outputTokens);
+      assert.equal(usage.size, 128000, "the default context window: neither the configuration nor the mock names one");
+      assert.equal(mino.turnId, "turn-1");
+    }
+    assert.ok(usages[1].used > usages[0].used, "the second request holds the first response and the call's output");
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});
+
+test("with fs/read_text_file offered, an edit is made to the editor's unsaved text, as the person sees it", async () => {
+  const dirs = freshDirs();
+  const file = join(dirs.workspace, "shopping.txt");
+  writeFileSync(file, "bread\nbutter\n");
+  // The editor holds the file with a line the person typed and did not save.
+  const unsaved = "bread\nbutter\neggs\n";
+  const args = JSON.stringify({ path: "shopping.txt", old_text: "butter\n", new_text: "butter\nmilk\n" });
+  const mock = await startMockModel([
+    { type: "named_call", call_id: "call_1", name: "edit_file", arguments: args },
+    { type: "text", deltas: ["Milk added."] },
+  ]);
+  const asked = [];
+  const reads = [];
+  const server = startServer({
+    ...dirs,
+    baseUrl: mock.baseUrl,
+    onPermission: (params) => {
+      asked.push(params);
+      return selected(option(params, "allow_once"));
+    },
+    onReadTextFile: (params) => {
+      reads.push(params);
+      return { content: unsaved };
+    },
+  });
+  try {
+    await initialize(server.agent, { fs: { readTextFile: true, writeTextFile: false } });
+    const { sessionId } = await newSession(server, dirs.workspace);
+    assert.equal((await prompt(server.agent, sessionId, "Add milk after butter.")).stopReason, "end_turn");
+    assert.deepEqual(reads.map((r) => [r.sessionId, r.path]), [[sessionId, file]]);
+    const question = asked[0].toolCall;
+    assert.deepEqual(question.content, [{ type: "diff", path: file, oldText: unsaved, newText: "bread\nbutter\nmilk\neggs\n" }]);
+    assert.equal(question.rawInput.fromEditor, true);
+    assert.equal(readFileSync(file, "utf8"), "bread\nbutter\nmilk\neggs\n", "the edit of what the person saw, and their line");
+    const result = ofKind(server, 0, "tool_call_update").at(-1);
+    assert.equal(result.status, "completed");
+    assert.match(contentText(result), /open in the person's editor with unsaved changes/);
+    const input = JSON.stringify((await mock.requests()).at(-1).body.input);
+    assert.match(input, /unsaved changes: the edit was made to the editor's text/, "the model is told too");
   } finally {
     await server.stop();
     mock.stop();

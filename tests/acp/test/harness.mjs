@@ -81,12 +81,13 @@ export function freshDirs() {
 /**
  * Starts `mino-server --acp` and connects an SDK client to it.
  * `onPermission(params)` answers `session/request_permission`;
- * `onElicitation(params)`, if given, answers `elicitation/create`.
+ * `onElicitation(params)`, if given, answers `elicitation/create`;
+ * `onReadTextFile(params)`, if given, answers `fs/read_text_file`.
  * Every message both ways is kept in `transcript` (direction, message); each
  * the server sends is checked against the ACP v1 schema (./schema.mjs), and
  * the failures fail the test that saw them.
  */
-export function startServer({ home, workspace, baseUrl, onPermission, onElicitation }) {
+export function startServer({ home, workspace, baseUrl, onPermission, onElicitation, onReadTextFile }) {
   const child = spawn(serverBin, ["--acp"], {
     cwd: workspace,
     env: {
@@ -126,6 +127,10 @@ export function startServer({ home, workspace, baseUrl, onPermission, onElicitat
     .onRequest(acp.methods.client.elicitation.create, async ({ params }) => {
       if (!onElicitation) throw new Error("this client did not expect elicitation/create");
       return onElicitation(params);
+    })
+    .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
+      if (!onReadTextFile) throw new Error("this client did not offer fs/read_text_file");
+      return onReadTextFile(params);
     })
     .onNotification(acp.methods.client.session.update, async ({ params }) => {
       updates.push(params);

@@ -2,7 +2,9 @@
 //! side over real stdio, against the mock model: initialize, a new session,
 //! a prompt with an approved command, and the acknowledgement gate after a
 //! real SIGKILL, an edit asked with its diff, `session/list`, the model
-//! option and the slash commands, and a line over the input bound. (The official TypeScript SDK drives the same front door in
+//! option and the slash commands, the approval mode and sandbox options,
+//! `usage_update`, `session/close` and `session/resume`, and a line over the
+//! input bound. (The official TypeScript SDK drives the same front door in
 //! tests/acp, `scripts/test acp`.)
 
 use std::collections::VecDeque;
@@ -13,9 +15,10 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, SetSessionConfigOptionRequest, StopReason, TextContent,
+    CloseSessionRequest, ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
+    PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    ResumeSessionRequest, SelectedPermissionOutcome, SessionNotification, SetSessionConfigOptionRequest,
+    SetSessionModeRequest, StopReason, TextContent,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Agent, ByteStreams, Client, Responder, V1};
@@ -694,4 +697,83 @@ async fn acp_answers_naming_a_key_twice_are_refused_and_decide_nothing() {
     let (answered, _) = acp.until(|m| m["id"] == 3).await;
     assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
     assert_eq!(mino_e2e::count_kind(&journal, "recovery_ack"), 1);
+}
+
+/// The approval mode and the sandbox chosen through the crate's
+/// `session/set_config_option` and `session/set_mode` decide the next call
+/// (sandboxed-auto with a sandbox: it runs unasked), each change is told as
+/// `config_option_update` and `current_mode_update`, each response's usage
+/// as `usage_update`; `session/close` lets another server `session/resume`
+/// the session while the first still runs.
+#[tokio::test]
+async fn acp_modes_decide_the_next_call_and_a_closed_session_resumes_elsewhere() {
+    let (_base, home, workspace) = dirs();
+    let mock = MockModel::start(vec![
+        Reply::call("call_1", "echo boxed > boxed.txt"),
+        Reply::text("Done."),
+        Reply::text("Still here."),
+    ])
+    .await
+    .expect("mock model");
+    // No answers scripted: a permission request fails the test.
+    let seen = Shared::default();
+    let later = Shared::default();
+    let (ws, h, later_seen) = (workspace.clone(), home.clone(), later.clone());
+    let mock_url = &mock;
+    let (result, _) = with_server(&home, &workspace, &mock, seen.clone(), async move |cx| {
+        let init = cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+        let caps = serde_json::to_value(&init.agent_capabilities.session_capabilities).expect("json");
+        assert_eq!(caps, serde_json::json!({ "list": {}, "resume": {}, "close": {} }));
+        let created = cx.send_request(NewSessionRequest::new(ws.clone())).block_task().await?;
+        let session = created.session_id.0.to_string();
+        let unknown = cx.send_request(SetSessionModeRequest::new(session.clone(), "yolo")).block_task().await;
+        cx.send_request(SetSessionModeRequest::new(session.clone(), "sandboxed-auto")).block_task().await?;
+        let sandboxed = cx
+            .send_request(SetSessionConfigOptionRequest::new(session.clone(), "sandbox", "workspace-write"))
+            .block_task()
+            .await?;
+        let answer = prompt(&cx, &session, "Box it.").await?;
+        cx.send_request(CloseSessionRequest::new(session.clone())).block_task().await?;
+        // Another server resumes it while this one still runs.
+        let cwd = ws.clone();
+        let (resumed, _) = with_server(&h, &ws, mock_url, later_seen, async move |other| {
+            other.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+            let resumed = other.send_request(ResumeSessionRequest::new(session.clone(), cwd)).block_task().await?;
+            let next = prompt(&other, &session, "Are you there?").await?;
+            Ok((resumed, next.stop_reason))
+        })
+        .await;
+        Ok((created, unknown, sandboxed, answer.stop_reason, resumed))
+    })
+    .await;
+    let (created, unknown, sandboxed, stop, resumed) = result.expect("the exchange ran");
+    let modes = serde_json::to_value(&created.modes).expect("json");
+    assert_eq!(modes["currentModeId"], "rules");
+    let refused = unknown.expect_err("an unknown mode is refused");
+    assert_eq!(i32::from(refused.code), -32602);
+    assert!(refused.message.contains("choose one of: ask, rules, sandboxed-auto"), "{}", refused.message);
+    let options = serde_json::to_value(&sandboxed.config_options).expect("json");
+    let ids: Vec<&str> = options.as_array().expect("options").iter().filter_map(|o| o["id"].as_str()).collect();
+    assert_eq!(ids, ["model", "mode", "sandbox"]);
+    assert_eq!(options[1]["currentValue"], "sandboxed-auto");
+    assert_eq!(options[2]["currentValue"], "workspace-write");
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(std::fs::read_to_string(workspace.join("boxed.txt")).expect("the command ran unasked"), "boxed\n");
+    assert!(seen.lock().expect("seen").questions.is_empty(), "nothing asked");
+    let updates = seen.lock().expect("seen").updates.clone();
+    let kinds: Vec<&str> = updates.iter().filter_map(|u| u["sessionUpdate"].as_str()).collect();
+    let current: Vec<&Value> =
+        updates.iter().filter(|u| u["sessionUpdate"] == "current_mode_update").map(|u| &u["currentModeId"]).collect();
+    assert_eq!(current, ["sandboxed-auto", "sandboxed-auto"], "each change told (the sandbox's too)");
+    assert!(kinds.iter().filter(|k| **k == "config_option_update").count() >= 2);
+    let usage: Vec<&Value> = updates.iter().filter(|u| u["sessionUpdate"] == "usage_update").collect();
+    assert_eq!(usage.len(), 2, "one per response");
+    assert!(usage.iter().all(|u| u["used"].as_u64().is_some_and(|n| n > 0) && u["size"] == 128000));
+    let (resumed, next) = resumed.expect("the closed session resumed in another server");
+    assert_eq!(serde_json::to_value(&resumed.modes).expect("json")["currentModeId"], "rules");
+    assert_eq!(next, StopReason::EndTurn);
+    let replayed = later.lock().expect("seen").updates.iter().any(|u| u["sessionUpdate"] == "user_message_chunk");
+    assert!(!replayed, "resume replays nothing");
+    let last = mock.requests().pop().expect("a request");
+    assert!(last.body["input"].to_string().contains("Box it."), "the conversation went on");
 }

@@ -155,6 +155,15 @@ pub fn apply(workspace: &Workspace, proposal: &EditProposal) -> Result<Applied, 
             ),
         );
     }
+    if proposal.from_editor {
+        // Said before the diff, as above: the model learns that the file
+        // now also holds what the person had typed and not saved.
+        output.insert_str(
+            output.len() - 2,
+            " The file was open in the person's editor with unsaved changes: the edit was made to the editor's \
+             text, so the file now holds those changes too.",
+        );
+    }
     output.push_str(&capped_diff(&proposal.diff));
     if let Err(e) = &synced {
         output.push_str(&format!(

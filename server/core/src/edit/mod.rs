@@ -362,6 +362,11 @@ pub struct EditProposal {
     after_content: String,
     /// The content it replaces, as read for the diff (`None` for a new file).
     before_content: Option<String>,
+    /// The file is open in the person's editor with changes not saved:
+    /// `before_content` (and the diff) is the editor's text, not the disk's
+    /// (`before` stays the disk's, which [`apply`] checks and recovery
+    /// compares), so applying writes those changes too.
+    pub from_editor: bool,
 }
 
 impl EditProposal {
@@ -550,6 +555,20 @@ pub struct Refusal {
 
 /// [`propose`], saying whether a refusal concerns a path outside the workspace.
 pub fn propose_or_refuse(workspace: &Workspace, args: &EditArgs) -> Result<EditProposal, Refusal> {
+    propose_with_editor_text(workspace, args, None)
+}
+
+/// [`propose_or_refuse`], against `editor_text` when it is the text the
+/// person's editor holds of the file ([`crate::buffers::OpenBuffers`]) and
+/// differs from the disk's: the edit is then made to what the person sees
+/// ([`EditProposal::from_editor`]). Text that is not the file's as the tools
+/// take it (over [`MAX_FILE_BYTES`], a NUL byte) is not used, nor for a file
+/// outside the workspace or absent from the disk.
+pub fn propose_with_editor_text(
+    workspace: &Workspace,
+    args: &EditArgs,
+    editor_text: Option<&str>,
+) -> Result<EditProposal, Refusal> {
     let resolved = match workspace.resolve(args.path()) {
         Ok(resolved) => resolved,
         Err(error) => {
@@ -569,18 +588,29 @@ pub fn propose_or_refuse(workspace: &Workspace, args: &EditArgs) -> Result<EditP
         }
     };
     let outside = resolved.leaves_workspace.then(|| resolved.path.clone());
-    propose_resolved(workspace, args, resolved).map_err(|error| Refusal { error, outside })
+    let editor_text = editor_text.filter(|_| !resolved.leaves_workspace);
+    propose_resolved(workspace, args, resolved, editor_text).map_err(|error| Refusal { error, outside })
 }
 
-fn propose_resolved(workspace: &Workspace, args: &EditArgs, resolved: ResolvedPath) -> Result<EditProposal, EditError> {
+fn propose_resolved(
+    workspace: &Workspace,
+    args: &EditArgs,
+    resolved: ResolvedPath,
+    editor_text: Option<&str>,
+) -> Result<EditProposal, EditError> {
     let display = workspace.display_path(&resolved.path);
     // Read through the handle the path was resolved to, so what is read is
     // what `leaves_workspace` describes, whatever is renamed meanwhile.
     let current = read_current(resolved.dir.fd(), resolved.name(), &display)?;
-    let (before, mode) = match &current {
+    let (on_disk, mode) = match &current {
         Current::Absent => (None, None),
         Current::Text { content, mode } => (Some(content.as_str()), Some(*mode)),
     };
+    let editor_text = editor_text.filter(|text| {
+        on_disk.is_some_and(|disk| disk != *text) && text.len() as u64 <= MAX_FILE_BYTES && !text.contains('\0')
+    });
+    // What the edit is made to: the editor's unsaved text, else the disk's.
+    let before = editor_text.or(on_disk);
     let (after_content, replacements) = match args {
         EditArgs::Edit { old_text, new_text, replace_all, .. } => {
             let Some(before) = before else {
@@ -624,7 +654,8 @@ fn propose_resolved(workspace: &Workspace, args: &EditArgs, resolved: ResolvedPa
         requested_path: args.path().to_string(),
         leaves_workspace: resolved.leaves_workspace,
         new_file: before.is_none(),
-        before: before.map(|b| ContentFacts::of(b.as_bytes())),
+        // The disk's: what `apply` checks is still there, and recovery compares.
+        before: on_disk.map(|b| ContentFacts::of(b.as_bytes())),
         after: ContentFacts::of(after_content.as_bytes()),
         replacements,
         diff,
@@ -635,6 +666,7 @@ fn propose_resolved(workspace: &Workspace, args: &EditArgs, resolved: ResolvedPa
         dir_id: resolved.dir.id,
         after_content,
         before_content: before.map(str::to_string),
+        from_editor: editor_text.is_some(),
     })
 }
 
