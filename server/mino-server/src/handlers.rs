@@ -496,7 +496,11 @@ fn recovered_turn(t: &RecoveredTurn) -> wire::RecoveredTurnView {
             .map(|c| wire::RecoveredCallView {
                 call_id: c.call_id.clone(),
                 command: c.command.clone(),
-                tool: c.edit_tool.map(edit_tool_name).map(Into::into).or(c.read.as_ref().map(|r| call_tool(CallTool::Read(r.tool)))),
+                tool: c
+                    .edit_tool
+                    .map(edit_tool_name)
+                    .map(Into::into)
+                    .or(c.read.as_ref().map(|r| call_tool(CallTool::Read(r.tool)))),
                 read: c.read.clone().map(read_view),
                 result: wire::ToolResultView {
                     status: tool_status(c.status),

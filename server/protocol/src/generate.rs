@@ -307,7 +307,12 @@ pub fn lua() -> String {
     );
     lua_status_table(&mut out, "Turn statuses.", "turn_status", TurnStatus::ALL.iter().map(|s| s.as_str()));
     lua_status_table(&mut out, "Tool statuses.", "tool_status", ToolStatus::ALL.iter().map(|s| s.as_str()));
-    lua_status_table(&mut out, "Tools a call's `tool` names (absent: bash).", "tool_name", ToolName::ALL.iter().map(|s| s.as_str()));
+    lua_status_table(
+        &mut out,
+        "Tools a call's `tool` names (absent: bash).",
+        "tool_name",
+        ToolName::ALL.iter().map(|s| s.as_str()),
+    );
     lua_status_table(
         &mut out,
         "The read-only tools: shown as one line each.",

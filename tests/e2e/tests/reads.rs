@@ -89,8 +89,9 @@ async fn read_file_states_lines_and_size_cuts_at_its_bound_and_runs_without_aski
     assert!(!started[0].read.as_ref().expect("read view").leaves_workspace);
 
     let results = results(&notifications);
-    let first_header =
-        format!("lines 1-2000 of 2500 ({size} bytes); 500 lines left out (limit 2000 lines): read on with start_line 2001");
+    let first_header = format!(
+        "lines 1-2000 of 2500 ({size} bytes); 500 lines left out (limit 2000 lines): read on with start_line 2001"
+    );
     assert_eq!(results[0].status, wire::ToolStatus::Success);
     assert_eq!(results[0].output, format!("{first_header}\n{}", numbered(1..=2000, |n| format!("line {n}"))));
     let view = results[0].read.as_ref().expect("read view");
@@ -162,7 +163,11 @@ async fn search_returns_matches_with_context_and_bounds_the_count() {
             "search",
             json!({"pattern": "^hit", "path": "logs", "glob": "*.log", "context": 0, "case_insensitive": null}),
         ),
-        read_call("call_3", "search", json!({"pattern": "(unclosed", "path": null, "glob": null, "context": null, "case_insensitive": null})),
+        read_call(
+            "call_3",
+            "search",
+            json!({"pattern": "(unclosed", "path": null, "glob": null, "context": null, "case_insensitive": null}),
+        ),
         Reply::text("Found."),
     ])
     .await
@@ -176,7 +181,10 @@ async fn search_returns_matches_with_context_and_bounds_the_count() {
     std::fs::write(cwd.join("logs/b.txt"), "hit but not a log\n").expect("write");
 
     let results = results(&unasked_turn(&mut server, "Where is milk?").await);
-    assert_eq!(results[0].output, "1 match in 1 file\nshopping.txt-2-butter\nshopping.txt:3:Milk\nshopping.txt-4-jam\n");
+    assert_eq!(
+        results[0].output,
+        "1 match in 1 file\nshopping.txt-2-butter\nshopping.txt:3:Milk\nshopping.txt-4-jam\n"
+    );
     assert_eq!(results[0].read.as_ref().and_then(|r| r.pattern.as_deref()), Some("mi+lk"));
     let shown: String = (1..=200).map(|n| format!("logs/a.log:{n}:hit {n}\n")).collect();
     assert_eq!(
@@ -203,11 +211,17 @@ async fn reads_leaving_the_workspace_ask_first_and_reveal_nothing_when_declined(
     let real = std::fs::canonicalize(outside.join("secret.txt")).expect("canonical");
 
     let cases = [
-        (json!({"path": outside.join("secret.txt").display().to_string(), "start_line": null, "end_line": null}), "read_file"),
+        (
+            json!({"path": outside.join("secret.txt").display().to_string(), "start_line": null, "end_line": null}),
+            "read_file",
+        ),
         (json!({"path": "../outside/secret.txt", "start_line": null, "end_line": null}), "read_file"),
         (json!({"path": "link.txt", "start_line": null, "end_line": null}), "read_file"),
         (json!({"path": "../outside/absent.txt", "start_line": null, "end_line": null}), "read_file"),
-        (json!({"pattern": "secret", "path": "../outside", "glob": null, "context": null, "case_insensitive": null}), "search"),
+        (
+            json!({"pattern": "secret", "path": "../outside", "glob": null, "context": null, "case_insensitive": null}),
+            "search",
+        ),
         (json!({"path": "../outside", "pattern": null}), "list_files"),
     ];
     for (i, (arguments, tool)) in cases.iter().enumerate() {
@@ -255,7 +269,11 @@ async fn fifos_devices_and_binary_files_are_refused_without_hanging() {
     let mock = MockModel::start(vec![
         read_call("call_1", "read_file", json!({"path": "pipe", "start_line": null, "end_line": null})),
         read_call("call_2", "read_file", json!({"path": "blob.bin", "start_line": null, "end_line": null})),
-        read_call("call_3", "search", json!({"pattern": "x", "path": null, "glob": null, "context": 0, "case_insensitive": null})),
+        read_call(
+            "call_3",
+            "search",
+            json!({"pattern": "x", "path": null, "glob": null, "context": 0, "case_insensitive": null}),
+        ),
         Reply::text("Done."),
     ])
     .await
@@ -270,7 +288,11 @@ async fn fifos_devices_and_binary_files_are_refused_without_hanging() {
 
     let results = results(&unasked_turn(&mut server, "Read the odd files.").await);
     assert_eq!(results[0].status, wire::ToolStatus::Failed);
-    assert!(results[0].output.starts_with("Refused: `pipe` is a FIFO (named pipe), not a regular file"), "{}", results[0].output);
+    assert!(
+        results[0].output.starts_with("Refused: `pipe` is a FIFO (named pipe), not a regular file"),
+        "{}",
+        results[0].output
+    );
     assert!(results[1].output.starts_with("Refused: `blob.bin` looks binary"), "{}", results[1].output);
     assert_eq!(results.len(), 3, "{results:?}");
     // The search skips the FIFO and the binary file, and finds the text.
@@ -328,7 +350,9 @@ async fn a_read_killed_mid_way_is_unavailable_on_reopen_without_the_gate() {
     let summary = input_summary(&last.body);
     assert!(summary.contains(&"function_call_output call_1 unavailable".to_string()), "{summary:?}");
     assert!(
-        summary.iter().any(|s| s.starts_with("assistant: Mino runtime notice: the previous turn ended with status interrupted")),
+        summary
+            .iter()
+            .any(|s| s.starts_with("assistant: Mino runtime notice: the previous turn ended with status interrupted")),
         "{summary:?}"
     );
     let heard = outputs(&last.body);

@@ -92,7 +92,13 @@ impl ResolvedPath {
     /// out. The caller checks the open file's type before reading it.
     pub fn open_read_only(&self) -> std::io::Result<std::fs::File> {
         let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
-        let fd = openat2(self.dir.fd(), self.name(), flags, Mode::empty(), ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS)?;
+        let fd = openat2(
+            self.dir.fd(),
+            self.name(),
+            flags,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+        )?;
         Ok(std::fs::File::from(fd))
     }
 

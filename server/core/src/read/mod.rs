@@ -167,7 +167,9 @@ impl ReadArgs {
                 }
                 let context = a.context.unwrap_or(DEFAULT_CONTEXT);
                 if context > MAX_CONTEXT {
-                    return Err(format!("context {context} is more than {MAX_CONTEXT} lines; give 0 to {MAX_CONTEXT}."));
+                    return Err(format!(
+                        "context {context} is more than {MAX_CONTEXT} lines; give 0 to {MAX_CONTEXT}."
+                    ));
                 }
                 ReadArgs::Search {
                     pattern: a.pattern,
@@ -302,7 +304,10 @@ pub fn summary_of_output(output: &str) -> Option<(String, bool)> {
 pub enum Target {
     File(ResolvedPath),
     /// A directory (or, for `search`, possibly a file), canonical.
-    Tree { path: PathBuf, inside: bool },
+    Tree {
+        path: PathBuf,
+        inside: bool,
+    },
 }
 
 /// Where a read call leads.
@@ -349,7 +354,9 @@ pub fn locate(workspace: &Workspace, args: &ReadArgs) -> Result<Place, String> {
                     }
                 }
                 Err(e) => {
-                    let why = format!("`{path}` cannot be read: {e}; give a directory that exists (`.` is the session's directory).");
+                    let why = format!(
+                        "`{path}` cannot be read: {e}; give a directory that exists (`.` is the session's directory)."
+                    );
                     match workspace.outside_hint(path) {
                         Some(shown) => Ok(Place::Outside { shown, target: Err(why) }),
                         None => Err(why),

@@ -49,7 +49,10 @@ impl Agent {
             let args = args.clone();
             move || -> Result<(Workspace, Place), String> {
                 let workspace = Workspace::new(&directory).map_err(|e| {
-                    format!("The session's directory {} cannot be resolved ({e}); nothing was read.", directory.display())
+                    format!(
+                        "The session's directory {} cannot be resolved ({e}); nothing was read.",
+                        directory.display()
+                    )
                 })?;
                 let place = read_tools::locate(&workspace, &args)?;
                 Ok((workspace, place))
@@ -106,7 +109,13 @@ impl Agent {
         };
         let (t, c, cmd, dir) = (turn_id.to_string(), call_id.to_string(), summary.clone(), directory);
         self.with_session_io(move |s| {
-            s.record_approval_of(&t, &c, ApprovalDecision::Approved, (approved_by, Vec::new()), ApprovalFacts::default())?;
+            s.record_approval_of(
+                &t,
+                &c,
+                ApprovalDecision::Approved,
+                (approved_by, Vec::new()),
+                ApprovalFacts::default(),
+            )?;
             // Reads run in-process, outside any sandbox: they change nothing.
             s.record_tool_start_in(&t, &c, &cmd, &dir, SandboxMode::Off)
         })
