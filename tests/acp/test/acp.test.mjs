@@ -1094,3 +1094,42 @@ test("with fs/read_text_file offered, an edit is made to the editor's unsaved te
     mock.stop();
   }
 });
+
+test("with fs/read_text_file offered, read_file reads a file open in the editor as the person sees it, unasked", async () => {
+  const dirs = freshDirs();
+  const file = join(dirs.workspace, "shopping.txt");
+  writeFileSync(file, "bread\nbutter\n");
+  const unsaved = "bread\nbutter\neggs\n";
+  const mock = await startMockModel([
+    { type: "named_call", call_id: "call_1", name: "read_file", arguments: JSON.stringify({ path: "shopping.txt" }) },
+    { type: "text", deltas: ["Eggs are on it."] },
+  ]);
+  const asked = [];
+  const reads = [];
+  const server = startServer({
+    ...dirs,
+    baseUrl: mock.baseUrl,
+    onPermission: (params) => {
+      asked.push(params);
+      return selected(option(params, "reject_once"));
+    },
+    onReadTextFile: (params) => {
+      reads.push(params);
+      return { content: unsaved };
+    },
+  });
+  try {
+    await initialize(server.agent, { fs: { readTextFile: true, writeTextFile: false } });
+    const { sessionId } = await newSession(server, dirs.workspace);
+    assert.equal((await prompt(server.agent, sessionId, "Is there eggs on the list?")).stopReason, "end_turn");
+    assert.equal(asked.length, 0, "a read inside the workspace never asks");
+    assert.deepEqual(reads.map((r) => [r.sessionId, r.path]), [[sessionId, file]]);
+    const input = JSON.stringify((await mock.requests()).at(-1).body.input);
+    assert.match(input, /lines 1-3 of 3 \(18 bytes\); as open in the editor, with changes not saved to disk/);
+    assert.match(input, /eggs/, "the model reads the person's unsaved line");
+    assert.equal(readFileSync(file, "utf8"), "bread\nbutter\n", "a read writes nothing");
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});

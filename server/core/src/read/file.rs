@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 use std::io::Read;
 
-use super::{cut_line, ReadOutcome, MAX_FILE_BYTES, MAX_LINES, MAX_LINE_CHARS, MAX_OUTPUT_BYTES};
+use super::{cut_line, ReadOutcome, ToolStatus, MAX_FILE_BYTES, MAX_LINES, MAX_LINE_CHARS, MAX_OUTPUT_BYTES};
 use crate::edit::ResolvedPath;
 
 /// The bytes looked at for a NUL before anything is returned.
@@ -52,7 +52,7 @@ pub(super) fn read_file(resolved: &ResolvedPath, given: &str, start: Option<u64>
     read_lines(file, given, size, start.unwrap_or(1), end)
 }
 
-fn read_lines(mut file: std::fs::File, given: &str, size: u64, start: u64, end: Option<u64>) -> ReadOutcome {
+fn read_lines(mut file: impl Read, given: &str, size: u64, start: u64, end: Option<u64>) -> ReadOutcome {
     let last_wanted = end.unwrap_or(u64::MAX);
     let mut buf = vec![0u8; CHUNK];
     let mut line: Vec<u8> = Vec::new();
@@ -150,6 +150,20 @@ fn read_lines(mut file: std::fs::File, given: &str, size: u64, start: u64, end: 
         );
     }
     ReadOutcome::success(format!("{header}\n{body}"))
+}
+
+/// `read_file` over the text the person's editor holds of the file (an
+/// open buffer, perhaps with unsaved changes), bounded as a read of the
+/// disk is; `differs` says the text is not what the disk holds, which the
+/// summary line then tells.
+pub(super) fn read_editor_text(text: &str, given: &str, start: Option<u64>, end: Option<u64>, differs: bool) -> ReadOutcome {
+    let mut outcome = read_lines(text.as_bytes(), given, text.len() as u64, start.unwrap_or(1), end);
+    if differs && outcome.status == ToolStatus::Success {
+        if let Some(at) = outcome.output.find('\n') {
+            outcome.output.insert_str(at, "; as open in the editor, with changes not saved to disk");
+        }
+    }
+    outcome
 }
 
 /// Appends one numbered line to `body`, unless a bound says stop.

@@ -440,6 +440,32 @@ pub fn run(workspace: &Workspace, args: &ReadArgs, target: &Target) -> ReadOutco
     }
 }
 
+/// A located `read_file` answered from the text the person's editor holds
+/// of the file (see [`crate::buffers::OpenBuffers`]); `None` for the other
+/// tools, which read the disk. Blocking (it compares with the disk): run it
+/// off the async workers.
+pub fn run_on_editor_text(args: &ReadArgs, target: &Target, text: &str) -> Option<ReadOutcome> {
+    let (ReadArgs::ReadFile { path, start_line, end_line }, Target::File(resolved)) = (args, target) else {
+        return None;
+    };
+    // The disk's bytes, read only as far as needed to tell them apart.
+    let differs = match resolved.open_read_only() {
+        Ok(mut file) => {
+            let mut disk = Vec::with_capacity(text.len().min(MAX_EDITOR_COMPARE) + 1);
+            let limit = text.len() as u64 + 1;
+            match std::io::Read::by_ref(&mut file).take(limit).read_to_end(&mut disk) {
+                Ok(_) => disk != text.as_bytes(),
+                Err(_) => true,
+            }
+        }
+        Err(_) => true,
+    };
+    Some(file::read_editor_text(text, path, *start_line, *end_line, differs))
+}
+
+/// A capacity hint bound for the comparison's buffer.
+const MAX_EDITOR_COMPARE: usize = 4 * 1024 * 1024;
+
 /// The output of a read call recovery closes: it started and its result was
 /// not saved. A read has no effects, so this needs no acknowledgement.
 pub const UNAVAILABLE_OUTPUT: &str = "The read was started but its result was not saved; what it read is not on record. A read changes nothing: read again if you need it.";

@@ -66,7 +66,8 @@ impl Agent {
                 return Ok(false);
             }
         };
-        let directory = lock(&self.inner.bash).cwd().display().to_string();
+        let directory_path = lock(&self.inner.bash).cwd().to_path_buf();
+        let directory = directory_path.display().to_string();
         let (target, approved_by, info) = match place {
             Place::Inside(target) => (Ok(target), Some(ApprovedBy::Workspace), args.info(None, false)),
             Place::Outside { shown, target } => {
@@ -133,8 +134,24 @@ impl Agent {
             tool: Some(CallTool::Read(tool)),
             read: Some(info),
         });
+        // A file open in the person's editor is read as the editor holds it
+        // (unsaved changes included), when a front door can ask; only inside
+        // the workspace, as for edits.
+        let editor_text = match (&target, tool, approved_by.as_ref()) {
+            (Ok(_), ReadTool::ReadFile, Some(ApprovedBy::Workspace)) => {
+                self.editor_text(Path::new(&directory_path), args.path(), cancel).await
+            }
+            _ => None,
+        };
         let outcome = match target {
-            Ok(target) => blocking(move || read_tools::run(&workspace, &args, &target)).await,
+            Ok(target) => {
+                blocking(move || {
+                    editor_text
+                        .and_then(|text| read_tools::run_on_editor_text(&args, &target, &text))
+                        .unwrap_or_else(|| read_tools::run(&workspace, &args, &target))
+                })
+                .await
+            }
             // Outside and approved: only now may the model learn why it cannot be read.
             Err(why) => ReadOutcome { status: ToolStatus::Failed, output: why },
         };
