@@ -9,7 +9,7 @@
 //! here; a transport forwards them.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
 use crate::journal::record::{ApprovalDecision, ApprovalFacts, ApprovedBy, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
 use crate::policy::{ApprovalMode, Policy, PolicyError, RuleDecision, Settings};
+use crate::project_instructions::{self, ProjectInstructions};
 use crate::recovery::RecoveryReport;
 use crate::rules::{Rule, RuleScope};
 use crate::sandbox::SandboxMode;
@@ -271,6 +272,7 @@ fn duplicate_call_output(call_id: &str, arguments: &str) -> String {
 /// Output for results the turn itself decides.
 pub mod outputs {
     pub const REFUSED: &str = "The user denied this command; it was not run.";
+    pub const PLAN_MODE: &str = "Not run: the session is in plan mode, where Mino runs no command and makes no edit. Propose the plan instead; the person decides when to leave plan mode.";
     pub const CANCELLED_BEFORE_START: &str = "The turn was cancelled before this command was approved; it was not run.";
     pub const NOT_RUN_AFTER_CANCEL: &str = "The turn was cancelled before this call; it was not run.";
     pub const CANCELLED_BEFORE_SPAWN: &str =
@@ -397,7 +399,11 @@ struct Inner {
     /// Replaced by a switch (a session's commands run in its own directory);
     /// a running call keeps the one it started with.
     bash: Mutex<Arc<BashTool>>,
+    /// Mino's own instructions (SOUL.md).
     instructions: String,
+    /// The project's `AGENTS.md` files, read again when each turn starts
+    /// (and for `mino/history`), so an edited file applies to the next turn.
+    project: Mutex<ProjectInstructions>,
     limits: TurnLimits,
     /// Approval mode, sandbox mode, workspace rules (see [`crate::policy`]).
     policy: Mutex<Policy>,
@@ -475,11 +481,13 @@ impl Agent {
         let (sender, receiver) = mpsc::unbounded_channel();
         let session_id = session.id().to_string();
         let session_model = session_model(&model, &session);
+        let project = project_instructions::load(Path::new(session.cwd()));
         let inner = Inner {
             session: Mutex::new(session),
             model: Mutex::new(session_model),
             configured_model: model,
             bash: Mutex::new(Arc::new(bash)),
+            project: Mutex::new(project),
             instructions,
             limits,
             policy: Mutex::new(policy),
@@ -833,6 +841,15 @@ impl Agent {
         pending.decision.send(decision).map_err(|_| refused())
     }
 
+    /// The project's `AGENTS.md` files for the current session's directory,
+    /// read now (the next request is built from them).
+    pub fn project_instructions(&self) -> ProjectInstructions {
+        let cwd = lock(&self.inner.bash).cwd().to_path_buf();
+        let project = project_instructions::load(&cwd);
+        *lock(&self.inner.project) = project.clone();
+        project
+    }
+
     /// The session's settings and what the machine's sandbox enforces.
     pub fn settings(&self) -> (Settings, String) {
         let policy = lock(&self.inner.policy);
@@ -1140,6 +1157,7 @@ impl Agent {
         // `context_length_exceeded` compacts once per turn, then the request is
         // repeated once (a model request is safe to repeat; a command never is).
         let mut compacted_for_length = false;
+        let project = self.project_instructions();
         // The window of the model this turn uses, not the one configured at
         // start: the session may have switched (`mino/models/select`).
         let settings = self.compaction_settings(&model, cancel).await;
@@ -1164,7 +1182,10 @@ impl Agent {
                 ));
             }
             requests += 1;
-            let body = self.with_session(|s| s.request_body(&model, &self.inner.instructions));
+            // Composed for each request: the mode may change between them.
+            let plan_mode = lock(&self.inner.policy).approval_mode == ApprovalMode::Plan;
+            let (instructions, used) = project_instructions::compose(&self.inner.instructions, &project, plan_mode);
+            let body = self.with_session(|s| s.request_body(&model, &instructions));
             fail::fail_point!("agent::before_model_request");
             // Stops this response's stream (and only it) once the turn's text
             // passes its limit; the user's cancel stops it too.
@@ -1241,7 +1262,7 @@ impl Agent {
             // another thread, which cost more than the write itself
             // (docs/performance.md, "The turn step's own time").
             let calls = self.with_session(|s| -> Result<Vec<(String, String, String)>, SessionError> {
-                s.record_response_with_usage(turn_id, response.items, response.usage)?;
+                s.record_response_with_usage(turn_id, response.items, response.usage, Some(used))?;
                 Ok(s.transcript()
                     .turn(turn_id)
                     .map(|turn| {
@@ -1309,6 +1330,14 @@ impl Agent {
         arguments: &str,
         cancel: &CancellationToken,
     ) -> Result<bool, SessionError> {
+        let acts = name == "bash" || EditTool::from_name(name).is_some();
+        if acts && lock(&self.inner.policy).approval_mode == ApprovalMode::Plan {
+            // Refused without asking and without a `tool_start`: recovery
+            // can only ever find it not executed.
+            tracing::info!(turn_id, call_id, "refused: plan mode");
+            self.save_result(turn_id, call_id, ToolStatus::Refused, outputs::PLAN_MODE, None).await?;
+            return Ok(false);
+        }
         if let Some(tool) = EditTool::from_name(name) {
             return self.handle_edit_call(turn_id, call_id, tool, arguments, cancel).await;
         }

@@ -39,6 +39,7 @@ pub mod home;
 pub mod journal;
 pub mod model;
 pub mod policy;
+pub mod project_instructions;
 pub mod recovery;
 pub mod rules;
 pub mod sandbox;

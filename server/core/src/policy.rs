@@ -16,6 +16,11 @@
 //!   sandbox (mode not `off`, and the machine enforces it) is approved
 //!   automatically (`approved_by: sandbox`). With the sandbox `off` nothing
 //!   is approved by the sandbox: the person is asked.
+//! - `plan`: nothing runs. Every command and edit is refused without asking
+//!   (a `refused` result saying the session is in plan mode, no
+//!   `tool_start`), and each request's instructions carry the plan-mode
+//!   notice ([`crate::project_instructions::PLAN_MODE_NOTICE`]). Only the
+//!   person leaves it, by choosing another mode.
 //!
 //! No mode, rule or sandbox acknowledges an `unknown` result: the
 //! acknowledgement gate is the session's, untouched by any of this.
@@ -36,6 +41,9 @@ pub enum ApprovalMode {
     Ask,
     Rules,
     SandboxedAuto,
+    /// Nothing runs: every command and edit is refused without asking, and
+    /// the model is told the session is in plan mode.
+    Plan,
 }
 
 impl ApprovalMode {
@@ -44,12 +52,13 @@ impl ApprovalMode {
             ApprovalMode::Ask => "ask",
             ApprovalMode::Rules => "rules",
             ApprovalMode::SandboxedAuto => "sandboxed-auto",
+            ApprovalMode::Plan => "plan",
         }
     }
 
     /// Whether standing rules approve commands in this mode.
     pub fn applies_rules(self) -> bool {
-        self != ApprovalMode::Ask
+        matches!(self, ApprovalMode::Rules | ApprovalMode::SandboxedAuto)
     }
 }
 

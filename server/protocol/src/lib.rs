@@ -284,6 +284,22 @@ pub struct ServerCapabilities {
     pub sandbox: SandboxMode,
     /// One line saying what this machine's sandbox enforces.
     pub sandbox_support: String,
+    /// The project's `AGENTS.md` files in force, farther first.
+    #[serde(default)]
+    pub instruction_files: Vec<InstructionFile>,
+}
+
+/// One of the project's instruction files (`AGENTS.md`) the model is given.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct InstructionFile {
+    /// Absolute.
+    pub path: String,
+    /// The file's size in bytes.
+    pub size: u64,
+    /// Whether only its first 32 KiB are given to the model.
+    #[serde(default)]
+    pub truncated: bool,
 }
 
 // ---------------------------------------------------------------- requests
@@ -441,6 +457,8 @@ wire_enum! {
         Ask = "ask",
         Rules = "rules",
         SandboxedAuto = "sandboxed-auto",
+        /// Commands and edits are refused without running; the model is told.
+        Plan = "plan",
     }
 }
 
@@ -688,6 +706,10 @@ pub struct HistoryResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub usage: Option<TokenUsage>,
+    /// The project's `AGENTS.md` files the next request is built with,
+    /// farther first (read when asked).
+    #[serde(default)]
+    pub instruction_files: Vec<InstructionFile>,
 }
 
 /// Tokens the model service reported, summed over responses.
