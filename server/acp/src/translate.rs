@@ -792,6 +792,9 @@ impl LiveCalls {
             AgentEvent::CompactionEnded { outcome, .. } => {
                 out.updates.push(agent_message(session_id, &compaction_notice(&outcome)))
             }
+            // Not shown on this door yet (docs/acp.md); the files reach the
+            // model and the journal all the same.
+            AgentEvent::InstructionsChanged { .. } => {}
         }
         out
     }

@@ -15,7 +15,7 @@ export type AcknowledgeResult = { acknowledged: Array<string>, };
 /**
  * When a command may run without the person's answer.
  */
-export type ApprovalMode = "ask" | "rules" | "sandboxed-auto";
+export type ApprovalMode = "ask" | "rules" | "sandboxed-auto" | "plan";
 
 export type ApprovalParams = { 
 /**
@@ -303,7 +303,12 @@ hasMore: boolean,
  * The tokens of every turn of the session (not only those returned);
  * absent when the model service reported none.
  */
-usage?: TokenUsage, };
+usage?: TokenUsage, 
+/**
+ * The project's `AGENTS.md` files the next request is built with,
+ * farther first (read when asked).
+ */
+instructionFiles: Array<InstructionFile>, };
 
 export type HistoryTurn = { turnId: string, input: string, 
 /**
@@ -357,6 +362,23 @@ approvalMode?: ApprovalMode,
  * The sandbox mode to start in (default `MINO_SANDBOX`, else `off`).
  */
 sandbox?: SandboxMode, };
+
+/**
+ * One of the project's instruction files (`AGENTS.md`) the model is given.
+ */
+export type InstructionFile = { 
+/**
+ * Absolute.
+ */
+path: string, 
+/**
+ * The file's size in bytes.
+ */
+size: number, 
+/**
+ * Whether only its first 32 KiB are given to the model.
+ */
+truncated: boolean, };
 
 export type Limits = { timeoutSeconds: number, outputLimitBytes: number, };
 
@@ -520,11 +542,17 @@ title: string | null, approvalMode: ApprovalMode, sandbox: SandboxMode,
  */
 sandboxSupport: string, 
 /**
+<<<<<<< HEAD
  * Set when Mino's home (`$MINO_HOME`) lies inside the workspace (Mino
  * started in `~` with the default `~/.mino`): a sentence saying so and
  * what protects it. Show it once at start-up.
  */
 homeInWorkspace?: string, };
+=======
+ * The project's `AGENTS.md` files in force, farther first.
+ */
+instructionFiles: Array<InstructionFile>, };
+>>>>>>> instructions-plan
 
 /**
  * One session in a list.
@@ -802,7 +830,7 @@ export const TOOL_STATUSES: readonly ToolStatus[] = ['success', 'failed', 'refus
 export const DECISIONS: readonly Decision[] = ['approve', 'deny', 'allowSession', 'allowWorkspace', 'denySession', 'denyWorkspace'] as const;
 export const EVIDENCE_OUTCOMES: readonly EvidenceOutcome[] = ['exited', 'signalled', 'stopped_when_mino_stopped', 'timed_out'] as const;
 export const OUTPUT_STREAMS: readonly OutputStream[] = ['stdout', 'stderr'] as const;
-export const APPROVAL_MODES: readonly ApprovalMode[] = ['ask', 'rules', 'sandboxed-auto'] as const;
+export const APPROVAL_MODES: readonly ApprovalMode[] = ['ask', 'rules', 'sandboxed-auto', 'plan'] as const;
 export const SANDBOX_MODES: readonly SandboxMode[] = ['off', 'read-only', 'workspace-write'] as const;
 
 /** Mino's own JSON-RPC error codes. */

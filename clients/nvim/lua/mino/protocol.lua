@@ -30,7 +30,7 @@ M.tool_status = values { "success", "failed", "refused", "timed_out", "cancelled
 M.decision = values { "approve", "deny", "allowSession", "allowWorkspace", "denySession", "denyWorkspace" }
 
 --- Approval modes.
-M.approval_mode = values { "ask", "rules", "sandboxed-auto" }
+M.approval_mode = values { "ask", "rules", "sandboxed-auto", "plan" }
 
 --- Sandbox modes.
 M.sandbox_mode = values { "off", "read-only", "workspace-write" }
