@@ -951,7 +951,11 @@ impl App {
                         s.approval_mode.as_str(),
                         s.sandbox.as_str(),
                         s.sandbox_support,
-                        if s.approval_mode == ApprovalMode::Plan { format!(" {}", ui::PLAN_NOTE) } else { String::new() }
+                        if s.approval_mode == ApprovalMode::Plan {
+                            format!(" {}", ui::PLAN_NOTE)
+                        } else {
+                            String::new()
+                        }
                     )),
                     Err(e) => out(&format!("Error: {e}\n")),
                 }

@@ -267,11 +267,7 @@ fn core_sandbox_mode(mode: wire::SandboxMode) -> SandboxMode {
 }
 
 fn instruction_files(project: &mino_core::project_instructions::ProjectInstructions) -> Vec<wire::InstructionFile> {
-    project
-        .files
-        .iter()
-        .map(instruction_file)
-        .collect()
+    project.files.iter().map(instruction_file).collect()
 }
 
 fn instruction_file(f: &mino_core::project_instructions::InstructionFile) -> wire::InstructionFile {

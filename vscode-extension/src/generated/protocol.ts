@@ -376,9 +376,31 @@ path: string,
  */
 size: number, 
 /**
- * Whether only its first 32 KiB are given to the model.
+ * Whether only part of it (its first `given` bytes) is given to the
+ * model: at most 32 KiB of one file, 128 KiB of all, spent from the
+ * nearest file up.
  */
-truncated: boolean, };
+truncated: boolean, 
+/**
+ * The bytes of it given to the model.
+ */
+given: number, 
+/**
+ * sha256 of those bytes (64 lowercase hex digits), as the journal's
+ * `response` records name it.
+ */
+sha256: string, };
+
+/**
+ * The project's instruction files in force changed: a file was added,
+ * removed, cut differently or edited. The next model request is built from
+ * these.
+ */
+export type InstructionsChanged = { sessionId: string, 
+/**
+ * Farther first; empty when none is left.
+ */
+files: Array<InstructionFile>, };
 
 export type Limits = { timeoutSeconds: number, outputLimitBytes: number, };
 
@@ -542,17 +564,17 @@ title: string | null, approvalMode: ApprovalMode, sandbox: SandboxMode,
  */
 sandboxSupport: string, 
 /**
-<<<<<<< HEAD
  * Set when Mino's home (`$MINO_HOME`) lies inside the workspace (Mino
  * started in `~` with the default `~/.mino`): a sentence saying so and
  * what protects it. Show it once at start-up.
  */
-homeInWorkspace?: string, };
-=======
- * The project's `AGENTS.md` files in force, farther first.
+homeInWorkspace?: string, 
+/**
+ * The project's `AGENTS.md` files in force, farther first. Show them
+ * in the banner or header; `mino/instructionsChanged` says when they
+ * change.
  */
 instructionFiles: Array<InstructionFile>, };
->>>>>>> instructions-plan
 
 /**
  * One session in a list.
@@ -783,6 +805,7 @@ export const Notification = {
   turnEnded: 'mino/turnEnded',
   compactionStarted: 'mino/compactionStarted',
   compactionEnded: 'mino/compactionEnded',
+  instructionsChanged: 'mino/instructionsChanged',
 } as const;
 
 /** Every notification a turn emits, in the order a turn emits them. */
@@ -821,6 +844,7 @@ export interface NotificationMap {
   'mino/turnEnded': TurnEnded;
   'mino/compactionStarted': CompactionStarted;
   'mino/compactionEnded': CompactionEnded;
+  'mino/instructionsChanged': InstructionsChanged;
 }
 
 // ---------------------------------------------------------------- vocabulary
