@@ -32,6 +32,9 @@ M.decision = values { "approve", "deny", "allowSession", "allowWorkspace", "deny
 --- Approval modes.
 M.approval_mode = values { "ask", "rules", "sandboxed-auto", "plan" }
 
+--- Approval modes in the protocol's order (a picker's).
+M.approval_modes = { "ask", "rules", "sandboxed-auto", "plan" }
+
 --- Sandbox modes.
 M.sandbox_mode = values { "off", "read-only", "workspace-write" }
 
