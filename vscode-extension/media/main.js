@@ -50,6 +50,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   const cancelBtn = /** @type {HTMLButtonElement} */ ($('cancel'));
   const composerError = $('composer-error');
   const sessionHeader = $('session-header');
+  const sessionInstructions = $('session-instructions');
   const sessionTitle = $('session-title');
   const sessionUsage = $('session-usage');
   const sessionModel = /** @type {HTMLButtonElement} */ ($('session-model'));
@@ -702,6 +703,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     ask: 'ask for every command',
     rules: 'ask unless a rule allows it',
     'sandboxed-auto': 'run sandboxed commands without asking',
+    plan: 'plan mode: commands and edits are refused, the model plans',
   };
 
   /** What each rule choice's form says and its confirm button reads. */
@@ -1258,6 +1260,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   // ------------------------------------------------------------ history & notifications
 
   function renderHistory(history) {
+    showInstructions((history && history.instructionFiles) || []);
     transcript.textContent = '';
     lazyObserver.disconnect();
     endKeeper.disconnect();
@@ -1467,6 +1470,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         // The turn's request follows.
         setProgress('thinking');
         return compactionNotice(p, true);
+      case 'mino/instructionsChanged':
+        return showInstructions(p.files);
       case 'mino/approvalRequest':
         setProgress('approval', p.command);
         return showApproval(p);
@@ -1589,6 +1594,21 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     sessionMode.title = 'Approval mode ' + approvalMode + ': ' + meaning + '; sandbox ' + sandbox + '. Click to change the approval mode.';
     sessionMode.setAttribute('aria-label', 'Approval mode ' + approvalMode + ' (' + meaning + '), sandbox ' + sandbox + ': change the approval mode');
     sessionMode.hidden = false;
+  }
+
+  /**
+   * The project's instruction files (AGENTS.md) the model is given, for the
+   * header: how many and what was cut, each file's path in the tooltip.
+   */
+  function showInstructions(files) {
+    if (!Array.isArray(files)) return;
+    sessionInstructions.hidden = files.length === 0;
+    if (files.length === 0) return;
+    const cut = files.some((f) => f.truncated);
+    sessionInstructions.textContent = (files.length === 1 ? 'AGENTS.md' : files.length + ' AGENTS.md') + (cut ? ' (cut)' : '');
+    const lines = files.map((f) => f.path + ' (' + f.size + ' bytes' + (f.truncated ? ', only the first ' + f.given + ' given' : '') + ')');
+    sessionInstructions.title = 'The project\'s instructions given to the model, farther first:\n' + lines.join('\n');
+    sessionInstructions.setAttribute('aria-label', 'Instructions in force: ' + lines.join('; '));
   }
 
   $('session-rename').addEventListener('click', () => post({ type: 'renameSession' }));

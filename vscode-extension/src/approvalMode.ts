@@ -26,6 +26,7 @@ export const APPROVAL_MODE_DESCRIPTIONS: Record<ApprovalMode, string> = {
   ask: 'Nothing runs without asking: every command and edit asks. Rules are kept but not applied.',
   rules: 'Commands and edits your allow rules cover run without asking; deny rules refuse; everything else asks.',
   'sandboxed-auto': 'As rules, and any other command runs without asking inside the sandbox (needs a sandbox).',
+  plan: 'Plan mode: nothing runs. Commands and edits are refused without asking; the model plans. Choose another mode to leave it.',
 };
 
 /** What each sandbox mode lets a command touch (docs/protocol.md, "Sandbox modes"). */
@@ -36,8 +37,9 @@ export const SANDBOX_DESCRIPTIONS: Record<SandboxMode, string> = {
 };
 
 /**
- * Least permissive first (the protocol crate's order): the order of the quick
- * pick, whose first item has the focus.
+ * The protocol crate's order, the quick pick's: `ask` first (it has the
+ * focus), then the modes that let more run without asking, then `plan`, which
+ * runs nothing.
  */
 export { APPROVAL_MODES, SANDBOX_MODES };
 
@@ -63,7 +65,7 @@ export class ApprovalModeCommands {
   constructor(private readonly server: MinoServer) {}
 
   /**
-   * Mino: Set Approval Mode — the three modes, the current one marked, `ask`
+   * Mino: Set Approval Mode — every mode, the current one marked, `ask`
    * focused. `sandboxed-auto` without a sandbox asks which sandbox first.
    * Only the server's answer changes what the panel shows.
    */

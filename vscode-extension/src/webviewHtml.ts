@@ -63,6 +63,7 @@ export function renderChatHtml(opts: WebviewHtmlOptions): string {
     <button id="session-model" type="button" class="session-model" title="The model this session asks; choose another" aria-label="Choose the model" hidden></button>
     <button id="session-mode" type="button" class="session-mode" title="Which commands run without asking; change the approval mode" hidden></button>
     <span id="session-sandbox" class="session-sandbox" hidden></span>
+    <span id="session-instructions" class="session-instructions" hidden></span>
     <button id="session-rename" type="button" class="icon-button" title="Rename this session" aria-label="Rename this session">Rename</button>
   </header>
   <div id="status" class="status" role="status" aria-live="polite"></div>

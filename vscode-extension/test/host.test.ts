@@ -1263,7 +1263,7 @@ describe('approval mode and sandbox: settings, Set Approval Mode, the header', (
     const props = pkg.contributes.configuration.properties;
     expect(props['mino.approvalMode']).toMatchObject({ type: 'string', enum: APPROVAL_MODES, default: 'ask' });
     expect(props['mino.sandbox']).toMatchObject({ type: 'string', enum: SANDBOX_MODES, default: 'off' });
-    expect(APPROVAL_MODES).toEqual(['ask', 'rules', 'sandboxed-auto']);
+    expect(APPROVAL_MODES).toEqual(['ask', 'rules', 'sandboxed-auto', 'plan']);
     expect(SANDBOX_MODES).toEqual(['off', 'read-only', 'workspace-write']);
     for (const key of ['mino.approvalMode', 'mino.sandbox']) {
       expect(props[key].enumDescriptions, key).toHaveLength(props[key].enum.length);
@@ -1287,7 +1287,7 @@ describe('approval mode and sandbox: settings, Set Approval Mode, the header', (
     expect(api.server.state).toBe('failed');
     expect(api.server.stateDetail.fixSetting).toBe('mino.approvalMode');
     expect(fake.mock.errorMessages.at(-1)!.message).toBe(
-      'Mino: mino.approvalMode is "yolo", which Mino does not know. Set it to one of: ask, rules, sandboxed-auto.');
+      'Mino: mino.approvalMode is "yolo", which Mino does not know. Set it to one of: ask, rules, sandboxed-auto, plan.');
   });
 
   it('a sandbox the machine cannot enforce, refused by initialize, is named with the setting that fixes it', async () => {
@@ -1349,7 +1349,7 @@ describe('approval mode and sandbox: settings, Set Approval Mode, the header', (
     expect(settingsRequests(client())).toEqual([{ approvalMode: 'rules' }]);
   });
 
-  it('Set Approval Mode (palette, title bar, header): the three modes described, the current marked, ask focused whatever is current; Enter without moving never loosens', async () => {
+  it('Set Approval Mode (palette, title bar, header): every mode described, plan among them, the current marked, ask focused whatever is current; Enter without moving never loosens', async () => {
     const commands = pkg.contributes.commands as { command: string; title: string; category: string }[];
     expect(commands.find((m) => m.command === 'mino.setApprovalMode')).toMatchObject({ title: 'Set Approval Mode', category: 'Mino' });
     const title = pkg.contributes.menus['view/title'] as { command: string; when: string; group: string }[];
@@ -1365,8 +1365,10 @@ describe('approval mode and sandbox: settings, Set Approval Mode, the header', (
       ['ask', '$(check) current', APPROVAL_MODE_DESCRIPTIONS.ask],
       ['rules', undefined, APPROVAL_MODE_DESCRIPTIONS.rules],
       ['sandboxed-auto', undefined, APPROVAL_MODE_DESCRIPTIONS['sandboxed-auto']],
+      ['plan', undefined, APPROVAL_MODE_DESCRIPTIONS.plan],
     ]);
     expect(APPROVAL_MODE_DESCRIPTIONS.ask).toContain('every command and edit asks');
+    expect(APPROVAL_MODE_DESCRIPTIONS.plan).toContain('Commands and edits are refused');
     expect((pick.activeItems as any[]).map((i) => i.label)).toEqual(['ask']);
     pick.acceptFocused();
     await settle();
@@ -1384,7 +1386,7 @@ describe('approval mode and sandbox: settings, Set Approval Mode, the header', (
     running = fake.commands.executeCommand('mino.setApprovalMode');
     await settle();
     pick = fake.mock.quickPicks.at(-1)!;
-    expect((pick.items as any[]).map((i) => i.description)).toEqual([undefined, '$(check) current', undefined]);
+    expect((pick.items as any[]).map((i) => i.description)).toEqual([undefined, '$(check) current', undefined, undefined]);
     expect((pick.activeItems as any[]).map((i) => i.label)).toEqual(['ask']);
     expect(pick.placeholder).toContain('approval mode rules, sandbox off');
     pick.hide();
@@ -1433,5 +1435,19 @@ describe('approval mode and sandbox: settings, Set Approval Mode, the header', (
     await choose('sandboxed-auto', (sandboxPick) => sandboxPick.accept('read-only'));
     expect(settingsRequests(c).at(-1)).toEqual({ approvalMode: 'sandboxed-auto', sandbox: 'read-only' });
     expect(postedModes(firstView).at(-1)).toEqual({ type: 'modes', approvalMode: 'sandboxed-auto', sandbox: 'read-only' });
+  });
+
+  it('plan is chosen like any mode (moved to, never focused): sent alone, and the header shows it', async () => {
+    const c = client();
+    acceptSettings(c);
+    const running = fake.commands.executeCommand('mino.setApprovalMode');
+    await settle();
+    const pick = fake.mock.quickPicks.at(-1)!;
+    expect((pick.activeItems as any[]).map((i) => i.label)).toEqual(['ask']);
+    pick.accept('plan');
+    await running;
+    await settle();
+    expect(settingsRequests(c)).toEqual([{ approvalMode: 'plan' }]);
+    expect(postedModes(firstView).at(-1)).toEqual({ type: 'modes', approvalMode: 'plan', sandbox: 'off' });
   });
 });

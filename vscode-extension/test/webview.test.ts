@@ -745,6 +745,29 @@ describe.skipIf(skip)('sessions in the panel', () => {
     expect(probe.pageErrors).toEqual([]);
   });
 
+  it('the header shows plan mode and the AGENTS.md files in force, from history and as mino/instructionsChanged changes them', async () => {
+    await ready();
+    await openSession('s1', 'Planning');
+    await host({ type: 'modes', approvalMode: 'plan', sandbox: 'off' });
+    const mode = page.locator('#session-mode');
+    expect(await mode.textContent()).toBe('Mode: plan');
+    expect(await mode.getAttribute('title')).toContain('plan mode: commands and edits are refused');
+    const instructions = page.locator('#session-instructions');
+    const root = { path: '/repo/AGENTS.md', size: 40000, truncated: true, given: 32768, sha256: 'a'.repeat(64) };
+    const app = { path: '/repo/app/AGENTS.md', size: 12, truncated: false, given: 12, sha256: 'b'.repeat(64) };
+    await host({ type: 'history', history: { sessionId: 's1', turns: [], hasMore: false, instructionFiles: [root, app] } });
+    expect(await instructions.isVisible()).toBe(true);
+    expect(await instructions.textContent()).toBe('2 AGENTS.md (cut)');
+    const tip = (await instructions.getAttribute('title'))!;
+    expect(tip).toContain('/repo/AGENTS.md (40000 bytes, only the first 32768 given)');
+    expect(tip.indexOf('/repo/AGENTS.md')).toBeLessThan(tip.indexOf('/repo/app/AGENTS.md'));
+    await host({ type: 'notification', method: 'mino/instructionsChanged', params: { sessionId: 's1', files: [app] } });
+    expect(await instructions.textContent()).toBe('AGENTS.md');
+    await host({ type: 'notification', method: 'mino/instructionsChanged', params: { sessionId: 's1', files: [] } });
+    expect(await instructions.isVisible()).toBe(false);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
   it('ignores notifications of a session other than the current one', async () => {
     await ready();
     await openSession('s1', 'Current');

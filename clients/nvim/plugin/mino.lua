@@ -61,6 +61,16 @@ vim.api.nvim_create_user_command("MinoModel", function(cmd)
   mino().choose_model(cmd.args)
 end, { nargs = "?", desc = "Choose the model of the open Mino session (a list without a name)" })
 
+vim.api.nvim_create_user_command("MinoMode", function(cmd)
+  mino().choose_mode(cmd.args)
+end, {
+  nargs = "?",
+  complete = function()
+    return require("mino.protocol").approval_modes
+  end,
+  desc = "Set the approval mode of the running Mino server (plan: nothing runs; a list without a name)",
+})
+
 vim.api.nvim_create_user_command("MinoDiff", function()
   mino().show_diff()
 end, { desc = "Show the diff of the edit waiting for approval, else of the last edit" })

@@ -434,7 +434,7 @@ end
 
 test("plugin/mino.lua defines the commands and guards against double loading", function()
   for _, c in ipairs({ "Mino", "MinoCancel", "MinoAcknowledge", "MinoRestart", "MinoNew", "MinoSessions", "MinoRename",
-    "MinoDelete", "MinoRules", "MinoDiff", "MinoCompact", "MinoModel", "MinoSend" }) do
+    "MinoDelete", "MinoRules", "MinoDiff", "MinoCompact", "MinoModel", "MinoMode", "MinoSend" }) do
     if vim.fn.exists(":" .. c) ~= 2 then
       fail("command :" .. c .. " is missing")
     end
@@ -2085,6 +2085,44 @@ test("against the server: in sandboxed-auto a command runs in the sandbox withou
     .. "_Approved automatically in the sandbox (workspace-write)._", "chat buffer")
   assert_eq(vim.fn.filereadable(ctx.work .. "/boxed.txt"), 1, "boxed.txt")
   assert_contains(chat.lines()[3], "sandbox workspace-write · approval mode sandboxed-auto", "header")
+end)
+
+test("against the server: plan mode and the AGENTS.md in force in the header; a command is refused unasked; :MinoMode ask leaves it", function()
+  fresh({ approval_mode = "plan" })
+  vim.fn.writefile({ "Use tabs." }, ctx.work .. "/AGENTS.md")
+  mock.script({
+    { type = "calls", calls = { { call_id = "call_1", command = "touch planned.txt" } } },
+    { type = "text", deltas = { "The plan." } },
+  })
+  start_and_wait()
+  local head = table.concat(vim.list_slice(chat.lines(), 1, 8), "\n")
+  assert_contains(head, "· approval mode plan_", "header mode")
+  assert_contains(head, "_Plan mode: commands and edits are refused without running", "header sentence")
+  assert_contains(head, "_Instructions: `" .. ctx.work .. "/AGENTS.md` (10 bytes)_", "header instructions")
+  mino.send("make it")
+  wait_buffer(answer("The plan."))
+  wait_turn_end()
+  assert_eq(count_kind(selects, "mino.approval"), 0, "approval questions")
+  assert_contains(buffer_text(), "the session is in plan mode", "the refusal shown")
+  assert_eq(vim.fn.filereadable(ctx.work .. "/planned.txt"), 0, "planned.txt")
+
+  -- An edited file: the next request's notification updates the header.
+  vim.fn.writefile({ "Use tabs.", "And spaces." }, ctx.work .. "/AGENTS.md")
+  mock.script({ { type = "text", deltas = { "Again." } } })
+  mino.send("again")
+  wait_buffer(answer("Again."))
+  wait_turn_end()
+  head = table.concat(vim.list_slice(chat.lines(), 1, 8), "\n")
+  assert_contains(head, "_Instructions: `" .. ctx.work .. "/AGENTS.md` (22 bytes)_", "header after the change")
+  assert_contains(buffer_text(), "_The project's instructions changed._", "said in the chat")
+
+  vim.cmd("MinoMode ask")
+  wait_note("approval mode ask")
+  head = table.concat(vim.list_slice(chat.lines(), 1, 8), "\n")
+  assert_contains(head, "· approval mode ask_", "header mode after :MinoMode")
+  assert_contains(head, "_Bash commands require approval.", "header sentence after :MinoMode")
+  vim.cmd("MinoMode yolo")
+  wait_note("unknown approval mode “yolo”: use one of ask, rules, sandboxed-auto, plan")
 end)
 
 test(":MinoRules shows an unreadable workspace rules file's error", function()

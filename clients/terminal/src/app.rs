@@ -196,8 +196,16 @@ impl App {
             None => format!("Mino {}", env!("CARGO_PKG_VERSION")),
         };
         let width = self.width();
+        let settings = match &self.capabilities {
+            Some(c) => format!(
+                "{}\n{}\n",
+                ui::wrap(&ui::mode_line(c.approval_mode, c.sandbox), width),
+                ui::wrap(&ui::instructions_line(&c.instruction_files), width)
+            ),
+            None => String::new(),
+        };
         out(&format!(
-            "{}\n{}\n{}\n\n",
+            "{}\n{settings}{}\n{}\n\n",
             ui::wrap(&title, width),
             ui::wrap(ui::BANNER, width),
             ui::wrap(SESSION_COMMANDS_HELP, width)
@@ -466,9 +474,12 @@ impl App {
                 }
             }
         }
-        out(&format!("\n{}\n\n", session_header(&info.session_id, info.title.as_deref())));
+        out(&format!("\n{}\n", session_header(&info.session_id, info.title.as_deref())));
         match self.server.history().await {
-            Ok(h) => self.show_history(&h),
+            Ok(h) => {
+                out(&format!("{}\n\n", ui::wrap(&ui::instructions_line(&h.instruction_files), self.width())));
+                self.show_history(&h)
+            }
             Err(e) => eprintln!("mino: could not load history: {e}"),
         }
         Ok(())
@@ -598,6 +609,14 @@ impl App {
                 Event::CompactionEnded(c) if c.turn_id.as_deref() == Some(turn_id) => {
                     view.newline();
                     out(&ui::compacted(Ok::<_, std::convert::Infallible>(c.result)));
+                    view.at_line_start = true;
+                    continue;
+                }
+                // An AGENTS.md edited (or added, removed) during the turn:
+                // the next request is built from these.
+                Event::InstructionsChanged(c) => {
+                    view.newline();
+                    out(&format!("[the project's instructions changed] {}\n", ui::instructions_line(&c.files)));
                     view.at_line_start = true;
                     continue;
                 }
@@ -900,15 +919,25 @@ impl App {
                     params.sandbox = SandboxMode::ALL.iter().copied().find(|m| m.as_str() == arg);
                 }
                 if params.approval_mode.is_none() && params.sandbox.is_none() {
-                    out("Use /mode ask|rules|sandboxed-auto or /sandbox off|read-only|workspace-write.\n");
+                    let names = |all: &[&str]| all.join("|");
+                    out(&format!(
+                        "Use /mode {} or /sandbox {}.\n",
+                        names(&ApprovalMode::ALL.iter().map(|m| m.as_str()).collect::<Vec<_>>()),
+                        names(&SandboxMode::ALL.iter().map(|m| m.as_str()).collect::<Vec<_>>())
+                    ));
                     return true;
                 }
                 match self.server.settings_update(params).await {
                     Ok(s) => out(&format!(
-                        "Approval mode {}, sandbox {} ({}).\n",
+                        "Approval mode {}, sandbox {} ({}).{}\n",
                         s.approval_mode.as_str(),
                         s.sandbox.as_str(),
-                        s.sandbox_support
+                        s.sandbox_support,
+                        if s.approval_mode == ApprovalMode::Plan {
+                            format!(" {}", ui::PLAN_NOTE)
+                        } else {
+                            String::new()
+                        }
                     )),
                     Err(e) => out(&format!("Error: {e}\n")),
                 }

@@ -9,7 +9,9 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use mino_protocol::{method, CompactionEnded, CompactionStarted, RecoveryNotification, TurnNotification};
+use mino_protocol::{
+    method, CompactionEnded, CompactionStarted, InstructionsChanged, RecoveryNotification, TurnNotification,
+};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -38,6 +40,8 @@ pub enum Event {
     CompactionStarted(CompactionStarted),
     /// `mino/compactionEnded` (shown when it ran in a turn).
     CompactionEnded(CompactionEnded),
+    /// `mino/instructionsChanged` (shown when it comes in a turn).
+    InstructionsChanged(InstructionsChanged),
 }
 
 /// What a frame is, read without parsing the rest of it.
@@ -81,6 +85,9 @@ pub fn classify(body: &str) -> Incoming {
     } else if name == method::COMPACTION_ENDED {
         let params = envelope.params.map_or("null", RawValue::get);
         serde_json::from_str::<CompactionEnded>(params).map(Event::CompactionEnded)
+    } else if name == method::INSTRUCTIONS_CHANGED {
+        let params = envelope.params.map_or("null", RawValue::get);
+        serde_json::from_str::<InstructionsChanged>(params).map(Event::InstructionsChanged)
     } else if method::TURN_NOTIFICATIONS.contains(&name.as_ref()) {
         serde_json::from_str::<TurnNotification>(body).map(Event::Turn)
     } else {

@@ -14,6 +14,32 @@ pub const ACK_NEEDS_TTY: &str = "Unknown tool results require acknowledgement in
 pub const BANNER: &str =
     "History is restored on startup. Bash commands require approval. Use /exit, Ctrl+D, or Ctrl+C to quit.";
 pub const USER_PROMPT: &str = "You> ";
+
+/// What plan mode means, said wherever it is shown.
+pub const PLAN_NOTE: &str = "Plan mode: commands and edits are refused, the model plans; /mode ask leaves it.";
+
+/// The banner's line of settings: the approval mode (and what plan mode
+/// means) and the sandbox.
+pub fn mode_line(mode: ApprovalMode, sandbox: mino_protocol::SandboxMode) -> String {
+    let plan = if mode == ApprovalMode::Plan { format!(" {PLAN_NOTE}") } else { String::new() };
+    format!("Approval mode {}, sandbox {}.{plan}", mode.as_str(), sandbox.as_str())
+}
+
+/// Which of the project's instruction files (AGENTS.md) the model is given,
+/// with their sizes and what was cut.
+pub fn instructions_line(files: &[mino_protocol::InstructionFile]) -> String {
+    if files.is_empty() {
+        return "Instructions: no AGENTS.md in force.".to_owned();
+    }
+    let listed: Vec<String> = files
+        .iter()
+        .map(|f| {
+            let cut = if f.truncated { format!(", cut to {} bytes", f.given) } else { String::new() };
+            format!("{} ({} bytes{cut})", printable(&f.path), f.size)
+        })
+        .collect();
+    format!("Instructions: {}.", listed.join(", "))
+}
 pub const ASSISTANT: &str = "Assistant> ";
 pub const APPROVE_QUESTION: &str = "Approve this operation? [y/N] ";
 /// The answers the approval question takes, shown above it.

@@ -941,3 +941,50 @@ fn at_path_completes_with_tab_and_attaches_the_file() {
     assert!(body.contains("[File notes.txt (22 bytes), attached with @notes.txt]"), "{body}");
     assert!(body.contains("remember the oat milk"), "{body}");
 }
+
+/// The banner names the approval mode and the AGENTS.md in force; `/mode
+/// plan` says what plan mode means, a command is then refused without a
+/// question, and `/mode ask` asks again.
+#[test]
+fn the_banner_shows_the_instructions_and_plan_mode_refuses_without_asking() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            Reply::call("c1", "touch planned.txt"),
+            Reply::text("The plan is ready."),
+            Reply::call("c2", "touch asked.txt"),
+            Reply::text("Not run."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    std::fs::write(scratch.work().join("AGENTS.md"), "Use tabs.\n").expect("AGENTS.md");
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("Approval mode ask, sandbox off.").expect("mode in the banner");
+    p.exp_string(&format!("Instructions: {} (10 bytes).", scratch.work().join("AGENTS.md").display()))
+        .expect("instructions in the banner");
+    p.exp_string(BANNER).expect("banner");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/mode").expect("/mode alone");
+    p.exp_string("Use /mode ask|rules|sandboxed-auto|plan or /sandbox off|read-only|workspace-write.").expect("modes");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/mode plan").expect("plan mode");
+    p.exp_string("Approval mode plan").expect("settings");
+    p.exp_string("Plan mode: commands and edits are refused, the model plans; /mode ask leaves it.").expect("note");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Make the file.").expect("send");
+    let shown = p.exp_string("The plan is ready.").expect("answer");
+    assert!(shown.contains("refused"), "the refusal is shown: {shown:?}");
+    assert!(!shown.contains("Approve this operation?"), "nothing is asked in plan mode: {shown:?}");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/mode ask").expect("ask mode");
+    p.exp_string("Approval mode ask").expect("settings");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Now make it.").expect("send");
+    p.exp_string("Approve this operation? [y/N] ").expect("asked again");
+    p.send_line("n").expect("deny");
+    p.exp_string("Not run.").expect("answer");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    assert!(!scratch.work().join("planned.txt").exists() && !scratch.work().join("asked.txt").exists());
+}

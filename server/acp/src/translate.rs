@@ -897,6 +897,9 @@ impl LiveCalls {
             }
             // The forwarder sends these itself (they need the session's options).
             AgentEvent::ResponseUsage { .. } | AgentEvent::SettingsChanged { .. } => {}
+            // Not shown on this door yet (docs/acp.md); the files reach the
+            // model and the journal all the same.
+            AgentEvent::InstructionsChanged { .. } => {}
         }
         out
     }

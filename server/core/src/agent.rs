@@ -26,6 +26,7 @@ use crate::journal::record::{ApprovalDecision, ApprovalFacts, ApprovedBy, ToolSt
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest, CONTEXT_WINDOW_FULL};
 use crate::policy::{ApprovalMode, Policy, PolicyError, RuleDecision, Settings};
 use crate::read::{CallTool, ReadInfo};
+use crate::project_instructions::{self, ProjectInstructions};
 use crate::recovery::RecoveryReport;
 use crate::rules::{Rule, RuleScope};
 use crate::sandbox::SandboxMode;
@@ -191,6 +192,12 @@ pub enum AgentEvent {
     SettingsChanged {
         settings: Settings,
     },
+    /// The project's instruction files in force changed (one was added,
+    /// removed or edited) since they were last read: the next request is
+    /// built from these.
+    InstructionsChanged {
+        files: Vec<project_instructions::InstructionFile>,
+    },
 }
 
 /// The reason of a compaction cancelled before its record's sync began
@@ -322,6 +329,7 @@ fn duplicate_call_output(call_id: &str, arguments: &str) -> String {
 /// Output for results the turn itself decides.
 pub mod outputs {
     pub const REFUSED: &str = "The user denied this command; it was not run.";
+    pub const PLAN_MODE: &str = "Not run: the session is in plan mode, where Mino runs no command and makes no edit. Propose the plan instead; the person decides when to leave plan mode.";
     pub const CANCELLED_BEFORE_START: &str = "The turn was cancelled before this command was approved; it was not run.";
     pub const NOT_RUN_AFTER_CANCEL: &str = "The turn was cancelled before this call; it was not run.";
     pub const CANCELLED_BEFORE_SPAWN: &str =
@@ -459,7 +467,11 @@ struct Inner {
     /// Replaced by a switch (a session's commands run in its own directory);
     /// a running call keeps the one it started with.
     bash: Mutex<Arc<BashTool>>,
+    /// Mino's own instructions (SOUL.md).
     instructions: String,
+    /// The project's `AGENTS.md` files, read again when each turn starts
+    /// (and for `mino/history`), so an edited file applies to the next turn.
+    project: Mutex<ProjectInstructions>,
     limits: TurnLimits,
     /// Approval mode, sandbox mode, workspace rules (see [`crate::policy`]).
     policy: Mutex<Policy>,
@@ -539,11 +551,13 @@ impl Agent {
         let (sender, receiver) = crate::events::channel();
         let session_id = session.id().to_string();
         let session_model = session_model(&model, &session);
+        let project = project_instructions::load(Path::new(session.cwd()));
         let inner = Inner {
             session: Mutex::new(session),
             model: Mutex::new(session_model),
             configured_model: model,
             bash: Mutex::new(Arc::new(bash)),
+            project: Mutex::new(project),
             instructions,
             limits,
             policy: Mutex::new(policy),
@@ -951,6 +965,25 @@ impl Agent {
         pending.decision.send(decision).map_err(|_| refused())
     }
 
+    /// The project's `AGENTS.md` files for the current session's directory,
+    /// read now (the next request is built from them).
+    /// Emits [`AgentEvent::InstructionsChanged`] when they differ from the
+    /// files read last.
+    pub fn project_instructions(&self) -> ProjectInstructions {
+        let cwd = lock(&self.inner.bash).cwd().to_path_buf();
+        let project = project_instructions::load(&cwd);
+        let changed = {
+            let mut last = lock(&self.inner.project);
+            let changed = last.files != project.files;
+            *last = project.clone();
+            changed
+        };
+        if changed {
+            self.emit(AgentEvent::InstructionsChanged { files: project.files.clone() });
+        }
+        project
+    }
+
     /// The session's settings and what the machine's sandbox enforces.
     pub fn settings(&self) -> (Settings, String) {
         let policy = lock(&self.inner.policy);
@@ -1183,6 +1216,8 @@ impl Agent {
         self.fetch_context_window();
         lock(&self.inner.emitter).session_id = session_id;
         self.emit(AgentEvent::SessionOpened { recovery });
+        // The new session's directory may have other instruction files.
+        self.project_instructions();
         Ok(Ok(value))
     }
 
@@ -1198,7 +1233,10 @@ impl Agent {
         // does a delta merged into the one queued last (the client is behind).
         let counts = !matches!(
             event,
-            AgentEvent::SessionOpened { .. } | AgentEvent::ResponseUsage { .. } | AgentEvent::SettingsChanged { .. }
+            AgentEvent::SessionOpened { .. }
+                | AgentEvent::ResponseUsage { .. }
+                | AgentEvent::SettingsChanged { .. }
+                | AgentEvent::InstructionsChanged { .. }
         );
         // Nobody listening any more drops the event: the journal still
         // records everything.
@@ -1319,7 +1357,12 @@ impl Agent {
                 ));
             }
             requests += 1;
-            let body = self.with_session(|s| s.request_body(&model, &self.inner.instructions));
+            // Read and composed for each request: a file or the mode may
+            // change between them.
+            let project = self.project_instructions();
+            let plan_mode = lock(&self.inner.policy).approval_mode == ApprovalMode::Plan;
+            let (instructions, used) = project_instructions::compose(&self.inner.instructions, &project, plan_mode);
+            let body = self.with_session(|s| s.request_body(&model, &instructions));
             fail::fail_point!("agent::before_model_request");
             // Stops this response's stream (and only it) once the turn's text
             // passes its limit; the user's cancel stops it too.
@@ -1420,7 +1463,7 @@ impl Agent {
             // (docs/performance.md, "The turn step's own time").
             let usage = response.usage;
             let calls = self.with_session(|s| -> Result<Vec<(String, String, String)>, SessionError> {
-                s.record_response_with_usage(turn_id, response.items, response.usage)?;
+                s.record_response_with_usage(turn_id, response.items, response.usage, Some(used))?;
                 Ok(s.transcript()
                     .turn(turn_id)
                     .map(|turn| {
@@ -1498,6 +1541,13 @@ impl Agent {
         arguments: &str,
         cancel: &CancellationToken,
     ) -> Result<bool, SessionError> {
+        if lock(&self.inner.policy).approval_mode.refuses_unasked(name) {
+            // Refused without asking and without a `tool_start`: recovery
+            // can only ever find it not executed.
+            tracing::info!(turn_id, call_id, "refused: plan mode");
+            self.save_result(turn_id, call_id, ToolStatus::Refused, outputs::PLAN_MODE, None).await?;
+            return Ok(false);
+        }
         if let Some(tool) = EditTool::from_name(name) {
             return self.handle_edit_call(turn_id, call_id, tool, arguments, cancel).await;
         }

@@ -249,7 +249,7 @@ mod tests {
     fn text_turn(t: &mut Transcript, id: &str, question: &str, answer: &str) {
         apply(t, RecordBody::User { turn_id: id.into(), text: question.into() });
         let item = serde_json::value::to_raw_value(&context::assistant_message(answer)).expect("item");
-        apply(t, RecordBody::Response { turn_id: id.into(), items: vec![item], usage: None });
+        apply(t, RecordBody::Response { turn_id: id.into(), items: vec![item], usage: None, instructions: None });
         apply(
             t,
             RecordBody::TurnEnd {
@@ -266,7 +266,7 @@ mod tests {
         apply(t, RecordBody::User { turn_id: id.into(), text: "Add milk".into() });
         let call = serde_json::json!({"type":"function_call","call_id":"call_1","name":"bash","arguments":"{\"command\":\"echo milk >> list\"}"});
         let item = serde_json::value::to_raw_value(&call).expect("item");
-        apply(t, RecordBody::Response { turn_id: id.into(), items: vec![item], usage: None });
+        apply(t, RecordBody::Response { turn_id: id.into(), items: vec![item], usage: None, instructions: None });
         apply(
             t,
             RecordBody::Approval {
@@ -420,7 +420,15 @@ mod tests {
         };
         apply(&mut t, RecordBody::User { turn_id: "turn-1".into(), text: "Q".into() });
         let item = serde_json::value::to_raw_value(&context::assistant_message("A")).expect("item");
-        apply(&mut t, RecordBody::Response { turn_id: "turn-1".into(), items: vec![item.clone()], usage: usage(799) });
+        apply(
+            &mut t,
+            RecordBody::Response {
+                turn_id: "turn-1".into(),
+                items: vec![item.clone()],
+                usage: usage(799),
+                instructions: None,
+            },
+        );
         assert!(!due(&t, &settings));
         apply(
             &mut t,
@@ -433,7 +441,10 @@ mod tests {
             },
         );
         apply(&mut t, RecordBody::User { turn_id: "turn-2".into(), text: "Q".into() });
-        apply(&mut t, RecordBody::Response { turn_id: "turn-2".into(), items: vec![item], usage: usage(800) });
+        apply(
+            &mut t,
+            RecordBody::Response { turn_id: "turn-2".into(), items: vec![item], usage: usage(800), instructions: None },
+        );
         assert!(due(&t, &settings));
         apply(
             &mut t,

@@ -48,6 +48,7 @@ pub mod home;
 pub mod journal;
 pub mod model;
 pub mod policy;
+pub mod project_instructions;
 pub mod protect;
 pub mod read;
 pub mod recovery;

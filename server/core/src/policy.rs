@@ -16,6 +16,13 @@
 //!   sandbox (mode not `off`, and the machine enforces it, protected paths
 //!   included) is approved automatically (`approved_by: sandbox`). With the
 //!   sandbox `off` nothing is approved by the sandbox: the person is asked.
+//! - `plan`: commands and edits are refused in plan mode, without asking
+//!   (a `refused` result whose output says the session is in plan mode, no
+//!   `approval` and no `tool_start`: nothing acts), and each request's
+//!   instructions carry the runtime's plan-mode notice
+//!   ([`crate::project_instructions::PLAN_MODE_NOTICE`]). Every other tool
+//!   (the read-only ones) is not refused by the mode. Only the person
+//!   leaves it, by choosing another mode.
 //!
 //! In every mode, deny rules win: a command that might reach a denied
 //! program without a deny rule matching it (a wrapper such as `env` or
@@ -43,6 +50,9 @@ pub enum ApprovalMode {
     Ask,
     Rules,
     SandboxedAuto,
+    /// Nothing runs: every command and edit is refused without asking, and
+    /// the model is told the session is in plan mode.
+    Plan,
 }
 
 impl ApprovalMode {
@@ -51,12 +61,21 @@ impl ApprovalMode {
             ApprovalMode::Ask => "ask",
             ApprovalMode::Rules => "rules",
             ApprovalMode::SandboxedAuto => "sandboxed-auto",
+            ApprovalMode::Plan => "plan",
         }
     }
 
     /// Whether standing rules approve commands in this mode.
     pub fn applies_rules(self) -> bool {
-        self != ApprovalMode::Ask
+        matches!(self, ApprovalMode::Rules | ApprovalMode::SandboxedAuto)
+    }
+
+    /// Whether this mode refuses a call of `tool` without asking: in `plan`,
+    /// commands (`bash`) and edits (`edit_file`, `write_file`) are refused.
+    /// Any other tool is not refused by the mode, so a read-only tool runs
+    /// in plan mode as in every other.
+    pub fn refuses_unasked(self, tool: &str) -> bool {
+        self == ApprovalMode::Plan && (tool == "bash" || crate::edit::EditTool::from_name(tool).is_some())
     }
 }
 

@@ -226,7 +226,7 @@ impl Session {
     /// A finished model response, written through but not synced: if it is
     /// lost, its calls were never started and the turn recovers honestly.
     pub fn record_response(&mut self, turn_id: &str, items: Vec<Value>) -> Result<(), SessionError> {
-        self.record_response_with_usage(turn_id, items, None)
+        self.record_response_with_usage(turn_id, items, None, None)
     }
 
     /// [`Session::record_response`], with the tokens the service reported.
@@ -235,13 +235,14 @@ impl Session {
         turn_id: &str,
         items: Vec<Value>,
         usage: Option<crate::usage::Usage>,
+        instructions: Option<crate::project_instructions::InstructionsUsed>,
     ) -> Result<(), SessionError> {
         let items = items
             .iter()
             .map(serde_json::value::to_raw_value)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| SessionError::Usage(format!("a model output item could not be serialised: {e}")))?;
-        self.append(&RecordBody::Response { turn_id: turn_id.to_string(), items, usage })?;
+        self.append(&RecordBody::Response { turn_id: turn_id.to_string(), items, usage, instructions })?;
         fail::fail_point!("session::after_response_append");
         Ok(())
     }

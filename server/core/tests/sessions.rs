@@ -549,7 +549,7 @@ fn usage(input: u64, output: u64) -> mino_core::usage::Usage {
 /// A turn whose one response used `tokens`, ended `completed`.
 fn turn_with_usage(s: &mut Session, question: &str, tokens: mino_core::usage::Usage) {
     let t = s.begin_turn(question).expect("begin");
-    s.record_response_with_usage(&t, vec![message("Done.")], Some(tokens)).expect("response");
+    s.record_response_with_usage(&t, vec![message("Done.")], Some(tokens), None).expect("response");
     s.end_turn(&t, TurnStatus::Completed, None).expect("end");
 }
 
@@ -568,7 +568,7 @@ fn the_list_shows_each_sessions_tokens_summed_over_all_its_turns() {
 
     // A turn still running adds its responses to the last turn's sum.
     let t = s.begin_turn("One more").expect("begin");
-    s.record_response_with_usage(&t, vec![function_call("call_1", "true")], Some(usage(7, 3))).expect("response");
+    s.record_response_with_usage(&t, vec![function_call("call_1", "true")], Some(usage(7, 3)), None).expect("response");
     let listed = entry(&list_all(&store(&f, &f.a), ListScope::Workspace), &id).usage;
     assert_eq!(listed, Some(usage(4007, 403)));
 }

@@ -275,11 +275,26 @@ fn core_sandbox_mode(mode: wire::SandboxMode) -> SandboxMode {
     }
 }
 
+fn instruction_files(project: &mino_core::project_instructions::ProjectInstructions) -> Vec<wire::InstructionFile> {
+    project.files.iter().map(instruction_file).collect()
+}
+
+fn instruction_file(f: &mino_core::project_instructions::InstructionFile) -> wire::InstructionFile {
+    wire::InstructionFile {
+        path: f.path.clone(),
+        size: f.size,
+        truncated: f.truncated,
+        given: f.given,
+        sha256: f.sha256.clone(),
+    }
+}
+
 fn approval_mode(mode: ApprovalMode) -> wire::ApprovalMode {
     match mode {
         ApprovalMode::Ask => wire::ApprovalMode::Ask,
         ApprovalMode::Rules => wire::ApprovalMode::Rules,
         ApprovalMode::SandboxedAuto => wire::ApprovalMode::SandboxedAuto,
+        ApprovalMode::Plan => wire::ApprovalMode::Plan,
     }
 }
 
@@ -288,6 +303,7 @@ fn core_approval_mode(mode: wire::ApprovalMode) -> ApprovalMode {
         wire::ApprovalMode::Ask => ApprovalMode::Ask,
         wire::ApprovalMode::Rules => ApprovalMode::Rules,
         wire::ApprovalMode::SandboxedAuto => ApprovalMode::SandboxedAuto,
+        wire::ApprovalMode::Plan => ApprovalMode::Plan,
     }
 }
 
@@ -759,6 +775,10 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> Option<String>
             };
             message::<wire::notification::CompactionEnded>(n)
         }
+        AgentEvent::InstructionsChanged { files } => {
+            let files = files.iter().map(instruction_file).collect();
+            message::<wire::notification::InstructionsChanged>(wire::InstructionsChanged { session_id, files })
+        }
         // A switched-to session announces itself as a started one does.
         AgentEvent::SessionOpened { recovery } => {
             message::<wire::notification::Recovery>(recovery_notification(&session_id, &recovery))
@@ -1020,7 +1040,9 @@ impl Backend {
     /// The session's turns, or a page of them (see `wire::HistoryParams`):
     /// a client need never hold a whole long session at once.
     async fn history(&self, params: wire::HistoryParams) -> Result<wire::HistoryResult> {
-        self.agent()?.with_session(|s| {
+        let agent = self.agent()?;
+        let instruction_files = instruction_files(&agent.project_instructions());
+        agent.with_session(|s| {
             let turns = &s.transcript().turns;
             let end = match params.before_turn_id.as_deref() {
                 None => turns.len(),
@@ -1042,6 +1064,7 @@ impl Backend {
                 turns: turns[start..end].iter().map(|t| history_turn(s, t)).collect(),
                 has_more: start > 0,
                 usage: s.transcript().usage.map(token_usage),
+                instruction_files,
             })
         })
     }
@@ -1071,6 +1094,7 @@ impl LanguageServer for Backend {
         })
         .map_err(open_error)?;
         let (settings, sandbox_support) = app.settings();
+        let instruction_files = instruction_files(&app.agent.project_instructions());
         let App {
             agent,
             events,
@@ -1111,6 +1135,7 @@ impl LanguageServer for Backend {
             sandbox: sandbox_mode(settings.sandbox),
             sandbox_support,
             home_in_workspace,
+            instruction_files,
         };
         let mino = serde_json::to_value(mino).map_err(|e| internal(e.to_string()))?;
         Ok(InitializeResult {

@@ -321,6 +321,12 @@ pub fn lua() -> String {
     );
     lua_status_table(&mut out, "Decisions in mino/approval.", "decision", Decision::ALL.iter().map(|s| s.as_str()));
     lua_status_table(&mut out, "Approval modes.", "approval_mode", ApprovalMode::ALL.iter().map(|s| s.as_str()));
+    let modes: Vec<String> = ApprovalMode::ALL.iter().map(|m| quoted(m.as_str())).collect();
+    let _ = writeln!(
+        out,
+        "--- Approval modes in the protocol's order (a picker's).\nM.approval_modes = {{ {} }}\n",
+        modes.join(", ")
+    );
     lua_status_table(&mut out, "Sandbox modes.", "sandbox_mode", SandboxMode::ALL.iter().map(|s| s.as_str()));
     lua_table(
         &mut out,

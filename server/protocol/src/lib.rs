@@ -141,6 +141,8 @@ methods! {
         CompactionStarted = COMPACTION_STARTED("mino/compactionStarted", CompactionStarted);
         /// `mino/compactionEnded`: that compaction ended, compacted or not.
         CompactionEnded = COMPACTION_ENDED("mino/compactionEnded", CompactionEnded);
+        /// `mino/instructionsChanged`: the project's instruction files in force changed (read for each request).
+        InstructionsChanged = INSTRUCTIONS_CHANGED("mino/instructionsChanged", InstructionsChanged);
     }
 }
 
@@ -291,6 +293,31 @@ pub struct ServerCapabilities {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub home_in_workspace: Option<String>,
+    /// The project's `AGENTS.md` files in force, farther first. Show them
+    /// in the banner or header; `mino/instructionsChanged` says when they
+    /// change.
+    #[serde(default)]
+    pub instruction_files: Vec<InstructionFile>,
+}
+
+/// One of the project's instruction files (`AGENTS.md`) the model is given.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct InstructionFile {
+    /// Absolute.
+    pub path: String,
+    /// The file's size in bytes.
+    pub size: u64,
+    /// Whether only part of it (its first `given` bytes) is given to the
+    /// model: at most 32 KiB of one file, 128 KiB of all, spent from the
+    /// nearest file up.
+    #[serde(default)]
+    pub truncated: bool,
+    /// The bytes of it given to the model.
+    pub given: u64,
+    /// sha256 of those bytes (64 lowercase hex digits), as the journal's
+    /// `response` records name it.
+    pub sha256: String,
 }
 
 // ---------------------------------------------------------------- requests
@@ -433,6 +460,17 @@ pub struct CompactionEnded {
     pub usage: Option<TokenUsage>,
 }
 
+/// The project's instruction files in force changed: a file was added,
+/// removed, cut differently or edited. The next model request is built from
+/// these.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct InstructionsChanged {
+    pub session_id: String,
+    /// Farther first; empty when none is left.
+    pub files: Vec<InstructionFile>,
+}
+
 wire_enum! {
     /// What a command may touch (`mino_core::sandbox::SandboxMode`).
     pub enum SandboxMode {
@@ -448,6 +486,9 @@ wire_enum! {
         Ask = "ask",
         Rules = "rules",
         SandboxedAuto = "sandboxed-auto",
+        /// Commands and edits are refused in plan mode, without running and
+        /// without asking; the model is told the session is in plan mode.
+        Plan = "plan",
     }
 }
 
@@ -698,6 +739,10 @@ pub struct HistoryResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub usage: Option<TokenUsage>,
+    /// The project's `AGENTS.md` files the next request is built with,
+    /// farther first (read when asked).
+    #[serde(default)]
+    pub instruction_files: Vec<InstructionFile>,
 }
 
 /// Tokens the model service reported, summed over responses.

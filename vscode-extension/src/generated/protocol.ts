@@ -15,7 +15,7 @@ export type AcknowledgeResult = { acknowledged: Array<string>, };
 /**
  * When a command may run without the person's answer.
  */
-export type ApprovalMode = "ask" | "rules" | "sandboxed-auto";
+export type ApprovalMode = "ask" | "rules" | "sandboxed-auto" | "plan";
 
 export type ApprovalParams = { 
 /**
@@ -315,7 +315,12 @@ hasMore: boolean,
  * The tokens of every turn of the session (not only those returned);
  * absent when the model service reported none.
  */
-usage?: TokenUsage, };
+usage?: TokenUsage, 
+/**
+ * The project's `AGENTS.md` files the next request is built with,
+ * farther first (read when asked).
+ */
+instructionFiles: Array<InstructionFile>, };
 
 export type HistoryTurn = { turnId: string, input: string, 
 /**
@@ -369,6 +374,45 @@ approvalMode?: ApprovalMode,
  * The sandbox mode to start in (default `MINO_SANDBOX`, else `off`).
  */
 sandbox?: SandboxMode, };
+
+/**
+ * One of the project's instruction files (`AGENTS.md`) the model is given.
+ */
+export type InstructionFile = { 
+/**
+ * Absolute.
+ */
+path: string, 
+/**
+ * The file's size in bytes.
+ */
+size: number, 
+/**
+ * Whether only part of it (its first `given` bytes) is given to the
+ * model: at most 32 KiB of one file, 128 KiB of all, spent from the
+ * nearest file up.
+ */
+truncated: boolean, 
+/**
+ * The bytes of it given to the model.
+ */
+given: number, 
+/**
+ * sha256 of those bytes (64 lowercase hex digits), as the journal's
+ * `response` records name it.
+ */
+sha256: string, };
+
+/**
+ * The project's instruction files in force changed: a file was added,
+ * removed, cut differently or edited. The next model request is built from
+ * these.
+ */
+export type InstructionsChanged = { sessionId: string, 
+/**
+ * Farther first; empty when none is left.
+ */
+files: Array<InstructionFile>, };
 
 export type Limits = { timeoutSeconds: number, outputLimitBytes: number, };
 
@@ -588,7 +632,13 @@ sandboxSupport: string,
  * started in `~` with the default `~/.mino`): a sentence saying so and
  * what protects it. Show it once at start-up.
  */
-homeInWorkspace?: string, };
+homeInWorkspace?: string, 
+/**
+ * The project's `AGENTS.md` files in force, farther first. Show them
+ * in the banner or header; `mino/instructionsChanged` says when they
+ * change.
+ */
+instructionFiles: Array<InstructionFile>, };
 
 /**
  * One session in a list.
@@ -844,6 +894,7 @@ export const Notification = {
   turnEnded: 'mino/turnEnded',
   compactionStarted: 'mino/compactionStarted',
   compactionEnded: 'mino/compactionEnded',
+  instructionsChanged: 'mino/instructionsChanged',
 } as const;
 
 /** Every notification a turn emits, in the order a turn emits them. */
@@ -882,6 +933,7 @@ export interface NotificationMap {
   'mino/turnEnded': TurnEnded;
   'mino/compactionStarted': CompactionStarted;
   'mino/compactionEnded': CompactionEnded;
+  'mino/instructionsChanged': InstructionsChanged;
 }
 
 // ---------------------------------------------------------------- vocabulary
@@ -893,7 +945,7 @@ export const READ_TOOLS: readonly ToolName[] = ['read_file', 'list_files', 'sear
 export const DECISIONS: readonly Decision[] = ['approve', 'deny', 'allowSession', 'allowWorkspace', 'denySession', 'denyWorkspace'] as const;
 export const EVIDENCE_OUTCOMES: readonly EvidenceOutcome[] = ['exited', 'signalled', 'stopped_when_mino_stopped', 'timed_out'] as const;
 export const OUTPUT_STREAMS: readonly OutputStream[] = ['stdout', 'stderr'] as const;
-export const APPROVAL_MODES: readonly ApprovalMode[] = ['ask', 'rules', 'sandboxed-auto'] as const;
+export const APPROVAL_MODES: readonly ApprovalMode[] = ['ask', 'rules', 'sandboxed-auto', 'plan'] as const;
 export const SANDBOX_MODES: readonly SandboxMode[] = ['off', 'read-only', 'workspace-write'] as const;
 
 /** Mino's own JSON-RPC error codes. */

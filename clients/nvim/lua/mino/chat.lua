@@ -643,14 +643,75 @@ function M.server_started(caps)
     end
     table.insert(header, line .. "_")
   end
-  table.insert(header, "")
-  local approval = "Bash commands require approval."
-  if type(caps) == "table" and (caps.approvalMode == "rules" or caps.approvalMode == "sandboxed-auto") then
-    approval = "Bash commands require approval unless a rule (or, in sandboxed-auto, the sandbox) allows them."
+  if type(caps) == "table" then
+    table.insert(header, M.instructions_line(caps.instructionFiles))
   end
-  table.insert(header, "_" .. approval .. " Write in the input window below the chat and send with "
+  table.insert(header, "")
+  table.insert(header, "_" .. M.approval_sentence(type(caps) == "table" and caps.approvalMode or nil)
+    .. " Write in the input window below the chat and send with "
     .. "`" .. (send_keys(require("mino").config)[1] or "<CR>") .. "`._")
   M.append(header)
+end
+
+--- What the approval mode means, for the header.
+function M.approval_sentence(mode)
+  if mode == "plan" then
+    return "Plan mode: commands and edits are refused without running and the model plans; :MinoMode ask leaves it."
+  elseif mode == "rules" or mode == "sandboxed-auto" then
+    return "Bash commands require approval unless a rule (or, in sandboxed-auto, the sandbox) allows them."
+  end
+  return "Bash commands require approval."
+end
+
+--- The header's line of the project's instruction files (AGENTS.md) the
+--- model is given, farther first, with their sizes and what was cut.
+function M.instructions_line(files)
+  if type(files) ~= "table" or #files == 0 then
+    return "_Instructions: no AGENTS.md in force_"
+  end
+  local parts = {}
+  for _, f in ipairs(files) do
+    if type(f) == "table" then
+      local cut = f.truncated == true and (", cut to %s bytes"):format(tostring(f.given)) or ""
+      table.insert(parts, ("`%s` (%s bytes%s)"):format(tostring(f.path), tostring(f.size), cut))
+    end
+  end
+  return "_Instructions: " .. table.concat(parts, ", ") .. "_"
+end
+
+--- Replaces the header line that starts with `prefix` (within its first lines).
+local function replace_header_line(prefix, line)
+  if not valid_buf() then
+    return false
+  end
+  for i, old in ipairs(api.nvim_buf_get_lines(st.buf, 0, 8, false)) do
+    if vim.startswith(old, prefix) then
+      set_lines(st.buf, i - 1, i, { line })
+      return true
+    end
+  end
+  return false
+end
+
+--- The instruction files in force changed (mino/history, mino/instructionsChanged).
+function M.set_instructions(files)
+  replace_header_line("_Instructions:", M.instructions_line(files))
+end
+
+--- The approval mode changed (:MinoMode): the header's session line and sentence follow.
+function M.set_mode(mode)
+  if not valid_buf() then
+    return
+  end
+  for i, line in ipairs(api.nvim_buf_get_lines(st.buf, 0, 8, false)) do
+    if line:match("^_Session ") then
+      local replaced = line:gsub("· approval mode [^ _]+", "· approval mode " .. mode, 1)
+      set_lines(st.buf, i - 1, i, { replaced })
+    elseif line:match("^_Bash commands") or line:match("^_Plan mode") then
+      local rest = line:match(" (Write in the input window.*)$") or "_"
+      set_lines(st.buf, i - 1, i, { "_" .. M.approval_sentence(mode) .. " " .. rest })
+    end
+  end
 end
 
 --- An edit's approval request: what it writes and its diff (a fold).
@@ -776,6 +837,9 @@ function M.set_session_usage(u)
 end
 
 function M.render_history(result)
+  if type(result) == "table" and type(result.instructionFiles) == "table" then
+    M.set_instructions(result.instructionFiles)
+  end
   local turns = (result and result.turns) or {}
   for _, t in ipairs(turns) do
     local lines = speaker(M.USER_HEADING, require("mino.context").display(t.input or ""))
@@ -936,6 +1000,15 @@ function M.compaction_started(_)
   close_output_fence()
   start_response()
   M.append({ "", ("_%s_"):format(M.COMPACTING) })
+end
+
+--- mino/instructionsChanged: the header follows, and the chat says so
+--- where it happened (the next request is built from these).
+function M.instructions_changed(files)
+  M.set_instructions(files)
+  close_output_fence()
+  start_response()
+  M.append({ "", "_The project's instructions changed._", M.instructions_line(files) })
 end
 
 --- mino/compactionEnded in a turn: what it did.

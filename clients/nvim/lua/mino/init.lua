@@ -41,9 +41,9 @@ local defaults = {
   session = nil,
   --- Start a new session even if others exist.
   new_session = false,
-  --- Approval mode ("ask", "rules", "sandboxed-auto") and sandbox ("off",
-  --- "read-only", "workspace-write") asked of the server at start; nil = the
-  --- server's default.
+  --- Approval mode ("ask", "rules", "sandboxed-auto", "plan") and sandbox
+  --- ("off", "read-only", "workspace-write") asked of the server at start;
+  --- nil = the server's default. :MinoMode changes the mode while it runs.
   approval_mode = nil,
   sandbox = nil,
   --- Where the server's stderr goes; nil = stdpath("log") .. "/mino-server.log".
@@ -337,6 +337,16 @@ end
 on[notification.retrying] = function(p)
   chat.retrying(p)
   M.state.response_streaming = false
+end
+
+-- The project's instruction files changed (read for each model request):
+-- the header follows, and the chat says so.
+on[notification.instructionsChanged] = function(p)
+  if type(M.state.capabilities) == "table" then
+    M.state.capabilities.instructionFiles = p.files
+  end
+  chat.instructions_changed(p.files)
+  emit("MinoInstructionsChanged", { files = p.files })
 end
 
 -- A compaction: shown in the chat when it runs inside a turn (automatic,
@@ -1519,6 +1529,52 @@ local function select_model(model)
     end
     chat.set_model(chosen)
     notify(("this session now uses %s (from the next question on)"):format(chosen))
+  end)
+end
+
+--- Sets the approval mode of the running server (mino/settings/update);
+--- only the server's answer changes the header.
+local function set_mode(mode)
+  M.request(method.settingsUpdate, { approvalMode = mode }, function(err, result)
+    if err then
+      notify("approval mode not changed: " .. format_error(err), vim.log.levels.ERROR)
+      return
+    end
+    local now = (result or {}).approvalMode or mode
+    if type(M.state.capabilities) == "table" then
+      M.state.capabilities.approvalMode = now
+    end
+    chat.set_mode(now)
+    notify(("approval mode %s"):format(now))
+  end)
+end
+
+--- :MinoMode [mode]: with a mode, sets it; without, picks one with
+--- vim.ui.select (the protocol's modes in its order, the current marked).
+function M.choose_mode(name)
+  if not M.start() then
+    return
+  end
+  name = name and vim.trim(name) or ""
+  if name ~= "" then
+    if not protocol.approval_mode[name] then
+      notify(("unknown approval mode “%s”: use one of %s"):format(name, table.concat(protocol.approval_modes, ", ")),
+        vim.log.levels.ERROR)
+      return
+    end
+    return set_mode(name)
+  end
+  local current = type(M.state.capabilities) == "table" and M.state.capabilities.approvalMode or nil
+  vim.ui.select(protocol.approval_modes, {
+    prompt = ("Mino approval mode (current: %s)"):format(current or "?"),
+    kind = "mino.modes",
+    format_item = function(m)
+      return m == current and (m .. "  (current)") or m
+    end,
+  }, function(m)
+    if type(m) == "string" and m ~= current then
+      set_mode(m)
+    end
   end)
 end
 

@@ -15,7 +15,7 @@ end
 M.method = { chat = "mino/chat", approval = "mino/approval", acknowledge = "mino/acknowledge", cancel = "mino/cancel", history = "mino/history", sessionsList = "mino/sessions/list", sessionsNew = "mino/sessions/new", sessionsOpen = "mino/sessions/open", sessionsRename = "mino/sessions/rename", sessionsDelete = "mino/sessions/delete", rulesList = "mino/rules/list", rulesRevoke = "mino/rules/revoke", settingsUpdate = "mino/settings/update", compact = "mino/compact", modelsList = "mino/models/list", modelsSelect = "mino/models/select" }
 
 --- Server-to-client notifications.
-M.notification = { recovery = "mino/recovery", turnStarted = "mino/turnStarted", textDelta = "mino/textDelta", retrying = "mino/retrying", approvalRequest = "mino/approvalRequest", toolStarted = "mino/toolStarted", toolOutput = "mino/toolOutput", toolResult = "mino/toolResult", turnEnded = "mino/turnEnded", compactionStarted = "mino/compactionStarted", compactionEnded = "mino/compactionEnded" }
+M.notification = { recovery = "mino/recovery", turnStarted = "mino/turnStarted", textDelta = "mino/textDelta", retrying = "mino/retrying", approvalRequest = "mino/approvalRequest", toolStarted = "mino/toolStarted", toolOutput = "mino/toolOutput", toolResult = "mino/toolResult", turnEnded = "mino/turnEnded", compactionStarted = "mino/compactionStarted", compactionEnded = "mino/compactionEnded", instructionsChanged = "mino/instructionsChanged" }
 
 --- Every notification a turn emits, in the order a turn emits them.
 M.turn_notifications = { "mino/turnStarted", "mino/textDelta", "mino/retrying", "mino/approvalRequest", "mino/toolStarted", "mino/toolOutput", "mino/toolResult", "mino/turnEnded" }
@@ -36,7 +36,10 @@ M.read_tool = values { "read_file", "list_files", "search" }
 M.decision = values { "approve", "deny", "allowSession", "allowWorkspace", "denySession", "denyWorkspace" }
 
 --- Approval modes.
-M.approval_mode = values { "ask", "rules", "sandboxed-auto" }
+M.approval_mode = values { "ask", "rules", "sandboxed-auto", "plan" }
+
+--- Approval modes in the protocol's order (a picker's).
+M.approval_modes = { "ask", "rules", "sandboxed-auto", "plan" }
 
 --- Sandbox modes.
 M.sandbox_mode = values { "off", "read-only", "workspace-write" }

@@ -184,6 +184,10 @@ pub enum RecordBody {
         /// The tokens the service reported for this response, when it did.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// What the request's instructions were built from (absent in
+        /// files written before it was recorded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instructions: Option<crate::project_instructions::InstructionsUsed>,
     },
     /// The decision on one call: the person's, or (`approved_by`) the
     /// rules' or the sandbox's.
@@ -368,6 +372,7 @@ struct Line {
     partial_text: Option<String>,
     session_usage: Option<Usage>,
     model: Option<String>,
+    instructions: Option<crate::project_instructions::InstructionsUsed>,
 }
 
 impl Line {
@@ -422,6 +427,7 @@ impl Line {
                 turn_id: turn_id()?,
                 items: self.items.clone().ok_or_else(|| missing("items"))?,
                 usage: self.usage,
+                instructions: self.instructions.clone(),
             },
             "approval" => RecordBody::Approval {
                 turn_id: turn_id()?,
