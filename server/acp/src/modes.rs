@@ -46,6 +46,10 @@ fn approval_label(id: &str) -> (String, Option<&'static str>) {
             "Sandboxed auto",
             "As Rules, and a command that runs inside the sandbox runs without asking (never with the sandbox off)",
         ),
+        "plan" => (
+            "Plan",
+            "Reads run; commands and edits are refused without running, and the model is told to plan; you decide when to leave it",
+        ),
         other => return (other.to_string(), None),
     };
     (name.to_string(), Some(description))
@@ -165,7 +169,7 @@ mod tests {
         assert_eq!(sandbox["options"].as_array().expect("options").len(), mino_protocol::SandboxMode::ALL.len());
         let modes = serde_json::to_value(session_modes(settings)).expect("json");
         assert_eq!(modes["currentModeId"], "rules");
-        assert!(approval_mode("yolo").expect_err("unknown").ends_with("choose one of: ask, rules, sandboxed-auto"));
+        assert!(approval_mode("yolo").expect_err("unknown").ends_with("choose one of: ask, rules, sandboxed-auto, plan"));
         assert_eq!(sandbox_mode("read-only"), Ok(SandboxMode::ReadOnly));
     }
 }

@@ -892,7 +892,7 @@ test("a text block and a resource_link reach the model with a space between them
 });
 
 /** The protocol's approval and sandbox modes (server/protocol: `ApprovalMode::ALL`, `SandboxMode::ALL`). */
-const APPROVAL_MODES = ["ask", "rules", "sandboxed-auto"];
+const APPROVAL_MODES = ["ask", "rules", "sandboxed-auto", "plan"];
 const SANDBOX_MODES = ["off", "read-only", "workspace-write"];
 const ofKind = (server, from, kind) => server.updates.slice(from).map((u) => u.update).filter((u) => u.sessionUpdate === kind);
 const optionValue = (options, id) => options.find((o) => o.id === id).currentValue;
@@ -939,7 +939,7 @@ test("the approval mode and the sandbox are config options (category mode) and c
     // A value that is none of the modes is refused, naming them; nothing changes.
     await assert.rejects(
       server.agent.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "mode", value: "yolo" }),
-      (e) => e.code === -32602 && /choose one of: ask, rules, sandboxed-auto/.test(e.message),
+      (e) => e.code === -32602 && /choose one of: ask, rules, sandboxed-auto, plan/.test(e.message),
     );
     await assert.rejects(
       server.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "yolo" }),

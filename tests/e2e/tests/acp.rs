@@ -751,7 +751,7 @@ async fn acp_modes_decide_the_next_call_and_a_closed_session_resumes_elsewhere()
     assert_eq!(modes["currentModeId"], "rules");
     let refused = unknown.expect_err("an unknown mode is refused");
     assert_eq!(i32::from(refused.code), -32602);
-    assert!(refused.message.contains("choose one of: ask, rules, sandboxed-auto"), "{}", refused.message);
+    assert!(refused.message.contains("choose one of: ask, rules, sandboxed-auto, plan"), "{}", refused.message);
     let options = serde_json::to_value(&sandboxed.config_options).expect("json");
     let ids: Vec<&str> = options.as_array().expect("options").iter().filter_map(|o| o["id"].as_str()).collect();
     assert_eq!(ids, ["model", "mode", "sandbox"]);
