@@ -444,7 +444,12 @@ fn public_uses(code: &str) -> String {
 }
 
 /// The deepest module a path reaches, through re-exports.
-fn resolve(path: &[String], modules: &BTreeMap<Vec<String>, PathBuf>, reexports: &Reexports, depth: u32) -> Vec<String> {
+fn resolve(
+    path: &[String],
+    modules: &BTreeMap<Vec<String>, PathBuf>,
+    reexports: &Reexports,
+    depth: u32,
+) -> Vec<String> {
     let module =
         (0..=path.len()).rev().map(|n| path[..n].to_vec()).find(|p| modules.contains_key(p)).unwrap_or_default();
     let through = path.get(module.len()).and_then(|name| reexports.get(&module)?.get(name));
@@ -465,7 +470,8 @@ fn ts_circles(package: &Path) -> Vec<Vec<String>> {
     for dir in ["src", "media"] {
         collect_ts(&package.join(dir), &mut files);
     }
-    let name = |path: &Path| path.strip_prefix(package).expect("in the package").with_extension("").display().to_string();
+    let name =
+        |path: &Path| path.strip_prefix(package).expect("in the package").with_extension("").display().to_string();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in &files {
         let code = strip_ts(&std::fs::read_to_string(file).expect("source file"));
