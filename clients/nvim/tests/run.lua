@@ -7,6 +7,7 @@
 -- Prints one line per test and a final "N passed, N failed"; exits 1 on failure.
 
 local uv = vim.uv or vim.loop
+local api = vim.api
 local script_path = debug.getinfo(1, "S").source:sub(2)
 local root = vim.fn.fnamemodify(script_path, ":p:h:h") -- clients/nvim
 local repo = vim.fn.fnamemodify(root, ":h:h")
@@ -755,6 +756,78 @@ test("a result with no request or start before it shows the call's block naming 
     notices = {}, calls = { { callId = "call_9", command = "git push --force origin main",
       result = { status = "refused", output = output } } } } } })
   assert_eq(block(buffer_text()), live, "the restored block is the live one")
+end)
+
+--- The lines of the chat from the read's line `first` through its closing fence.
+local function read_block(lines, first)
+  for i, l in ipairs(lines) do
+    if l == first then
+      local out = { l }
+      for j = i + 1, #lines do
+        table.insert(out, lines[j])
+        if lines[j]:match("^````+$") then
+          return out, i
+        end
+      end
+      return out, i
+    end
+  end
+  fail("no read line " .. first .. " in:\n" .. table.concat(lines, "\n"))
+end
+
+test("a read inside the workspace is one folded line; zo opens its output; history shows the same lines", function()
+  chat._reset()
+  chat.open(mino.config)
+  local on = mino._on
+  local read = { tool = "read_file", path = "src/main.rs", leavesWorkspace = false }
+  local done = vim.tbl_extend("force", read, { summary = "lines 1-2 of 2 (16 bytes)" })
+  local output = "1\tfn main() {\n2\t}\n"
+  on["mino/turnStarted"]({ turnId = "r1", seq = 0, input = "read it" })
+  on["mino/toolStarted"]({ turnId = "r1", seq = 1, callId = "call_1", command = "read_file src/main.rs",
+    approvedBy = { kind = "workspace" }, sandbox = "off", tool = "read_file", read = read })
+  assert_not_contains(buffer_text(), "**Tool call**", "a read asks nothing and shows no call block")
+  on["mino/toolResult"]({ turnId = "r1", seq = 2, callId = "call_1", command = "read_file src/main.rs",
+    status = "success", output = output, tool = "read_file", read = done })
+  on["mino/toolResult"]({ turnId = "r1", seq = 3, callId = "call_2", command = "search fn main",
+    status = "failed", output = "Not a valid regular expression: unclosed group\nmore", tool = "search",
+    read = { tool = "search", path = ".", pattern = "fn (main", leavesWorkspace = false } })
+  on["mino/turnEnded"]({ turnId = "r1", seq = 4, status = "completed" })
+  local first = "▸ read `src/main.rs` · lines 1-2 of 2 (16 bytes)"
+  local lines = chat.lines()
+  local live, at = read_block(lines, first)
+  assert_eq(live, { first, "````text", "1\tfn main() {", "2\t}", "````" }, "the read's line and its output")
+  local search = read_block(lines, "▸ search `/fn (main/` · failed: Not a valid regular expression: unclosed group")
+  assert_eq(#search, 5, "a failed search: its line and its whole output")
+  assert_not_contains(buffer_text(), "Result: **", "a read has no result line")
+  -- In the chat window the read is one line: a closed fold showing its line.
+  local win = chat.win()
+  api.nvim_win_call(win, function()
+    assert_eq(vim.fn.foldclosed(at), at, "the read's fold starts at its line and is closed")
+    assert_eq(vim.fn.foldclosedend(at), at + 4, "the fold holds the output")
+    assert_contains(vim.fn.foldtextresult(at), first, "the closed fold shows the read's line")
+    api.nvim_win_set_cursor(win, { at, 0 })
+    vim.cmd("normal! zo")
+    assert_eq(vim.fn.foldclosed(at), -1, "zo opens the read")
+    vim.cmd("normal! zc")
+    assert_eq(vim.fn.foldclosed(at), at, "zc closes it again")
+  end)
+  -- Restored from history: the same lines.
+  chat._reset()
+  chat.open(mino.config)
+  chat.render_history({ sessionId = "s", turns = { { turnId = "r1", input = "read it", text = "", status = "completed",
+    notices = {}, calls = {}, items = {
+      { type = "call", call = { callId = "call_1", command = "read_file src/main.rs", tool = "read_file", read = done,
+        approvedBy = { kind = "workspace" }, sandbox = "off", result = { status = "success", output = output } } },
+      { type = "call", call = { callId = "call_2", command = "search fn main", tool = "search",
+        read = { tool = "search", path = ".", pattern = "fn (main", leavesWorkspace = false },
+        result = { status = "failed", output = "Not a valid regular expression: unclosed group\nmore" } } },
+    } } } })
+  local restored, rat = read_block(chat.lines(), first)
+  assert_eq(restored, live, "the restored read is the live one")
+  api.nvim_win_call(chat.win(), function()
+    assert_eq(vim.fn.foldclosed(rat), rat, "restored, the read is a closed fold too")
+  end)
+  assert_eq(read_block(chat.lines(), search[1]), search, "the restored failed search is the live one")
 end)
 
 test("history is restored when the chat opens again", function()
