@@ -127,7 +127,8 @@ pub fn granted_note(mode: ApprovalMode) -> Option<&'static str> {
 /// call not simply approved by the person, or run in a sandbox.
 pub fn approval_note(approved_by: Option<&ApprovedBy>, sandbox: Option<SandboxMode>) -> Option<String> {
     let by = approved_by.and_then(|a| match a.kind {
-        ApproverKind::User => None,
+        // A read inside the workspace, which never asks: nothing to note.
+        ApproverKind::User | ApproverKind::Workspace => None,
         ApproverKind::Sandbox => Some("approved by the sandbox (sandboxed-auto)".to_owned()),
         ApproverKind::Rule => Some(match &a.rule {
             Some(rule) => format!("approved by rule `{}` ({})", rule_text(rule), rule.scope.as_str()),
@@ -218,6 +219,7 @@ pub fn tool_status(status: ToolStatus) -> &'static str {
         ToolStatus::Unknown => "unknown",
         ToolStatus::Applied => "applied",
         ToolStatus::NotApplied => "not_applied",
+        ToolStatus::Unavailable => "unavailable",
     }
 }
 
@@ -840,6 +842,7 @@ mod tests {
             call_id: "call_1".into(),
             command: "ls".into(),
             tool: None,
+            read: None,
             result: Some(mino_protocol::ToolResultView {
                 status: ToolStatus::Success,
                 output: "a.txt\n".into(),
@@ -976,6 +979,7 @@ mod tests {
                     call_id: "c".into(),
                     command: "echo milk >> shopping.txt".into(),
                     tool: None,
+                    read: None,
                     result: ToolResultView {
                         status: ToolStatus::Unknown,
                         output: String::new(),

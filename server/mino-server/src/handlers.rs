@@ -467,7 +467,8 @@ fn recovered_turn(t: &RecoveredTurn) -> wire::RecoveredTurnView {
             .map(|c| wire::RecoveredCallView {
                 call_id: c.call_id.clone(),
                 command: c.command.clone(),
-                tool: c.edit_tool.map(edit_tool_name),
+                tool: c.edit_tool.map(edit_tool_name).map(Into::into),
+                read: None,
                 result: wire::ToolResultView {
                     status: tool_status(c.status),
                     output: c.output.clone(),
@@ -507,7 +508,8 @@ fn history_call(session: &Session, turn: &Turn, index: usize, c: &Call) -> wire:
     wire::HistoryCall {
         call_id: c.call_id.clone(),
         command: c.command(),
-        tool: mino_core::edit::EditTool::from_name(&c.name).map(edit_tool_name),
+        tool: mino_core::edit::EditTool::from_name(&c.name).map(edit_tool_name).map(Into::into),
+        read: None,
         result: c.result.as_ref().map(|r| wire::ToolResultView {
             status: tool_status(r.status),
             output: r.output.clone(),
@@ -641,6 +643,7 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
                 environment,
                 limits: limits(l),
                 edit,
+                read: None,
                 sandbox: sandbox_mode(sandbox),
                 approval_mode: approval_mode(mode),
                 suggested_rule: suggested_rule.map(|rule| match rule.kind {
@@ -660,6 +663,8 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
                 command,
                 approved_by: approved_by(&approver),
                 sandbox: sandbox_mode(sandbox),
+                tool: None,
+                read: None,
             };
             message::<wire::notification::ToolStarted>(n)
         }
@@ -673,7 +678,19 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
         }
         AgentEvent::ToolResult { turn_id, call_id, command, status, output, exit_code, diff } => {
             let status = tool_status(status);
-            let n = wire::ToolResult { turn_id, seq, session_id, call_id, command, status, output, exit_code, diff };
+            let n = wire::ToolResult {
+                turn_id,
+                seq,
+                session_id,
+                call_id,
+                command,
+                status,
+                output,
+                exit_code,
+                diff,
+                tool: None,
+                read: None,
+            };
             message::<wire::notification::ToolResult>(n)
         }
         AgentEvent::TurnEnded { turn_id, status, reason, text, usage, session_usage } => {

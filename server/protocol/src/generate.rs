@@ -18,7 +18,7 @@ use crate::notification::Notification;
 use crate::request::Request;
 use crate::{
     message, method, ApprovalMode, Decision, ErrorCode, EvidenceOutcome, InitializationOptions, OutputStream,
-    SandboxMode, ServerCapabilities, ToolStatus, TurnNotification, TurnStatus, Visitor,
+    SandboxMode, ServerCapabilities, ToolName, ToolStatus, TurnNotification, TurnStatus, Visitor,
 };
 
 /// The command that rewrites the generated files.
@@ -207,6 +207,12 @@ pub fn typescript() -> String {
     out.push_str("// ---------------------------------------------------------------- vocabulary\n\n");
     out.push_str(&ts_union_list("TURN_STATUSES", "TurnStatus", TurnStatus::ALL.iter().map(|s| s.as_str())));
     out.push_str(&ts_union_list("TOOL_STATUSES", "ToolStatus", ToolStatus::ALL.iter().map(|s| s.as_str())));
+    out.push_str(&ts_union_list("TOOL_NAMES", "ToolName", ToolName::ALL.iter().map(|s| s.as_str())));
+    out.push_str(&ts_union_list(
+        "READ_TOOLS",
+        "ToolName",
+        ToolName::ALL.iter().filter(|t| t.is_read()).map(|s| s.as_str()),
+    ));
     out.push_str(&ts_union_list("DECISIONS", "Decision", Decision::ALL.iter().map(|s| s.as_str())));
     out.push_str(&ts_union_list(
         "EVIDENCE_OUTCOMES",
@@ -301,6 +307,13 @@ pub fn lua() -> String {
     );
     lua_status_table(&mut out, "Turn statuses.", "turn_status", TurnStatus::ALL.iter().map(|s| s.as_str()));
     lua_status_table(&mut out, "Tool statuses.", "tool_status", ToolStatus::ALL.iter().map(|s| s.as_str()));
+    lua_status_table(&mut out, "Tools a call's `tool` names (absent: bash).", "tool_name", ToolName::ALL.iter().map(|s| s.as_str()));
+    lua_status_table(
+        &mut out,
+        "The read-only tools: shown as one line each.",
+        "read_tool",
+        ToolName::ALL.iter().filter(|t| t.is_read()).map(|s| s.as_str()),
+    );
     lua_status_table(&mut out, "Decisions in mino/approval.", "decision", Decision::ALL.iter().map(|s| s.as_str()));
     lua_status_table(&mut out, "Approval modes.", "approval_mode", ApprovalMode::ALL.iter().map(|s| s.as_str()));
     lua_status_table(&mut out, "Sandbox modes.", "sandbox_mode", SandboxMode::ALL.iter().map(|s| s.as_str()));

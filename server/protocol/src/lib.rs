@@ -484,6 +484,9 @@ wire_enum! {
         User = "user",
         Rule = "rule",
         Sandbox = "sandbox",
+        /// A read-only call (`read_file`, `list_files`, `search`) inside the
+        /// session's directory: reads there never ask, in every mode.
+        Workspace = "workspace",
     }
 }
 
@@ -766,10 +769,15 @@ pub struct HistoryCall {
     pub call_id: String,
     /// The command; for an edit call, the summary `<tool> <path>`.
     pub command: String,
-    /// The edit tool of an edit call; absent for a command.
+    /// The tool of an edit or read call; absent for a `bash` command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
-    pub tool: Option<EditToolName>,
+    pub tool: Option<ToolName>,
+    /// A read call's path, pattern, lines and (with a `success` result)
+    /// one-line summary; absent for a command or an edit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub read: Option<ReadView>,
     /// `None` only while the call is still in flight.
     pub result: Option<ToolResultView>,
     /// What the command's supervisor saw; only beside an `unknown` result.
@@ -980,6 +988,10 @@ wire_enum! {
         Applied = "applied",
         /// Recovery verified from the file that an edit was not written.
         NotApplied = "not_applied",
+        /// A read-only call interrupted before its result was saved: what it
+        /// read is not on record. It had no effects, so it does not need
+        /// acknowledgement.
+        Unavailable = "unavailable",
     }
 }
 
@@ -1004,6 +1016,86 @@ wire_enum! {
         EditFile = "edit_file",
         WriteFile = "write_file",
     }
+}
+
+wire_enum! {
+    /// Which tool a call is, where a call names one (`tool` of
+    /// `mino/toolStarted`, `mino/toolResult`, `mino/history` and
+    /// `mino/recovery` calls). A `bash` command has no `tool`, as before
+    /// the read tools existed.
+    pub enum ToolName {
+        EditFile = "edit_file",
+        WriteFile = "write_file",
+        ReadFile = "read_file",
+        ListFiles = "list_files",
+        Search = "search",
+    }
+}
+
+impl ToolName {
+    /// The read-only tools: shown as one line, never as an approval card
+    /// unless their path leaves the workspace.
+    pub const fn is_read(self) -> bool {
+        matches!(self, Self::ReadFile | Self::ListFiles | Self::Search)
+    }
+}
+
+impl From<EditToolName> for ToolName {
+    fn from(tool: EditToolName) -> Self {
+        match tool {
+            EditToolName::EditFile => Self::EditFile,
+            EditToolName::WriteFile => Self::WriteFile,
+        }
+    }
+}
+
+wire_enum! {
+    /// Which read-only tool a call is.
+    pub enum ReadToolName {
+        ReadFile = "read_file",
+        ListFiles = "list_files",
+        Search = "search",
+    }
+}
+
+/// A read-only call (`read_file`, `list_files`, `search`): what it reads,
+/// enough for a one-line summary such as
+/// `read_file src/main.rs (lines 1-200 of 812)`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadView {
+    pub tool: ReadToolName,
+    /// The file (`read_file`) or the directory searched or listed, as the
+    /// model gave it (`.` for the session's directory).
+    pub path: String,
+    /// `list_files`: the glob; `search`: the regular expression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub pattern: Option<String>,
+    /// `read_file`: the first line asked for (1-based); absent: line 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub start_line: Option<u64>,
+    /// `read_file`: the last line asked for (inclusive); absent: as many as the bounds allow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub end_line: Option<u64>,
+    /// The path is outside the session's directory, or resolves outside it
+    /// (`..`, a symbolic link): the read asked first. Show it prominently.
+    pub leaves_workspace: bool,
+    /// What the read returned, in one line: `lines 1-200 of 812 (31,204
+    /// bytes)`, `48 files`, `12 matches in 5 files`, with what was left
+    /// out; the first line of the result's `output`. Only on a `success`
+    /// result (`mino/toolResult`, and calls in `mino/history` and
+    /// `mino/recovery`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub summary: Option<String>,
+    /// The output was cut at a bound (lines, bytes, matches, files); the
+    /// output says what was left out. Only beside `summary`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[ts(as = "Option<bool>", optional)]
+    pub truncated: bool,
 }
 
 /// What the person approves for an `edit_file` / `write_file` call.
@@ -1068,10 +1160,15 @@ pub struct RecoveredCallView {
     pub call_id: String,
     /// The command; for an edit call, the summary `<tool> <path>`.
     pub command: String,
-    /// The edit tool of an edit call; absent for a command.
+    /// The tool of an edit or read call; absent for a `bash` command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
-    pub tool: Option<EditToolName>,
+    pub tool: Option<ToolName>,
+    /// A read call's path, pattern, lines and (with a `success` result)
+    /// one-line summary; absent for a command or an edit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub read: Option<ReadView>,
     pub result: ToolResultView,
     /// What the command's supervisor saw; only beside an `unknown` result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1152,6 +1249,13 @@ pub struct ApprovalRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub edit: Option<EditView>,
+    /// A read call whose path leaves the workspace: what it would read.
+    /// `command` is its summary (`read_file /etc/hosts`), `environment` is
+    /// empty and `limits` are zero; nothing about the file is revealed
+    /// before the approval. Absent for commands and edits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub read: Option<ReadView>,
     /// Deny rules this command might reach although none matches it (it runs
     /// another command through a wrapper such as `env`, has a substitution,
     /// a redirection or an expansion the rules cannot see through, or names a
@@ -1174,6 +1278,14 @@ pub struct ToolStarted {
     pub approved_by: ApprovedBy,
     /// The sandbox mode the command runs in.
     pub sandbox: SandboxMode,
+    /// The tool of an edit or read call; absent for a `bash` command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub tool: Option<ToolName>,
+    /// A read call's path, pattern and lines (no summary yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub read: Option<ReadView>,
 }
 
 wire_enum! {
@@ -1224,6 +1336,15 @@ pub struct ToolResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub diff: Option<String>,
+    /// The tool of an edit or read call; absent for a `bash` command (and
+    /// when the call is not on record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub tool: Option<ToolName>,
+    /// A read call's path, pattern, lines and (on `success`) one-line summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub read: Option<ReadView>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -1331,6 +1452,7 @@ mod tests {
             environment: BTreeMap::from([("PATH".into(), "/usr/bin".into())]),
             limits: Limits { timeout_seconds: 120, output_limit_bytes: 65536 },
             edit: None,
+            read: None,
             sandbox: SandboxMode::WorkspaceWrite,
             approval_mode: ApprovalMode::Rules,
             suggested_rule: Some(RuleSpec::command(RuleKind::Prefix, "ls")),

@@ -95,7 +95,7 @@ async fn an_approved_edit_changes_the_file_and_its_diff_is_shown_returned_and_ke
     let history = history(&mut server).await;
     let call = &history.turns[0].calls[0];
     assert_eq!(call.command, "edit_file shopping.txt");
-    assert_eq!(call.tool, Some(wire::EditToolName::EditFile));
+    assert_eq!(call.tool, Some(wire::ToolName::EditFile));
     let kept = call.result.as_ref().expect("result");
     assert_eq!(kept.status, wire::ToolStatus::Success);
     assert_eq!(kept.diff.as_deref(), Some(edit.diff.as_str()));
@@ -254,7 +254,7 @@ async fn next_turn_input(server: &mut Server, mock: &MockModel) -> (Vec<String>,
 fn the_recovered_edit(recovery: &wire::RecoveryNotification) -> &wire::RecoveredCallView {
     let call = &recovery.turns[0].calls[0];
     assert_eq!(call.command, "edit_file shopping.txt");
-    assert_eq!(call.tool, Some(wire::EditToolName::EditFile));
+    assert_eq!(call.tool, Some(wire::ToolName::EditFile));
     call
 }
 

@@ -67,6 +67,13 @@ suggestedRule?: RuleSpec,
  */
 edit?: EditView, 
 /**
+ * A read call whose path leaves the workspace: what it would read.
+ * `command` is its summary (`read_file /etc/hosts`), `environment` is
+ * empty and `limits` are zero; nothing about the file is revealed
+ * before the approval. Absent for commands and edits.
+ */
+read?: ReadView, 
+/**
  * Deny rules this command might reach although none matches it (it runs
  * another command through a wrapper such as `env`, has a substitution,
  * a redirection or an expansion the rules cannot see through, or names a
@@ -84,7 +91,7 @@ export type ApprovedBy = { kind: ApproverKind, rule?: RuleView, };
 /**
  * Who approved a call.
  */
-export type ApproverKind = "user" | "rule" | "sandbox";
+export type ApproverKind = "user" | "rule" | "sandbox" | "workspace";
 
 export type CancelParams = { turnId: string, };
 
@@ -241,9 +248,14 @@ export type HistoryCall = { callId: string,
  */
 command: string, 
 /**
- * The edit tool of an edit call; absent for a command.
+ * The tool of an edit or read call; absent for a `bash` command.
  */
-tool?: EditToolName, 
+tool?: ToolName, 
+/**
+ * A read call's path, pattern, lines and (with a `success` result)
+ * one-line summary; absent for a command or an edit.
+ */
+read?: ReadView, 
 /**
  * `None` only while the call is still in flight.
  */
@@ -405,15 +417,67 @@ model: string, };
 
 export type OutputStream = "stdout" | "stderr";
 
+/**
+ * Which read-only tool a call is.
+ */
+export type ReadToolName = "read_file" | "list_files" | "search";
+
+/**
+ * A read-only call (`read_file`, `list_files`, `search`): what it reads,
+ * enough for a one-line summary such as
+ * `read_file src/main.rs (lines 1-200 of 812)`.
+ */
+export type ReadView = { tool: ReadToolName, 
+/**
+ * The file (`read_file`) or the directory searched or listed, as the
+ * model gave it (`.` for the session's directory).
+ */
+path: string, 
+/**
+ * `list_files`: the glob; `search`: the regular expression.
+ */
+pattern?: string, 
+/**
+ * `read_file`: the first line asked for (1-based); absent: line 1.
+ */
+startLine?: number, 
+/**
+ * `read_file`: the last line asked for (inclusive); absent: as many as the bounds allow.
+ */
+endLine?: number, 
+/**
+ * The path is outside the session's directory, or resolves outside it
+ * (`..`, a symbolic link): the read asked first. Show it prominently.
+ */
+leavesWorkspace: boolean, 
+/**
+ * What the read returned, in one line: `lines 1-200 of 812 (31,204
+ * bytes)`, `48 files`, `12 matches in 5 files`, with what was left
+ * out; the first line of the result's `output`. Only on a `success`
+ * result (`mino/toolResult`, and calls in `mino/history` and
+ * `mino/recovery`).
+ */
+summary?: string, 
+/**
+ * The output was cut at a bound (lines, bytes, matches, files); the
+ * output says what was left out. Only beside `summary`.
+ */
+truncated?: boolean, };
+
 export type RecoveredCallView = { callId: string, 
 /**
  * The command; for an edit call, the summary `<tool> <path>`.
  */
 command: string, 
 /**
- * The edit tool of an edit call; absent for a command.
+ * The tool of an edit or read call; absent for a `bash` command.
  */
-tool?: EditToolName, result: ToolResultView, 
+tool?: ToolName, 
+/**
+ * A read call's path, pattern, lines and (with a `success` result)
+ * one-line summary; absent for a command or an edit.
+ */
+read?: ReadView, result: ToolResultView, 
 /**
  * What the command's supervisor saw; only beside an `unknown` result.
  */
@@ -639,6 +703,14 @@ cachedInputTokens?: number,
  */
 reasoningTokens?: number, };
 
+/**
+ * Which tool a call is, where a call names one (`tool` of
+ * `mino/toolStarted`, `mino/toolResult`, `mino/history` and
+ * `mino/recovery` calls). A `bash` command has no `tool`, as before
+ * the read tools existed.
+ */
+export type ToolName = "edit_file" | "write_file" | "read_file" | "list_files" | "search";
+
 export type ToolOutput = { turnId: string, seq: number, 
 /**
  * The session the turn belongs to.
@@ -665,7 +737,16 @@ command?: string, status: ToolStatus, output: string, exitCode?: number,
  * The diff an edit call wrote (its whole diff; `output` holds it cut
  * at 64 KiB); only on a `success` result of an edit.
  */
-diff?: string, };
+diff?: string, 
+/**
+ * The tool of an edit or read call; absent for a `bash` command (and
+ * when the call is not on record).
+ */
+tool?: ToolName, 
+/**
+ * A read call's path, pattern, lines and (on `success`) one-line summary.
+ */
+read?: ReadView, };
 
 export type ToolResultView = { status: ToolStatus, output: string, exitCode?: number, 
 /**
@@ -682,12 +763,20 @@ sessionId: string, callId: string, command: string, approvedBy: ApprovedBy,
 /**
  * The sandbox mode the command runs in.
  */
-sandbox: SandboxMode, };
+sandbox: SandboxMode, 
+/**
+ * The tool of an edit or read call; absent for a `bash` command.
+ */
+tool?: ToolName, 
+/**
+ * A read call's path, pattern and lines (no summary yet).
+ */
+read?: ReadView, };
 
 /**
  * How a tool call ended (`mino_core::ToolStatus` on the wire).
  */
-export type ToolStatus = "success" | "failed" | "refused" | "timed_out" | "cancelled" | "not_executed" | "unknown" | "applied" | "not_applied";
+export type ToolStatus = "success" | "failed" | "refused" | "timed_out" | "cancelled" | "not_executed" | "unknown" | "applied" | "not_applied" | "unavailable";
 
 export type TurnEnded = { turnId: string, seq: number, 
 /**
@@ -798,7 +887,9 @@ export interface NotificationMap {
 // ---------------------------------------------------------------- vocabulary
 
 export const TURN_STATUSES: readonly TurnStatus[] = ['completed', 'failed', 'cancelled', 'interrupted'] as const;
-export const TOOL_STATUSES: readonly ToolStatus[] = ['success', 'failed', 'refused', 'timed_out', 'cancelled', 'not_executed', 'unknown', 'applied', 'not_applied'] as const;
+export const TOOL_STATUSES: readonly ToolStatus[] = ['success', 'failed', 'refused', 'timed_out', 'cancelled', 'not_executed', 'unknown', 'applied', 'not_applied', 'unavailable'] as const;
+export const TOOL_NAMES: readonly ToolName[] = ['edit_file', 'write_file', 'read_file', 'list_files', 'search'] as const;
+export const READ_TOOLS: readonly ToolName[] = ['read_file', 'list_files', 'search'] as const;
 export const DECISIONS: readonly Decision[] = ['approve', 'deny', 'allowSession', 'allowWorkspace', 'denySession', 'denyWorkspace'] as const;
 export const EVIDENCE_OUTCOMES: readonly EvidenceOutcome[] = ['exited', 'signalled', 'stopped_when_mino_stopped', 'timed_out'] as const;
 export const OUTPUT_STREAMS: readonly OutputStream[] = ['stdout', 'stderr'] as const;

@@ -24,7 +24,13 @@ M.turn_notifications = { "mino/turnStarted", "mino/textDelta", "mino/retrying", 
 M.turn_status = values { "completed", "failed", "cancelled", "interrupted" }
 
 --- Tool statuses.
-M.tool_status = values { "success", "failed", "refused", "timed_out", "cancelled", "not_executed", "unknown", "applied", "not_applied" }
+M.tool_status = values { "success", "failed", "refused", "timed_out", "cancelled", "not_executed", "unknown", "applied", "not_applied", "unavailable" }
+
+--- Tools a call's `tool` names (absent: bash).
+M.tool_name = values { "edit_file", "write_file", "read_file", "list_files", "search" }
+
+--- The read-only tools: shown as one line each.
+M.read_tool = values { "read_file", "list_files", "search" }
 
 --- Decisions in mino/approval.
 M.decision = values { "approve", "deny", "allowSession", "allowWorkspace", "denySession", "denyWorkspace" }
