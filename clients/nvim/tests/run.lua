@@ -830,6 +830,73 @@ test("a read inside the workspace is one folded line; zo opens its output; histo
   assert_eq(read_block(chat.lines(), search[1]), search, "the restored failed search is the live one")
 end)
 
+--- The first line of the chat matching `pattern`.
+local function line_matching(pattern)
+  for _, l in ipairs(chat.lines()) do
+    if l:match(pattern) then
+      return l
+    end
+  end
+  fail(("no line matches %q in:\n%s"):format(pattern, buffer_text()))
+end
+
+test("reads through the real server ask nothing, are one folded line each, and are restored the same", function()
+  fresh()
+  vim.fn.writefile({ "alpha", "beta-line" }, ctx.work .. "/notes.txt")
+  mock.script({
+    { type = "named_call", call_id = "call_read", name = "read_file", arguments = vim.json.encode({ path = "notes.txt" }) },
+    { type = "named_call", call_id = "call_search", name = "search", arguments = vim.json.encode({ pattern = "alp+ha" }) },
+    { type = "text", deltas = { "They say alpha." } },
+  })
+  start_and_wait()
+  mino.send("What do my notes say?")
+  wait_buffer(answer("They say alpha."))
+  wait_turn_end()
+  for _, asked in ipairs(selects) do
+    assert_eq(asked.kind ~= "mino.approval", true, "a question asked about a read inside the workspace")
+  end
+  local read_line = line_matching("^▸ read `notes%.txt` · lines 1%-2 of 2")
+  local search_line = line_matching("^▸ search `/alp%+ha/` · 1 match")
+  local live, at = read_block(chat.lines(), read_line)
+  assert_contains(table.concat(live, "\n"), "beta-line", "the read's output, under its line")
+  local search = read_block(chat.lines(), search_line)
+  assert_contains(table.concat(search, "\n"), "notes.txt:1:alpha", "the search's output, under its line")
+  assert_not_contains(buffer_text(), "**Tool call**", "a read shown as a call block")
+  api.nvim_win_call(chat.win(), function()
+    assert_eq(vim.fn.foldclosed(at), at, "the read is a closed fold")
+  end)
+  mino.restart()
+  wait_for("the restarted server's history", function()
+    return mino.client() ~= nil and mino.state.history_loaded
+  end, 15000)
+  wait_buffer(read_line)
+  assert_eq(read_block(chat.lines(), read_line), live, "the restored read is the live one")
+  assert_eq(read_block(chat.lines(), search_line), search, "the restored search is the live one")
+end)
+
+test("a read leaving the workspace asks naming the path with no rule offered; denied, the model learns nothing", function()
+  fresh()
+  vim.fn.writefile({ "the-secret-words" }, vim.fn.fnamemodify(ctx.work, ":h") .. "/secret.txt")
+  mock.script({
+    { type = "named_call", call_id = "call_1", name = "read_file", arguments = vim.json.encode({ path = "../secret.txt" }) },
+    { type = "text", deltas = { "I could not read it." } },
+  })
+  answers["mino.approval"] = { "Deny" }
+  start_and_wait()
+  mino.send("Read the secret.")
+  wait_buffer(answer("I could not read it."))
+  wait_turn_end()
+  local asked = selects[#selects]
+  assert_eq(asked.kind, "mino.approval", "the read was asked about")
+  assert_contains(asked.prompt, "read_file `../secret.txt`, OUTSIDE the workspace", "the prompt")
+  assert_eq(asked.items, { "Deny", "Deny with reason…", "Approve once" }, "no rule can cover a path outside")
+  assert_contains(asked.buffer, "wants to read_file outside the workspace: `../secret.txt`", "the chat showed the read first")
+  line_matching("^▸ read `%.%./secret%.txt` · refused")
+  for _, r in ipairs(mock.requests()) do
+    assert_not_contains(vim.json.encode(r.body), "the-secret-words", "a model request")
+  end
+end)
+
 test("history is restored when the chat opens again", function()
   fresh()
   mock.script({ { type = "text", deltas = { "First", " answer." } } })
