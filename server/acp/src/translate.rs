@@ -15,6 +15,7 @@ use agent_client_protocol::v1::schema::{
 use mino_core::agent::{AgentEvent, CompactionOutcome, EditApproval};
 use mino_core::edit::{EditArgs, EditTool};
 use mino_core::policy::SuggestedRule;
+use mino_core::read::{ReadInfo, ReadTool};
 use mino_core::recovery::UNKNOWN_OUTPUT;
 use mino_core::rules::{Rule, RuleKind, RuleScope};
 use mino_core::supervisor::Evidence;
@@ -127,6 +128,7 @@ fn title(command: &str, status: Option<ToolStatus>) -> String {
         Some(ToolStatus::Unknown) => format!("Result unknown: {command}"),
         Some(ToolStatus::NotExecuted) => format!("Not executed: {command}"),
         Some(ToolStatus::NotApplied) => format!("Not applied: {command}"),
+        Some(ToolStatus::Unavailable) => format!("Result unavailable: {command}"),
         Some(ToolStatus::Refused) => format!("Refused: {command}"),
         Some(ToolStatus::TimedOut) => format!("Timed out: {command}"),
         Some(ToolStatus::Cancelled) => format!("Cancelled: {command}"),
@@ -152,6 +154,26 @@ pub struct CallView {
     pub command: String,
     /// `Some` for an edit call.
     pub edit: Option<EditView>,
+    /// `Some` for a read call (`read_file`, `list_files`, `search`).
+    pub read: Option<ReadLocation>,
+}
+
+/// What a read call reads, as ACP shows it: kind `read` (`read_file`,
+/// `list_files`) or `search`, and the absolute path in `locations`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadLocation {
+    pub kind: &'static str,
+    pub path: String,
+    /// `read_file`'s first line, when it asked for one.
+    pub line: Option<u64>,
+}
+
+impl ReadLocation {
+    fn of(info: &ReadInfo, cwd: &Path) -> ReadLocation {
+        let kind = if info.tool == ReadTool::Search { "search" } else { "read" };
+        let path = cwd.join(&info.path).display().to_string();
+        ReadLocation { kind, path, line: info.start_line }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -164,7 +186,12 @@ pub struct EditView {
 impl CallView {
     /// A command's view.
     pub fn command(command: &str) -> CallView {
-        CallView { command: command.to_string(), edit: None }
+        CallView { command: command.to_string(), edit: None, read: None }
+    }
+
+    /// A read call's view, from what the core says of it.
+    pub fn read(command: &str, info: &ReadInfo, cwd: &Path) -> CallView {
+        CallView { command: command.to_string(), edit: None, read: Some(ReadLocation::of(info, cwd)) }
     }
 
     /// An edit awaiting approval: the whole file before and after, as the
@@ -177,7 +204,7 @@ impl CallView {
             "oldText": edit.old_text.as_deref(),
             "newText": &*edit.new_text,
         });
-        CallView { command: command.to_string(), edit: Some(EditView { path, diff: Some(diff) }) }
+        CallView { command: command.to_string(), edit: Some(EditView { path, diff: Some(diff) }), read: None }
     }
 
     /// A recorded call. The journal keeps an edit's arguments, not the
@@ -189,12 +216,15 @@ impl CallView {
     /// `tool_start` recorded, else the model's, against `cwd`.
     pub fn recorded(call: &Call, cwd: &Path) -> CallView {
         let command = call.command();
+        if let Some(info) = ReadInfo::of_call(call) {
+            return CallView::read(&command, &info, cwd);
+        }
         let Some(tool) = EditTool::from_name(&call.name) else { return CallView::command(&command) };
         let args = EditArgs::parse(tool, &call.arguments).ok();
         let path = match (&call.edit, &args) {
             (Some(start), _) => start.path.clone(),
             (None, Some(args)) => cwd.join(args.path()).display().to_string(),
-            (None, None) => return CallView { command, edit: None },
+            (None, None) => return CallView { command, edit: None, read: None },
         };
         let diff = match (&args, &call.edit) {
             (Some(EditArgs::Edit { old_text, new_text, .. }), _) => {
@@ -205,16 +235,28 @@ impl CallView {
             }
             _ => None,
         };
-        CallView { command, edit: Some(EditView { path, diff }) }
+        CallView { command, edit: Some(EditView { path, diff }), read: None }
     }
 
     /// The fields every message about this call carries: title, kind, and
     /// for an edit its location and diff.
     fn fields(&self, status: Option<ToolStatus>) -> Value {
+        let kind = match (&self.edit, &self.read) {
+            (Some(_), _) => "edit",
+            (None, Some(read)) => read.kind,
+            (None, None) => "execute",
+        };
         let mut fields = json!({
             "title": title(&self.command, status),
-            "kind": if self.edit.is_some() { "edit" } else { "execute" },
+            "kind": kind,
         });
+        if let Some(read) = &self.read {
+            let mut location = json!({ "path": read.path });
+            if let Some(line) = read.line {
+                location["line"] = json!(line);
+            }
+            fields["locations"] = json!([location]);
+        }
         if let Some(edit) = &self.edit {
             fields["locations"] = json!([{ "path": edit.path }]);
             fields["content"] = json!(edit.diff.iter().collect::<Vec<_>>());
@@ -698,11 +740,35 @@ impl LiveCalls {
                 ),
             )),
             AgentEvent::ApprovalRequest {
-                turn_id, call_id, command, directory, environment, limits, edit, suggested_rule, deny_rules, ..
+                turn_id,
+                call_id,
+                command,
+                directory,
+                environment,
+                limits,
+                edit,
+                suggested_rule,
+                deny_rules,
+                read,
+                ..
             } => {
                 out.always = always_rule(&command, edit.is_some(), suggested_rule);
-                let (view, raw_input) = match &edit {
-                    Some(e) => (
+                let (view, raw_input) = match (&edit, &read) {
+                    // A read leaving the workspace: its path (absolute) and what it would read.
+                    (None, Some(info)) => {
+                        (
+                            CallView::read(&command, &info, Path::new(&directory)),
+                            json!({
+                                "tool": info.tool.as_str(),
+                                "path": info.path,
+                                "pattern": info.pattern,
+                                "startLine": info.start_line,
+                                "endLine": info.end_line,
+                                "leavesWorkspace": info.leaves_workspace,
+                            }),
+                        )
+                    }
+                    (Some(e), _) => (
                         CallView::proposed_edit(&command, e),
                         json!({
                             "tool": e.tool.as_str(),
@@ -714,7 +780,7 @@ impl LiveCalls {
                             "diff": e.diff,
                         }),
                     ),
-                    None => (
+                    (None, None) => (
                         CallView::command(&command),
                         json!({
                             "command": command,

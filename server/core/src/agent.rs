@@ -20,6 +20,7 @@ use crate::bash::{self, BashTool, Stream};
 use crate::compaction::{self, Trigger};
 use crate::config::{CompactionSettings, CompactionTable};
 use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
+use crate::read::{CallTool, ReadInfo};
 pub use crate::events::Events;
 use crate::journal::record::{ApprovalDecision, ApprovalFacts, ApprovedBy, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest, CONTEXT_WINDOW_FULL};
@@ -106,6 +107,8 @@ pub enum AgentEvent {
         /// Deny rules the command might reach although none matches it
         /// ([`crate::policy::deny_rules_in_reach`]): why it is asked about.
         deny_rules: Vec<Rule>,
+        /// A read call leaving the workspace: what it would read.
+        read: Option<ReadInfo>,
     },
     ToolStarted {
         turn_id: String,
@@ -113,6 +116,9 @@ pub enum AgentEvent {
         command: String,
         approver: Approver,
         sandbox: SandboxMode,
+        /// The edit or read tool; `None` for a command.
+        tool: Option<CallTool>,
+        read: Option<ReadInfo>,
     },
     ToolOutput {
         turn_id: String,
@@ -134,6 +140,10 @@ pub enum AgentEvent {
         exit_code: Option<i32>,
         /// The diff an edit call wrote (`success` of an edit only).
         diff: Option<String>,
+        /// The edit or read tool; `None` for a command.
+        tool: Option<CallTool>,
+        /// A read call, with its summary on `success`.
+        read: Option<ReadInfo>,
     },
     TurnEnded {
         turn_id: String,
@@ -261,8 +271,21 @@ pub enum AgentError {
 /// The command of the open turn's call that a result for `call_id` is about
 /// (its pending call, so a duplicate id names the right one), as history
 /// shows it; read before the result is recorded, which closes the call.
-fn pending_call_command(session: &Session, call_id: &str) -> Option<String> {
-    session.transcript().open_turn()?.pending_call(call_id).map(crate::transcript::Call::command)
+fn pending_call_command(session: &Session, call_id: &str) -> CallShown {
+    let call = session.transcript().open_turn().and_then(|t| t.pending_call(call_id));
+    CallShown {
+        command: call.map(crate::transcript::Call::command),
+        tool: call.and_then(|c| CallTool::of_name(&c.name)),
+        read: call.and_then(ReadInfo::of_call),
+    }
+}
+
+/// How a call's result names it: its command, its tool and (a read) what it read.
+#[derive(Debug, Default)]
+struct CallShown {
+    command: Option<String>,
+    tool: Option<CallTool>,
+    read: Option<ReadInfo>,
 }
 
 /// The result of a call whose id an earlier call of the same response
@@ -1412,8 +1435,11 @@ impl Agent {
         if let Some(tool) = EditTool::from_name(name) {
             return self.handle_edit_call(turn_id, call_id, tool, arguments, cancel).await;
         }
+        if let Some(tool) = crate::read::ReadTool::from_name(name) {
+            return self.handle_read_call(turn_id, call_id, tool, arguments, cancel).await;
+        }
         if name != "bash" {
-            let output = format!("Unknown tool `{name}`; the tools are `bash`, `edit_file` and `write_file`.");
+            let output = format!("Unknown tool `{name}`; the tools are `bash`, `edit_file`, `write_file`, `read_file`, `list_files` and `search`.");
             self.save_result(turn_id, call_id, ToolStatus::Failed, &output, None).await?;
             return Ok(false);
         }
@@ -1467,6 +1493,7 @@ impl Agent {
                     approval_mode,
                     suggested_rule: crate::policy::SuggestedRule::for_command(&command),
                     deny_rules,
+                    read: None,
                 },
                 facts,
             )
@@ -1636,6 +1663,8 @@ impl Agent {
             command: command.to_string(),
             approver,
             sandbox,
+            tool: None,
+            read: None,
         });
         fail::fail_point!("agent::before_spawn");
         let mut streamed = 0usize;
@@ -1709,20 +1738,23 @@ impl Agent {
         &self,
         turn_id: &str,
         call_id: &str,
-        command: Option<String>,
+        shown: CallShown,
         status: ToolStatus,
         output: String,
         exit_code: Option<i32>,
         diff: Option<String>,
     ) {
+        let read = shown.read.map(|r| r.with_result(status, &output));
         self.emit(AgentEvent::ToolResult {
             turn_id: turn_id.to_string(),
             call_id: call_id.to_string(),
-            command,
+            command: shown.command,
             status,
             output,
             exit_code,
             diff,
+            tool: shown.tool,
+            read,
         });
     }
 
@@ -1824,6 +1856,7 @@ impl Agent {
             suggested_rule: crate::policy::SuggestedRule::for_path(&relative, proposal.leaves_workspace)
                 .filter(|_| protected.is_none()),
             deny_rules: Vec::new(),
+            read: None,
         };
         let (decision, rules) = match by_rules {
             Some(RuleDecision::Denied(rules)) => return self.deny_by_rules(turn_id, call_id, rules).await,
@@ -1897,6 +1930,8 @@ impl Agent {
                     command: summary,
                     approver,
                     sandbox: SandboxMode::Off,
+                    tool: Some(CallTool::Edit(tool)),
+                    read: None,
                 });
                 fail::fail_point!("agent::before_edit_write");
                 let applied = blocking(move || edit::apply(&workspace, &proposal)).await;
@@ -1967,6 +2002,7 @@ impl Agent {
             approval_mode,
             suggested_rule: None,
             deny_rules: Vec::new(),
+            read: None,
         };
         // No diff is proposed, so there are no hunks to narrow.
         let decision = self.wait_for_decision(turn_id, call_id, None, request, cancel).await;
@@ -2033,6 +2069,10 @@ impl Agent {
 /// most of the turn step's own time (docs/performance.md, "The turn step's
 /// own time"). A current-thread runtime (some tests) cannot hand its worker
 /// over, so there the work goes to the blocking pool.
+/// The read tools' turn step (`read_turn.rs` beside the read tools).
+#[path = "read/turn.rs"]
+mod read_turn;
+
 async fn blocking<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
     use tokio::runtime::{Handle, RuntimeFlavor};
     if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {

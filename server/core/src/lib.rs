@@ -47,6 +47,7 @@ pub mod journal;
 pub mod model;
 pub mod policy;
 pub mod protect;
+pub mod read;
 pub mod recovery;
 pub mod rules;
 pub mod sandbox;

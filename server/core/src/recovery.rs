@@ -10,6 +10,12 @@
 //! An edit's start without a result is closed by what its file proves:
 //! `applied`, `not_applied` or `unknown` ([`unresolved_call_result`]).
 //!
+//! A read's start without a result (`read_file`, `list_files`, `search`) is
+//! closed `unavailable`: the records establish that it started and no more,
+//! and a read opens files read-only in-process, so it cannot have had
+//! effects; `unavailable` does not raise the acknowledgement gate, which
+//! exists for effects.
+//!
 //! The turn then ends `interrupted`. Recovery is idempotent: a crash while
 //! its records are being written leaves a turn that the next open closes the
 //! same way.
@@ -48,6 +54,8 @@ pub struct RecoveredCall {
     pub diff: Option<String>,
     /// The edit tool, for an edit call.
     pub edit_tool: Option<crate::edit::EditTool>,
+    /// A read call: what it read, with its summary on `success`.
+    pub read: Option<crate::read::ReadInfo>,
     /// Who approved it (a rule, the sandbox, the person), if anyone did.
     pub approver: Option<crate::transcript::Approver>,
     /// The sandbox mode its start recorded; `None` when it never started.
@@ -82,6 +90,7 @@ impl RecoveredTurn {
                         evidence: evidence_for(journal, turn, index),
                         diff: call.applied_diff(),
                         edit_tool: crate::edit::EditTool::from_name(&call.name),
+                        read: crate::read::ReadInfo::of_call(call),
                         approver: call.approver(),
                         sandbox: call.sandbox,
                     })
@@ -162,6 +171,10 @@ pub fn unresolved_call_result(call: &Call) -> (ToolStatus, String) {
                 EditRecovery::Unknown { .. } => ToolStatus::Unknown,
             };
             (status, recovered.output(edit))
+        }
+        // A read cannot have had effects: its lost result is unavailable, not unknown.
+        (None, true) if crate::read::is_read_call(call) => {
+            (ToolStatus::Unavailable, crate::read::UNAVAILABLE_OUTPUT.to_string())
         }
         _ => {
             let (status, output) = unresolved_result(call.started);

@@ -69,6 +69,8 @@ pub enum Approver {
     /// needed more; all are in [`Call::rules`]).
     Rule(Rule),
     Sandbox,
+    /// A read inside the session's directory, which never asks.
+    Workspace,
 }
 
 impl Approver {
@@ -77,6 +79,7 @@ impl Approver {
         match approved_by {
             None => Approver::User,
             Some(ApprovedBy::Sandbox) => Approver::Sandbox,
+            Some(ApprovedBy::Workspace) => Approver::Workspace,
             // A rule approval always names its rules; without one, no rule
             // can be shown, and the decision is shown as it was recorded.
             Some(ApprovedBy::Rule) => rules.first().cloned().map_or(Approver::User, Approver::Rule),
@@ -97,6 +100,12 @@ impl Call {
         if let Some(tool) = EditTool::from_name(&self.name) {
             return match EditArgs::parse(tool, &self.arguments) {
                 Ok(args) => edit::summary(tool, args.path()),
+                Err(_) => format!("{} {}", tool.as_str(), self.arguments),
+            };
+        }
+        if let Some(tool) = crate::read::ReadTool::from_name(&self.name) {
+            return match crate::read::ReadArgs::parse(tool, &self.arguments) {
+                Ok(args) => args.summary(),
                 Err(_) => format!("{} {}", tool.as_str(), self.arguments),
             };
         }

@@ -15,6 +15,7 @@ use mino_core::agent::{AgentError, AgentEvent, Events, Numbered, TurnLimits};
 use mino_core::bash;
 use mino_core::model::{ListedModel, ModelSource};
 use mino_core::policy::{ApprovalMode, PolicyError};
+use mino_core::read::{CallTool, ReadInfo, ReadTool};
 use mino_core::recovery::{RecoveredTurn, RecoveryReport};
 use mino_core::rules::{Rule, RuleEffect, RuleKind, RuleScope};
 use mino_core::sandbox::SandboxMode;
@@ -310,6 +311,7 @@ fn approved_by(approver: &Approver) -> wire::ApprovedBy {
     match approver {
         Approver::User => wire::ApprovedBy { kind: wire::ApproverKind::User, rule: None },
         Approver::Sandbox => wire::ApprovedBy { kind: wire::ApproverKind::Sandbox, rule: None },
+        Approver::Workspace => wire::ApprovedBy { kind: wire::ApproverKind::Workspace, rule: None },
         Approver::Rule(rule) => wire::ApprovedBy { kind: wire::ApproverKind::Rule, rule: Some(rule_view(rule)) },
     }
 }
@@ -413,6 +415,7 @@ fn tool_status(s: mino_core::ToolStatus) -> wire::ToolStatus {
         C::Unknown => wire::ToolStatus::Unknown,
         C::Applied => wire::ToolStatus::Applied,
         C::NotApplied => wire::ToolStatus::NotApplied,
+        C::Unavailable => wire::ToolStatus::Unavailable,
     }
 }
 
@@ -420,6 +423,32 @@ fn edit_tool_name(tool: mino_core::edit::EditTool) -> wire::EditToolName {
     match tool {
         mino_core::edit::EditTool::EditFile => wire::EditToolName::EditFile,
         mino_core::edit::EditTool::WriteFile => wire::EditToolName::WriteFile,
+    }
+}
+
+fn call_tool(tool: CallTool) -> wire::ToolName {
+    match tool {
+        CallTool::Edit(tool) => edit_tool_name(tool).into(),
+        CallTool::Read(ReadTool::ReadFile) => wire::ToolName::ReadFile,
+        CallTool::Read(ReadTool::ListFiles) => wire::ToolName::ListFiles,
+        CallTool::Read(ReadTool::Search) => wire::ToolName::Search,
+    }
+}
+
+fn read_view(r: ReadInfo) -> wire::ReadView {
+    wire::ReadView {
+        tool: match r.tool {
+            ReadTool::ReadFile => wire::ReadToolName::ReadFile,
+            ReadTool::ListFiles => wire::ReadToolName::ListFiles,
+            ReadTool::Search => wire::ReadToolName::Search,
+        },
+        path: r.path,
+        pattern: r.pattern,
+        start_line: r.start_line,
+        end_line: r.end_line,
+        leaves_workspace: r.leaves_workspace,
+        summary: r.summary,
+        truncated: r.truncated,
     }
 }
 
@@ -467,8 +496,8 @@ fn recovered_turn(t: &RecoveredTurn) -> wire::RecoveredTurnView {
             .map(|c| wire::RecoveredCallView {
                 call_id: c.call_id.clone(),
                 command: c.command.clone(),
-                tool: c.edit_tool.map(edit_tool_name).map(Into::into),
-                read: None,
+                tool: c.edit_tool.map(edit_tool_name).map(Into::into).or(c.read.as_ref().map(|r| call_tool(CallTool::Read(r.tool)))),
+                read: c.read.clone().map(read_view),
                 result: wire::ToolResultView {
                     status: tool_status(c.status),
                     output: c.output.clone(),
@@ -508,8 +537,8 @@ fn history_call(session: &Session, turn: &Turn, index: usize, c: &Call) -> wire:
     wire::HistoryCall {
         call_id: c.call_id.clone(),
         command: c.command(),
-        tool: mino_core::edit::EditTool::from_name(&c.name).map(edit_tool_name).map(Into::into),
-        read: None,
+        tool: CallTool::of_name(&c.name).map(call_tool),
+        read: ReadInfo::of_call(c).map(read_view),
         result: c.result.as_ref().map(|r| wire::ToolResultView {
             status: tool_status(r.status),
             output: r.output.clone(),
@@ -631,6 +660,7 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
             suggested_rule,
             edit,
             deny_rules,
+            read,
         } => {
             let edit = edit.map(edit_view);
             let n = wire::ApprovalRequest {
@@ -643,7 +673,7 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
                 environment,
                 limits: limits(l),
                 edit,
-                read: None,
+                read: read.map(read_view),
                 sandbox: sandbox_mode(sandbox),
                 approval_mode: approval_mode(mode),
                 suggested_rule: suggested_rule.map(|rule| match rule.kind {
@@ -654,7 +684,7 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
             };
             message::<wire::notification::ApprovalRequest>(n)
         }
-        AgentEvent::ToolStarted { turn_id, call_id, command, approver, sandbox } => {
+        AgentEvent::ToolStarted { turn_id, call_id, command, approver, sandbox, tool, read } => {
             let n = wire::ToolStarted {
                 turn_id,
                 seq,
@@ -663,8 +693,8 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
                 command,
                 approved_by: approved_by(&approver),
                 sandbox: sandbox_mode(sandbox),
-                tool: None,
-                read: None,
+                tool: tool.map(call_tool),
+                read: read.map(read_view),
             };
             message::<wire::notification::ToolStarted>(n)
         }
@@ -676,7 +706,7 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
             let n = wire::ToolOutput { turn_id, seq, session_id, call_id, stream, chunk };
             message::<wire::notification::ToolOutput>(n)
         }
-        AgentEvent::ToolResult { turn_id, call_id, command, status, output, exit_code, diff } => {
+        AgentEvent::ToolResult { turn_id, call_id, command, status, output, exit_code, diff, tool, read } => {
             let status = tool_status(status);
             let n = wire::ToolResult {
                 turn_id,
@@ -688,8 +718,8 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> String {
                 output,
                 exit_code,
                 diff,
-                tool: None,
-                read: None,
+                tool: tool.map(call_tool),
+                read: read.map(read_view),
             };
             message::<wire::notification::ToolResult>(n)
         }

@@ -88,7 +88,7 @@ async fn an_approved_edit_changes_the_file_and_its_diff_is_shown_returned_and_ke
     let requests = mock.requests();
     let tools: Vec<&str> =
         requests[0].body["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(tools, ["bash", "edit_file", "write_file"]);
+    assert_eq!(tools, ["bash", "edit_file", "write_file", "read_file", "list_files", "search"]);
     assert_eq!(outputs(&requests[1].body), [("call_1".to_string(), "success".to_string(), result.output.clone())]);
 
     // History shows the edit and the diff written.
@@ -391,7 +391,7 @@ async fn under_chat_completions_a_write_file_call_creates_the_file() {
         .iter()
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
-    assert_eq!(tools, ["bash", "edit_file", "write_file"]);
+    assert_eq!(tools, ["bash", "edit_file", "write_file", "read_file", "list_files", "search"]);
     let said = requests[1].body.to_string();
     assert!(said.contains("Created notes.txt (5 bytes)."), "{said}");
 }

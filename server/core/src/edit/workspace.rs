@@ -85,6 +85,17 @@ pub struct ResolvedPath {
 }
 
 impl ResolvedPath {
+    /// Opens the file read-only, without blocking (a FIFO without a writer
+    /// would block the open) and without following a symbolic link, beneath
+    /// the directory handle [`Workspace::resolve`] opened: a name swapped
+    /// for a link since the resolution is refused (`ELOOP`), never followed
+    /// out. The caller checks the open file's type before reading it.
+    pub fn open_read_only(&self) -> std::io::Result<std::fs::File> {
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let fd = openat2(self.dir.fd(), self.name(), flags, Mode::empty(), ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS)?;
+        Ok(std::fs::File::from(fd))
+    }
+
     /// The last component of `path`: the file's name in [`Self::dir`].
     pub(super) fn name(&self) -> &OsStr {
         // `resolve` builds `path` as a directory joined with a name.
@@ -133,6 +144,24 @@ impl Workspace {
     /// The workspace's canonical root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Opens `relative` (a path beneath the root, as a walk of the root
+    /// found it) read-only and without blocking, with the kernel keeping
+    /// the whole resolution beneath the root's handle and refusing any
+    /// symbolic link on the way: an entry swapped for a link to outside
+    /// after the walk listed it is refused, never read.
+    pub fn open_beneath(&self, relative: &Path) -> std::io::Result<std::fs::File> {
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let relative = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
+        let fd = openat2(
+            self.root_dir.as_fd(),
+            relative,
+            flags,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+        )?;
+        Ok(std::fs::File::from(fd))
     }
 
     /// Resolves `requested` (relative to the root, or absolute): its

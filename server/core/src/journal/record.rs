@@ -84,6 +84,9 @@ pub enum ToolStatus {
     Applied,
     /// Recovery only (`v` 3): the file proves an edit was not written.
     NotApplied,
+    /// Recovery only (`v` 3): a read-only call started and its result was
+    /// not saved. What it read is not on record; it cannot have had effects.
+    Unavailable,
 }
 
 impl ToolStatus {
@@ -98,12 +101,13 @@ impl ToolStatus {
             Self::Unknown => "unknown",
             Self::Applied => "applied",
             Self::NotApplied => "not_applied",
+            Self::Unavailable => "unavailable",
         }
     }
 
     /// Written only with `v` 3 (and only by recovery).
     pub fn is_edit_recovery(self) -> bool {
-        matches!(self, Self::Applied | Self::NotApplied)
+        matches!(self, Self::Applied | Self::NotApplied | Self::Unavailable)
     }
 }
 
@@ -123,6 +127,9 @@ pub enum ApprovedBy {
     Rule,
     /// The approval mode `sandboxed-auto` with the sandbox in force.
     Sandbox,
+    /// A read-only call whose path stays inside the session's directory:
+    /// reads there never ask, whatever the approval mode.
+    Workspace,
 }
 
 /// The most text of an unfinished response a `turn_end` keeps
@@ -497,6 +504,7 @@ fn tool_status(s: &str) -> Option<ToolStatus> {
         "unknown" => ToolStatus::Unknown,
         "applied" => ToolStatus::Applied,
         "not_applied" => ToolStatus::NotApplied,
+        "unavailable" => ToolStatus::Unavailable,
         _ => return None,
     })
 }

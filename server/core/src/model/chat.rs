@@ -491,7 +491,17 @@ mod tests {
     #[test]
     fn the_edit_tools_are_offered_in_the_chat_shape_too() {
         let names: Vec<Value> = chat_tools().iter().map(|t| t["function"]["name"].clone()).collect();
-        assert_eq!(names, vec![json!("bash"), json!("edit_file"), json!("write_file")]);
+        assert_eq!(
+            names,
+            vec![
+                json!("bash"),
+                json!("edit_file"),
+                json!("write_file"),
+                json!("read_file"),
+                json!("list_files"),
+                json!("search")
+            ]
+        );
         let edit = &chat_tools()[1];
         assert_eq!(edit["function"]["parameters"], crate::edit::edit_file_tool()["parameters"]);
         assert_eq!(edit["function"]["strict"], true);

@@ -35,9 +35,12 @@ pub fn bash_tool() -> Value {
 }
 
 /// Every tool the model may call, in the Responses API's flat form: `bash`,
-/// then the file-edit tools (`edit_file`, `write_file`).
+/// the file-edit tools (`edit_file`, `write_file`), then the read-only tools
+/// (`read_file`, `list_files`, `search`).
 pub fn tools() -> Vec<Value> {
-    vec![bash_tool(), crate::edit::edit_file_tool(), crate::edit::write_file_tool()]
+    let mut tools = vec![bash_tool(), crate::edit::edit_file_tool(), crate::edit::write_file_tool()];
+    tools.extend(crate::read::tools());
+    tools
 }
 
 /// [`tools`] as JSON text, built once: the same definitions go into every
