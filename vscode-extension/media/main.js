@@ -24,6 +24,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     cancelled: 'cancelled',
     not_executed: 'not executed',
     unknown: 'result unknown',
+    unavailable: 'result unavailable',
     waiting: 'waiting for approval',
     approved: 'approved',
     denied: 'denying…',
@@ -499,6 +500,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       card.result.textContent = 'Did not finish: ' + why;
       card.result.className = 'tool-result unfinished';
     }
+    markReadsUnfinished();
   }
 
   // ------------------------------------------------------------ tool cards
@@ -607,7 +609,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     card.command.hidden = false;
     // An edit shows its file and hunks instead of a command's directory, environment and limits.
     const edit = editOf(p);
+    const read = readOf(p);
     if (edit) showEditProposal(card, p, edit);
+    else if (read) showReadProposal(card, p, read);
     else card.el.insertBefore(callFacts(p), card.actions);
     card.el.querySelectorAll('.deny-in-reach').forEach((n) => n.remove());
     if (!edit && Array.isArray(p.denyRules) && p.denyRules.length > 0) {
@@ -619,7 +623,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
     card.actions.textContent = '';
     card.actionError.hidden = true;
-    const question = h('span', 'question', edit ? (edit.newFile ? 'Create this file?' : 'Apply this edit?') : 'Run this command?');
+    const question = h('span', 'question', edit ? (edit.newFile ? 'Create this file?' : 'Apply this edit?') : read ? 'Allow this read?' : 'Run this command?');
     question.id = 'mino-el-' + nextElementId++;
     const approve = deliberateButton('primary approve', 'Approve', () => {
       const kept = keptHunks(card);
@@ -657,7 +661,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       more.appendChild(b);
     }
     if (rulesOffered && !ruleable) {
-      more.appendChild(h('span', 'no-rule-note', p.edit
+      more.appendChild(h('span', 'no-rule-note', read
+        ? 'No rule can cover this read: its path is outside the workspace.'
+        : p.edit
         ? 'No rule can cover this edit: its file is outside the workspace.'
         : 'No rule can cover this command: it is not one plain command.'));
     }
@@ -666,7 +672,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     card.actions.hidden = false;
     // Announced with its command; never focused (see deliberateButton).
     card.el.setAttribute('role', 'group');
-    const asks = edit ? editAsks(edit) : 'Mino asks to run: ' + p.command;
+    const asks = edit ? editAsks(edit) : read ? 'Mino asks to read outside the workspace: ' + read.path : 'Mino asks to run: ' + p.command;
     card.el.setAttribute('aria-label', asks);
     announce(asks + '. Approve or Deny in its card.');
     setCardStatus(card, 'waiting');
@@ -1257,6 +1263,180 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     return true;
   }
 
+  // ------------------------------------------------------------ reads
+  //
+  // A read (read_file, list_files, search) inside the workspace asks nothing:
+  // it is one row, "read src/main.rs · lines 1-200 of 812", which a click (or
+  // Enter or Space on it) opens to show its output, and closes again. Live and
+  // restored from history it is the same row. A read that asks (its path
+  // leaves the workspace) is an approval card like any call.
+
+  /**
+   * @typedef {{ el: HTMLElement, toggle: HTMLButtonElement, what: HTMLElement, outcome: HTMLElement,
+   *   output: HTMLElement, done: boolean }} ReadRow
+   */
+  /** (turnId, callId) → that call's rows, oldest first (call ids repeat, as for cards). @type {Map<string, ReadRow[]>} */
+  const readRows = new Map();
+  /** The longest path or pattern a row shows whole (its title shows all of it). */
+  const READ_PART_SHOWN = 80;
+
+  /** The `read` of a request, start, result or history call, when it is a well-formed one. */
+  function readOf(p) {
+    const r = p && p.read;
+    return r && typeof r.tool === 'string' && typeof r.path === 'string' ? r : null;
+  }
+
+  /** A read shown as a row: one that asked nothing (its path stays in the workspace). */
+  function isRowRead(p) {
+    const read = readOf(p);
+    return !!read && !read.leavesWorkspace;
+  }
+
+  function oneLine(s, max) {
+    const flat = String(s).replace(/\n/g, '\\n').replace(/\t/g, ' ');
+    return flat.length > max ? flat.slice(0, max - 1) + '…' : flat;
+  }
+
+  /** What a read asked for: `read src/main.rs`, `list *.rs in src`, `search /fn main/`. */
+  function readWhat(read) {
+    const here = !read.path || read.path === '.';
+    const path = oneLine(read.path, READ_PART_SHOWN);
+    const within = here ? '' : ' in ' + path;
+    const pattern = typeof read.pattern === 'string' ? oneLine(read.pattern, READ_PART_SHOWN) : null;
+    if (read.tool === 'read_file') {
+      let lines = '';
+      if (typeof read.endLine === 'number') lines = ' (lines ' + (read.startLine ?? 1) + '-' + read.endLine + ')';
+      else if (typeof read.startLine === 'number') lines = ' (from line ' + read.startLine + ')';
+      return 'read ' + path + lines;
+    }
+    if (read.tool === 'list_files') return pattern !== null ? 'list ' + pattern + within : 'list ' + (here ? '.' : path);
+    if (read.tool === 'search') return 'search /' + (pattern ?? '') + '/' + within;
+    return read.tool + ' ' + path;
+  }
+
+  /** What a read did, after its `what`: the server's summary, or why it did not. */
+  function readOutcome(read, status, output) {
+    const first = oneLine((typeof output === 'string' ? output.split('\n')[0] : '').trim(), 120);
+    if (status === undefined || status === null) return 'reading…';
+    if (status === 'success') return typeof read.summary === 'string' ? oneLine(read.summary, 120) : first;
+    if (status === 'unavailable') return 'result unavailable: Mino stopped before it was saved';
+    const label = STATUS_LABELS[status] || status;
+    return first ? label + ': ' + first : label;
+  }
+
+  /** @returns {ReadRow} */
+  function createReadRow(turn, turnId, callId, read) {
+    const el = h('div', 'read-row');
+    el.dataset.callId = callId;
+    el.dataset.tool = read.tool;
+    const toggle = /** @type {HTMLButtonElement} */ (h('button', 'read-toggle'));
+    toggle.type = 'button';
+    toggle.setAttribute('aria-expanded', 'false');
+    const output = h('pre', 'read-output');
+    output.id = 'mino-el-' + nextElementId++;
+    output.hidden = true;
+    toggle.setAttribute('aria-controls', output.id);
+    const what = h('span', 'read-what', readWhat(read));
+    const outcome = h('span', 'read-outcome');
+    toggle.append(h('span', 'read-chevron'), what, h('span', 'read-sep', ' · '), outcome);
+    // Opening a row shows what was read; it decides nothing.
+    toggle.addEventListener('click', () => setReadExpanded(row, toggle.getAttribute('aria-expanded') !== 'true'));
+    el.append(toggle, output);
+    turn.body.appendChild(el);
+    // Text after a read starts a new segment below it.
+    turn.segment = null;
+    const row = { el, toggle, what, outcome, output, done: false };
+    const key = cardKey(turnId, callId);
+    readRows.set(key, [...(readRows.get(key) || []), row]);
+    return row;
+  }
+
+  function setReadExpanded(row, expanded) {
+    row.toggle.setAttribute('aria-expanded', String(expanded));
+    row.output.hidden = !expanded;
+    row.el.classList.toggle('expanded', expanded);
+    if (expanded) scrollToEnd();
+  }
+
+  /** The row of (turnId, callId) still waiting for its result, if any. */
+  function openReadRow(turnId, callId) {
+    const list = readRows.get(cardKey(turnId, callId));
+    const row = list && list[list.length - 1];
+    return row && !row.done ? row : undefined;
+  }
+
+  function setReadStatus(row, read, status, output) {
+    row.el.dataset.status = status || 'running';
+    row.outcome.textContent = readOutcome(read, status, output);
+    const line = row.what.textContent + ' · ' + row.outcome.textContent;
+    row.toggle.title = line + (status ? '. Click to show or hide what it returned.' : '');
+    row.toggle.setAttribute('aria-label', line);
+  }
+
+  /** mino/toolStarted of a read inside the workspace: its row, reading. */
+  function readStarted(p) {
+    const read = /** @type {any} */ (readOf(p));
+    const row = openReadRow(p.turnId, p.callId) || createReadRow(getTurn(p.turnId), p.turnId, p.callId, read);
+    setReadStatus(row, read, null, '');
+    scrollToEnd();
+    return row;
+  }
+
+  /** A read's result (live or from history): the row's outcome, and its output for when it is opened. */
+  function readResult(p, turnId) {
+    const id = turnId || p.turnId;
+    const read = /** @type {any} */ (readOf(p));
+    const row = openReadRow(id, p.callId) || createReadRow(getTurn(id), id, p.callId, read);
+    row.done = true;
+    row.what.textContent = readWhat(read);
+    setReadStatus(row, read, p.status, p.output);
+    row.output.textContent = typeof p.output === 'string' && p.output ? p.output : '(no output)';
+    scrollToEnd();
+    return row;
+  }
+
+  /** A read from history: the row its live turn showed (closed). */
+  function historyRead(turn, turnId, c) {
+    const read = /** @type {any} */ (readOf(c));
+    if (c.result) return readResult(Object.assign({ callId: c.callId, read }, c.result), turnId);
+    const row = createReadRow(turn, turnId, c.callId, read);
+    setReadStatus(row, read, null, '');
+    return row;
+  }
+
+  /** The server stopped: a read still shown as reading did not finish here (it changed nothing). */
+  function markReadsUnfinished() {
+    for (const row of [...readRows.values()].flat()) {
+      if (row.done) continue;
+      row.done = true;
+      row.el.dataset.status = 'unfinished';
+      row.outcome.textContent = 'did not finish: the Mino server stopped (a read changes nothing)';
+    }
+  }
+
+  /**
+   * The approval card of a read whose path leaves the workspace: what it
+   * would read, prominently, instead of a command's directory, environment
+   * and limits. Nothing about the file is known before the approval.
+   */
+  function showReadProposal(card, p, read) {
+    const name = card.el.querySelector('.tool-name');
+    if (name) name.textContent = read.tool;
+    card.el.querySelectorAll('.read-view').forEach((n) => n.remove());
+    const section = h('div', 'read-view');
+    const warning = h('div', 'edit-warning read-outside', 'Reads outside the workspace: ' + read.path);
+    warning.setAttribute('role', 'note');
+    section.appendChild(warning);
+    const dl = h('dl', 'tool-meta');
+    metaRow(dl, 'Path', read.path, 'read-path');
+    if (typeof read.pattern === 'string') metaRow(dl, read.tool === 'search' ? 'Regular expression' : 'Pattern', read.pattern, 'read-pattern');
+    if (typeof read.endLine === 'number') metaRow(dl, 'Lines', (read.startLine ?? 1) + '-' + read.endLine, 'read-lines');
+    if (p.approvalMode) metaRow(dl, 'Approval mode', APPROVAL_MODE_LABELS[p.approvalMode] || p.approvalMode, 'approval-mode-row');
+    section.appendChild(dl);
+    section.appendChild(h('div', 'read-note', 'Mino sees what this reads only if you approve.'));
+    card.el.insertBefore(section, card.actions);
+  }
+
   // ------------------------------------------------------------ history & notifications
 
   function renderHistory(history) {
@@ -1267,6 +1447,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     endKeeper.observe(transcript);
     turns.clear();
     cards.clear();
+    readRows.clear();
     dirtySegments.clear();
     state.runningTurnId = null;
     followEnd = true;
@@ -1283,6 +1464,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
           if (lazy && turn.segment) renderLater(turn.segment);
           // History text is settled: a later mino/retrying voids only live text.
           startResponse(turn);
+        } else if (item.type === 'call' && item.call && isRowRead(item.call)) {
+          historyRead(turn, t.turnId, item.call);
         } else if (item.type === 'call' && item.call) {
           historyCard(turn, t.turnId, item.call);
         } else if (item.type === 'notice' && typeof item.text === 'string') {
@@ -1319,7 +1502,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   /** A call from history, as its card looked live: facts, result, who approved it. */
   function historyCard(turn, turnId, c) {
     const card = createCard(turn, turnId, c.callId, c.command);
-    card.el.insertBefore(callFacts(c), card.actions);
+    const read = readOf(c);
+    if (read) showReadProposal(card, c, read);
+    else card.el.insertBefore(callFacts(c), card.actions);
     if (c.result) toolResult(Object.assign({ callId: c.callId, command: c.command, tool: c.tool, evidence: c.evidence }, c.result), turnId);
     else setCardStatus(card, 'running');
     showApprovedBy(card, c.approvedBy, c.sandbox);
@@ -1476,11 +1661,23 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         setProgress('approval', p.command);
         return showApproval(p);
       case 'mino/toolStarted':
+        // A read that asked nothing is a row; one that asked has its card.
+        if (readOf(p) && !openCard(p.turnId, p.callId)) {
+          setProgress('running', readWhat(readOf(p)));
+          return readStarted(p);
+        }
         setProgress('running', p.command);
         return toolStarted(p);
       case 'mino/toolOutput':
         return toolOutput(p);
       case 'mino/toolResult':
+        if (readOf(p) && !openCard(p.turnId, p.callId)) {
+          startResponse(getTurn(p.turnId));
+          setProgress('thinking');
+          const row = readResult(p);
+          announce(row.toggle.getAttribute('aria-label') + '.');
+          return;
+        }
         startResponse(getTurn(p.turnId));
         // The result goes back to the model: a new request is on its way.
         setProgress('thinking');

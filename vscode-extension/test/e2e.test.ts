@@ -464,3 +464,40 @@ describe.skipIf(SKIP_WEBVIEW)('an edit through the extension, the real server an
     expect(probe.pageErrors).toEqual([]);
   });
 });
+
+describe.skipIf(SKIP_WEBVIEW)('reads through the extension, the real server and the webview', () => {
+  it('a read inside the workspace asks nothing and is one row that opens to what it returned; reloaded, history shows the same row', async () => {
+    await mock.script([
+      { type: 'named_call', call_id: 'call_read', name: 'read_file', arguments: JSON.stringify({ path: 'notes.txt' }) },
+      { type: 'named_call', call_id: 'call_search', name: 'search', arguments: JSON.stringify({ pattern: 'alp+ha' }) },
+      { type: 'text', deltas: ['They say alpha.'] },
+    ]);
+    const { cwd } = await launchFresh();
+    writeFileSync(path.join(cwd, 'notes.txt'), 'alpha\nbeta-line\n');
+    await expect.poll(() => page.locator('#send').isDisabled()).toBe(false);
+    await page.locator('#input').fill('What do my notes say?');
+    await page.locator('#input').press('Enter');
+    await expect.poll(() => page.locator('.turn').last().locator('.assistant-text').last().textContent(), { timeout: 15000 }).toBe('They say alpha.');
+    const rows = page.locator('.read-row');
+    expect(await rows.count()).toBe(2);
+    expect(await page.locator('.tool-card').count()).toBe(0);
+    const toggles = rows.locator('.read-toggle');
+    const live = await toggles.allTextContents();
+    expect(live[0]).toMatch(/^read notes\.txt · lines 1-2 of 2/);
+    expect(live[1]).toMatch(/^search \/alp\+ha\/ · 1 match/);
+    expect(await rows.first().locator('.read-output').isVisible()).toBe(false);
+    await toggles.first().click();
+    expect(await rows.first().locator('.read-output').textContent()).toContain('beta-line');
+    expect((await mock.requests()).at(-1)!.body.input.some((i: any) => i.type === 'function_call_output' && String(i.output).includes('beta-line'))).toBe(true);
+
+    await page.reload();
+    await expect.poll(() => page.locator('.read-row').count(), { timeout: 15000 }).toBe(2);
+    expect(await page.locator('.read-row .read-toggle').allTextContents()).toEqual(live);
+    expect(await page.locator('.tool-card').count()).toBe(0);
+    await page.locator('.read-row .read-toggle').nth(1).click();
+    expect(await page.locator('.read-row .read-output').nth(1).textContent()).toContain('notes.txt:1:alpha');
+    await page.screenshot({ path: path.join(OUT, 'e2e-reads.png'), fullPage: true });
+    expect(probe.cspViolations).toEqual([]);
+    expect(probe.pageErrors).toEqual([]);
+  });
+});

@@ -2216,3 +2216,181 @@ describe.skipIf(skip)('a 200 px side bar', () => {
     await page.screenshot({ path: path.join(dir, 'panel-200-edit.png'), fullPage: true });
   });
 });
+
+describe.skipIf(skip)('reads in the transcript', () => {
+  const read = { tool: 'read_file', path: 'src/main.rs', leavesWorkspace: false };
+  const done = { ...read, summary: 'lines 1-2 of 2 (16 bytes)' };
+  const output = '1\tfn main() {\n2\t}\n';
+  const search = { tool: 'search', path: '.', pattern: 'fn (main', leavesWorkspace: false };
+  const searchOutput = 'Not a valid regular expression: unclosed group\nat offset 3';
+
+  /** What a read row shows and holds, without the ids it was given. */
+  async function rowShape(turnId: string) {
+    return page.locator(`[data-turn-id="${turnId}"] .read-row`).evaluateAll((rows) => rows.map((el) => {
+      const row = el as HTMLElement;
+      const toggle = row.querySelector('.read-toggle') as HTMLElement;
+      const out = row.querySelector('.read-output') as HTMLElement;
+      return {
+        text: toggle.textContent, title: toggle.title, label: toggle.getAttribute('aria-label'),
+        expanded: toggle.getAttribute('aria-expanded'), controls: toggle.getAttribute('aria-controls') === out.id,
+        status: row.dataset.status, tool: row.dataset.tool, output: out.textContent, hidden: out.hidden,
+      };
+    }));
+  }
+
+  it('a read inside the workspace is one row, not a card; a click or Enter opens its output and closes it; history restores the same row', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 't1', seq: 0, input: 'Read main.rs.' });
+    await notify('mino/toolStarted', {
+      turnId: 't1', seq: 1, callId: 'call_1', command: 'read_file src/main.rs',
+      approvedBy: { kind: 'workspace' }, sandbox: 'off', tool: 'read_file', read,
+    });
+    const row = page.locator('[data-turn-id="t1"] .read-row').first();
+    const toggle = row.locator('.read-toggle');
+    await expect.poll(() => toggle.textContent()).toBe('read src/main.rs · reading…');
+    expect(await page.locator('.tool-card').count()).toBe(0);
+    await notify('mino/toolResult', {
+      turnId: 't1', seq: 2, callId: 'call_1', command: 'read_file src/main.rs', status: 'success', output,
+      tool: 'read_file', read: done,
+    });
+    await notify('mino/toolResult', {
+      turnId: 't1', seq: 3, callId: 'call_2', command: 'search fn (main', status: 'failed', output: searchOutput,
+      tool: 'search', read: search,
+    });
+    await notify('mino/textDelta', { turnId: 't1', seq: 4, delta: 'It prints nothing.' });
+    await notify('mino/turnEnded', { turnId: 't1', seq: 5, status: 'completed' });
+    expect(await toggle.textContent()).toBe('read src/main.rs · lines 1-2 of 2 (16 bytes)');
+    const second = page.locator('[data-turn-id="t1"] .read-row').nth(1);
+    expect(await second.locator('.read-toggle').textContent()).toBe(
+      'search /fn (main/ · failed: Not a valid regular expression: unclosed group');
+    expect(await page.locator('.tool-card').count()).toBe(0);
+    // One line each, and the output hidden until asked for.
+    const lineHeight = await toggle.evaluate((el) => parseFloat(getComputedStyle(el).lineHeight) || 20);
+    for (const r of [row, second]) {
+      const box = await r.boundingBox();
+      expect(box!.height).toBeLessThan(lineHeight * 1.8);
+      expect(await r.locator('.read-output').isVisible()).toBe(false);
+    }
+    // The answer's text follows the rows, below them.
+    const order = await page.locator('[data-turn-id="t1"] .body > *').evaluateAll((els) => els.map((e) => e.className));
+    expect(order.slice(0, 2)).toEqual(['read-row', 'read-row']);
+    expect(order[2]).toContain('assistant-text');
+
+    await toggle.click();
+    expect(await row.locator('.read-output').isVisible()).toBe(true);
+    expect(await row.locator('.read-output').textContent()).toBe(output);
+    expect(await toggle.getAttribute('aria-expanded')).toBe('true');
+    await toggle.click();
+    expect(await row.locator('.read-output').isVisible()).toBe(false);
+    await toggle.focus();
+    await page.keyboard.press('Enter');
+    expect(await row.locator('.read-output').isVisible()).toBe(true);
+    await page.keyboard.press(' ');
+    expect(await row.locator('.read-output').isVisible()).toBe(false);
+    // Opening a read decides nothing and asks the host for nothing.
+    expect((await posted()).filter((m) => m.type !== 'ready')).toEqual([]);
+    const live = await rowShape('t1');
+    expect(live.map((r) => r.hidden)).toEqual([true, true]);
+
+    await host({
+      type: 'history',
+      history: {
+        sessionId: 's1',
+        turns: [{
+          turnId: 't1', input: 'Read main.rs.', text: 'It prints nothing.', status: 'completed', notices: [],
+          calls: [],
+          items: [
+            { type: 'call', call: { callId: 'call_1', command: 'read_file src/main.rs', tool: 'read_file', read: done,
+              approvedBy: { kind: 'workspace' }, sandbox: 'off', result: { status: 'success', output } } },
+            { type: 'call', call: { callId: 'call_2', command: 'search fn (main', tool: 'search', read: search,
+              result: { status: 'failed', output: searchOutput } } },
+            { type: 'text', text: 'It prints nothing.' },
+          ],
+        }],
+      },
+    });
+    expect(await page.locator('.tool-card').count()).toBe(0);
+    expect(await rowShape('t1')).toEqual(live);
+    await page.locator('[data-turn-id="t1"] .read-toggle').first().click();
+    expect(await page.locator('[data-turn-id="t1"] .read-output').first().textContent()).toBe(output);
+    expect(probe.pageErrors).toEqual([]);
+    await page.screenshot({ path: path.join(OUT, 'webview-reads.png'), fullPage: true });
+  });
+
+  it('a read outside the workspace asks in an approval card naming the path, with no rule offered; its result stays in that card, live and restored', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 't2', seq: 0, input: 'Read /etc/hosts.' });
+    const outside = { tool: 'read_file', path: '/etc/hosts', leavesWorkspace: true };
+    await notify('mino/approvalRequest', {
+      turnId: 't2', seq: 1, callId: 'call_9', command: 'read_file /etc/hosts', directory: '/home/me/project',
+      environment: {}, limits: { timeoutSeconds: 0, outputLimitBytes: 0 }, sandbox: 'off', approvalMode: 'rules', read: outside,
+    });
+    const card = page.locator('.tool-card[data-call-id="call_9"]');
+    await expect.poll(() => card.locator('.read-outside').textContent()).toBe('Reads outside the workspace: /etc/hosts');
+    expect(await card.locator('.tool-name').textContent()).toBe('read_file');
+    expect(await card.locator('.question').textContent()).toBe('Allow this read?');
+    expect(await card.locator('.no-rule-note').textContent()).toBe('No rule can cover this read: its path is outside the workspace.');
+    expect(await card.locator('.env').count()).toBe(0);
+    expect(await page.locator('.read-row').count()).toBe(0);
+    await card.getByRole('button', { name: 'Approve' }).click();
+    expect((await posted()).filter((m) => m.type === 'approval')).toEqual([
+      { type: 'approval', turnId: 't2', callId: 'call_9', decision: 'approve' },
+    ]);
+    await notify('mino/toolStarted', {
+      turnId: 't2', seq: 2, callId: 'call_9', command: 'read_file /etc/hosts', approvedBy: { kind: 'user' }, sandbox: 'off',
+      tool: 'read_file', read: outside,
+    });
+    await notify('mino/toolResult', {
+      turnId: 't2', seq: 3, callId: 'call_9', command: 'read_file /etc/hosts', status: 'success', output: '1\t127.0.0.1 localhost\n',
+      tool: 'read_file', read: { ...outside, summary: 'lines 1-1 of 1 (20 bytes)' },
+    });
+    expect(await card.locator('.tool-result').textContent()).toBe('Result: succeeded');
+    expect(await card.locator('.tool-output').textContent()).toBe('1\t127.0.0.1 localhost\n');
+    expect(await page.locator('.read-row').count()).toBe(0);
+
+    await host({
+      type: 'history',
+      history: {
+        sessionId: 's1',
+        turns: [{
+          turnId: 't2', input: 'Read /etc/hosts.', text: '', status: 'completed', notices: [], calls: [],
+          items: [{ type: 'call', call: { callId: 'call_9', command: 'read_file /etc/hosts', tool: 'read_file',
+            read: { ...outside, summary: 'lines 1-1 of 1 (20 bytes)' }, approvedBy: { kind: 'user' }, sandbox: 'off',
+            directory: '/home/me/project', result: { status: 'success', output: '1\t127.0.0.1 localhost\n' } } }],
+        }],
+      },
+    });
+    const restored = page.locator('.tool-card[data-call-id="call_9"]');
+    expect(await restored.locator('.read-outside').textContent()).toBe('Reads outside the workspace: /etc/hosts');
+    expect(await restored.locator('.tool-result').textContent()).toBe('Result: succeeded');
+    expect(await page.locator('.read-row').count()).toBe(0);
+  });
+
+  it('a read still running when the server stops says it did not finish; an unavailable one says its result is unavailable', async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 't3', seq: 0, input: 'Search.' });
+    await notify('mino/toolStarted', {
+      turnId: 't3', seq: 1, callId: 'call_1', command: 'search todo', approvedBy: { kind: 'workspace' }, sandbox: 'off',
+      tool: 'search', read: { tool: 'search', path: 'src', pattern: 'todo', leavesWorkspace: false },
+    });
+    await host({ type: 'server', state: 'crashed' });
+    const toggle = page.locator('[data-turn-id="t3"] .read-toggle');
+    expect(await toggle.textContent()).toBe('search /todo/ in src · did not finish: the Mino server stopped (a read changes nothing)');
+    await host({ type: 'server', state: 'ready' });
+    await host({
+      type: 'history',
+      history: {
+        sessionId: 's1',
+        turns: [{
+          turnId: 't3', input: 'Search.', text: '', status: 'interrupted', notices: [], calls: [],
+          items: [{ type: 'call', call: { callId: 'call_1', command: 'search todo', tool: 'search',
+            read: { tool: 'search', path: 'src', pattern: 'todo', leavesWorkspace: false }, approvedBy: { kind: 'workspace' },
+            result: { status: 'unavailable', output: 'The read was started but its result was not saved.' } } }],
+        }],
+      },
+    });
+    expect(await page.locator('[data-turn-id="t3"] .read-toggle').textContent()).toBe(
+      'search /todo/ in src · result unavailable: Mino stopped before it was saved');
+    expect(await page.locator('#ack-gate').isVisible()).toBe(false);
+  });
+});

@@ -7,6 +7,7 @@
 -- Prints one line per test and a final "N passed, N failed"; exits 1 on failure.
 
 local uv = vim.uv or vim.loop
+local api = vim.api
 local script_path = debug.getinfo(1, "S").source:sub(2)
 local root = vim.fn.fnamemodify(script_path, ":p:h:h") -- clients/nvim
 local repo = vim.fn.fnamemodify(root, ":h:h")
@@ -755,6 +756,145 @@ test("a result with no request or start before it shows the call's block naming 
     notices = {}, calls = { { callId = "call_9", command = "git push --force origin main",
       result = { status = "refused", output = output } } } } } })
   assert_eq(block(buffer_text()), live, "the restored block is the live one")
+end)
+
+--- The lines of the chat from the read's line `first` through its closing fence.
+local function read_block(lines, first)
+  for i, l in ipairs(lines) do
+    if l == first then
+      local out = { l }
+      for j = i + 1, #lines do
+        table.insert(out, lines[j])
+        if lines[j]:match("^````+$") then
+          return out, i
+        end
+      end
+      return out, i
+    end
+  end
+  fail("no read line " .. first .. " in:\n" .. table.concat(lines, "\n"))
+end
+
+test("a read inside the workspace is one folded line; zo opens its output; history shows the same lines", function()
+  chat._reset()
+  chat.open(mino.config)
+  local on = mino._on
+  local read = { tool = "read_file", path = "src/main.rs", leavesWorkspace = false }
+  local done = vim.tbl_extend("force", read, { summary = "lines 1-2 of 2 (16 bytes)" })
+  local output = "1\tfn main() {\n2\t}\n"
+  on["mino/turnStarted"]({ turnId = "r1", seq = 0, input = "read it" })
+  on["mino/toolStarted"]({ turnId = "r1", seq = 1, callId = "call_1", command = "read_file src/main.rs",
+    approvedBy = { kind = "workspace" }, sandbox = "off", tool = "read_file", read = read })
+  assert_not_contains(buffer_text(), "**Tool call**", "a read asks nothing and shows no call block")
+  on["mino/toolResult"]({ turnId = "r1", seq = 2, callId = "call_1", command = "read_file src/main.rs",
+    status = "success", output = output, tool = "read_file", read = done })
+  on["mino/toolResult"]({ turnId = "r1", seq = 3, callId = "call_2", command = "search fn main",
+    status = "failed", output = "Not a valid regular expression: unclosed group\nmore", tool = "search",
+    read = { tool = "search", path = ".", pattern = "fn (main", leavesWorkspace = false } })
+  on["mino/turnEnded"]({ turnId = "r1", seq = 4, status = "completed" })
+  local first = "▸ read `src/main.rs` · lines 1-2 of 2 (16 bytes)"
+  local lines = chat.lines()
+  local live, at = read_block(lines, first)
+  assert_eq(live, { first, "````text", "1\tfn main() {", "2\t}", "````" }, "the read's line and its output")
+  local search = read_block(lines, "▸ search `/fn (main/` · failed: Not a valid regular expression: unclosed group")
+  assert_eq(#search, 5, "a failed search: its line and its whole output")
+  assert_not_contains(buffer_text(), "Result: **", "a read has no result line")
+  -- In the chat window the read is one line: a closed fold showing its line.
+  local win = chat.win()
+  api.nvim_win_call(win, function()
+    assert_eq(vim.fn.foldclosed(at), at, "the read's fold starts at its line and is closed")
+    assert_eq(vim.fn.foldclosedend(at), at + 4, "the fold holds the output")
+    assert_contains(vim.fn.foldtextresult(at), first, "the closed fold shows the read's line")
+    api.nvim_win_set_cursor(win, { at, 0 })
+    vim.cmd("normal! zo")
+    assert_eq(vim.fn.foldclosed(at), -1, "zo opens the read")
+    vim.cmd("normal! zc")
+    assert_eq(vim.fn.foldclosed(at), at, "zc closes it again")
+  end)
+  -- Restored from history: the same lines.
+  chat._reset()
+  chat.open(mino.config)
+  chat.render_history({ sessionId = "s", turns = { { turnId = "r1", input = "read it", text = "", status = "completed",
+    notices = {}, calls = {}, items = {
+      { type = "call", call = { callId = "call_1", command = "read_file src/main.rs", tool = "read_file", read = done,
+        approvedBy = { kind = "workspace" }, sandbox = "off", result = { status = "success", output = output } } },
+      { type = "call", call = { callId = "call_2", command = "search fn main", tool = "search",
+        read = { tool = "search", path = ".", pattern = "fn (main", leavesWorkspace = false },
+        result = { status = "failed", output = "Not a valid regular expression: unclosed group\nmore" } } },
+    } } } })
+  local restored, rat = read_block(chat.lines(), first)
+  assert_eq(restored, live, "the restored read is the live one")
+  api.nvim_win_call(chat.win(), function()
+    assert_eq(vim.fn.foldclosed(rat), rat, "restored, the read is a closed fold too")
+  end)
+  assert_eq(read_block(chat.lines(), search[1]), search, "the restored failed search is the live one")
+end)
+
+--- The first line of the chat matching `pattern`.
+local function line_matching(pattern)
+  for _, l in ipairs(chat.lines()) do
+    if l:match(pattern) then
+      return l
+    end
+  end
+  fail(("no line matches %q in:\n%s"):format(pattern, buffer_text()))
+end
+
+test("reads through the real server ask nothing, are one folded line each, and are restored the same", function()
+  fresh()
+  vim.fn.writefile({ "alpha", "beta-line" }, ctx.work .. "/notes.txt")
+  mock.script({
+    { type = "named_call", call_id = "call_read", name = "read_file", arguments = vim.json.encode({ path = "notes.txt" }) },
+    { type = "named_call", call_id = "call_search", name = "search", arguments = vim.json.encode({ pattern = "alp+ha" }) },
+    { type = "text", deltas = { "They say alpha." } },
+  })
+  start_and_wait()
+  mino.send("What do my notes say?")
+  wait_buffer(answer("They say alpha."))
+  wait_turn_end()
+  for _, asked in ipairs(selects) do
+    assert_eq(asked.kind ~= "mino.approval", true, "a question asked about a read inside the workspace")
+  end
+  local read_line = line_matching("^▸ read `notes%.txt` · lines 1%-2 of 2")
+  local search_line = line_matching("^▸ search `/alp%+ha/` · 1 match")
+  local live, at = read_block(chat.lines(), read_line)
+  assert_contains(table.concat(live, "\n"), "beta-line", "the read's output, under its line")
+  local search = read_block(chat.lines(), search_line)
+  assert_contains(table.concat(search, "\n"), "notes.txt:1:alpha", "the search's output, under its line")
+  assert_not_contains(buffer_text(), "**Tool call**", "a read shown as a call block")
+  api.nvim_win_call(chat.win(), function()
+    assert_eq(vim.fn.foldclosed(at), at, "the read is a closed fold")
+  end)
+  mino.restart()
+  wait_for("the restarted server's history", function()
+    return mino.client() ~= nil and mino.state.history_loaded
+  end, 15000)
+  wait_buffer(read_line)
+  assert_eq(read_block(chat.lines(), read_line), live, "the restored read is the live one")
+  assert_eq(read_block(chat.lines(), search_line), search, "the restored search is the live one")
+end)
+
+test("a read leaving the workspace asks naming the path with no rule offered; denied, the model learns nothing", function()
+  fresh()
+  vim.fn.writefile({ "the-secret-words" }, vim.fn.fnamemodify(ctx.work, ":h") .. "/secret.txt")
+  mock.script({
+    { type = "named_call", call_id = "call_1", name = "read_file", arguments = vim.json.encode({ path = "../secret.txt" }) },
+    { type = "text", deltas = { "I could not read it." } },
+  })
+  answers["mino.approval"] = { "Deny" }
+  start_and_wait()
+  mino.send("Read the secret.")
+  wait_buffer(answer("I could not read it."))
+  wait_turn_end()
+  local asked = selects[#selects]
+  assert_eq(asked.kind, "mino.approval", "the read was asked about")
+  assert_contains(asked.prompt, "read_file `../secret.txt`, OUTSIDE the workspace", "the prompt")
+  assert_eq(asked.items, { "Deny", "Deny with reason…", "Approve once" }, "no rule can cover a path outside")
+  assert_contains(asked.buffer, "wants to read_file outside the workspace: `../secret.txt`", "the chat showed the read first")
+  line_matching("^▸ read `%.%./secret%.txt` · refused")
+  for _, r in ipairs(mock.requests()) do
+    assert_not_contains(vim.json.encode(r.body), "the-secret-words", "a model request")
+  end
 end)
 
 test("history is restored when the chat opens again", function()

@@ -21,6 +21,7 @@ use crate::input::Input;
 use crate::markdown::Markdown;
 use crate::menu::{self, Choice, Picked};
 use crate::notifications::{Event, Events};
+use crate::reads::ReadLog;
 use crate::{term, ui};
 
 /// How long to wait for `mino/recovery` after `initialized` before going on without it.
@@ -54,7 +55,7 @@ enum Ack {
 
 /// Chat commands that switch sessions or list them.
 const SESSION_COMMANDS_HELP: &str =
-    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one (a unique start of its id will do), /compact summarises the conversation so far, /env shows the last command's full environment.";
+    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one (a unique start of its id will do), /compact summarises the conversation so far, /env shows the last command's full environment, /expand N shows the output of read #N (the last read without N).";
 
 /// How often the running command's elapsed time is redrawn.
 const STATUS_TICK: Duration = Duration::from_secs(1);
@@ -82,6 +83,8 @@ pub struct App {
     workspace: PathBuf,
     /// The environment of the last command asked about (`/env`).
     last_environment: Option<std::collections::BTreeMap<String, String>>,
+    /// The reads shown (one line each) and their output, for `/expand`.
+    reads: ReadLog,
 }
 
 pub struct Options {
@@ -161,6 +164,7 @@ impl App {
             fancy,
             workspace: options.workspace,
             last_environment: None,
+            reads: ReadLog::new(),
         })
     }
 
@@ -265,6 +269,11 @@ impl App {
                     out(&ui::compacted(self.server.compact().await));
                     Some(Ok(()))
                 }
+                ["/expand"] | ["/expand", _] => {
+                    out(&self.reads.expand(text.split_whitespace().nth(1)));
+                    out("\n");
+                    Some(Ok(()))
+                }
                 ["/open", ..] | ["/new", ..] | ["/sessions", ..] | ["/compact", ..] => {
                     out(&format!("\n{SESSION_COMMANDS_HELP}\n\n"));
                     Some(Ok(()))
@@ -305,9 +314,9 @@ impl App {
     }
 
     /// Restored history; its answers rendered as markdown where live ones are.
-    fn show_history(&self, h: &mino_protocol::HistoryResult) {
+    fn show_history(&mut self, h: &mino_protocol::HistoryResult) {
         if !(self.fancy && colour()) {
-            out(&ui::history(h));
+            out(&ui::history(h, &mut self.reads));
             return;
         }
         let mut render = |text: &str| {
@@ -316,7 +325,7 @@ impl App {
             shown.push_str(&md.finish(None));
             shown
         };
-        out_shown(&ui::history_with(h, Some(&mut render)));
+        out_shown(&ui::history_with(h, &mut self.reads, Some(&mut render)));
     }
 
     /// The terminal's width, where lines are wrapped to fit it.
@@ -475,6 +484,8 @@ impl App {
             }
         }
         out(&format!("\n{}\n", session_header(&info.session_id, info.title.as_deref())));
+        // Another session's reads: its history numbers them from 1.
+        self.reads.clear();
         match self.server.history().await {
             Ok(h) => {
                 out(&format!("{}\n\n", ui::wrap(&ui::instructions_line(&h.instruction_files), self.width())));
@@ -627,6 +638,16 @@ impl App {
             };
             match ev {
                 Turn::TurnStarted(_) => {}
+                Turn::ToolStarted(started) if started.read.is_some() => {
+                    // A read is one line, at its result; the status line
+                    // says meanwhile what it reads.
+                    view.announced.insert(started.call_id.clone());
+                    if let (true, Some(read)) = (self.fancy, &started.read) {
+                        view.running = Some((ui::read_what(read), std::time::Instant::now()));
+                        ticker.reset();
+                        view.draw_status();
+                    }
+                }
                 Turn::ToolStarted(started) => {
                     // A call nobody was asked about (a rule or the sandbox
                     // approved it) says here what runs.
@@ -664,19 +685,24 @@ impl App {
                 Turn::ApprovalRequest(req) => {
                     view.announced.insert(req.call_id.clone());
                     view.newline();
-                    if req.edit.is_none() {
+                    if req.edit.is_none() && req.read.is_none() {
                         self.last_environment = Some(req.environment.clone());
                     }
                     // The menu lists the choices itself.
                     let choices_line = |c: &str| if self.fancy { String::new() } else { format!("{c}\n") };
-                    match &req.edit {
-                        Some(edit) => {
+                    match (&req.edit, &req.read) {
+                        (None, Some(read)) => {
+                            let screen = ui::read_approval_screen(&req, read, colour());
+                            let c = ui::APPROVE_CHOICES_OUTSIDE;
+                            out_shown(&screen.replace(&format!("{c}\n"), &choices_line(c)));
+                        }
+                        (Some(edit), _) => {
                             let screen = ui::edit_approval_screen(&req, edit, colour());
                             let c =
                                 if edit.leaves_workspace { ui::APPROVE_CHOICES_OUTSIDE } else { ui::APPROVE_CHOICES };
                             out_shown(&screen.replace(&format!("{c}\n"), &choices_line(c)));
                         }
-                        None => {
+                        (None, None) => {
                             let screen = ui::approval_screen(&req);
                             let c = ui::APPROVE_CHOICES;
                             out(&ui::wrap(&screen.replace(&format!("{c}\n"), &choices_line(c)), self.width()));
@@ -699,6 +725,18 @@ impl App {
                     view.streamed.insert(o.call_id.clone());
                     out(&o.chunk);
                     view.at_line_start = o.chunk.ends_with('\n');
+                }
+                Turn::ToolResult(r) if r.read.is_some() => {
+                    view.running = None;
+                    view.announced.remove(&r.call_id);
+                    view.streamed.remove(&r.call_id);
+                    let Some(read) = &r.read else { continue };
+                    let line = ui::read_line(self.reads.next_number(), read, Some((r.status, &r.output)));
+                    self.reads.add(line.clone(), r.output.clone());
+                    view.newline();
+                    out_shown(&ui::read_shown(&line, self.fancy && colour()));
+                    view.at_line_start = true;
+                    view.needs_prefix = true;
                 }
                 Turn::ToolResult(r) => {
                     view.running = None;
@@ -794,7 +832,7 @@ impl App {
             // Answered above by showing it and asking again.
             ui::ApprovalAnswer::ShowEnvironment => return Some(params),
         };
-        if req.edit.as_ref().is_some_and(|e| e.leaves_workspace) {
+        if req.edit.as_ref().is_some_and(|e| e.leaves_workspace) || req.read.is_some() {
             out("[no rule covers a path outside the session's directory: denied]\n");
             return Some(params);
         }
@@ -827,7 +865,8 @@ impl App {
     /// `None` for Ctrl+C.
     async fn approval_menu(&mut self, req: &ApprovalRequest) -> Option<ui::ApprovalAnswer> {
         let mut choices = vec![Choice { key: "n", label: "Deny" }, Choice { key: "y", label: "Approve once" }];
-        if !req.edit.as_ref().is_some_and(|e| e.leaves_workspace) {
+        // A read asks only when it leaves the session's directory, which no rule covers.
+        if !req.edit.as_ref().is_some_and(|e| e.leaves_workspace) && req.read.is_none() {
             choices.extend([
                 Choice { key: "a", label: "Allow for this session (a rule)" },
                 Choice { key: "w", label: "Allow in this workspace (a rule)" },
@@ -835,7 +874,7 @@ impl App {
                 Choice { key: "D", label: "Deny in this workspace (a rule)" },
             ]);
         }
-        if req.edit.is_none() && ui::environment_line(&req.environment).1 {
+        if req.edit.is_none() && req.read.is_none() && ui::environment_line(&req.environment).1 {
             choices.push(Choice { key: "e", label: "Show the full environment" });
         }
         let picked = pick_menu(ui::APPROVE_QUESTION.trim_end().trim_end_matches("[y/N]").trim_end(), choices).await;

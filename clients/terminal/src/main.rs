@@ -11,6 +11,7 @@ mod input;
 mod markdown;
 mod menu;
 mod notifications;
+mod reads;
 mod term;
 mod transport;
 mod ui;

@@ -1,10 +1,12 @@
 //! What the terminal shows: the book's wording, as plain strings so it can be
 //! tested without a terminal.
 
+use crate::reads::ReadLog;
 use mino_protocol::{
     ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, EditView, HistoryCall, HistoryItem, HistoryResult,
-    HistoryTurn, ModelSource, ModelsListResult, RecoveredCallView, RecoveryNotification, RuleEffect, RuleKind,
-    RuleScope, RuleSpec, RuleView, RulesListResult, SandboxMode, SessionEntry, TokenUsage, ToolStatus, TurnStatus,
+    HistoryTurn, ModelSource, ModelsListResult, ReadToolName, ReadView, RecoveredCallView, RecoveryNotification,
+    RuleEffect, RuleKind, RuleScope, RuleSpec, RuleView, RulesListResult, SandboxMode, SessionEntry, TokenUsage,
+    ToolStatus, TurnStatus,
 };
 
 pub const RECOVERED: &str = "An interrupted tool turn was recovered without executing commands.";
@@ -274,6 +276,7 @@ const GREEN: &str = "\x1b[32m";
 const CYAN: &str = "\x1b[36m";
 const BOLD_RED: &str = "\x1b[1;31m";
 const BOLD: &str = "\x1b[1m";
+const DIM: &str = "\x1b[2m";
 const RESET: &str = "\x1b[0m";
 
 /// A unified diff for the terminal: every line made [`printable`] first (a
@@ -394,6 +397,110 @@ fn rule_kind(kind: mino_protocol::RuleKind) -> &'static str {
         mino_protocol::RuleKind::Prefix => "prefix",
         mino_protocol::RuleKind::Path => "path",
     }
+}
+
+/// The longest path or pattern a read's line shows whole.
+const READ_PART_SHOWN: usize = 80;
+/// The longest outcome (summary, or a failure's first line) a read's line shows whole.
+const READ_OUTCOME_SHOWN: usize = 120;
+
+/// `s` on one line, cut to `max` characters with `…`.
+fn one_line(s: &str, max: usize) -> String {
+    let flat = s.replace('\n', "\\n").replace('\t', " ");
+    if flat.chars().count() > max {
+        format!("{}…", flat.chars().take(max - 1).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+/// What a read asked for: `read src/main.rs`, `list *.rs in src`,
+/// `search /fn main/` (`in DIR` unless it searched the session's directory).
+pub fn read_what(read: &ReadView) -> String {
+    let path = one_line(&read.path, READ_PART_SHOWN);
+    let here = read.path.is_empty() || read.path == ".";
+    let within = if here { String::new() } else { format!(" in {path}") };
+    match read.tool {
+        ReadToolName::ReadFile => {
+            let lines = match (read.start_line, read.end_line) {
+                (None, None) => String::new(),
+                (start, Some(end)) => format!(" (lines {}-{end})", start.unwrap_or(1)),
+                (Some(start), None) => format!(" (from line {start})"),
+            };
+            format!("read {path}{lines}")
+        }
+        ReadToolName::ListFiles => match &read.pattern {
+            Some(p) => format!("list {}{within}", one_line(p, READ_PART_SHOWN)),
+            None if here => "list .".to_owned(),
+            None => format!("list {path}"),
+        },
+        ReadToolName::Search => {
+            format!("search /{}/{within}", one_line(read.pattern.as_deref().unwrap_or(""), READ_PART_SHOWN))
+        }
+    }
+}
+
+/// A read in one line, live and in history: `#3 read src/main.rs · lines
+/// 1-200 of 812 (31,204 bytes)`; `result` is its status and output (`None`
+/// while it runs). `/expand 3` shows the output.
+pub fn read_line(number: u64, read: &ReadView, result: Option<(ToolStatus, &str)>) -> String {
+    let first_line = |output: &str| one_line(output.lines().next().unwrap_or("").trim(), READ_OUTCOME_SHOWN);
+    let outcome = match result {
+        None => "pending".to_owned(),
+        Some((ToolStatus::Success, output)) => match &read.summary {
+            Some(summary) => one_line(summary, READ_OUTCOME_SHOWN),
+            None => first_line(output),
+        },
+        Some((ToolStatus::Unavailable, _)) => "result unavailable: Mino stopped before it was saved".to_owned(),
+        Some((status, output)) => match first_line(output) {
+            line if line.is_empty() => tool_status(status).to_owned(),
+            line => format!("{}: {line}", tool_status(status)),
+        },
+    };
+    let outside = if read.leaves_workspace { " · outside the session's directory" } else { "" };
+    format!("#{number} {} · {outcome}{outside}", read_what(read))
+}
+
+/// A read's line as written to the terminal: made [`printable`], dim with
+/// `colour`, ended.
+pub fn read_shown(line: &str, colour: bool) -> String {
+    let shown = printable(line);
+    if colour {
+        format!("{DIM}{shown}{RESET}\n")
+    } else {
+        format!("{shown}\n")
+    }
+}
+
+/// The approval screen of a read that leaves the session's directory, every
+/// line but the question: nothing about the file is known before it.
+pub fn read_approval_screen(req: &ApprovalRequest, read: &ReadView, colour: bool) -> String {
+    let tool = match read.tool {
+        ReadToolName::ReadFile => "read_file",
+        ReadToolName::ListFiles => "list_files",
+        ReadToolName::Search => "search",
+    };
+    let mut out = format!("[Tool: {tool}]\n");
+    let warning = format!(
+        "Warning: this reads OUTSIDE the session's directory ({}); the model sees what it reads only if you approve.",
+        printable(&req.directory)
+    );
+    if colour {
+        out.push_str(&format!("{BOLD_RED}{warning}{RESET}\n"));
+    } else {
+        out.push_str(&format!("{warning}\n"));
+    }
+    out.push_str(&format!("Path: {}\n", printable(&read.path)));
+    if let Some(pattern) = &read.pattern {
+        let what = if read.tool == ReadToolName::Search { "Regular expression" } else { "Pattern" };
+        out.push_str(&format!("{what}: {}\n", printable(pattern)));
+    }
+    if let (ReadToolName::ReadFile, Some(end)) = (read.tool, read.end_line) {
+        out.push_str(&format!("Lines: {}-{end}\n", read.start_line.unwrap_or(1)));
+    }
+    out.push_str(APPROVE_CHOICES_OUTSIDE);
+    out.push('\n');
+    out
 }
 
 /// `[Result: success, exit code 0]`.
@@ -525,14 +632,19 @@ pub fn sessions(list: &[SessionEntry], current_mark: &str) -> String {
 /// Restored history, in the same shape a live turn is shown: each turn's
 /// items in the order they happened (from a server without them, its calls,
 /// then its text, then its notices).
-pub fn history(h: &HistoryResult) -> String {
-    history_with(h, None)
+pub fn history(h: &HistoryResult, reads: &mut ReadLog) -> String {
+    history_with(h, reads, None)
 }
 
 /// [`history`], the assistant's text given to `render` (the markdown
 /// renderer, whose output is safe to write). With `render`, everything
 /// else is made [`printable`] here, so the whole is safe to write as it is.
-pub fn history_with(h: &HistoryResult, mut render: Option<&mut dyn FnMut(&str) -> String>) -> String {
+/// Each read is one numbered line, its output kept in `reads` for `/expand`.
+pub fn history_with(
+    h: &HistoryResult,
+    reads: &mut ReadLog,
+    mut render: Option<&mut dyn FnMut(&str) -> String>,
+) -> String {
     let shown = render.is_some();
     let safe = |s: &str| if shown { printable(s).into_owned() } else { s.to_owned() };
     let mut out = String::new();
@@ -557,6 +669,9 @@ pub fn history_with(h: &HistoryResult, mut render: Option<&mut dyn FnMut(&str) -
                     out.push('\n');
                 }
                 HistoryItem::Text { .. } => {}
+                HistoryItem::Call { call } if call.read.is_some() => {
+                    out.push_str(&history_read(call, reads, shown));
+                }
                 HistoryItem::Call { call } => {
                     let mut piece = String::new();
                     history_call(&mut piece, call);
@@ -583,6 +698,20 @@ fn legacy_items(turn: &HistoryTurn) -> Vec<HistoryItem> {
     let text = std::iter::once(HistoryItem::Text { text: turn.text.clone() });
     let notices = turn.notices.iter().map(|text| HistoryItem::Notice { text: text.clone() });
     calls.chain(text).chain(notices).collect()
+}
+
+/// A read from history: the same line the live turn showed (dim where the
+/// history is coloured), safe to write as it is when `shown`.
+fn history_read(call: &HistoryCall, reads: &mut ReadLog, shown: bool) -> String {
+    let Some(read) = &call.read else { return String::new() };
+    let result = call.result.as_ref().map(|r| (r.status, r.output.as_str()));
+    let line = read_line(reads.next_number(), read, result);
+    reads.add(line.clone(), call.result.as_ref().map(|r| r.output.clone()).unwrap_or_default());
+    if shown {
+        read_shown(&line, true)
+    } else {
+        format!("{line}\n")
+    }
 }
 
 fn history_call(out: &mut String, call: &HistoryCall) {
@@ -900,11 +1029,152 @@ mod tests {
                 HistoryItem::Notice { text: notice },
             ],
         };
-        let shown = history(&HistoryResult { session_id: "s".into(), turns: vec![turn], has_more: false, usage: None });
+        let h = HistoryResult { session_id: "s".into(), turns: vec![turn], has_more: false, usage: None };
+        let shown = history(&h, &mut ReadLog::new());
         let at = |needle: &str| shown.find(needle).unwrap_or_else(|| panic!("{needle:?} not in {shown}"));
         assert!(at("Let me look.") < at("[Tool: bash]"), "{shown}");
         assert!(at("[Tool: bash]") < at("Half of"), "{shown}");
         assert!(at("Half of") < at("[Mino runtime notice"), "{shown}");
+    }
+
+    fn read_call(call_id: &str, read: ReadView, status: ToolStatus, output: &str) -> HistoryCall {
+        HistoryCall {
+            call_id: call_id.into(),
+            command: format!("read {}", read.path),
+            tool: Some(mino_protocol::ToolName::ReadFile),
+            read: Some(read),
+            result: Some(mino_protocol::ToolResultView { status, output: output.into(), exit_code: None, diff: None }),
+            evidence: None,
+            approved_by: Some(ApprovedBy { kind: ApproverKind::Workspace, rule: None }),
+            sandbox: Some(SandboxMode::Off),
+            directory: None,
+            environment: None,
+            limits: None,
+            edit: None,
+        }
+    }
+
+    fn read_view(tool: ReadToolName, path: &str, pattern: Option<&str>, summary: Option<&str>) -> ReadView {
+        ReadView {
+            tool,
+            path: path.into(),
+            pattern: pattern.map(str::to_owned),
+            start_line: None,
+            end_line: None,
+            leaves_workspace: false,
+            summary: summary.map(str::to_owned),
+            truncated: false,
+        }
+    }
+
+    #[test]
+    fn a_read_is_one_line_saying_what_it_read_and_what_came_back() {
+        let read = read_view(ReadToolName::ReadFile, "src/main.rs", None, Some("lines 1-200 of 812 (31204 bytes)"));
+        assert_eq!(
+            read_line(
+                3,
+                &read,
+                Some((ToolStatus::Success, "lines 1-200 of 812 (31204 bytes)\n     1\tuse std::io;\n"))
+            ),
+            "#3 read src/main.rs · lines 1-200 of 812 (31204 bytes)"
+        );
+        let ranged = ReadView { start_line: Some(10), end_line: Some(40), ..read.clone() };
+        assert_eq!(read_line(1, &ranged, None), "#1 read src/main.rs (lines 10-40) · pending");
+        let search = read_view(ReadToolName::Search, ".", Some("fn main"), Some("12 matches in 4 files"));
+        assert_eq!(
+            read_line(2, &search, Some((ToolStatus::Success, ""))),
+            "#2 search /fn main/ · 12 matches in 4 files"
+        );
+        let within = read_view(ReadToolName::Search, "src", Some("x("), None);
+        assert_eq!(
+            read_line(4, &within, Some((ToolStatus::Failed, "Not a valid regular expression: unclosed group\nmore"))),
+            "#4 search /x(/ in src · failed: Not a valid regular expression: unclosed group"
+        );
+        let list = read_view(ReadToolName::ListFiles, "src", Some("**/*.rs"), Some("48 files"));
+        assert_eq!(read_line(5, &list, Some((ToolStatus::Success, ""))), "#5 list **/*.rs in src · 48 files");
+        let gone = read_view(ReadToolName::ReadFile, "big.txt", None, None);
+        assert_eq!(
+            read_line(6, &gone, Some((ToolStatus::Unavailable, "The read was started but its result was not saved."))),
+            "#6 read big.txt · result unavailable: Mino stopped before it was saved"
+        );
+        let outside =
+            ReadView { leaves_workspace: true, ..read_view(ReadToolName::ReadFile, "/etc/hosts", None, None) };
+        assert_eq!(
+            read_line(7, &outside, Some((ToolStatus::Refused, "Denied by the user"))),
+            "#7 read /etc/hosts · refused: Denied by the user · outside the session's directory"
+        );
+        // Dim on a colour terminal, control sequences never obeyed.
+        assert_eq!(read_shown("#1 read a\u{1b}[8m", true), "\u{1b}[2m#1 read a^[[8m\u{1b}[0m\n");
+        assert_eq!(read_shown("#1 read a", false), "#1 read a\n");
+    }
+
+    #[test]
+    fn a_read_leaving_the_workspace_asks_with_its_path_and_no_rule() {
+        let read = ReadView { leaves_workspace: true, ..read_view(ReadToolName::ReadFile, "/etc/hosts", None, None) };
+        let req = ApprovalRequest {
+            turn_id: "t".into(),
+            seq: 1,
+            session_id: "s".into(),
+            call_id: "c".into(),
+            command: "read_file /etc/hosts".into(),
+            directory: "/home/ana/shop".into(),
+            environment: Default::default(),
+            limits: mino_protocol::Limits { timeout_seconds: 0, output_limit_bytes: 0 },
+            sandbox: SandboxMode::Off,
+            approval_mode: ApprovalMode::Ask,
+            suggested_rule: None,
+            edit: None,
+            read: Some(read.clone()),
+            deny_rules: vec![],
+        };
+        assert_eq!(
+            read_approval_screen(&req, &read, false),
+            format!(
+                "[Tool: read_file]\nWarning: this reads OUTSIDE the session's directory (/home/ana/shop); the model sees what it reads only if you approve.\nPath: /etc/hosts\n{APPROVE_CHOICES_OUTSIDE}\n"
+            )
+        );
+    }
+
+    #[test]
+    fn history_shows_each_read_as_the_line_a_live_turn_shows_and_keeps_its_output_for_expand() {
+        let read = read_view(ReadToolName::ReadFile, "a.txt", None, Some("lines 1-1 of 1 (6 bytes)"));
+        let output = "lines 1-1 of 1 (6 bytes)\n     1\talpha\n";
+        let search = read_view(ReadToolName::Search, ".", Some("alpha"), Some("1 match in 1 file"));
+        let turn = HistoryTurn {
+            turn_id: "turn-1".into(),
+            input: "Read a.txt".into(),
+            text: "It says alpha.".into(),
+            calls: vec![],
+            status: Some(TurnStatus::Completed),
+            reason: None,
+            notices: vec![],
+            usage: None,
+            items: vec![
+                HistoryItem::Call { call: read_call("call_1", read.clone(), ToolStatus::Success, output) },
+                HistoryItem::Call {
+                    call: read_call("call_2", search, ToolStatus::Success, "1 match in 1 file\na.txt:1:alpha\n"),
+                },
+                HistoryItem::Text { text: "It says alpha.".into() },
+            ],
+        };
+        let h = HistoryResult { session_id: "s".into(), turns: vec![turn], has_more: false, usage: None };
+        let mut reads = ReadLog::new();
+        let shown = history(&h, &mut reads);
+        assert_eq!(
+            shown,
+            "You> Read a.txt\n\n#1 read a.txt · lines 1-1 of 1 (6 bytes)\n#2 search /alpha/ · 1 match in 1 file\nAssistant> It says alpha.\n\n"
+        );
+        assert!(!shown.contains("[Tool:") && !shown.contains("[Result:"), "{shown}");
+        assert_eq!(reads.expand(Some("1")), format!("#1 read a.txt · lines 1-1 of 1 (6 bytes)\n{output}"));
+        // The live turn's line for the same result is the same line.
+        assert_eq!(
+            read_line(1, &read, Some((ToolStatus::Success, output))),
+            "#1 read a.txt · lines 1-1 of 1 (6 bytes)"
+        );
+        // Coloured (rendered) history: the same line, dim.
+        let mut render = |t: &str| format!("{t}\n");
+        let coloured = history_with(&h, &mut ReadLog::new(), Some(&mut render));
+        assert!(coloured.contains("\u{1b}[2m#1 read a.txt · lines 1-1 of 1 (6 bytes)\u{1b}[0m\n"), "{coloured:?}");
     }
 
     #[test]
@@ -922,7 +1192,7 @@ mod tests {
         };
         let h = HistoryResult { session_id: "s".into(), turns: vec![turn], has_more: false, usage: None };
         let mut render = |t: &str| format!("\u{1b}[1m{}\u{1b}[22m\n", t.trim_matches('*'));
-        let shown = history_with(&h, Some(&mut render));
+        let shown = history_with(&h, &mut ReadLog::new(), Some(&mut render));
         assert!(shown.starts_with("You> ask^[[8m\n\n"), "{shown:?}");
         assert!(shown.contains("Assistant> \u{1b}[1mx\u{1b}[22m\n"), "{shown:?}");
         assert!(shown.contains("[turn failed: bad^G]"), "{shown:?}");
@@ -969,6 +1239,7 @@ mod tests {
             environment: BTreeMap::from([("HOME".into(), "/h".into()), ("PATH".into(), "/usr/bin".into())]),
             limits: Limits { timeout_seconds: 120, output_limit_bytes: 65536 },
             edit: None,
+            read: None,
             sandbox: SandboxMode::Off,
             approval_mode: ApprovalMode::Ask,
             suggested_rule: None,
@@ -1087,6 +1358,7 @@ mod tests {
             environment: BTreeMap::new(),
             limits: Limits { timeout_seconds: 0, output_limit_bytes: 0 },
             edit: Some(edit.clone()),
+            read: None,
             sandbox: SandboxMode::Off,
             approval_mode: ApprovalMode::Ask,
             suggested_rule: None,

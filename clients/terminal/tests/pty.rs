@@ -988,3 +988,107 @@ fn the_banner_shows_the_instructions_and_plan_mode_refuses_without_asking() {
     p.exp_eof().expect("eof");
     assert!(!scratch.work().join("planned.txt").exists() && !scratch.work().join("asked.txt").exists());
 }
+
+/// A model call of one of the read tools, with these arguments.
+fn read_call(call_id: &str, tool: &str, arguments: serde_json::Value) -> Reply {
+    Reply::NamedCall { call_id: call_id.into(), name: tool.into(), arguments: arguments.to_string() }
+}
+
+/// Reads inside the session's directory ask nothing: each is one numbered
+/// line (no approval screen, no `[Tool:`/`[Result:` block), `/expand N`
+/// shows what it returned, and a restart shows the same lines, which
+/// expand the same.
+#[test]
+fn a_read_is_one_line_that_expand_shows_whole_and_history_restores_the_same() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            read_call("call_1", "read_file", serde_json::json!({ "path": "notes.txt" })),
+            read_call("call_2", "search", serde_json::json!({ "pattern": "alp+ha" })),
+            Reply::text("They say alpha."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    std::fs::write(scratch.work().join("notes.txt"), "alpha\nbeta-line\n").expect("notes");
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("What do my notes say?").expect("send question");
+    let (before, read_line) = p.exp_regex(r"#1 read notes\.txt · [^\r\n]+").expect("the read's line");
+    let (between, search_line) = p.exp_regex(r"#2 search /alp\+ha/ · [^\r\n]+").expect("the search's line");
+    let (rest, _) = p.exp_regex("They say alpha\\.").expect("final text");
+    for shown in [&before, &between, &rest] {
+        assert!(!shown.contains("Approve this operation"), "a read asked: {shown}");
+        assert!(!shown.contains("[Tool:") && !shown.contains("[Result:"), "a read shown as a call block: {shown}");
+        assert!(!shown.contains("beta-line"), "a read's output shown before /expand: {shown}");
+    }
+    assert!(read_line.contains("lines"), "the line says which lines it read: {read_line}");
+    assert!(search_line.contains("1 match"), "the line says what the search found: {search_line}");
+    p.exp_string("You> ").expect("next prompt");
+    p.send_line("/expand 1").expect("expand");
+    p.exp_string(&read_line).expect("the expanded read names itself");
+    p.exp_string("beta-line").expect("the read's output");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/expand").expect("expand the last");
+    p.exp_string(&search_line).expect("the last read");
+    p.exp_string("notes.txt:1:alpha").expect("the search's output");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    assert_eq!(exit_code(&p), Some(0));
+    // The model got what the reads returned.
+    let requests = rt.block_on(mock.wait_for_requests(3, Duration::from_secs(10)));
+    assert!(requests[2].body.to_string().contains("beta-line"), "{}", requests[2].body);
+
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("You> What do my notes say?").expect("restored input");
+    let (_, restored) = p.exp_regex(r"#1 read notes\.txt · [^\r\n]+").expect("the restored read");
+    assert_eq!(restored, read_line, "history shows the line the live turn showed");
+    let (_, restored) = p.exp_regex(r"#2 search /alp\+ha/ · [^\r\n]+").expect("the restored search");
+    assert_eq!(restored, search_line, "history shows the line the live turn showed");
+    p.exp_string("They say alpha.").expect("restored answer");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/expand 1").expect("expand");
+    p.exp_string(&read_line).expect("the restored read expands");
+    p.exp_string("beta-line").expect("to the same output");
+    p.exp_string("You> ").expect("prompt");
+    p.send_control('d').expect("ctrl-d");
+    p.exp_eof().expect("eof");
+    assert_eq!(exit_code(&p), Some(0));
+}
+
+/// A read leaving the session's directory asks, naming the path and
+/// offering no rule; declined, its line says it was refused and the model
+/// learns nothing of the file.
+#[test]
+fn a_read_leaving_the_workspace_asks_and_declined_reveals_nothing() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            read_call("call_1", "read_file", serde_json::json!({ "path": "../secret.txt" })),
+            Reply::text("I could not read it."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    std::fs::write(scratch.dir.path().join("secret.txt"), "the-secret-words\n").expect("secret");
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Read the secret.").expect("send question");
+    p.exp_string("[Tool: read_file]").expect("the read's approval screen");
+    p.exp_string("Warning: this reads OUTSIDE the session's directory").expect("said prominently");
+    p.exp_string("Path: ../secret.txt").expect("the path");
+    p.exp_string(ui_outside_choices()).expect("no rule offered");
+    p.exp_string("Approve this operation? [y/N] ").expect("the question");
+    p.send_line("").expect("decline with Enter");
+    let (_, line) = p.exp_regex(r"#1 read \.\./secret\.txt · refused[^\r\n]*").expect("the read's line");
+    assert!(line.contains("outside the session's directory"), "{line}");
+    p.exp_string("I could not read it.").expect("final text");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    let requests = rt.block_on(mock.wait_for_requests(2, Duration::from_secs(10)));
+    assert!(!requests[1].body.to_string().contains("the-secret-words"), "{}", requests[1].body);
+}
+
+fn ui_outside_choices() -> &'static str {
+    "y: approve once | n, or n: reason: deny (no rule covers a path outside the session's directory)"
+}

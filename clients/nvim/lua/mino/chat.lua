@@ -758,10 +758,42 @@ local function history_items(t)
   return items
 end
 
+--- A read that asked (its path leaves the workspace): what it would read.
+local function read_request_lines(p, read)
+  local lines = { "", ("**Tool call** wants to %s outside the workspace: %s"):format(read.tool, code_span(read.path)) }
+  if type(read.pattern) == "string" then
+    table.insert(lines, ("- %s: %s"):format(read.tool == "search" and "Regular expression" or "Pattern",
+      code_span(read.pattern)))
+  end
+  table.insert(lines, "- Mino sees what this reads only if you approve.")
+  return lines
+end
+
+--- A read from history: asked (outside the workspace) with its answer, then
+--- the line and folded output its live turn showed.
+local function history_read_lines(c, read)
+  local lines = {}
+  if read.leavesWorkspace then
+    lines = read_request_lines(c, read)
+    local r = type(c.result) == "table" and c.result or {}
+    if r.status == protocol.tool_status.refused then
+      vim.list_extend(lines, { "", ("_Denied %s._"):format(M.call_label(c)) })
+    elseif type(c.approvedBy) == "table" then
+      vim.list_extend(lines, { "", ("_Approved %s._"):format(M.call_label(c)) })
+    end
+  end
+  vim.list_extend(lines, require("mino.reads").lines(read, not is_nil(c.result) and c.result or nil))
+  return lines
+end
+
 --- A call from history, as it was shown live: asked (with what the approval
 --- showed, then the answer) or approved by a rule or the sandbox; its output
 --- and result.
 local function history_call_lines(c)
+  local read = require("mino.reads").of(c)
+  if read then
+    return history_read_lines(c, read)
+  end
   local id = M.call_label(c)
   local by = M.approved_by_line(c.approvedBy, c.sandbox)
   local lines = { "", ("**Tool call** %s:"):format(by and "runs" or "wants to run") }
@@ -1089,6 +1121,16 @@ end
 
 function M.approval_request(p)
   close_output_fence()
+  local read = require("mino.reads").of(p)
+  if read then
+    local lines = read_request_lines(p, read)
+    table.insert(lines, "")
+    table.insert(lines, "_Waiting for your decision (Approve / Deny)…_")
+    st.asked[(p.turnId or "") .. " " .. (p.callId or "")] = true
+    st.shown[(p.turnId or "") .. " " .. (p.callId or "")] = true
+    M.append(lines)
+    return
+  end
   if require("mino.diff").is_edit(p) then
     local lines = edit_request_lines(p)
     table.insert(lines, "")
@@ -1166,6 +1208,10 @@ function M.tool_started(p)
     st.asked[key] = nil
     return
   end
+  -- A read inside the workspace asks nothing: its line comes with its result.
+  if require("mino.reads").of(p) then
+    return
+  end
   -- Approved without a question (by a rule or in the sandbox): the call
   -- block is shown here, with what approved it.
   local lines = { "", "**Tool call** runs:" }
@@ -1197,6 +1243,12 @@ function M.tool_result(p)
   st.output_streamed[key] = nil
   local shown = st.shown[key]
   st.shown[key] = nil
+  local read = require("mino.reads").of(p)
+  if read then
+    -- One line, its output folded under it, as history shows it.
+    M.append(require("mino.reads").lines(read, { status = p.status, output = p.output }))
+    return
+  end
   if not shown and type(p.command) == "string" then
     -- Nothing showed this call before its result (no request, no start):
     -- it is shown as the history shows it, naming its command.

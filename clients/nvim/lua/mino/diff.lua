@@ -294,21 +294,31 @@ function M.fence(diff)
   return out
 end
 
---- 'foldexpr' of the chat window: a diff fence is a fold (closed at first).
+--- 'foldexpr' of the chat window: a diff fence is a fold (closed at first),
+--- and so is a read's line with its output (mino.reads).
 function M.foldexpr(lnum)
-  local line = vim.fn.getline(lnum or vim.v.lnum)
+  lnum = lnum or vim.v.lnum
+  local line = vim.fn.getline(lnum)
   if line == M.FENCE_OPEN then
     return ">1"
   elseif line == M.FENCE_CLOSE then
     return "<1"
   end
+  local reads = require("mino.reads")
+  if reads.starts_fold(line, vim.fn.getline(lnum + 1)) then
+    return ">1"
+  elseif reads.closes_fold(line) then
+    return "<1"
+  end
   return "="
 end
 
---- Makes the diffs of the chat window `win` foldable (zo opens one, zc closes it).
+--- Makes the diffs and reads of the chat window `win` foldable (zo opens
+--- one, zc closes it).
 function M.fold_window(win)
   vim.wo[win].foldmethod = "expr"
   vim.wo[win].foldexpr = "v:lua.require'mino.diff'.foldexpr()"
+  vim.wo[win].foldtext = "v:lua.require'mino.reads'.foldtext()"
   vim.wo[win].foldlevel = 0
   vim.wo[win].foldenable = true
 end

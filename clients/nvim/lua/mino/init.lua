@@ -713,6 +713,11 @@ end
 --- The question asked about a call: the essentials are in the prompt itself,
 --- for UIs that show it apart from the chat.
 function M.approval_prompt(req)
+  local read = require("mino.reads").of(req)
+  if read then
+    local mode = type(req.approvalMode) == "string" and (", approval mode " .. req.approvalMode) or ""
+    return ("Mino wants to %s `%s`, OUTSIDE the workspace%s. Approve?"):format(read.tool, read.path, mode)
+  end
   if diff.is_edit(req) then
     local mode = type(req.approvalMode) == "string" and (", approval mode " .. req.approvalMode) or ""
     return ("Mino wants to %s%s (the diff is in the split). Approve?"):format(diff.summary(req.edit), mode)
