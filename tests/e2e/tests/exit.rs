@@ -16,7 +16,7 @@ async fn stdin_close_exits_zero_and_the_key_never_appears_in_journal_or_logs() {
     let cwd = work_dir(server.home());
     let caps = Server::capabilities(&server.initialize(&options_in(&cwd)).await.expect("initialize"));
     let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Show the environment".into() }).await.expect("chat");
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Show the environment".into(), ..Default::default() }).await.expect("chat");
     let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
     let _: wire::EmptyResult = server
         .call(
@@ -59,7 +59,7 @@ async fn stdin_close_during_a_turn_cancels_it_and_exits_zero() {
     let cwd = work_dir(server.home());
     let caps = Server::capabilities(&server.initialize(&options_in(&cwd)).await.expect("initialize"));
     let _: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into() }).await.expect("chat");
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into(), ..Default::default() }).await.expect("chat");
     let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
 
     server.close_stdin();
@@ -94,7 +94,7 @@ async fn exit_during_a_turn_still_reports_its_end() {
     let cwd = work_dir(server.home());
     let caps = Server::capabilities(&server.initialize(&options_in(&cwd)).await.expect("initialize"));
     let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into() }).await.expect("chat");
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into(), ..Default::default() }).await.expect("chat");
     let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
     server.notify("exit", serde_json::Value::Null).await;
     let end: wire::TurnEnded = server.next_notification(wire::method::TURN_ENDED, TIMEOUT).await.parse();
@@ -125,7 +125,7 @@ async fn sigint_is_ignored_and_sigterm_cancels_the_turn_and_exits_zero() {
 
     // A terminal's Ctrl+C reaches the server too: it must survive it.
     let _: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into() }).await.expect("chat");
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into(), ..Default::default() }).await.expect("chat");
     let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(pid, libc::SIGINT) };

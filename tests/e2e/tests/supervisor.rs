@@ -22,7 +22,7 @@ async fn initialize(server: &mut Server, cwd: &Path) -> (wire::ServerCapabilitie
 /// the command wrote its process group id to `pgid` and created `ready`.
 async fn run_until_ready(server: &mut Server, cwd: &Path) -> (String, i32) {
     let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Run it.".into() }).await.expect("chat");
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Run it.".into(), ..Default::default() }).await.expect("chat");
     let request: wire::ApprovalRequest =
         server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
     server
@@ -363,7 +363,7 @@ async fn run_approved(command: &str) -> wire::ToolResult {
     let mut server = Server::spawn_in(home.path(), &mock).await;
     initialize(&mut server, &cwd).await;
     let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Run it.".into() }).await.expect("chat");
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Run it.".into(), ..Default::default() }).await.expect("chat");
     let request: wire::ApprovalRequest =
         server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
     server

@@ -19,7 +19,7 @@ async fn endless_model_text_ends_the_turn_failed_at_4_mib_and_the_end_is_on_disk
     let _ = server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
 
     let chat: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Talk forever.".into() }).await.expect("chat");
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Talk forever.".into(), ..Default::default() }).await.expect("chat");
     let notes = server.turn_notifications(&chat.turn_id, TIMEOUT).await;
 
     let streamed: usize = notes
@@ -43,7 +43,7 @@ async fn endless_model_text_ends_the_turn_failed_at_4_mib_and_the_end_is_on_disk
 
     // The session goes on.
     let next: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Hello?".into() }).await.expect("next chat");
+        server.call(wire::method::CHAT, &wire::ChatParams { text: "Hello?".into(), ..Default::default() }).await.expect("next chat");
     let notes = server.turn_notifications(&next.turn_id, TIMEOUT).await;
     let ended: wire::TurnEnded = notes.last().expect("turnEnded").parse();
     assert_eq!(ended.status, wire::TurnStatus::Completed);
