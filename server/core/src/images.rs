@@ -105,7 +105,9 @@ fn what_it_is(bytes: &[u8]) -> String {
 pub enum ImageError {
     #[error("the question carries {count} images; at most {MAX_IMAGES} are accepted per question (send the rest in another question)")]
     TooMany { count: usize },
-    #[error("{label} is {size} bytes; an image may be at most {MAX_IMAGE_BYTES} bytes (20 MiB): scale it down or crop it")]
+    #[error(
+        "{label} is {size} bytes; an image may be at most {MAX_IMAGE_BYTES} bytes (20 MiB): scale it down or crop it"
+    )]
     TooLarge { label: String, size: usize },
     #[error("the question's images are {total} bytes together; at most {MAX_QUESTION_IMAGE_BYTES} bytes (32 MiB) are accepted per question: send fewer or smaller images")]
     TooLargeTogether { total: usize },
@@ -297,8 +299,9 @@ mod tests {
         assert_eq!(sniff(b"GIF89a....").map(|s| s.0), Some("image/gif"));
         assert_eq!(sniff(b"RIFF\0\0\0\0WEBPVP8 ").map(|s| s.0), Some("image/webp"));
         assert_eq!(sniff(b"RIFF\0\0\0\0WAVE"), None);
-        let err = check(vec![ImageInput { bytes: b"hello".to_vec(), name: Some("notes.txt".into()), declared_mime: None }])
-            .expect_err("text");
+        let err =
+            check(vec![ImageInput { bytes: b"hello".to_vec(), name: Some("notes.txt".into()), declared_mime: None }])
+                .expect_err("text");
         assert_eq!(
             err.to_string(),
             "image 1 (notes.txt) is not an image Mino can send (text); PNG, JPEG, GIF and WebP are accepted"
@@ -307,7 +310,8 @@ mod tests {
 
     #[test]
     fn bounds_name_the_image_and_the_limit() {
-        let big = ImageInput { bytes: vec![0u8; MAX_IMAGE_BYTES + 1], name: Some("big.png".into()), declared_mime: None };
+        let big =
+            ImageInput { bytes: vec![0u8; MAX_IMAGE_BYTES + 1], name: Some("big.png".into()), declared_mime: None };
         assert!(check(vec![big]).expect_err("too large").to_string().contains("at most 20971520 bytes"));
         let many = vec![ImageInput { bytes: png(), name: None, declared_mime: None }; MAX_IMAGES + 1];
         assert!(check(many).expect_err("too many").to_string().contains("at most 8"));

@@ -544,6 +544,13 @@ fn history_call(session: &Session, turn: &Turn, index: usize, c: &Call) -> wire:
     }
 }
 
+// The wire states the image bounds the core enforces: one fact, checked here.
+const _: () = assert!(
+    wire::MAX_IMAGES == mino_core::images::MAX_IMAGES
+        && wire::MAX_IMAGE_BYTES == mino_core::images::MAX_IMAGE_BYTES
+        && wire::MAX_QUESTION_IMAGE_BYTES == mino_core::images::MAX_QUESTION_IMAGE_BYTES
+);
+
 /// A question's images as `mino/chat` carried them: each decoded (`data`)
 /// or read from its file (`path`, relative to the session's directory).
 fn chat_images(
@@ -971,10 +978,7 @@ impl Backend {
         .await
         .map_err(|e| internal(format!("reading the image failed: {e}")))?;
         match bytes {
-            Ok((mime_type, bytes)) => Ok(wire::ImageResult {
-                mime_type,
-                data: mino_core::images::base64(&bytes),
-            }),
+            Ok((mime_type, bytes)) => Ok(wire::ImageResult { mime_type, data: mino_core::images::base64(&bytes) }),
             Err(why) => Err(error(wire::error_code::JOURNAL_FAILURE, format!("The image cannot be read: {why}"))),
         }
     }

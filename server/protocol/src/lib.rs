@@ -309,6 +309,13 @@ pub struct ChatParams {
     pub images: Vec<ChatImage>,
 }
 
+/// The most images one `mino/chat` carries.
+pub const MAX_IMAGES: usize = 8;
+/// The largest image `mino/chat` takes, in bytes (20 MiB).
+pub const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+/// The most image bytes one `mino/chat` carries together (32 MiB).
+pub const MAX_QUESTION_IMAGE_BYTES: usize = 32 * 1024 * 1024;
+
 /// One image of a question: exactly one of `data` (the bytes, base64) and
 /// `path` (a file the server reads: absolute, or relative to the session's
 /// directory).

@@ -277,8 +277,10 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
     assert!(hwm < RSS_BOUND_KB, "peak memory {hwm} kB is over {RSS_BOUND_KB} kB");
 
     // A full turn still works, with an approved command.
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Are you still there?".into(), ..Default::default() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Are you still there?".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let request: wire::ApprovalRequest =
         server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
     let _ = server

@@ -126,9 +126,13 @@ async fn an_image_reaches_the_model_and_is_replayed_after_a_restart(provider: Pr
 
     let mut first = Server::spawn_with(spawn(provider, home.path(), &mock)).await;
     open(&mut first, &cwd).await;
-    let turn = chat_with(&mut first, "What is this?", json!([{ "data": b64(&image), "mimeType": "image/png", "name": "cat.png" }]))
-        .await
-        .expect("chat with an image");
+    let turn = chat_with(
+        &mut first,
+        "What is this?",
+        json!([{ "data": b64(&image), "mimeType": "image/png", "name": "cat.png" }]),
+    )
+    .await
+    .expect("chat with an image");
     assert_eq!(end_of(&mut first, &turn).await.status, wire::TurnStatus::Completed);
     let requests = mock.requests();
     assert!(requests.iter().all(|r| r.path == provider.path()));
@@ -168,7 +172,11 @@ async fn an_image_reaches_the_model_and_is_replayed_after_a_restart(provider: Pr
     let third = chat_with(&mut second, "Is it still a cat?", json!([])).await.expect("chat after restart");
     assert_eq!(end_of(&mut second, &third).await.status, wire::TurnStatus::Completed);
     let replayed = &mock.requests()[2].body;
-    assert_eq!(sent_images(replayed), vec![("image/png".to_string(), image.clone()); 2], "the same bytes after a restart");
+    assert_eq!(
+        sent_images(replayed),
+        vec![("image/png".to_string(), image.clone()); 2],
+        "the same bytes after a restart"
+    );
 }
 
 /// What is not an image, too large, too many, or named twice is refused
@@ -189,8 +197,14 @@ async fn bad_images_are_refused_by_name_and_nothing_is_kept(provider: Provider) 
     assert!(text.message.contains("PNG, JPEG, GIF and WebP"), "{}", text.message);
 
     let big = png(1, 20 * 1024 * 1024 + 1);
-    let large = chat_with(&mut server, "Look", json!([{ "data": b64(&big), "name": "huge.png" }])).await.expect_err("too large");
-    assert!(large.message.contains("huge.png") && large.message.contains("at most 20971520 bytes"), "{}", large.message);
+    let large = chat_with(&mut server, "Look", json!([{ "data": b64(&big), "name": "huge.png" }]))
+        .await
+        .expect_err("too large");
+    assert!(
+        large.message.contains("huge.png") && large.message.contains("at most 20971520 bytes"),
+        "{}",
+        large.message
+    );
 
     let many: Vec<Value> = (0..9).map(|i| json!({ "data": b64(&png(i, 100)) })).collect();
     let too_many = chat_with(&mut server, "Look", Value::Array(many)).await.expect_err("too many");
@@ -201,11 +215,17 @@ async fn bad_images_are_refused_by_name_and_nothing_is_kept(provider: Provider) 
         .expect_err("declared wrong");
     assert!(wrong.message.contains("declared image/jpeg") && wrong.message.contains("image/png"), "{}", wrong.message);
 
-    let both = chat_with(&mut server, "Look", json!([{ "data": b64(&png(3, 100)), "path": "x.png" }])).await.expect_err("both");
+    let both = chat_with(&mut server, "Look", json!([{ "data": b64(&png(3, 100)), "path": "x.png" }]))
+        .await
+        .expect_err("both");
     assert!(both.message.contains("exactly one of `data`"), "{}", both.message);
 
     let missing = chat_with(&mut server, "Look", json!([{ "path": "nowhere.png" }])).await.expect_err("no such file");
-    assert!(missing.message.contains("nowhere.png") && missing.message.contains("could not be read"), "{}", missing.message);
+    assert!(
+        missing.message.contains("nowhere.png") && missing.message.contains("could not be read"),
+        "{}",
+        missing.message
+    );
 
     let session = session_files(home.path()).pop().expect("session");
     assert!(journal_records(&session).iter().all(|r| r["kind"] != "user"), "no question was recorded");
@@ -222,13 +242,14 @@ async fn bad_images_are_refused_by_name_and_nothing_is_kept(provider: Provider) 
 async fn a_lost_image_is_a_notice_on_replay(provider: Provider) {
     let home = tempfile::tempdir().expect("home");
     let cwd = work_dir(home.path());
-    let mock = MockModel::start(vec![Reply::text("A dog."), Reply::text("I cannot see it any more.")])
-        .await
-        .expect("mock");
+    let mock =
+        MockModel::start(vec![Reply::text("A dog."), Reply::text("I cannot see it any more.")]).await.expect("mock");
     let image = png(9, 300);
     let mut first = Server::spawn_with(spawn(provider, home.path(), &mock)).await;
     open(&mut first, &cwd).await;
-    let turn = chat_with(&mut first, "What is this?", json!([{ "data": b64(&image), "name": "dog.png" }])).await.expect("chat");
+    let turn = chat_with(&mut first, "What is this?", json!([{ "data": b64(&image), "name": "dog.png" }]))
+        .await
+        .expect("chat");
     assert_eq!(end_of(&mut first, &turn).await.status, wire::TurnStatus::Completed);
     first.kill().await;
     let kept = images_dir(home.path()).join(format!("{}.png", sha256(&image)));
@@ -274,7 +295,8 @@ async fn sigkill_while_images_are_kept_leaves_no_record_without_its_images() {
     // Killed as soon as the first image file appears: between the image
     // syncs and the user record.
     let dir = images_dir(home.path());
-    let appeared = mino_e2e::poll_until(TIMEOUT, || std::fs::read_dir(&dir).map(|d| d.count() > 0).unwrap_or(false)).await;
+    let appeared =
+        mino_e2e::poll_until(TIMEOUT, || std::fs::read_dir(&dir).map(|d| d.count() > 0).unwrap_or(false)).await;
     assert!(appeared, "the server began keeping the images");
     first.kill().await;
 
@@ -331,7 +353,11 @@ async fn a_crash_between_image_sync_and_user_record_records_no_question() {
         for entry in std::fs::read_dir(images_dir(home.path())).expect("images dir").flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if let Some(sha) = name.strip_suffix(".png") {
-                assert_eq!(sha256(&std::fs::read(entry.path()).expect("read")), sha, "{failpoint}: a kept image is whole");
+                assert_eq!(
+                    sha256(&std::fs::read(entry.path()).expect("read")),
+                    sha,
+                    "{failpoint}: a kept image is whole"
+                );
             }
         }
         assert!(mock.requests().is_empty(), "{failpoint}: nothing reached the model");
