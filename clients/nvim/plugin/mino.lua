@@ -25,6 +25,15 @@ end, {
   desc = "Attach lines of this buffer (a range, e.g. the visual selection; all without one) to a Mino question",
 })
 
+vim.api.nvim_create_user_command("MinoImage", function(cmd)
+  mino().attach_image(cmd.args, { clear = cmd.bang })
+end, {
+  nargs = "?",
+  bang = true,
+  complete = "file",
+  desc = "Attach an image file to the next Mino question (! drops the attached ones)",
+})
+
 vim.api.nvim_create_user_command("MinoCancel", function()
   mino().cancel()
 end, { desc = "Cancel Mino's running turn" })

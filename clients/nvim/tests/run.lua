@@ -435,7 +435,7 @@ end
 
 test("plugin/mino.lua defines the commands and guards against double loading", function()
   for _, c in ipairs({ "Mino", "MinoCancel", "MinoAcknowledge", "MinoRestart", "MinoNew", "MinoSessions", "MinoRename",
-    "MinoDelete", "MinoRules", "MinoDiff", "MinoCompact", "MinoModel", "MinoMode", "MinoSend" }) do
+    "MinoDelete", "MinoRules", "MinoDiff", "MinoCompact", "MinoModel", "MinoMode", "MinoSend", "MinoImage" }) do
     if vim.fn.exists(":" .. c) ~= 2 then
       fail("command :" .. c .. " is missing")
     end
@@ -3240,6 +3240,55 @@ test(":'<,'>MinoSend sends the selected lines with a question, or writes their r
     "the second question")
   vim.cmd("cd -")
   vim.cmd("bwipeout! " .. file_buf)
+end)
+
+-- ------------------------------------------------------------ images
+
+--- The image parts of a request's user messages, as their data URLs.
+local function sent_image_urls(body)
+  local urls = {}
+  for _, item in ipairs(body.input or {}) do
+    if item.role == "user" and type(item.content) == "table" then
+      for _, part in ipairs(item.content) do
+        if part.type == "input_image" then
+          table.insert(urls, part.image_url)
+        end
+      end
+    end
+  end
+  return urls
+end
+
+test(":MinoImage attaches an image to the next question; what is not an image is refused and stays attached; history names it", function()
+  fresh()
+  mock.script({ { type = "text", deltas = { "A small picture." } } })
+  start_and_wait()
+  local png = "\137PNG\r\n\26\n" .. string.rep("x", 1016)
+  write_file(ctx.work .. "/shot.png", png)
+  write_file(ctx.work .. "/notes.txt", "plain words\n")
+  local since = #notes
+  vim.cmd("MinoImage notes.txt")
+  wait_note("attached notes.txt (12 B)", since)
+  mino.send("What is this?")
+  wait_note("is not an image Mino can send (text)", since)
+  wait_note("question not sent; 1 image(s) still attached", since)
+  assert_eq(#mock.requests(), 0, "nothing reached the model")
+  vim.cmd("MinoImage!")
+  wait_note("attached images dropped", since)
+  vim.cmd("MinoImage shot.png")
+  wait_note("attached shot.png (1.0 KiB)", since)
+  mino.send("What is this?")
+  wait_buffer(answer("A small picture."))
+  wait_turn_end()
+  local reqs = mock.requests()
+  assert_eq(#reqs, 1, "model requests")
+  assert_eq(sent_image_urls(reqs[1].body)[1], "data:image/png;base64," .. vim.base64.encode(png), "the image's bytes")
+  assert_eq(#mino.state.images, 0, "sent images are no longer attached")
+  mino.restart()
+  wait_for("the restarted server's history", function()
+    return mino.client() ~= nil and mino.state.history_loaded
+  end, 15000)
+  assert_contains(buffer_text(), "[image: shot.png, 1.0 KiB]", "history names the image")
 end)
 
 -- ------------------------------------------------------------ run

@@ -55,7 +55,7 @@ enum Ack {
 
 /// Chat commands that switch sessions or list them.
 const SESSION_COMMANDS_HELP: &str =
-    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one (a unique start of its id will do), /compact summarises the conversation so far, /env shows the last command's full environment, /expand N shows the output of read #N (the last read without N).";
+    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one (a unique start of its id will do), /compact summarises the conversation so far, /env shows the last command's full environment, /expand N shows the output of read #N (the last read without N), /image PATH attaches an image to your next question.";
 
 /// How often the running command's elapsed time is redrawn.
 const STATUS_TICK: Duration = Duration::from_secs(1);
@@ -85,6 +85,8 @@ pub struct App {
     last_environment: Option<std::collections::BTreeMap<String, String>>,
     /// The reads shown (one line each) and their output, for `/expand`.
     reads: ReadLog,
+    /// Images attached with `/image`, sent with the next question.
+    images: Vec<PathBuf>,
 }
 
 pub struct Options {
@@ -165,6 +167,7 @@ impl App {
             workspace: options.workspace,
             last_environment: None,
             reads: ReadLog::new(),
+            images: Vec::new(),
         })
     }
 
@@ -243,6 +246,10 @@ impl App {
             if text.starts_with('/') && self.rules_command(text).await {
                 continue;
             }
+            if text == "/image" || text.starts_with("/image ") {
+                self.image_command(text["/image".len()..].trim());
+                continue;
+            }
             let switched = match text.split_whitespace().collect::<Vec<_>>()[..] {
                 ["/sessions"] => Some(self.list_sessions().await),
                 ["/new"] => {
@@ -292,11 +299,25 @@ impl App {
             if let Some(demo) = &mut self.demo {
                 demo.before_chat(text);
             }
-            let turn_id = match self.server.chat(&question).await {
-                Ok(r) => r.turn_id,
+            let asked = if self.images.is_empty() {
+                self.server.chat(&question).await
+            } else {
+                self.server.chat_with_images(&question, &self.images).await
+            };
+            let turn_id = match asked {
+                Ok(r) => {
+                    self.images.clear();
+                    r.turn_id
+                }
                 Err(CallError::Connection(_)) => return self.server_gone(),
                 Err(e) => {
                     out(&format!("\nError: {e}\n"));
+                    if !self.images.is_empty() {
+                        out(&format!(
+                            "Your question was not sent; {} still attached (/image clear drops them; the question is in your history, press Up).\n",
+                            attached_count(self.images.len())
+                        ));
+                    }
                     if e.code() == Some(error_code::ACKNOWLEDGEMENT_REQUIRED) {
                         out("Restart mino in a terminal to review and acknowledge them.\n");
                     }
@@ -309,6 +330,47 @@ impl App {
                 TurnEnd::Ended => {}
                 TurnEnd::Quit => return EXIT_OK,
                 TurnEnd::ServerGone => return self.server_gone(),
+            }
+        }
+    }
+
+    /// `/image PATH` attaches an image to the next question (relative to
+    /// the session's directory); `/image` lists what is attached; `/image
+    /// clear` drops it. The server checks the bytes and the bounds when the
+    /// question is sent; here only that the file is there and not too large.
+    fn image_command(&mut self, arg: &str) {
+        match arg {
+            "" if self.images.is_empty() => {
+                out("No image attached. /image PATH attaches one to your next question.\n\n")
+            }
+            "" => {
+                for path in &self.images {
+                    out(&format!("[image: {}]\n", path.display()));
+                }
+                out("\n");
+            }
+            "clear" => {
+                self.images.clear();
+                out("Attached images dropped.\n\n");
+            }
+            _ if self.images.len() >= mino_protocol::MAX_IMAGES => out(&format!(
+                "Not attached: at most {} images go with one question (/image clear drops them).\n\n",
+                mino_protocol::MAX_IMAGES
+            )),
+            path => {
+                let path = self.workspace.join(path.strip_prefix('@').unwrap_or(path));
+                match attachable(&path) {
+                    Ok(size) => {
+                        self.images.push(path.clone());
+                        out(&format!(
+                            "Attached {} ({}); {} go with your next question.\n\n",
+                            path.display(),
+                            ui::human_size(size),
+                            attached_count(self.images.len())
+                        ));
+                    }
+                    Err(why) => out(&format!("Not attached: {why}\n\n")),
+                }
             }
         }
     }
@@ -1121,6 +1183,32 @@ impl TurnView {
 }
 
 /// The line naming the session, above its history.
+const MAX_IMAGE_BYTES: u64 = mino_protocol::MAX_IMAGE_BYTES as u64;
+
+fn attached_count(n: usize) -> String {
+    if n == 1 {
+        "1 image".into()
+    } else {
+        format!("{n} images")
+    }
+}
+
+/// Whether `path` can be attached: a regular file within the size bound.
+fn attachable(path: &std::path::Path) -> Result<u64, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    if meta.len() > MAX_IMAGE_BYTES {
+        return Err(format!(
+            "{} is {}; an image may be at most 20 MiB: scale it down or crop it",
+            path.display(),
+            ui::human_size(meta.len())
+        ));
+    }
+    Ok(meta.len())
+}
+
 fn session_header(session_id: &str, title: Option<&str>) -> String {
     let version = env!("CARGO_PKG_VERSION");
     match title {

@@ -157,7 +157,16 @@ impl Server {
     }
 
     pub async fn chat(&self, text: &str) -> Result<ChatResult, CallError> {
-        self.call(method::CHAT, ChatParams { text: text.to_owned() }).await
+        self.chat_with_images(text, &[]).await
+    }
+
+    /// A question with images the server reads from their files (`/image`).
+    pub async fn chat_with_images(&self, text: &str, images: &[std::path::PathBuf]) -> Result<ChatResult, CallError> {
+        let images = images
+            .iter()
+            .map(|path| mino_protocol::ChatImage { path: Some(path.display().to_string()), ..Default::default() })
+            .collect();
+        self.call(method::CHAT, ChatParams { text: text.to_owned(), images }).await
     }
 
     pub fn approval(

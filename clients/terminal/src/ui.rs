@@ -639,6 +639,25 @@ pub fn history(h: &HistoryResult, reads: &mut ReadLog) -> String {
 /// [`history`], the assistant's text given to `render` (the markdown
 /// renderer, whose output is safe to write). With `render`, everything
 /// else is made [`printable`] here, so the whole is safe to write as it is.
+/// One image of a question in history: its name and size, and why it
+/// cannot be sent when its kept file is gone.
+pub fn history_image(image: &mino_protocol::HistoryImage) -> String {
+    let name = image.name.clone().unwrap_or_else(|| format!("image {}", &image.sha256[..image.sha256.len().min(12)]));
+    match &image.unavailable {
+        None => format!("[image: {name}, {}]", human_size(image.size)),
+        Some(why) => format!("[image: {name}, {}; unavailable: {why}]", human_size(image.size)),
+    }
+}
+
+/// A byte count as people read it: `512 B`, `5.0 KiB`, `2.3 MiB`.
+pub fn human_size(bytes: u64) -> String {
+    match bytes {
+        b if b < 1024 => format!("{b} B"),
+        b if b < 1024 * 1024 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0)),
+    }
+}
+
 /// Each read is one numbered line, its output kept in `reads` for `/expand`.
 pub fn history_with(
     h: &HistoryResult,
@@ -649,7 +668,11 @@ pub fn history_with(
     let safe = |s: &str| if shown { printable(s).into_owned() } else { s.to_owned() };
     let mut out = String::new();
     for turn in &h.turns {
-        out.push_str(&safe(&format!("{USER_PROMPT}{}\n\n", turn.input)));
+        out.push_str(&safe(&format!("{USER_PROMPT}{}\n", turn.input)));
+        for image in &turn.images {
+            out.push_str(&safe(&format!("{}\n", history_image(image))));
+        }
+        out.push('\n');
         let legacy;
         let items = if turn.items.is_empty() {
             legacy = legacy_items(turn);
@@ -1016,6 +1039,7 @@ mod tests {
         let turn = HistoryTurn {
             turn_id: "turn-1".into(),
             input: "Look".into(),
+            images: vec![],
             text: "Let me look.".into(),
             calls: vec![call.clone()],
             status: Some(TurnStatus::Cancelled),
@@ -1182,6 +1206,7 @@ mod tests {
         let turn = HistoryTurn {
             turn_id: "t".into(),
             input: "ask\u{1b}[8m".into(),
+            images: vec![],
             text: "**x**".into(),
             calls: vec![],
             status: Some(TurnStatus::Failed),

@@ -431,3 +431,58 @@ fn model_lists_the_models_and_model_name_chooses_one() {
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].body["model"], "mock-model-large");
 }
+
+/// `/image PATH` attaches an image to the next question: the model receives
+/// its bytes; a file that is not an image is refused by the server with the
+/// reason, the question is not sent and the attachment stays until
+/// `/image clear`; history shows each image by name and size.
+#[test]
+fn slash_image_attaches_an_image_to_the_next_question_and_history_names_it() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(mino_mock_model::MockModel::start(vec![mino_mock_model::Reply::text("A tiny picture.")]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend_from_slice(&[7u8; 2040]);
+    std::fs::write(scratch.work().join("shot.png"), &png).expect("write shot.png");
+    std::fs::write(scratch.work().join("notes.txt"), "not a picture\n").expect("write notes.txt");
+
+    let input = "/image notes.txt\nWhat is this?\n/image clear\n/image shot.png\n/image\nWhat is this?\n";
+    let (status, out, err) = run_piped(scratch.command(&mock.base_url()), input);
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("Attached ") && out.contains("notes.txt (14 B)"), "{out}");
+    assert!(out.contains("is not an image Mino can send (text)"), "{out}");
+    assert!(out.contains("Your question was not sent; 1 image still attached"), "{out}");
+    assert!(out.contains("Attached images dropped."), "{out}");
+    assert!(out.contains("shot.png (2.0 KiB)"), "{out}");
+    assert!(out.contains("A tiny picture."), "{out}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1, "only the question with the image reached the model");
+    let sent = requests[0].body.to_string();
+    let data = {
+        use std::fmt::Write as _;
+        // The data URL's base64 of the file's bytes, computed here without a crate.
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut s = String::new();
+        for chunk in png.chunks(3) {
+            let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+            for i in 0..4 {
+                if i <= chunk.len() {
+                    s.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+                } else {
+                    s.push('=');
+                }
+            }
+        }
+        let mut url = String::new();
+        let _ = write!(url, "data:image/png;base64,{s}");
+        url
+    };
+    assert!(sent.contains(&data), "the model received the file's exact bytes");
+
+    let (status, out, err) = run_piped(scratch.command(&mock.base_url()), "");
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("[image: shot.png, 2.0 KiB]"), "history names the image:\n{out}");
+}

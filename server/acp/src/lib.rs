@@ -17,6 +17,7 @@
 
 mod commands;
 mod decisions;
+mod images;
 mod lines;
 mod modes;
 mod translate;
@@ -544,7 +545,10 @@ impl Server {
     async fn prompt(&self, request: PromptRequest, cx: ConnectionTo<Client>) -> Result<StopReason, Error> {
         let id = request.session_id.0.to_string();
         let session = self.open_session(&id)?;
-        let text = translate::prompt_text(&request.prompt)?;
+        let (blocks, images) = images::split_images(&request.prompt)?;
+        // A prompt of images alone has no text to read.
+        let text =
+            if blocks.is_empty() && !images.is_empty() { String::new() } else { translate::prompt_text(&blocks)? };
         let mut ended = session.prompting.try_lock().map_err(|_| {
             invalid_params(format!("session {id} is still answering a prompt; wait for it or send session/cancel"))
         })?;
@@ -613,7 +617,7 @@ impl Server {
             return Ok(StopReason::Cancelled);
         }
 
-        let turn_id = session.agent.chat(&text).await.map_err(agent_error)?;
+        let turn_id = session.agent.chat_with_images(&text, images).await.map_err(agent_error)?;
         // Ends of turns whose prompt failed before it could wait are older
         // than this one; they are passed over.
         while let Some(end) = ended.recv().await {

@@ -67,7 +67,7 @@ pub fn initialize_response(_requested: ProtocolVersion) -> InitializeResponse {
         "agentCapabilities": {
             "loadSession": true,
             "sessionCapabilities": { "list": {}, "resume": {}, "close": {} },
-            "promptCapabilities": { "image": false, "audio": false, "embeddedContext": true },
+            "promptCapabilities": crate::images::prompt_capabilities(),
             "mcpCapabilities": { "http": false, "sse": false },
         },
         "agentInfo": { "name": "mino-server", "title": "Mino", "version": env!("CARGO_PKG_VERSION") },

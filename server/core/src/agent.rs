@@ -883,6 +883,16 @@ impl Agent {
     /// go before the user's record is synced: a concurrent `chat` is refused
     /// at once, and `approve`/`cancel` never wait behind the disk.
     pub async fn chat(&self, text: &str) -> Result<String, AgentError> {
+        self.chat_with_images(text, Vec::new()).await
+    }
+
+    /// [`Agent::chat`] with the question's images, kept and synced before
+    /// the user's record (`Session::begin_turn_with_images`).
+    pub async fn chat_with_images(
+        &self,
+        text: &str,
+        images: Vec<crate::images::ImageInput>,
+    ) -> Result<String, AgentError> {
         let turn_id = {
             let mut running = lock(&self.inner.running);
             if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
@@ -901,7 +911,7 @@ impl Agent {
             turn_id
         };
         let owned = text.to_string();
-        let begun = self.with_session_io(move |s| s.begin_turn(&owned)).await;
+        let begun = self.with_session_io(move |s| s.begin_turn_with_images(&owned, images)).await;
         let begun = begun.map_err(AgentError::from).and_then(|id| {
             if id == turn_id {
                 Ok(id)

@@ -247,7 +247,7 @@ mod tests {
     }
 
     fn text_turn(t: &mut Transcript, id: &str, question: &str, answer: &str) {
-        apply(t, RecordBody::User { turn_id: id.into(), text: question.into() });
+        apply(t, RecordBody::User { turn_id: id.into(), text: question.into(), images: Vec::new() });
         let item = serde_json::value::to_raw_value(&context::assistant_message(answer)).expect("item");
         apply(t, RecordBody::Response { turn_id: id.into(), items: vec![item], usage: None, instructions: None });
         apply(
@@ -263,7 +263,7 @@ mod tests {
     }
 
     fn unknown_turn(t: &mut Transcript, id: &str) {
-        apply(t, RecordBody::User { turn_id: id.into(), text: "Add milk".into() });
+        apply(t, RecordBody::User { turn_id: id.into(), text: "Add milk".into(), images: Vec::new() });
         let call = serde_json::json!({"type":"function_call","call_id":"call_1","name":"bash","arguments":"{\"command\":\"echo milk >> list\"}"});
         let item = serde_json::value::to_raw_value(&call).expect("item");
         apply(t, RecordBody::Response { turn_id: id.into(), items: vec![item], usage: None, instructions: None });
@@ -387,7 +387,7 @@ mod tests {
         let refused =
             t.check(&RecordBody::Compaction { through_turn_id: "turn-1".into(), summary: "S".into(), usage: None });
         assert!(refused.expect_err("covered").contains("earlier one covers"));
-        apply(&mut t, RecordBody::User { turn_id: "turn-3".into(), text: "open".into() });
+        apply(&mut t, RecordBody::User { turn_id: "turn-3".into(), text: "open".into(), images: Vec::new() });
         assert_eq!(plan(&t), None, "an open turn is never covered");
         let refused =
             t.check(&RecordBody::Compaction { through_turn_id: "turn-3".into(), summary: "S".into(), usage: None });
@@ -418,7 +418,7 @@ mod tests {
                 ..Default::default()
             })
         };
-        apply(&mut t, RecordBody::User { turn_id: "turn-1".into(), text: "Q".into() });
+        apply(&mut t, RecordBody::User { turn_id: "turn-1".into(), text: "Q".into(), images: Vec::new() });
         let item = serde_json::value::to_raw_value(&context::assistant_message("A")).expect("item");
         apply(
             &mut t,
@@ -440,7 +440,7 @@ mod tests {
                 session_usage: None,
             },
         );
-        apply(&mut t, RecordBody::User { turn_id: "turn-2".into(), text: "Q".into() });
+        apply(&mut t, RecordBody::User { turn_id: "turn-2".into(), text: "Q".into(), images: Vec::new() });
         apply(
             &mut t,
             RecordBody::Response { turn_id: "turn-2".into(), items: vec![item], usage: usage(800), instructions: None },

@@ -53,6 +53,39 @@ pub fn user_message(text: &str) -> Value {
     json!({ "type": "message", "role": "user", "content": [{ "type": "input_text", "text": text }] })
 }
 
+/// The user's message of a turn: its text, then each of its images as an
+/// `input_image` with a `data:` URL of the kept bytes (checked against the
+/// recorded hash). An image that cannot be read becomes a runtime notice in
+/// its place, so the model (and, through it, the person) hears that it is
+/// missing, and the request is still sent.
+fn turn_user_message(turn: &Turn, images_dir: Option<&std::path::Path>) -> Value {
+    if turn.images.is_empty() {
+        return user_message(&turn.input);
+    }
+    let mut content = Vec::with_capacity(turn.images.len() + 1);
+    if !turn.input.is_empty() {
+        content.push(json!({ "type": "input_text", "text": turn.input }));
+    }
+    for image in &turn.images {
+        let read = match images_dir {
+            Some(dir) => crate::images::read_checked(&crate::images::path_in(dir, image), image),
+            None => Err("the session keeps no images".to_string()),
+        };
+        match read {
+            Ok(bytes) => content.push(json!({
+                "type": "input_image",
+                "image_url": crate::images::data_url(&image.mime_type, &bytes),
+                "detail": "auto",
+            })),
+            Err(why) => {
+                tracing::warn!(turn_id = %turn.id, sha256 = %image.sha256, %why, "an image of the session cannot be sent");
+                content.push(json!({ "type": "input_text", "text": crate::images::unavailable_notice(image, &why) }));
+            }
+        }
+    }
+    json!({ "type": "message", "role": "user", "content": content })
+}
+
 pub fn assistant_message(text: &str) -> Value {
     json!({ "type": "message", "role": "assistant", "content": [{ "type": "output_text", "text": text }] })
 }
@@ -93,12 +126,12 @@ pub fn build_through(transcript: &Transcript, end: usize) -> Vec<Value> {
     if let Some(compaction) = transcript.compaction.as_ref().filter(|c| c.through < turns.len()) {
         input.push(summary_message(&compaction.summary));
         for turn in turns[..=compaction.through].iter().filter(|t| kept_verbatim(t)) {
-            append_turn(&mut input, turn);
+            append_turn(&mut input, turn, transcript.images_dir.as_deref());
         }
         after = compaction.through + 1;
     }
     for turn in &turns[after..] {
-        append_turn(&mut input, turn);
+        append_turn(&mut input, turn, transcript.images_dir.as_deref());
     }
     input
 }
@@ -162,7 +195,7 @@ impl RequestCache {
         let turns = &transcript.turns;
         while self.turns < turns.len() && !turns[self.turns].is_open() {
             if replayed_at(transcript, self.turns) {
-                write_turn(buffer, &mut self.prefix_has_items, frame, &turns[self.turns])?;
+                write_turn(buffer, &mut self.prefix_has_items, frame, &turns[self.turns], transcript)?;
             }
             self.last_turn_id = Some(turns[self.turns].id.clone());
             self.turns += 1;
@@ -171,7 +204,7 @@ impl RequestCache {
         // The open turn, as far as it has come: written for this request only.
         let mut has_items = self.prefix_has_items;
         for turn in &turns[self.turns..] {
-            write_turn(buffer, &mut has_items, frame, turn)?;
+            write_turn(buffer, &mut has_items, frame, turn, transcript)?;
         }
         buffer.extend_from_slice(&frame.tail);
         Ok(Bytes::from_owner(SharedBody(Arc::clone(&self.buffer))))
@@ -211,9 +244,15 @@ impl RequestCache {
 }
 
 /// Appends one turn's replayed items in the wire's form.
-fn write_turn(buffer: &mut Vec<u8>, has_items: &mut bool, frame: &BodyFrame, turn: &Turn) -> serde_json::Result<()> {
+fn write_turn(
+    buffer: &mut Vec<u8>,
+    has_items: &mut bool,
+    frame: &BodyFrame,
+    turn: &Turn,
+    transcript: &Transcript,
+) -> serde_json::Result<()> {
     let mut items = Vec::new();
-    append_turn(&mut items, turn);
+    append_turn(&mut items, turn, transcript.images_dir.as_deref());
     write_items(buffer, has_items, frame.wire_items(items))
 }
 
@@ -228,11 +267,11 @@ fn write_items(buffer: &mut Vec<u8>, has_items: &mut bool, items: Vec<Value>) ->
     Ok(())
 }
 
-fn append_turn(input: &mut Vec<Value>, turn: &Turn) {
+fn append_turn(input: &mut Vec<Value>, turn: &Turn, images_dir: Option<&std::path::Path>) {
     if !turn.is_replayed() {
         return;
     }
-    input.push(user_message(&turn.input));
+    input.push(turn_user_message(turn, images_dir));
     for (index, items) in turn.responses.iter().enumerate() {
         // The transcript read this response's calls in item order, so the
         // k-th call item is the k-th call: each call sent is exactly one whose

@@ -45,6 +45,8 @@ pub mod events;
 pub mod files;
 pub mod hardening;
 pub mod home;
+/// The images a question carries: bounds, kept by content hash beside the session.
+pub mod images;
 pub mod journal;
 pub mod model;
 pub mod policy;

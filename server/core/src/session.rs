@@ -35,6 +35,9 @@ pub enum SessionError {
     /// The user's input cannot open a turn (empty, or too large).
     #[error("{0}")]
     InvalidInput(String),
+    /// The question's images could not be kept: nothing was recorded.
+    #[error("The question's images could not be saved, so the question was not sent: {0}")]
+    ImageStore(String),
 }
 
 /// The largest input that opens a turn. It is replayed in every later model
@@ -64,7 +67,8 @@ impl Session {
         let RecordBody::Session { session_id, created_at, cwd, .. } = header else {
             unreachable!("the header was built above as a session record")
         };
-        let transcript = Transcript::new(SessionHeader { session_id, created_at, cwd });
+        let mut transcript = Transcript::new(SessionHeader { session_id, created_at, cwd });
+        transcript.images_dir = Some(crate::images::dir_for(&path));
         Ok(Session { journal, transcript, request_cache: context::RequestCache::default() })
     }
 
@@ -90,7 +94,7 @@ impl Session {
             (None, _) => Err("the session header must be record 1".into()),
         })?;
         // Journal::open refuses a file whose record 1 is not the header.
-        let Some(transcript) = transcript else {
+        let Some(mut transcript) = transcript else {
             return Err(JournalError::Corrupt {
                 path: path.to_path_buf(),
                 line: 1,
@@ -98,6 +102,7 @@ impl Session {
             }
             .into());
         };
+        transcript.images_dir = Some(crate::images::dir_for(path));
         let mut session =
             Session { journal: opened.journal, transcript, request_cache: context::RequestCache::default() };
         let mut report = RecoveryReport { torn_tail: opened.torn_tail, ..Default::default() };
@@ -197,6 +202,18 @@ impl Session {
     /// Opens a turn with the user's input, synced before anything is asked
     /// of the model. Refused while acknowledgement is pending or a turn runs.
     pub fn begin_turn(&mut self, text: &str) -> Result<String, SessionError> {
+        self.begin_turn_with_images(text, Vec::new())
+    }
+
+    /// [`Session::begin_turn`] with the question's images: checked against
+    /// the bounds (`images::check`), each kept beside the session and synced
+    /// (file and directory) before the `user` record that names them is
+    /// written, so no record ever names an image the disk lacks.
+    pub fn begin_turn_with_images(
+        &mut self,
+        text: &str,
+        images: Vec<crate::images::ImageInput>,
+    ) -> Result<String, SessionError> {
         if let Some(cause) = self.journal.is_broken() {
             return Err(JournalError::Broken { path: self.path().to_path_buf(), cause: cause.to_string() }.into());
         }
@@ -206,7 +223,7 @@ impl Session {
         if !self.pending_acknowledgement().is_empty() {
             return Err(SessionError::AcknowledgementRequired);
         }
-        if text.trim().is_empty() {
+        if text.trim().is_empty() && images.is_empty() {
             return Err(SessionError::InvalidInput("the question is empty; send some text".into()));
         }
         if text.len() > MAX_INPUT_BYTES {
@@ -215,8 +232,15 @@ impl Session {
                 text.len()
             )));
         }
+        let checked = crate::images::check(images).map_err(|e| SessionError::InvalidInput(e.to_string()))?;
+        if !checked.is_empty() {
+            let dir = crate::images::dir_for(self.path());
+            crate::images::store(&dir, &checked).map_err(SessionError::ImageStore)?;
+            fail::fail_point!("session::after_images_sync");
+        }
+        let images = checked.into_iter().map(|image| image.reference).collect();
         let turn_id = self.next_turn_id();
-        self.append(&RecordBody::User { turn_id: turn_id.clone(), text: text.to_string() })?;
+        self.append(&RecordBody::User { turn_id: turn_id.clone(), text: text.to_string(), images })?;
         fail::fail_point!("session::after_user_append");
         self.sync()?;
         fail::fail_point!("session::after_user_sync");
@@ -519,6 +543,7 @@ impl Session {
     fn forget_unsaved(&mut self) {
         let header = self.transcript.header.clone();
         let mut rebuilt = Transcript::new(header);
+        rebuilt.images_dir = self.transcript.images_dir.clone();
         // From the open file, not the path: a journal replaced or deleted
         // while open is why some saves fail, and the path then names
         // something else (or nothing).

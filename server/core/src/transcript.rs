@@ -134,6 +134,8 @@ pub struct TurnEnd {
 pub struct Turn {
     pub id: String,
     pub input: String,
+    /// The images the question carried, as its `user` record names them.
+    pub images: Vec<crate::images::ImageRef>,
     /// Each model response's output items, as received (JSON text, parsed
     /// only when replayed or shown).
     pub responses: Vec<Vec<Box<RawValue>>>,
@@ -311,6 +313,10 @@ pub struct Transcript {
     /// The model the person chose for this session (the last `model`
     /// record); `None`: the configured model.
     pub model: Option<String>,
+    /// Where the session keeps its images (`images::dir_for` of its file):
+    /// what a replay reads a question's images from. `None` for a
+    /// transcript not read from a session file.
+    pub images_dir: Option<std::path::PathBuf>,
     by_id: HashMap<String, usize>,
 }
 
@@ -334,6 +340,7 @@ impl Transcript {
             compaction: None,
             last_input_tokens: None,
             model: None,
+            images_dir: None,
             by_id: HashMap::new(),
         }
     }
@@ -364,11 +371,12 @@ impl Transcript {
     fn apply_checked(&mut self, body: RecordBody) {
         match body {
             RecordBody::Session { .. } => {}
-            RecordBody::User { turn_id, text } => {
+            RecordBody::User { turn_id, text, images } => {
                 self.by_id.insert(turn_id.clone(), self.turns.len());
                 self.turns.push(Turn {
                     id: turn_id,
                     input: text,
+                    images,
                     responses: Vec::new(),
                     calls: Vec::new(),
                     end: None,

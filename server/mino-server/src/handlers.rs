@@ -162,6 +162,7 @@ pub fn service() -> (LspService<Backend>, tower_lsp_server::ClientSocket, Handle
         .custom_method(wire::method::ACKNOWLEDGE, Backend::acknowledge)
         .custom_method(wire::method::CANCEL, Backend::cancel)
         .custom_method(wire::method::HISTORY, Backend::history)
+        .custom_method(wire::method::IMAGE, Backend::image)
         .custom_method(wire::method::SESSIONS_LIST, Backend::sessions_list)
         .custom_method(wire::method::SESSIONS_NEW, Backend::sessions_new)
         .custom_method(wire::method::SESSIONS_OPEN, Backend::sessions_open)
@@ -226,6 +227,7 @@ fn session_error(e: SessionError) -> Error {
         SessionError::Journal(e) => error(code::JOURNAL_FAILURE, format!("The session could not be saved: {e}")),
         SessionError::InvalidInput(why) => invalid_params(why),
         SessionError::Home(e) => error(code::JOURNAL_FAILURE, format!("The session could not be saved: {e}")),
+        e @ SessionError::ImageStore(_) => error(code::JOURNAL_FAILURE, e.to_string()),
         other @ (SessionError::NotFound { .. } | SessionError::Usage(_)) => internal(other.to_string()),
     }
 }
@@ -601,6 +603,69 @@ fn history_call(session: &Session, turn: &Turn, index: usize, c: &Call) -> wire:
     }
 }
 
+// The wire states the image bounds the core enforces: one fact, checked here.
+const _: () = assert!(
+    wire::MAX_IMAGES == mino_core::images::MAX_IMAGES
+        && wire::MAX_IMAGE_BYTES == mino_core::images::MAX_IMAGE_BYTES
+        && wire::MAX_QUESTION_IMAGE_BYTES == mino_core::images::MAX_QUESTION_IMAGE_BYTES
+);
+
+/// A question's images as `mino/chat` carried them: each decoded (`data`)
+/// or read from its file (`path`, relative to the session's directory).
+fn chat_images(
+    images: Vec<wire::ChatImage>,
+    cwd: &std::path::Path,
+) -> std::result::Result<Vec<mino_core::images::ImageInput>, String> {
+    use mino_core::images::{self, ImageInput};
+    if images.len() > images::MAX_IMAGES {
+        return Err(images::ImageError::TooMany { count: images.len() }.to_string());
+    }
+    images
+        .into_iter()
+        .enumerate()
+        .map(|(index, image)| match (image.data, image.path) {
+            (Some(data), None) => {
+                let bytes = images::decode_base64(index, &image.name, &data).map_err(|e| e.to_string())?;
+                Ok(ImageInput { bytes, name: image.name, declared_mime: image.mime_type })
+            }
+            (None, Some(path)) => {
+                let read = images::read_path(index, &cwd.join(path)).map_err(|e| e.to_string())?;
+                Ok(ImageInput { name: image.name.or(read.name), declared_mime: image.mime_type, ..read })
+            }
+            _ => Err(format!("image {} must have exactly one of `data` (base64) and `path`", index + 1)),
+        })
+        .collect()
+}
+
+/// A question's images for history, each said unavailable when its kept
+/// file is missing or of another size (replay checks the hash too).
+fn history_images(session: &Session, turn: &Turn) -> Vec<wire::HistoryImage> {
+    let dir = session.transcript().images_dir.as_deref();
+    turn.images
+        .iter()
+        .map(|image| {
+            let unavailable = match dir {
+                None => Some("the session keeps no images".to_string()),
+                Some(dir) => {
+                    let path = mino_core::images::path_in(dir, image);
+                    match std::fs::metadata(&path) {
+                        Ok(meta) if meta.is_file() && meta.len() == image.size => None,
+                        Ok(_) => Some(format!("{} does not hold the bytes the session recorded", path.display())),
+                        Err(_) => Some(format!("{} is missing", path.display())),
+                    }
+                }
+            };
+            wire::HistoryImage {
+                sha256: image.sha256.clone(),
+                mime_type: image.mime_type.clone(),
+                size: image.size,
+                name: image.name.clone(),
+                unavailable,
+            }
+        })
+        .collect()
+}
+
 fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
     let status = turn.end.as_ref().map(|e| e.status);
     // The same notice the model receives after this turn's results.
@@ -619,6 +684,7 @@ fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
     wire::HistoryTurn {
         turn_id: turn.id.clone(),
         input: turn.input.clone(),
+        images: history_images(session, turn),
         text: turn.text(),
         calls,
         status: status.map(turn_status),
@@ -960,8 +1026,43 @@ impl Backend {
 
     async fn chat(&self, params: wire::ChatParams) -> Result<wire::ChatResult> {
         let agent = self.agent()?;
-        let turn_id = agent.chat(&params.text).await.map_err(agent_error)?;
+        let turn_id = if params.images.is_empty() {
+            agent.chat(&params.text).await
+        } else {
+            let cwd = PathBuf::from(agent.with_session(|s| s.cwd().to_string()));
+            let images = tokio::task::spawn_blocking(move || chat_images(params.images, &cwd))
+                .await
+                .map_err(|e| internal(format!("reading the question's images failed: {e}")))?
+                .map_err(|e| invalid_params(e.to_string()))?;
+            agent.chat_with_images(&params.text, images).await
+        }
+        .map_err(agent_error)?;
         Ok(wire::ChatResult { turn_id })
+    }
+
+    /// The bytes of an image a question of the current session carried.
+    async fn image(&self, params: wire::ImageParams) -> Result<wire::ImageResult> {
+        let agent = self.agent()?;
+        let found = agent.with_session(|s| {
+            let image = s.transcript().turns.iter().flat_map(|t| &t.images).find(|i| i.sha256 == params.sha256)?;
+            Some((image.clone(), s.transcript().images_dir.clone()?))
+        });
+        let Some((image, dir)) = found else {
+            return Err(invalid_params(format!(
+                "sha256 {:?} names no image of this session; use a sha256 from mino/history",
+                params.sha256
+            )));
+        };
+        let bytes = tokio::task::spawn_blocking(move || {
+            mino_core::images::read_checked(&mino_core::images::path_in(&dir, &image), &image)
+                .map(|bytes| (image.mime_type, bytes))
+        })
+        .await
+        .map_err(|e| internal(format!("reading the image failed: {e}")))?;
+        match bytes {
+            Ok((mime_type, bytes)) => Ok(wire::ImageResult { mime_type, data: mino_core::images::base64(&bytes) }),
+            Err(why) => Err(error(wire::error_code::JOURNAL_FAILURE, format!("The image cannot be read: {why}"))),
+        }
     }
 
     async fn approval(&self, params: wire::ApprovalParams) -> Result<wire::EmptyResult> {

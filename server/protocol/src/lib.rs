@@ -101,6 +101,8 @@ methods! {
         Cancel = CANCEL("mino/cancel", CancelParams) -> EmptyResult;
         /// `mino/history`: the session's turns, whole or in pages.
         History = HISTORY("mino/history", HistoryParams) -> HistoryResult;
+        /// `mino/image`: the bytes of an image a question of the session carried.
+        Image = IMAGE("mino/image", ImageParams) -> ImageResult;
         /// `mino/sessions/list`: this workspace's sessions (or every one), newest first.
         SessionsList = SESSIONS_LIST("mino/sessions/list", SessionsListParams) -> SessionsListResult;
         /// `mino/sessions/new`: starts a new session and makes it current.
@@ -322,10 +324,77 @@ pub struct InstructionFile {
 
 // ---------------------------------------------------------------- requests
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatParams {
     pub text: String,
+    /// The question's images (at most 8, each at most 20 MiB, 32 MiB
+    /// together; PNG, JPEG, GIF or WebP, told by their bytes). `text` may be
+    /// empty when there is at least one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(optional, as = "Option<Vec<ChatImage>>")]
+    pub images: Vec<ChatImage>,
+}
+
+/// The most images one `mino/chat` carries.
+pub const MAX_IMAGES: usize = 8;
+/// The largest image `mino/chat` takes, in bytes (20 MiB).
+pub const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+/// The most image bytes one `mino/chat` carries together (32 MiB).
+pub const MAX_QUESTION_IMAGE_BYTES: usize = 32 * 1024 * 1024;
+
+/// One image of a question: exactly one of `data` (the bytes, base64) and
+/// `path` (a file the server reads: absolute, or relative to the session's
+/// directory).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatImage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub data: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub path: Option<String>,
+    /// The type the client believes it is (`image/png`, …); when given, it
+    /// must agree with the bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub mime_type: Option<String>,
+    /// What to call it in history (a file name); a `path`'s file name by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub name: Option<String>,
+}
+
+/// An image a question carried, as history shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryImage {
+    /// Lowercase hex SHA-256 of its bytes: what `mino/image` takes.
+    pub sha256: String,
+    pub mime_type: String,
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub name: Option<String>,
+    /// Why the kept file cannot be sent (missing, changed); absent when it can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub unavailable: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageParams {
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageResult {
+    pub mime_type: String,
+    /// The bytes, base64.
+    pub data: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -767,6 +836,10 @@ pub struct TokenUsage {
 pub struct HistoryTurn {
     pub turn_id: String,
     pub input: String,
+    /// The images the question carried, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(optional, as = "Option<Vec<HistoryImage>>")]
+    pub images: Vec<HistoryImage>,
     /// The assistant's text, all responses of the turn joined.
     pub text: String,
     pub calls: Vec<HistoryCall>,

@@ -39,7 +39,7 @@ test("initialize answers protocol version 1 with honest capabilities", async () 
     const init = await initialize(server.agent);
     assert.equal(init.protocolVersion, 1);
     assert.equal(init.agentCapabilities.loadSession, true);
-    assert.deepEqual(init.agentCapabilities.promptCapabilities, { image: false, audio: false, embeddedContext: true });
+    assert.deepEqual(init.agentCapabilities.promptCapabilities, { image: true, audio: false, embeddedContext: true });
     assert.equal(init.agentInfo.name, "mino-server");
     const created = await server.agent.request(acp.methods.agent.session.new, {
       cwd: dirs.workspace,
@@ -1128,6 +1128,48 @@ test("with fs/read_text_file offered, read_file reads a file open in the editor 
     assert.match(input, /lines 1-3 of 3 \(18 bytes\); as open in the editor, with changes not saved to disk/);
     assert.match(input, /eggs/, "the model reads the person's unsaved line");
     assert.equal(readFileSync(file, "utf8"), "bread\nbutter\n", "a read writes nothing");
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});
+
+// Images: an `image` block reaches the model as an `input_image` with the
+// exact bytes; what is not an image is refused by name and nothing is sent.
+test("an image block reaches the model with its exact bytes; a block that is not an image is refused by name", async () => {
+  const dirs = freshDirs();
+  const mock = await startMockModel([{ type: "text", deltas: ["A red dot."] }]);
+  const server = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
+  try {
+    await initialize(server.agent);
+    const { sessionId } = await newSession(server, dirs.workspace);
+    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from("red dot pixels")]);
+    const notImage = await server.agent
+      .request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [
+          { type: "text", text: "What is this?" },
+          { type: "image", data: Buffer.from("plain words").toString("base64"), mimeType: "image/png" },
+        ],
+      })
+      .then(() => assert.fail("refused"), (e) => e);
+    assert.equal(notImage.code, -32602);
+    assert.match(notImage.message, /image 1 is not an image Mino can send \(text\); PNG, JPEG, GIF and WebP are accepted/);
+    assert.equal((await mock.requests()).length, 0, "nothing reached the model");
+
+    const answer = await server.agent.request(acp.methods.agent.session.prompt, {
+      sessionId,
+      prompt: [
+        { type: "text", text: "What is this?" },
+        { type: "image", data: png.toString("base64"), mimeType: "image/png", uri: "file:///w/dot.png" },
+      ],
+    });
+    assert.equal(answer.stopReason, "end_turn");
+    const [request] = await mock.requests();
+    const user = request.body.input.find((i) => i.role === "user");
+    const image = user.content.find((p) => p.type === "input_image");
+    assert.equal(image.image_url, `data:image/png;base64,${png.toString("base64")}`);
+    assert.deepEqual(user.content[0], { type: "input_text", text: "What is this?" });
   } finally {
     await server.stop();
     mock.stop();

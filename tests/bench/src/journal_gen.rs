@@ -77,7 +77,7 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
         session_usage += first;
         session_usage += second;
         let bodies = vec![
-            RecordBody::User { turn_id: turn_id.clone(), text: prose(40, turn) },
+            RecordBody::User { turn_id: turn_id.clone(), text: prose(40, turn), images: Vec::new() },
             RecordBody::Response {
                 turn_id: turn_id.clone(),
                 usage: Some(first),

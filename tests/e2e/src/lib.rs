@@ -733,8 +733,10 @@ pub async fn open(server: &mut Server, cwd: &Path) -> wire::RecoveryNotification
 
 /// Sends `text` as a question; returns the new turn's id.
 pub async fn chat(server: &mut Server, text: &str) -> String {
-    let result: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: text.into() }).await.expect("chat");
+    let result: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: text.into(), ..Default::default() })
+        .await
+        .expect("chat");
     result.turn_id
 }
 

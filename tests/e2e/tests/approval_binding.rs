@@ -404,7 +404,10 @@ async fn a_decision_naming_a_key_twice_is_refused_naming_it_and_decides_nothing(
     assert!(message.contains(r#"duplicate key "turnIds" in `params`"#), "{message}");
     // The gate is still closed.
     let chat_refused = server
-        .call::<_, wire::ChatResult>(wire::method::CHAT, &wire::ChatParams { text: "Go on.".into() })
+        .call::<_, wire::ChatResult>(
+            wire::method::CHAT,
+            &wire::ChatParams { text: "Go on.".into(), ..Default::default() },
+        )
         .await
         .expect_err("the gate is still closed");
     assert_eq!(chat_refused.code, wire::error_code::ACKNOWLEDGEMENT_REQUIRED, "{chat_refused:?}");

@@ -58,7 +58,10 @@ async fn long_session(mock: &MockModel, turns: usize) -> (Server, std::path::Pat
     let _ = server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
     for i in 0..turns {
         let chat: wire::ChatResult = server
-            .call(wire::method::CHAT, &wire::ChatParams { text: format!("Tell me a long story, part {i}.") })
+            .call(
+                wire::method::CHAT,
+                &wire::ChatParams { text: format!("Tell me a long story, part {i}."), ..Default::default() },
+            )
             .await
             .expect("chat");
         let notes = server.turn_notifications(&chat.turn_id, TIMEOUT).await;

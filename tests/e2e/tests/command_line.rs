@@ -17,8 +17,10 @@ async fn stdio_flag_is_accepted_and_the_server_serves_a_turn() {
     let cwd = work_dir(server.home());
     let caps = Server::capabilities(&server.initialize(&options_in(&cwd)).await.expect("initialize with --stdio"));
     assert!(!caps.session_id.is_empty());
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Say hello".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Say hello".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let notes = server.turn_notifications(&turn.turn_id, TIMEOUT).await;
     assert_eq!(notes.last().expect("end").parse::<wire::TurnEnded>().status, wire::TurnStatus::Completed);
     server.close_stdin();

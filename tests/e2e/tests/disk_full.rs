@@ -82,8 +82,10 @@ async fn a_full_disk_answers_journal_failure_and_the_server_keeps_serving() {
     let mut again =
         Server::spawn_with(Spawn { home: Some(home), base_url: Some(mock.base_url()), ..Default::default() }).await;
     again.initialize(&options_in(&cwd)).await.expect("reopen");
-    let turn: wire::ChatResult =
-        again.call(wire::method::CHAT, &wire::ChatParams { text: "hi".into() }).await.expect("chat after reopening");
+    let turn: wire::ChatResult = again
+        .call(wire::method::CHAT, &wire::ChatParams { text: "hi".into(), ..Default::default() })
+        .await
+        .expect("chat after reopening");
     let notes = again.turn_notifications(&turn.turn_id, TIMEOUT).await;
     assert_eq!(notes.last().expect("end").parse::<wire::TurnEnded>().status, wire::TurnStatus::Completed);
     again.close_stdin();

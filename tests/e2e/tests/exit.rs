@@ -15,8 +15,10 @@ async fn stdin_close_exits_zero_and_the_key_never_appears_in_journal_or_logs() {
     .await;
     let cwd = work_dir(server.home());
     let caps = Server::capabilities(&server.initialize(&options_in(&cwd)).await.expect("initialize"));
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Show the environment".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Show the environment".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
     let _: wire::EmptyResult = server
         .call(
@@ -58,8 +60,10 @@ async fn stdin_close_during_a_turn_cancels_it_and_exits_zero() {
     let mut server = Server::spawn(&mock).await;
     let cwd = work_dir(server.home());
     let caps = Server::capabilities(&server.initialize(&options_in(&cwd)).await.expect("initialize"));
-    let _: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into() }).await.expect("chat");
+    let _: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
 
     server.close_stdin();
@@ -93,8 +97,10 @@ async fn exit_during_a_turn_still_reports_its_end() {
     let mut server = Server::spawn(&mock).await;
     let cwd = work_dir(server.home());
     let caps = Server::capabilities(&server.initialize(&options_in(&cwd)).await.expect("initialize"));
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
     server.notify("exit", serde_json::Value::Null).await;
     let end: wire::TurnEnded = server.next_notification(wire::method::TURN_ENDED, TIMEOUT).await.parse();
@@ -124,8 +130,10 @@ async fn sigint_is_ignored_and_sigterm_cancels_the_turn_and_exits_zero() {
     let pid = server.pid().expect("pid") as libc::pid_t;
 
     // A terminal's Ctrl+C reaches the server too: it must survive it.
-    let _: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into() }).await.expect("chat");
+    let _: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Touch it".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(pid, libc::SIGINT) };

@@ -30,7 +30,7 @@ async fn crash_at(
     .await;
     first.initialize(&options_in(&cwd)).await.expect("initialize");
     let turn: wire::ChatResult = first
-        .call(wire::method::CHAT, &wire::ChatParams { text: "Add milk to shopping.txt.".into() })
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Add milk to shopping.txt.".into(), ..Default::default() })
         .await
         .expect("chat");
     let _ = first.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
@@ -56,7 +56,7 @@ async fn acknowledge_and_continue(server: &mut Server, mock: &MockModel) {
     assert_eq!(err.code, wire::error_code::ACKNOWLEDGEMENT_REQUIRED);
     let _ = server.request(wire::method::ACKNOWLEDGE, serde_json::Value::Null).await.expect("acknowledge");
     let turn: wire::ChatResult = server
-        .call(wire::method::CHAT, &wire::ChatParams { text: "Is milk on the list now?".into() })
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Is milk on the list now?".into(), ..Default::default() })
         .await
         .expect("chat");
     server.turn_notifications(&turn.turn_id, TIMEOUT).await;

@@ -22,8 +22,10 @@ async fn pages_walk_the_whole_session_exactly_once_newest_first() {
     server.initialize(&options_in(&cwd)).await.expect("initialize");
     let _ = server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
     for i in 1..=TURNS {
-        let chat: wire::ChatResult =
-            server.call(wire::method::CHAT, &wire::ChatParams { text: format!("Question {i}") }).await.expect("chat");
+        let chat: wire::ChatResult = server
+            .call(wire::method::CHAT, &wire::ChatParams { text: format!("Question {i}"), ..Default::default() })
+            .await
+            .expect("chat");
         server.turn_notifications(&chat.turn_id, TIMEOUT).await;
     }
 

@@ -277,8 +277,10 @@ async fn hostile_stream_is_answered_memory_stays_bounded_and_a_turn_still_comple
     assert!(hwm < RSS_BOUND_KB, "peak memory {hwm} kB is over {RSS_BOUND_KB} kB");
 
     // A full turn still works, with an approved command.
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Are you still there?".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Are you still there?".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let request: wire::ApprovalRequest =
         server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
     let _ = server
@@ -309,13 +311,13 @@ async fn a_large_body_is_read_and_memory_stays_bounded() {
     server.initialize(&options_in(&cwd)).await.expect("initialize");
     let text = "a".repeat(8 * 1024 * 1024);
     let err = server
-        .call::<_, wire::ChatResult>(wire::method::CHAT, &wire::ChatParams { text })
+        .call::<_, wire::ChatResult>(wire::method::CHAT, &wire::ChatParams { text, ..Default::default() })
         .await
         .expect_err("8 MiB question refused");
     assert_eq!(err.code, -32602, "{}", err.message);
     assert!(err.message.contains("at most"), "{}", err.message);
     let turn: wire::ChatResult = server
-        .call(wire::method::CHAT, &wire::ChatParams { text: "A short one.".into() })
+        .call(wire::method::CHAT, &wire::ChatParams { text: "A short one.".into(), ..Default::default() })
         .await
         .expect("a normal question afterwards");
     let notes = server.turn_notifications(&turn.turn_id, TIMEOUT).await;

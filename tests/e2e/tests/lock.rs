@@ -10,8 +10,10 @@ async fn a_second_server_on_the_same_session_fails_initialize_and_writes_nothing
     let cwd = work_dir(&home);
     let result = first.initialize(&options_in(&cwd)).await.expect("initialize");
     let caps = Server::capabilities(&result);
-    let turn: wire::ChatResult =
-        first.call(wire::method::CHAT, &wire::ChatParams { text: "hello".into() }).await.expect("chat");
+    let turn: wire::ChatResult = first
+        .call(wire::method::CHAT, &wire::ChatParams { text: "hello".into(), ..Default::default() })
+        .await
+        .expect("chat");
     first.turn_notifications(&turn.turn_id, TIMEOUT).await;
     let journal = std::path::PathBuf::from(&caps.journal_path);
     let before = std::fs::read(&journal).expect("journal");
@@ -46,8 +48,10 @@ async fn a_second_server_on_the_same_session_fails_initialize_and_writes_nothing
     assert_eq!(std::fs::read(&journal).expect("journal"), before, "the held session is untouched");
 
     // The first server is unaffected.
-    let turn: wire::ChatResult =
-        first.call(wire::method::CHAT, &wire::ChatParams { text: "still there?".into() }).await.expect("chat");
+    let turn: wire::ChatResult = first
+        .call(wire::method::CHAT, &wire::ChatParams { text: "still there?".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let notes = first.turn_notifications(&turn.turn_id, TIMEOUT).await;
     assert_eq!(notes.last().expect("end").parse::<wire::TurnEnded>().status, wire::TurnStatus::Completed);
 }

@@ -50,8 +50,10 @@ async fn a_300_mb_garbage_line_is_judged_with_bounded_memory() {
     let home = server.home().to_path_buf();
     let _keep = server.keep_home();
     let caps = Server::capabilities(&server.initialize(&options_in(&work_dir(&home))).await.expect("initialize"));
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "hello".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "hello".into(), ..Default::default() })
+        .await
+        .expect("chat");
     server.turn_notifications(&turn.turn_id, TIMEOUT).await;
     server.close_stdin();
     assert!(server.wait(TIMEOUT).await.success());

@@ -75,8 +75,10 @@ async fn malformed_input_is_answered_and_a_turn_still_completes() {
 
     // More garbage between valid frames, then a full turn.
     server.send_raw(b"\x00\x01garbage without end").await;
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Are you ok?".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Are you ok?".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let notes = server.turn_notifications(&turn.turn_id, TIMEOUT).await;
     let ended: wire::TurnEnded = notes.last().expect("end").parse();
     assert_eq!(ended.status, wire::TurnStatus::Completed);

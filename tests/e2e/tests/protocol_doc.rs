@@ -31,8 +31,10 @@ async fn the_retrying_example_is_what_the_server_sends() {
     let cwd = work_dir(server.home());
     server.initialize(&options_in(&cwd)).await.expect("initialize");
     let _ = server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Hello".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Hello".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let notes = server.turn_notifications(&turn.turn_id, TIMEOUT).await;
     let retrying = notes.iter().find(|n| n.method == wire::method::RETRYING).expect("a mino/retrying");
     assert_eq!(retrying.params["reason"].as_str(), Some(documented.as_str()), "{}", retrying.params);
@@ -62,14 +64,18 @@ async fn without_a_key_a_custom_base_url_is_asked_without_authorization() {
     server.initialize(&options_in(&cwd)).await.expect("initialize");
     let _ = server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
 
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Hello".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Hello".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let ended: wire::TurnEnded = server.turn_notifications(&turn.turn_id, TIMEOUT).await.last().expect("end").parse();
     assert_eq!(ended.status, wire::TurnStatus::Completed, "{:?}", ended.reason);
     assert_eq!(ended.text.as_deref(), Some("No key needed here."));
 
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Again".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Again".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let ended: wire::TurnEnded = server.turn_notifications(&turn.turn_id, TIMEOUT).await.last().expect("end").parse();
     assert_eq!(ended.status, wire::TurnStatus::Failed);
     assert_eq!(

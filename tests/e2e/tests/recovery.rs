@@ -54,7 +54,7 @@ async fn milk_story_unknown_result_is_replayed_after_acknowledgement(provider: P
     let (caps, recovery) = initialize(&mut first, &cwd).await;
     assert!(recovery.turns.is_empty());
     let turn: wire::ChatResult = first
-        .call(wire::method::CHAT, &wire::ChatParams { text: "Add milk to shopping.txt.".into() })
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Add milk to shopping.txt.".into(), ..Default::default() })
         .await
         .expect("chat");
     let request: wire::ApprovalRequest = first.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
@@ -105,7 +105,7 @@ async fn milk_story_unknown_result_is_replayed_after_acknowledgement(provider: P
     assert_eq!(count_kind(&journal, "recovery_ack"), 1, "exactly one recovery_ack");
 
     let next: wire::ChatResult = second
-        .call(wire::method::CHAT, &wire::ChatParams { text: "Is milk on the list now?".into() })
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Is milk on the list now?".into(), ..Default::default() })
         .await
         .expect("chat after acknowledgement");
     let notes = second.turn_notifications(&next.turn_id, TIMEOUT).await;
@@ -147,8 +147,10 @@ async fn kill_while_approval_is_pending_recovers_not_executed_without_acknowledg
     let home = first.home().to_path_buf();
     let cwd = work_dir(&home);
     let (caps, _) = initialize(&mut first, &cwd).await;
-    let turn: wire::ChatResult =
-        first.call(wire::method::CHAT, &wire::ChatParams { text: "Create a file".into() }).await.expect("chat");
+    let turn: wire::ChatResult = first
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Create a file".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let _ = first.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
     first.kill().await;
 
@@ -162,8 +164,10 @@ async fn kill_while_approval_is_pending_recovers_not_executed_without_acknowledg
     assert_eq!(recovery.turns[0].calls[0].result.status, wire::ToolStatus::NotExecuted);
     assert!(!cwd.join("created.txt").exists());
 
-    let next: wire::ChatResult =
-        second.call(wire::method::CHAT, &wire::ChatParams { text: "What happened?".into() }).await.expect("chat works");
+    let next: wire::ChatResult = second
+        .call(wire::method::CHAT, &wire::ChatParams { text: "What happened?".into(), ..Default::default() })
+        .await
+        .expect("chat works");
     let notes = second.turn_notifications(&next.turn_id, TIMEOUT).await;
     assert_eq!(notes.last().expect("end").parse::<wire::TurnEnded>().status, wire::TurnStatus::Completed);
     let requests = mock.requests();
@@ -189,8 +193,10 @@ async fn kill_during_streaming_leaves_the_turn_out_of_context(provider: Provider
     let home = first.home().to_path_buf();
     let cwd = work_dir(&home);
     let _ = initialize(&mut first, &cwd).await;
-    let turn: wire::ChatResult =
-        first.call(wire::method::CHAT, &wire::ChatParams { text: "Tell me a long story".into() }).await.expect("chat");
+    let turn: wire::ChatResult = first
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Tell me a long story".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let delta: wire::TextDelta = first.next_notification(wire::method::TEXT_DELTA, TIMEOUT).await.parse();
     assert_eq!(delta.turn_id, turn.turn_id);
     first.kill().await;
@@ -202,8 +208,10 @@ async fn kill_during_streaming_leaves_the_turn_out_of_context(provider: Provider
     assert_eq!(recovery.turns[0].status, wire::TurnStatus::Interrupted);
     assert!(recovery.turns[0].calls.is_empty());
 
-    let next: wire::ChatResult =
-        second.call(wire::method::CHAT, &wire::ChatParams { text: "Short one please".into() }).await.expect("chat");
+    let next: wire::ChatResult = second
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Short one please".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let notes = second.turn_notifications(&next.turn_id, TIMEOUT).await;
     assert_eq!(notes.last().expect("end").parse::<wire::TurnEnded>().status, wire::TurnStatus::Completed);
     let requests = mock.requests();

@@ -40,8 +40,10 @@ async fn a_journal_replaced_while_a_call_awaits_approval_runs_nothing_and_names_
         .expect("mock");
     let (mut server, cwd, caps) = opened(&mock).await;
     let journal = PathBuf::from(&caps.journal_path);
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "touch it".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "touch it".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let request: wire::ApprovalRequest =
         server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
     assert_eq!(request.call_id, "call_1");
@@ -90,8 +92,10 @@ async fn a_journal_replaced_while_a_call_awaits_approval_runs_nothing_and_names_
 async fn a_deleted_journal_fails_the_next_turn_instead_of_completing_it() {
     let mock = MockModel::start(vec![Reply::text("first answer"), Reply::text("never asked")]).await.expect("mock");
     let (mut server, _cwd, caps) = opened(&mock).await;
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "hello".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "hello".into(), ..Default::default() })
+        .await
+        .expect("chat");
     assert_eq!(ended(&server.turn_notifications(&turn.turn_id, TIMEOUT).await).status, wire::TurnStatus::Completed);
 
     std::fs::remove_file(&caps.journal_path).expect("unlink the journal");
@@ -115,8 +119,10 @@ async fn a_journal_deleted_during_a_turn_ends_it_failed_not_completed() {
     let mock =
         MockModel::start(vec![Reply::call("call_1", "echo hi"), Reply::text("never asked")]).await.expect("mock");
     let (mut server, _cwd, caps) = opened(&mock).await;
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "echo".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "echo".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
     std::fs::remove_file(&caps.journal_path).expect("unlink the journal");
     let _ = server
@@ -135,8 +141,10 @@ async fn a_journal_deleted_during_a_turn_ends_it_failed_not_completed() {
 async fn a_replaced_journal_is_still_locked_against_a_second_server() {
     let mock = MockModel::start(vec![Reply::text("first answer")]).await.expect("mock");
     let (mut first, cwd, caps) = opened(&mock).await;
-    let turn: wire::ChatResult =
-        first.call(wire::method::CHAT, &wire::ChatParams { text: "hello".into() }).await.expect("chat");
+    let turn: wire::ChatResult = first
+        .call(wire::method::CHAT, &wire::ChatParams { text: "hello".into(), ..Default::default() })
+        .await
+        .expect("chat");
     first.turn_notifications(&turn.turn_id, TIMEOUT).await;
     let journal = PathBuf::from(&caps.journal_path);
     replace_with_copy(&journal);
@@ -177,8 +185,10 @@ async fn a_deleted_lock_file_keeps_a_second_server_out_and_stops_the_first_at_it
     let mock = MockModel::start(vec![Reply::call("call_1", &format!("touch {marker_name}"))]).await.expect("mock");
     let (mut first, cwd, caps) = opened(&mock).await;
     let journal = PathBuf::from(&caps.journal_path);
-    let turn: wire::ChatResult =
-        first.call(wire::method::CHAT, &wire::ChatParams { text: "touch it".into() }).await.expect("chat");
+    let turn: wire::ChatResult = first
+        .call(wire::method::CHAT, &wire::ChatParams { text: "touch it".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let _ = first.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
 
     std::fs::remove_file(journal.with_extension("lock")).expect("delete the lock file");
@@ -217,8 +227,10 @@ async fn a_journal_replaced_while_a_command_runs_claims_no_result_and_reopens_un
     .expect("mock");
     let (mut server, cwd, caps) = opened(&mock).await;
     let journal = PathBuf::from(&caps.journal_path);
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "run it".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "run it".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let _ = server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await;
     server
         .request(wire::method::APPROVAL, json!({ "turnId": turn.turn_id, "callId": "call_1", "decision": "approve" }))

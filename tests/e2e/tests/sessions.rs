@@ -176,7 +176,10 @@ async fn opening_a_session_with_an_unknown_result_gates_chat_until_it_is_acknowl
 
     // The gate applies as on startup, and history is the opened session's.
     let err = second
-        .call::<_, wire::ChatResult>(wire::method::CHAT, &wire::ChatParams { text: "go on".into() })
+        .call::<_, wire::ChatResult>(
+            wire::method::CHAT,
+            &wire::ChatParams { text: "go on".into(), ..Default::default() },
+        )
         .await
         .expect_err("gated");
     assert_eq!(err.code, wire::error_code::ACKNOWLEDGEMENT_REQUIRED);

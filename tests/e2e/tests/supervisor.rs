@@ -21,8 +21,10 @@ async fn initialize(server: &mut Server, cwd: &Path) -> (wire::ServerCapabilitie
 /// Starts a turn whose one call is `command`, approves it, and waits until
 /// the command wrote its process group id to `pgid` and created `ready`.
 async fn run_until_ready(server: &mut Server, cwd: &Path) -> (String, i32) {
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Run it.".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Run it.".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let request: wire::ApprovalRequest =
         server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
     server
@@ -362,8 +364,10 @@ async fn run_approved(command: &str) -> wire::ToolResult {
     let mock = MockModel::start(vec![Reply::call("call_1", command), Reply::text("Done.")]).await.expect("mock");
     let mut server = Server::spawn_in(home.path(), &mock).await;
     initialize(&mut server, &cwd).await;
-    let turn: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Run it.".into() }).await.expect("chat");
+    let turn: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Run it.".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let request: wire::ApprovalRequest =
         server.next_notification(wire::method::APPROVAL_REQUEST, TIMEOUT).await.parse();
     server

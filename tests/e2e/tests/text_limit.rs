@@ -18,8 +18,10 @@ async fn endless_model_text_ends_the_turn_failed_at_4_mib_and_the_end_is_on_disk
     let journal = Server::capabilities(&result).journal_path;
     let _ = server.next_notification(wire::method::RECOVERY, TIMEOUT).await;
 
-    let chat: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Talk forever.".into() }).await.expect("chat");
+    let chat: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Talk forever.".into(), ..Default::default() })
+        .await
+        .expect("chat");
     let notes = server.turn_notifications(&chat.turn_id, TIMEOUT).await;
 
     let streamed: usize = notes
@@ -42,8 +44,10 @@ async fn endless_model_text_ends_the_turn_failed_at_4_mib_and_the_end_is_on_disk
     assert!(end["reason"].as_str().unwrap_or_default().contains("the model's answer passed 4 MiB"), "{end}");
 
     // The session goes on.
-    let next: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: "Hello?".into() }).await.expect("next chat");
+    let next: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: "Hello?".into(), ..Default::default() })
+        .await
+        .expect("next chat");
     let notes = server.turn_notifications(&next.turn_id, TIMEOUT).await;
     let ended: wire::TurnEnded = notes.last().expect("turnEnded").parse();
     assert_eq!(ended.status, wire::TurnStatus::Completed);

@@ -18,8 +18,10 @@ async fn started(mock: &MockModel) -> (Server, std::path::PathBuf) {
 }
 
 async fn chat(server: &mut Server, text: &str) -> String {
-    let result: wire::ChatResult =
-        server.call(wire::method::CHAT, &wire::ChatParams { text: text.into() }).await.expect("chat accepted");
+    let result: wire::ChatResult = server
+        .call(wire::method::CHAT, &wire::ChatParams { text: text.into(), ..Default::default() })
+        .await
+        .expect("chat accepted");
     result.turn_id
 }
 

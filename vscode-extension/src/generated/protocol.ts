@@ -95,7 +95,29 @@ export type ApproverKind = "user" | "rule" | "sandbox" | "workspace";
 
 export type CancelParams = { turnId: string, };
 
-export type ChatParams = { text: string, };
+/**
+ * One image of a question: exactly one of `data` (the bytes, base64) and
+ * `path` (a file the server reads: absolute, or relative to the session's
+ * directory).
+ */
+export type ChatImage = { data?: string, path?: string, 
+/**
+ * The type the client believes it is (`image/png`, …); when given, it
+ * must agree with the bytes.
+ */
+mimeType?: string, 
+/**
+ * What to call it in history (a file name); a `path`'s file name by default.
+ */
+name?: string, };
+
+export type ChatParams = { text: string, 
+/**
+ * The question's images (at most 8, each at most 20 MiB, 32 MiB
+ * together; PNG, JPEG, GIF or WebP, told by their bytes). `text` may be
+ * empty when there is at least one.
+ */
+images?: Array<ChatImage>, };
 
 export type ChatResult = { turnId: string, };
 
@@ -295,6 +317,19 @@ limits?: Limits,
 edit?: EditView, };
 
 /**
+ * An image a question carried, as history shows it.
+ */
+export type HistoryImage = { 
+/**
+ * Lowercase hex SHA-256 of its bytes: what `mino/image` takes.
+ */
+sha256: string, mimeType: string, size: number, name?: string, 
+/**
+ * Why the kept file cannot be sent (missing, changed); absent when it can.
+ */
+unavailable?: string, };
+
+/**
  * One piece of a turn's content (`HistoryTurn::items`).
  */
 export type HistoryItem = { "type": "text", text: string, } | { "type": "call", call: HistoryCall, } | { "type": "notice", text: string, };
@@ -324,6 +359,10 @@ instructionFiles: Array<InstructionFile>, };
 
 export type HistoryTurn = { turnId: string, input: string, 
 /**
+ * The images the question carried, in order.
+ */
+images?: Array<HistoryImage>, 
+/**
  * The assistant's text, all responses of the turn joined.
  */
 text: string, calls: Array<HistoryCall>, 
@@ -348,6 +387,14 @@ usage?: TokenUsage,
  * is only here.)
  */
 items: Array<HistoryItem>, };
+
+export type ImageParams = { sha256: string, };
+
+export type ImageResult = { mimeType: string, 
+/**
+ * The bytes, base64.
+ */
+data: string, };
 
 /**
  * `initializationOptions` of the LSP `initialize` request.
@@ -868,6 +915,7 @@ export const Method = {
   acknowledge: 'mino/acknowledge',
   cancel: 'mino/cancel',
   history: 'mino/history',
+  image: 'mino/image',
   sessionsList: 'mino/sessions/list',
   sessionsNew: 'mino/sessions/new',
   sessionsOpen: 'mino/sessions/open',
@@ -907,6 +955,7 @@ export interface RequestMap {
   'mino/acknowledge': { params: AcknowledgeParams; result: AcknowledgeResult };
   'mino/cancel': { params: CancelParams; result: EmptyResult };
   'mino/history': { params: HistoryParams; result: HistoryResult };
+  'mino/image': { params: ImageParams; result: ImageResult };
   'mino/sessions/list': { params: SessionsListParams; result: SessionsListResult };
   'mino/sessions/new': { params: SessionsNewParams; result: SessionInfo };
   'mino/sessions/open': { params: SessionsOpenParams; result: SessionInfo };

@@ -868,6 +868,24 @@ function M.set_session_usage(u)
   end
 end
 
+--- A question's images in history: one line each, its name and size (and
+--- why it cannot be sent, when its kept file is gone).
+function M.image_lines(images)
+  local lines = {}
+  if type(images) ~= "table" then
+    return lines
+  end
+  for _, image in ipairs(images) do
+    local name = type(image.name) == "string" and image.name or ("image " .. tostring(image.sha256):sub(1, 12))
+    local line = ("[image: %s, %s]"):format(name, require("mino").human_size(tonumber(image.size) or 0))
+    if type(image.unavailable) == "string" then
+      line = ("[image: %s, %s; unavailable: %s]"):format(name, require("mino").human_size(tonumber(image.size) or 0), image.unavailable)
+    end
+    table.insert(lines, line)
+  end
+  return lines
+end
+
 function M.render_history(result)
   if type(result) == "table" and type(result.instructionFiles) == "table" then
     M.set_instructions(result.instructionFiles)
@@ -875,6 +893,7 @@ function M.render_history(result)
   local turns = (result and result.turns) or {}
   for _, t in ipairs(turns) do
     local lines = speaker(M.USER_HEADING, require("mino.context").display(t.input or ""))
+    vim.list_extend(lines, M.image_lines(t.images))
     for _, item in ipairs(history_items(t)) do
       if item.type == "text" and type(item.text) == "string" and item.text ~= "" then
         vim.list_extend(lines, speaker(M.ASSISTANT_HEADING, item.text))

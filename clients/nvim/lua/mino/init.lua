@@ -92,6 +92,7 @@ local function fresh_state()
     history_loaded = false,
     deferred = {}, -- notifications that arrived before the history was rendered
     outbox = {}, -- questions asked before the server was ready
+    images = {}, -- :MinoImage paths, sent with the next question
     ended = {}, -- turnId -> true once mino/turnEnded arrived
     recovery = nil, -- last mino/recovery params while acknowledgement is pending
     recovery_seen = false, -- this server's mino/recovery was handled (asking_ack is set by then if needed)
@@ -1686,9 +1687,23 @@ function M.send(text, opts)
   if opts.echo ~= false then
     chat.user_input(text)
   end
-  M.request(method.chat, { text = text }, function(err, result)
+  local params = { text = text }
+  local images = M.state.images or {}
+  if #images > 0 then
+    params.images = {}
+    for _, path in ipairs(images) do
+      table.insert(params.images, { path = path })
+    end
+  end
+  M.request(method.chat, params, function(err, result)
     if err then
       chat.refused(err, format_error(err))
+      if #images > 0 then
+        notify(
+          ("question not sent; %d image(s) still attached (:MinoImage! drops them)"):format(#images),
+          vim.log.levels.WARN
+        )
+      end
       local level = vim.log.levels.ERROR
       if err.code == M.errors.ACKNOWLEDGEMENT_REQUIRED or err.code == M.errors.TURN_IN_PROGRESS then
         level = vim.log.levels.WARN
@@ -1696,11 +1711,72 @@ function M.send(text, opts)
       notify(format_error(err), level)
       return
     end
+    if #images > 0 and M.state.images == images then
+      M.state.images = {}
+    end
     -- mino/turnStarted (or even mino/turnEnded) may arrive before this response.
     if result and result.turnId and not M.state.running_turn and not M.state.ended[result.turnId] then
       M.state.running_turn = result.turnId
     end
   end)
+  return true
+end
+
+--- A byte count as people read it: `512 B`, `5.0 KiB`, `2.3 MiB`.
+function M.human_size(bytes)
+  if bytes < 1024 then
+    return ("%d B"):format(bytes)
+  elseif bytes < 1024 * 1024 then
+    return ("%.1f KiB"):format(bytes / 1024)
+  end
+  return ("%.1f MiB"):format(bytes / (1024 * 1024))
+end
+
+--- :MinoImage PATH: attaches an image file (relative to the session's
+--- directory) to the next question; the server reads it and checks it (PNG,
+--- JPEG, GIF or WebP; at most 20 MiB; 8 per question). `:MinoImage` lists
+--- what is attached; `:MinoImage!` drops it.
+function M.attach_image(path, opts)
+  opts = opts or {}
+  M.state.images = M.state.images or {}
+  if opts.clear then
+    M.state.images = {}
+    notify("attached images dropped")
+    return true
+  end
+  path = vim.trim(path or "")
+  if path == "" then
+    if #M.state.images == 0 then
+      notify("no image attached; :MinoImage PATH attaches one to your next question")
+    else
+      notify("attached: " .. table.concat(M.state.images, ", "))
+    end
+    return true
+  end
+  if #M.state.images >= 8 then
+    notify("not attached: at most 8 images go with one question (:MinoImage! drops them)", vim.log.levels.ERROR)
+    return false
+  end
+  local cwd = M.config.cwd or vim.fn.getcwd()
+  local full = vim.fn.fnamemodify(path, ":p")
+  if not vim.startswith(path, "/") and not vim.startswith(path, "~") then
+    full = vim.fs.normalize(cwd .. "/" .. path)
+  end
+  local size = vim.fn.getfsize(full)
+  if size < 0 or vim.fn.isdirectory(full) == 1 then
+    notify(("not attached: %s is not a readable file"):format(full), vim.log.levels.ERROR)
+    return false
+  end
+  if size > 20 * 1024 * 1024 then
+    notify(
+      ("not attached: %s is %s; an image may be at most 20 MiB (scale it down or crop it)"):format(full, M.human_size(size)),
+      vim.log.levels.ERROR
+    )
+    return false
+  end
+  table.insert(M.state.images, full)
+  notify(("attached %s (%s); %d image(s) go with your next question"):format(
+    vim.fn.fnamemodify(full, ":t"), M.human_size(size), #M.state.images))
   return true
 end
 

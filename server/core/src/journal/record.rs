@@ -174,8 +174,16 @@ pub struct ApprovalFacts {
 pub enum RecordBody {
     /// First record of every file.
     Session { session_id: String, created_at: String, cwd: String, mino_version: String },
-    /// The user's input; opens a turn.
-    User { turn_id: String, text: String },
+    /// The user's input; opens a turn. `images`: the question's images, each
+    /// kept in the session's image directory (synced before this record is
+    /// written); a record with images is `v` 3, since a reader without them
+    /// would replay the question without its images.
+    User {
+        turn_id: String,
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<crate::images::ImageRef>,
+    },
     /// One finished model response: every output item as received, reasoning
     /// items with their `encrypted_content`.
     Response {
@@ -304,6 +312,7 @@ impl RecordBody {
             // A Mino without compaction would replay every turn and not
             // know the summary replaced them: it must refuse the file.
             Self::Rule { .. } | Self::RuleRevoke { .. } | Self::Compaction { .. } | Self::Model { .. } => 3,
+            Self::User { images, .. } if !images.is_empty() => 3,
             // The edit records (docs/journal.md, "Versions").
             Self::ToolStart { edit: Some(_), .. } => EDIT_FORMAT_VERSION,
             Self::ToolResult { status, .. } if status.is_edit_recovery() => EDIT_FORMAT_VERSION,
@@ -373,6 +382,7 @@ struct Line {
     session_usage: Option<Usage>,
     model: Option<String>,
     instructions: Option<crate::project_instructions::InstructionsUsed>,
+    images: Option<Vec<crate::images::ImageRef>>,
 }
 
 impl Line {
@@ -422,7 +432,11 @@ impl Line {
                 cwd: self.cwd.clone().unwrap_or_default(),
                 mino_version: self.mino_version.clone().unwrap_or_default(),
             },
-            "user" => RecordBody::User { turn_id: turn_id()?, text: self.text.clone().ok_or_else(|| missing("text"))? },
+            "user" => RecordBody::User {
+                turn_id: turn_id()?,
+                text: self.text.clone().ok_or_else(|| missing("text"))?,
+                images: self.images.clone().unwrap_or_default(),
+            },
             "response" => RecordBody::Response {
                 turn_id: turn_id()?,
                 items: self.items.clone().ok_or_else(|| missing("items"))?,
@@ -635,7 +649,7 @@ mod tests {
     use super::*;
 
     fn user() -> RecordBody {
-        RecordBody::User { turn_id: "turn-1".into(), text: "Add milk to shopping.txt.".into() }
+        RecordBody::User { turn_id: "turn-1".into(), text: "Add milk to shopping.txt.".into(), images: Vec::new() }
     }
 
     #[test]

@@ -104,7 +104,11 @@ pub fn chat_messages(instructions: &str, input: &[Value]) -> Vec<Value> {
                         assistant_open = false;
                     }
                     _ => {
-                        messages.push(json!({ "role": "user", "content": text }));
+                        let content = match user_parts(item.get("content")) {
+                            Some(parts) => Value::Array(parts),
+                            None => Value::String(text),
+                        };
+                        messages.push(json!({ "role": "user", "content": content }));
                         assistant_open = false;
                     }
                 }
@@ -151,6 +155,30 @@ pub fn chat_messages(instructions: &str, input: &[Value]) -> Vec<Value> {
         }
     }
     messages
+}
+
+/// A user message's content as Chat Completions parts, when it carries an
+/// image (`input_image` becomes an `image_url` part with the same `data:`
+/// URL; text parts become `text` parts, in order); `None` for text alone,
+/// which is sent as a plain string as before.
+fn user_parts(content: Option<&Value>) -> Option<Vec<Value>> {
+    let parts = content?.as_array()?;
+    if !parts.iter().any(|p| p.get("type").and_then(Value::as_str) == Some("input_image")) {
+        return None;
+    }
+    Some(
+        parts
+            .iter()
+            .filter_map(|part| match part.get("type").and_then(Value::as_str)? {
+                "input_image" => Some(json!({
+                    "type": "image_url",
+                    "image_url": { "url": part.get("image_url")?.as_str()? },
+                })),
+                "input_text" | "text" => Some(json!({ "type": "text", "text": part.get("text")?.as_str()? })),
+                _ => None,
+            })
+            .collect(),
+    )
 }
 
 /// The text of a message's `content`: a string as is, or its text parts (`input_text`,
