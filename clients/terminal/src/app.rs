@@ -1,7 +1,6 @@
 //! The interactive loop: startup gate, banner, history, prompts and turns.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 

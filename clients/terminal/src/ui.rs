@@ -1053,7 +1053,13 @@ mod tests {
                 HistoryItem::Notice { text: notice },
             ],
         };
-        let h = HistoryResult { session_id: "s".into(), turns: vec![turn], has_more: false, usage: None };
+        let h = HistoryResult {
+            session_id: "s".into(),
+            turns: vec![turn],
+            has_more: false,
+            usage: None,
+            instruction_files: vec![],
+        };
         let shown = history(&h, &mut ReadLog::new());
         let at = |needle: &str| shown.find(needle).unwrap_or_else(|| panic!("{needle:?} not in {shown}"));
         assert!(at("Let me look.") < at("[Tool: bash]"), "{shown}");
@@ -1173,6 +1179,7 @@ mod tests {
             reason: None,
             notices: vec![],
             usage: None,
+            images: vec![],
             items: vec![
                 HistoryItem::Call { call: read_call("call_1", read.clone(), ToolStatus::Success, output) },
                 HistoryItem::Call {
@@ -1181,7 +1188,13 @@ mod tests {
                 HistoryItem::Text { text: "It says alpha.".into() },
             ],
         };
-        let h = HistoryResult { session_id: "s".into(), turns: vec![turn], has_more: false, usage: None };
+        let h = HistoryResult {
+            session_id: "s".into(),
+            turns: vec![turn],
+            has_more: false,
+            usage: None,
+            instruction_files: vec![],
+        };
         let mut reads = ReadLog::new();
         let shown = history(&h, &mut reads);
         assert_eq!(
@@ -1215,7 +1228,13 @@ mod tests {
             usage: None,
             items: vec![HistoryItem::Text { text: "**x**".into() }],
         };
-        let h = HistoryResult { session_id: "s".into(), turns: vec![turn], has_more: false, usage: None };
+        let h = HistoryResult {
+            session_id: "s".into(),
+            turns: vec![turn],
+            has_more: false,
+            usage: None,
+            instruction_files: vec![],
+        };
         let mut render = |t: &str| format!("\u{1b}[1m{}\u{1b}[22m\n", t.trim_matches('*'));
         let shown = history_with(&h, &mut ReadLog::new(), Some(&mut render));
         assert!(shown.starts_with("You> ask^[[8m\n\n"), "{shown:?}");

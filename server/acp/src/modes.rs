@@ -169,7 +169,9 @@ mod tests {
         assert_eq!(sandbox["options"].as_array().expect("options").len(), mino_protocol::SandboxMode::ALL.len());
         let modes = serde_json::to_value(session_modes(settings)).expect("json");
         assert_eq!(modes["currentModeId"], "rules");
-        assert!(approval_mode("yolo").expect_err("unknown").ends_with("choose one of: ask, rules, sandboxed-auto, plan"));
+        assert!(approval_mode("yolo")
+            .expect_err("unknown")
+            .ends_with("choose one of: ask, rules, sandboxed-auto, plan"));
         assert_eq!(sandbox_mode("read-only"), Ok(SandboxMode::ReadOnly));
     }
 }

@@ -1123,6 +1123,7 @@ mod tests {
             sandbox: mino_core::sandbox::SandboxMode::Off,
             approval_mode: mino_core::policy::ApprovalMode::Ask,
             suggested_rule: None,
+            read: None,
             deny_rules: Vec::new(),
         }
     }
@@ -1192,6 +1193,8 @@ mod tests {
             output: "one\ntwo\nthree\nfour\n".into(),
             exit_code: Some(0),
             diff: None,
+            tool: None,
+            read: None,
         };
         let ended = calls.translate("s", result, none, due);
         assert_eq!(ended.updates.len(), 1);

@@ -176,6 +176,7 @@ async fn an_approved_call_runs_and_the_next_request_holds_the_pair() {
             AgentEvent::CompactionStarted { .. } | AgentEvent::CompactionEnded { .. } => "compaction",
             AgentEvent::ResponseUsage { .. } => "usage",
             AgentEvent::SettingsChanged { .. } => "settings",
+            AgentEvent::InstructionsChanged { .. } => "instructions",
         })
         .collect();
     let first_text = order.iter().position(|e| *e == "text").expect("text");

@@ -81,6 +81,7 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
             RecordBody::Response {
                 turn_id: turn_id.clone(),
                 usage: Some(first),
+                instructions: None,
                 items: vec![
                     raw(
                         json!({"id": format!("rs_{turn}"), "type": "reasoning", "summary": [], "encrypted_content": "gAAAA".repeat(60)}),
@@ -126,6 +127,7 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
             RecordBody::Response {
                 turn_id: turn_id.clone(),
                 usage: Some(second),
+                instructions: None,
                 items: vec![raw(
                     json!({"id": format!("msg_{turn}b"), "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": prose(120, turn + 2), "annotations": []}]}),
                 )?],

@@ -156,7 +156,13 @@ fn read_lines(mut file: impl Read, given: &str, size: u64, start: u64, end: Opti
 /// open buffer, perhaps with unsaved changes), bounded as a read of the
 /// disk is; `differs` says the text is not what the disk holds, which the
 /// summary line then tells.
-pub(super) fn read_editor_text(text: &str, given: &str, start: Option<u64>, end: Option<u64>, differs: bool) -> ReadOutcome {
+pub(super) fn read_editor_text(
+    text: &str,
+    given: &str,
+    start: Option<u64>,
+    end: Option<u64>,
+    differs: bool,
+) -> ReadOutcome {
     let mut outcome = read_lines(text.as_bytes(), given, text.len() as u64, start.unwrap_or(1), end);
     if differs && outcome.status == ToolStatus::Success {
         if let Some(at) = outcome.output.find('\n') {

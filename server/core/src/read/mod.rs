@@ -450,10 +450,11 @@ pub fn run_on_editor_text(args: &ReadArgs, target: &Target, text: &str) -> Optio
     };
     // The disk's bytes, read only as far as needed to tell them apart.
     let differs = match resolved.open_read_only() {
-        Ok(mut file) => {
+        Ok(file) => {
+            let mut file = file;
             let mut disk = Vec::with_capacity(text.len().min(MAX_EDITOR_COMPARE) + 1);
             let limit = text.len() as u64 + 1;
-            match std::io::Read::by_ref(&mut file).take(limit).read_to_end(&mut disk) {
+            match std::io::Read::read_to_end(&mut std::io::Read::take(&mut file, limit), &mut disk) {
                 Ok(_) => disk != text.as_bytes(),
                 Err(_) => true,
             }
