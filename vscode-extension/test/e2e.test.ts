@@ -13,6 +13,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activate, deactivate } from '../src/extension';
 import { ACKNOWLEDGEMENT_QUESTION } from '../src/protocol';
+import { APPROVAL_MODES } from '../src/generated/protocol';
 import { ALL_FOLDERS_LABEL } from '../src/sessions';
 import {
   deliver,
@@ -340,7 +341,7 @@ describe.skipIf(SKIP_WEBVIEW)('the approval mode through the extension, the real
 
     // Mino: Set Approval Mode, from the header: the pick opens on ask; rules is chosen by moving to it.
     await mode.click();
-    await expect.poll(() => (fake.mock.quickPicks.at(-1)?.items ?? []).length, { timeout: 15000 }).toBe(3);
+    await expect.poll(() => (fake.mock.quickPicks.at(-1)?.items ?? []).length, { timeout: 15000 }).toBe(APPROVAL_MODES.length);
     const pick = fake.mock.quickPicks.at(-1)!;
     expect((pick.activeItems as any[]).map((i) => i.label)).toEqual(['ask']);
     pick.accept('rules');

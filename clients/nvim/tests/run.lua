@@ -888,7 +888,9 @@ test("a read leaving the workspace asks naming the path with no rule offered; de
   wait_turn_end()
   local asked = selects[#selects]
   assert_eq(asked.kind, "mino.approval", "the read was asked about")
-  assert_contains(asked.prompt, "read_file `../secret.txt`, OUTSIDE the workspace", "the prompt")
+  -- The question names where the path leads, not only how the model wrote it.
+  local leads = vim.fn.resolve(vim.fn.fnamemodify(ctx.work, ":h") .. "/secret.txt")
+  assert_contains(asked.prompt, "read_file `" .. leads .. "`, OUTSIDE the workspace", "the prompt")
   assert_eq(asked.items, { "Deny", "Deny with reason…", "Approve once" }, "no rule can cover a path outside")
   assert_contains(asked.buffer, "wants to read_file outside the workspace: `../secret.txt`", "the chat showed the read first")
   line_matching("^▸ read `%.%./secret%.txt` · refused")

@@ -1013,8 +1013,8 @@ fn a_read_is_one_line_that_expand_shows_whole_and_history_restores_the_same() {
     let mut p = spawn(scratch.command(&mock.base_url()));
     p.exp_string("You> ").expect("prompt");
     p.send_line("What do my notes say?").expect("send question");
-    let (before, read_line) = p.exp_regex(r"#1 read notes\.txt · [^\r\n]+").expect("the read's line");
-    let (between, search_line) = p.exp_regex(r"#2 search /alp\+ha/ · [^\r\n]+").expect("the search's line");
+    let (before, read_line) = p.exp_regex(r"#1 read notes\.txt \S+ [^\r\n]+").expect("the read's line");
+    let (between, search_line) = p.exp_regex(r"#2 search /alp\+ha/ \S+ [^\r\n]+").expect("the search's line");
     let (rest, _) = p.exp_regex("They say alpha\\.").expect("final text");
     for shown in [&before, &between, &rest] {
         assert!(!shown.contains("Approve this operation"), "a read asked: {shown}");
@@ -1041,9 +1041,9 @@ fn a_read_is_one_line_that_expand_shows_whole_and_history_restores_the_same() {
 
     let mut p = spawn(scratch.command(&mock.base_url()));
     p.exp_string("You> What do my notes say?").expect("restored input");
-    let (_, restored) = p.exp_regex(r"#1 read notes\.txt · [^\r\n]+").expect("the restored read");
+    let (_, restored) = p.exp_regex(r"#1 read notes\.txt \S+ [^\r\n]+").expect("the restored read");
     assert_eq!(restored, read_line, "history shows the line the live turn showed");
-    let (_, restored) = p.exp_regex(r"#2 search /alp\+ha/ · [^\r\n]+").expect("the restored search");
+    let (_, restored) = p.exp_regex(r"#2 search /alp\+ha/ \S+ [^\r\n]+").expect("the restored search");
     assert_eq!(restored, search_line, "history shows the line the live turn showed");
     p.exp_string("They say alpha.").expect("restored answer");
     p.exp_string("You> ").expect("prompt");
@@ -1075,11 +1075,12 @@ fn a_read_leaving_the_workspace_asks_and_declined_reveals_nothing() {
     p.send_line("Read the secret.").expect("send question");
     p.exp_string("[Tool: read_file]").expect("the read's approval screen");
     p.exp_string("Warning: this reads OUTSIDE the session's directory").expect("said prominently");
-    p.exp_string("Path: ../secret.txt").expect("the path");
+    p.exp_string(&format!("Path: {}", scratch.dir.path().join("secret.txt").display()))
+        .expect("the path, where it leads");
     p.exp_string(ui_outside_choices()).expect("no rule offered");
     p.exp_string("Approve this operation? [y/N] ").expect("the question");
     p.send_line("").expect("decline with Enter");
-    let (_, line) = p.exp_regex(r"#1 read \.\./secret\.txt · refused[^\r\n]*").expect("the read's line");
+    let (_, line) = p.exp_regex(r"#1 read \.\./secret\.txt \S+ refused[^\r\n]*").expect("the read's line");
     assert!(line.contains("outside the session's directory"), "{line}");
     p.exp_string("I could not read it.").expect("final text");
     p.exp_string("You> ").expect("prompt");

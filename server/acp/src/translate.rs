@@ -793,7 +793,7 @@ impl LiveCalls {
                     // A read leaving the workspace: its path (absolute) and what it would read.
                     (None, Some(info)) => {
                         (
-                            CallView::read(&command, &info, Path::new(&directory)),
+                            CallView::read(&command, info, Path::new(&directory)),
                             json!({
                                 "tool": info.tool.as_str(),
                                 "path": info.path,

@@ -115,13 +115,18 @@ async fn request_body_and_headers() {
     let body = &requests[0].body;
     let input = input();
     assert_eq!(body, &client.request_body(&ModelRequest { instructions: "Be brief.", input: &input }));
+    let tools: Vec<serde_json::Value> =
+        [bash_tool(), mino_core::edit::edit_file_tool(), mino_core::edit::write_file_tool()]
+            .into_iter()
+            .chain(mino_core::read::tools())
+            .collect();
     assert_eq!(
         body,
         &json!({
             "model": "test-model",
             "instructions": "Be brief.",
             "input": input,
-            "tools": [bash_tool(), mino_core::edit::edit_file_tool(), mino_core::edit::write_file_tool()],
+            "tools": tools,
             "parallel_tool_calls": true,
             "stream": true,
             "store": false,

@@ -949,7 +949,8 @@ test("the approval mode and the sandbox are config options (category mode) and c
     // Through the classic session/set_mode.
     from = server.updates.length;
     await server.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "sandboxed-auto" });
-    await server.waitFor(() => ofKind(server, from, "config_option_update").length === 1);
+    // Both updates are told, the config options first: wait for the second.
+    await server.waitFor(() => ofKind(server, from, "current_mode_update").length === 1);
     assert.equal(optionValue(ofKind(server, from, "config_option_update")[0].configOptions, "mode"), "sandboxed-auto");
     assert.equal(ofKind(server, from, "current_mode_update")[0].currentModeId, "sandboxed-auto");
 

@@ -41,6 +41,14 @@ const ALLOWED: &[(&str, &str, &[&str])] = &[
     // The ACP line reader screens each line through `decisions`, which
     // answers with the reader's `INVALID_REQUEST`.
     ("server/acp", "", &["decisions", "lines"]),
+    // The read tools take their arguments from a transcript `Call`, and the
+    // transcript words a read call's summary with the read tools' parser:
+    // the call vocabulary belongs in the leaf module for the tools' words
+    // (issue 27, §2).
+    ("server/core", "", &["read", "transcript"]),
+    // The terminal's read log shows its lines through `ui::printable`, and
+    // `ui` renders history into that log: `printable` belongs in `term`.
+    ("clients/terminal", "", &["reads", "ui"]),
     // The benchmarks' relay figure runs the peers' relay, and the peers
     // reuse the relay's mock host and percentiles.
     ("tests/bench", "", &["peers", "relay"]),

@@ -113,5 +113,5 @@ fn bad_arguments_exit_with_usage() {
     let out = Command::new(env!("CARGO_BIN_EXE_mino-mock-model")).arg("--bogus").stdin(Stdio::null()).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("usage: mino-mock-model"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Usage: mino-mock-model"));
 }
