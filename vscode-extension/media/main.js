@@ -1733,7 +1733,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       case 'server':
         return onServer(msg);
       case 'focus':
-        if (msg.clear) input.value = '';
+        if (msg.clear) {
+          input.value = '';
+          clearImages();
+        }
         return focusInput();
       case 'context':
         return addContextItems(msg.items || []);
@@ -2129,6 +2132,13 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       imageChips.appendChild(chip);
     });
     imageChips.hidden = imageItems.length === 0;
+  }
+
+  /** Mino: New Question: a fresh question has no images (not while one is being sent). */
+  function clearImages() {
+    if (state.pendingQuestion !== null) return;
+    imageItems.length = 0;
+    renderImageChips();
   }
 
   /** The question's images as `mino/chat` takes them. */

@@ -2415,7 +2415,7 @@ describe.skipIf(skip)('images in questions', () => {
           bytes = new Uint8Array(f.size ?? 0);
           bytes.set([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
         }
-        dt.items.add(new File([bytes], f.name, { type: f.type }));
+        dt.items.add(new File([bytes as BlobPart], f.name, { type: f.type }));
       }
       if (how === 'paste') {
         document.getElementById('input')!.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
