@@ -2030,7 +2030,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   /** sha256 → a `data:` URL, or `{ error }`, as the host answered; `null` while asked. */
   const historyImageData = new Map();
 
-  function formatBytes(n) {
+  function imageSize(n) {
     if (n < 1024) return n + ' B';
     if (n < 1024 * 1024) return (n / 1024).toFixed(1).replace(/\.0$/, '') + ' KiB';
     return (n / (1024 * 1024)).toFixed(1).replace(/\.0$/, '') + ' MiB';
@@ -2073,7 +2073,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       if (imageItems.length + imagesReading + reading.length >= MAX_IMAGES) {
         refused.push(name + ' was not added: a question may carry at most ' + MAX_IMAGES + ' images.');
       } else if (file.size > MAX_IMAGE_BYTES) {
-        refused.push(name + ' is ' + formatBytes(file.size) + '; an image may be at most 20 MiB: scale it down or crop it.');
+        refused.push(name + ' is ' + imageSize(file.size) + '; an image may be at most 20 MiB: scale it down or crop it.');
       } else if (imageBytesTotal() + reserved + file.size > MAX_QUESTION_IMAGE_BYTES) {
         refused.push(name + ' was not added: the images of a question may be at most 32 MiB together.');
       } else {
@@ -2110,7 +2110,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   function renderImageChips() {
     imageChips.textContent = '';
     imageItems.forEach((item, i) => {
-      const label = item.name + ' (' + formatBytes(item.size) + ')';
+      const label = item.name + ' (' + imageSize(item.size) + ')';
       const chip = h('li', 'chip image-chip');
       chip.title = label;
       const img = /** @type {HTMLImageElement} */ (h('img', 'image-thumb'));
@@ -2118,7 +2118,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       img.alt = '';
       chip.appendChild(img);
       chip.appendChild(h('span', 'chip-label', item.name));
-      chip.appendChild(h('span', 'image-size', formatBytes(item.size)));
+      chip.appendChild(h('span', 'image-size', imageSize(item.size)));
       const remove = /** @type {HTMLButtonElement} */ (h('button', 'chip-remove', '×'));
       remove.type = 'button';
       remove.setAttribute('aria-label', 'Remove ' + label);
@@ -2177,7 +2177,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     for (const image of images) {
       if (!image || typeof image !== 'object') continue;
       const name = typeof image.name === 'string' && image.name ? image.name : 'image';
-      const size = typeof image.size === 'number' ? formatBytes(image.size) : '';
+      const size = typeof image.size === 'number' ? imageSize(image.size) : '';
       const fig = h('figure', 'question-image');
       fig.title = name + (size ? ' (' + size + ')' : '');
       if (typeof image.unavailable === 'string') {
