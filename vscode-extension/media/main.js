@@ -2027,7 +2027,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   let imagesReading = 0;
   /** turnId → the images sent with its question, until its turn is shown. */
   const sentImages = new Map();
-  /** sha256 → a `data:` URL, or `{ error }`, as the host answered; `null` while asked. */
+  /** sha256 → a `data:` URL, or `{ error }`, as the host answered; `null` while asked (bytes are kept, errors asked again). */
   const historyImageData = new Map();
 
   function imageSize(n) {
@@ -2202,8 +2202,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   function requestHistoryImage(sha256, img, fig) {
     const known = historyImageData.get(sha256);
     if (typeof known === 'string') img.src = known;
-    else if (known && known.error) showImageError(fig, known.error);
-    else if (known === undefined) {
+    // Not yet answered: the answer fills every thumbnail of it. One that
+    // failed is asked for again (the server may be back).
+    else if (known === undefined || (known && known.error)) {
       historyImageData.set(sha256, null);
       post({ type: 'image', sha256 });
     }

@@ -166,6 +166,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return this.reviewRecordedEdit(msg.turnId, msg.callId, msg.occurrence);
     }
     const conn = this.server.connection;
+    if (!conn && msg.type === 'image') {
+      this.post({ type: 'image', sha256: msg.sha256, error: 'Mino server is not running.' });
+      return;
+    }
     if (!conn) {
       this.post({ type: 'error', request: msg.type, message: 'Mino server is not running.' });
       return;

@@ -221,6 +221,12 @@ describe('webview messages reach the right requests', () => {
     view.webview.receive({ type: 'image', sha256: '../../etc/passwd' });
     await settle();
     expect(c.requests.filter((r) => r.method === 'mino/image')).toEqual([]);
+
+    // Without a server the thumbnail says so (and is asked for again later).
+    await api.server.stop();
+    view.webview.receive({ type: 'image', sha256: sha });
+    await settle();
+    expect(view.webview.posted).toContainEqual({ type: 'image', sha256: sha, error: 'Mino server is not running.' });
   });
 
   it('recovery is shown to the view and acknowledge calls mino/acknowledge', async () => {

@@ -2544,9 +2544,13 @@ describe.skipIf(skip)('images in questions', () => {
     expect((await posted()).filter((m) => m.type === 'image')).toHaveLength(1);
     expect(await page.locator('[data-turn-id="h1"] .question-image img').getAttribute('src')).toBe(`data:image/png;base64,${PNG}`);
     // An image the server cannot give says why.
-    await host({ type: 'history', history: { sessionId: 's1', turns: [{ turnId: 'h2', input: 'x', text: '', status: 'completed', calls: [], notices: [], images: [{ sha256: 'ef'.repeat(32), mimeType: 'image/png', size: 10, name: 'changed.png' }] }] } });
+    const h2 = { sessionId: 's1', turns: [{ turnId: 'h2', input: 'x', text: '', status: 'completed', calls: [], notices: [], images: [{ sha256: 'ef'.repeat(32), mimeType: 'image/png', size: 10, name: 'changed.png' }] }] };
+    await host({ type: 'history', history: h2 });
     await host({ type: 'image', sha256: 'ef'.repeat(32), error: 'its kept file no longer holds those bytes' });
     expect(await page.locator('[data-turn-id="h2"] .image-missing').textContent()).toBe('Image unavailable: its kept file no longer holds those bytes');
+    // A failure is not kept: the next rendering asks again.
+    await host({ type: 'history', history: h2 });
+    expect((await posted()).filter((m) => m.type === 'image' && m.sha256 === 'ef'.repeat(32))).toHaveLength(2);
     expect(probe.cspViolations).toEqual([]);
     expect(probe.pageErrors).toEqual([]);
   });
