@@ -154,7 +154,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     cancelBtn.hidden = state.runningTurnId === null;
     if (gated) input.placeholder = 'Answer the question above to continue.';
     else if (!ready) input.placeholder = 'Mino server is not running.';
-    else input.placeholder = 'Ask Mino… (Enter to send, Shift+Enter for a new line, @ to add a file)';
+    else input.placeholder = 'Ask Mino… (Enter to send, Shift+Enter for a new line, @ to add a file, paste or drop images)';
   }
 
   // ------------------------------------------------------------ progress
@@ -228,12 +228,14 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   // ------------------------------------------------------------ turns
 
   /** @returns {Turn} */
-  function createTurn(turnId, inputText) {
+  function createTurn(turnId, inputText, images) {
     const el = h('article', 'turn');
     el.dataset.turnId = turnId;
     const user = h('div', 'msg user');
     user.appendChild(h('div', 'who', 'You'));
     user.appendChild(h('div', 'text', inputText));
+    const shown = images || takeSentImages(turnId);
+    if (shown && shown.length) user.appendChild(questionImages(shown));
     const assistant = h('div', 'msg assistant');
     assistant.appendChild(h('div', 'who', 'Mino'));
     const body = h('div', 'body');
@@ -1454,7 +1456,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     showSessionUsage(null);
     if (!history) return updateComposer();
     history.turns.forEach((t, index) => {
-      const turn = createTurn(t.turnId, t.input);
+      const turn = createTurn(t.turnId, t.input, Array.isArray(t.images) ? t.images : null);
       // Older turns are rendered when they come near the screen; until then
       // their text is there as written.
       const lazy = index < history.turns.length - EAGER_HISTORY_TURNS;
@@ -1723,13 +1725,18 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         // Back to the question; the gate that had focus is gone.
         return focusInput();
       case 'sent':
-        return onSent();
+        return onSent(msg.turnId);
+      case 'image':
+        return onImage(msg);
       case 'error':
         return onError(msg);
       case 'server':
         return onServer(msg);
       case 'focus':
-        if (msg.clear) input.value = '';
+        if (msg.clear) {
+          input.value = '';
+          clearImages();
+        }
         return focusInput();
       case 'context':
         return addContextItems(msg.items || []);
@@ -1828,6 +1835,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       }
     } else if (msg.request === 'addContext') {
       showComposerError(msg.message);
+    } else if (msg.request === 'image') {
+      // A thumbnail that cannot be had says so itself (onImage); nothing else changes.
     } else if (msg.request !== 'approval' || !(msg.callId && msg.turnId && openCard(msg.turnId, msg.callId))) {
       // An approval's error is shown in its card (below).
       addNotice(msg.message, 'error');
@@ -1900,22 +1909,24 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
    */
   function send() {
     const text = input.value;
-    if (!text.trim() || sendBtn.disabled) return;
+    if ((!text.trim() && imageItems.length === 0) || sendBtn.disabled) return;
     state.pendingQuestion = text;
     showComposerError(null);
     updateComposer();
     setProgress('sending');
     // The person asked: their question and its answer are what they look at now.
     scrollToEnd(true);
-    post({ type: 'send', text: questionWithContext(text, contextItems) });
+    const images = chatImages();
+    post({ type: 'send', text: questionWithContext(text, contextItems), ...(images.length ? { images } : {}) });
   }
 
-  function onSent() {
+  function onSent(turnId) {
     if (state.pendingQuestion !== null && input.value === state.pendingQuestion) input.value = '';
     state.pendingQuestion = null;
     // The context went with the question.
     contextItems.length = 0;
     renderChips();
+    imagesSent(turnId);
     if (progress.kind === 'sending') setProgress('thinking');
     updateComposer();
   }
@@ -1990,6 +2001,278 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   for (const [id, source] of [['add-file', 'activeFile'], ['add-selection', 'selection'], ['add-files', 'pick']]) {
     $(id).addEventListener('click', () => post({ type: 'addContext', source }));
   }
+
+  // ------------------------------------------------------------ images
+  //
+  // Images pasted (clipboard) or dropped (files) into the composer are read
+  // here as base64 and shown as thumbnail chips above the input; they go with
+  // the question as `mino/chat` `images`. The bounds are the server's, so a
+  // refused image is refused here by name before anything is sent; the text
+  // and the other attachments stay. History shows a question's images as
+  // thumbnails, their bytes asked for by SHA-256 (`mino/image`, through the host).
+
+  // The server's bounds (server/protocol/src/lib.rs; they are not in the generated types):
+  /** `MAX_IMAGES`: the most images one question carries. */
+  const MAX_IMAGES = 8;
+  /** `MAX_IMAGE_BYTES`: the largest image (20 MiB). */
+  const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
+  /** `MAX_QUESTION_IMAGE_BYTES`: the most image bytes of one question together (32 MiB). */
+  const MAX_QUESTION_IMAGE_BYTES = 32 * 1024 * 1024;
+
+  /** @typedef {{ name: string, mimeType: string, size: number, data: string }} ImageItem */
+  /** @type {ImageItem[]} */
+  const imageItems = [];
+  const imageChips = $('image-chips');
+  /** Images read but not yet added (reading is asynchronous): counted against the bounds. */
+  let imagesReading = 0;
+  /** turnId → the images sent with its question, until its turn is shown. */
+  const sentImages = new Map();
+  /** sha256 → a `data:` URL, or `{ error }`, as the host answered; `null` while asked (bytes are kept, errors asked again). */
+  const historyImageData = new Map();
+
+  function imageSize(n) {
+    if (n < 1024) return n + ' B';
+    if (n < 1024 * 1024) return (n / 1024).toFixed(1).replace(/\.0$/, '') + ' KiB';
+    return (n / (1024 * 1024)).toFixed(1).replace(/\.0$/, '') + ' MiB';
+  }
+
+  /** The type the first bytes say (the server tells images the same way), or null. */
+  function sniffImageType(bytes) {
+    const starts = (sig, at = 0) => sig.every((b, i) => bytes[at + i] === b);
+    if (starts([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return 'image/png';
+    if (starts([0xff, 0xd8, 0xff])) return 'image/jpeg';
+    if (starts([0x47, 0x49, 0x46, 0x38])) return 'image/gif';
+    if (starts([0x52, 0x49, 0x46, 0x46]) && starts([0x57, 0x45, 0x42, 0x50], 8)) return 'image/webp';
+    return null;
+  }
+
+  function bytesToBase64(bytes) {
+    let binary = '';
+    const step = 0x8000;
+    for (let i = 0; i < bytes.length; i += step) {
+      binary += String.fromCharCode.apply(null, /** @type {any} */ (bytes.subarray(i, i + step)));
+    }
+    return btoa(binary);
+  }
+
+  function imageBytesTotal() {
+    return imageItems.reduce((sum, item) => sum + item.size, 0);
+  }
+
+  /**
+   * Adds pasted or dropped files as images, each checked against the
+   * server's bounds; the refused ones are named with why, below the input.
+   * @param {File[]} files
+   */
+  async function addImageFiles(files) {
+    const refused = [];
+    let reserved = 0;
+    const reading = [];
+    for (const file of files) {
+      const name = file.name || 'pasted image';
+      if (imageItems.length + imagesReading + reading.length >= MAX_IMAGES) {
+        refused.push(name + ' was not added: a question may carry at most ' + MAX_IMAGES + ' images.');
+      } else if (file.size > MAX_IMAGE_BYTES) {
+        refused.push(name + ' is ' + imageSize(file.size) + '; an image may be at most 20 MiB: scale it down or crop it.');
+      } else if (imageBytesTotal() + reserved + file.size > MAX_QUESTION_IMAGE_BYTES) {
+        refused.push(name + ' was not added: the images of a question may be at most 32 MiB together.');
+      } else {
+        reserved += file.size;
+        reading.push(file);
+      }
+    }
+    imagesReading += reading.length;
+    try {
+      for (const file of reading) {
+        const name = file.name || 'pasted image';
+        let bytes;
+        try {
+          bytes = new Uint8Array(await file.arrayBuffer());
+        } catch {
+          refused.push(name + ' could not be read.');
+          continue;
+        } finally {
+          imagesReading--;
+        }
+        const mimeType = sniffImageType(bytes);
+        if (!mimeType) {
+          refused.push(name + ' is not an image Mino can send; PNG, JPEG, GIF and WebP are accepted.');
+          continue;
+        }
+        imageItems.push({ name: file.name || 'pasted.' + mimeType.slice('image/'.length), mimeType, size: bytes.length, data: bytesToBase64(bytes) });
+      }
+    } finally {
+      renderImageChips();
+      showComposerError(refused.length ? refused.join('\n') : null);
+    }
+  }
+
+  function renderImageChips() {
+    imageChips.textContent = '';
+    imageItems.forEach((item, i) => {
+      const label = item.name + ' (' + imageSize(item.size) + ')';
+      const chip = h('li', 'chip image-chip');
+      chip.title = label;
+      const img = /** @type {HTMLImageElement} */ (h('img', 'image-thumb'));
+      img.src = 'data:' + item.mimeType + ';base64,' + item.data;
+      img.alt = '';
+      chip.appendChild(img);
+      chip.appendChild(h('span', 'chip-label', item.name));
+      chip.appendChild(h('span', 'image-size', imageSize(item.size)));
+      const remove = /** @type {HTMLButtonElement} */ (h('button', 'chip-remove', '×'));
+      remove.type = 'button';
+      remove.setAttribute('aria-label', 'Remove ' + label);
+      remove.addEventListener('click', () => {
+        if (state.pendingQuestion !== null) return;
+        imageItems.splice(i, 1);
+        renderImageChips();
+        focusInput();
+      });
+      chip.appendChild(remove);
+      imageChips.appendChild(chip);
+    });
+    imageChips.hidden = imageItems.length === 0;
+  }
+
+  /** Mino: New Question: a fresh question has no images (not while one is being sent). */
+  function clearImages() {
+    if (state.pendingQuestion !== null) return;
+    imageItems.length = 0;
+    renderImageChips();
+  }
+
+  /** The question's images as `mino/chat` takes them. */
+  function chatImages() {
+    return imageItems.map((item) => ({ data: item.data, mimeType: item.mimeType, name: item.name }));
+  }
+
+  /** The question was accepted: its images leave the input for its turn. */
+  function imagesSent(turnId) {
+    if (imageItems.length === 0) return;
+    const shown = imageItems.map((item) => ({ name: item.name, mimeType: item.mimeType, size: item.size, dataUrl: 'data:' + item.mimeType + ';base64,' + item.data }));
+    imageItems.length = 0;
+    renderImageChips();
+    const turn = typeof turnId === 'string' ? turns.get(turnId) : undefined;
+    if (turn) {
+      const user = turn.el.querySelector('.msg.user');
+      if (user && !user.querySelector('.question-images')) user.appendChild(questionImages(shown));
+    } else if (typeof turnId === 'string') {
+      sentImages.set(turnId, shown);
+    }
+  }
+
+  function takeSentImages(turnId) {
+    const shown = sentImages.get(turnId);
+    sentImages.delete(turnId);
+    return shown || null;
+  }
+
+  /**
+   * A question's images as thumbnails: sent ones with their bytes, history
+   * ones (`HistoryImage`) asked for by SHA-256, an unavailable one as its
+   * name, size and why.
+   */
+  function questionImages(images) {
+    const list = h('div', 'question-images');
+    for (const image of images) {
+      if (!image || typeof image !== 'object') continue;
+      const name = typeof image.name === 'string' && image.name ? image.name : 'image';
+      const size = typeof image.size === 'number' ? imageSize(image.size) : '';
+      const fig = h('figure', 'question-image');
+      fig.title = name + (size ? ' (' + size + ')' : '');
+      if (typeof image.unavailable === 'string') {
+        fig.classList.add('unavailable');
+        fig.appendChild(h('span', 'image-missing', 'Image unavailable: ' + image.unavailable));
+      } else {
+        const img = /** @type {HTMLImageElement} */ (h('img', 'image-thumb'));
+        img.alt = name;
+        if (typeof image.dataUrl === 'string') img.src = image.dataUrl;
+        else if (typeof image.sha256 === 'string') {
+          img.dataset.sha256 = image.sha256;
+          requestHistoryImage(image.sha256, img, fig);
+        }
+        fig.appendChild(img);
+      }
+      fig.appendChild(h('figcaption', 'image-caption', name + (size ? ' · ' + size : '')));
+      list.appendChild(fig);
+    }
+    return list;
+  }
+
+  function requestHistoryImage(sha256, img, fig) {
+    const known = historyImageData.get(sha256);
+    if (typeof known === 'string') img.src = known;
+    // Not yet answered: the answer fills every thumbnail of it. One that
+    // failed is asked for again (the server may be back).
+    else if (known === undefined || (known && known.error)) {
+      historyImageData.set(sha256, null);
+      post({ type: 'image', sha256 });
+    }
+  }
+
+  function showImageError(fig, message) {
+    if (!fig || fig.querySelector('.image-missing')) return;
+    fig.classList.add('unavailable');
+    const img = fig.querySelector('img');
+    if (img) img.remove();
+    fig.prepend(h('span', 'image-missing', 'Image unavailable: ' + message));
+  }
+
+  /** The host's answer to an `image` request: every thumbnail of that image is filled (or says why not). */
+  function onImage(msg) {
+    if (typeof msg.sha256 !== 'string') return;
+    const ok = typeof msg.data === 'string' && /^image\/(png|jpeg|gif|webp)$/.test(String(msg.mimeType));
+    const value = ok ? 'data:' + msg.mimeType + ';base64,' + msg.data : { error: msg.error || 'the server did not give it' };
+    historyImageData.set(msg.sha256, value);
+    for (const img of transcript.querySelectorAll('img.image-thumb')) {
+      if (/** @type {HTMLElement} */ (img).dataset.sha256 !== msg.sha256) continue;
+      if (typeof value === 'string') /** @type {HTMLImageElement} */ (img).src = value;
+      else showImageError(img.closest('figure'), value.error);
+    }
+  }
+
+  /** @param {DataTransfer | null} dt */
+  function imageFilesOf(dt) {
+    if (!dt) return [];
+    const files = [];
+    if (dt.items && dt.items.length) {
+      for (const item of dt.items) {
+        if (item.kind !== 'file') continue;
+        const file = item.getAsFile();
+        if (file) files.push(file);
+      }
+    } else if (dt.files) {
+      files.push(...dt.files);
+    }
+    return files;
+  }
+
+  function canAddImages() {
+    return !input.disabled && state.pendingQuestion === null;
+  }
+
+  input.addEventListener('paste', (event) => {
+    const files = imageFilesOf(event.clipboardData);
+    // Pasted text is the textarea's own business.
+    if (files.length === 0) return;
+    event.preventDefault();
+    if (canAddImages()) void addImageFiles(files);
+  });
+
+  const hasFiles = (event) => !!event.dataTransfer && Array.from(event.dataTransfer.types || []).includes('Files');
+  form.addEventListener('dragover', (event) => {
+    if (!hasFiles(event)) return;
+    event.preventDefault();
+    if (event.dataTransfer) event.dataTransfer.dropEffect = canAddImages() ? 'copy' : 'none';
+    form.classList.add('dropping');
+  });
+  form.addEventListener('dragleave', () => form.classList.remove('dropping'));
+  form.addEventListener('drop', (event) => {
+    form.classList.remove('dropping');
+    if (!hasFiles(event)) return;
+    event.preventDefault();
+    if (canAddImages()) void addImageFiles(imageFilesOf(event.dataTransfer));
+  });
 
   // ------------------------------------------------------------ @ mentions
   //

@@ -166,6 +166,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return this.reviewRecordedEdit(msg.turnId, msg.callId, msg.occurrence);
     }
     const conn = this.server.connection;
+    if (!conn && msg.type === 'image') {
+      this.post({ type: 'image', sha256: msg.sha256, error: 'Mino server is not running.' });
+      return;
+    }
     if (!conn) {
       this.post({ type: 'error', request: msg.type, message: 'Mino server is not running.' });
       return;
@@ -174,8 +178,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       switch (msg.type) {
         case 'send': {
           // The view keeps the question in its input until this says it was accepted.
-          const { turnId } = await conn.chat(msg.text);
+          const { turnId } = await conn.chat(msg.text, msg.images);
           this.post({ type: 'sent', turnId });
+          return;
+        }
+        case 'image': {
+          // Only a SHA-256 in hex goes to the server; the answer is shown as an <img>, nothing more.
+          if (typeof msg.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(msg.sha256)) return;
+          try {
+            const { mimeType, data } = await conn.image(msg.sha256);
+            this.post({ type: 'image', sha256: msg.sha256, mimeType, data });
+          } catch (e) {
+            this.post({ type: 'image', sha256: msg.sha256, error: errorMessage(e) });
+          }
           return;
         }
         case 'approval':

@@ -2,12 +2,15 @@
  * Messages between the chat webview (media/main.js) and the extension host.
  * Types only; media/main.js follows the same shapes.
  */
-import type { ApprovalMode, Decision, HistoryResult, NotificationMethod, RuleSpec, SandboxMode } from './protocol';
+import type { ApprovalMode, ChatImage, Decision, HistoryResult, NotificationMethod, RuleSpec, SandboxMode } from './protocol';
 
 /** Webview → host. */
 export type WebviewMessage =
   | { type: 'ready' }
-  | { type: 'send'; text: string }
+  /** `images`: pasted or dropped into the input, passed as `mino/chat` `images` (absent: none). */
+  | { type: 'send'; text: string; images?: ChatImage[] }
+  /** A history thumbnail needs the bytes of the image `sha256` (`mino/image`). */
+  | { type: 'image'; sha256: string }
   /**
    * The answer to one approval card: `turnId` and `callId` of its `mino/approvalRequest`;
    * `reason` with a deny, `rule` (as the person edited it) with allowSession/allowWorkspace/denySession/denyWorkspace.
@@ -89,6 +92,8 @@ export type HostMessage =
   /** A Mino notification, forwarded as received. */
   | { type: 'notification'; method: NotificationMethod; params: unknown }
   | { type: 'acknowledged'; turnIds: string[] }
+  /** The bytes of a history image the view asked for, or why they cannot be had. */
+  | { type: 'image'; sha256: string; mimeType?: string; data?: string; error?: string }
   /** The server accepted the question of the last `send` (the view clears its input only now). */
   | { type: 'sent'; turnId: string }
   /** A request failed; `request` names what the user tried (send, approval, …). */

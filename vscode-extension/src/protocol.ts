@@ -19,7 +19,9 @@ import type {
   AcknowledgeResult,
   ApprovalParams,
   ApprovalRequest,
+  ChatImage,
   ChatResult,
+  ImageResult,
   CompactResult,
   Decision,
   EmptyResult,
@@ -118,8 +120,13 @@ export class MinoConnection implements Disposable {
   // ------------------------------------------------------------ requests
 
   /** Starts a turn; its progress and end arrive as notifications. */
-  chat(text: string): Promise<ChatResult> {
-    return this.request(Method.chat, { text });
+  chat(text: string, images?: ChatImage[]): Promise<ChatResult> {
+    return this.request(Method.chat, images && images.length ? { text, images } : { text });
+  }
+
+  /** The bytes (base64) of an image a question of the current session carried. */
+  image(sha256: string): Promise<ImageResult> {
+    return this.request(Method.image, { sha256 });
   }
 
   approve(turnId: string, callId: string): Promise<EmptyResult> {

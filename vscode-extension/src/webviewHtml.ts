@@ -82,8 +82,9 @@ export function renderChatHtml(opts: WebviewHtmlOptions): string {
   <div id="progress" class="progress" hidden><span class="progress-dot" aria-hidden="true"></span><span id="progress-text"></span></div>
   <form id="composer" class="composer" autocomplete="off">
     <ul id="chips" class="chips" aria-label="Added to the question" hidden></ul>
+    <ul id="image-chips" class="chips image-chips" aria-label="Images of the question" hidden></ul>
     <ul id="mentions" class="mentions" role="listbox" aria-label="Add to the question: files and the selection" hidden></ul>
-    <textarea id="input" rows="3" placeholder="Ask Mino… (Enter to send, Shift+Enter for a new line, @ to add a file)" aria-label="Question" aria-describedby="composer-error" aria-autocomplete="list" aria-controls="mentions" aria-expanded="false"></textarea>
+    <textarea id="input" rows="3" placeholder="Ask Mino… (Enter to send, Shift+Enter for a new line, @ to add a file, paste or drop images)" aria-label="Question" aria-describedby="composer-error" aria-autocomplete="list" aria-controls="mentions" aria-expanded="false"></textarea>
     <div id="composer-error" class="composer-error" role="alert" hidden></div>
     <div class="composer-actions">
       <!-- After the input in tab order: Shift+Tab from the input reaches the newest approval card. -->

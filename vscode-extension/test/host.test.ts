@@ -182,6 +182,53 @@ describe('webview messages reach the right requests', () => {
     expect(api.server.runningTurnId).toBeUndefined();
   });
 
+  it('send with images → mino/chat images; image → mino/image, its bytes or its error back to the view', async () => {
+    const c = client();
+    c.replies.set('mino/history', { sessionId: 's1', turns: [] });
+    c.replies.set('mino/chat', { turnId: 't1' });
+    const view = openView();
+    view.webview.receive({ type: 'ready' });
+    await settle();
+
+    const images = [{ data: 'iVBORw0KGgo=', mimeType: 'image/png', name: 'cat.png' }];
+    view.webview.receive({ type: 'send', text: 'What is this?', images });
+    await settle();
+    expect(c.requests).toContainEqual({ method: 'mino/chat', params: { text: 'What is this?', images } });
+    expect(view.webview.posted).toContainEqual({ type: 'sent', turnId: 't1' });
+
+    // A refused question is reported as refused (the view keeps its text and images).
+    c.replies.set('mino/chat', () => new RpcFailure(-32602, 'image 1 (cat.png) is not an image Mino can send (text)'));
+    view.webview.receive({ type: 'send', text: '', images });
+    await settle();
+    expect(view.webview.posted).toContainEqual(
+      expect.objectContaining({ type: 'error', request: 'send', code: -32602, message: 'image 1 (cat.png) is not an image Mino can send (text)' }),
+    );
+
+    const sha = 'ab'.repeat(32);
+    c.replies.set('mino/image', { mimeType: 'image/png', data: 'iVBORw0KGgo=' });
+    view.webview.receive({ type: 'image', sha256: sha });
+    await settle();
+    expect(c.requests).toContainEqual({ method: 'mino/image', params: { sha256: sha } });
+    expect(view.webview.posted).toContainEqual({ type: 'image', sha256: sha, mimeType: 'image/png', data: 'iVBORw0KGgo=' });
+
+    c.replies.set('mino/image', () => new RpcFailure(-32013, 'its kept file is missing'));
+    view.webview.receive({ type: 'image', sha256: 'cd'.repeat(32) });
+    await settle();
+    expect(view.webview.posted).toContainEqual(expect.objectContaining({ type: 'image', sha256: 'cd'.repeat(32), error: expect.stringContaining('its kept file is missing') }));
+
+    // Only a SHA-256 reaches the server.
+    c.requests.length = 0;
+    view.webview.receive({ type: 'image', sha256: '../../etc/passwd' });
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/image')).toEqual([]);
+
+    // Without a server the thumbnail says so (and is asked for again later).
+    await api.server.stop();
+    view.webview.receive({ type: 'image', sha256: sha });
+    await settle();
+    expect(view.webview.posted).toContainEqual({ type: 'image', sha256: sha, error: 'Mino server is not running.' });
+  });
+
   it('recovery is shown to the view and acknowledge calls mino/acknowledge', async () => {
     const c = client();
     c.replies.set('mino/history', { sessionId: 's1', turns: [] });

@@ -2394,3 +2394,164 @@ describe.skipIf(skip)('reads in the transcript', () => {
     expect(await page.locator('#ack-gate').isVisible()).toBe(false);
   });
 });
+
+describe.skipIf(skip)('images in questions', () => {
+  // A 1×1 PNG.
+  const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+  const PNG_SIZE = Buffer.from(PNG, 'base64').length;
+  const SHA = 'ab'.repeat(32);
+
+  type FakeFile = { name: string; type: string; base64?: string; text?: string; size?: number };
+
+  /** Pastes (`paste` on the input) or drops (`drop` on the composer) these files. */
+  async function give(how: 'paste' | 'drop', files: FakeFile[]): Promise<void> {
+    await page.evaluate(({ how, files }) => {
+      const dt = new DataTransfer();
+      for (const f of files) {
+        let bytes: Uint8Array;
+        if (f.base64 !== undefined) bytes = Uint8Array.from(atob(f.base64), (c) => c.charCodeAt(0));
+        else if (f.text !== undefined) bytes = new TextEncoder().encode(f.text);
+        else {
+          bytes = new Uint8Array(f.size ?? 0);
+          bytes.set([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+        }
+        dt.items.add(new File([bytes as BlobPart], f.name, { type: f.type }));
+      }
+      if (how === 'paste') {
+        document.getElementById('input')!.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+      } else {
+        document.getElementById('composer')!.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+      }
+    }, { how, files });
+  }
+
+  const chipNames = () => page.locator('#image-chips .image-chip .chip-label').allTextContents();
+  const sends = async () => (await posted()).filter((m) => m.type === 'send');
+
+  it('a pasted PNG becomes a chip with its name and size, and Send posts it with the exact base64', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.fill('What is this?');
+    await give('paste', [{ name: 'cat.png', type: 'image/png', base64: PNG }]);
+    await expect.poll(chipNames).toEqual(['cat.png']);
+    expect(await page.locator('#image-chips .image-size').textContent()).toBe(`${PNG_SIZE} B`);
+    expect(await page.locator('#image-chips img').getAttribute('src')).toBe(`data:image/png;base64,${PNG}`);
+    expect(await input.inputValue()).toBe('What is this?');
+    await input.press('Enter');
+    expect(await sends()).toEqual([
+      { type: 'send', text: 'What is this?', images: [{ data: PNG, mimeType: 'image/png', name: 'cat.png' }] },
+    ]);
+    await host({ type: 'sent', turnId: 't1' });
+    expect(await chipNames()).toEqual([]);
+    expect(await input.inputValue()).toBe('');
+    // The turn shows the image it was asked with.
+    await notify('mino/turnStarted', { turnId: 't1', seq: 0, input: 'What is this?' });
+    expect(await page.locator('[data-turn-id="t1"] .question-image img').getAttribute('src')).toBe(`data:image/png;base64,${PNG}`);
+    expect(probe.cspViolations).toEqual([]);
+    expect(probe.pageErrors).toEqual([]);
+  });
+
+  it('a dropped image becomes a chip; × removes it; images alone can be sent', async () => {
+    await ready();
+    await give('drop', [{ name: 'a.png', type: 'image/png', base64: PNG }, { name: 'b.png', type: 'image/png', base64: PNG }]);
+    await expect.poll(chipNames).toEqual(['a.png', 'b.png']);
+    await page.locator('#image-chips .chip-remove').first().click();
+    expect(await chipNames()).toEqual(['b.png']);
+    await page.locator('#input').press('Enter');
+    expect(await sends()).toEqual([{ type: 'send', text: '', images: [{ data: PNG, mimeType: 'image/png', name: 'b.png' }] }]);
+  });
+
+  it('a file that is not an image and one too large are refused by name; the text and the other images stay', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.fill('Look at these');
+    await give('paste', [{ name: 'cat.png', type: 'image/png', base64: PNG }]);
+    await expect.poll(chipNames).toEqual(['cat.png']);
+    await give('drop', [
+      { name: 'notes.txt', type: 'text/plain', text: 'milk, eggs' },
+      { name: 'huge.png', type: 'image/png', size: 20 * 1024 * 1024 + 1 },
+    ]);
+    const error = page.locator('#composer-error');
+    await expect.poll(() => error.isVisible()).toBe(true);
+    const text = (await error.textContent()) ?? '';
+    expect(text).toContain('huge.png is 20 MiB; an image may be at most 20 MiB');
+    expect(text).toContain('notes.txt is not an image Mino can send; PNG, JPEG, GIF and WebP are accepted.');
+    expect(await chipNames()).toEqual(['cat.png']);
+    expect(await input.inputValue()).toBe('Look at these');
+    // A PNG named and typed as something else is told by its bytes.
+    await give('paste', [{ name: 'shot', type: '', base64: PNG }]);
+    await expect.poll(chipNames).toEqual(['cat.png', 'shot']);
+  });
+
+  it('a ninth image is refused by name; the eight stay', async () => {
+    await ready();
+    await give('paste', Array.from({ length: 9 }, (_, i) => ({ name: `p${i + 1}.png`, type: 'image/png', base64: PNG })));
+    await expect.poll(async () => (await chipNames()).length).toBe(8);
+    expect(await chipNames()).toEqual(Array.from({ length: 8 }, (_, i) => `p${i + 1}.png`));
+    expect(await page.locator('#composer-error').textContent()).toBe('p9.png was not added: a question may carry at most 8 images.');
+    await give('paste', [{ name: 'p10.png', type: 'image/png', base64: PNG }]);
+    await expect.poll(() => page.locator('#composer-error').textContent()).toBe('p10.png was not added: a question may carry at most 8 images.');
+    expect((await chipNames()).length).toBe(8);
+  });
+
+  it('a refused question keeps its text and images, with the reason shown', async () => {
+    await ready();
+    const input = page.locator('#input');
+    await input.fill('What is this?');
+    await give('paste', [{ name: 'cat.png', type: 'image/png', base64: PNG }]);
+    await expect.poll(chipNames).toEqual(['cat.png']);
+    await input.press('Enter');
+    const message = 'image 1 (cat.png) is declared image/jpeg but its bytes are png';
+    await host({ type: 'error', request: 'send', code: -32602, message });
+    expect(await input.inputValue()).toBe('What is this?');
+    expect(await chipNames()).toEqual(['cat.png']);
+    expect(await page.locator('#composer-error').textContent()).toBe(message);
+    // Sent again with the same image.
+    await input.press('Enter');
+    const all = await sends();
+    expect(all).toHaveLength(2);
+    expect(all[1]).toEqual(all[0]);
+    expect(all[1].images).toEqual([{ data: PNG, mimeType: 'image/png', name: 'cat.png' }]);
+  });
+
+  it('history shows a question\'s images as thumbnails from mino/image, an unavailable one by name, size and why', async () => {
+    await host({ type: 'server', state: 'ready' });
+    await host({
+      type: 'history',
+      history: {
+        sessionId: 's1',
+        turns: [{
+          turnId: 'h1', input: 'What is this?', text: 'A cat.', status: 'completed', calls: [], notices: [],
+          images: [
+            { sha256: SHA, mimeType: 'image/png', size: PNG_SIZE, name: 'cat.png' },
+            { sha256: 'cd'.repeat(32), mimeType: 'image/jpeg', size: 2048, name: 'gone.jpg', unavailable: 'the kept file is missing' },
+          ],
+        }],
+      },
+    });
+    const figures = page.locator('[data-turn-id="h1"] .question-image');
+    expect(await figures.count()).toBe(2);
+    // Only the available one is asked for.
+    expect((await posted()).filter((m) => m.type === 'image')).toEqual([{ type: 'image', sha256: SHA }]);
+    expect(await figures.nth(0).locator('figcaption').textContent()).toBe(`cat.png · ${PNG_SIZE} B`);
+    expect(await figures.nth(1).locator('.image-missing').textContent()).toBe('Image unavailable: the kept file is missing');
+    expect(await figures.nth(1).locator('figcaption').textContent()).toBe('gone.jpg · 2 KiB');
+    expect(await figures.nth(1).locator('img').count()).toBe(0);
+    await host({ type: 'image', sha256: SHA, mimeType: 'image/png', data: PNG });
+    expect(await figures.nth(0).locator('img').getAttribute('src')).toBe(`data:image/png;base64,${PNG}`);
+    // Rendering the history again uses the bytes already had.
+    await host({ type: 'history', history: { sessionId: 's1', turns: [{ turnId: 'h1', input: 'What is this?', text: '', status: 'completed', calls: [], notices: [], images: [{ sha256: SHA, mimeType: 'image/png', size: PNG_SIZE, name: 'cat.png' }] }] } });
+    expect((await posted()).filter((m) => m.type === 'image')).toHaveLength(1);
+    expect(await page.locator('[data-turn-id="h1"] .question-image img').getAttribute('src')).toBe(`data:image/png;base64,${PNG}`);
+    // An image the server cannot give says why.
+    const h2 = { sessionId: 's1', turns: [{ turnId: 'h2', input: 'x', text: '', status: 'completed', calls: [], notices: [], images: [{ sha256: 'ef'.repeat(32), mimeType: 'image/png', size: 10, name: 'changed.png' }] }] };
+    await host({ type: 'history', history: h2 });
+    await host({ type: 'image', sha256: 'ef'.repeat(32), error: 'its kept file no longer holds those bytes' });
+    expect(await page.locator('[data-turn-id="h2"] .image-missing').textContent()).toBe('Image unavailable: its kept file no longer holds those bytes');
+    // A failure is not kept: the next rendering asks again.
+    await host({ type: 'history', history: h2 });
+    expect((await posted()).filter((m) => m.type === 'image' && m.sha256 === 'ef'.repeat(32))).toHaveLength(2);
+    expect(probe.cspViolations).toEqual([]);
+    expect(probe.pageErrors).toEqual([]);
+  });
+});
