@@ -30,6 +30,9 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 pub const QUEUE_BYTES: usize = 96 * 1024 * 1024;
 
 /// One server notification.
+// Nearly every event is a turn's: boxing that variant would cost an
+// allocation per notification to shrink the rare others.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Event {
     /// `mino/recovery`, sent once after `initialized`.

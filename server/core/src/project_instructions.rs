@@ -241,7 +241,7 @@ mod tests {
             std::fs::write(dir.join(FILE_NAME), format!("level {depth} ").repeat(FILE_CAP)).unwrap();
             dir = dir.join("d");
         }
-        let loaded = load(&dir.parent().unwrap().to_path_buf());
+        let loaded = load(dir.parent().unwrap());
         let given: Vec<u64> = loaded.files.iter().map(|f| f.given).collect();
         assert_eq!(given, [0, 0, FILE_CAP as u64, FILE_CAP as u64, FILE_CAP as u64, FILE_CAP as u64]);
         assert!(loaded.files.iter().all(|f| f.truncated));

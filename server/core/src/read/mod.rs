@@ -495,22 +495,6 @@ fn cut_line(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn summaries_name_the_tool_and_what_it_reads() {
-        let a = ReadArgs::parse(ReadTool::ReadFile, r#"{"path":"src/main.rs","start_line":10,"end_line":40}"#).unwrap();
-        assert_eq!(a.summary(), "read_file src/main.rs:10-40");
-        let a = ReadArgs::parse(ReadTool::ListFiles, r#"{}"#).unwrap();
-        assert_eq!(a.summary(), "list_files .");
-        let a = ReadArgs::parse(ReadTool::Search, r#"{"pattern":"fn main","path":"src"}"#).unwrap();
-        assert_eq!(a.summary(), "search 'fn main' in src");
-        assert!(ReadArgs::parse(ReadTool::ReadFile, r#"{"path":"a","start_line":0}"#).is_err());
-        assert!(ReadArgs::parse(ReadTool::Search, r#"{"pattern":"x","context":99}"#).is_err());
-    }
-}
 
 /// The read tools' function definitions (the Responses API's flat form,
 /// `strict`: every property required, the optional ones nullable).
@@ -575,4 +559,21 @@ pub fn tools() -> Vec<serde_json::Value> {
             }
         }),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_name_the_tool_and_what_it_reads() {
+        let a = ReadArgs::parse(ReadTool::ReadFile, r#"{"path":"src/main.rs","start_line":10,"end_line":40}"#).unwrap();
+        assert_eq!(a.summary(), "read_file src/main.rs:10-40");
+        let a = ReadArgs::parse(ReadTool::ListFiles, r#"{}"#).unwrap();
+        assert_eq!(a.summary(), "list_files .");
+        let a = ReadArgs::parse(ReadTool::Search, r#"{"pattern":"fn main","path":"src"}"#).unwrap();
+        assert_eq!(a.summary(), "search 'fn main' in src");
+        assert!(ReadArgs::parse(ReadTool::ReadFile, r#"{"path":"a","start_line":0}"#).is_err());
+        assert!(ReadArgs::parse(ReadTool::Search, r#"{"pattern":"x","context":99}"#).is_err());
+    }
 }
