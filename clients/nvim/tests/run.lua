@@ -892,7 +892,7 @@ test("a read leaving the workspace asks naming the path with no rule offered; de
   local leads = vim.fn.resolve(vim.fn.fnamemodify(ctx.work, ":h") .. "/secret.txt")
   assert_contains(asked.prompt, "read_file `" .. leads .. "`, OUTSIDE the workspace", "the prompt")
   assert_eq(asked.items, { "Deny", "Deny with reason…", "Approve once" }, "no rule can cover a path outside")
-  assert_contains(asked.buffer, "wants to read_file outside the workspace: `../secret.txt`", "the chat showed the read first")
+  assert_contains(asked.buffer, "wants to read_file outside the workspace: `" .. leads .. "`", "the chat showed the read first")
   line_matching("^▸ read `%.%./secret%.txt` · refused")
   for _, r in ipairs(mock.requests()) do
     assert_not_contains(vim.json.encode(r.body), "the-secret-words", "a model request")
