@@ -13,6 +13,7 @@ mod crash;
 mod journal_gen;
 mod open;
 mod peers;
+mod reads;
 mod relay;
 mod sessions;
 mod sse;
@@ -50,6 +51,8 @@ enum Cli {
     Sse(Quick),
     /// Session listing
     Sessions(Quick),
+    /// The read tools beside ripgrep, and a read of a 50 MB file
+    Reads(Quick),
     /// Mino beside the Codex app-server: timing table and crash comparison
     Peers {
         #[command(flatten)]
@@ -93,6 +96,7 @@ fn main() -> Result<()> {
         Cli::Startup(q) => run_all(q.quick, Some("startup")),
         Cli::Sse(q) => run_all(q.quick, Some("sse")),
         Cli::Sessions(q) => run_all(q.quick, Some("sessions")),
+        Cli::Reads(q) => run_all(q.quick, Some("reads")),
         Cli::Peers { quick, doc } => run_peers(quick.quick, doc.as_deref()),
         // `--quick` changes nothing here: the crash comparison is one run of each.
         Cli::PeersCrash(_) => {
@@ -102,6 +106,9 @@ fn main() -> Result<()> {
         }
         Cli::Measure { args } if args.first().map(String::as_str) == Some("request-body") => {
             context::measure(&args[1..])
+        }
+        Cli::Measure { args } if args.first().map(String::as_str) == Some("read50") => {
+            reads::measure_read(args.get(1).context("measure read50 PATH")?)
         }
         Cli::Measure { args } => open::measure(&args),
         Cli::Gen { records, path, session_id, cwd } => {
@@ -150,6 +157,9 @@ fn run_all(quick: bool, only: Option<&str>) -> Result<()> {
     }
     if wanted("sessions") {
         goals.extend(sessions::run(quick)?);
+    }
+    if wanted("reads") {
+        goals.extend(reads::run(quick)?);
     }
     println!();
     println!("| measurement | figure | goal | met |");
