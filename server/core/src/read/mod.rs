@@ -495,7 +495,6 @@ fn cut_line(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
-
 /// The read tools' function definitions (the Responses API's flat form,
 /// `strict`: every property required, the optional ones nullable).
 pub fn tools() -> Vec<serde_json::Value> {
