@@ -475,12 +475,7 @@ pub fn read_shown(line: &str, colour: bool) -> String {
 /// The approval screen of a read that leaves the session's directory, every
 /// line but the question: nothing about the file is known before it.
 pub fn read_approval_screen(req: &ApprovalRequest, read: &ReadView, colour: bool) -> String {
-    let tool = match read.tool {
-        ReadToolName::ReadFile => "read_file",
-        ReadToolName::ListFiles => "list_files",
-        ReadToolName::Search => "search",
-    };
-    let mut out = format!("[Tool: {tool}]\n");
+    let mut out = format!("[Tool: {}]\n", read.tool.as_str());
     let warning = format!(
         "Warning: this reads OUTSIDE the session's directory ({}); the model sees what it reads only if you approve.",
         printable(&req.directory)
