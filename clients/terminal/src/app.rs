@@ -324,7 +324,10 @@ impl App {
                     continue;
                 }
             };
-            out(&format!("\n{}", ui::ASSISTANT.trim_end()));
+            // `Assistant>` waits for the answer's first text: a turn that
+            // starts with reads or a command shows them first, with no
+            // empty `Assistant>` line above them.
+            out("\n");
             match self.run_turn(&turn_id).await {
                 TurnEnd::Ended => {}
                 TurnEnd::Quit => return EXIT_OK,
@@ -597,9 +600,9 @@ impl App {
 
     async fn run_turn(&mut self, turn_id: &str) -> TurnEnd {
         let mut view = TurnView {
-            at_line_start: false,
-            needs_prefix: false,
-            pending_space: true,
+            at_line_start: true,
+            needs_prefix: true,
+            pending_space: false,
             streamed: HashSet::new(),
             announced: HashSet::new(),
             text_seen: false,
@@ -1097,7 +1100,8 @@ enum TurnEnd {
 
 struct TurnView {
     at_line_start: bool,
-    /// Text after a tool block starts a new `Assistant>` line.
+    /// The next text starts a new `Assistant>` line: the turn's first text,
+    /// and text after a tool block.
     needs_prefix: bool,
     /// `Assistant>` was printed; its space comes with the first text, so a
     /// line with no text has no trailing blank.

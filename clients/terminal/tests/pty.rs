@@ -1021,6 +1021,10 @@ fn a_read_is_one_line_that_expand_shows_whole_and_history_restores_the_same() {
         assert!(!shown.contains("[Tool:") && !shown.contains("[Result:"), "a read shown as a call block: {shown}");
         assert!(!shown.contains("beta-line"), "a read's output shown before /expand: {shown}");
     }
+    // The answer's prefix waits for its text: no empty `Assistant>` line
+    // stands above reads that come first.
+    assert!(!before.contains("Assistant>"), "an empty Assistant> line before the reads: {before:?}");
+    assert!(rest.contains("Assistant> "), "the answer's own prefix: {rest:?}");
     assert!(read_line.contains("lines"), "the line says which lines it read: {read_line}");
     assert!(search_line.contains("1 match"), "the line says what the search found: {search_line}");
     p.exp_string("You> ").expect("next prompt");
