@@ -275,3 +275,75 @@ async fn stderr_is_bounded_per_line_and_in_rate() {
     assert!(flood < 1000, "every line of a flood was logged");
     assert!(log.lines().any(|l| l.contains("server=flood") && l.contains("lines of stderr not logged")), "the count");
 }
+
+#[tokio::test]
+async fn a_server_that_ignores_sigterm_is_killed_within_the_bound() {
+    let child = spawn_stdio(&spec("stubborn", "trap '' TERM; sleep 300 & exec sleep 300"), Path::new(SUPERVISOR))
+        .await
+        .expect("spawn");
+    let pid = child.pid().expect("pid");
+    assert!(wait_for(Duration::from_secs(10), || live_members(pid).len() >= 2), "the background sleep started");
+    let dropped = Instant::now();
+    drop(child);
+    assert!(
+        wait_for(GONE_WITHIN, || live_members(pid).is_empty()),
+        "left after {:?}: {:?}",
+        dropped.elapsed(),
+        live_members(pid)
+    );
+}
+
+/// The signals pending for `pid` (its own and its thread group's), from
+/// /proc/<pid>/status.
+fn pending_signals(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .filter(|l| l.starts_with("SigPnd:") || l.starts_with("ShdPnd:"))
+        .filter_map(|l| u64::from_str_radix(l.split_whitespace().nth(1)?, 16).ok())
+        .fold(0, |a, b| a | b)
+}
+
+#[tokio::test]
+async fn the_supervisor_has_its_own_name_and_outlasts_sigterm_sighup_and_sigint() {
+    let McpChildParts { mut stdin, stdout, guard } = parts(
+        spawn_stdio(
+            &StdioServerSpec { name: "cat".into(), command: "cat".into(), ..Default::default() },
+            Path::new(SUPERVISOR),
+        )
+        .await
+        .expect("spawn"),
+    );
+    let pid = guard.pid().expect("pid");
+    let supervisor = processes().into_iter().find(|&(p, ..)| p == pid).map(|(_, _, ppid, _)| ppid).expect("its parent");
+    let comm = std::fs::read_to_string(format!("/proc/{supervisor}/comm")).expect("comm");
+    assert_eq!(comm.trim(), "mino-mcp-superv", "out of reach of `pkill mino-server`");
+    for signal in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
+        // SAFETY: kill(2) on a pid of our own child's process; no memory involved.
+        unsafe { libc::kill(supervisor as i32, signal) };
+    }
+    assert!(wait_for(Duration::from_secs(5), || pending_signals(supervisor) == 0), "the signals were taken");
+    assert!(alive(supervisor) && alive(pid), "the supervisor and the server outlast the signals");
+    let mut lines = tokio::io::BufReader::new(stdout);
+    stdin.write_all(b"still here\n").await.expect("write");
+    let mut line = String::new();
+    tokio::time::timeout(Duration::from_secs(10), tokio::io::AsyncBufReadExt::read_line(&mut lines, &mut line))
+        .await
+        .expect("an answer")
+        .expect("read");
+    assert_eq!(line, "still here\n");
+    drop(stdin);
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn the_server_inherits_no_descriptor_beyond_its_stdio() {
+    let mut child = spawn_stdio(&spec("fds", "ls /proc/$$/fd"), Path::new(SUPERVISOR)).await.expect("spawn");
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(10), child.stdout.read_to_string(&mut out))
+        .await
+        .expect("ls ended")
+        .expect("read");
+    child.stop().await;
+    assert_eq!(out.split_whitespace().collect::<Vec<_>>(), ["0", "1", "2"]);
+}
