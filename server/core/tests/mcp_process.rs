@@ -93,6 +93,8 @@ fn sigkill_of_the_parent_stops_the_server_group_grandchildren_included() {
     let _ = host.wait();
     let gone = wait_for(GONE_WITHIN, || live_members(pid).is_empty());
     assert!(gone, "after {:?} the server's group still has {:?}", killed.elapsed(), live_members(pid));
+    // The figure in docs/reliability.md (`-- --nocapture` shows it).
+    eprintln!("the server's group was gone {:?} after the SIGKILL of its parent", killed.elapsed());
     assert!(wait_for(GONE_WITHIN, || !alive(supervisor[0])), "the supervisor exited too");
 }
 
@@ -291,6 +293,7 @@ async fn a_server_that_ignores_sigterm_is_killed_within_the_bound() {
         dropped.elapsed(),
         live_members(pid)
     );
+    eprintln!("a server ignoring SIGTERM was gone {:?} after its guard was dropped", dropped.elapsed());
 }
 
 /// The signals pending for `pid` (its own and its thread group's), from
