@@ -241,6 +241,10 @@ async fn stderr_reaches_the_log_and_not_stdout_and_env_values_stay_out_of_the_lo
            echo "manifest dir: ${CARGO_MANIFEST_DIR:-unset}""#,
     );
     spec.env.insert("MINO_TEST_TOKEN".into(), secret.into());
+    assert!(
+        std::env::var_os("CARGO_MANIFEST_DIR").is_some(),
+        "cargo sets it for the test, so its absence means something"
+    );
     let mut child = spawn_stdio(&spec, Path::new(SUPERVISOR)).await.expect("spawn");
     let mut out = String::new();
     tokio::time::timeout(Duration::from_secs(10), child.stdout.read_to_string(&mut out))
