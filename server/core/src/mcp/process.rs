@@ -448,6 +448,26 @@ fn redact(line: &str, secrets: &[String]) -> String {
     line
 }
 
+/// One stderr line as logged: decoded, secrets redacted, then cut at
+/// [`MAX_STDERR_LINE`] bytes saying how many more there were (`cut` were
+/// not even kept).
+fn stderr_line(line: &[u8], cut: usize, secrets: &[String]) -> String {
+    let mut text = redact(String::from_utf8_lossy(line).trim_end_matches('\r'), secrets);
+    let mut more = cut;
+    if text.len() > MAX_STDERR_LINE {
+        let mut end = MAX_STDERR_LINE;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        more += text.len() - end;
+        text.truncate(end);
+    }
+    if more > 0 {
+        text.push_str(&format!(" [… {more} more bytes]"));
+    }
+    text
+}
+
 /// A token bucket: [`STDERR_LINES_PER_SECOND`] after a burst.
 struct Rate {
     tokens: f64,
@@ -478,6 +498,9 @@ async fn log_stderr(
     secrets: Vec<String>,
     tail: Arc<Mutex<VecDeque<String>>>,
 ) {
+    // A secret that starts within the kept part of a line is kept whole,
+    // so that it is redacted before the line is cut.
+    let keep = MAX_STDERR_LINE + secrets.first().map_or(0, String::len);
     let mut reader = tokio::io::BufReader::with_capacity(8192, stderr);
     let mut rate = Rate { tokens: f64::from(STDERR_BURST), at: std::time::Instant::now(), dropped: 0 };
     let mut line = Vec::with_capacity(256);
@@ -494,7 +517,7 @@ async fn log_stderr(
                 Some(i) => (&chunk[..i], Some(i)),
                 None => (chunk, None),
             };
-            let room = MAX_STDERR_LINE.saturating_sub(line.len());
+            let room = keep.saturating_sub(line.len());
             line.extend_from_slice(&part[..part.len().min(room)]);
             cut += part.len().saturating_sub(room);
             let used = newline.map_or(chunk.len(), |i| i + 1);
@@ -504,22 +527,21 @@ async fn log_stderr(
             }
         };
         if !line.is_empty() || cut > 0 {
+            let text = stderr_line(&line, cut, &secrets);
+            // Every line reaches the tail (the last words of a server that
+            // crashed matter most); the log takes them within the rate.
             if rate.allow() {
                 if rate.dropped > 0 {
                     tracing::info!(target: STDERR_TARGET, server = %server, "[{} lines of stderr not logged: more than {STDERR_LINES_PER_SECOND} a second]", rate.dropped);
                     rate.dropped = 0;
                 }
-                let mut text = redact(String::from_utf8_lossy(&line).trim_end_matches('\r'), &secrets);
-                if cut > 0 {
-                    text.push_str(&format!(" [… {cut} more bytes]"));
-                }
                 tracing::info!(target: STDERR_TARGET, server = %server, "{text}");
-                if let Ok(mut tail) = tail.lock() {
-                    if tail.len() == STDERR_TAIL {
-                        tail.pop_front();
-                    }
-                    tail.push_back(text);
+            }
+            if let Ok(mut tail) = tail.lock() {
+                if tail.len() == STDERR_TAIL {
+                    tail.pop_front();
                 }
+                tail.push_back(text);
             }
         }
         if ended {
@@ -725,5 +747,34 @@ fn exit_code(status: Option<std::process::ExitStatus>) -> i32 {
     match status {
         Some(status) => status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
         None => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_across_the_cut_of_a_long_line_is_redacted_not_halved() {
+        let secret = "s3cr3t-value-4242".to_string();
+        let mut line = vec![b'a'; MAX_STDERR_LINE - 8];
+        line.extend_from_slice(secret.as_bytes());
+        line.extend_from_slice(b" and more");
+        let text = stderr_line(&line, 0, std::slice::from_ref(&secret));
+        assert!(!text.contains("s3cr3t"), "{}", &text[text.len() - 60..]);
+        assert!(text.ends_with(" more bytes]"), "{}", &text[text.len() - 60..]);
+    }
+
+    #[test]
+    fn short_values_are_not_redacted_and_longer_ones_win() {
+        let env = BTreeMap::from([
+            ("A".to_string(), "1".to_string()),
+            ("B".to_string(), "token".to_string()),
+            ("C".to_string(), "secret-abc".to_string()),
+            ("D".to_string(), "secret-abc-def".to_string()),
+        ]);
+        let secrets = redactions(&env);
+        assert_eq!(secrets, ["secret-abc-def", "secret-abc"]);
+        assert_eq!(redact("1 token secret-abc-def secret-abc", &secrets), "1 token [redacted] [redacted]");
     }
 }
