@@ -135,6 +135,7 @@ pub fn child(args: &[&str]) -> Result<serde_json::Value> {
 fn run_all(quick: bool, only: Option<&str>) -> Result<()> {
     let machine = machine_line();
     println!("machine: {machine}");
+    println!("load average at start: {}", load_average());
     let mut goals = Vec::new();
     let wanted = |part: &str| only.is_none_or(|o| o == part);
     if wanted("open") {
@@ -161,6 +162,7 @@ fn run_all(quick: bool, only: Option<&str>) -> Result<()> {
     if wanted("reads") {
         goals.extend(reads::run(quick)?);
     }
+    println!("load average at end: {}", load_average());
     println!();
     println!("| measurement | figure | goal | met |");
     println!("|---|---|---|---|");
@@ -232,6 +234,18 @@ fn doc_context(elapsed_secs: f64) -> comparison::Context {
     }
 }
 
+/// `/proc/loadavg`'s 1-, 5- and 15-minute figures and the runnable count,
+/// e.g. `2.10 1.85 1.40 (3/412 runnable)`: a run's figures are only as
+/// good as the machine was quiet.
+fn load_average() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    match fields.as_slice() {
+        [one, five, fifteen, runnable, ..] => format!("{one} {five} {fifteen} ({runnable} runnable)"),
+        _ => "unknown".into(),
+    }
+}
+
 fn machine_line() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -243,6 +257,12 @@ fn machine_line() -> String {
         .unwrap_or_else(|| "unknown cpu".into());
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     format!("{cpu}, {cores} cores")
+}
+
+/// The smallest of `xs` (0 when empty): the run least disturbed by the
+/// machine's other work.
+pub fn best(xs: Vec<f64>) -> f64 {
+    xs.into_iter().reduce(f64::min).unwrap_or(0.0)
 }
 
 pub fn median(mut xs: Vec<f64>) -> f64 {
