@@ -132,13 +132,16 @@ pub fn child(args: &[&str]) -> Result<serde_json::Value> {
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
+/// One part of the run: its measurements and their goals.
+type Part = fn(bool) -> Result<Vec<Goal>>;
+
 fn run_all(quick: bool, only: Option<&str>) -> Result<()> {
     let machine = machine_line();
     println!("machine: {machine}");
     let mut load = LoadWatch::new();
     println!("load average at start: {}", load_average());
     let mut goals = Vec::new();
-    let parts: [(&str, fn(bool) -> Result<Vec<Goal>>); 8] = [
+    let parts: [(&str, Part); 8] = [
         ("open", open::run),
         ("context", context::run),
         ("turn", turn::run),
