@@ -15,10 +15,30 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+// The TypeScript derives are needed only by the generator and the tests (the
+// `ts` feature); without it `TS` is a derive that generates nothing, so the
+// binaries compile neither ts-rs nor the derives' expansions, and every type
+// below keeps a plain `derive(..., TS)` either way.
+#[cfg(not(feature = "ts"))]
+use mino_ts_stub::TS;
+#[cfg(feature = "ts")]
 use ts_rs::TS;
 
+#[cfg(feature = "ts")]
 pub mod generate;
 pub mod strict;
+
+/// The types every params and result type implements: with the `ts`
+/// feature also `ts_rs::TS`, so the generators can name them.
+#[cfg(feature = "ts")]
+pub trait WireType: serde::Serialize + serde::de::DeserializeOwned + ts_rs::TS + Send + Sync + 'static {}
+#[cfg(feature = "ts")]
+impl<T: serde::Serialize + serde::de::DeserializeOwned + ts_rs::TS + Send + Sync + 'static> WireType for T {}
+/// The types every params and result type implements.
+#[cfg(not(feature = "ts"))]
+pub trait WireType: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static {}
+#[cfg(not(feature = "ts"))]
+impl<T: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static> WireType for T {}
 
 /// Defines the methods and notifications once: their names (in [`method`]),
 /// their marker types (in [`request`] and [`notification`]) bound to their
@@ -43,8 +63,8 @@ macro_rules! methods {
             /// params and result.
             pub trait Request {
                 const METHOD: &'static str;
-                type Params: serde::Serialize + serde::de::DeserializeOwned + ts_rs::TS + Send + Sync + 'static;
-                type Result: serde::Serialize + serde::de::DeserializeOwned + ts_rs::TS + Send + Sync + 'static;
+                type Params: crate::WireType;
+                type Result: crate::WireType;
             }
             $( $(#[$rdoc])* pub enum $rname {} )+
         }
@@ -62,7 +82,7 @@ macro_rules! methods {
             /// its params.
             pub trait Notification {
                 const METHOD: &'static str;
-                type Params: serde::Serialize + serde::de::DeserializeOwned + ts_rs::TS + Send + Sync + 'static;
+                type Params: crate::WireType;
             }
             $( $(#[$ndoc])* pub enum $nname {} )+
         }
@@ -1636,6 +1656,7 @@ mod tests {
 
     /// `TurnNotification` tags each variant with a method and carries that
     /// method's bound params type, and lists exactly `TURN_NOTIFICATIONS`.
+    #[cfg(feature = "ts")]
     #[test]
     fn turn_notification_agrees_with_the_bound_notifications() {
         struct Check {

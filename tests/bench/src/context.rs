@@ -16,7 +16,7 @@ use mino_core::model::{ModelClient, ModelConfig, ModelRequest, Provider};
 use mino_core::{ApprovalDecision, Session, ToolStatus, TurnStatus};
 use serde_json::json;
 
-use crate::{child, median, Goal};
+use crate::{best, child, median, Goal};
 
 const SIZES: [usize; 2] = [1_000, 100_000];
 const INSTRUCTIONS: &str = "You are Mino, a careful coding assistant.";
@@ -107,7 +107,7 @@ fn reset_peak() -> Result<u64> {
 
 pub fn run(quick: bool) -> Result<Vec<Goal>> {
     let dir = tempfile::tempdir()?;
-    let runs = if quick { 2 } else { 5 };
+    let runs = if quick { 3 } else { 5 };
     let turns = if quick { "3" } else { "10" };
     let mut goals = Vec::new();
     // (records, journal bytes, cached per request, rebuilt per request, cached peak, rebuilt peak)
@@ -155,7 +155,8 @@ pub fn run(quick: bool) -> Result<Vec<Goal>> {
             peak(0) as f64 / 1024.0,
             peak(1) as f64 / 1024.0,
         );
-        rows.push((records, journal_bytes, median(cached), median(rebuilt), median(chat), peak(0), peak(1)));
+        // The fastest child of each: what the machine's other work adds is noise.
+        rows.push((records, journal_bytes, best(cached), best(rebuilt), best(chat), peak(0), peak(1)));
     }
     let (small, large) = (&rows[0], &rows[1]);
     let growth = large.2 / small.2;

