@@ -696,6 +696,12 @@ struct OpenCall {
     sent_at: Option<Instant>,
     /// Output arrived since then that no update carries yet.
     unsent: bool,
+    /// The editor's terminal it runs in (`terminal/create`): the terminal
+    /// shows its output live, so no text update repeats it.
+    terminal: Option<String>,
+    /// Why it does not run in the editor's terminal although the client
+    /// offered terminals.
+    note: Option<String>,
 }
 
 impl OpenCall {
@@ -717,7 +723,17 @@ impl OpenCall {
         self.sent_at = Some(now);
         self.unsent = false;
         let text = if self.cut { format!("{LIVE_OUTPUT_CUT}{}", self.output) } else { self.output.clone() };
-        tool_call_update(session_id, &self.id, json!({ "content": [text_content(&text)] }))
+        let mut content = self.lead_content();
+        content.push(text_content(&text));
+        tool_call_update(session_id, &self.id, json!({ "content": content }))
+    }
+
+    /// What comes first in each of its contents: the editor's terminal
+    /// (ACP's `terminal` content, which editors embed live), or the note
+    /// saying why there is none.
+    fn lead_content(&self) -> Vec<Value> {
+        let terminal = self.terminal.iter().map(|id| json!({ "type": "terminal", "terminalId": id }));
+        terminal.chain(self.note.iter().map(|note| text_content(note))).collect()
     }
 
     /// When its unsent output may go out (`now` if no update was sent yet).
@@ -856,8 +872,16 @@ impl LiveCalls {
             // ACP's `content` replaces the previous content: each update
             // carries the output so far (its last part), at most one per
             // interval; what comes sooner waits for [`LiveCalls::flush`].
-            AgentEvent::ToolOutput { call_id, chunk, .. } => {
+            AgentEvent::ToolTerminal { call_id, terminal_id, note, .. } => {
                 if let Some(call) = self.open.iter_mut().find(|c| c.call_id == call_id) {
+                    call.terminal = terminal_id;
+                    call.note = note;
+                    let content = call.lead_content();
+                    out.updates.push(tool_call_update(session_id, &call.id, json!({ "content": content })));
+                }
+            }
+            AgentEvent::ToolOutput { call_id, chunk, .. } => {
+                if let Some(call) = self.open.iter_mut().find(|c| c.call_id == call_id && c.terminal.is_none()) {
                     call.push_output(&chunk);
                     if call.due(now).is_some_and(|due| due <= now) {
                         out.updates.push(call.output_update(session_id, now));
@@ -869,7 +893,10 @@ impl LiveCalls {
                 match self.open.iter().position(|c| c.call_id == call_id) {
                     Some(at) => {
                         let call = self.open.remove(at);
-                        let fields = result_fields(&call.view, status, &output, exit_code);
+                        let mut fields = result_fields(&call.view, status, &output, exit_code);
+                        let mut content = call.lead_content();
+                        content.extend(fields["content"].as_array().cloned().unwrap_or_default());
+                        fields["content"] = json!(content);
                         out.updates.push(tool_call_update(session_id, &call.id, fields));
                     }
                     None => {
@@ -929,6 +956,8 @@ impl LiveCalls {
             cut: false,
             sent_at: None,
             unsent: false,
+            terminal: None,
+            note: None,
         });
         id
     }
