@@ -246,6 +246,7 @@ pub async fn serve(
                             if let Some(pending) = pending {
                                 pending.refresh_later(session.clone(), id.clone(), cx.clone(), server.outbound.clone());
                             }
+                            server.show_instructions(&session, &id, &cx);
                             if let Some(text) = translate::mcp_notice(&mcp) {
                                 log_send(server.outbound.send(&cx, translate::agent_message(&id, &text)));
                             }
@@ -298,6 +299,7 @@ pub async fn serve(
                         ),
                     );
                     log_send(server.outbound.send(&cx, commands::available(&id)));
+                    server.show_instructions(&session, &id, &cx);
                     if let Some(pending) = pending {
                         pending.refresh_later(session.clone(), id, cx, server.outbound.clone());
                     }
@@ -441,6 +443,15 @@ fn log_send(result: Result<(), Error>) {
 }
 
 impl Server {
+    /// The project's instruction files the model follows, told once a
+    /// session is open (when there are any); a change is told by its event.
+    fn show_instructions(&self, session: &AcpSession, id: &str, cx: &ConnectionTo<Client>) {
+        let files = session.agent.project_instructions().files;
+        if !files.is_empty() {
+            log_send(self.outbound.send(cx, translate::agent_message(id, &translate::instructions_notice(&files))));
+        }
+    }
+
     fn session(&self, id: &str) -> Option<Arc<AcpSession>> {
         lock(&self.sessions).get(id).cloned()
     }

@@ -742,6 +742,23 @@ impl OpenCall {
     }
 }
 
+/// The project's instruction files (`AGENTS.md`) the model reads, as a
+/// line of the agent's message: at a session's start (when there are any)
+/// and whenever they change.
+pub(crate) fn instructions_notice(files: &[mino_core::project_instructions::InstructionFile]) -> String {
+    if files.is_empty() {
+        return "[Mino: no project instruction file (AGENTS.md) applies now; the model reads none.]".to_string();
+    }
+    let named: Vec<String> = files
+        .iter()
+        .map(|f| match f.truncated {
+            true => format!("{} ({} bytes, the first {} given)", f.path, f.size, f.given),
+            false => format!("{} ({} bytes)", f.path, f.size),
+        })
+        .collect();
+    format!("[Mino: the model follows the project's instructions in {}.]", named.join(", "))
+}
+
 /// What a compaction did, as a line of the agent's message.
 pub(crate) fn compaction_notice(outcome: &CompactionOutcome) -> String {
     if outcome.compacted {
@@ -924,9 +941,10 @@ impl LiveCalls {
             }
             // The forwarder sends these itself (they need the session's options).
             AgentEvent::ResponseUsage { .. } | AgentEvent::SettingsChanged { .. } => {}
-            // Not shown on this door yet (docs/acp.md); the files reach the
-            // model and the journal all the same.
-            AgentEvent::InstructionsChanged { .. } => {}
+            // The person sees what the model is told to follow, as it changes.
+            AgentEvent::InstructionsChanged { files } => {
+                out.updates.push(agent_message(session_id, &format!("\n\n{}\n\n", instructions_notice(&files))))
+            }
         }
         out
     }
