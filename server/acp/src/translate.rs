@@ -109,6 +109,20 @@ pub fn agent_message(session_id: &str, text: &str) -> SessionNotification {
     )
 }
 
+/// A question's image as the person sent it (an `image` block, its bytes
+/// read back from the session's images and checked against their hash), or
+/// a line saying why it cannot be shown.
+fn replayed_image(session_id: &str, dir: Option<&Path>, image: &mino_core::images::ImageRef) -> SessionNotification {
+    let read = dir
+        .ok_or_else(|| "the session keeps no images".to_string())
+        .and_then(|dir| mino_core::images::read_checked(&mino_core::images::path_in(dir, image), image));
+    let content = match read {
+        Ok(bytes) => json!({ "type": "image", "data": mino_core::images::base64(&bytes), "mimeType": image.mime_type }),
+        Err(why) => json!({ "type": "text", "text": format!("[Mino: {} cannot be shown: {why}]", image.label()) }),
+    };
+    notification(session_id, json!({ "sessionUpdate": "user_message_chunk", "content": content }))
+}
+
 fn user_message(session_id: &str, text: &str) -> SessionNotification {
     notification(
         session_id,
@@ -378,6 +392,9 @@ pub fn replay(
     let mut out = Vec::new();
     for turn in &transcript.turns {
         out.push(user_message(session_id, &turn.input));
+        for image in &turn.images {
+            out.push(replayed_image(session_id, transcript.images_dir.as_deref(), image));
+        }
         for (index, response) in turn.responses.iter().enumerate() {
             let text: Vec<String> = response
                 .iter()
