@@ -29,12 +29,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agent_client_protocol::v1::schema::{
-    CancelNotification, CloseSessionRequest, CloseSessionResponse, ConfigOptionUpdate, ElicitationAction,
-    InitializeRequest, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
-    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ReadTextFileRequest,
-    RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest, ResumeSessionResponse,
-    SessionConfigOption, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    CancelNotification, CloseSessionRequest, CloseSessionResponse, ConfigOptionUpdate, CreateTerminalRequest,
+    ElicitationAction, EnvVariable, InitializeRequest, KillTerminalRequest, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
+    ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    ResumeSessionRequest, ResumeSessionResponse, SessionConfigOption, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    StopReason, WaitForTerminalExitRequest,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, Responder, V1};
@@ -137,6 +138,9 @@ struct Server {
     /// The client's `initialize` advertised `fs.readTextFile`: an edit's
     /// file is read through the editor, which holds unsaved changes.
     read_text_file: AtomicBool,
+    /// The client's `initialize` advertised `terminal`: approved commands
+    /// run in the editor's own terminals, under Mino's supervisor.
+    terminal: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -215,6 +219,7 @@ pub async fn serve(
                 let form = request.client_capabilities.elicitation.as_ref().is_some_and(|e| e.supports_form());
                 s6.form_elicitation.store(form, Ordering::Relaxed);
                 s6.read_text_file.store(request.client_capabilities.fs.read_text_file, Ordering::Relaxed);
+                s6.terminal.store(request.client_capabilities.terminal, Ordering::Relaxed);
                 responder.respond(translate::initialize_response(request.protocol_version))
             },
             agent_client_protocol::on_receive_request!(),
@@ -241,6 +246,7 @@ pub async fn serve(
                             if let Some(pending) = pending {
                                 pending.refresh_later(session.clone(), id.clone(), cx.clone(), server.outbound.clone());
                             }
+                            server.show_instructions(&session, &id, &cx);
                             if let Some(text) = translate::mcp_notice(&mcp) {
                                 log_send(server.outbound.send(&cx, translate::agent_message(&id, &text)));
                             }
@@ -293,6 +299,7 @@ pub async fn serve(
                         ),
                     );
                     log_send(server.outbound.send(&cx, commands::available(&id)));
+                    server.show_instructions(&session, &id, &cx);
                     if let Some(pending) = pending {
                         pending.refresh_later(session.clone(), id, cx, server.outbound.clone());
                     }
@@ -436,6 +443,15 @@ fn log_send(result: Result<(), Error>) {
 }
 
 impl Server {
+    /// The project's instruction files the model follows, told once a
+    /// session is open (when there are any); a change is told by its event.
+    fn show_instructions(&self, session: &AcpSession, id: &str, cx: &ConnectionTo<Client>) {
+        let files = session.agent.project_instructions().files;
+        if !files.is_empty() {
+            log_send(self.outbound.send(cx, translate::agent_message(id, &translate::instructions_notice(&files))));
+        }
+    }
+
     fn session(&self, id: &str) -> Option<Arc<AcpSession>> {
         lock(&self.sessions).get(id).cloned()
     }
@@ -499,6 +515,9 @@ impl Server {
         let id = app.session_id.clone();
         if self.read_text_file.load(Ordering::Relaxed) {
             app.agent.set_open_buffers(Arc::new(ClientBuffers { session_id: id.clone(), cx: cx.clone() }));
+        }
+        if self.terminal.load(Ordering::Relaxed) {
+            app.agent.set_command_terminals(Arc::new(ClientTerminals { session_id: id.clone(), cx: cx.clone() }));
         }
         lock(&self.sessions).insert(id.clone(), session.clone());
         let forwarding =
@@ -958,6 +977,92 @@ impl mino_core::buffers::OpenBuffers for ClientBuffers {
                     tracing::warn!(path = shown, "fs/read_text_file was not answered in time; reading the disk");
                     None
                 }
+            }
+        })
+    }
+}
+
+/// How long `terminal/create` may take before the command runs without
+/// the editor's terminal.
+const TERMINAL_CREATE_WAIT: Duration = Duration::from_secs(10);
+/// How long a finished command's terminal may take to exit (its supervisor
+/// exits once Mino saved the result) before it is killed.
+const TERMINAL_EXIT_WAIT: Duration = Duration::from_secs(5);
+/// How long `terminal/kill` and `terminal/release` may take.
+const TERMINAL_TIDY_WAIT: Duration = Duration::from_secs(5);
+
+/// The editor's terminals (`terminal/*`; the client offered `terminal`):
+/// each approved command's supervisor, Mino's own, runs in one, so the
+/// person sees its output where they work. The result is Mino's, from
+/// that supervisor: `terminal/output` is never needed for it.
+struct ClientTerminals {
+    session_id: String,
+    cx: ConnectionTo<Client>,
+}
+
+impl mino_core::terminal::CommandTerminals for ClientTerminals {
+    fn create(
+        &self,
+        launch: mino_core::terminal::TerminalLaunch,
+    ) -> futures::future::BoxFuture<'static, Result<String, String>> {
+        let env = launch.env.into_iter().map(|(name, value)| EnvVariable::new(name, value)).collect();
+        let request = CreateTerminalRequest::new(self.session_id.clone(), launch.program.display().to_string())
+            .args(launch.args)
+            .env(env)
+            .cwd(launch.cwd)
+            .output_byte_limit(launch.output_limit as u64);
+        let cx = self.cx.clone();
+        let session_id = self.session_id.clone();
+        Box::pin(async move {
+            // Answered after the wait, the terminal is never used (its
+            // supervisor finds the socket gone and exits): it is released.
+            let (answered, answer) = tokio::sync::oneshot::channel();
+            let (late, late_session) = (cx.clone(), session_id.clone());
+            tokio::spawn(async move {
+                if let Err(Ok(created)) = answered.send(cx.send_request(request).block_task().await) {
+                    let release = ReleaseTerminalRequest::new(late_session, created.terminal_id);
+                    log_send(late.send_request(release).block_task().await.map(|_| ()));
+                }
+            });
+            match tokio::time::timeout(TERMINAL_CREATE_WAIT, answer).await {
+                Ok(Ok(Ok(created))) => Ok(created.terminal_id.0.to_string()),
+                Ok(Ok(Err(e))) => Err(format!("terminal/create failed: {}", e.message)),
+                Ok(Err(_)) => Err("terminal/create was not answered: the connection ended".to_string()),
+                Err(_) => {
+                    tracing::warn!(
+                        session_id,
+                        "terminal/create was not answered in time; Mino runs the command itself"
+                    );
+                    Err(format!("terminal/create was not answered within {} s", TERMINAL_CREATE_WAIT.as_secs()))
+                }
+            }
+        })
+    }
+
+    fn finish(&self, terminal_id: String, kill: bool) -> futures::future::BoxFuture<'static, ()> {
+        let cx = self.cx.clone();
+        let session_id = self.session_id.clone();
+        Box::pin(async move {
+            let exited = !kill
+                && matches!(
+                    tokio::time::timeout(
+                        TERMINAL_EXIT_WAIT,
+                        cx.send_request(WaitForTerminalExitRequest::new(session_id.clone(), terminal_id.clone()))
+                            .block_task()
+                    )
+                    .await,
+                    Ok(Ok(_))
+                );
+            if !exited {
+                let kill =
+                    cx.send_request(KillTerminalRequest::new(session_id.clone(), terminal_id.clone())).block_task();
+                if let Ok(Err(e)) = tokio::time::timeout(TERMINAL_TIDY_WAIT, kill).await {
+                    tracing::debug!(terminal_id, "terminal/kill failed: {e}");
+                }
+            }
+            let release = cx.send_request(ReleaseTerminalRequest::new(session_id, terminal_id.clone())).block_task();
+            if let Ok(Err(e)) = tokio::time::timeout(TERMINAL_TIDY_WAIT, release).await {
+                tracing::debug!(terminal_id, "terminal/release failed: {e}");
             }
         })
     }

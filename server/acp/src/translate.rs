@@ -109,6 +109,20 @@ pub fn agent_message(session_id: &str, text: &str) -> SessionNotification {
     )
 }
 
+/// A question's image as the person sent it (an `image` block, its bytes
+/// read back from the session's images and checked against their hash), or
+/// a line saying why it cannot be shown.
+fn replayed_image(session_id: &str, dir: Option<&Path>, image: &mino_core::images::ImageRef) -> SessionNotification {
+    let read = dir
+        .ok_or_else(|| "the session keeps no images".to_string())
+        .and_then(|dir| mino_core::images::read_checked(&mino_core::images::path_in(dir, image), image));
+    let content = match read {
+        Ok(bytes) => json!({ "type": "image", "data": mino_core::images::base64(&bytes), "mimeType": image.mime_type }),
+        Err(why) => json!({ "type": "text", "text": format!("[Mino: {} cannot be shown: {why}]", image.label()) }),
+    };
+    notification(session_id, json!({ "sessionUpdate": "user_message_chunk", "content": content }))
+}
+
 fn user_message(session_id: &str, text: &str) -> SessionNotification {
     notification(
         session_id,
@@ -378,6 +392,9 @@ pub fn replay(
     let mut out = Vec::new();
     for turn in &transcript.turns {
         out.push(user_message(session_id, &turn.input));
+        for image in &turn.images {
+            out.push(replayed_image(session_id, transcript.images_dir.as_deref(), image));
+        }
         for (index, response) in turn.responses.iter().enumerate() {
             let text: Vec<String> = response
                 .iter()
@@ -696,6 +713,12 @@ struct OpenCall {
     sent_at: Option<Instant>,
     /// Output arrived since then that no update carries yet.
     unsent: bool,
+    /// The editor's terminal it runs in (`terminal/create`): the terminal
+    /// shows its output live, so no text update repeats it.
+    terminal: Option<String>,
+    /// Why it does not run in the editor's terminal although the client
+    /// offered terminals.
+    note: Option<String>,
 }
 
 impl OpenCall {
@@ -717,13 +740,40 @@ impl OpenCall {
         self.sent_at = Some(now);
         self.unsent = false;
         let text = if self.cut { format!("{LIVE_OUTPUT_CUT}{}", self.output) } else { self.output.clone() };
-        tool_call_update(session_id, &self.id, json!({ "content": [text_content(&text)] }))
+        let mut content = self.lead_content();
+        content.push(text_content(&text));
+        tool_call_update(session_id, &self.id, json!({ "content": content }))
+    }
+
+    /// What comes first in each of its contents: the editor's terminal
+    /// (ACP's `terminal` content, which editors embed live), or the note
+    /// saying why there is none.
+    fn lead_content(&self) -> Vec<Value> {
+        let terminal = self.terminal.iter().map(|id| json!({ "type": "terminal", "terminalId": id }));
+        terminal.chain(self.note.iter().map(|note| text_content(note))).collect()
     }
 
     /// When its unsent output may go out (`now` if no update was sent yet).
     fn due(&self, now: Instant) -> Option<Instant> {
         self.unsent.then(|| self.sent_at.map_or(now, |at| at + LIVE_OUTPUT_INTERVAL))
     }
+}
+
+/// The project's instruction files (`AGENTS.md`) the model reads, as a
+/// line of the agent's message: at a session's start (when there are any)
+/// and whenever they change.
+pub(crate) fn instructions_notice(files: &[mino_core::project_instructions::InstructionFile]) -> String {
+    if files.is_empty() {
+        return "[Mino: no project instruction file (AGENTS.md) applies now; the model reads none.]".to_string();
+    }
+    let named: Vec<String> = files
+        .iter()
+        .map(|f| match f.truncated {
+            true => format!("{} ({} bytes, the first {} given)", f.path, f.size, f.given),
+            false => format!("{} ({} bytes)", f.path, f.size),
+        })
+        .collect();
+    format!("[Mino: the model follows the project's instructions in {}.]", named.join(", "))
 }
 
 /// What a compaction did, as a line of the agent's message.
@@ -856,8 +906,16 @@ impl LiveCalls {
             // ACP's `content` replaces the previous content: each update
             // carries the output so far (its last part), at most one per
             // interval; what comes sooner waits for [`LiveCalls::flush`].
-            AgentEvent::ToolOutput { call_id, chunk, .. } => {
+            AgentEvent::ToolTerminal { call_id, terminal_id, note, .. } => {
                 if let Some(call) = self.open.iter_mut().find(|c| c.call_id == call_id) {
+                    call.terminal = terminal_id;
+                    call.note = note;
+                    let content = call.lead_content();
+                    out.updates.push(tool_call_update(session_id, &call.id, json!({ "content": content })));
+                }
+            }
+            AgentEvent::ToolOutput { call_id, chunk, .. } => {
+                if let Some(call) = self.open.iter_mut().find(|c| c.call_id == call_id && c.terminal.is_none()) {
                     call.push_output(&chunk);
                     if call.due(now).is_some_and(|due| due <= now) {
                         out.updates.push(call.output_update(session_id, now));
@@ -869,7 +927,10 @@ impl LiveCalls {
                 match self.open.iter().position(|c| c.call_id == call_id) {
                     Some(at) => {
                         let call = self.open.remove(at);
-                        let fields = result_fields(&call.view, status, &output, exit_code);
+                        let mut fields = result_fields(&call.view, status, &output, exit_code);
+                        let mut content = call.lead_content();
+                        content.extend(fields["content"].as_array().cloned().unwrap_or_default());
+                        fields["content"] = json!(content);
                         out.updates.push(tool_call_update(session_id, &call.id, fields));
                     }
                     None => {
@@ -897,9 +958,10 @@ impl LiveCalls {
             }
             // The forwarder sends these itself (they need the session's options).
             AgentEvent::ResponseUsage { .. } | AgentEvent::SettingsChanged { .. } => {}
-            // Not shown on this door yet (docs/acp.md); the files reach the
-            // model and the journal all the same.
-            AgentEvent::InstructionsChanged { .. } => {}
+            // The person sees what the model is told to follow, as it changes.
+            AgentEvent::InstructionsChanged { files } => {
+                out.updates.push(agent_message(session_id, &format!("\n\n{}\n\n", instructions_notice(&files))))
+            }
         }
         out
     }
@@ -929,6 +991,8 @@ impl LiveCalls {
             cut: false,
             sent_at: None,
             unsent: false,
+            terminal: None,
+            note: None,
         });
         id
     }

@@ -128,6 +128,15 @@ pub enum AgentEvent {
         stream: Stream,
         chunk: String,
     },
+    /// A command runs in the editor's own terminal ([`crate::terminal`]),
+    /// or could not and runs as any other (`terminal_id` `None`, `note`
+    /// saying why). Sent after its `ToolStarted`, before its output.
+    ToolTerminal {
+        turn_id: String,
+        call_id: String,
+        terminal_id: Option<String>,
+        note: Option<String>,
+    },
     ToolResult {
         turn_id: String,
         call_id: String,
@@ -353,6 +362,12 @@ pub mod outputs {
 
     /// The result of a call the person denied with a reason: the model
     /// reads the reason as they wrote it.
+    /// What a command's call shows when the editor's terminal could not be
+    /// had (`why`): Mino ran it itself, under the same supervisor.
+    pub fn terminal_fallback(why: &str) -> String {
+        format!("[Mino: the editor's terminal could not be used ({why}); Mino ran the command itself, as it runs any command.]")
+    }
+
     pub fn denied_with_reason(reason: &str) -> String {
         format!("Denied by the user: {reason}")
     }
@@ -492,6 +507,7 @@ struct Inner {
     switching: std::sync::atomic::AtomicBool,
     /// The editor's text of open files, when the front door can ask for it.
     open_buffers: Mutex<Option<Arc<dyn OpenBuffers>>>,
+    command_terminals: Mutex<Option<Arc<dyn crate::terminal::CommandTerminals>>>,
 }
 
 /// One session's agent. Cheap to clone; all clones drive the same session.
@@ -568,6 +584,7 @@ impl Agent {
             closed: std::sync::atomic::AtomicBool::new(false),
             switching: std::sync::atomic::AtomicBool::new(false),
             open_buffers: Mutex::new(None),
+            command_terminals: Mutex::new(None),
         };
         (Agent { inner: Arc::new(inner) }, receiver)
     }
@@ -1021,6 +1038,13 @@ impl Agent {
         *lock(&self.inner.open_buffers) = Some(buffers);
     }
 
+    /// Runs approved commands in the person's editor's own terminals
+    /// ([`crate::terminal::CommandTerminals`]), under Mino's supervisor
+    /// all the same; set by a front door whose client offers them.
+    pub fn set_command_terminals(&self, terminals: Arc<dyn crate::terminal::CommandTerminals>) {
+        *lock(&self.inner.command_terminals) = Some(terminals);
+    }
+
     /// The editor's text of open files, when a front door gave one.
     pub fn open_buffers(&self) -> Option<Arc<dyn OpenBuffers>> {
         lock(&self.inner.open_buffers).clone()
@@ -1247,6 +1271,7 @@ impl Agent {
                 | AgentEvent::ResponseUsage { .. }
                 | AgentEvent::SettingsChanged { .. }
                 | AgentEvent::InstructionsChanged { .. }
+                | AgentEvent::ToolTerminal { .. }
         );
         // Nobody listening any more drops the event: the journal still
         // records everything.
@@ -1766,8 +1791,11 @@ impl Agent {
         let facts = bash.approval_facts();
         // Started now, it gets ready while the approval and start are
         // synced; it runs nothing until it is given the command below, and
-        // exits unused if it is dropped (a failed save, a cancel).
-        let supervisor = bash.start_supervisor();
+        // exits unused if it is dropped (a failed save, a cancel). With the
+        // editor's terminals, the editor starts it, and only once both are
+        // synced: asking the editor is the first thing that leaves Mino.
+        let terminals = lock(&self.inner.command_terminals).clone();
+        let supervisor = terminals.is_none().then(|| bash.start_supervisor());
         let (t, c, cmd) = (turn_id.to_string(), call_id.to_string(), command.to_string());
         let evidence = self
             .with_session_io(move |s| {
@@ -1792,6 +1820,35 @@ impl Agent {
             tool: None,
             read: None,
         });
+        let (supervisor, terminal) = match (supervisor, terminals) {
+            (Some(supervisor), _) => (supervisor, None),
+            (None, None) => (bash.start_supervisor(), None),
+            (None, Some(terminals)) => {
+                let asked = bash.start_in_terminal(&*terminals, turn_id, call_id);
+                let started = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => None,
+                    started = asked => Some(started),
+                };
+                let Some(started) = started else {
+                    self.save_result(turn_id, call_id, ToolStatus::Cancelled, outputs::CANCELLED_BEFORE_SPAWN, None)
+                        .await?;
+                    return Ok(true);
+                };
+                let (supervisor, terminal_id, note) = match started {
+                    Ok((supervisor, id)) => (supervisor, Some(id), None),
+                    // Nothing has run: Mino runs it itself, as without a terminal.
+                    Err(why) => (bash.start_supervisor(), None, Some(outputs::terminal_fallback(&why))),
+                };
+                self.emit(AgentEvent::ToolTerminal {
+                    turn_id: turn_id.to_string(),
+                    call_id: call_id.to_string(),
+                    terminal_id: terminal_id.clone(),
+                    note,
+                });
+                (supervisor, terminal_id.map(|id| (terminals, id)))
+            }
+        };
         fail::fail_point!("agent::before_spawn");
         let mut streamed = 0usize;
         let mut on_output = |stream: Stream, chunk: &str| {
@@ -1822,6 +1879,11 @@ impl Agent {
         // and leaves its evidence for the unknown result.
         self.save_result(turn_id, call_id, outcome.status, &outcome.output, outcome.exit_code).await?;
         settle.saved().await;
+        if let Some((terminals, id)) = terminal {
+            // The result is Mino's and saved; the editor's terminal is tidied
+            // up without holding up the turn.
+            tokio::spawn(terminals.finish(id, outcome.status == ToolStatus::Cancelled));
+        }
         Ok(outcome.status == ToolStatus::Cancelled)
     }
 

@@ -15,10 +15,11 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::journal::record::ToolStatus;
@@ -36,6 +37,12 @@ pub const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 pub const DEFAULT_OUTPUT_LIMIT: usize = 64 * 1024;
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// How long a supervisor the editor started has to connect once the
+/// editor said it started it.
+pub const TERMINAL_CONNECT_WAIT: Duration = Duration::from_secs(10);
+/// How long a connection has to send its token.
+const TOKEN_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -212,7 +219,7 @@ impl BashTool {
             .stderr(Stdio::inherit())
             .spawn();
         IdleSupervisor {
-            child: spawned.map_err(|e| {
+            link: spawned.map(Link::Child).map_err(|e| {
                 format!(
                     "Could not start bash in {}: its supervisor {} did not start: {e}",
                     self.cwd.display(),
@@ -220,6 +227,50 @@ impl BashTool {
                 )
             }),
         }
+    }
+
+    /// Has the editor start a supervisor in its own terminal
+    /// ([`crate::terminal`]) and waits for it to connect: a socket in a
+    /// private directory (0700, the socket 0600) that only the process
+    /// holding the one-time token may use. Like [`BashTool::start_supervisor`]'s,
+    /// it runs nothing until [`BashTool::run_recorded`] gives it the
+    /// command. Returns it and the terminal's id, or why the terminal could
+    /// not be had (the editor refused, did not answer, or its process did
+    /// not connect in [`TERMINAL_CONNECT_WAIT`]): nothing has run then, and
+    /// a terminal that was created is finished (killed and released).
+    pub async fn start_in_terminal(
+        &self,
+        terminals: &dyn crate::terminal::CommandTerminals,
+        turn_id: &str,
+        call_id: &str,
+    ) -> Result<(IdleSupervisor, String), String> {
+        let place = listen().map_err(|e| format!("Mino could not make the socket for it ({e})"))?;
+        let launch = crate::terminal::TerminalLaunch {
+            turn_id: turn_id.to_string(),
+            call_id: call_id.to_string(),
+            program: self.supervisor.clone(),
+            args: vec![
+                supervisor::FLAG.to_string(),
+                supervisor::CONNECT_FLAG.to_string(),
+                place.path.display().to_string(),
+            ],
+            env: vec![(supervisor::TOKEN_VAR.to_string(), place.token.clone())],
+            cwd: self.cwd.clone(),
+            output_limit: self.limits.output_limit,
+        };
+        let terminal_id = terminals.create(launch).await?;
+        match tokio::time::timeout(TERMINAL_CONNECT_WAIT, place.accept()).await {
+            Ok(Ok(stream)) => Ok((IdleSupervisor { link: Ok(Link::Socket(stream)) }, terminal_id)),
+            failed => {
+                terminals.finish(terminal_id, true).await;
+                Err(match failed {
+                    Ok(Err(e)) => format!("its connection could not be accepted ({e})"),
+                    _ => format!("the process it started did not connect within {} s", TERMINAL_CONNECT_WAIT.as_secs()),
+                })
+            }
+        }
+        // `place` is dropped here: the socket and its directory go, the
+        // accepted connection stays.
     }
 
     /// Runs an approved command under `idle`, a supervisor this tool
@@ -250,25 +301,37 @@ impl BashTool {
             output_limit: self.limits.output_limit,
             evidence,
             sandbox: self.sandbox.clone(),
+            env: Some(self.env.clone()),
         };
-        let mut child = match idle.child {
-            Ok(child) => child,
+        let (mut child, mut control, mut frames): (Option<tokio::process::Child>, Control, Frames) = match idle.link {
             Err(why) => return (failed(why), Settle { control: None }),
+            Ok(Link::Socket(stream)) => {
+                let (read, write) = stream.into_split();
+                (None, Box::pin(write), Box::pin(read))
+            }
+            Ok(Link::Child(mut child)) => {
+                let (Some(control), Some(frames)) = (child.stdin.take(), child.stdout.take()) else {
+                    let _ = child.start_kill();
+                    return (failed("Could not talk to the command's supervisor.".into()), Settle { control: None });
+                };
+                (Some(child), Box::pin(control), Box::pin(frames))
+            }
         };
-        let (Some(mut control), Some(mut frames)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = child.start_kill();
-            return (failed("Could not talk to the command's supervisor.".into()), Settle { control: None });
+        let start_kill = |child: &mut Option<tokio::process::Child>| {
+            if let Some(child) = child {
+                let _ = child.start_kill();
+            }
         };
         // The spec is the first thing on the supervisor's stdin (it was
         // started before the command was known). A supervisor gone before
         // it read the spec ran nothing.
         let spec = wire::spec_frame(&spec);
         if spec.len() > wire::MAX_FRAME {
-            let _ = child.start_kill();
+            start_kill(&mut child);
             return (failed(supervisor::too_long(command.len(), "over Mino's bound")), Settle { control: None });
         }
         if let Err(e) = control.write_all(&spec).await {
-            let _ = child.start_kill();
+            start_kill(&mut child);
             let why = format!("Could not start bash in {}: its supervisor exited before it got the command ({e}); the command did not run.", self.cwd.display());
             return (failed(why), Settle { control: None });
         }
@@ -320,7 +383,11 @@ impl BashTool {
         // The supervisor died (killed from outside): nothing of the
         // command may outlive the call, so its group is killed here.
         supervisor::kill_group(pid, libc::SIGKILL);
-        let status = child.wait().await.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+        let status = match &mut child {
+            Some(child) => child.wait().await.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string()),
+            // The editor is its parent: its connection is all there is.
+            None => "its connection to Mino closed".to_string(),
+        };
         let why = broken.unwrap_or_default();
         let mut output = format!("The command's supervisor failed ({why}; {status}).");
         if pid.is_some() {
@@ -333,17 +400,31 @@ impl BashTool {
     }
 }
 
-/// A supervisor started ahead of its command ([`BashTool::start_supervisor`]),
-/// or why it could not start (reported as the command's failure when it
-/// is run).
+type Control = Pin<Box<dyn AsyncWrite + Send>>;
+type Frames = Pin<Box<dyn AsyncRead + Send>>;
+
+/// A supervisor started ahead of its command ([`BashTool::start_supervisor`],
+/// [`BashTool::start_in_terminal`]), or why it could not start (reported as
+/// the command's failure when it is run).
 pub struct IdleSupervisor {
-    child: Result<tokio::process::Child, String>,
+    link: Result<Link, String>,
+}
+
+/// How the server reaches a supervisor.
+enum Link {
+    /// It spawned it: its stdin and stdout.
+    Child(tokio::process::Child),
+    /// An editor started it in its terminal; it connected and proved itself.
+    Socket(tokio::net::UnixStream),
 }
 
 impl IdleSupervisor {
-    /// The supervisor's process id, if it started.
+    /// The supervisor's process id, if this process spawned it.
     pub fn id(&self) -> Option<u32> {
-        self.child.as_ref().ok().and_then(tokio::process::Child::id)
+        match &self.link {
+            Ok(Link::Child(child)) => child.id(),
+            _ => None,
+        }
     }
 }
 
@@ -351,7 +432,7 @@ impl IdleSupervisor {
 /// saved. Dropping it unsaved tells the supervisor Mino stopped first, so it
 /// leaves its evidence record.
 pub struct Settle {
-    control: Option<tokio::process::ChildStdin>,
+    control: Option<Control>,
 }
 
 impl Settle {
@@ -361,6 +442,69 @@ impl Settle {
             let _ = control.write_all(&[wire::CONTROL_SAVED]).await;
         }
     }
+}
+
+/// Where a supervisor started by an editor connects: a socket in a
+/// directory of its own, and the token it must send first.
+struct Rendezvous {
+    listener: tokio::net::UnixListener,
+    path: PathBuf,
+    token: String,
+    /// Removed (the socket with it) when this is dropped.
+    _dir: tempfile::TempDir,
+}
+
+/// A private directory (0700) under `$XDG_RUNTIME_DIR` (else the temporary
+/// directory: a socket's path must stay short) with a socket (0600) in it.
+fn listen() -> std::io::Result<Rendezvous> {
+    use std::os::unix::fs::PermissionsExt;
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute() && dir.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    // tempfile makes its directories 0700.
+    let dir = tempfile::Builder::new().prefix("mino-term-").tempdir_in(base)?;
+    let path = dir.path().join("s");
+    let listener = tokio::net::UnixListener::bind(&path)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(Rendezvous { listener, path, token: random_token()?, _dir: dir })
+}
+
+impl Rendezvous {
+    /// The first connection that sends the token (a line); others are closed.
+    async fn accept(&self) -> std::io::Result<tokio::net::UnixStream> {
+        loop {
+            let (mut stream, _) = self.listener.accept().await?;
+            let mut line = Vec::with_capacity(self.token.len() + 1);
+            let read = tokio::time::timeout(TOKEN_WAIT, async {
+                let mut byte = [0u8; 1];
+                // Byte by byte: what follows the line is the supervisor's.
+                while line.len() <= self.token.len() {
+                    if stream.read(&mut byte).await? == 0 {
+                        break;
+                    }
+                    if byte[0] == b'\n' {
+                        return Ok::<bool, std::io::Error>(line == self.token.as_bytes());
+                    }
+                    line.push(byte[0]);
+                }
+                Ok(false)
+            })
+            .await;
+            match read {
+                Ok(Ok(true)) => return Ok(stream),
+                _ => tracing::warn!("a connection to a command's socket without its token was closed"),
+            }
+        }
+    }
+}
+
+/// 128 bits from the kernel's random source, in hex.
+fn random_token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 fn executable(path: &std::path::Path) -> bool {

@@ -62,6 +62,7 @@ pub mod session_store;
 pub mod settings;
 pub mod soul;
 pub mod supervisor;
+pub mod terminal;
 pub mod transcript;
 /// Tokens the model service reported, per response, turn and session.
 pub mod usage;

@@ -146,3 +146,70 @@ async fn a_command_over_what_the_system_allows_fails_saying_so_and_runs_nothing(
     );
     assert!(!dir.path().join("ran.txt").exists());
 }
+
+/// `terminal/*` as an editor implements them: the program run with the
+/// editor's own environment (plus a variable of its own), its stdout kept.
+/// With `intruder`, something else connects to the socket first with a
+/// wrong token.
+struct EditorTerminals {
+    stdout: std::sync::Arc<std::sync::Mutex<Option<tokio::process::Child>>>,
+    intruder: bool,
+}
+
+impl mino_core::terminal::CommandTerminals for EditorTerminals {
+    fn create(
+        &self,
+        launch: mino_core::terminal::TerminalLaunch,
+    ) -> futures::future::BoxFuture<'static, Result<String, String>> {
+        let slot = self.stdout.clone();
+        let intruder = self.intruder;
+        Box::pin(async move {
+            if intruder {
+                use std::io::Write;
+                let socket = launch.args.last().expect("the socket's path");
+                let mut stream = std::os::unix::net::UnixStream::connect(socket).expect("connect");
+                stream.write_all(b"not-the-token\n").expect("write");
+            }
+            let child = tokio::process::Command::new(&launch.program)
+                .args(&launch.args)
+                .envs(launch.env)
+                .env("EDITOR_SECRET", "of-the-editor")
+                .current_dir(&launch.cwd)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| e.to_string())?;
+            *slot.lock().expect("lock") = Some(child);
+            Ok("term-1".to_string())
+        })
+    }
+
+    fn finish(&self, _terminal_id: String, _kill: bool) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+}
+
+#[tokio::test]
+async fn a_supervisor_an_editor_starts_runs_the_command_as_mino_would_and_shows_it_in_the_terminal() {
+    use tokio::io::AsyncReadExt;
+    for intruder in [false, true] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tool = BashTool::new(dir.path().to_path_buf(), Limits::default(), SUPERVISOR.into());
+        let slot = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let terminals = EditorTerminals { stdout: slot.clone(), intruder };
+        let (idle, id) =
+            tool.start_in_terminal(&terminals, "turn-1", "call_1").await.expect("the terminal's supervisor");
+        assert_eq!(id, "term-1");
+        let command =
+            "echo in-the-terminal; echo \"secret=${EDITOR_SECRET:-none} token=${MINO_SUPERVISOR_TOKEN:-none}\"";
+        let (outcome, settle) = tool.run_recorded(idle, command, None, &mut |_, _| {}, &CancellationToken::new()).await;
+        settle.saved().await;
+        assert_eq!(outcome.status, ToolStatus::Success, "{}", outcome.output);
+        // The editor's environment and the token never reach the command.
+        assert_eq!(outcome.output, "in-the-terminal\nsecret=none token=none\n");
+        let mut child = slot.lock().expect("lock").take().expect("spawned");
+        let mut shown = String::new();
+        child.stdout.take().expect("stdout").read_to_string(&mut shown).await.expect("read");
+        assert_eq!(shown, format!("$ {command}\nin-the-terminal\nsecret=none token=none\n"));
+        assert!(child.wait().await.expect("exit").success());
+    }
+}

@@ -849,7 +849,10 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> Option<String>
         AgentEvent::SessionOpened { recovery } => {
             message::<wire::notification::Recovery>(recovery_notification(&session_id, &recovery))
         }
-        AgentEvent::ResponseUsage { .. } | AgentEvent::SettingsChanged { .. } => return None,
+        // No `mino/*` client offers its own terminals.
+        AgentEvent::ResponseUsage { .. } | AgentEvent::SettingsChanged { .. } | AgentEvent::ToolTerminal { .. } => {
+            return None
+        }
     })
 }
 

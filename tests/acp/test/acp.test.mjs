@@ -1137,7 +1137,7 @@ test("with fs/read_text_file offered, read_file reads a file open in the editor 
 
 // Images: an `image` block reaches the model as an `input_image` with the
 // exact bytes; what is not an image is refused by name and nothing is sent.
-test("an image block reaches the model with its exact bytes; a block that is not an image is refused by name", async () => {
+test("an image block reaches the model with its exact bytes and session/load replays it; a block that is not an image is refused by name", async () => {
   const dirs = freshDirs();
   const mock = await startMockModel([{ type: "text", deltas: ["A red dot."] }]);
   const server = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
@@ -1171,6 +1171,21 @@ test("an image block reaches the model with its exact bytes; a block that is not
     const image = user.content.find((p) => p.type === "input_image");
     assert.equal(image.image_url, `data:image/png;base64,${png.toString("base64")}`);
     assert.deepEqual(user.content[0], { type: "input_text", text: "What is this?" });
+    await server.stop();
+
+    // session/load replays the question with its image, as it was sent.
+    const again = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
+    try {
+      await initialize(again.agent);
+      await again.agent.request(acp.methods.agent.session.load, { sessionId, cwd: dirs.workspace, mcpServers: [] });
+      const asked = again.updates.map((u) => u.update).filter((u) => u.sessionUpdate === "user_message_chunk");
+      assert.deepEqual(asked.map((u) => u.content), [
+        { type: "text", text: "What is this?" },
+        { type: "image", data: png.toString("base64"), mimeType: "image/png" },
+      ]);
+    } finally {
+      await again.stop();
+    }
   } finally {
     await server.stop();
     mock.stop();

@@ -82,12 +82,14 @@ export function freshDirs() {
  * Starts `mino-server --acp` and connects an SDK client to it.
  * `onPermission(params)` answers `session/request_permission`;
  * `onElicitation(params)`, if given, answers `elicitation/create`;
- * `onReadTextFile(params)`, if given, answers `fs/read_text_file`.
+ * `onReadTextFile(params)`, if given, answers `fs/read_text_file`;
+ * `terminals` (see `childTerminals`), if given, answers `terminal/*`;
+ * `env` is added to the server's environment.
  * Every message both ways is kept in `transcript` (direction, message); each
  * the server sends is checked against the ACP v1 schema (./schema.mjs), and
  * the failures fail the test that saw them.
  */
-export function startServer({ home, workspace, baseUrl, onPermission, onElicitation, onReadTextFile }) {
+export function startServer({ home, workspace, baseUrl, onPermission, onElicitation, onReadTextFile, terminals, env = {} }) {
   const child = spawn(serverBin, ["--acp"], {
     cwd: workspace,
     env: {
@@ -97,6 +99,7 @@ export function startServer({ home, workspace, baseUrl, onPermission, onElicitat
       OPENAI_BASE_URL: baseUrl,
       MINO_MODEL: "mock-model",
       RUST_LOG: process.env.RUST_LOG || "warn",
+      ...env,
     },
     stdio: ["pipe", "pipe", "inherit"],
   });
@@ -132,6 +135,11 @@ export function startServer({ home, workspace, baseUrl, onPermission, onElicitat
       if (!onReadTextFile) throw new Error("this client did not offer fs/read_text_file");
       return onReadTextFile(params);
     })
+    .onRequest(acp.methods.client.terminal.create, async ({ params }) => offered(terminals).create(params))
+    .onRequest(acp.methods.client.terminal.output, async ({ params }) => offered(terminals).output(params))
+    .onRequest(acp.methods.client.terminal.waitForExit, async ({ params }) => offered(terminals).waitForExit(params))
+    .onRequest(acp.methods.client.terminal.kill, async ({ params }) => offered(terminals).kill(params))
+    .onRequest(acp.methods.client.terminal.release, async ({ params }) => offered(terminals).release(params))
     .onNotification(acp.methods.client.session.update, async ({ params }) => {
       updates.push(params);
       for (const w of [...waiters]) w();
@@ -160,6 +168,95 @@ export function startServer({ home, workspace, baseUrl, onPermission, onElicitat
       connection.close();
       child.stdin.end();
       await exited;
+    },
+  };
+}
+
+function offered(terminals) {
+  if (!terminals) throw new Error("this client did not offer terminal/*");
+  return terminals;
+}
+
+/**
+ * `terminal/*` as an editor implements them: `terminal/create` spawns the
+ * given program with node's child_process, in the editor's environment
+ * (plus `editorEnv`, a variable of the editor's own that a command must not
+ * see) and the request's; its output is kept per terminal. With
+ * `failCreate`, `terminal/create` answers an error. `requests` keeps every
+ * request, in order, as [method, params].
+ */
+export function childTerminals({ failCreate = false, editorEnv = {} } = {}) {
+  const byId = new Map();
+  const requests = [];
+  const waiters = [];
+  const changed = () => {
+    for (const w of [...waiters]) w();
+  };
+  const terminal = (terminalId) => {
+    const t = byId.get(terminalId);
+    if (!t) throw new Error(`no terminal ${terminalId}`);
+    return t;
+  };
+  return {
+    requests,
+    byId,
+    async create(params) {
+      requests.push(["create", params]);
+      if (failCreate) throw new Error("this editor cannot open a terminal now");
+      const terminalId = `term-${byId.size + 1}`;
+      const env = { ...process.env, ...editorEnv, ...Object.fromEntries((params.env ?? []).map((e) => [e.name, e.value])) };
+      const child = spawn(params.command, params.args ?? [], { cwd: params.cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+      const t = { child, output: "", exitStatus: null, released: false };
+      t.exited = new Promise((ok) =>
+        child.once("exit", (exitCode, signal) => {
+          t.exitStatus = { exitCode, signal };
+          changed();
+          ok(t.exitStatus);
+        }),
+      );
+      for (const stream of [child.stdout, child.stderr])
+        stream.on("data", (d) => {
+          t.output += d;
+          changed();
+        });
+      byId.set(terminalId, t);
+      changed();
+      return { terminalId };
+    },
+    async output({ terminalId }) {
+      requests.push(["output", { terminalId }]);
+      const t = terminal(terminalId);
+      return { output: t.output, truncated: false, exitStatus: t.exitStatus ?? undefined };
+    },
+    async waitForExit({ terminalId }) {
+      requests.push(["waitForExit", { terminalId }]);
+      return terminal(terminalId).exited;
+    },
+    async kill({ terminalId }) {
+      requests.push(["kill", { terminalId }]);
+      terminal(terminalId).child.kill("SIGKILL");
+      return {};
+    },
+    async release({ terminalId }) {
+      requests.push(["release", { terminalId }]);
+      const t = terminal(terminalId);
+      if (!t.exitStatus) t.child.kill("SIGKILL");
+      t.released = true;
+      changed();
+      return {};
+    },
+    /** Resolves once `predicate()` holds (checked on each terminal event). */
+    waitFor(predicate) {
+      return new Promise((ok) => {
+        const check = () => {
+          if (predicate()) {
+            waiters.splice(waiters.indexOf(check), 1);
+            ok();
+          }
+        };
+        waiters.push(check);
+        check();
+      });
     },
   };
 }

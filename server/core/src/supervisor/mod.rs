@@ -30,6 +30,16 @@
 //! the command. Only SIGKILL stops it, and then the server kills the
 //! command's group itself.
 //!
+//! An editor may start the supervisor instead (an ACP client's
+//! `terminal/create`, so that the command's output shows in the editor's
+//! own terminal): then it is `--supervise --connect <socket>` with a
+//! one-time token in [`TOKEN_VAR`], and it reads its spec, the control
+//! bytes and end of file from, and writes its frames to, that connection
+//! to the server (`crate::bash::TerminalLaunch`) instead of its stdin and
+//! stdout; it also writes the command's output to its stdout, the
+//! terminal. Everything else (the sandbox, the environment, the limits, the
+//! process group, the evidence) is the same.
+//!
 //! Its rooms: [`wire`] (the pipe protocol, both ends), [`evidence`] (the
 //! record it leaves, read back by recovery), `capture` (the output kept
 //! within the limit), `run` (supervise mode, step by step).
@@ -46,8 +56,8 @@ pub use evidence::{
     evidence_dir, evidence_path, load_evidence, write_evidence, Evidence, EvidenceOutcome, EvidenceTarget,
     EVIDENCE_VERSION,
 };
-pub use run::main;
 pub(crate) use run::{kill_group, too_long};
+pub use run::{main, CONNECT_FLAG, TOKEN_VAR};
 pub use wire::Spec;
 
 /// The first argument that selects supervise mode.

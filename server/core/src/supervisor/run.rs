@@ -18,10 +18,12 @@ use crate::journal::record::ToolStatus;
 /// command's output (its pipes fill and it waits), never the timers.
 const FORWARD_HIGH_WATER: usize = 256 * 1024;
 
-/// Entry point of supervise mode: `args` are the arguments after [`FLAG`]
-/// (none; the spec comes on stdin). Returns the process's exit code. Call
-/// it before any runtime or logging is set up; it builds its own
-/// single-threaded runtime.
+/// Entry point of supervise mode: `args` are the arguments after [`FLAG`]:
+/// none (the spec comes on stdin, from the server that spawned it), or
+/// [`CONNECT_FLAG`] and the socket to reach the server by (an editor
+/// started it in its terminal; see `connect`). Returns the process's exit
+/// code. Call it before any runtime or logging is set up; it builds its
+/// own single-threaded runtime.
 pub fn main(args: &[String]) -> i32 {
     // Not dumpable, no core dumps: a command cannot read this process's
     // memory or ptrace it (docs/reliability.md, "Known limits").
@@ -41,10 +43,16 @@ pub fn main(args: &[String]) -> i32 {
         // with the server and leave their commands with nobody to stop them.
         libc::prctl(libc::PR_SET_NAME, c"mino-supervise".as_ptr());
     }
-    if !args.is_empty() {
-        eprintln!("mino supervisor: expected no argument after {FLAG} (the spec comes on stdin); it is started by mino-server");
-        return 2;
-    }
+    let socket = match args {
+        [] => None,
+        [flag, path] if flag == CONNECT_FLAG => Some(std::path::PathBuf::from(path)),
+        _ => {
+            eprintln!(
+                "mino supervisor: expected no argument after {FLAG} (the spec comes on stdin), or {CONNECT_FLAG} <socket>; it is started by mino-server"
+            );
+            return 2;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -56,11 +64,29 @@ pub fn main(args: &[String]) -> i32 {
         // Before it waits: a signal that would orphan a command must not
         // end the supervisor at any point.
         ignore_stop_signals();
+        let link = match socket {
+            None => Link::Stdio,
+            Some(path) => match connect(&path) {
+                Ok(stream) => Link::Socket(stream),
+                Err(why) => {
+                    eprintln!("mino supervisor: {why}; nothing was run");
+                    return 2;
+                }
+            },
+        };
         // A blocking read on this single-threaded runtime: nothing else is
         // running yet (the signal handlers above only need their handlers
         // installed to keep the signals from ending the process).
-        match wire::read_spec() {
-            Ok(spec) => supervise(spec).await,
+        match wire::read_spec(link.spec_fd()) {
+            Ok(spec) => {
+                let (code, tee) = supervise(spec, link).await;
+                // What the editor's terminal has still to show, for a
+                // bounded time: the result is the server's either way.
+                if let Some(tee) = tee {
+                    let _ = tokio::time::timeout(TEE_FLUSH, tee).await;
+                }
+                code
+            }
             Err(wire::NoSpec::Ended) => 0,
             Err(wire::NoSpec::Invalid(why)) => {
                 eprintln!("mino supervisor: {why}; it is written by mino-server");
@@ -68,6 +94,103 @@ pub fn main(args: &[String]) -> i32 {
             }
         }
     })
+}
+
+/// The argument (then a socket's path) of a supervisor an editor started
+/// in its own terminal: it connects to the server, proves itself with the
+/// token in [`TOKEN_VAR`], then reads its spec and reports on that
+/// connection, and shows the command's output on its own stdout (the
+/// editor's terminal) as well.
+pub const CONNECT_FLAG: &str = "--connect";
+/// The environment variable holding the one-time token a connecting
+/// supervisor sends first.
+pub const TOKEN_VAR: &str = "MINO_SUPERVISOR_TOKEN";
+/// How long the command's last output may take to reach the editor's
+/// terminal before the supervisor exits.
+const TEE_FLUSH: Duration = Duration::from_millis(500);
+/// Chunks of output waiting for the editor's terminal; beyond, they are
+/// dropped from the terminal (never from the result, nor the command).
+const TEE_QUEUE: usize = 256;
+
+/// How this supervisor talks to the server.
+enum Link {
+    /// The server spawned it: stdin is the control pipe, stdout the frames.
+    Stdio,
+    /// An editor spawned it: both go over this connection.
+    Socket(std::os::unix::net::UnixStream),
+}
+
+impl Link {
+    fn spec_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match self {
+            Link::Stdio => 0,
+            Link::Socket(stream) => stream.as_raw_fd(),
+        }
+    }
+}
+
+/// Connects to the server's socket and sends the token (a line) it was
+/// given in [`TOKEN_VAR`].
+fn connect(path: &std::path::Path) -> Result<std::os::unix::net::UnixStream, String> {
+    use std::io::Write;
+    let token = std::env::var(TOKEN_VAR).map_err(|_| format!("{TOKEN_VAR} is not set"))?;
+    let mut stream = std::os::unix::net::UnixStream::connect(path)
+        .map_err(|e| format!("cannot connect to mino-server at {}: {e}", path.display()))?;
+    stream
+        .write_all(format!("{token}\n").as_bytes())
+        .map_err(|e| format!("cannot write to mino-server at {}: {e}", path.display()))?;
+    Ok(stream)
+}
+
+/// The command's output on this supervisor's stdout, for an editor's
+/// terminal: written by a thread of its own, so a terminal that does not
+/// keep up never holds up the command, the timers or the server.
+struct Tee {
+    chunks: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    done: Option<tokio::sync::oneshot::Receiver<()>>,
+    dropped: bool,
+}
+
+impl Tee {
+    fn start() -> Tee {
+        let (chunks, queue) = std::sync::mpsc::sync_channel::<Vec<u8>>(TEE_QUEUE);
+        let (finished, done) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            for chunk in queue {
+                if out.write_all(&chunk).and_then(|()| out.flush()).is_err() {
+                    break;
+                }
+            }
+            let _ = finished.send(());
+        });
+        Tee { chunks: Some(chunks), done: Some(done), dropped: false }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        use std::sync::mpsc::TrySendError;
+        let Some(chunks) = &self.chunks else { return };
+        if self.dropped {
+            let note = b"\n[Mino: output was left out here while this terminal did not keep up; the result keeps it]\n";
+            if chunks.try_send(note.to_vec()).is_err() {
+                return;
+            }
+            self.dropped = false;
+        }
+        match chunks.try_send(bytes.to_vec()) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => self.dropped = true,
+            Err(TrySendError::Disconnected(_)) => self.chunks = None,
+        }
+    }
+
+    /// No more output: what resolves once the terminal has it all.
+    fn finish(mut self) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        self.chunks = None;
+        self.done.take()
+    }
 }
 
 /// SIGTERM, SIGHUP and SIGINT are ignored by handling: a handler (unlike
@@ -135,9 +258,12 @@ enum Stop {
     MinoStopped,
 }
 
+/// The control bytes from the server, as they are read.
+type Control = Option<Pin<Box<dyn tokio::io::AsyncRead>>>;
+
 /// The output stream to the server, writes never blocking the supervisor.
 struct ToServer {
-    pipe: Option<tokio::net::unix::pipe::Sender>,
+    pipe: Option<Pin<Box<dyn tokio::io::AsyncWrite>>>,
     pending: Vec<u8>,
 }
 
@@ -155,54 +281,120 @@ impl ToServer {
 }
 
 /// Runs the spec's command to its end and reports it: the steps below, in
-/// order. Returns the process's exit code.
-async fn supervise(spec: Spec) -> i32 {
-    let (mut control, mut to_server) = match open_pipes() {
+/// order. Returns the process's exit code, and for an editor's terminal
+/// the flush of what it still has to show.
+async fn supervise(spec: Spec, link: Link) -> (i32, Option<tokio::sync::oneshot::Receiver<()>>) {
+    let tee = matches!(link, Link::Socket(_)).then(Tee::start);
+    let (mut control, mut to_server) = match open_pipes(link) {
         Ok(pipes) => pipes,
-        Err(code) => return code,
+        Err(code) => return (code, None),
     };
+    let mut output = Output::new(spec.output_limit, tee);
+    if let Some(tee) = &mut output.tee {
+        tee.push(terminal_header(&spec.command).as_bytes());
+    }
     let started_at = crate::home::now_rfc3339();
     let mut command = match start(&spec, &mut to_server) {
         Ok(command) => command,
         Err(outcome) => {
+            if let Some(tee) = &mut output.tee {
+                tee.push(format!("{}\n", outcome.output).as_bytes());
+            }
             send_result(&mut to_server, &outcome);
             flush(&mut to_server).await;
-            return 0;
+            return (0, output.tee.take().and_then(Tee::finish));
         }
     };
-    let mut output = Output::new(spec.output_limit);
     let mut watch = Watch::new(command.pgid);
     watch.run(&spec, &mut command, &mut output, &mut control, &mut to_server).await;
     output.finish(&mut to_server);
+    supervise_rest(spec, command, output, watch, control, to_server, started_at).await
+}
+
+/// The first line an editor's terminal shows: the command (its first
+/// line), as a shell would echo it.
+fn terminal_header(command: &str) -> String {
+    let mut lines = command.lines();
+    let first = lines.next().unwrap_or("");
+    let more = if lines.next().is_some() { " …" } else { "" };
+    format!("$ {first}{more}\n")
+}
+
+/// The steps once the command has ended: its result, "saved", evidence.
+async fn supervise_rest(
+    spec: Spec,
+    mut command: Running,
+    mut output: Output,
+    watch: Watch,
+    mut control: Control,
+    mut to_server: ToServer,
+    started_at: String,
+) -> (i32, Option<tokio::sync::oneshot::Receiver<()>>) {
     let exit_status = watch.exit.unwrap_or_else(|| std::os::unix::process::ExitStatusExt::from_raw(1 << 8));
     clear_namespace(&mut command);
 
-    let mut outcome = outcome_of(output.capture.finish(), exit_status, watch.stopped, spec_timeout(&spec));
+    let captured = output.capture.finish();
+    let captured_len = captured.len();
+    let mut outcome = outcome_of(captured, exit_status, watch.stopped, spec_timeout(&spec));
     if let Some(policy) = &spec.sandbox {
         if let Some(note) = crate::sandbox::failure_note(policy, &outcome.output, outcome.exit_code) {
             push_note(&mut outcome.output, &note);
         }
     }
     send_result(&mut to_server, &outcome);
+    // The editor's terminal ends with how the command ended (the notes
+    // its result ends with: exit code, timeout, cancel, sandbox).
+    let tee = output.tee.take().and_then(|mut tee| {
+        let notes = outcome.output.get(captured_len..).unwrap_or("").trim_start_matches('\n');
+        if !notes.is_empty() {
+            tee.push(format!("\n{notes}\n").as_bytes());
+        }
+        tee.finish()
+    });
 
     if watch.saved || await_saved(&mut control, &mut to_server).await {
-        return 0;
+        return (0, tee);
     }
-    let Some(target) = spec.evidence else { return 0 };
-    leave_evidence(target, &watch, exit_status, command.pid, started_at, output.tail.finish())
+    let Some(target) = spec.evidence else { return (0, tee) };
+    (leave_evidence(target, &watch, exit_status, command.pid, started_at, output.tail.finish()), tee)
 }
 
-/// Step 1: stdin (the control pipe) and stdout (the frames) as async pipes.
-fn open_pipes() -> Result<(Option<tokio::net::unix::pipe::Receiver>, ToServer), i32> {
-    // SAFETY: fds 0 and 1 are the pipes the server gave this process; nothing
-    // else in this process owns them.
-    let (control_fd, out_fd) = unsafe { (OwnedFd::from_raw_fd(0), OwnedFd::from_raw_fd(1)) };
-    let control = tokio::net::unix::pipe::Receiver::from_owned_fd(control_fd);
-    let out = tokio::net::unix::pipe::Sender::from_owned_fd(out_fd);
-    match (control, out) {
-        (Ok(control), Ok(out)) => Ok((Some(control), ToServer { pipe: Some(out), pending: Vec::new() })),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("mino supervisor: stdin and stdout must be pipes from mino-server: {e}");
+/// Step 1: the control bytes and the frames, async: stdin and stdout
+/// (pipes from the server), or the two halves of the connection.
+fn open_pipes(link: Link) -> Result<(Control, ToServer), i32> {
+    let stream = match link {
+        Link::Socket(stream) => stream,
+        Link::Stdio => {
+            // SAFETY: fds 0 and 1 are the pipes the server gave this
+            // process; nothing else in this process owns them.
+            let (control_fd, out_fd) = unsafe { (OwnedFd::from_raw_fd(0), OwnedFd::from_raw_fd(1)) };
+            let control = tokio::net::unix::pipe::Receiver::from_owned_fd(control_fd);
+            let out = tokio::net::unix::pipe::Sender::from_owned_fd(out_fd);
+            return match (control, out) {
+                (Ok(control), Ok(out)) => Ok((
+                    Some(Box::pin(control) as Pin<Box<dyn tokio::io::AsyncRead>>),
+                    ToServer { pipe: Some(Box::pin(out)), pending: Vec::new() },
+                )),
+                (Err(e), _) | (_, Err(e)) => {
+                    eprintln!("mino supervisor: stdin and stdout must be pipes from mino-server: {e}");
+                    Err(2)
+                }
+            };
+        }
+    };
+    let stream = stream.set_nonblocking(true).and_then(|()| tokio::net::UnixStream::from_std(stream));
+    match stream {
+        Ok(stream) => {
+            // Dropping the write half shuts down only the writing: the
+            // server still reads what was sent.
+            let (read, write) = stream.into_split();
+            Ok((
+                Some(Box::pin(read) as Pin<Box<dyn tokio::io::AsyncRead>>),
+                ToServer { pipe: Some(Box::pin(write)), pending: Vec::new() },
+            ))
+        }
+        Err(e) => {
+            eprintln!("mino supervisor: its connection to mino-server cannot be used: {e}");
             Err(2)
         }
     }
@@ -235,6 +427,9 @@ fn start(spec: &Spec, to_server: &mut ToServer) -> Result<Running, Outcome> {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0);
+    if let Some(env) = &spec.env {
+        bash.env_clear().envs(env);
+    }
     // Dropped on every early return, which removes them.
     let mut placeholders = crate::sandbox::Placeholders::default();
     let mut own_mount_namespace = false;
@@ -289,11 +484,13 @@ struct Output {
     decoders: [Utf8Carry; 2],
     capture: Capture,
     tail: Tail,
+    /// The editor's terminal, when an editor started this supervisor.
+    tee: Option<Tee>,
 }
 
 impl Output {
-    fn new(limit: usize) -> Self {
-        Self { decoders: Default::default(), capture: Capture::new(limit), tail: Tail::new(limit) }
+    fn new(limit: usize, tee: Option<Tee>) -> Self {
+        Self { decoders: Default::default(), capture: Capture::new(limit), tail: Tail::new(limit), tee }
     }
 
     fn relay(&mut self, stream: Stream, bytes: &[u8], to_server: &mut ToServer) {
@@ -305,6 +502,9 @@ impl Output {
         if !text.is_empty() {
             self.capture.push(text);
             self.tail.push(text.as_bytes());
+            if let Some(tee) = &mut self.tee {
+                tee.push(text.as_bytes());
+            }
             to_server.push(Frame::Output(stream, text.as_bytes()));
         }
     }
@@ -364,7 +564,7 @@ impl Watch {
         spec: &Spec,
         command: &mut Running,
         output: &mut Output,
-        control: &mut Option<tokio::net::unix::pipe::Receiver>,
+        control: &mut Control,
         to_server: &mut ToServer,
     ) {
         let kill_grace = Duration::from_millis(spec.kill_grace_ms);
@@ -486,7 +686,7 @@ fn clear_namespace(command: &mut Running) {
 
 /// Step 5: hands the result over, then waits to hear that it is saved
 /// (true), or that the server is gone before it could say so (false).
-async fn await_saved(control: &mut Option<tokio::net::unix::pipe::Receiver>, to_server: &mut ToServer) -> bool {
+async fn await_saved(control: &mut Control, to_server: &mut ToServer) -> bool {
     let mut control_buf = [0u8; 64];
     while control.is_some() {
         tokio::select! {
@@ -549,10 +749,7 @@ fn leave_evidence(
 }
 
 /// Reads what the server wrote on the control pipe; `None` at its end.
-async fn read_control<'a>(
-    control: &mut Option<tokio::net::unix::pipe::Receiver>,
-    buf: &'a mut [u8],
-) -> Option<&'a [u8]> {
+async fn read_control<'a>(control: &mut Control, buf: &'a mut [u8]) -> Option<&'a [u8]> {
     let pipe = control.as_mut()?;
     match pipe.read(buf).await {
         Ok(0) | Err(_) => None,

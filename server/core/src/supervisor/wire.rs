@@ -63,6 +63,12 @@ pub struct Spec {
     /// The sandbox bash enters before it starts (`pre_exec`); none is `off`.
     #[serde(default)]
     pub sandbox: Option<crate::sandbox::SandboxPolicy>,
+    /// Exactly the environment bash gets (cleared, then these). A
+    /// supervisor the server spawned already has it as its own; one an
+    /// editor started in its terminal has the editor's, which the command
+    /// must not see. None: bash inherits the supervisor's.
+    #[serde(default)]
+    pub env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The spec as the server writes it first on the supervisor's stdin: its
@@ -83,13 +89,15 @@ pub(super) enum NoSpec {
     Invalid(String),
 }
 
-/// Reads the spec from stdin, byte-exact (unbuffered), so that the control
-/// bytes after it stay in the pipe for the supervise loop.
-pub(super) fn read_spec() -> Result<Spec, NoSpec> {
+/// Reads the spec from `fd` (stdin, or the connection to the server),
+/// byte-exact (unbuffered), so that the control bytes after it stay there
+/// for the supervise loop.
+pub(super) fn read_spec(fd: std::os::fd::RawFd) -> Result<Spec, NoSpec> {
     use std::io::Read;
-    // SAFETY: fd 0 is the pipe the server gave this process. ManuallyDrop
-    // keeps it open: the supervise loop takes it over afterwards.
-    let mut stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
+    // SAFETY: `fd` is open for this process's whole life (the pipe the
+    // server gave it, or its connection). ManuallyDrop keeps it open: the
+    // supervise loop takes it over afterwards.
+    let mut stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
     let mut len = [0u8; 4];
     if let Err(e) = stdin.read_exact(&mut len) {
         return Err(match e.kind() {
