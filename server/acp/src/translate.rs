@@ -102,6 +102,23 @@ fn notification(session_id: &str, update: Value) -> SessionNotification {
     typed(json!({ "sessionId": session_id, "update": update }))
 }
 
+/// What the person reads about an MCP server that failed to start or
+/// exited (its tools are missing); nothing for the other states.
+pub fn mcp_status_notice(status: &mino_core::mcp::McpStatus) -> Option<String> {
+    use mino_core::mcp::McpState;
+    match &status.state {
+        McpState::Failed { reason } => Some(format!(
+            "\n\n[Mino: MCP server `{}` failed to start: {reason}. Its tools are missing.]\n\n",
+            status.server
+        )),
+        McpState::Exited { reason } => Some(format!(
+            "\n\n[Mino: MCP server `{}` exited: {reason}. Its tools are missing until it is restarted.]\n\n",
+            status.server
+        )),
+        McpState::Starting | McpState::Ready { .. } => None,
+    }
+}
+
 pub fn agent_message(session_id: &str, text: &str) -> SessionNotification {
     notification(
         session_id,
@@ -900,6 +917,13 @@ impl LiveCalls {
             // Not shown on this door yet (docs/acp.md); the files reach the
             // model and the journal all the same.
             AgentEvent::InstructionsChanged { .. } => {}
+            // A server that failed or exited is never dropped silently: ACP
+            // has no notice of its own for it, so it goes in the agent's message.
+            AgentEvent::McpStatus { status } => {
+                if let Some(notice) = mcp_status_notice(&status) {
+                    out.updates.push(agent_message(session_id, &notice));
+                }
+            }
         }
         out
     }

@@ -48,6 +48,7 @@ pub mod home;
 /// The images a question carries: bounds, kept by content hash beside the session.
 pub mod images;
 pub mod journal;
+pub mod mcp;
 pub mod model;
 pub mod policy;
 pub mod project_instructions;
