@@ -56,6 +56,10 @@ fn main() -> anyhow::Result<()> {
     if args.first().map(String::as_str) == Some(mino_core::supervisor::FLAG) {
         std::process::exit(mino_core::supervisor::main(&args[1..]));
     }
+    // An MCP server's supervisor (see mino_core::mcp::process), likewise.
+    if args.first().map(String::as_str) == Some(mino_core::mcp::process::FLAG) {
+        std::process::exit(mino_core::mcp::process::main(&args[1..]));
+    }
     let cli = match Cli::try_parse_from(std::iter::once(handlers::SERVER_NAME.to_string()).chain(args)) {
         Ok(cli) => cli,
         // `--help` and `--version`: printed on stdout, which is not the

@@ -62,7 +62,11 @@ pub struct Connection {
 /// (with the guard that stops its process group) lives inside: when the
 /// connection ends for any reason, rmcp drops the transport and the
 /// server's processes are stopped.
-struct ChildIo(McpChild);
+struct ChildIo {
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::process::ChildStdout,
+    _guard: super::process::McpGuard,
+}
 
 impl tokio::io::AsyncRead for ChildIo {
     fn poll_read(
@@ -70,19 +74,19 @@ impl tokio::io::AsyncRead for ChildIo {
         cx: &mut Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.0.stdout).poll_read(cx, buf)
+        Pin::new(&mut self.stdout).poll_read(cx, buf)
     }
 }
 
 impl tokio::io::AsyncWrite for ChildIo {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.0.stdin).poll_write(cx, buf)
+        Pin::new(&mut self.stdin).poll_write(cx, buf)
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.0.stdin).poll_flush(cx)
+        Pin::new(&mut self.stdin).poll_flush(cx)
     }
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.0.stdin).poll_shutdown(cx)
+        Pin::new(&mut self.stdin).poll_shutdown(cx)
     }
 }
 
@@ -98,7 +102,8 @@ impl Connection {
         let mut info = ClientConfig::default();
         info.client_info = Implementation::new("mino", env!("CARGO_PKG_VERSION"));
         let handler = Handler { info, list_changed: list_changed.clone() };
-        let service = handler.serve(ChildIo(child)).await.map_err(|e| ConnectError::Initialize(e.to_string()))?;
+        let (stdin, stdout, guard) = child.into_parts();
+        let service = handler.serve(ChildIo { stdin, stdout, _guard: guard }).await.map_err(|e| ConnectError::Initialize(e.to_string()))?;
         let peer = service.peer().clone();
         let cancel = service.cancellation_token();
         let ended = async move {

@@ -112,6 +112,8 @@ pub struct McpManager {
     supervisor: PathBuf,
     notify: Arc<Mutex<Option<Notifier>>>,
     output_limit: usize,
+    /// Where a stdio server without a `cwd` runs: the session's directory.
+    workspace: Arc<Mutex<Option<PathBuf>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -143,11 +145,17 @@ impl McpManager {
             supervisor,
             notify: Arc::new(Mutex::new(None)),
             output_limit: crate::bash::DEFAULT_OUTPUT_LIMIT,
+            workspace: Arc::new(Mutex::new(None)),
         }
     }
 
     pub fn is_empty(&self) -> bool {
         lock(&self.state).slots.is_empty()
+    }
+
+    /// The directory stdio servers without a `cwd` of their own run in.
+    pub fn set_workspace(&self, dir: PathBuf) {
+        *lock(&self.workspace) = Some(dir);
     }
 
     /// Where state changes are reported.
@@ -295,7 +303,11 @@ impl McpManager {
                 ))
             }
         };
-        let child = process::spawn_stdio(spec, &self.supervisor).await?;
+        let mut spec = spec.clone();
+        if spec.cwd.is_none() {
+            spec.cwd = lock(&self.workspace).clone();
+        }
+        let child = process::spawn_stdio(&spec, &self.supervisor).await?;
         let (connection, ended) = client::Connection::over_stdio(child).await?;
         let tools = match connection.list_tools().await {
             Ok(tools) => tools,

@@ -36,6 +36,7 @@ impl Agent {
             }
         });
         self.inner.mcp.add(servers);
+        self.inner.mcp.set_workspace(lock(&self.inner.bash).cwd().to_path_buf());
         let manager = self.inner.mcp.clone();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!("no runtime to start the MCP servers on");
