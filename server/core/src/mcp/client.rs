@@ -103,7 +103,10 @@ impl Connection {
         info.client_info = Implementation::new("mino", env!("CARGO_PKG_VERSION"));
         let handler = Handler { info, list_changed: list_changed.clone() };
         let (stdin, stdout, guard) = child.into_parts();
-        let service = handler.serve(ChildIo { stdin, stdout, _guard: guard }).await.map_err(|e| ConnectError::Initialize(e.to_string()))?;
+        let service = handler
+            .serve(ChildIo { stdin, stdout, _guard: guard })
+            .await
+            .map_err(|e| ConnectError::Initialize(e.to_string()))?;
         let peer = service.peer().clone();
         let cancel = service.cancellation_token();
         let ended = async move {
