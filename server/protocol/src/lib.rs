@@ -1684,6 +1684,7 @@ mod tests {
             approval_mode: ApprovalMode::Rules,
             suggested_rule: Some(RuleSpec::command(RuleKind::Prefix, "ls")),
             deny_rules: Vec::new(),
+            mcp: None,
         });
         let v = serde_json::to_value(&n).unwrap();
         assert_eq!(v["method"], "mino/approvalRequest");

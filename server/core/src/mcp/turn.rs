@@ -94,7 +94,19 @@ impl Agent {
                 annotations: tool.annotations.clone(),
             }),
         };
-        let decision = self.wait_for_decision(turn_id, call_id, None, request, cancel).await;
+        let decision = match self.wait_for_decision(turn_id, call_id, None, request, cancel).await {
+            // No rule covers an MCP call yet: an answer granting one is
+            // refused rather than recorded as a command rule it is not.
+            Some(Decision::Allow(_) | Decision::DenyWithRule(_)) => {
+                tracing::warn!(
+                    turn_id,
+                    call_id,
+                    "a rule was asked for on an MCP call; rules do not cover MCP calls: denied"
+                );
+                Some(Decision::Deny { reason: None })
+            }
+            other => other,
+        };
         match self.grant_rule(turn_id, call_id, decision).await? {
             None => {
                 self.save_result(turn_id, call_id, ToolStatus::NotExecuted, MCP_CANCELLED_BEFORE_START, None).await?;
