@@ -1176,6 +1176,7 @@ mod tests {
             approval_mode: mino_core::policy::ApprovalMode::Ask,
             suggested_rule: None,
             read: None,
+            mcp: None,
             deny_rules: Vec::new(),
         }
     }
