@@ -221,6 +221,11 @@ impl App {
             Err(e) => eprintln!("mino: could not load history: {e}"),
         }
         loop {
+            for status in self.events.take_mcp_statuses() {
+                if let Some(line) = ui::mcp_status_line(&status.status) {
+                    out(&line);
+                }
+            }
             let text = match self.read_question().await {
                 Answer::Line(l) => l,
                 Answer::Eof => {
@@ -695,6 +700,14 @@ impl App {
                     view.at_line_start = true;
                     continue;
                 }
+                Event::McpStatus(status) => {
+                    if let Some(line) = ui::mcp_status_line(&status.status) {
+                        view.newline();
+                        out(&line);
+                        view.at_line_start = true;
+                    }
+                    continue;
+                }
                 other => {
                     tracing::debug!("notification of another turn: {other:?}");
                     continue;
@@ -755,6 +768,11 @@ impl App {
                     // The menu lists the choices itself.
                     let choices_line = |c: &str| if self.fancy { String::new() } else { format!("{c}\n") };
                     match (&req.edit, &req.read) {
+                        (None, None) if req.mcp.is_some() => {
+                            let screen = ui::mcp_approval_screen(&req);
+                            let c = ui::APPROVE_CHOICES_MCP;
+                            out_shown(&screen.replace(&format!("{c}\n"), &choices_line(c)));
+                        }
                         (None, Some(read)) => {
                             let screen = ui::read_approval_screen(&req, read, colour());
                             let c = ui::APPROVE_CHOICES_OUTSIDE;
@@ -896,6 +914,10 @@ impl App {
             // Answered above by showing it and asking again.
             ui::ApprovalAnswer::ShowEnvironment => return Some(params),
         };
+        if req.mcp.is_some() {
+            out("[no rule covers an MCP tool call: denied]\n");
+            return Some(params);
+        }
         if req.edit.as_ref().is_some_and(|e| e.leaves_workspace) || req.read.is_some() {
             out("[no rule covers a path outside the session's directory: denied]\n");
             return Some(params);
@@ -978,6 +1000,20 @@ impl App {
     async fn rules_command(&mut self, text: &str) -> bool {
         let (command, arg) = text.split_once(' ').map_or((text, ""), |(c, a)| (c, a.trim()));
         match command {
+            "/mcp" if arg.is_empty() => match self.server.mcp_list().await {
+                Ok(list) => out(&ui::mcp_list(&list)),
+                Err(e) => out(&format!("Error: {e}\n")),
+            },
+            "/mcp" => match arg.split_whitespace().collect::<Vec<_>>()[..] {
+                ["restart", name] => {
+                    out(&format!("Restarting MCP server `{}`…\n", ui::printable(name)));
+                    match self.server.mcp_restart(name).await {
+                        Ok(status) => out(&ui::mcp_status_line(&status).unwrap_or_else(|| ui::mcp_list_line(&status))),
+                        Err(e) => out(&format!("Error: {e}\n")),
+                    }
+                }
+                _ => out("Usage: /mcp (list the MCP servers) or /mcp restart NAME\n"),
+            },
             "/rules" => match self.server.rules_list().await {
                 Ok(list) => out(&ui::rules_list(&list)),
                 Err(e) => out(&format!("Error: {e}\n")),

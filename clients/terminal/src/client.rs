@@ -192,6 +192,14 @@ impl Server {
 
     // Models.
 
+    pub async fn mcp_list(&self) -> Result<mino_protocol::McpListResult, CallError> {
+        self.call(method::MCP_LIST, mino_protocol::McpListParams::default()).await
+    }
+
+    pub async fn mcp_restart(&self, server: &str) -> Result<mino_protocol::McpServerStatus, CallError> {
+        self.call(method::MCP_RESTART, mino_protocol::McpRestartParams { server: server.to_owned() }).await
+    }
+
     pub async fn models_list(&self) -> Result<ModelsListResult, CallError> {
         self.call(method::MODELS_LIST, ModelsListParams::default()).await
     }

@@ -10,7 +10,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use mino_protocol::{
-    method, CompactionEnded, CompactionStarted, InstructionsChanged, RecoveryNotification, TurnNotification,
+    method, CompactionEnded, CompactionStarted, InstructionsChanged, McpStatusNotification, RecoveryNotification,
+    TurnNotification,
 };
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -45,6 +46,8 @@ pub enum Event {
     CompactionEnded(CompactionEnded),
     /// `mino/instructionsChanged` (shown when it comes in a turn).
     InstructionsChanged(InstructionsChanged),
+    /// `mino/mcp/status`: an MCP server's state changed.
+    McpStatus(McpStatusNotification),
 }
 
 /// What a frame is, read without parsing the rest of it.
@@ -91,6 +94,9 @@ pub fn classify(body: &str) -> Incoming {
     } else if name == method::INSTRUCTIONS_CHANGED {
         let params = envelope.params.map_or("null", RawValue::get);
         serde_json::from_str::<InstructionsChanged>(params).map(Event::InstructionsChanged)
+    } else if name == method::MCP_STATUS {
+        let params = envelope.params.map_or("null", RawValue::get);
+        serde_json::from_str::<McpStatusNotification>(params).map(Event::McpStatus)
     } else if method::TURN_NOTIFICATIONS.contains(&name.as_ref()) {
         serde_json::from_str::<TurnNotification>(body).map(Event::Turn)
     } else {
@@ -117,12 +123,18 @@ pub struct Queue {
 /// The app's end: notifications in arrival order.
 pub struct Events {
     events: mpsc::UnboundedReceiver<(Event, OwnedSemaphorePermit)>,
+    /// Taken off the queue by [`Events::take_mcp_statuses`] and not MCP
+    /// statuses: served first, in order.
+    held: std::collections::VecDeque<(Event, OwnedSemaphorePermit)>,
 }
 
 /// A queue holding at most `limit` bytes of notifications.
 pub fn queue(limit: usize) -> (Queue, Events) {
     let (tx, rx) = mpsc::unbounded_channel();
-    (Queue { events: tx, room: Arc::new(Semaphore::new(limit)), limit }, Events { events: rx })
+    (
+        Queue { events: tx, room: Arc::new(Semaphore::new(limit)), limit },
+        Events { events: rx, held: Default::default() },
+    )
 }
 
 impl Queue {
@@ -142,8 +154,32 @@ impl Queue {
 impl Events {
     /// The next notification; `None` once the connection is closed and everything was taken.
     pub async fn next(&mut self) -> Option<Event> {
+        if let Some((event, _room)) = self.held.pop_front() {
+            return Some(event);
+        }
         // The permit goes with the event: its bytes are free again.
         self.events.recv().await.map(|(event, _room)| event)
+    }
+
+    /// The MCP statuses that arrived so far (between turns, to show before
+    /// the prompt); every other notification stays queued, in order.
+    pub fn take_mcp_statuses(&mut self) -> Vec<McpStatusNotification> {
+        let mut statuses = Vec::new();
+        let mut kept = std::collections::VecDeque::new();
+        for (event, room) in self.held.drain(..) {
+            match event {
+                Event::McpStatus(status) => statuses.push(status),
+                other => kept.push_back((other, room)),
+            }
+        }
+        while let Ok((event, room)) = self.events.try_recv() {
+            match event {
+                Event::McpStatus(status) => statuses.push(status),
+                other => kept.push_back((other, room)),
+            }
+        }
+        self.held = kept;
+        statuses
     }
 }
 

@@ -230,7 +230,6 @@ pub async fn serve(
                         cx: ConnectionTo<Client>| {
                 let server = s1.clone();
                 tokio::spawn(async move {
-                    let mcp = translate::mcp_server_names(&request.mcp_servers);
                     match server.open(request.cwd, None, cx.clone()).await {
                         Err(e) => log_send(responder.respond_with_error(e)),
                         Ok((id, session)) => {
@@ -247,9 +246,11 @@ pub async fn serve(
                                 pending.refresh_later(session.clone(), id.clone(), cx.clone(), server.outbound.clone());
                             }
                             server.show_instructions(&session, &id, &cx);
-                            if let Some(text) = translate::mcp_notice(&mcp) {
+                            let (configs, refused) = translate::mcp_configs(&request.mcp_servers);
+                            for text in refused {
                                 log_send(server.outbound.send(&cx, translate::agent_message(&id, &text)));
                             }
+                            session.agent.start_mcp(configs);
                         }
                     }
                 });
@@ -263,7 +264,6 @@ pub async fn serve(
                         cx: ConnectionTo<Client>| {
                 let server = s2.clone();
                 tokio::spawn(async move {
-                    let mcp = translate::mcp_server_names(&request.mcp_servers);
                     let id = request.session_id.0.to_string();
                     let opened = match server.session(&id) {
                         Some(session) => Ok(session),
@@ -287,9 +287,11 @@ pub async fn serve(
                         server.outbound.room().await;
                         log_send(server.outbound.send(&cx, update));
                     }
-                    if let Some(text) = translate::mcp_notice(&mcp) {
+                    let (configs, refused) = translate::mcp_configs(&request.mcp_servers);
+                    for text in refused {
                         log_send(server.outbound.send(&cx, translate::agent_message(&id, &text)));
                     }
+                    session.agent.start_mcp(configs);
                     let (options, pending) = session.opening_config_options().await;
                     log_send(
                         responder.respond(
@@ -314,7 +316,6 @@ pub async fn serve(
                         cx: ConnectionTo<Client>| {
                 let server = s8.clone();
                 tokio::spawn(async move {
-                    let mcp = translate::mcp_server_names(&request.mcp_servers);
                     let id = request.session_id.0.to_string();
                     // As `session/load`, without the replay: the client
                     // already shows the conversation.
@@ -337,9 +338,11 @@ pub async fn serve(
                         ),
                     );
                     log_send(server.outbound.send(&cx, commands::available(&id)));
-                    if let Some(text) = translate::mcp_notice(&mcp) {
+                    let (configs, refused) = translate::mcp_configs(&request.mcp_servers);
+                    for text in refused {
                         log_send(server.outbound.send(&cx, translate::agent_message(&id, &text)));
                     }
+                    session.agent.start_mcp(configs);
                     if let Some(pending) = pending {
                         pending.refresh_later(session.clone(), id, cx, server.outbound.clone());
                     }

@@ -75,31 +75,69 @@ pub fn initialize_response(_requested: ProtocolVersion) -> InitializeResponse {
     }))
 }
 
-pub fn mcp_server_names(servers: &[McpServer]) -> Vec<String> {
-    servers
-        .iter()
-        .map(|s| {
-            serde_json::to_value(s)
-                .ok()
-                .and_then(|v| v.get("name").and_then(Value::as_str).map(str::to_string))
-                .unwrap_or_else(|| "(unnamed)".into())
-        })
-        .collect()
-}
-
-/// Mino has no MCP client: servers the editor offers are said to be unused.
-pub fn mcp_notice(names: &[String]) -> Option<String> {
-    (!names.is_empty()).then(|| {
-        format!(
-            "Mino does not connect to MCP servers yet, so these were not started and their tools are not available: {}. \
-             Mino's own tools are bash, edit_file and write_file, each run after your approval.",
-            names.join(", ")
-        )
-    })
+/// The MCP servers a client passes in `session/new`/`session/load`, as
+/// Mino's configuration of them: stdio servers are started; for the others
+/// (HTTP, SSE), a sentence saying why each is not.
+pub fn mcp_configs(servers: &[McpServer]) -> (Vec<mino_core::mcp::McpServerConfig>, Vec<String>) {
+    let mut configs = Vec::new();
+    let mut refused = Vec::new();
+    for server in servers {
+        let value = serde_json::to_value(server).unwrap_or(Value::Null);
+        let raw_name = value.get("name").and_then(Value::as_str).unwrap_or("mcp");
+        let mut name: String =
+            raw_name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+        name.truncate(mino_core::mcp::config::MAX_SERVER_NAME);
+        if name.is_empty() {
+            name = "mcp".into();
+        }
+        match (value.get("type").and_then(Value::as_str), value.get("command").and_then(Value::as_str)) {
+            (None | Some("stdio"), Some(command)) => {
+                let args = value
+                    .get("args")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                    .unwrap_or_default();
+                let env = value
+                    .get("env")
+                    .and_then(Value::as_array)
+                    .map(|vars| {
+                        vars.iter()
+                            .filter_map(|v| {
+                                Some((v.get("name")?.as_str()?.to_string(), v.get("value")?.as_str()?.to_string()))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                configs.push(mino_core::mcp::McpServerConfig::stdio(&name, command, args, env));
+            }
+            (Some(kind), _) => refused.push(format!(
+                "MCP server `{raw_name}` ({kind}) was not started: this Mino connects to stdio MCP servers only."
+            )),
+            (None, None) => refused.push(format!("MCP server `{raw_name}` was not started: it names no command.")),
+        }
+    }
+    (configs, refused)
 }
 
 fn notification(session_id: &str, update: Value) -> SessionNotification {
     typed(json!({ "sessionId": session_id, "update": update }))
+}
+
+/// What the person reads about an MCP server that failed to start or
+/// exited (its tools are missing); nothing for the other states.
+pub fn mcp_status_notice(status: &mino_core::mcp::McpStatus) -> Option<String> {
+    use mino_core::mcp::McpState;
+    match &status.state {
+        McpState::Failed { reason } => Some(format!(
+            "\n\n[Mino: MCP server `{}` failed to start: {reason}. Its tools are missing.]\n\n",
+            status.server
+        )),
+        McpState::Exited { reason } => Some(format!(
+            "\n\n[Mino: MCP server `{}` exited: {reason}. Its tools are missing until it is restarted.]\n\n",
+            status.server
+        )),
+        McpState::Starting | McpState::Ready { .. } => None,
+    }
 }
 
 pub fn agent_message(session_id: &str, text: &str) -> SessionNotification {
@@ -962,6 +1000,13 @@ impl LiveCalls {
             AgentEvent::InstructionsChanged { files } => {
                 out.updates.push(agent_message(session_id, &format!("\n\n{}\n\n", instructions_notice(&files))))
             }
+            // A server that failed or exited is never dropped silently: ACP
+            // has no notice of its own for it, so it goes in the agent's message.
+            AgentEvent::McpStatus { status } => {
+                if let Some(notice) = mcp_status_notice(&status) {
+                    out.updates.push(agent_message(session_id, &notice));
+                }
+            }
         }
         out
     }
@@ -1169,10 +1214,17 @@ mod tests {
     }
 
     #[test]
-    fn mcp_servers_offered_are_named_in_the_notice() {
-        assert_eq!(mcp_notice(&[]), None);
-        let notice = mcp_notice(&["github".into(), "files".into()]).expect("a notice");
-        assert!(notice.contains("github, files"), "{notice}");
+    fn stdio_servers_are_started_and_the_others_named() {
+        let servers: Vec<McpServer> = serde_json::from_value(json!([
+            {"name": "my files", "command": "/bin/fs", "args": ["-x"], "env": [{"name": "A", "value": "1"}]},
+            {"type": "http", "name": "web", "url": "https://example.invalid/mcp", "headers": []},
+        ]))
+        .unwrap();
+        let (configs, refused) = mcp_configs(&servers);
+        assert_eq!(configs.len(), 1);
+        assert_eq!(configs[0].name, "my_files");
+        assert_eq!(refused.len(), 1);
+        assert!(refused[0].contains("`web` (http)"), "{refused:?}");
     }
 
     fn approval(call_id: &str, command: &str) -> AgentEvent {
@@ -1188,6 +1240,7 @@ mod tests {
             approval_mode: mino_core::policy::ApprovalMode::Ask,
             suggested_rule: None,
             read: None,
+            mcp: None,
             deny_rules: Vec::new(),
         }
     }

@@ -111,6 +111,9 @@ pub enum AgentEvent {
         deny_rules: Vec<Rule>,
         /// A read call leaving the workspace: what it would read.
         read: Option<ReadInfo>,
+        /// An MCP tool call: the server, the tool, the arguments and the
+        /// tool's annotations (shown, never trusted).
+        mcp: Option<crate::mcp::McpApproval>,
     },
     ToolStarted {
         turn_id: String,
@@ -206,6 +209,11 @@ pub enum AgentEvent {
     /// built from these.
     InstructionsChanged {
         files: Vec<project_instructions::InstructionFile>,
+    },
+    /// An MCP server's state changed (starting, ready with its tools,
+    /// failed to start, exited). Not a turn event (it takes no `seq`).
+    McpStatus {
+        status: crate::mcp::McpStatus,
     },
 }
 
@@ -508,6 +516,8 @@ struct Inner {
     /// The editor's text of open files, when the front door can ask for it.
     open_buffers: Mutex<Option<Arc<dyn OpenBuffers>>>,
     command_terminals: Mutex<Option<Arc<dyn crate::terminal::CommandTerminals>>>,
+    /// The session's MCP servers.
+    mcp: crate::mcp::McpManager,
 }
 
 /// One session's agent. Cheap to clone; all clones drive the same session.
@@ -568,6 +578,7 @@ impl Agent {
         let session_id = session.id().to_string();
         let session_model = session_model(&model, &session);
         let project = project_instructions::load(Path::new(session.cwd()));
+        let supervisor = bash.supervisor().to_path_buf();
         let inner = Inner {
             session: Mutex::new(session),
             model: Mutex::new(session_model),
@@ -585,6 +596,7 @@ impl Agent {
             switching: std::sync::atomic::AtomicBool::new(false),
             open_buffers: Mutex::new(None),
             command_terminals: Mutex::new(None),
+            mcp: crate::mcp::McpManager::new(Vec::new(), supervisor),
         };
         (Agent { inner: Arc::new(inner) }, receiver)
     }
@@ -1272,6 +1284,7 @@ impl Agent {
                 | AgentEvent::SettingsChanged { .. }
                 | AgentEvent::InstructionsChanged { .. }
                 | AgentEvent::ToolTerminal { .. }
+                | AgentEvent::McpStatus { .. }
         );
         // Nobody listening any more drops the event: the journal still
         // records everything.
@@ -1397,7 +1410,8 @@ impl Agent {
             let project = self.project_instructions();
             let plan_mode = lock(&self.inner.policy).approval_mode == ApprovalMode::Plan;
             let (instructions, used) = project_instructions::compose(&self.inner.instructions, &project, plan_mode);
-            let body = self.with_session(|s| s.request_body(&model, &instructions));
+            let mcp_tools = self.inner.mcp.tool_definitions();
+            let body = self.with_session(|s| s.request_body_with_tools(&model, &instructions, &mcp_tools));
             fail::fail_point!("agent::before_model_request");
             // Stops this response's stream (and only it) once the turn's text
             // passes its limit; the user's cancel stops it too.
@@ -1589,6 +1603,9 @@ impl Agent {
         if let Some(tool) = crate::read::ReadTool::from_name(name) {
             return self.handle_read_call(turn_id, call_id, tool, arguments, cancel).await;
         }
+        if crate::mcp::McpManager::is_mcp_name(name) {
+            return self.handle_mcp_call(turn_id, call_id, name, arguments, cancel).await;
+        }
         if name != "bash" {
             let output = format!("Unknown tool `{name}`; the tools are `bash`, `edit_file`, `write_file`, `read_file`, `list_files` and `search`.");
             self.save_result(turn_id, call_id, ToolStatus::Failed, &output, None).await?;
@@ -1645,6 +1662,7 @@ impl Agent {
                     suggested_rule: crate::policy::SuggestedRule::for_command(&command),
                     deny_rules,
                     read: None,
+                    mcp: None,
                 },
                 facts,
             )
@@ -2048,6 +2066,7 @@ impl Agent {
                 .filter(|_| protected.is_none()),
             deny_rules: Vec::new(),
             read: None,
+            mcp: None,
         };
         let (decision, rules) = match by_rules {
             Some(RuleDecision::Denied(rules)) => return self.deny_by_rules(turn_id, call_id, rules).await,
@@ -2195,6 +2214,7 @@ impl Agent {
             suggested_rule: None,
             deny_rules: Vec::new(),
             read: None,
+            mcp: None,
         };
         // No diff is proposed, so there are no hunks to narrow.
         let decision = self.wait_for_decision(turn_id, call_id, None, request, cancel).await;
@@ -2261,6 +2281,10 @@ impl Agent {
 /// most of the turn step's own time (docs/performance.md, "The turn step's
 /// own time"). A current-thread runtime (some tests) cannot hand its worker
 /// over, so there the work goes to the blocking pool.
+/// The MCP tools' turn step (`mcp/turn.rs` beside the MCP client).
+#[path = "mcp/turn.rs"]
+mod mcp_turn;
+
 /// The read tools' turn step (`read_turn.rs` beside the read tools).
 #[path = "read/turn.rs"]
 mod read_turn;

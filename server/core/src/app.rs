@@ -149,6 +149,7 @@ pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<A
     let (agent, events) = Agent::with_policy(session, model, bash, instructions, options.limits, policy);
     agent.set_compaction(config.compaction);
     agent.fetch_context_window();
+    agent.start_mcp(config.mcp_servers);
     let model = agent.model_client().config().model.clone();
     let configured_models = config.configured_models;
     let home_in_workspace = crate::protect::home_in_workspace(&cwd, home.root());

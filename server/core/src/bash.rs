@@ -156,6 +156,11 @@ impl BashTool {
         PathBuf::from("bash")
     }
 
+    /// The executable each supervisor runs as (MCP servers use it too).
+    pub fn supervisor(&self) -> &std::path::Path {
+        &self.supervisor
+    }
+
     pub fn cwd(&self) -> &std::path::Path {
         &self.cwd
     }

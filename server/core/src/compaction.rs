@@ -288,6 +288,7 @@ mod tests {
                 edit: None,
                 cwd: "/".into(),
                 sandbox: None,
+                mcp: None,
             },
         );
         apply(

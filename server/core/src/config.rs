@@ -83,6 +83,8 @@ pub struct Config {
     /// list (`mino/models/list`): the configured model, then the file's
     /// `[models."<name>"]` tables in name order.
     pub configured_models: Vec<ListedModel>,
+    /// The file's enabled `[mcp_servers.NAME]` tables, in name order.
+    pub mcp_servers: Vec<crate::mcp::McpServerConfig>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -124,6 +126,10 @@ struct ConfigFile {
     /// Per model name: `[models."gpt-5.1"] context_window = 400000`.
     #[serde(default)]
     models: std::collections::BTreeMap<String, ModelFileSettings>,
+    /// `[mcp_servers.NAME]`: the MCP servers every session starts
+    /// ([`crate::mcp::config`]).
+    #[serde(default)]
+    mcp_servers: std::collections::BTreeMap<String, crate::mcp::config::McpServerFile>,
 }
 
 /// One `[models."<name>"]` table.
@@ -408,7 +414,10 @@ impl Config {
         let compaction = compaction_table(&file, |name| {
             set(name).map(|v| v.to_string_lossy().trim().to_string()).filter(|v| !v.is_empty())
         })?;
-        Ok(Config { home, model, provider, command_limits, sandbox, compaction, configured_models })
+        let config_path = home.root().join(CONFIG_FILE);
+        let mcp_servers = crate::mcp::config::servers(&file.mcp_servers, |name| string(name))
+            .map_err(|message| ConfigError::File { path: config_path.clone(), line: None, message })?;
+        Ok(Config { home, model, provider, command_limits, sandbox, compaction, configured_models, mcp_servers })
     }
 }
 

@@ -75,7 +75,12 @@ impl ApprovalMode {
     /// Any other tool is not refused by the mode, so a read-only tool runs
     /// in plan mode as in every other.
     pub fn refuses_unasked(self, tool: &str) -> bool {
-        self == ApprovalMode::Plan && (tool == "bash" || crate::edit::EditTool::from_name(tool).is_some())
+        // An MCP tool's annotations (`readOnlyHint`) are never trusted: plan
+        // mode refuses every MCP call.
+        self == ApprovalMode::Plan
+            && (tool == "bash"
+                || crate::edit::EditTool::from_name(tool).is_some()
+                || crate::mcp::McpManager::is_mcp_name(tool))
     }
 }
 

@@ -160,7 +160,17 @@ impl Session {
     /// its `request_body` for [`Session::context`], written from the ended
     /// turns' replay kept since earlier requests.
     pub fn request_body(&mut self, model: &ModelClient, instructions: &str) -> Result<Bytes, ModelError> {
-        let frame = model.body_frame(instructions)?;
+        self.request_body_with_tools(model, instructions, &std::sync::Arc::new(Vec::new()))
+    }
+
+    /// [`Session::request_body`] offering `extra_tools` too (the MCP tools).
+    pub fn request_body_with_tools(
+        &mut self,
+        model: &ModelClient,
+        instructions: &str,
+        extra_tools: &std::sync::Arc<Vec<Value>>,
+    ) -> Result<Bytes, ModelError> {
+        let frame = model.body_frame_with_tools(instructions, extra_tools)?;
         self.request_cache.body(&self.transcript, &frame).map_err(encode_error)
     }
 
@@ -376,6 +386,32 @@ impl Session {
             edit: None,
             cwd: cwd.into(),
             sandbox: (sandbox != crate::sandbox::SandboxMode::Off).then_some(sandbox),
+            mcp: None,
+        })?;
+        fail::fail_point!("journal::after_tool_start_append");
+        self.sync()?;
+        fail::fail_point!("journal::after_tool_start_sync");
+        Ok(())
+    }
+
+    /// The execution boundary of an MCP tool call: synced before
+    /// `tools/call` is sent. `summary` is what history shows as its command.
+    pub fn record_mcp_start(
+        &mut self,
+        turn_id: &str,
+        call_id: &str,
+        summary: &str,
+        cwd: &str,
+        mcp: crate::journal::record::McpStartRecord,
+    ) -> Result<(), SessionError> {
+        self.append(&RecordBody::ToolStart {
+            turn_id: turn_id.into(),
+            call_id: call_id.into(),
+            command: Some(summary.into()),
+            edit: None,
+            cwd: cwd.into(),
+            sandbox: None,
+            mcp: Some(mcp),
         })?;
         fail::fail_point!("journal::after_tool_start_append");
         self.sync()?;
@@ -401,6 +437,7 @@ impl Session {
             cwd: cwd.into(),
             // An edit runs nothing: no sandbox.
             sandbox: None,
+            mcp: None,
         })?;
         fail::fail_point!("journal::after_tool_start_append");
         self.sync()?;

@@ -175,13 +175,16 @@ pub fn service() -> (LspService<Backend>, tower_lsp_server::ClientSocket, Handle
         .custom_method(wire::method::COMPACT, Backend::compact)
         .custom_method(wire::method::MODELS_LIST, Backend::models_list)
         .custom_method(wire::method::MODELS_SELECT, Backend::models_select)
+        .custom_method(wire::method::MCP_LIST, Backend::mcp_list)
+        .custom_method(wire::method::MCP_RESTART, Backend::mcp_restart)
         .finish();
     (service, socket, handle)
 }
 
 /// Methods whose params are all optional: the transport gives them `{}`
 /// when a request has no `params` member.
-pub const OPTIONAL_PARAMS: [&str; 8] = [
+pub const OPTIONAL_PARAMS: [&str; 9] = [
+    wire::method::MCP_LIST,
     wire::method::ACKNOWLEDGE,
     wire::method::HISTORY,
     wire::method::SESSIONS_LIST,
@@ -757,6 +760,7 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> Option<String>
             edit,
             deny_rules,
             read,
+            mcp,
         } => {
             let edit = edit.map(edit_view);
             let n = wire::ApprovalRequest {
@@ -777,6 +781,7 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> Option<String>
                     kind => wire::RuleSpec::command(rule_kind(kind), rule.text),
                 }),
                 deny_rules: deny_rules.iter().map(rule_view).collect(),
+                mcp: mcp.map(mcp_view),
             };
             message::<wire::notification::ApprovalRequest>(n)
         }
@@ -849,11 +854,42 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> Option<String>
         AgentEvent::SessionOpened { recovery } => {
             message::<wire::notification::Recovery>(recovery_notification(&session_id, &recovery))
         }
+        AgentEvent::McpStatus { status } => message::<wire::notification::McpStatus>(wire::McpStatusNotification {
+            session_id,
+            status: mcp_status(status),
+        }),
         // No `mino/*` client offers its own terminals.
         AgentEvent::ResponseUsage { .. } | AgentEvent::SettingsChanged { .. } | AgentEvent::ToolTerminal { .. } => {
             return None
         }
     })
+}
+
+/// An MCP server's state on the wire.
+fn mcp_status(status: mino_core::mcp::McpStatus) -> wire::McpServerStatus {
+    use mino_core::mcp::McpState;
+    let (state, tools, reason) = match status.state {
+        McpState::Starting => (wire::McpState::Starting, None, None),
+        McpState::Ready { tools } => (wire::McpState::Ready, Some(tools), None),
+        McpState::Failed { reason } => (wire::McpState::Failed, None, Some(reason)),
+        McpState::Exited { reason } => (wire::McpState::Exited, None, Some(reason)),
+    };
+    wire::McpServerStatus { server: status.server, state, tools, reason }
+}
+
+/// An MCP call's approval view on the wire.
+fn mcp_view(mcp: mino_core::mcp::McpApproval) -> wire::McpView {
+    let annotations = mcp.annotations.map(|a| {
+        let flag = |key: &str| a.get(key).and_then(serde_json::Value::as_bool);
+        wire::McpAnnotations {
+            title: a.get("title").and_then(serde_json::Value::as_str).map(str::to_string),
+            read_only_hint: flag("readOnlyHint"),
+            destructive_hint: flag("destructiveHint"),
+            idempotent_hint: flag("idempotentHint"),
+            open_world_hint: flag("openWorldHint"),
+        }
+    });
+    wire::McpView { server: mcp.server, tool: mcp.tool, arguments: mcp.arguments, annotations }
 }
 
 /// `mino/sessions/list`'s page size when none is asked for, and the largest.
@@ -1124,6 +1160,19 @@ impl Backend {
                 ModelSource::Config => wire::ModelSource::Config,
             },
         })
+    }
+
+    async fn mcp_list(&self, _: wire::McpListParams) -> Result<wire::McpListResult> {
+        let agent = self.agent()?;
+        Ok(wire::McpListResult { servers: agent.mcp().statuses().into_iter().map(mcp_status).collect() })
+    }
+
+    async fn mcp_restart(&self, params: wire::McpRestartParams) -> Result<wire::McpServerStatus> {
+        let agent = self.agent()?;
+        let mcp = agent.mcp().clone();
+        mcp.restart(&params.server).await.map_err(invalid_params)?;
+        let status = mcp.statuses().into_iter().find(|s| s.server == params.server);
+        status.map(mcp_status).ok_or_else(|| invalid_params(format!("no MCP server `{}`", params.server)))
     }
 
     async fn models_select(&self, params: wire::ModelsSelectParams) -> Result<wire::ModelsSelectResult> {

@@ -147,6 +147,11 @@ methods! {
         ModelsList = MODELS_LIST("mino/models/list", ModelsListParams) -> ModelsListResult;
         /// `mino/models/select`: the current session's model from its next turn on.
         ModelsSelect = MODELS_SELECT("mino/models/select", ModelsSelectParams) -> ModelsSelectResult;
+        // MCP servers.
+        /// `mino/mcp/list`: the session's MCP servers and their states.
+        McpList = MCP_LIST("mino/mcp/list", McpListParams) -> McpListResult;
+        /// `mino/mcp/restart`: stops an MCP server (if it runs) and starts it again.
+        McpRestart = MCP_RESTART("mino/mcp/restart", McpRestartParams) -> McpServerStatus;
     }
     notifications {
         /// `mino/recovery`: what opening the session recovered.
@@ -165,6 +170,8 @@ methods! {
         CompactionEnded = COMPACTION_ENDED("mino/compactionEnded", CompactionEnded);
         /// `mino/instructionsChanged`: the project's instruction files in force changed (read for each request).
         InstructionsChanged = INSTRUCTIONS_CHANGED("mino/instructionsChanged", InstructionsChanged);
+        /// `mino/mcp/status`: an MCP server's state changed (starting, ready, failed, exited).
+        McpStatus = MCP_STATUS("mino/mcp/status", McpStatusNotification);
     }
 }
 
@@ -1405,6 +1412,105 @@ pub struct ApprovalRequest {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[ts(as = "Option<Vec<RuleView>>", optional)]
     pub deny_rules: Vec<RuleView>,
+    /// An MCP tool call: the server, the tool, the arguments and the
+    /// tool's annotations. `command` is its summary (`mcp fs/read_file
+    /// {"path":"a"}`), `environment` is empty and `limits` are the call's
+    /// time limit and output bound. Absent for other calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub mcp: Option<McpView>,
+}
+
+/// What an MCP tool call would send.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct McpView {
+    pub server: String,
+    pub tool: String,
+    /// The arguments as the model sent them (JSON text).
+    pub arguments: String,
+    /// The tool's annotations as its server states them: hints, shown and
+    /// never used to skip the approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub annotations: Option<McpAnnotations>,
+}
+
+/// An MCP tool's annotations (the server's claims about it).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct McpAnnotations {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub read_only_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub destructive_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub idempotent_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub open_world_hint: Option<bool>,
+}
+
+wire_enum! {
+    /// An MCP server's state.
+    pub enum McpState {
+        Starting = "starting",
+        /// Answering; its tools are offered to the model.
+        Ready = "ready",
+        /// It never became ready: its tools are missing.
+        Failed = "failed",
+        /// It was ready and its connection ended: its tools are missing.
+        Exited = "exited",
+    }
+}
+
+/// One MCP server's state.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerStatus {
+    pub server: String,
+    pub state: McpState,
+    /// `ready`: the names its tools are offered under (`mcp__<server>__<tool>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub tools: Option<Vec<String>>,
+    /// `failed`, `exited`: why, in a sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub reason: Option<String>,
+}
+
+/// `mino/mcp/status`'s params.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct McpStatusNotification {
+    pub session_id: String,
+    #[serde(flatten)]
+    #[ts(flatten)]
+    pub status: McpServerStatus,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct McpListParams {}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct McpListResult {
+    /// In name order.
+    pub servers: Vec<McpServerStatus>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct McpRestartParams {
+    pub server: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
@@ -1598,6 +1704,7 @@ mod tests {
             approval_mode: ApprovalMode::Rules,
             suggested_rule: Some(RuleSpec::command(RuleKind::Prefix, "ls")),
             deny_rules: Vec::new(),
+            mcp: None,
         });
         let v = serde_json::to_value(&n).unwrap();
         assert_eq!(v["method"], "mino/approvalRequest");

@@ -45,8 +45,9 @@ test("initialize answers protocol version 1 with honest capabilities", async () 
       cwd: dirs.workspace,
       mcpServers: [{ name: "github", command: "github-mcp", args: [], env: [] }],
     });
+    // A server that cannot start is said, never dropped silently.
     await server.waitFor((u) => agentText(u).includes("github"));
-    assert.match(agentText(server.updates), /Mino does not connect to MCP servers yet.*github/);
+    assert.match(agentText(server.updates), /MCP server `github` failed to start: .*github-mcp.*Its tools are missing/);
     assert.ok(created.sessionId);
   } finally {
     await server.stop();

@@ -115,6 +115,7 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
                 edit: None,
                 cwd: "/work".into(),
                 sandbox: None,
+                mcp: None,
             },
             RecordBody::ToolResult {
                 turn_id: turn_id.clone(),

@@ -167,6 +167,15 @@ pub struct ApprovalFacts {
     pub accepted_hunks: Option<Vec<u32>>,
 }
 
+/// The MCP fields of a `tool_start` (`v` 3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpStartRecord {
+    pub server: String,
+    pub tool: String,
+    /// The arguments as the model sent them (JSON text).
+    pub arguments: String,
+}
+
 /// What a record says. The `kind` tag and field names are the file format:
 /// renaming anything here breaks every existing session file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -235,6 +244,11 @@ pub enum RecordBody {
         cwd: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sandbox: Option<crate::sandbox::SandboxMode>,
+        /// An MCP tool call (`v` 3): which server's tool, with what
+        /// arguments; `command` then holds its one-line summary. The
+        /// server's `env` and headers are never written.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mcp: Option<McpStartRecord>,
     },
     /// A call's outcome. `recovered` marks results written by recovery, not by a run.
     ToolResult {
@@ -315,6 +329,8 @@ impl RecordBody {
             Self::User { images, .. } if !images.is_empty() => 3,
             // The edit records (docs/journal.md, "Versions").
             Self::ToolStart { edit: Some(_), .. } => EDIT_FORMAT_VERSION,
+            // A Mino without MCP would recover it as a command it cannot name.
+            Self::ToolStart { mcp: Some(_), .. } => 3,
             Self::ToolResult { status, .. } if status.is_edit_recovery() => EDIT_FORMAT_VERSION,
             Self::Approval { approved_by: Some(_), .. } | Self::Approval { decided_by: Some(_), .. } => 3,
             Self::ToolStart { sandbox: Some(mode), .. } if *mode != crate::sandbox::SandboxMode::Off => 3,
@@ -383,6 +399,7 @@ struct Line {
     model: Option<String>,
     instructions: Option<crate::project_instructions::InstructionsUsed>,
     images: Option<Vec<crate::images::ImageRef>>,
+    mcp: Option<McpStartRecord>,
 }
 
 impl Line {
@@ -474,6 +491,7 @@ impl Line {
                     edit,
                     cwd: self.cwd.clone().unwrap_or_default(),
                     sandbox: self.sandbox,
+                    mcp: self.mcp.clone(),
                 }
             }
             "tool_result" => RecordBody::ToolResult {
@@ -749,6 +767,7 @@ mod tests {
             edit: None,
             cwd: "/p".into(),
             sandbox: None,
+            mcp: None,
         };
         assert!(encode_line(3, &bash).starts_with(br#"{"v":2,"#));
     }

@@ -236,7 +236,7 @@ pub struct ModelClient {
     /// configuration, which never change for a client (a chosen model is a
     /// new client, [`ModelClient::with_model`]). Shared by clones, so each
     /// request of a turn does not rebuild the tool schemas.
-    frame_cache: Arc<std::sync::Mutex<Option<(String, BodyFrame)>>>,
+    frame_cache: Arc<std::sync::Mutex<Option<(String, Arc<Vec<Value>>, BodyFrame)>>>,
     /// The context window the service's `GET /models` reports for this
     /// client's model, asked once ([`ModelClient::reported_context_window`]);
     /// shared by clones, so the background fetch and a turn share one answer.
@@ -370,18 +370,28 @@ impl ModelClient {
     /// (`context::RequestCache`): the same bytes as serialising the whole
     /// body, written without rebuilding the history each time.
     pub fn body_frame(&self, instructions: &str) -> Result<BodyFrame, ModelError> {
+        self.body_frame_with_tools(instructions, &Arc::new(Vec::new()))
+    }
+
+    /// [`ModelClient::body_frame`] offering `extra_tools` (the session's MCP
+    /// tools, in the Responses API's flat form) after Mino's own.
+    pub fn body_frame_with_tools(
+        &self,
+        instructions: &str,
+        extra_tools: &Arc<Vec<Value>>,
+    ) -> Result<BodyFrame, ModelError> {
         let mut cache = self.frame_cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((cached_for, frame)) = cache.as_ref() {
-            if cached_for == instructions {
+        if let Some((cached_for, cached_tools, frame)) = cache.as_ref() {
+            if cached_for == instructions && (Arc::ptr_eq(cached_tools, extra_tools) || cached_tools == extra_tools) {
                 return Ok(frame.clone());
             }
         }
-        let frame = self.build_body_frame(instructions)?;
-        *cache = Some((instructions.to_string(), frame.clone()));
+        let frame = self.build_body_frame(instructions, extra_tools)?;
+        *cache = Some((instructions.to_string(), extra_tools.clone(), frame.clone()));
         Ok(frame)
     }
 
-    fn build_body_frame(&self, instructions: &str) -> Result<BodyFrame, ModelError> {
+    fn build_body_frame(&self, instructions: &str, extra_tools: &[Value]) -> Result<BodyFrame, ModelError> {
         // The array's place is found in the body serialised with no input,
         // so the fields around it (and their order, whichever order
         // serde_json keeps) are exactly the whole body's.
@@ -392,6 +402,14 @@ impl ModelClient {
         let mut body = self.request_body(&ModelRequest { instructions, input: &[] });
         if let Some(fields) = body.as_object_mut() {
             fields.insert(key.to_string(), Value::Array(Vec::new()));
+            if let Some(Value::Array(tools)) = fields.get_mut("tools") {
+                for tool in extra_tools {
+                    tools.push(match self.provider {
+                        Provider::Responses => tool.clone(),
+                        Provider::ChatCompletions => chat::chat_tool(tool),
+                    });
+                }
+            }
         }
         let bytes = serde_json::to_vec(&body).map_err(encode_error)?;
         // A key followed by `:[]` cannot occur inside a JSON string (its

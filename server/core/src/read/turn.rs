@@ -87,6 +87,7 @@ impl Agent {
                     suggested_rule: None,
                     deny_rules: Vec::new(),
                     read: Some(args.info(Some(shown.display().to_string()), true)),
+                    mcp: None,
                 };
                 let decision = self.wait_for_decision(turn_id, call_id, None, request, cancel).await;
                 match self.grant_rule(turn_id, call_id, decision).await? {
