@@ -12,10 +12,10 @@ local function values(list)
 end
 
 --- Client-to-server requests.
-M.method = { chat = "mino/chat", approval = "mino/approval", acknowledge = "mino/acknowledge", cancel = "mino/cancel", history = "mino/history", image = "mino/image", sessionsList = "mino/sessions/list", sessionsNew = "mino/sessions/new", sessionsOpen = "mino/sessions/open", sessionsRename = "mino/sessions/rename", sessionsDelete = "mino/sessions/delete", rulesList = "mino/rules/list", rulesRevoke = "mino/rules/revoke", settingsUpdate = "mino/settings/update", compact = "mino/compact", modelsList = "mino/models/list", modelsSelect = "mino/models/select" }
+M.method = { chat = "mino/chat", approval = "mino/approval", acknowledge = "mino/acknowledge", cancel = "mino/cancel", history = "mino/history", image = "mino/image", sessionsList = "mino/sessions/list", sessionsNew = "mino/sessions/new", sessionsOpen = "mino/sessions/open", sessionsRename = "mino/sessions/rename", sessionsDelete = "mino/sessions/delete", rulesList = "mino/rules/list", rulesRevoke = "mino/rules/revoke", settingsUpdate = "mino/settings/update", compact = "mino/compact", modelsList = "mino/models/list", modelsSelect = "mino/models/select", mcpList = "mino/mcp/list", mcpRestart = "mino/mcp/restart" }
 
 --- Server-to-client notifications.
-M.notification = { recovery = "mino/recovery", turnStarted = "mino/turnStarted", textDelta = "mino/textDelta", retrying = "mino/retrying", approvalRequest = "mino/approvalRequest", toolStarted = "mino/toolStarted", toolOutput = "mino/toolOutput", toolResult = "mino/toolResult", turnEnded = "mino/turnEnded", compactionStarted = "mino/compactionStarted", compactionEnded = "mino/compactionEnded", instructionsChanged = "mino/instructionsChanged" }
+M.notification = { recovery = "mino/recovery", turnStarted = "mino/turnStarted", textDelta = "mino/textDelta", retrying = "mino/retrying", approvalRequest = "mino/approvalRequest", toolStarted = "mino/toolStarted", toolOutput = "mino/toolOutput", toolResult = "mino/toolResult", turnEnded = "mino/turnEnded", compactionStarted = "mino/compactionStarted", compactionEnded = "mino/compactionEnded", instructionsChanged = "mino/instructionsChanged", mcpStatus = "mino/mcp/status" }
 
 --- Every notification a turn emits, in the order a turn emits them.
 M.turn_notifications = { "mino/turnStarted", "mino/textDelta", "mino/retrying", "mino/approvalRequest", "mino/toolStarted", "mino/toolOutput", "mino/toolResult", "mino/turnEnded" }
