@@ -121,6 +121,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     if (recovery && state === 'ready') {
       this.post({ type: 'notification', method: Notification.recovery, params: recovery });
     }
+    // A view opened (or re-synced) after an MCP server failed still says so.
+    if (state === 'ready') {
+      const sessionId = this.server.session?.sessionId;
+      for (const status of this.server.mcpStatuses) {
+        this.post({ type: 'notification', method: Notification.mcpStatus, params: { ...(sessionId ? { sessionId } : {}), ...status } });
+      }
+    }
   }
 
   private postSession(session: ViewSession): void {
@@ -164,6 +171,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return;
       case 'reviewRecordedEdit':
         return this.reviewRecordedEdit(msg.turnId, msg.callId, msg.occurrence);
+      case 'mcpRestart':
+        return this.restartMcp(msg.server);
     }
     const conn = this.server.connection;
     if (!conn && msg.type === 'image') {
@@ -217,6 +226,16 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         turnId: msg.type === 'approval' ? msg.turnId : undefined,
         callId: msg.type === 'approval' ? msg.callId : undefined,
       });
+    }
+  }
+
+  /** An MCP notice's Restart; a refusal (no such server, server not running) is said in the view. */
+  private async restartMcp(server: string): Promise<void> {
+    if (typeof server !== 'string' || !server) return;
+    try {
+      await this.server.restartMcp(server);
+    } catch (e) {
+      this.post({ type: 'error', request: 'mcpRestart', message: `Could not restart the MCP server ${server}: ${errorMessage(e)}` });
     }
   }
 

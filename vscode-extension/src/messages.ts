@@ -36,6 +36,8 @@ export type WebviewMessage =
   | { type: 'acknowledge'; turnIds: string[] }
   | { type: 'cancel'; turnId?: string }
   | { type: 'restart' }
+  /** An MCP server notice's Restart: `mino/mcp/restart` for that server. */
+  | { type: 'mcpRestart'; server: string }
   | { type: 'showLog' }
   /** Opens the settings at `mino.serverPath` (after "mino-server not found"). */
   | { type: 'openSettings' }

@@ -27,6 +27,8 @@ import type {
   EmptyResult,
   Evidence,
   HistoryResult,
+  McpListResult,
+  McpServerStatus,
   ModelsListResult,
   ModelsSelectResult,
   NotificationMap,
@@ -218,6 +220,16 @@ export class MinoConnection implements Disposable {
 
   history(): Promise<HistoryResult> {
     return this.request(Method.history, {});
+  }
+
+  /** The current session's MCP servers and their states, in name order. */
+  listMcp(): Promise<McpListResult> {
+    return this.request(Method.mcpList, {});
+  }
+
+  /** Stops the MCP server `server` (if it runs) and starts it again; answers its state then. */
+  restartMcp(server: string): Promise<McpServerStatus> {
+    return this.request(Method.mcpRestart, { server });
   }
 
   /** Sends `method` with the params the protocol binds to it, typed by its bound result. */
