@@ -2036,7 +2036,13 @@ impl Agent {
             Some(Answer::Approve) => {
                 let (t, c, start) = (turn_id.to_string(), call_id.to_string(), proposal.start_record());
                 let facts = ApprovalFacts { accepted_hunks, ..ApprovalFacts::default() };
+                // What a rewind puts back, kept (and synced) before the start
+                // record that lets the write happen.
+                let before = proposal.before_on_disk().map(str::to_string).zip(start.before_sha256.clone());
                 self.with_session_io(move |s| {
+                    if let Some((content, sha256)) = before {
+                        s.keep_before_content(content.as_bytes(), &sha256);
+                    }
                     s.record_approval_of(&t, &c, ApprovalDecision::Approved, (approved_by, rules), facts)?;
                     s.record_edit_start(&t, &c, start, &directory)
                 })

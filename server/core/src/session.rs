@@ -386,6 +386,19 @@ impl Session {
     /// The execution boundary of an edit: the approval and this start (`v`
     /// 3, the proposal's path and hashes) are on disk when this returns Ok,
     /// and only then may the file be written.
+    /// Keeps a file's content before an edit in the session's store
+    /// (`blobs`), synced, for a rewind. Past a bound, or when it cannot be
+    /// written, the edit still goes on: the rewind of that file will say its
+    /// before-content was not kept (logged here).
+    pub fn keep_before_content(&self, bytes: &[u8], sha256: &str) {
+        let dir = crate::blobs::dir_for(self.path());
+        match crate::blobs::keep(&dir, bytes, sha256, crate::blobs::Limits::default()) {
+            Ok(crate::blobs::Kept::Kept) => {}
+            Ok(crate::blobs::Kept::NotKept(why)) => tracing::info!("before-content not kept: {why}"),
+            Err(e) => tracing::warn!("before-content not kept: {e}"),
+        }
+    }
+
     pub fn record_edit_start(
         &mut self,
         turn_id: &str,
