@@ -249,6 +249,27 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     return turn;
   }
 
+  /**
+   * An ended turn's "Rewind to here": the host asks for the plan and
+   * confirms it (Cancel is the default) before anything is written.
+   */
+  function addTurnActions(turn, turnId) {
+    if (turn.el.querySelector('.turn-actions')) return;
+    const actions = h('div', 'turn-actions');
+    const rewind = linkButton('Rewind to here', { type: 'rewind', turnId }, 'rewind-turn');
+    rewind.title = "Undo Mino's edits of this turn and every later one (you see the plan first)";
+    actions.appendChild(rewind);
+    turn.el.querySelector('.msg.user')?.appendChild(actions);
+  }
+
+  /** A turn a rewind took back: still shown, marked, and no longer in the model's context. */
+  function markRewound(turn) {
+    turn.el.classList.add('rewound');
+    turn.el.querySelector('.turn-actions')?.remove();
+    const note = h('div', 'turn-notice rewound-note', "Rewound: Mino's edits were undone; this turn is no longer in the model's context.");
+    turn.el.insertBefore(note, turn.el.firstChild);
+  }
+
   function getTurn(turnId) {
     return turns.get(turnId) || createTurn(turnId, '');
   }
@@ -1604,6 +1625,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       startResponse(turn);
       setTurnStatus(turn, t.status, t.reason);
       showTurnUsage(turn, t.usage);
+      if (t.rewound) markRewound(turn);
+      else if (t.status) addTurnActions(turn, t.turnId);
       if (!t.status) state.runningTurnId = t.turnId;
     });
     showSessionUsage(history.usage);
@@ -1822,6 +1845,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         renderNow();
         setTurnStatus(turn, p.status, p.reason);
         showTurnUsage(turn, p.usage);
+        addTurnActions(turn, p.turnId);
         if (p.sessionUsage) showSessionUsage(p.sessionUsage);
         for (const card of allCards()) {
           if (card.el.closest('.turn') === turn.el && card.el.dataset.status === 'waiting') {

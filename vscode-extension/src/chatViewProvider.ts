@@ -8,6 +8,7 @@ import { mentions, readContext } from './editorContext';
 import type { EditReviews } from './editReview';
 import { isRpcError, Notification, type EditView, type HistoryResult, type RecoveryNotification } from './protocol';
 import { errorMessage, type MinoServer } from './server';
+import { rewindTurn } from './rewind';
 import { renderChatHtml } from './webviewHtml';
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
@@ -173,6 +174,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return this.reviewRecordedEdit(msg.turnId, msg.callId, msg.occurrence);
       case 'mcpRestart':
         return this.restartMcp(msg.server);
+      case 'rewind':
+        if (typeof msg.turnId === 'string' && (await rewindTurn(this.server, msg.turnId))) await this.sync();
+        return;
     }
     const conn = this.server.connection;
     if (!conn && msg.type === 'image') {

@@ -35,6 +35,8 @@ import type {
   RequestMap,
   RecoveryNotification,
   Retrying,
+  RewindPlanResult,
+  RewindResult,
   RulesListResult,
   ServerCapabilities,
   SessionInfo,
@@ -220,6 +222,16 @@ export class MinoConnection implements Disposable {
 
   history(): Promise<HistoryResult> {
     return this.request(Method.history, {});
+  }
+
+  /** What rewinding `turnId` (and every later turn) would put back, and what it cannot; writes nothing. */
+  rewindPlan(turnId: string): Promise<RewindPlanResult> {
+    return this.request(Method.rewindPlan, { turnId });
+  }
+
+  /** Carries out the plan whose `digest` the person confirmed (-32016 when it changed since). */
+  rewind(turnId: string, digest: string): Promise<RewindResult> {
+    return this.request(Method.rewind, { turnId, digest });
   }
 
   /** The current session's MCP servers and their states, in name order. */

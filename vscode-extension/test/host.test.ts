@@ -1583,3 +1583,56 @@ describe('MCP servers: the view notice, its Restart and Mino: MCP Servers', () =
     expect(api.server.mcpStatuses).toEqual([]);
   });
 });
+
+describe('rewind: Rewind to here', () => {
+  const plan = {
+    turnId: 't1', turns: ['t1', 't2'], digest: 'sha256:abc',
+    files: [{ path: '/w/new.txt', action: 'remove' }, { path: '/w/list.txt', action: 'restore' }],
+    conflicts: [{ path: '/w/notes.txt', why: 'changed since Mino wrote it' }],
+    commands: [{ turnId: 't2', callId: 'c1', command: 'npm install' }],
+  };
+
+  it('shows the plan in a modal whose default is Cancel; Cancel or Escape writes nothing; Rewind sends the digest, says the outcome and reloads the history', async () => {
+    const c = client();
+    c.replies.set('mino/history', { sessionId: 's1', turns: [] });
+    c.replies.set('mino/rewind/plan', plan);
+    c.replies.set('mino/rewind', {
+      turnId: 't1', turns: ['t1', 't2'], conflicts: plan.conflicts, commands: plan.commands,
+      files: [{ path: '/w/new.txt', outcome: 'removed' }, { path: '/w/list.txt', outcome: 'restored' }],
+    });
+    fake.mock.warningChoice = undefined;
+    firstView.webview.receive({ type: 'rewind', turnId: 't1' });
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/rewind/plan')).toEqual([{ method: 'mino/rewind/plan', params: { turnId: 't1' } }]);
+    const asked = fake.mock.warningMessages.at(-1)!;
+    expect(asked.options.modal).toBe(true);
+    expect(asked.items.map((i: any) => i.title)).toEqual(['Cancel', 'Rewind']);
+    expect(asked.items[0].isCloseAffordance).toBe(true);
+    expect(asked.options.detail).toContain('/w/new.txt (created by Mino: removed)');
+    expect(asked.options.detail).toContain('/w/list.txt');
+    expect(asked.options.detail).toContain('Conflicts, left as they are (changed since Mino wrote them):\n  /w/notes.txt: changed since Mino wrote it');
+    expect(asked.options.detail).toContain('Commands that ran: Mino cannot undo their effects:\n  npm install');
+    expect(c.requests.filter((r) => r.method === 'mino/rewind')).toEqual([]);
+
+    fake.mock.warningChoice = 'Rewind';
+    const historyBefore = c.requests.filter((r) => r.method === 'mino/history').length;
+    firstView.webview.receive({ type: 'rewind', turnId: 't1' });
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/rewind')).toEqual([{ method: 'mino/rewind', params: { turnId: 't1', digest: 'sha256:abc' } }]);
+    expect(fake.mock.infoMessages.at(-1)!.message).toBe(
+      'Mino: rewound 2 turns; 2 of 2 files put back. /w/new.txt: removed; /w/list.txt: restored. Left as they are: /w/notes.txt. Not undone (commands): npm install.',
+    );
+    expect(c.requests.filter((r) => r.method === 'mino/history').length).toBe(historyBefore + 1);
+  });
+
+  it('a plan that changed since it was shown (-32016) is refused by the server and said so; nothing is claimed', async () => {
+    const c = client();
+    c.replies.set('mino/rewind/plan', plan);
+    c.replies.set('mino/rewind', () => new RpcFailure(-32016, 'the plan changed'));
+    fake.mock.warningChoice = 'Rewind';
+    firstView.webview.receive({ type: 'rewind', turnId: 't1' });
+    await settle();
+    expect(fake.mock.errorMessages.at(-1)!.message).toContain('Something changed since the plan was shown; nothing was written.');
+    expect(fake.mock.infoMessages.filter((m) => m.message.includes('rewound'))).toEqual([]);
+  });
+});

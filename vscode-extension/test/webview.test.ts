@@ -266,6 +266,26 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     ]);
   });
 
+  it('an ended turn offers Rewind to here (posting rewind, nothing else); a rewound turn is marked and offers none', async () => {
+    await host({ type: 'server', state: 'ready' });
+    await host({ type: 'history', history: { sessionId: 's1', turns: [
+      { turnId: 'r1', input: 'Write a.txt', status: 'completed', text: 'Done.', calls: [] },
+      { turnId: 'r2', input: 'Write b.txt', status: 'completed', text: 'Done.', calls: [], rewound: true },
+    ] } });
+    const first = page.locator('[data-turn-id="r1"]');
+    const second = page.locator('[data-turn-id="r2"]');
+    await expect.poll(() => first.getByRole('button', { name: 'Rewind to here' }).count()).toBe(1);
+    expect(await second.getByRole('button', { name: 'Rewind to here' }).count()).toBe(0);
+    expect(await second.locator('.rewound-note').textContent()).toContain("no longer in the model's context");
+    await first.getByRole('button', { name: 'Rewind to here' }).click();
+    expect((await posted()).filter((m) => m.type === 'rewind')).toEqual([{ type: 'rewind', turnId: 'r1' }]);
+    // A live turn offers it once it has ended.
+    await notify('mino/turnStarted', { turnId: 'r3', seq: 0, input: 'More' });
+    expect(await page.locator('[data-turn-id="r3"] .rewind-turn').count()).toBe(0);
+    await notify('mino/turnEnded', { turnId: 'r3', seq: 1, status: 'completed' });
+    await expect.poll(() => page.locator('[data-turn-id="r3"] .rewind-turn').count()).toBe(1);
+  });
+
   it('an MCP server that failed or exited is a notice naming it, why and that its tools are missing, with Restart; starting and ready follow', async () => {
     await ready();
     const reason = 'MCP server `ghost`: command `ghost-mcp` not found (looked in PATH=/usr/bin)';
