@@ -249,6 +249,27 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     return turn;
   }
 
+  /**
+   * An ended turn's "Rewind to here": the host asks for the plan and
+   * confirms it (Cancel is the default) before anything is written.
+   */
+  function addTurnActions(turn, turnId) {
+    if (turn.el.querySelector('.turn-actions')) return;
+    const actions = h('div', 'turn-actions');
+    const rewind = linkButton('Rewind to here', { type: 'rewind', turnId }, 'rewind-turn');
+    rewind.title = "Undo Mino's edits of this turn and every later one (you see the plan first)";
+    actions.appendChild(rewind);
+    turn.el.querySelector('.msg.user')?.appendChild(actions);
+  }
+
+  /** A turn a rewind took back: still shown, marked, and no longer in the model's context. */
+  function markRewound(turn) {
+    turn.el.classList.add('rewound');
+    turn.el.querySelector('.turn-actions')?.remove();
+    const note = h('div', 'turn-notice rewound-note', "Rewound: Mino's edits were undone; this turn is no longer in the model's context.");
+    turn.el.insertBefore(note, turn.el.firstChild);
+  }
+
   function getTurn(turnId) {
     return turns.get(turnId) || createTurn(turnId, '');
   }
@@ -612,8 +633,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     // An edit shows its file and hunks instead of a command's directory, environment and limits.
     const edit = editOf(p);
     const read = readOf(p);
+    const mcp = mcpOf(p);
     if (edit) showEditProposal(card, p, edit);
     else if (read) showReadProposal(card, p, read);
+    else if (mcp) showMcpProposal(card, p, mcp);
     else card.el.insertBefore(callFacts(p), card.actions);
     card.el.querySelectorAll('.deny-in-reach').forEach((n) => n.remove());
     if (!edit && Array.isArray(p.denyRules) && p.denyRules.length > 0) {
@@ -625,7 +648,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
     card.actions.textContent = '';
     card.actionError.hidden = true;
-    const question = h('span', 'question', edit ? (edit.newFile ? 'Create this file?' : 'Apply this edit?') : read ? 'Allow this read?' : 'Run this command?');
+    const question = h('span', 'question', edit ? (edit.newFile ? 'Create this file?' : 'Apply this edit?') : read ? 'Allow this read?' : mcp ? 'Call this MCP tool?' : 'Run this command?');
     question.id = 'mino-el-' + nextElementId++;
     const approve = deliberateButton('primary approve', 'Approve', () => {
       const kept = keptHunks(card);
@@ -663,7 +686,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       more.appendChild(b);
     }
     if (rulesOffered && !ruleable) {
-      more.appendChild(h('span', 'no-rule-note', read
+      more.appendChild(h('span', 'no-rule-note', mcp
+        ? 'No rule can be made from this card: every MCP tool call is asked about.'
+        : read
         ? 'No rule can cover this read: its path is outside the workspace.'
         : p.edit
         ? 'No rule can cover this edit: its file is outside the workspace.'
@@ -674,7 +699,13 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     card.actions.hidden = false;
     // Announced with its command; never focused (see deliberateButton).
     card.el.setAttribute('role', 'group');
-    const asks = edit ? editAsks(edit) : read ? 'Mino asks to read outside the workspace: ' + read.path : 'Mino asks to run: ' + p.command;
+    const asks = edit
+      ? editAsks(edit)
+      : read
+      ? 'Mino asks to read outside the workspace: ' + read.path
+      : mcp
+      ? 'Mino asks to call the tool ' + mcp.tool + ' of the MCP server ' + mcp.server
+      : 'Mino asks to run: ' + p.command;
     card.el.setAttribute('aria-label', asks);
     announce(asks + '. Approve or Deny in its card.');
     setCardStatus(card, 'waiting');
@@ -1439,6 +1470,122 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     card.el.insertBefore(section, card.actions);
   }
 
+  // ------------------------------------------------------------ MCP
+
+  /** The `mcp` of an approval request, when it is a well-formed one. */
+  function mcpOf(p) {
+    const m = p && p.mcp;
+    return m && typeof m.server === 'string' && typeof m.tool === 'string' && typeof m.arguments === 'string' ? m : null;
+  }
+
+  /** At most this many characters of a call's arguments are shown (the rest is counted). */
+  const MCP_ARGUMENTS_SHOWN = 4000;
+
+  /** The arguments as indented JSON (as sent when they do not parse), cut to MCP_ARGUMENTS_SHOWN. */
+  function mcpArguments(text) {
+    let pretty = text;
+    try {
+      pretty = JSON.stringify(JSON.parse(text), null, 2);
+    } catch {
+      // Shown as the model sent them.
+    }
+    if (pretty.length <= MCP_ARGUMENTS_SHOWN) return pretty;
+    const left = pretty.length - MCP_ARGUMENTS_SHOWN;
+    return pretty.slice(0, MCP_ARGUMENTS_SHOWN) + '\n… (' + left + ' more character' + (left === 1 ? '' : 's') + ' not shown)';
+  }
+
+  const MCP_HINTS = [
+    ['readOnlyHint', 'read-only', 'not read-only'],
+    ['destructiveHint', 'destructive', 'not destructive'],
+    ['idempotentHint', 'idempotent', 'not idempotent'],
+    ['openWorldHint', 'reaches the outside world', 'closed world'],
+  ];
+
+  /** The tool's annotations as the server's claims: "the server says: read-only, not destructive". */
+  function mcpClaims(annotations) {
+    if (!annotations || typeof annotations !== 'object') return null;
+    const claims = [];
+    if (typeof annotations.title === 'string' && annotations.title) claims.push('titled "' + annotations.title + '"');
+    for (const [key, yes, no] of MCP_HINTS) {
+      if (annotations[key] === true) claims.push(yes);
+      else if (annotations[key] === false) claims.push(no);
+    }
+    return claims.length ? 'the server says: ' + claims.join(', ') : null;
+  }
+
+  /**
+   * The approval card of an MCP tool call: the server, the tool, the
+   * arguments it would be sent, and the tool's annotations labelled as the
+   * server's claims (they never answer for the person: the card asks anyway).
+   */
+  function showMcpProposal(card, p, mcp) {
+    const name = card.el.querySelector('.tool-name');
+    if (name) name.textContent = 'mcp';
+    card.el.querySelectorAll('.mcp-view').forEach((n) => n.remove());
+    const section = h('div', 'mcp-view');
+    const dl = h('dl', 'tool-meta');
+    metaRow(dl, 'Server', mcp.server, 'mcp-server');
+    metaRow(dl, 'Tool', mcp.tool, 'mcp-tool');
+    metaRow(dl, 'Arguments', h('pre', 'mcp-arguments', mcpArguments(mcp.arguments)), 'mcp-arguments-row');
+    const claims = mcpClaims(mcp.annotations);
+    if (claims) metaRow(dl, 'Annotations', claims, 'mcp-annotations');
+    if (p.limits && typeof p.limits === 'object') {
+      metaRow(dl, 'Limits', 'timeout ' + p.limits.timeoutSeconds + ' s, output ' + formatBytes(p.limits.outputLimitBytes));
+    }
+    if (p.approvalMode) metaRow(dl, 'Approval mode', APPROVAL_MODE_LABELS[p.approvalMode] || p.approvalMode, 'approval-mode-row');
+    section.appendChild(dl);
+    if (claims) section.appendChild(h('div', 'mcp-note', "Annotations are the server's own claims; Mino does not check them and asks whatever they say."));
+    card.el.insertBefore(section, card.actions);
+  }
+
+  /** The notice of the MCP server `server`, if one is shown. */
+  function mcpNotice(server) {
+    return [...notices.querySelectorAll('.mcp-notice')].find((n) => /** @type {HTMLElement} */ (n).dataset.mcpServer === server);
+  }
+
+  /**
+   * mino/mcp/status: a server that failed to start or exited is a notice
+   * naming it, why, and that its tools are missing, with Restart; one
+   * starting again says so; ready takes the notice away.
+   */
+  function onMcpStatus(p) {
+    if (!p || typeof p.server !== 'string') return;
+    const old = mcpNotice(p.server);
+    if (p.state === 'ready') {
+      if (old) {
+        old.remove();
+        announce('MCP server ' + p.server + ' is ready; its tools are back.');
+      }
+      return;
+    }
+    if (p.state === 'starting') {
+      // Only a restart of a server that was shown as gone is worth a line.
+      if (old) old.replaceWith(mcpNoticeElement(p.server, 'info', 'MCP server ' + p.server + ' is starting…', false));
+      return;
+    }
+    if (p.state !== 'failed' && p.state !== 'exited') return;
+    const what = p.state === 'failed' ? 'did not start' : 'stopped';
+    const why = typeof p.reason === 'string' && p.reason ? ': ' + p.reason : '';
+    const text = 'MCP server ' + p.server + ' ' + what + why + '. Its tools are missing until it is restarted.';
+    const n = mcpNoticeElement(p.server, 'warning', text, true);
+    if (old) old.replaceWith(n);
+    else notices.appendChild(n);
+    announce(text);
+  }
+
+  function mcpNoticeElement(server, kind, text, restartable) {
+    const n = h('div', 'notice mcp-notice ' + kind);
+    n.dataset.mcpServer = server;
+    n.setAttribute('role', kind === 'warning' ? 'alert' : 'status');
+    n.appendChild(h('span', 'mcp-notice-text', text));
+    if (restartable) {
+      const b = linkButton('Restart', { type: 'mcpRestart', server }, 'mcp-restart');
+      b.setAttribute('aria-label', 'Restart the MCP server ' + server);
+      n.append(' ', b);
+    }
+    return n;
+  }
+
   // ------------------------------------------------------------ history & notifications
 
   function renderHistory(history) {
@@ -1478,6 +1625,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       startResponse(turn);
       setTurnStatus(turn, t.status, t.reason);
       showTurnUsage(turn, t.usage);
+      if (t.rewound) markRewound(turn);
+      else if (t.status) addTurnActions(turn, t.turnId);
       if (!t.status) state.runningTurnId = t.turnId;
     });
     showSessionUsage(history.usage);
@@ -1659,6 +1808,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         return compactionNotice(p, true);
       case 'mino/instructionsChanged':
         return showInstructions(p.files);
+      case 'mino/mcp/status':
+        return onMcpStatus(p);
       case 'mino/approvalRequest':
         setProgress('approval', p.command);
         return showApproval(p);
@@ -1694,6 +1845,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         renderNow();
         setTurnStatus(turn, p.status, p.reason);
         showTurnUsage(turn, p.usage);
+        addTurnActions(turn, p.turnId);
         if (p.sessionUsage) showSessionUsage(p.sessionUsage);
         for (const card of allCards()) {
           if (card.el.closest('.turn') === turn.el && card.el.dataset.status === 'waiting') {

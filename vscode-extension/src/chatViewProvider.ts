@@ -8,6 +8,7 @@ import { mentions, readContext } from './editorContext';
 import type { EditReviews } from './editReview';
 import { isRpcError, Notification, type EditView, type HistoryResult, type RecoveryNotification } from './protocol';
 import { errorMessage, type MinoServer } from './server';
+import { rewindTurn } from './rewind';
 import { renderChatHtml } from './webviewHtml';
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
@@ -121,6 +122,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     if (recovery && state === 'ready') {
       this.post({ type: 'notification', method: Notification.recovery, params: recovery });
     }
+    // A view opened (or re-synced) after an MCP server failed still says so.
+    if (state === 'ready') {
+      const sessionId = this.server.session?.sessionId;
+      for (const status of this.server.mcpStatuses) {
+        this.post({ type: 'notification', method: Notification.mcpStatus, params: { ...(sessionId ? { sessionId } : {}), ...status } });
+      }
+    }
   }
 
   private postSession(session: ViewSession): void {
@@ -164,6 +172,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return;
       case 'reviewRecordedEdit':
         return this.reviewRecordedEdit(msg.turnId, msg.callId, msg.occurrence);
+      case 'mcpRestart':
+        return this.restartMcp(msg.server);
+      case 'rewind':
+        if (typeof msg.turnId === 'string' && (await rewindTurn(this.server, msg.turnId))) await this.sync();
+        return;
     }
     const conn = this.server.connection;
     if (!conn && msg.type === 'image') {
@@ -217,6 +230,16 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         turnId: msg.type === 'approval' ? msg.turnId : undefined,
         callId: msg.type === 'approval' ? msg.callId : undefined,
       });
+    }
+  }
+
+  /** An MCP notice's Restart; a refusal (no such server, server not running) is said in the view. */
+  private async restartMcp(server: string): Promise<void> {
+    if (typeof server !== 'string' || !server) return;
+    try {
+      await this.server.restartMcp(server);
+    } catch (e) {
+      this.post({ type: 'error', request: 'mcpRestart', message: `Could not restart the MCP server ${server}: ${errorMessage(e)}` });
     }
   }
 

@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import { APPROVAL_MODE_SETTING, ApprovalModeCommands, RESTART_SETTINGS, SANDBOX_SETTING } from './approvalMode';
 import { ChatViewProvider } from './chatViewProvider';
 import { EditReviews } from './editReview';
+import { showMcpServers } from './mcpServers';
 import { Notification } from './protocol';
 import { API_KEY_SECRET, MinoServer } from './server';
 import { ServerStoppedNotice } from './serverNotice';
@@ -82,6 +83,7 @@ export function activate(context: vscode.ExtensionContext): MinoExtensionApi {
     vscode.commands.registerCommand('mino.keepHunk', (turnId: string, callId: string, index: number) => edits.toggleHunk(turnId, callId, index, true)),
     vscode.commands.registerCommand('mino.rejectHunk', (turnId: string, callId: string, index: number) => edits.toggleHunk(turnId, callId, index, false)),
     vscode.commands.registerCommand('mino.compact', () => sessions.compact()),
+    vscode.commands.registerCommand('mino.mcpServers', () => showMcpServers(s)),
     vscode.commands.registerCommand('mino.showServerLog', () => output.show(true)),
     vscode.commands.registerCommand('mino.restartServer', () => s.restart()),
     vscode.commands.registerCommand('mino.setApiKey', async () => {

@@ -36,6 +36,10 @@ export type WebviewMessage =
   | { type: 'acknowledge'; turnIds: string[] }
   | { type: 'cancel'; turnId?: string }
   | { type: 'restart' }
+  /** A turn's "Rewind to here": the plan, a confirmation (Cancel the default), then `mino/rewind`. */
+  | { type: 'rewind'; turnId: string }
+  /** An MCP server notice's Restart: `mino/mcp/restart` for that server. */
+  | { type: 'mcpRestart'; server: string }
   | { type: 'showLog' }
   /** Opens the settings at `mino.serverPath` (after "mino-server not found"). */
   | { type: 'openSettings' }

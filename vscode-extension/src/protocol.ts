@@ -27,12 +27,16 @@ import type {
   EmptyResult,
   Evidence,
   HistoryResult,
+  McpListResult,
+  McpServerStatus,
   ModelsListResult,
   ModelsSelectResult,
   NotificationMap,
   RequestMap,
   RecoveryNotification,
   Retrying,
+  RewindPlanResult,
+  RewindResult,
   RulesListResult,
   ServerCapabilities,
   SessionInfo,
@@ -218,6 +222,26 @@ export class MinoConnection implements Disposable {
 
   history(): Promise<HistoryResult> {
     return this.request(Method.history, {});
+  }
+
+  /** What rewinding `turnId` (and every later turn) would put back, and what it cannot; writes nothing. */
+  rewindPlan(turnId: string): Promise<RewindPlanResult> {
+    return this.request(Method.rewindPlan, { turnId });
+  }
+
+  /** Carries out the plan whose `digest` the person confirmed (-32016 when it changed since). */
+  rewind(turnId: string, digest: string): Promise<RewindResult> {
+    return this.request(Method.rewind, { turnId, digest });
+  }
+
+  /** The current session's MCP servers and their states, in name order. */
+  listMcp(): Promise<McpListResult> {
+    return this.request(Method.mcpList, {});
+  }
+
+  /** Stops the MCP server `server` (if it runs) and starts it again; answers its state then. */
+  restartMcp(server: string): Promise<McpServerStatus> {
+    return this.request(Method.mcpRestart, { server });
   }
 
   /** Sends `method` with the params the protocol binds to it, typed by its bound result. */

@@ -21,6 +21,7 @@ import {
   MinoConnection,
   Notification,
   type InitializationOptions,
+  type McpServerStatus,
   type MinoServerCapabilities,
   type NotificationMethod,
   type RecoveryNotification,
@@ -100,6 +101,8 @@ export class MinoServer implements vscode.Disposable {
   /** The approval mode and sandbox in force (`initialize`'s capabilities, then each `mino/settings/update`). */
   private _modes: SettingsResult | undefined;
   private readonly modesEmitter = new vscode.EventEmitter<SettingsResult>();
+  /** The current session's MCP servers as last reported (`mino/mcp/status`, `mino/mcp/restart`), by name. */
+  private readonly _mcp = new Map<string, McpServerStatus>();
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   private readonly notificationEmitter = new vscode.EventEmitter<{ method: NotificationMethod; params: any }>();
 
@@ -175,9 +178,35 @@ export class MinoServer implements vscode.Disposable {
     }
     if (this._recovery?.sessionId !== info.sessionId) this._recovery = undefined;
     this._runningTurnId = undefined;
+    // MCP servers are the session's: the new one reports its own.
+    this._mcp.clear();
     this.setSession({ sessionId: info.sessionId, title: info.title ?? null });
     void this.refreshModel();
     return info;
+  }
+
+  /** The current session's MCP servers as last reported, in name order. */
+  get mcpStatuses(): McpServerStatus[] {
+    return [...this._mcp.values()].sort((a, b) => (a.server < b.server ? -1 : a.server > b.server ? 1 : 0));
+  }
+
+  /**
+   * Restarts the current session's MCP server `server`; its state in the
+   * answer is shown as a `mino/mcp/status` would be (the view's notice follows).
+   */
+  async restartMcp(server: string): Promise<McpServerStatus> {
+    const conn = this.connection;
+    if (!conn) throw new Error('Mino server is not running.');
+    const status = await conn.restartMcp(server);
+    this.noteMcp(status);
+    const sessionId = this._session?.sessionId;
+    this.notificationEmitter.fire({ method: Notification.mcpStatus, params: { ...(sessionId ? { sessionId } : {}), ...status } });
+    return status;
+  }
+
+  private noteMcp(status: McpServerStatus): void {
+    const { server, state, tools, reason } = status;
+    this._mcp.set(server, { server, state, ...(tools ? { tools } : {}), ...(reason ? { reason } : {}) });
   }
 
   /** The current session's model, once known. */
@@ -294,6 +323,7 @@ export class MinoServer implements vscode.Disposable {
     this._runningTurnId = undefined;
     this._session = undefined;
     this._modes = undefined;
+    this._mcp.clear();
     this.setState('starting');
 
     const config = vscode.workspace.getConfiguration('mino');
@@ -366,6 +396,7 @@ export class MinoServer implements vscode.Disposable {
       if (method === Notification.recovery) this._recovery = params as RecoveryNotification;
       if (method === Notification.turnStarted) this._runningTurnId = params.turnId;
       if (method === Notification.turnEnded && this._runningTurnId === params.turnId) this._runningTurnId = undefined;
+      if (method === Notification.mcpStatus && typeof params?.server === 'string') this.noteMcp(params as McpServerStatus);
       this.notificationEmitter.fire({ method, params });
     });
 

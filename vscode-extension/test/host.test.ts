@@ -69,7 +69,7 @@ describe('activation', () => {
     expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
     const contributed = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
     expect(contributed).toEqual(
-      ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.keepHunk', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.rejectHunk', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
+      ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.keepHunk', 'mino.mcpServers', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.rejectHunk', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
     );
     expect([...fake.mock.commands.keys()].sort()).toEqual(contributed);
     // The view is contributed into its own activity-bar container, with an icon.
@@ -637,7 +637,7 @@ describe('the bundle', () => {
       const bundled = ext.activate(context);
       expect([...fake.mock.viewProviders.keys()]).toEqual(['mino.chat']);
       expect([...fake.mock.commands.keys()].sort()).toEqual(
-        ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.keepHunk', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.rejectHunk', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
+        ['mino.addSelection', 'mino.cancelTurn', 'mino.chooseModel', 'mino.compact', 'mino.keepHunk', 'mino.mcpServers', 'mino.newChat', 'mino.newQuestion', 'mino.open', 'mino.rejectHunk', 'mino.renameSession', 'mino.restartServer', 'mino.reviewPendingEdit', 'mino.rules', 'mino.sessions', 'mino.setApiKey', 'mino.setApprovalMode', 'mino.showServerLog'],
       );
       expect(bundled.server.state).toBe('stopped');
       await ext.deactivate();
@@ -1496,5 +1496,143 @@ describe('approval mode and sandbox: settings, Set Approval Mode, the header', (
     await settle();
     expect(settingsRequests(c)).toEqual([{ approvalMode: 'plan' }]);
     expect(postedModes(firstView).at(-1)).toEqual({ type: 'modes', approvalMode: 'plan', sandbox: 'off' });
+  });
+});
+
+describe('MCP servers: the view notice, its Restart and Mino: MCP Servers', () => {
+  const failed = {
+    sessionId: 's1', server: 'ghost', state: 'failed', reason: 'MCP server `ghost`: command `ghost-mcp` not found (looked in PATH=/usr/bin)',
+  };
+
+  it('a failed server reaches the view, also one opened later; its Restart calls mino/mcp/restart and the answer follows', async () => {
+    const c = client();
+    c.replies.set('mino/history', { sessionId: 's1', turns: [] });
+    c.notify('mino/mcp/status', { sessionId: 's1', server: 'fs', state: 'starting' });
+    c.notify('mino/mcp/status', failed);
+    await settle();
+    expect(firstView.webview.posted).toContainEqual({ type: 'notification', method: 'mino/mcp/status', params: failed });
+    expect(api.server.mcpStatuses.map((s) => [s.server, s.state])).toEqual([['fs', 'starting'], ['ghost', 'failed']]);
+
+    // A view opened after the notification is told on ready.
+    const view = openView();
+    view.webview.receive({ type: 'ready' });
+    await settle();
+    expect(view.webview.posted).toContainEqual({
+      type: 'notification', method: 'mino/mcp/status',
+      params: { sessionId: 's1', server: 'ghost', state: 'failed', reason: failed.reason },
+    });
+
+    c.replies.set('mino/mcp/restart', (p: any) => ({ server: p.server, state: 'ready', tools: ['mcp__ghost__echo'] }));
+    view.webview.receive({ type: 'mcpRestart', server: 'ghost' });
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/mcp/restart')).toEqual([{ method: 'mino/mcp/restart', params: { server: 'ghost' } }]);
+    expect(view.webview.posted).toContainEqual({
+      type: 'notification', method: 'mino/mcp/status',
+      params: { sessionId: 's1', server: 'ghost', state: 'ready', tools: ['mcp__ghost__echo'] },
+    });
+
+    // A refusal (an unknown name) is said in the view, naming the server.
+    c.replies.set('mino/mcp/restart', () => new RpcFailure(-32602, 'no MCP server `nope`; configured: fs, ghost'));
+    view.webview.receive({ type: 'mcpRestart', server: 'nope' });
+    await settle();
+    expect(view.webview.posted).toContainEqual(expect.objectContaining({
+      type: 'error', request: 'mcpRestart', message: expect.stringContaining('Could not restart the MCP server nope: no MCP server `nope`'),
+    }));
+  });
+
+  it('Mino: MCP Servers lists each server with its state, why, and its tools; choosing one or its button restarts it', async () => {
+    expect(pkg.contributes.commands.map((c: any) => c.command)).toContain('mino.mcpServers');
+    const c = client();
+    let ghost: any = { server: 'ghost', state: 'failed', reason: failed.reason };
+    c.replies.set('mino/mcp/list', () => ({
+      servers: [{ server: 'fs', state: 'ready', tools: ['mcp__fs__read_text_file', 'mcp__fs__list_directory'] }, ghost],
+    }));
+    c.replies.set('mino/mcp/restart', (p: any) => {
+      ghost = { server: p.server, state: 'ready', tools: ['mcp__ghost__echo'] };
+      return ghost;
+    });
+    const running = fake.commands.executeCommand('mino.mcpServers');
+    await settle();
+    const pick = fake.mock.quickPicks.at(-1)!;
+    expect(pick.title).toBe('Mino: MCP Servers');
+    expect((pick.items as any[]).map((i) => [i.label, i.description, i.detail])).toEqual([
+      ['fs', '$(check) ready', '2 tools: mcp__fs__read_text_file, mcp__fs__list_directory'],
+      ['ghost', '$(error) failed to start: its tools are missing', failed.reason],
+    ]);
+    pick.accept('ghost');
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/mcp/restart')).toEqual([{ method: 'mino/mcp/restart', params: { server: 'ghost' } }]);
+    expect(fake.mock.infoMessages.map((m) => m.message)).toContain('Mino: MCP server ghost is ready.');
+    // Listed again after the restart.
+    expect((pick.items as any[]).find((i) => i.label === 'ghost').description).toBe('$(check) ready');
+    pick.triggerButton('fs');
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/mcp/restart').map((r: any) => r.params.server)).toEqual(['ghost', 'fs']);
+    pick.hide();
+    await running;
+  });
+
+  it('a switch forgets the old session\'s MCP servers', async () => {
+    const c = client();
+    c.notify('mino/mcp/status', failed);
+    await settle();
+    expect(api.server.mcpStatuses).toHaveLength(1);
+    c.replies.set('mino/sessions/open', { sessionId: 's2', title: null, cwd: '/tmp/mino-workspace', journalPath: '/tmp/j' });
+    c.replies.set('mino/models/list', { models: [], current: 'm' });
+    await api.server.switchSession({ sessionId: 's2' });
+    expect(api.server.mcpStatuses).toEqual([]);
+  });
+});
+
+describe('rewind: Rewind to here', () => {
+  const plan = {
+    turnId: 't1', turns: ['t1', 't2'], digest: 'sha256:abc',
+    files: [{ path: '/w/new.txt', action: 'remove' }, { path: '/w/list.txt', action: 'restore' }],
+    conflicts: [{ path: '/w/notes.txt', why: 'changed since Mino wrote it' }],
+    commands: [{ turnId: 't2', callId: 'c1', command: 'npm install' }],
+  };
+
+  it('shows the plan in a modal whose default is Cancel; Cancel or Escape writes nothing; Rewind sends the digest, says the outcome and reloads the history', async () => {
+    const c = client();
+    c.replies.set('mino/history', { sessionId: 's1', turns: [] });
+    c.replies.set('mino/rewind/plan', plan);
+    c.replies.set('mino/rewind', {
+      turnId: 't1', turns: ['t1', 't2'], conflicts: plan.conflicts, commands: plan.commands,
+      files: [{ path: '/w/new.txt', outcome: 'removed' }, { path: '/w/list.txt', outcome: 'restored' }],
+    });
+    fake.mock.warningChoice = undefined;
+    firstView.webview.receive({ type: 'rewind', turnId: 't1' });
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/rewind/plan')).toEqual([{ method: 'mino/rewind/plan', params: { turnId: 't1' } }]);
+    const asked = fake.mock.warningMessages.at(-1)!;
+    expect(asked.options.modal).toBe(true);
+    expect(asked.items.map((i: any) => i.title)).toEqual(['Cancel', 'Rewind']);
+    expect(asked.items[0].isCloseAffordance).toBe(true);
+    expect(asked.options.detail).toContain('/w/new.txt (created by Mino: removed)');
+    expect(asked.options.detail).toContain('/w/list.txt');
+    expect(asked.options.detail).toContain('Conflicts, left as they are (changed since Mino wrote them):\n  /w/notes.txt: changed since Mino wrote it');
+    expect(asked.options.detail).toContain('Commands that ran: Mino cannot undo their effects:\n  npm install');
+    expect(c.requests.filter((r) => r.method === 'mino/rewind')).toEqual([]);
+
+    fake.mock.warningChoice = 'Rewind';
+    const historyBefore = c.requests.filter((r) => r.method === 'mino/history').length;
+    firstView.webview.receive({ type: 'rewind', turnId: 't1' });
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/rewind')).toEqual([{ method: 'mino/rewind', params: { turnId: 't1', digest: 'sha256:abc' } }]);
+    expect(fake.mock.infoMessages.at(-1)!.message).toBe(
+      'Mino: rewound 2 turns; 2 of 2 files put back. /w/new.txt: removed; /w/list.txt: restored. Left as they are: /w/notes.txt. Not undone (commands): npm install.',
+    );
+    expect(c.requests.filter((r) => r.method === 'mino/history').length).toBe(historyBefore + 1);
+  });
+
+  it('a plan that changed since it was shown (-32016) is refused by the server and said so; nothing is claimed', async () => {
+    const c = client();
+    c.replies.set('mino/rewind/plan', plan);
+    c.replies.set('mino/rewind', () => new RpcFailure(-32016, 'the plan changed'));
+    fake.mock.warningChoice = 'Rewind';
+    firstView.webview.receive({ type: 'rewind', turnId: 't1' });
+    await settle();
+    expect(fake.mock.errorMessages.at(-1)!.message).toContain('Something changed since the plan was shown; nothing was written.');
+    expect(fake.mock.infoMessages.filter((m) => m.message.includes('rewound'))).toEqual([]);
   });
 });

@@ -231,6 +231,89 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     await page.screenshot({ path: path.join(OUT, 'webview-approval.png'), fullPage: true });
   });
 
+  it("an MCP call's approval card shows the server, the tool, the arguments as indented and bounded JSON, and the annotations as the server's claims; it takes no focus and Deny answers it", async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'm1', seq: 0, input: 'Read the notes.' });
+    const args = JSON.stringify({ path: 'notes.txt', padding: 'x'.repeat(5000) });
+    await notify('mino/approvalRequest', {
+      turnId: 'm1', seq: 1, callId: 'call_1', command: 'mcp fs/read_text_file ' + args, directory: '/home/me/project',
+      environment: {}, limits: { timeoutSeconds: 120, outputLimitBytes: 65536 }, approvalMode: 'rules', sandbox: 'off',
+      mcp: { server: 'fs', tool: 'read_text_file', arguments: args, annotations: { readOnlyHint: true, destructiveHint: false, title: 'Read File' } },
+    });
+    const card = page.locator('.tool-card[data-call-id="call_1"]');
+    await expect.poll(() => card.locator('dd.mcp-server').textContent()).toBe('fs');
+    expect(await card.locator('.tool-name').textContent()).toBe('mcp');
+    expect(await card.locator('dd.mcp-tool').textContent()).toBe('read_text_file');
+    const shown = (await card.locator('pre.mcp-arguments').textContent())!;
+    expect(shown.startsWith('{\n  "path": "notes.txt",\n  "padding": "xxx')).toBe(true);
+    expect(shown).toContain('(1042 more characters not shown)');
+    expect(shown.length).toBeLessThan(4100);
+    expect(await card.locator('dd.mcp-annotations').textContent()).toBe('the server says: titled "Read File", read-only, not destructive');
+    expect(await card.locator('.mcp-note').textContent()).toContain("the server's own claims");
+    // Not a command: no environment or directory rows.
+    expect(await card.locator('details.env').count()).toBe(0);
+    expect(await card.locator('.question').textContent()).toBe('Call this MCP tool?');
+    expect(await card.getAttribute('aria-label')).toBe('Mino asks to call the tool read_text_file of the MCP server fs');
+    // No rule can be made from it, and nothing in the card has the focus.
+    expect(await card.getByRole('button', { name: 'Allow for session…' }).isDisabled()).toBe(true);
+    expect(await page.evaluate(() => document.activeElement?.closest('.tool-card') ?? null)).toBeNull();
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Space');
+    expect((await posted()).filter((m) => m.type === 'approval')).toEqual([]);
+    await card.getByRole('button', { name: 'Deny', exact: true }).click();
+    expect((await posted()).filter((m) => m.type === 'approval')).toEqual([
+      { type: 'approval', turnId: 'm1', callId: 'call_1', decision: 'deny' },
+    ]);
+  });
+
+  it('an ended turn offers Rewind to here (posting rewind, nothing else); a rewound turn is marked and offers none', async () => {
+    await host({ type: 'server', state: 'ready' });
+    await host({ type: 'history', history: { sessionId: 's1', turns: [
+      { turnId: 'r1', input: 'Write a.txt', status: 'completed', text: 'Done.', calls: [] },
+      { turnId: 'r2', input: 'Write b.txt', status: 'completed', text: 'Done.', calls: [], rewound: true },
+    ] } });
+    const first = page.locator('[data-turn-id="r1"]');
+    const second = page.locator('[data-turn-id="r2"]');
+    await expect.poll(() => first.getByRole('button', { name: 'Rewind to here' }).count()).toBe(1);
+    expect(await second.getByRole('button', { name: 'Rewind to here' }).count()).toBe(0);
+    expect(await second.locator('.rewound-note').textContent()).toContain("no longer in the model's context");
+    await first.getByRole('button', { name: 'Rewind to here' }).click();
+    expect((await posted()).filter((m) => m.type === 'rewind')).toEqual([{ type: 'rewind', turnId: 'r1' }]);
+    // A live turn offers it once it has ended.
+    await notify('mino/turnStarted', { turnId: 'r3', seq: 0, input: 'More' });
+    expect(await page.locator('[data-turn-id="r3"] .rewind-turn').count()).toBe(0);
+    await notify('mino/turnEnded', { turnId: 'r3', seq: 1, status: 'completed' });
+    await expect.poll(() => page.locator('[data-turn-id="r3"] .rewind-turn').count()).toBe(1);
+  });
+
+  it('an MCP server that failed or exited is a notice naming it, why and that its tools are missing, with Restart; starting and ready follow', async () => {
+    await ready();
+    const reason = 'MCP server `ghost`: command `ghost-mcp` not found (looked in PATH=/usr/bin)';
+    await notify('mino/mcp/status', { sessionId: 's1', server: 'fs', state: 'starting' });
+    await notify('mino/mcp/status', { sessionId: 's1', server: 'ghost', state: 'failed', reason });
+    const notice = page.locator('.notice.mcp-notice');
+    await expect.poll(() => notice.count()).toBe(1);
+    expect(await notice.locator('.mcp-notice-text').textContent()).toBe(
+      'MCP server ghost did not start: ' + reason + '. Its tools are missing until it is restarted.',
+    );
+    expect(await notice.getAttribute('role')).toBe('alert');
+    await notice.getByRole('button', { name: 'Restart the MCP server ghost' }).click();
+    expect((await posted()).filter((m) => m.type === 'mcpRestart')).toEqual([{ type: 'mcpRestart', server: 'ghost' }]);
+    await notify('mino/mcp/status', { sessionId: 's1', server: 'ghost', state: 'starting' });
+    await expect.poll(() => notice.textContent()).toBe('MCP server ghost is starting…');
+    expect(await notice.getByRole('button').count()).toBe(0);
+    await notify('mino/mcp/status', { sessionId: 's1', server: 'ghost', state: 'ready', tools: ['mcp__ghost__echo'] });
+    await expect.poll(() => notice.count()).toBe(0);
+    await notify('mino/mcp/status', { sessionId: 's1', server: 'fs', state: 'ready', tools: [] });
+    await notify('mino/mcp/status', { sessionId: 's1', server: 'fs', state: 'exited', reason: 'the connection closed' });
+    await expect.poll(() => notice.locator('.mcp-notice-text').textContent()).toBe(
+      'MCP server fs stopped: the connection closed. Its tools are missing until it is restarted.',
+    );
+    // One notice per server, replaced in place.
+    await notify('mino/mcp/status', { sessionId: 's1', server: 'fs', state: 'exited', reason: 'again' });
+    await expect.poll(() => notice.count()).toBe(1);
+  });
+
   it('a repeated call id (later response or later turn) gets its own card showing its own command, never the earlier call\'s', async () => {
     await ready();
     await notify('mino/turnStarted', { turnId: 't1', seq: 0, input: 'List files.' });

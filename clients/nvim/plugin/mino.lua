@@ -80,6 +80,23 @@ end, {
   desc = "Set the approval mode of the running Mino server (plan: nothing runs; a list without a name)",
 })
 
+vim.api.nvim_create_user_command("MinoMcp", function(cmd)
+  mino().mcp(cmd.args)
+end, {
+  nargs = "*",
+  complete = function(arg_lead, cmd_line)
+    return mino().mcp_complete(arg_lead, cmd_line)
+  end,
+  desc = "List the MCP servers of the open Mino session and their states; :MinoMcp restart NAME restarts one",
+})
+
+vim.api.nvim_create_user_command("MinoRewind", function(cmd)
+  mino().rewind(cmd.args ~= "" and cmd.args or nil)
+end, {
+  nargs = "?",
+  desc = "Undo Mino's edits of a turn and every later one (the plan is shown and confirmed first; without a turn, pick one)",
+})
+
 vim.api.nvim_create_user_command("MinoDiff", function()
   mino().show_diff()
 end, { desc = "Show the diff of the edit waiting for approval, else of the last edit" })

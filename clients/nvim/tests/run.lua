@@ -435,7 +435,7 @@ end
 
 test("plugin/mino.lua defines the commands and guards against double loading", function()
   for _, c in ipairs({ "Mino", "MinoCancel", "MinoAcknowledge", "MinoRestart", "MinoNew", "MinoSessions", "MinoRename",
-    "MinoDelete", "MinoRules", "MinoDiff", "MinoCompact", "MinoModel", "MinoMode", "MinoSend", "MinoImage" }) do
+    "MinoDelete", "MinoRules", "MinoDiff", "MinoCompact", "MinoModel", "MinoMode", "MinoSend", "MinoImage", "MinoMcp", "MinoRewind" }) do
     if vim.fn.exists(":" .. c) ~= 2 then
       fail("command :" .. c .. " is missing")
     end
@@ -1464,6 +1464,90 @@ test("the approval question is asked over a redrawn chat showing the call; its p
     wait_buffer(answer("Not run."))
     wait_turn_end()
     assert_eq(vim.fn.filereadable(ctx.work .. "/shown.txt"), 0, "shown.txt exists")
+  end)
+
+test("an MCP server that fails to start is a warning naming it and why, in vim.notify and the chat; :MinoMcp lists it and :MinoMcp restart NAME restarts it",
+  function()
+    fresh({ cmd_env = { RUST_LOG = TRACE_WIRE } })
+    local f = assert(io.open(ctx.home .. "/config.toml", "w"))
+    f:write('[mcp_servers.ghost]\ncommand = "/nonexistent/mino-mcp-ghost"\n')
+    f:close()
+    local events = {}
+    local au = vim.api.nvim_create_autocmd("User", { pattern = "MinoMcpStatus", callback = function(ev)
+      table.insert(events, ev.data)
+    end })
+    start_and_wait()
+    local n = wait_note("MCP server ghost: failed to start (its tools are missing)")
+    assert_eq(n.level, vim.log.levels.WARN, "level of the failed server's notification")
+    assert_contains(n.msg, "/nonexistent/mino-mcp-ghost", "the reason names the command")
+    assert_contains(n.msg, ":MinoMcp restart ghost", "how to restart it")
+    wait_buffer("_**MCP server `ghost` did not start**: ")
+    assert_contains(chat.text(), "Its tools are missing until it is restarted (`:MinoMcp restart ghost`)._", "chat line")
+    wait_for("the MinoMcpStatus autocmd", function()
+      return #vim.tbl_filter(function(e) return e.state == "failed" end, events) == 1
+    end)
+    vim.api.nvim_del_autocmd(au)
+
+    local before = #notes
+    vim.cmd("MinoMcp")
+    local listed = wait_note("MCP server ghost: failed", before)
+    assert_eq(listed.level, vim.log.levels.WARN, "level of the list with a failed server")
+    assert_contains(listed.msg, ":MinoMcp restart NAME starts one again", "the list says how to restart")
+
+    before = #notes
+    vim.cmd("MinoMcp restart ghost")
+    wait_note("restarting the MCP server ghost", before)
+    wait_for("mino/mcp/restart on the wire", function()
+      return #wire("<-", "mino/mcp/restart") == 1
+    end)
+    assert_eq(wire("<-", "mino/mcp/restart")[1].params, { server = "ghost" }, "restart params")
+    -- It fails again (the command is still missing) and says so again.
+    wait_note("MCP server ghost: failed to start", before)
+
+    before = #notes
+    vim.cmd("MinoMcp restart nope")
+    local refused = wait_note("cannot restart the MCP server nope", before)
+    assert_eq(refused.level, vim.log.levels.ERROR, "level of a refused restart")
+    before = #notes
+    vim.cmd("MinoMcp stop ghost")
+    assert_contains(wait_note("usage: :MinoMcp", before).msg, ":MinoMcp restart NAME", "usage")
+    assert_eq(mino.mcp_complete("", "MinoMcp "), { "restart" }, "completion of the first word")
+    assert_eq(mino.mcp_complete("g", "MinoMcp restart g"), { "ghost" }, "completion of a server name")
+  end)
+
+test("an MCP call's approval shows server, tool, indented arguments and the annotations as the server's claims; Deny stays first",
+  function()
+    fresh()
+    start_and_wait()
+    local args = '{"path":"notes.txt","options":{"head":3}}'
+    mino._on["mino/approvalRequest"]({
+      sessionId = mino.state.session and mino.state.session.sessionId, turnId = "turn-mcp", seq = 1, callId = "call_1",
+      command = "mcp fs/read_text_file " .. args, directory = ctx.work, environment = {},
+      limits = { timeoutSeconds = 120, outputLimitBytes = 65536 }, approvalMode = "rules", sandbox = "off",
+      mcp = { server = "fs", tool = "read_text_file", arguments = args,
+        annotations = { readOnlyHint = true, destructiveHint = false } },
+    })
+    wait_for("the approval question", function()
+      return #pending_selects == 1
+    end)
+    local s = selects[#selects]
+    assert_eq(s.items[1], "Deny", "the first (default) answer")
+    assert_eq(vim.tbl_contains(s.items, mino.APPROVAL_CHOICES.allow_session), false, "a rule offered for an MCP call")
+    assert_contains(s.buffer, "**MCP tool call** wants to call `read_text_file` of the MCP server `fs` with:\n"
+      .. '```json\n{\n  "path": "notes.txt",\n  "options": {\n    "head": 3\n  }\n}\n```', "chat when the question opened")
+    assert_contains(s.buffer, "- Annotations: the server says: read-only, not destructive (the server's own claims: "
+      .. "Mino does not check them and asks anyway)", "annotations in the chat")
+    assert_contains(s.buffer, "- Limits: timeout 120 s", "limits in the chat")
+    assert_contains(s.prompt, "the tool `read_text_file` of the MCP server `fs` with " .. args, "approval prompt")
+    assert_contains(s.prompt, "the server says: read-only, not destructive, unchecked", "approval prompt")
+    -- The whole call is bounded in the chat, and in the prompt line.
+    local long = '{"text":"' .. ("y"):rep(5000) .. '"}'
+    assert_contains(chat.mcp_arguments(long), "more characters not shown)", "a long call's arguments")
+    assert_eq(vim.fn.strchars(chat.mcp_arguments(long)) < 4100, true, "shown arguments bounded")
+    local prompt = mino.approval_prompt({ command = "mcp x/y", mcp = { server = "x", tool = "y", arguments = long } })
+    assert_eq(vim.fn.strchars(prompt) < 400, true, "prompt bounded: " .. vim.fn.strchars(prompt))
+    answer_pending("mino.approval", "Deny")
+    wait_buffer("_Denied `mcp fs/read_text_file")
   end)
 
 test("the recovery question is asked over a redrawn chat showing the recovered turns; MinoRecovery fires", function()
@@ -2639,6 +2723,58 @@ end
 
 local MILK_EDIT = { type = "named_call", call_id = "call_e", name = "edit_file",
   arguments = vim.json.encode({ path = "shopping.txt", old_text = "butter\n", new_text = "butter\nmilk\n" }) }
+
+test(":MinoRewind shows the plan, asks No first (typed-ahead keys and No change nothing), and Yes puts the file back and says so",
+  function()
+    fresh()
+    write_file(ctx.work .. "/shopping.txt", "bread\nbutter\njam\n")
+    mock.script({ MILK_EDIT, { type = "text", deltas = { "Milk added." } } })
+    answers["mino.approval"] = { "Approve once" }
+    start_and_wait()
+    mino.send("add milk")
+    wait_buffer(answer("Milk added."))
+    wait_turn_end()
+    assert_eq(read_file(ctx.work .. "/shopping.txt"), "bread\nbutter\nmilk\njam\n", "the edit was written")
+    local turn_id = mino.state.last_turn_id
+    if not turn_id then
+      for id in pairs(mino.state.ended) do
+        turn_id = id
+      end
+    end
+
+    -- Keys typed before the question appeared never confirm it.
+    use_builtin_select({ ["mino.rewind"] = { "<Esc>" } })
+    vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("2<CR>", true, false, true), "t", false)
+    vim.cmd("MinoRewind " .. turn_id)
+    wait_buffer("_Not rewound: nothing was changed._")
+    local asked = selects[#selects]
+    assert_eq(asked.kind, "mino.rewind", "the question")
+    assert_eq(asked.items, { "No", "Yes" }, "answers offered (declining first)")
+    assert_contains(asked.prompt, "put back 1 file(s), leave 0 conflict(s), 0 command(s) not undone", "the question")
+    assert_contains(asked.buffer, "**Rewind plan** (1 turn; nothing is written until you confirm):", "plan shown first")
+    assert_contains(asked.buffer, "Files put back as they were before:\n- `" , "plan's files")
+    assert_contains(asked.buffer, "shopping.txt`", "plan's files")
+    assert_eq(read_file(ctx.work .. "/shopping.txt"), "bread\nbutter\nmilk\njam\n", "after the typed-ahead keys")
+    vim.ui.select = stub_select
+
+    answers["mino.rewind"] = { "No" }
+    vim.cmd("MinoRewind " .. turn_id)
+    wait_for("the second No", function()
+      local n = 0
+      for _ in chat.text():gmatch("_Not rewound: nothing was changed%._") do
+        n = n + 1
+      end
+      return n == 2
+    end)
+    assert_eq(read_file(ctx.work .. "/shopping.txt"), "bread\nbutter\nmilk\njam\n", "after No")
+
+    answers["mino.rewind"] = { "Yes" }
+    vim.cmd("MinoRewind " .. turn_id)
+    wait_buffer("**Rewound** 1 turn:")
+    assert_contains(chat.text(), "shopping.txt`: restored", "the outcome")
+    assert_eq(read_file(ctx.work .. "/shopping.txt"), "bread\nbutter\njam\n", "after Yes")
+    wait_note("rewound 1 turn(s); every file put back")
+  end)
 
 test("an edit's diff is drawn in a read-only diff split before its question, which names tool, path and new file; the split closes after Approve", function()
   fresh()

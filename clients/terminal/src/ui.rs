@@ -1043,6 +1043,7 @@ mod tests {
             status: Some(TurnStatus::Cancelled),
             reason: None,
             notices: vec![notice.clone()],
+            rewound: false,
             usage: None,
             items: vec![
                 HistoryItem::Text { text: "Let me look.".into() },
@@ -1177,6 +1178,7 @@ mod tests {
             status: Some(TurnStatus::Completed),
             reason: None,
             notices: vec![],
+            rewound: false,
             usage: None,
             images: vec![],
             items: vec![
@@ -1224,6 +1226,7 @@ mod tests {
             status: Some(TurnStatus::Failed),
             reason: Some("bad\u{7}".into()),
             notices: vec![],
+            rewound: false,
             usage: None,
             items: vec![HistoryItem::Text { text: "**x**".into() }],
         };
@@ -1343,6 +1346,7 @@ mod tests {
             acknowledgement_required: true,
             unacknowledged_turn_ids: vec!["t1".into()],
             repairs: vec![],
+            rewind: None,
         };
         let text = recovery_notice(&rec);
         assert!(text.starts_with(RECOVERED));

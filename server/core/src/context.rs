@@ -125,15 +125,35 @@ pub fn build_through(transcript: &Transcript, end: usize) -> Vec<Value> {
     let mut after = 0;
     if let Some(compaction) = transcript.compaction.as_ref().filter(|c| c.through < turns.len()) {
         input.push(summary_message(&compaction.summary));
-        for turn in turns[..=compaction.through].iter().filter(|t| kept_verbatim(t)) {
-            append_turn(&mut input, turn, transcript.images_dir.as_deref());
+        for (index, turn) in turns[..=compaction.through].iter().enumerate().filter(|(_, t)| kept_verbatim(t)) {
+            append_turn_at(&mut input, transcript, index, turn);
         }
         after = compaction.through + 1;
     }
-    for turn in &turns[after..] {
-        append_turn(&mut input, turn, transcript.images_dir.as_deref());
+    for (index, turn) in turns.iter().enumerate().skip(after) {
+        append_turn_at(&mut input, transcript, index, turn);
     }
+    input.extend(rewind_notices(transcript, turns.len()));
     input
+}
+
+/// The runtime notices of the rewinds that ended when the transcript held
+/// `index` turns: what the model reads before the turn at `index`.
+fn rewind_notices(transcript: &Transcript, index: usize) -> impl Iterator<Item = Value> + '_ {
+    transcript
+        .rewinds
+        .iter()
+        .filter(move |r| r.before_turn == index)
+        .map(|r| user_message(&crate::rewind::notice(r)))
+}
+
+/// The rewind notices due before turn `index`, then the turn, unless a
+/// rewind took it back (it stays in history, out of the model's context).
+fn append_turn_at(input: &mut Vec<Value>, transcript: &Transcript, index: usize, turn: &Turn) {
+    input.extend(rewind_notices(transcript, index));
+    if !turn.rewound {
+        append_turn(input, turn, transcript.images_dir.as_deref());
+    }
 }
 
 /// Whether turn `index` enters the input at its place: after a compaction,
@@ -195,7 +215,7 @@ impl RequestCache {
         let turns = &transcript.turns;
         while self.turns < turns.len() && !turns[self.turns].is_open() {
             if replayed_at(transcript, self.turns) {
-                write_turn(buffer, &mut self.prefix_has_items, frame, &turns[self.turns], transcript)?;
+                write_turn(buffer, &mut self.prefix_has_items, frame, self.turns, transcript)?;
             }
             self.last_turn_id = Some(turns[self.turns].id.clone());
             self.turns += 1;
@@ -203,9 +223,11 @@ impl RequestCache {
         self.prefix_len = buffer.len();
         // The open turn, as far as it has come: written for this request only.
         let mut has_items = self.prefix_has_items;
-        for turn in &turns[self.turns..] {
-            write_turn(buffer, &mut has_items, frame, turn, transcript)?;
+        for index in self.turns..turns.len() {
+            write_turn(buffer, &mut has_items, frame, index, transcript)?;
         }
+        let notices: Vec<Value> = rewind_notices(transcript, turns.len()).collect();
+        write_items(buffer, &mut has_items, frame.wire_items(notices))?;
         buffer.extend_from_slice(&frame.tail);
         Ok(Bytes::from_owner(SharedBody(Arc::clone(&self.buffer))))
     }
@@ -248,11 +270,11 @@ fn write_turn(
     buffer: &mut Vec<u8>,
     has_items: &mut bool,
     frame: &BodyFrame,
-    turn: &Turn,
+    index: usize,
     transcript: &Transcript,
 ) -> serde_json::Result<()> {
     let mut items = Vec::new();
-    append_turn(&mut items, turn, transcript.images_dir.as_deref());
+    append_turn_at(&mut items, transcript, index, &transcript.turns[index]);
     write_items(buffer, has_items, frame.wire_items(items))
 }
 

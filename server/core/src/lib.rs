@@ -33,6 +33,8 @@
 pub mod agent;
 pub mod app;
 pub mod bash;
+/// Files' content before Mino edited them, kept by hash beside the session for rewinds.
+pub mod blobs;
 pub mod buffers;
 pub mod calls;
 pub mod compaction;
@@ -55,6 +57,7 @@ pub mod project_instructions;
 pub mod protect;
 pub mod read;
 pub mod recovery;
+pub mod rewind;
 pub mod rules;
 pub mod sandbox;
 pub mod session;

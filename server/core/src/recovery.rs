@@ -127,6 +127,17 @@ pub struct RecoveryReport {
     /// Turns (recovered now or earlier) with an `unknown` result and no `recovery_ack`.
     pub unacknowledged: Vec<RecoveredTurn>,
     pub torn_tail: Option<TornTail>,
+    /// A rewind Mino stopped during, closed now by what the files hold.
+    pub rewind: Option<RecoveredRewind>,
+}
+
+/// A rewind closed by recovery: its plan and what each planned file's
+/// bytes proved (`restored`/`removed`, `not_restored`, `changed`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveredRewind {
+    pub turn_id: String,
+    pub plan: crate::rewind::RewindPlan,
+    pub outcomes: Vec<crate::rewind::FileOutcome>,
 }
 
 impl RecoveryReport {

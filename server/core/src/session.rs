@@ -118,6 +118,14 @@ impl Session {
                 report.recovered.push(RecoveredTurn::of(turn, path));
             }
         }
+        // A rewind Mino stopped during: what each file's bytes prove now
+        // is recorded (recovery writes no file) and reported.
+        if let Some((turn_id, plan)) = session.transcript.open_rewind().cloned() {
+            let outcomes = crate::rewind::recover(&plan);
+            session.append(&RecordBody::RewindEnd { turn_id: turn_id.clone(), outcomes: outcomes.clone(), recovered: true })?;
+            session.journal.sync()?;
+            report.rewind = Some(recovery::RecoveredRewind { turn_id, plan, outcomes });
+        }
         report.unacknowledged =
             recovery::unacknowledged(&session.transcript).into_iter().map(|t| RecoveredTurn::of(t, path)).collect();
         Ok((session, report))
@@ -422,6 +430,19 @@ impl Session {
     /// The execution boundary of an edit: the approval and this start (`v`
     /// 3, the proposal's path and hashes) are on disk when this returns Ok,
     /// and only then may the file be written.
+    /// Keeps a file's content before an edit in the session's store
+    /// (`blobs`), synced, for a rewind. Past a bound, or when it cannot be
+    /// written, the edit still goes on: the rewind of that file will say its
+    /// before-content was not kept (logged here).
+    pub fn keep_before_content(&self, bytes: &[u8], sha256: &str) {
+        let dir = crate::blobs::dir_for(self.path());
+        match crate::blobs::keep(&dir, bytes, sha256, crate::blobs::Limits::default()) {
+            Ok(crate::blobs::Kept::Kept) => {}
+            Ok(crate::blobs::Kept::NotKept(why)) => tracing::info!("before-content not kept: {why}"),
+            Err(e) => tracing::warn!("before-content not kept: {e}"),
+        }
+    }
+
     pub fn record_edit_start(
         &mut self,
         turn_id: &str,
@@ -522,6 +543,38 @@ impl Session {
         self.sync()?;
         fail::fail_point!("compaction::after_record_sync");
         Ok(())
+    }
+
+    /// The plan for rewinding `turn_id` and every later turn
+    /// ([`crate::rewind::plan`]); writes nothing.
+    pub fn rewind_plan(&self, turn_id: &str) -> Result<crate::rewind::RewindPlan, crate::rewind::PlanError> {
+        let root = std::fs::canonicalize(self.cwd()).unwrap_or_else(|_| PathBuf::from(self.cwd()));
+        crate::rewind::plan(&self.transcript, turn_id, &crate::blobs::dir_for(self.path()), &root)
+    }
+
+    /// The `rewind` record: the confirmed plan, synced before any file is touched.
+    pub fn record_rewind(
+        &mut self,
+        turn_id: &str,
+        digest: &str,
+        plan: crate::rewind::RewindPlan,
+    ) -> Result<(), SessionError> {
+        self.append(&RecordBody::Rewind { turn_id: turn_id.into(), digest: digest.into(), plan })?;
+        self.sync()
+    }
+
+    /// The `rewind_end` record, synced: the rewound turns leave the
+    /// model's context from here on.
+    pub fn record_rewind_end(
+        &mut self,
+        turn_id: &str,
+        outcomes: Vec<crate::rewind::FileOutcome>,
+        recovered: bool,
+    ) -> Result<(), SessionError> {
+        self.append(&RecordBody::RewindEnd { turn_id: turn_id.into(), outcomes, recovered })?;
+        // Earlier turns left the context: no cached prefix still holds.
+        self.request_cache = context::RequestCache::default();
+        self.sync()
     }
 
     /// Ends the turn, synced.

@@ -19,6 +19,17 @@ pub struct Setting {
     pub default: &'static str,
 }
 
+/// The largest file whose content before an edit Mino keeps for a rewind
+/// (`<session>.blobs/`): 2 MiB. A larger file is still edited; its rewind
+/// names it "before-content not kept: larger than 2 MiB". A fixed bound, not
+/// read from the environment.
+pub const REWIND_FILE_LIMIT_BYTES: u64 = 2 * 1024 * 1024;
+
+/// The most before-content one session keeps for rewinds: 128 MiB. Past it
+/// edits still work and their rewinds name the files whose content was not
+/// kept. A fixed bound, not read from the environment.
+pub const REWIND_SESSION_LIMIT_BYTES: u64 = 128 * 1024 * 1024;
+
 pub const API_KEY: Setting = Setting {
     env: "OPENAI_API_KEY",
     file_key: None,

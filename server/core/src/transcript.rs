@@ -142,6 +142,9 @@ pub struct Turn {
     pub calls: Vec<Call>,
     pub end: Option<TurnEnd>,
     pub acknowledged: bool,
+    /// A rewind (`rewind_end`) took this turn back: it stays in history,
+    /// and leaves the model's context.
+    pub rewound: bool,
     /// The tokens of the turn's responses, summed; `None` when the service
     /// reported none.
     pub usage: Option<Usage>,
@@ -317,6 +320,11 @@ pub struct Transcript {
     /// what a replay reads a question's images from. `None` for a
     /// transcript not read from a session file.
     pub images_dir: Option<std::path::PathBuf>,
+    /// The rewinds that ended, in order.
+    pub rewinds: Vec<crate::rewind::RewindDone>,
+    /// A `rewind` record without its `rewind_end` (turn id, plan): Mino
+    /// stopped during it, and opening the session closes it.
+    open_rewind: Option<(String, crate::rewind::RewindPlan)>,
     by_id: HashMap<String, usize>,
 }
 
@@ -341,8 +349,15 @@ impl Transcript {
             last_input_tokens: None,
             model: None,
             images_dir: None,
+            rewinds: Vec::new(),
+            open_rewind: None,
             by_id: HashMap::new(),
         }
+    }
+
+    /// A rewind whose plan is on file and whose end is not: (turn id, plan).
+    pub fn open_rewind(&self) -> Option<&(String, crate::rewind::RewindPlan)> {
+        self.open_rewind.as_ref()
     }
 
     pub fn turn(&self, turn_id: &str) -> Option<&Turn> {
@@ -381,6 +396,7 @@ impl Transcript {
                     calls: Vec::new(),
                     end: None,
                     acknowledged: false,
+                    rewound: false,
                     usage: None,
                 });
             }
@@ -445,6 +461,18 @@ impl Transcript {
                 }
             }
             RecordBody::Model { model } => self.model = Some(model),
+            RecordBody::Rewind { turn_id, plan, .. } => self.open_rewind = Some((turn_id, plan)),
+            RecordBody::RewindEnd { outcomes, recovered, .. } => {
+                if let Some((_, plan)) = self.open_rewind.take() {
+                    for id in &plan.turns {
+                        if let Some(&i) = self.by_id.get(id) {
+                            self.turns[i].rewound = true;
+                        }
+                    }
+                    let before_turn = self.turns.len();
+                    self.rewinds.push(crate::rewind::RewindDone { plan, outcomes, recovered, before_turn });
+                }
+            }
             RecordBody::ToolResult { call_id, status, output, exit_code, recovered, .. } => {
                 if let Some(call) = self.last_call_mut(&call_id) {
                     call.result = Some(CallResult { status, output, exit_code, recovered });
@@ -465,6 +493,14 @@ impl Transcript {
 
     /// Whether `body` may follow the records applied so far.
     pub fn check(&self, body: &RecordBody) -> Result<(), String> {
+        // While a rewind is open only its end may follow: files are being
+        // put back and nothing else may happen meanwhile.
+        if let Some((open, _)) = &self.open_rewind {
+            return match body {
+                RecordBody::RewindEnd { turn_id, .. } if turn_id == open => Ok(()),
+                other => Err(format!("a `{}` record while the rewind of turn {open} has not ended", other.kind())),
+            };
+        }
         match body {
             RecordBody::Session { .. } => Err("a second session header".into()),
             RecordBody::User { turn_id, .. } => {
@@ -562,6 +598,23 @@ impl Transcript {
                 }
                 Ok(())
             }
+            RecordBody::Rewind { turn_id, plan, .. } => {
+                if let Some(open) = self.open_turn() {
+                    return Err(format!("a rewind while turn {} has not ended", open.id));
+                }
+                match self.turn(turn_id) {
+                    None => Err(format!("a rewind of unknown turn {turn_id}")),
+                    Some(turn) if turn.rewound => Err(format!("a rewind of turn {turn_id}, already rewound")),
+                    Some(_) if plan.turns.first() != Some(turn_id) => {
+                        Err(format!("a rewind of turn {turn_id} whose plan does not start with it"))
+                    }
+                    Some(_) => match plan.turns.iter().find(|t| !self.by_id.contains_key(*t)) {
+                        Some(unknown) => Err(format!("a rewind naming unknown turn {unknown}")),
+                        None => Ok(()),
+                    },
+                }
+            }
+            RecordBody::RewindEnd { turn_id, .. } => Err(format!("the end of a rewind of turn {turn_id} that is not open")),
             RecordBody::Model { model } => match self.open_turn() {
                 Some(open) => Err(format!("model {model:?} chosen while turn {} has not ended", open.id)),
                 None if model.trim().is_empty() => Err("a model record naming no model".into()),

@@ -177,6 +177,8 @@ pub fn service() -> (LspService<Backend>, tower_lsp_server::ClientSocket, Handle
         .custom_method(wire::method::MODELS_SELECT, Backend::models_select)
         .custom_method(wire::method::MCP_LIST, Backend::mcp_list)
         .custom_method(wire::method::MCP_RESTART, Backend::mcp_restart)
+        .custom_method(wire::method::REWIND_PLAN, Backend::rewind_plan)
+        .custom_method(wire::method::REWIND, Backend::rewind)
         .finish();
     (service, socket, handle)
 }
@@ -255,6 +257,12 @@ fn agent_error(e: AgentError) -> Error {
         AgentError::Policy(e @ (PolicyError::Sandbox(_) | PolicyError::UnknownRule(_))) => {
             invalid_params(e.to_string())
         }
+        AgentError::RewindPlan(mino_core::rewind::PlanError::UnknownTurn(turn_id)) => {
+            let message = mino_core::rewind::PlanError::UnknownTurn(turn_id.clone()).to_string();
+            error_with(code::UNKNOWN_TURN, message, json!({ "turnId": turn_id }))
+        }
+        AgentError::RewindPlan(e) => invalid_params(e.to_string()),
+        AgentError::StalePlan => error(code::REWIND_PLAN_CHANGED, AgentError::StalePlan.to_string()),
         AgentError::Policy(e @ PolicyError::File(_)) => {
             tracing::warn!(error = %e, "the workspace rules file could not be changed");
             error(wire::error_code::JOURNAL_FAILURE, e.to_string())
@@ -552,7 +560,36 @@ fn recovery_notification(session_id: &str, report: &RecoveryReport) -> wire::Rec
         acknowledgement_required: report.acknowledgement_required(),
         unacknowledged_turn_ids: report.unacknowledged.iter().map(|t| t.turn_id.clone()).collect(),
         repairs: report.repairs(),
+        rewind: report.rewind.as_ref().map(|r| wire::RecoveredRewind {
+            turn_id: r.turn_id.clone(),
+            files: r.outcomes.iter().map(rewind_file_outcome).collect(),
+            conflicts: r.plan.conflicts.iter().map(rewind_conflict).collect(),
+            commands: r.plan.commands.iter().map(rewind_command).collect(),
+        }),
     }
+}
+
+fn rewind_file_outcome(o: &mino_core::rewind::FileOutcome) -> wire::RewindFileOutcome {
+    use mino_core::rewind::Outcome;
+    wire::RewindFileOutcome {
+        path: o.path.clone(),
+        outcome: match o.outcome {
+            Outcome::Restored => wire::RewindOutcome::Restored,
+            Outcome::Removed => wire::RewindOutcome::Removed,
+            Outcome::NotRestored => wire::RewindOutcome::NotRestored,
+            Outcome::Conflict => wire::RewindOutcome::Conflict,
+            Outcome::Changed => wire::RewindOutcome::Changed,
+        },
+        why: o.why.clone(),
+    }
+}
+
+fn rewind_conflict(c: &mino_core::rewind::Conflict) -> wire::RewindConflict {
+    wire::RewindConflict { path: c.path.clone(), why: c.why.clone() }
+}
+
+fn rewind_command(c: &mino_core::rewind::PlannedCommand) -> wire::RewindCommand {
+    wire::RewindCommand { turn_id: c.turn_id.clone(), call_id: c.call_id.clone(), command: c.command.clone() }
 }
 
 /// The core's token counts on the wire.
@@ -693,6 +730,7 @@ fn history_turn(session: &Session, turn: &Turn) -> wire::HistoryTurn {
         status: status.map(turn_status),
         reason: turn.end.as_ref().and_then(|e| e.reason.clone()),
         notices,
+        rewound: turn.rewound,
         usage: turn.usage.map(token_usage),
         items,
     }
@@ -1173,6 +1211,39 @@ impl Backend {
         mcp.restart(&params.server).await.map_err(invalid_params)?;
         let status = mcp.statuses().into_iter().find(|s| s.server == params.server);
         status.map(mcp_status).ok_or_else(|| invalid_params(format!("no MCP server `{}`", params.server)))
+    }
+
+    async fn rewind_plan(&self, params: wire::RewindPlanParams) -> Result<wire::RewindPlanResult> {
+        let (plan, digest) = self.agent()?.rewind_plan(&params.turn_id).await.map_err(agent_error)?;
+        Ok(wire::RewindPlanResult {
+            turn_id: params.turn_id,
+            turns: plan.turns.clone(),
+            files: plan
+                .files
+                .iter()
+                .map(|f| wire::RewindFile {
+                    path: f.path.clone(),
+                    action: match f.action {
+                        mino_core::rewind::FileAction::Restore => wire::RewindAction::Restore,
+                        mino_core::rewind::FileAction::Remove => wire::RewindAction::Remove,
+                    },
+                })
+                .collect(),
+            conflicts: plan.conflicts.iter().map(rewind_conflict).collect(),
+            commands: plan.commands.iter().map(rewind_command).collect(),
+            digest,
+        })
+    }
+
+    async fn rewind(&self, params: wire::RewindParams) -> Result<wire::RewindResult> {
+        let done = self.agent()?.rewind(&params.turn_id, &params.digest).await.map_err(agent_error)?;
+        Ok(wire::RewindResult {
+            turn_id: done.turn_id,
+            turns: done.plan.turns.clone(),
+            files: done.outcomes.iter().map(rewind_file_outcome).collect(),
+            conflicts: done.plan.conflicts.iter().map(rewind_conflict).collect(),
+            commands: done.plan.commands.iter().map(rewind_command).collect(),
+        })
     }
 
     async fn models_select(&self, params: wire::ModelsSelectParams) -> Result<wire::ModelsSelectResult> {

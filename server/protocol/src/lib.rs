@@ -152,6 +152,11 @@ methods! {
         McpList = MCP_LIST("mino/mcp/list", McpListParams) -> McpListResult;
         /// `mino/mcp/restart`: stops an MCP server (if it runs) and starts it again.
         McpRestart = MCP_RESTART("mino/mcp/restart", McpRestartParams) -> McpServerStatus;
+        // Rewinds.
+        /// `mino/rewind/plan`: what rewinding a turn (and every later one) would put back, and what it cannot.
+        RewindPlan = REWIND_PLAN("mino/rewind/plan", RewindPlanParams) -> RewindPlanResult;
+        /// `mino/rewind`: carries out the plan the person confirmed (named by its digest).
+        Rewind = REWIND("mino/rewind", RewindParams) -> RewindResult;
     }
     notifications {
         /// `mino/recovery`: what opening the session recovered.
@@ -233,6 +238,8 @@ error_codes! {
     UnknownTurn / UNKNOWN_TURN = -32014;
     /// The session could not be opened (locked elsewhere, unreadable, newer format).
     SessionUnavailable / SESSION_UNAVAILABLE = -32015;
+    /// `mino/rewind` whose `digest` is not the plan's now: something changed since it was shown; nothing was written.
+    RewindPlanChanged / REWIND_PLAN_CHANGED = -32016;
 }
 
 /// Fixed sentences every client shows exactly as written.
@@ -783,6 +790,102 @@ pub struct ModelsSelectResult {
     pub model: String,
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindPlanParams {
+    /// The first turn to rewind; every later turn is rewound with it.
+    pub turn_id: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub enum RewindAction {
+    /// The content from before the turns is put back.
+    Restore,
+    /// Mino created the file in those turns: it is removed.
+    Remove,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindFile {
+    /// Absolute, every symbolic link resolved (as the edit records name it).
+    pub path: String,
+    pub action: RewindAction,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindConflict {
+    pub path: String,
+    /// Why it is left as it is (changed since Mino wrote it, missing, before-content not kept…).
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindCommand {
+    pub turn_id: String,
+    pub call_id: String,
+    /// A command that ran in a rewound turn: its effects are not undone.
+    pub command: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindPlanResult {
+    pub turn_id: String,
+    /// The turns rewound, oldest first.
+    pub turns: Vec<String>,
+    /// The files put back, newest change first.
+    pub files: Vec<RewindFile>,
+    pub conflicts: Vec<RewindConflict>,
+    pub commands: Vec<RewindCommand>,
+    /// What `mino/rewind` must be given to carry out exactly this plan.
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindParams {
+    pub turn_id: String,
+    /// The `digest` of the plan the person confirmed.
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub enum RewindOutcome {
+    Restored,
+    Removed,
+    /// Still what Mino wrote: not put back (a write failed; or, recovered, Mino stopped first).
+    NotRestored,
+    /// Changed between the plan and the write: left as it was.
+    Conflict,
+    /// Recovered only: neither the content from before nor what Mino wrote.
+    Changed,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindFileOutcome {
+    pub path: String,
+    pub outcome: RewindOutcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub why: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindResult {
+    pub turn_id: String,
+    pub turns: Vec<String>,
+    pub files: Vec<RewindFileOutcome>,
+    pub conflicts: Vec<RewindConflict>,
+    pub commands: Vec<RewindCommand>,
+}
+
 /// The `{}` result of methods that only acknowledge.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, TS)]
 pub struct EmptyResult {}
@@ -877,6 +980,10 @@ pub struct HistoryTurn {
     pub reason: Option<String>,
     /// Runtime notices shown with the turn (e.g. that it was interrupted).
     pub notices: Vec<String>,
+    /// A rewind took this turn back: shown in history, no longer in the model's context.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[ts(as = "Option<bool>", optional)]
+    pub rewound: bool,
     /// The tokens of the turn's responses; absent when none were reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
@@ -1292,6 +1399,22 @@ pub struct RecoveryNotification {
     pub unacknowledged_turn_ids: Vec<String>,
     /// Repairs made to the file while opening it (a torn last line cut off).
     pub repairs: Vec<String>,
+    /// A rewind Mino stopped during, closed by this open from what each
+    /// planned file holds now (recovery writes no file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub rewind: Option<RecoveredRewind>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RecoveredRewind {
+    pub turn_id: String,
+    /// What each planned file's bytes proved: `restored`/`removed`,
+    /// `notRestored` (still what Mino wrote), `changed` (neither).
+    pub files: Vec<RewindFileOutcome>,
+    pub conflicts: Vec<RewindConflict>,
+    pub commands: Vec<RewindCommand>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]

@@ -1138,6 +1138,235 @@ function M.call_facts_lines(p)
   return lines
 end
 
+-- ------------------------------------------------------------ rewind
+
+--- At most this many lines of each list of a rewind plan or outcome (the rest are counted).
+M.REWIND_LIST_SHOWN = 20
+
+local function bounded_list(out, title, items)
+  if #items == 0 then
+    return
+  end
+  table.insert(out, title)
+  for i, l in ipairs(items) do
+    if i > M.REWIND_LIST_SHOWN then
+      table.insert(out, ("- … and %d more"):format(#items - M.REWIND_LIST_SHOWN))
+      break
+    end
+    table.insert(out, "- " .. l)
+  end
+end
+
+--- The plan of mino/rewind/plan as chat lines.
+function M.rewind_plan_lines(plan)
+  local out = { "", ("**Rewind plan** (%d turn%s; nothing is written until you confirm):"):format(#(plan.turns or {}),
+    #(plan.turns or {}) == 1 and "" or "s") }
+  local files = {}
+  for _, f in ipairs(plan.files or {}) do
+    table.insert(files, code_span(f.path) .. (f.action == "remove" and " (created by Mino: removed)" or ""))
+  end
+  if #files == 0 then
+    table.insert(out, "- No file to put back.")
+  end
+  bounded_list(out, "Files put back as they were before:", files)
+  local conflicts = {}
+  for _, c in ipairs(plan.conflicts or {}) do
+    table.insert(conflicts, ("%s: %s"):format(code_span(c.path), md_text(c.why or "")))
+  end
+  bounded_list(out, "Conflicts, left as they are:", conflicts)
+  local commands = {}
+  for _, c in ipairs(plan.commands or {}) do
+    table.insert(commands, code_span(c.command))
+  end
+  bounded_list(out, "Commands that ran (Mino cannot undo their effects):", commands)
+  return out
+end
+
+local REWIND_OUTCOMES = {
+  restored = "restored",
+  removed = "removed",
+  notRestored = "**not restored**",
+  conflict = "left as it is (changed since the plan)",
+  changed = "changed (neither before nor what Mino wrote)",
+}
+
+--- The outcome of mino/rewind as chat lines.
+function M.rewind_outcome_lines(result)
+  local out = { "", ("**Rewound** %d turn%s:"):format(#(result.turns or {}), #(result.turns or {}) == 1 and "" or "s") }
+  local files = {}
+  for _, f in ipairs(result.files or {}) do
+    local why = type(f.why) == "string" and (" (" .. md_text(f.why) .. ")") or ""
+    table.insert(files, ("%s: %s%s"):format(code_span(f.path), REWIND_OUTCOMES[f.outcome] or tostring(f.outcome), why))
+  end
+  bounded_list(out, "Files:", files)
+  local conflicts = {}
+  for _, c in ipairs(result.conflicts or {}) do
+    table.insert(conflicts, code_span(c.path))
+  end
+  bounded_list(out, "Left as they are:", conflicts)
+  local commands = {}
+  for _, c in ipairs(result.commands or {}) do
+    table.insert(commands, code_span(c.command))
+  end
+  bounded_list(out, "Not undone (commands):", commands)
+  return out
+end
+
+-- ------------------------------------------------------------ MCP
+
+--- The `mcp` of an approval request when it is a well-formed one.
+function M.mcp_of(p)
+  local m = type(p) == "table" and p.mcp or nil
+  if type(m) == "table" and type(m.server) == "string" and type(m.tool) == "string" and type(m.arguments) == "string" then
+    return m
+  end
+end
+
+--- At most this many characters of an MCP call's arguments are shown (the rest is counted).
+M.MCP_ARGUMENTS_SHOWN = 4000
+
+--- Valid JSON text `text` indented by two spaces, its members in the order
+--- sent (vim.json would lose it): only whitespace outside strings changes.
+local function indent_json(text)
+  local out, depth, in_string, escaped = {}, 0, false, false
+  local function newline()
+    table.insert(out, "\n" .. ("  "):rep(depth))
+  end
+  local i, n = 1, #text
+  while i <= n do
+    local c = text:sub(i, i)
+    if in_string then
+      table.insert(out, c)
+      if escaped then
+        escaped = false
+      elseif c == "\\" then
+        escaped = true
+      elseif c == '"' then
+        in_string = false
+      end
+    elseif c == '"' then
+      in_string = true
+      table.insert(out, c)
+    elseif c == "{" or c == "[" then
+      -- An empty object or array stays on its line.
+      local close = text:match("^%s*([%]}])", i + 1)
+      if close then
+        local j = text:find(close, i + 1, true)
+        table.insert(out, c .. close)
+        i = j
+      else
+        table.insert(out, c)
+        depth = depth + 1
+        newline()
+      end
+    elseif c == "}" or c == "]" then
+      depth = depth - 1
+      newline()
+      table.insert(out, c)
+    elseif c == "," then
+      table.insert(out, c)
+      newline()
+    elseif c == ":" then
+      table.insert(out, ": ")
+    elseif not c:match("%s") then
+      table.insert(out, c)
+    end
+    i = i + 1
+  end
+  return table.concat(out)
+end
+
+--- The arguments as indented JSON (as sent when they do not parse), cut to
+--- MCP_ARGUMENTS_SHOWN characters.
+function M.mcp_arguments(text)
+  local shown = text
+  if pcall(vim.json.decode, text) then
+    shown = indent_json(text)
+  end
+  local n = vim.fn.strchars(shown)
+  if n > M.MCP_ARGUMENTS_SHOWN then
+    local left = n - M.MCP_ARGUMENTS_SHOWN
+    shown = vim.fn.strcharpart(shown, 0, M.MCP_ARGUMENTS_SHOWN)
+      .. ("\n… (%d more character%s not shown)"):format(left, left == 1 and "" or "s")
+  end
+  return shown
+end
+
+local MCP_HINTS = {
+  { "readOnlyHint", "read-only", "not read-only" },
+  { "destructiveHint", "destructive", "not destructive" },
+  { "idempotentHint", "idempotent", "not idempotent" },
+  { "openWorldHint", "reaches the outside world", "closed world" },
+}
+
+--- The tool's annotations as the server's claims ("the server says:
+--- read-only, not destructive"), or nil without any.
+function M.mcp_claims(annotations)
+  if type(annotations) ~= "table" then
+    return nil
+  end
+  local claims = {}
+  if type(annotations.title) == "string" and annotations.title ~= "" then
+    table.insert(claims, ('titled "%s"'):format(annotations.title))
+  end
+  for _, h in ipairs(MCP_HINTS) do
+    if annotations[h[1]] == true then
+      table.insert(claims, h[2])
+    elseif annotations[h[1]] == false then
+      table.insert(claims, h[3])
+    end
+  end
+  if #claims == 0 then
+    return nil
+  end
+  return "the server says: " .. table.concat(claims, ", ")
+end
+
+local function mcp_request_lines(p, m)
+  local lines = { "", ("**MCP tool call** wants to call %s of the MCP server %s with:"):format(code_span(m.tool),
+    code_span(m.server)) }
+  vim.list_extend(lines, fence("json", M.mcp_arguments(m.arguments)))
+  table.insert(lines, ("- Server: %s · tool: %s"):format(code_span(m.server), code_span(m.tool)))
+  local claims = M.mcp_claims(m.annotations)
+  if claims then
+    table.insert(lines, ("- Annotations: %s (the server's own claims: Mino does not check them and asks anyway)")
+      :format(md_text(claims)))
+  end
+  if type(p.limits) == "table" then
+    table.insert(lines, ("- Limits: timeout %s s, output limit %s bytes"):format(p.limits.timeoutSeconds or "?",
+      p.limits.outputLimitBytes or "?"))
+  end
+  if type(p.approvalMode) == "string" then
+    table.insert(lines, ("- Approval mode: %s"):format(p.approvalMode))
+  end
+  return lines
+end
+
+local MCP_GONE = { failed = "did not start", exited = "stopped" }
+
+--- The chat's line about a mino/mcp/status (nil for `starting`).
+function M.mcp_status_line(p)
+  local name = code_span(p.server or "?")
+  if MCP_GONE[p.state] then
+    local why = type(p.reason) == "string" and p.reason ~= "" and (": " .. md_text(p.reason)) or ""
+    return ("_**MCP server %s %s**%s. Its tools are missing until it is restarted (`:MinoMcp restart %s`)._"):format(
+      name, MCP_GONE[p.state], why, p.server or "?")
+  elseif p.state == "ready" then
+    local tools = type(p.tools) == "table" and #p.tools or 0
+    return ("_MCP server %s is ready (%d tool%s)._"):format(name, tools, tools == 1 and "" or "s")
+  end
+end
+
+function M.mcp_status(p)
+  local line = M.mcp_status_line(p)
+  if not line then
+    return
+  end
+  close_output_fence()
+  start_response()
+  M.append({ "", line })
+end
+
 function M.approval_request(p)
   close_output_fence()
   local read = require("mino.reads").of(p)
@@ -1154,6 +1383,16 @@ function M.approval_request(p)
     local lines = edit_request_lines(p)
     table.insert(lines, "")
     table.insert(lines, "_Waiting for your decision (Approve / Deny); the diff is in the split (:MinoDiff shows it again)…_")
+    st.asked[(p.turnId or "") .. " " .. (p.callId or "")] = true
+    st.shown[(p.turnId or "") .. " " .. (p.callId or "")] = true
+    M.append(lines)
+    return
+  end
+  local m = M.mcp_of(p)
+  if m then
+    local lines = mcp_request_lines(p, m)
+    table.insert(lines, "")
+    table.insert(lines, "_Waiting for your decision (Approve / Deny)…_")
     st.asked[(p.turnId or "") .. " " .. (p.callId or "")] = true
     st.shown[(p.turnId or "") .. " " .. (p.callId or "")] = true
     M.append(lines)

@@ -111,6 +111,9 @@ local function fresh_state()
     switching = false,
     --- The server answered mino/sessions/list with -32601 (it predates sessions).
     no_session_list = false,
+    --- The open session's MCP servers as last reported (mino/mcp/status, :MinoMcp), by name.
+    mcp = {},
+    mcp_deferred = {}, -- mino/mcp/status params to show in the chat once the history is rendered
   }
 end
 M.state = fresh_state()
@@ -348,6 +351,35 @@ on[notification.instructionsChanged] = function(p)
   end
   chat.instructions_changed(p.files)
   emit("MinoInstructionsChanged", { files = p.files })
+end
+
+-- An MCP server's state changed: one that failed to start or exited is a
+-- warning (which server, why, that its tools are missing and how to restart
+-- it), in vim.notify and in the chat; ready is said too.
+on[notification.mcpStatus] = function(p)
+  if type(p.server) ~= "string" then
+    return
+  end
+  local before = M.state.mcp[p.server]
+  M.state.mcp[p.server] = { server = p.server, state = p.state, tools = type(p.tools) == "table" and p.tools or nil,
+    reason = type(p.reason) == "string" and p.reason or nil }
+  -- The answer of :MinoMcp restart and the server's own notification may say the same thing.
+  if before and before.state == p.state and before.reason == M.state.mcp[p.server].reason then
+    return
+  end
+  if p.state == "failed" or p.state == "exited" then
+    notify(M.format_mcp(M.state.mcp[p.server]) .. (". Its tools are missing; :MinoMcp restart %s starts it again"):format(
+      p.server), vim.log.levels.WARN)
+  elseif p.state == "ready" then
+    notify(M.format_mcp(M.state.mcp[p.server]))
+  end
+  -- The chat shows it once the history is there (rendering the history replaces the buffer).
+  if not M.state.history_loaded then
+    table.insert(M.state.mcp_deferred, p)
+  else
+    chat.mcp_status(p)
+  end
+  emit("MinoMcpStatus", { server = p.server, state = p.state, reason = M.state.mcp[p.server].reason })
 end
 
 -- A compaction: shown in the chat when it runs inside a turn (automatic,
@@ -711,6 +743,9 @@ local function on_approval_choice(asked, choice)
   end
 end
 
+--- At most this many characters of an MCP call's arguments go in its prompt line.
+local MCP_PROMPT_ARGUMENTS = 200
+
 --- The question asked about a call: the essentials are in the prompt itself,
 --- for UIs that show it apart from the chat.
 function M.approval_prompt(req)
@@ -722,6 +757,17 @@ function M.approval_prompt(req)
   if diff.is_edit(req) then
     local mode = type(req.approvalMode) == "string" and (", approval mode " .. req.approvalMode) or ""
     return ("Mino wants to %s%s (the diff is in the split). Approve?"):format(diff.summary(req.edit), mode)
+  end
+  local m = chat.mcp_of(req)
+  if m then
+    local args = m.arguments:gsub("%s+", " ")
+    if vim.fn.strchars(args) > MCP_PROMPT_ARGUMENTS then
+      args = vim.fn.strcharpart(args, 0, MCP_PROMPT_ARGUMENTS - 1) .. "…"
+    end
+    local claims = chat.mcp_claims(m.annotations)
+    local mode = type(req.approvalMode) == "string" and (", approval mode " .. req.approvalMode) or ""
+    return ("Mino wants to call the tool `%s` of the MCP server `%s` with %s%s%s (the whole call is in the chat). Approve?")
+      :format(m.tool, m.server, args, claims and (" — " .. claims .. ", unchecked") or "", mode)
   end
   local limits = type(req.limits) == "table" and req.limits or {}
   local details = { ("timeout %s s"):format(limits.timeoutSeconds or "?") }
@@ -895,6 +941,11 @@ local function release_deferred()
   M.state.deferred = {}
   for _, d in ipairs(deferred) do
     dispatch(d[1], d[2])
+  end
+  local mcp = M.state.mcp_deferred
+  M.state.mcp_deferred = {}
+  for _, p in ipairs(mcp) do
+    chat.mcp_status(p)
   end
   local outbox = M.state.outbox
   M.state.outbox = {}
@@ -1205,6 +1256,8 @@ local function switched(info)
   M.state.asking_approval = false
   M.state.shown_approval = nil
   M.state.asking_ack = false
+  -- MCP servers are the session's: the new one reports its own.
+  M.state.mcp = {}
   diff._reset()
   local caps = vim.tbl_extend("force", M.state.capabilities or {}, {
     sessionId = info.sessionId,
@@ -1483,6 +1536,183 @@ function M.rules()
           notify("revoked the rule " .. M.format_rule(rule))
         end)
       end)
+    end)
+  end)
+end
+
+local MCP_STATES = {
+  starting = "starting",
+  ready = "ready",
+  failed = "failed to start (its tools are missing)",
+  exited = "exited (its tools are missing)",
+}
+
+--- One MCP server's line: "fs: ready (2 tools: mcp__fs__read, mcp__fs__list)",
+--- "ghost: failed to start (its tools are missing): why".
+function M.format_mcp(s)
+  local line = ("MCP server %s: %s"):format(s.server or "?", MCP_STATES[s.state] or tostring(s.state))
+  if s.state == "ready" and type(s.tools) == "table" then
+    line = line .. (" (%d tool%s%s)"):format(#s.tools, #s.tools == 1 and "" or "s",
+      #s.tools > 0 and (": " .. table.concat(s.tools, ", ")) or "")
+  end
+  if type(s.reason) == "string" and s.reason ~= "" then
+    line = line .. ": " .. s.reason
+  end
+  return line
+end
+
+local function restart_mcp(name)
+  notify(("restarting the MCP server %s…"):format(name))
+  M.request(method.mcpRestart, { server = name }, function(err, status)
+    if err then
+      notify(("cannot restart the MCP server %s: %s"):format(name, format_error(err)), vim.log.levels.ERROR)
+      return
+    end
+    if type(status) == "table" and type(status.server) == "string" then
+      -- Shown as a mino/mcp/status is (the server may also send one).
+      local current = M.state.session and M.state.session.sessionId
+      dispatch(notification.mcpStatus, vim.tbl_extend("force", status, { sessionId = current }))
+    end
+  end)
+end
+
+--- :MinoMcp lists the open session's MCP servers and their states;
+--- `:MinoMcp restart NAME` restarts one (mino/mcp/restart).
+function M.mcp(args)
+  local words = vim.split(vim.trim(args or ""), "%s+", { trimempty = true })
+  if #words > 0 and not (words[1] == "restart" and #words == 2) then
+    notify("usage: :MinoMcp (list the MCP servers) or :MinoMcp restart NAME", vim.log.levels.ERROR)
+    return
+  end
+  if not M.start() then
+    return
+  end
+  if words[1] == "restart" then
+    return restart_mcp(words[2])
+  end
+  M.request(method.mcpList, vim.empty_dict(), function(err, result)
+    if err then
+      notify("cannot list the MCP servers: " .. format_error(err), vim.log.levels.ERROR)
+      return
+    end
+    local servers = type(result) == "table" and result.servers or {}
+    if #servers == 0 then
+      notify("no MCP servers (add them to config.toml as [mcp_servers.NAME])")
+      return
+    end
+    local lines = {}
+    local gone = false
+    for _, s in ipairs(servers) do
+      M.state.mcp[s.server] = s
+      table.insert(lines, M.format_mcp(s))
+      gone = gone or s.state == "failed" or s.state == "exited"
+    end
+    notify(table.concat(lines, "\n") .. (gone and "\n:MinoMcp restart NAME starts one again" or ""),
+      gone and vim.log.levels.WARN or vim.log.levels.INFO)
+  end)
+end
+
+--- The names :MinoMcp completes: `restart`, then the known servers.
+function M.mcp_complete(arg_lead, cmd_line)
+  local words = vim.split(cmd_line, "%s+", { trimempty = true })
+  local candidates
+  if #words <= 1 or (#words == 2 and arg_lead ~= "") then
+    candidates = { "restart" }
+  else
+    candidates = vim.tbl_keys(M.state.mcp)
+    table.sort(candidates)
+  end
+  return vim.tbl_filter(function(c)
+    return c:sub(1, #arg_lead) == arg_lead
+  end, candidates)
+end
+
+--- Carries out the confirmed plan and shows what happened (the history is
+--- reloaded first: the rewound turns are marked there).
+local function carry_out_rewind(plan)
+  M.request(method.rewind, { turnId = plan.turnId, digest = plan.digest }, function(err, result)
+    if err then
+      local why = err.code == protocol.errors.REWIND_PLAN_CHANGED
+          and " (something changed since the plan was shown; nothing was written: :MinoRewind again shows the new plan)"
+        or ""
+      chat.append({ "", ("**Rewind refused:** %s%s"):format(err.message or "?", why) })
+      notify("the rewind was refused: " .. format_error(err) .. why, vim.log.levels.ERROR)
+      return
+    end
+    local all = true
+    for _, f in ipairs(result.files or {}) do
+      all = all and (f.outcome == "restored" or f.outcome == "removed")
+    end
+    M.request(method.history, vim.empty_dict(), function(herr, history)
+      if not herr and history then
+        chat.render_history(history)
+      end
+      chat.append(chat.rewind_outcome_lines(result))
+      reload_changed_buffers()
+      notify(("rewound %d turn(s); %s"):format(#(result.turns or {}), all and "every file put back"
+        or "some files were NOT put back (see the chat)"), all and vim.log.levels.INFO or vim.log.levels.WARN)
+    end)
+  end)
+end
+
+--- Shows the plan of rewinding `turn_id` and asks (No first and the
+--- default; keys typed before the question are dropped).
+local function plan_rewind(turn_id)
+  M.request(method.rewindPlan, { turnId = turn_id }, function(err, plan)
+    if err then
+      notify("cannot rewind that turn: " .. format_error(err), vim.log.levels.ERROR)
+      return
+    end
+    chat.reveal(M.config)
+    chat.append(chat.rewind_plan_lines(plan))
+    local question = ("Rewind: put back %d file(s), leave %d conflict(s), %d command(s) not undone?"):format(
+      #(plan.files or {}), #(plan.conflicts or {}), #(plan.commands or {}))
+    ask_yes_no(question, "mino.rewind", function(yes)
+      if not yes then
+        chat.append({ "", "_Not rewound: nothing was changed._" })
+        return
+      end
+      carry_out_rewind(plan)
+    end)
+  end)
+end
+
+--- :MinoRewind [turn]: the plan of rewinding that turn and every later one
+--- (without one, pick an ended turn of the history), confirmed before anything
+--- is written.
+function M.rewind(turn_id)
+  if not M.start() then
+    return
+  end
+  if type(turn_id) == "string" and turn_id ~= "" then
+    return plan_rewind(turn_id)
+  end
+  M.request(method.history, vim.empty_dict(), function(err, history)
+    if err then
+      notify("cannot read the history: " .. format_error(err), vim.log.levels.ERROR)
+      return
+    end
+    local turns = {}
+    for _, t in ipairs(history and history.turns or {}) do
+      if t.rewound ~= true and type(t.status) == "string" then
+        table.insert(turns, 1, t)
+      end
+    end
+    if #turns == 0 then
+      notify("no turn to rewind")
+      return
+    end
+    vim.ui.select(turns, {
+      prompt = "Rewind to which turn? (its edits and every later turn's are undone)",
+      kind = "mino.rewind.turn",
+      format_item = function(t)
+        local first = vim.split(t.input or "", "\n", { plain = true })[1] or ""
+        return ("%s  %s"):format(t.turnId, first)
+      end,
+    }, function(t)
+      if type(t) == "table" then
+        plan_rewind(t.turnId)
+      end
     end)
   end)
 end

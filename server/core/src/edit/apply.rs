@@ -174,6 +174,85 @@ pub fn apply(workspace: &Workspace, proposal: &EditProposal) -> Result<Applied, 
     Ok(Applied { diff: proposal.diff.clone(), output, durable: synced.is_ok(), written_to })
 }
 
+/// Why a rewind did not put a file back. In every case the file is as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    /// The file no longer holds what the rewind's plan expected.
+    #[error("{0}")]
+    Changed(String),
+    #[error("outside the session's directory: a rewind writes only beneath it")]
+    Outside,
+    #[error("could not {action} ({source}); it was left as it was")]
+    Io {
+        action: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Puts a file back for a rewind: `content` written over it (atomically,
+/// as [`apply`] writes: a temporary file in the same directory handle with
+/// the file's permission bits, synced, renamed over, the directory synced),
+/// or, `None`, the file removed (a file Mino created). Only beneath the
+/// workspace, the directory opened beneath its handle with no symbolic link
+/// on the way, and only when the file still holds `expected_sha256` (what
+/// Mino last wrote), re-read through that handle just before the write:
+/// a file changed since the plan is a [`RestoreError::Changed`], never
+/// overwritten.
+///
+/// Failpoint (feature `failpoints`): `rewind::after_temp_file` (the
+/// temporary file written and synced, not renamed).
+pub fn restore(
+    workspace: &Workspace,
+    path: &std::path::Path,
+    expected_sha256: &str,
+    content: Option<&[u8]>,
+) -> Result<(), RestoreError> {
+    use std::os::unix::fs::PermissionsExt;
+    let io = |action: &str| {
+        let action = action.to_string();
+        move |source: std::io::Error| RestoreError::Io { action, source }
+    };
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(RestoreError::Changed("not a file's path".into()));
+    };
+    let dir = match workspace.open_recorded_beneath(parent) {
+        None => return Err(RestoreError::Outside),
+        Some(Err(e)) if e.raw_os_error() == Some(libc::ENOENT) => {
+            return Err(RestoreError::Changed("missing: its directory was deleted since Mino wrote it".into()))
+        }
+        Some(Err(e)) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(RestoreError::Changed("its directory is now reached through a symbolic link".into()))
+        }
+        Some(Err(e)) => return Err(io("open its directory")(e)),
+        Some(Ok(dir)) => dir,
+    };
+    let mode = match read_bounded(dir.fd(), name) {
+        Ok(Some((bytes, meta))) if sha256_hex(&bytes) == expected_sha256 => meta.permissions().mode() & 0o7777,
+        Ok(Some(_)) | Err(ReadError::TooLarge(_)) => {
+            return Err(RestoreError::Changed("changed since Mino wrote it (since the plan was shown)".into()))
+        }
+        Ok(None) => return Err(RestoreError::Changed("missing: deleted since the plan was shown".into())),
+        Err(ReadError::NotRegular(what)) => return Err(RestoreError::Changed(format!("replaced by {what}"))),
+        Err(ReadError::Io(e)) => return Err(io("read it again")(e)),
+    };
+    let Some(content) = content else {
+        rustix::fs::unlinkat(dir.fd(), name, rustix::fs::AtFlags::empty())
+            .map_err(|e| io("remove it")(e.into()))?;
+        return rustix::fs::fsync(dir.fd()).map_err(|e| io("sync its directory after removing it")(e.into()));
+    };
+    let mut temp = TempFile::create(dir.fd(), mode).map_err(io("create a temporary file beside it"))?;
+    rustix::fs::fchmod(&temp.file, rustix::fs::Mode::from_raw_mode(mode))
+        .map_err(|e| io("set the temporary file's permissions")(e.into()))?;
+    temp.file.write_all(content).map_err(io("write the temporary file"))?;
+    temp.file.sync_all().map_err(io("sync the temporary file"))?;
+    fail::fail_point!("rewind::after_temp_file");
+    rustix::fs::renameat(dir.fd(), temp.name.as_str(), dir.fd(), name)
+        .map_err(|e| io("rename the temporary file over it")(e.into()))?;
+    temp.renamed = true;
+    rustix::fs::fsync(dir.fd()).map_err(|e| io("sync its directory")(e.into()))
+}
+
 /// The temporary file of one write, created in the target's directory
 /// handle and removed from it on drop unless it was renamed over the target.
 struct TempFile<'a> {

@@ -34,8 +34,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-pub use apply::{apply, Applied, ApplyError};
-pub use recovery::{recover, EditRecovery};
+pub use apply::{apply, restore, Applied, ApplyError, RestoreError};
+pub use recovery::{file_now, recover, EditRecovery, FileNow};
 pub use workspace::{ResolvedPath, Workspace};
 
 /// The tool names, as the model calls them and the records name them.
@@ -367,6 +367,9 @@ pub struct EditProposal {
     /// (`before` stays the disk's, which [`apply`] checks and recovery
     /// compares), so applying writes those changes too.
     pub from_editor: bool,
+    /// The disk's content when it differs from `before_content` (the edit
+    /// was made to the editor's text): what a rewind restores.
+    disk_content: Option<String>,
 }
 
 impl EditProposal {
@@ -379,6 +382,12 @@ impl EditProposal {
     /// (`None` for a new file): what an editor's diff view shows on the left.
     pub fn before_content(&self) -> Option<&str> {
         self.before_content.as_deref()
+    }
+
+    /// The file's content on disk at the proposal (`None` for a new file):
+    /// the bytes whose sha256 is `before`, which a rewind puts back.
+    pub fn before_on_disk(&self) -> Option<&str> {
+        self.disk_content.as_deref().or(self.before_content.as_deref())
     }
 
     /// The edit fields of this call's `tool_start` record (docs/journal.md, "Edit records").
@@ -667,6 +676,7 @@ fn propose_resolved(
         after_content,
         before_content: before.map(str::to_string),
         from_editor: editor_text.is_some(),
+        disk_content: editor_text.and(on_disk).map(str::to_string),
     })
 }
 

@@ -102,3 +102,36 @@ pub fn recover(record: &EditStartRecord) -> EditRecovery {
         Err(ReadError::Io(e)) => EditRecovery::Unknown { why: format!("could not be read ({e})") },
     }
 }
+
+/// What a recorded (canonical, absolute) path holds now, as a rewind
+/// compares it: read without following a symbolic link there or on the way,
+/// at most [`super::MAX_FILE_BYTES`]; writes nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileNow {
+    Absent,
+    Content { sha256: String, size: u64 },
+    /// Not a regular file, too large, behind a symbolic link, unreadable: the text says which.
+    Unreadable(String),
+}
+
+pub fn file_now(path: &str) -> FileNow {
+    let path = std::path::Path::new(path);
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return FileNow::Unreadable("not a file's path".into());
+    };
+    let dir = match super::workspace::open_recorded_dir(parent) {
+        Ok(dir) => dir,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return FileNow::Absent,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return FileNow::Unreadable("its directory is now reached through a symbolic link".into())
+        }
+        Err(e) => return FileNow::Unreadable(format!("could not be read ({e})")),
+    };
+    match read_bounded(dir.fd(), name) {
+        Ok(None) => FileNow::Absent,
+        Ok(Some((bytes, _))) => FileNow::Content { sha256: sha256_hex(&bytes), size: bytes.len() as u64 },
+        Err(ReadError::NotRegular(what)) => FileNow::Unreadable(format!("now {what}")),
+        Err(ReadError::TooLarge(size)) => FileNow::Unreadable(format!("now {size} bytes, more than Mino reads")),
+        Err(ReadError::Io(e)) => FileNow::Unreadable(format!("could not be read ({e})")),
+    }
+}

@@ -147,6 +147,21 @@ impl Workspace {
         Ok(Workspace { root, root_dir: Arc::new(root_dir) })
     }
 
+    /// Opens the directory at `path` (canonical, as an edit record names
+    /// it), which must be inside the workspace, beneath the workspace's own
+    /// handle with no symbolic link on the way: how a rewind reaches the
+    /// file it puts back. `None` for a path outside the workspace.
+    pub(super) fn open_recorded_beneath(&self, path: &Path) -> Option<std::io::Result<Directory>> {
+        if !path.starts_with(&self.root) {
+            return None;
+        }
+        let opened = open_dir_no_symlinks(Some((self.root_dir.as_fd(), &self.root)), path).map_err(std::io::Error::from);
+        Some(opened.and_then(|(fd, _)| {
+            let stat = rustix::fs::fstat(&fd)?;
+            Ok(Directory { fd, id: (stat.st_dev, stat.st_ino), path: path.to_path_buf() })
+        }))
+    }
+
     /// The workspace's canonical root.
     pub fn root(&self) -> &Path {
         &self.root

@@ -31,7 +31,7 @@ pub const EDIT_FORMAT_VERSION: u32 = 3;
 
 /// Every record kind this version knows. A kind outside this list means the
 /// file was written by a newer Mino.
-pub const KNOWN_KINDS: [&str; 12] = [
+pub const KNOWN_KINDS: [&str; 14] = [
     "session",
     "user",
     "response",
@@ -44,6 +44,8 @@ pub const KNOWN_KINDS: [&str; 12] = [
     "rule_revoke",
     "compaction",
     "model",
+    "rewind",
+    "rewind_end",
 ];
 
 const CRC_PREFIX: &[u8] = b",\"crc\":\"";
@@ -299,6 +301,19 @@ pub enum RecordBody {
     /// (`mino/models/select`); synced before the choice is answered. Only
     /// between turns. The last one wins when the session is reopened.
     Model { model: String },
+    /// The plan of a rewind the person confirmed (`digest`: the one shown),
+    /// synced before the first file is touched; rewinds `turn_id` and every
+    /// later turn (`plan.turns`). Only between turns. Always `v` 3.
+    Rewind { turn_id: String, digest: String, plan: crate::rewind::RewindPlan },
+    /// What became of each planned file, synced once the last was handled;
+    /// `recovered`: written by recovery from the files' hashes after Mino
+    /// stopped during the rewind. Always `v` 3.
+    RewindEnd {
+        turn_id: String,
+        outcomes: Vec<crate::rewind::FileOutcome>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        recovered: bool,
+    },
 }
 
 impl RecordBody {
@@ -316,6 +331,8 @@ impl RecordBody {
             Self::RuleRevoke { .. } => "rule_revoke",
             Self::Compaction { .. } => "compaction",
             Self::Model { .. } => "model",
+            Self::Rewind { .. } => "rewind",
+            Self::RewindEnd { .. } => "rewind_end",
         }
     }
 
@@ -326,6 +343,8 @@ impl RecordBody {
             // A Mino without compaction would replay every turn and not
             // know the summary replaced them: it must refuse the file.
             Self::Rule { .. } | Self::RuleRevoke { .. } | Self::Compaction { .. } | Self::Model { .. } => 3,
+            // A Mino without rewinds would replay the rewound turns.
+            Self::Rewind { .. } | Self::RewindEnd { .. } => 3,
             Self::User { images, .. } if !images.is_empty() => 3,
             // The edit records (docs/journal.md, "Versions").
             Self::ToolStart { edit: Some(_), .. } => EDIT_FORMAT_VERSION,
@@ -400,6 +419,9 @@ struct Line {
     instructions: Option<crate::project_instructions::InstructionsUsed>,
     images: Option<Vec<crate::images::ImageRef>>,
     mcp: Option<McpStartRecord>,
+    digest: Option<String>,
+    plan: Option<crate::rewind::RewindPlan>,
+    outcomes: Option<Vec<crate::rewind::FileOutcome>>,
 }
 
 impl Line {
@@ -525,6 +547,16 @@ impl Line {
                 usage: self.usage,
             },
             "model" => RecordBody::Model { model: self.model.clone().ok_or_else(|| missing("model"))? },
+            "rewind" => RecordBody::Rewind {
+                turn_id: turn_id()?,
+                digest: self.digest.clone().ok_or_else(|| missing("digest"))?,
+                plan: self.plan.clone().ok_or_else(|| missing("plan"))?,
+            },
+            "rewind_end" => RecordBody::RewindEnd {
+                turn_id: turn_id()?,
+                outcomes: self.outcomes.clone().ok_or_else(|| missing("outcomes"))?,
+                recovered: self.recovered,
+            },
             _ => return Err(LineError::Newer { v: self.v, kind }),
         };
         Ok(Record { v: self.v, seq: self.seq, body })

@@ -250,7 +250,9 @@ fn scan_records(
             RecordBody::Rule { .. }
             | RecordBody::RuleRevoke { .. }
             | RecordBody::Compaction { .. }
-            | RecordBody::Model { .. } => continue,
+            | RecordBody::Model { .. }
+            | RecordBody::Rewind { .. }
+            | RecordBody::RewindEnd { .. } => continue,
             RecordBody::User { turn_id, .. }
             | RecordBody::Response { turn_id, .. }
             | RecordBody::Approval { turn_id, .. }

@@ -260,7 +260,7 @@ impl SessionStore {
         })
     }
 
-    /// Moves a session's files (journal, title, evidence, lock) into a new
+    /// Moves a session's files (journal, title, evidence, kept before-content, lock) into a new
     /// directory under `$MINO_HOME/trash/` and returns it
     /// (`mino/sessions/delete`). Refused for the current session and for one
     /// another process holds; its lock is held while the files move, so no
@@ -294,7 +294,11 @@ impl SessionStore {
         let target = new_trash_dir(&trash, id)?;
         let sessions = self.home.sessions_dir();
         let mut moving = vec![journal.clone()];
-        for extra in [self.home.title_path(id)?, sessions.join(format!("{id}.evidence"))] {
+        for extra in [
+            self.home.title_path(id)?,
+            sessions.join(format!("{id}.evidence")),
+            sessions.join(format!("{id}.blobs")),
+        ] {
             if extra.symlink_metadata().is_ok() {
                 moving.push(extra);
             }
