@@ -375,6 +375,10 @@ status: TurnStatus | null, reason?: string,
  */
 notices: Array<string>, 
 /**
+ * A rewind took this turn back: shown in history, no longer in the model's context.
+ */
+rewound?: boolean, 
+/**
  * The tokens of the turn's responses; absent when none were reported.
  */
 usage?: TokenUsage, 
@@ -582,6 +586,13 @@ approvedBy?: ApprovedBy,
  */
 sandbox?: SandboxMode, };
 
+export type RecoveredRewind = { turnId: string, 
+/**
+ * What each planned file's bytes proved: `restored`/`removed`,
+ * `notRestored` (still what Mino wrote), `changed` (neither).
+ */
+files: Array<RewindFileOutcome>, conflicts: Array<RewindConflict>, commands: Array<RewindCommand>, };
+
 export type RecoveredTurnView = { turnId: string, status: TurnStatus, calls: Array<RecoveredCallView>, };
 
 export type RecoveryNotification = { sessionId: string, 
@@ -593,7 +604,12 @@ turns: Array<RecoveredTurnView>, acknowledgementRequired: boolean, unacknowledge
 /**
  * Repairs made to the file while opening it (a torn last line cut off).
  */
-repairs: Array<string>, };
+repairs: Array<string>, 
+/**
+ * A rewind Mino stopped during, closed by this open from what each
+ * planned file holds now (recovery writes no file).
+ */
+rewind?: RecoveredRewind, };
 
 /**
  * The model request failed in a retryable way (network, 5xx, 429, a cut
@@ -606,6 +622,58 @@ export type Retrying = { turnId: string, seq: number,
  * The session the turn belongs to.
  */
 sessionId: string, attempt: number, delayMs: number, reason: string, };
+
+export type RewindAction = "restore" | "remove";
+
+export type RewindCommand = { turnId: string, callId: string, 
+/**
+ * A command that ran in a rewound turn: its effects are not undone.
+ */
+command: string, };
+
+export type RewindConflict = { path: string, 
+/**
+ * Why it is left as it is (changed since Mino wrote it, missing, before-content not kept…).
+ */
+why: string, };
+
+export type RewindFile = { 
+/**
+ * Absolute, every symbolic link resolved (as the edit records name it).
+ */
+path: string, action: RewindAction, };
+
+export type RewindFileOutcome = { path: string, outcome: RewindOutcome, why?: string, };
+
+export type RewindOutcome = "restored" | "removed" | "notRestored" | "conflict" | "changed";
+
+export type RewindParams = { turnId: string, 
+/**
+ * The `digest` of the plan the person confirmed.
+ */
+digest: string, };
+
+export type RewindPlanParams = { 
+/**
+ * The first turn to rewind; every later turn is rewound with it.
+ */
+turnId: string, };
+
+export type RewindPlanResult = { turnId: string, 
+/**
+ * The turns rewound, oldest first.
+ */
+turns: Array<string>, 
+/**
+ * The files put back, newest change first.
+ */
+files: Array<RewindFile>, conflicts: Array<RewindConflict>, commands: Array<RewindCommand>, 
+/**
+ * What `mino/rewind` must be given to carry out exactly this plan.
+ */
+digest: string, };
+
+export type RewindResult = { turnId: string, turns: Array<string>, files: Array<RewindFileOutcome>, conflicts: Array<RewindConflict>, commands: Array<RewindCommand>, };
 
 /**
  * What a rule does to the calls it covers (absent = `allow`).
@@ -927,6 +995,8 @@ export const Method = {
   compact: 'mino/compact',
   modelsList: 'mino/models/list',
   modelsSelect: 'mino/models/select',
+  rewindPlan: 'mino/rewind/plan',
+  rewind: 'mino/rewind',
 } as const;
 
 /** Server-to-client notifications. */
@@ -967,6 +1037,8 @@ export interface RequestMap {
   'mino/compact': { params: CompactParams; result: CompactResult };
   'mino/models/list': { params: ModelsListParams; result: ModelsListResult };
   'mino/models/select': { params: ModelsSelectParams; result: ModelsSelectResult };
+  'mino/rewind/plan': { params: RewindPlanParams; result: RewindPlanResult };
+  'mino/rewind': { params: RewindParams; result: RewindResult };
 }
 
 /** Each notification method's params. */
@@ -1005,6 +1077,7 @@ export const ErrorCode = {
   journalFailure: -32013,
   unknownTurn: -32014,
   sessionUnavailable: -32015,
+  rewindPlanChanged: -32016,
 } as const;
 
 export const ACKNOWLEDGEMENT_REQUIRED_MESSAGE = "Acknowledge unknown tool results before continuing";

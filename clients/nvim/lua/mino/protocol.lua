@@ -12,7 +12,7 @@ local function values(list)
 end
 
 --- Client-to-server requests.
-M.method = { chat = "mino/chat", approval = "mino/approval", acknowledge = "mino/acknowledge", cancel = "mino/cancel", history = "mino/history", image = "mino/image", sessionsList = "mino/sessions/list", sessionsNew = "mino/sessions/new", sessionsOpen = "mino/sessions/open", sessionsRename = "mino/sessions/rename", sessionsDelete = "mino/sessions/delete", rulesList = "mino/rules/list", rulesRevoke = "mino/rules/revoke", settingsUpdate = "mino/settings/update", compact = "mino/compact", modelsList = "mino/models/list", modelsSelect = "mino/models/select" }
+M.method = { chat = "mino/chat", approval = "mino/approval", acknowledge = "mino/acknowledge", cancel = "mino/cancel", history = "mino/history", image = "mino/image", sessionsList = "mino/sessions/list", sessionsNew = "mino/sessions/new", sessionsOpen = "mino/sessions/open", sessionsRename = "mino/sessions/rename", sessionsDelete = "mino/sessions/delete", rulesList = "mino/rules/list", rulesRevoke = "mino/rules/revoke", settingsUpdate = "mino/settings/update", compact = "mino/compact", modelsList = "mino/models/list", modelsSelect = "mino/models/select", rewindPlan = "mino/rewind/plan", rewind = "mino/rewind" }
 
 --- Server-to-client notifications.
 M.notification = { recovery = "mino/recovery", turnStarted = "mino/turnStarted", textDelta = "mino/textDelta", retrying = "mino/retrying", approvalRequest = "mino/approvalRequest", toolStarted = "mino/toolStarted", toolOutput = "mino/toolOutput", toolResult = "mino/toolResult", turnEnded = "mino/turnEnded", compactionStarted = "mino/compactionStarted", compactionEnded = "mino/compactionEnded", instructionsChanged = "mino/instructionsChanged" }
@@ -45,7 +45,7 @@ M.approval_modes = { "ask", "rules", "sandboxed-auto", "plan" }
 M.sandbox_mode = values { "off", "read-only", "workspace-write" }
 
 --- Mino's own JSON-RPC error codes.
-M.errors = { ACKNOWLEDGEMENT_REQUIRED = -32010, TURN_IN_PROGRESS = -32011, NO_PENDING_APPROVAL = -32012, JOURNAL_FAILURE = -32013, UNKNOWN_TURN = -32014, SESSION_UNAVAILABLE = -32015 }
+M.errors = { ACKNOWLEDGEMENT_REQUIRED = -32010, TURN_IN_PROGRESS = -32011, NO_PENDING_APPROVAL = -32012, JOURNAL_FAILURE = -32013, UNKNOWN_TURN = -32014, SESSION_UNAVAILABLE = -32015, REWIND_PLAN_CHANGED = -32016 }
 
 --- Fixed sentences shown exactly as written.
 M.messages = { ACKNOWLEDGEMENT_REQUIRED = "Acknowledge unknown tool results before continuing", ACKNOWLEDGEMENT_QUESTION = "Do you understand that these commands may already have run?" }
