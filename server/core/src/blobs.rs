@@ -89,8 +89,9 @@ pub fn keep(dir: &Path, bytes: &[u8], sha256: &str, limits: Limits) -> io::Resul
             size_text(limits.session)
         )));
     }
-    crate::durable::replace(&path, bytes, 0o600)
-        .map_err(|(step, e)| io::Error::new(e.kind(), format!("could not {} {}: {e}", step.as_str(), path.display())))?;
+    crate::durable::replace(&path, bytes, 0o600).map_err(|(step, e)| {
+        io::Error::new(e.kind(), format!("could not {} {}: {e}", step.as_str(), path.display()))
+    })?;
     fail::fail_point!("blobs::after_keep");
     Ok(Kept::Kept)
 }

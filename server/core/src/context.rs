@@ -140,11 +140,7 @@ pub fn build_through(transcript: &Transcript, end: usize) -> Vec<Value> {
 /// The runtime notices of the rewinds that ended when the transcript held
 /// `index` turns: what the model reads before the turn at `index`.
 fn rewind_notices(transcript: &Transcript, index: usize) -> impl Iterator<Item = Value> + '_ {
-    transcript
-        .rewinds
-        .iter()
-        .filter(move |r| r.before_turn == index)
-        .map(|r| user_message(&crate::rewind::notice(r)))
+    transcript.rewinds.iter().filter(move |r| r.before_turn == index).map(|r| user_message(&crate::rewind::notice(r)))
 }
 
 /// The rewind notices due before turn `index`, then the turn, unless a

@@ -344,14 +344,12 @@ pub fn notice(done: &RewindDone) -> String {
     } else {
         text.push_str(&format!(" Files put back as they were before those turns: {}.", restored.join(", ")));
     }
-    let mut not_undone: Vec<String> =
-        done.plan.conflicts.iter().map(|c| format!("{} ({})", c.path, c.why)).collect();
-    not_undone.extend(
-        done.outcomes
-            .iter()
-            .filter(|o| !matches!(o.outcome, Outcome::Restored | Outcome::Removed))
-            .map(|o| format!("{} ({}{})", o.path, o.outcome.as_str(), o.why.as_ref().map_or(String::new(), |w| format!(": {w}")))),
-    );
+    let mut not_undone: Vec<String> = done.plan.conflicts.iter().map(|c| format!("{} ({})", c.path, c.why)).collect();
+    not_undone.extend(done.outcomes.iter().filter(|o| !matches!(o.outcome, Outcome::Restored | Outcome::Removed)).map(
+        |o| {
+            format!("{} ({}{})", o.path, o.outcome.as_str(), o.why.as_ref().map_or(String::new(), |w| format!(": {w}")))
+        },
+    ));
     if !not_undone.is_empty() {
         text.push_str(&format!(" Not undone, left as they are: {}.", not_undone.join("; ")));
     }

@@ -122,7 +122,11 @@ impl Session {
         // is recorded (recovery writes no file) and reported.
         if let Some((turn_id, plan)) = session.transcript.open_rewind().cloned() {
             let outcomes = crate::rewind::recover(&plan);
-            session.append(&RecordBody::RewindEnd { turn_id: turn_id.clone(), outcomes: outcomes.clone(), recovered: true })?;
+            session.append(&RecordBody::RewindEnd {
+                turn_id: turn_id.clone(),
+                outcomes: outcomes.clone(),
+                recovered: true,
+            })?;
             session.journal.sync()?;
             report.rewind = Some(recovery::RecoveredRewind { turn_id, plan, outcomes });
         }

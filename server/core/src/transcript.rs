@@ -614,7 +614,9 @@ impl Transcript {
                     },
                 }
             }
-            RecordBody::RewindEnd { turn_id, .. } => Err(format!("the end of a rewind of turn {turn_id} that is not open")),
+            RecordBody::RewindEnd { turn_id, .. } => {
+                Err(format!("the end of a rewind of turn {turn_id} that is not open"))
+            }
             RecordBody::Model { model } => match self.open_turn() {
                 Some(open) => Err(format!("model {model:?} chosen while turn {} has not ended", open.id)),
                 None if model.trim().is_empty() => Err("a model record naming no model".into()),

@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use mino_e2e::{
-    chat, failpoints_server_bin, journal_records, open, options_in, session_files, wire, work_dir, MockModel,
-    Reply, RpcError, Server, Spawn, TIMEOUT,
+    chat, failpoints_server_bin, journal_records, open, options_in, session_files, wire, work_dir, MockModel, Reply,
+    RpcError, Server, Spawn, TIMEOUT,
 };
 use serde_json::{json, Value};
 
@@ -72,9 +72,7 @@ async fn plan(server: &mut Server, turn_id: &str) -> wire::RewindPlanResult {
 }
 
 async fn rewind(server: &mut Server, turn_id: &str, digest: &str) -> Result<wire::RewindResult, RpcError> {
-    server
-        .call(wire::method::REWIND, &wire::RewindParams { turn_id: turn_id.into(), digest: digest.into() })
-        .await
+    server.call(wire::method::REWIND, &wire::RewindParams { turn_id: turn_id.into(), digest: digest.into() }).await
 }
 
 fn real(cwd: &Path, name: &str) -> String {

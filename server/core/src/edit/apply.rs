@@ -237,8 +237,7 @@ pub fn restore(
         Err(ReadError::Io(e)) => return Err(io("read it again")(e)),
     };
     let Some(content) = content else {
-        rustix::fs::unlinkat(dir.fd(), name, rustix::fs::AtFlags::empty())
-            .map_err(|e| io("remove it")(e.into()))?;
+        rustix::fs::unlinkat(dir.fd(), name, rustix::fs::AtFlags::empty()).map_err(|e| io("remove it")(e.into()))?;
         return rustix::fs::fsync(dir.fd()).map_err(|e| io("sync its directory after removing it")(e.into()));
     };
     let mut temp = TempFile::create(dir.fd(), mode).map_err(io("create a temporary file beside it"))?;

@@ -109,7 +109,10 @@ pub fn recover(record: &EditStartRecord) -> EditRecovery {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileNow {
     Absent,
-    Content { sha256: String, size: u64 },
+    Content {
+        sha256: String,
+        size: u64,
+    },
     /// Not a regular file, too large, behind a symbolic link, unreadable: the text says which.
     Unreadable(String),
 }

@@ -155,7 +155,8 @@ impl Workspace {
         if !path.starts_with(&self.root) {
             return None;
         }
-        let opened = open_dir_no_symlinks(Some((self.root_dir.as_fd(), &self.root)), path).map_err(std::io::Error::from);
+        let opened =
+            open_dir_no_symlinks(Some((self.root_dir.as_fd(), &self.root)), path).map_err(std::io::Error::from);
         Some(opened.and_then(|(fd, _)| {
             let stat = rustix::fs::fstat(&fd)?;
             Ok(Directory { fd, id: (stat.st_dev, stat.st_ino), path: path.to_path_buf() })

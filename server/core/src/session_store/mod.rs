@@ -294,11 +294,9 @@ impl SessionStore {
         let target = new_trash_dir(&trash, id)?;
         let sessions = self.home.sessions_dir();
         let mut moving = vec![journal.clone()];
-        for extra in [
-            self.home.title_path(id)?,
-            sessions.join(format!("{id}.evidence")),
-            sessions.join(format!("{id}.blobs")),
-        ] {
+        for extra in
+            [self.home.title_path(id)?, sessions.join(format!("{id}.evidence")), sessions.join(format!("{id}.blobs"))]
+        {
             if extra.symlink_metadata().is_ok() {
                 moving.push(extra);
             }
