@@ -178,6 +178,7 @@ async fn an_approved_call_runs_and_the_next_request_holds_the_pair() {
             AgentEvent::SettingsChanged { .. } => "settings",
             AgentEvent::InstructionsChanged { .. } => "instructions",
             AgentEvent::ToolTerminal { .. } => "terminal",
+            AgentEvent::McpStatus { .. } => "mcp",
         })
         .collect();
     let first_text = order.iter().position(|e| *e == "text").expect("text");

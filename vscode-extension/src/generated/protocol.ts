@@ -80,7 +80,14 @@ read?: ReadView,
  * denied program by its path): why it is asked about instead of running
  * without asking, whatever the mode. Absent when there are none.
  */
-denyRules?: Array<RuleView>, };
+denyRules?: Array<RuleView>, 
+/**
+ * An MCP tool call: the server, the tool, the arguments and the
+ * tool's annotations. `command` is its summary (`mcp fs/read_file
+ * {"path":"a"}`), `environment` is empty and `limits` are the call's
+ * time limit and output bound. Absent for other calls.
+ */
+mcp?: McpView, };
 
 /**
  * Who approved a call; `rule` with `kind: "rule"` (the first rule that
@@ -471,6 +478,66 @@ export type Limits = { timeoutSeconds: number, outputLimitBytes: number, };
  * Which sessions `mino/sessions/list` shows.
  */
 export type ListScope = "workspace" | "all";
+
+/**
+ * An MCP tool's annotations (the server's claims about it).
+ */
+export type McpAnnotations = { title?: string, readOnlyHint?: boolean, destructiveHint?: boolean, idempotentHint?: boolean, openWorldHint?: boolean, };
+
+export type McpListParams = Record<symbol, never>;
+
+export type McpListResult = { 
+/**
+ * In name order.
+ */
+servers: Array<McpServerStatus>, };
+
+export type McpRestartParams = { server: string, };
+
+/**
+ * One MCP server's state.
+ */
+export type McpServerStatus = { server: string, state: McpState, 
+/**
+ * `ready`: the names its tools are offered under (`mcp__<server>__<tool>`).
+ */
+tools?: Array<string>, 
+/**
+ * `failed`, `exited`: why, in a sentence.
+ */
+reason?: string, };
+
+/**
+ * An MCP server's state.
+ */
+export type McpState = "starting" | "ready" | "failed" | "exited";
+
+/**
+ * `mino/mcp/status`'s params.
+ */
+export type McpStatusNotification = { sessionId: string, server: string, state: McpState, 
+/**
+ * `ready`: the names its tools are offered under (`mcp__<server>__<tool>`).
+ */
+tools?: Array<string>, 
+/**
+ * `failed`, `exited`: why, in a sentence.
+ */
+reason?: string, };
+
+/**
+ * What an MCP tool call would send.
+ */
+export type McpView = { server: string, tool: string, 
+/**
+ * The arguments as the model sent them (JSON text).
+ */
+arguments: string, 
+/**
+ * The tool's annotations as its server states them: hints, shown and
+ * never used to skip the approval.
+ */
+annotations?: McpAnnotations, };
 
 /**
  * One model a person can choose.
@@ -995,6 +1062,8 @@ export const Method = {
   compact: 'mino/compact',
   modelsList: 'mino/models/list',
   modelsSelect: 'mino/models/select',
+  mcpList: 'mino/mcp/list',
+  mcpRestart: 'mino/mcp/restart',
   rewindPlan: 'mino/rewind/plan',
   rewind: 'mino/rewind',
 } as const;
@@ -1013,6 +1082,7 @@ export const Notification = {
   compactionStarted: 'mino/compactionStarted',
   compactionEnded: 'mino/compactionEnded',
   instructionsChanged: 'mino/instructionsChanged',
+  mcpStatus: 'mino/mcp/status',
 } as const;
 
 /** Every notification a turn emits, in the order a turn emits them. */
@@ -1037,6 +1107,8 @@ export interface RequestMap {
   'mino/compact': { params: CompactParams; result: CompactResult };
   'mino/models/list': { params: ModelsListParams; result: ModelsListResult };
   'mino/models/select': { params: ModelsSelectParams; result: ModelsSelectResult };
+  'mino/mcp/list': { params: McpListParams; result: McpListResult };
+  'mino/mcp/restart': { params: McpRestartParams; result: McpServerStatus };
   'mino/rewind/plan': { params: RewindPlanParams; result: RewindPlanResult };
   'mino/rewind': { params: RewindParams; result: RewindResult };
 }
@@ -1055,6 +1127,7 @@ export interface NotificationMap {
   'mino/compactionStarted': CompactionStarted;
   'mino/compactionEnded': CompactionEnded;
   'mino/instructionsChanged': InstructionsChanged;
+  'mino/mcp/status': McpStatusNotification;
 }
 
 // ---------------------------------------------------------------- vocabulary
