@@ -107,6 +107,12 @@ export function startServer({ home, workspace, baseUrl, onPermission, onElicitat
   const transcript = [];
   const updates = [];
   const waiters = [];
+  // The `session/update`s read off the wire so far. The SDK hands a
+  // notification to its handler later than it resolves a response read
+  // after it, so each request's answer below waits until every update the
+  // agent wrote before that answer is in `updates`: a test reads what
+  // Mino sent, in Mino's order.
+  let seenUpdates = 0;
   const schema = schemaChecker();
   const record = (direction) =>
     new TransformStream({
@@ -114,6 +120,7 @@ export function startServer({ home, workspace, baseUrl, onPermission, onElicitat
         transcript.push({ direction, message });
         if (direction === "client→agent") schema.sent(message);
         else {
+          if (message && message.method === acp.methods.client.session.update) seenUpdates++;
           const wrong = schema.check(message);
           if (wrong) recordSchemaFailure(wrong);
         }
@@ -145,8 +152,28 @@ export function startServer({ home, workspace, baseUrl, onPermission, onElicitat
       for (const w of [...waiters]) w();
     });
   const connection = app.connect(stream);
+  const agent = connection.agent;
+  const request = agent.request.bind(agent);
+  const dispatched = (count) =>
+    new Promise((ok) => {
+      const check = () => {
+        if (updates.length >= count) {
+          waiters.splice(waiters.indexOf(check), 1);
+          ok();
+        }
+      };
+      waiters.push(check);
+      check();
+    });
+  agent.request = async (...args) => {
+    try {
+      return await request(...args);
+    } finally {
+      await dispatched(seenUpdates);
+    }
+  };
   return {
-    agent: connection.agent,
+    agent,
     child,
     exited,
     transcript,
