@@ -321,10 +321,10 @@ pub struct Transcript {
     /// transcript not read from a session file.
     pub images_dir: Option<std::path::PathBuf>,
     /// The rewinds that ended, in order.
-    pub rewinds: Vec<crate::rewind::RewindDone>,
+    pub rewinds: Vec<crate::journal::rewind_record::RewindDone>,
     /// A `rewind` record without its `rewind_end` (turn id, plan): Mino
     /// stopped during it, and opening the session closes it.
-    open_rewind: Option<(String, crate::rewind::RewindPlan)>,
+    open_rewind: Option<(String, crate::journal::rewind_record::RewindPlan)>,
     by_id: HashMap<String, usize>,
 }
 
@@ -356,7 +356,7 @@ impl Transcript {
     }
 
     /// A rewind whose plan is on file and whose end is not: (turn id, plan).
-    pub fn open_rewind(&self) -> Option<&(String, crate::rewind::RewindPlan)> {
+    pub fn open_rewind(&self) -> Option<&(String, crate::journal::rewind_record::RewindPlan)> {
         self.open_rewind.as_ref()
     }
 
@@ -470,7 +470,12 @@ impl Transcript {
                         }
                     }
                     let before_turn = self.turns.len();
-                    self.rewinds.push(crate::rewind::RewindDone { plan, outcomes, recovered, before_turn });
+                    self.rewinds.push(crate::journal::rewind_record::RewindDone {
+                        plan,
+                        outcomes,
+                        recovered,
+                        before_turn,
+                    });
                 }
             }
             RecordBody::ToolResult { call_id, status, output, exit_code, recovered, .. } => {

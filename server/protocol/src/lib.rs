@@ -1745,6 +1745,9 @@ pub struct TurnEnded {
 /// clients that read them from one stream.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(tag = "method", content = "params")]
+// One is decoded per message and none is kept in bulk, so the approval
+// request's size (its edit, read and MCP views) costs nothing a box would save.
+#[allow(clippy::large_enum_variant)]
 pub enum TurnNotification {
     #[serde(rename = "mino/turnStarted")]
     TurnStarted(TurnStarted),
@@ -1916,7 +1919,7 @@ mod tests {
     fn error_codes_and_enums_list_every_value_once() {
         assert_eq!(ErrorCode::from_code(-32011), Some(ErrorCode::TurnInProgress));
         assert_eq!(ErrorCode::TurnInProgress.name(), "TURN_IN_PROGRESS");
-        assert_eq!(ErrorCode::ALL.len(), 6);
+        assert_eq!(ErrorCode::ALL.len(), 7);
         for status in ToolStatus::ALL {
             assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
         }

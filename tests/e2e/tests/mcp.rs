@@ -226,6 +226,14 @@ async fn a_cancel_during_a_slow_call_ends_it_cancelled() {
     let request = next_approval_request(&mut server).await;
     server.approval(&turn, &request.call_id, wire::Decision::Approve).await.expect("approve");
     let _started = server.next_notification(wire::method::TOOL_STARTED, TIMEOUT).await;
+    // `toolStarted` comes once `tool_start` is synced, just before
+    // `tools/call` is sent: the cancel waits until the server is in the
+    // call (its log says so), so it cancels the call and not its sending.
+    assert!(
+        poll_until(TIMEOUT, || server.stderr().contains("CallToolRequest")).await,
+        "the server never got the call:\n{}",
+        server.stderr()
+    );
     server
         .call::<_, wire::EmptyResult>(wire::method::CANCEL, &wire::CancelParams { turn_id: turn.clone() })
         .await

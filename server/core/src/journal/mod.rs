@@ -19,6 +19,7 @@
 
 pub mod file;
 pub mod record;
+pub mod rewind_record;
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;

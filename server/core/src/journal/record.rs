@@ -304,13 +304,13 @@ pub enum RecordBody {
     /// The plan of a rewind the person confirmed (`digest`: the one shown),
     /// synced before the first file is touched; rewinds `turn_id` and every
     /// later turn (`plan.turns`). Only between turns. Always `v` 3.
-    Rewind { turn_id: String, digest: String, plan: crate::rewind::RewindPlan },
+    Rewind { turn_id: String, digest: String, plan: super::rewind_record::RewindPlan },
     /// What became of each planned file, synced once the last was handled;
     /// `recovered`: written by recovery from the files' hashes after Mino
     /// stopped during the rewind. Always `v` 3.
     RewindEnd {
         turn_id: String,
-        outcomes: Vec<crate::rewind::FileOutcome>,
+        outcomes: Vec<super::rewind_record::FileOutcome>,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         recovered: bool,
     },
@@ -420,8 +420,8 @@ struct Line {
     images: Option<Vec<crate::images::ImageRef>>,
     mcp: Option<McpStartRecord>,
     digest: Option<String>,
-    plan: Option<crate::rewind::RewindPlan>,
-    outcomes: Option<Vec<crate::rewind::FileOutcome>>,
+    plan: Option<super::rewind_record::RewindPlan>,
+    outcomes: Option<Vec<super::rewind_record::FileOutcome>>,
 }
 
 impl Line {
