@@ -927,6 +927,93 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(shown)
 }
 
+/// The line an MCP server's state change prints: a `ready` server with its
+/// tool count, a `failed` or `exited` one with why and how to restart it;
+/// nothing for `starting`.
+pub fn mcp_status_line(status: &mino_protocol::McpServerStatus) -> Option<String> {
+    use mino_protocol::McpState;
+    let name = printable(&status.server);
+    let reason = status.reason.as_deref().map(printable).unwrap_or_default();
+    match status.state {
+        McpState::Starting => None,
+        McpState::Ready => {
+            let tools = status.tools.as_ref().map_or(0, Vec::len);
+            Some(format!("[MCP server `{name}` ready: {tools} tools]\n"))
+        }
+        McpState::Failed => Some(format!(
+            "MCP server `{name}` failed to start: {reason} — its tools are missing; /mcp restart {name}\n"
+        )),
+        McpState::Exited => {
+            Some(format!("MCP server `{name}` exited: {reason} — its tools are missing; /mcp restart {name}\n"))
+        }
+    }
+}
+
+/// One server in `/mcp`'s list.
+pub fn mcp_list_line(status: &mino_protocol::McpServerStatus) -> String {
+    let mut line = format!("  {}  {}", printable(&status.server), status.state.as_str());
+    if let Some(tools) = &status.tools {
+        line.push_str(&format!("  {} tools: {}", tools.len(), printable(&tools.join(", "))));
+    }
+    if let Some(reason) = &status.reason {
+        line.push_str(&format!("  ({})", printable(reason)));
+    }
+    line.push('\n');
+    line
+}
+
+/// `/mcp`: every MCP server of the session and its state.
+pub fn mcp_list(list: &mino_protocol::McpListResult) -> String {
+    if list.servers.is_empty() {
+        return "No MCP servers are configured ([mcp_servers.NAME] in config.toml).\n".to_string();
+    }
+    let mut text = String::from("MCP servers:\n");
+    for status in &list.servers {
+        text.push_str(&mcp_list_line(status));
+    }
+    text.push_str("/mcp restart NAME starts one again.\n");
+    text
+}
+
+/// The approval screen of an MCP tool call: the server, the tool, the
+/// arguments, and the tool's annotations as its server claims them.
+pub fn mcp_approval_screen(req: &ApprovalRequest) -> String {
+    let Some(mcp) = &req.mcp else { return approval_screen(req) };
+    let arguments = serde_json::from_str::<serde_json::Value>(&mcp.arguments)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or_else(|| mcp.arguments.clone());
+    let mut out = format!(
+        "[Tool: MCP server `{}`, tool `{}`]\nArguments:\n{}\n",
+        printable(&mcp.server),
+        printable(&mcp.tool),
+        printable(&arguments)
+    );
+    if let Some(a) = &mcp.annotations {
+        let mut hints = Vec::new();
+        for (name, value) in [
+            ("read-only", a.read_only_hint),
+            ("destructive", a.destructive_hint),
+            ("idempotent", a.idempotent_hint),
+            ("open-world", a.open_world_hint),
+        ] {
+            if let Some(value) = value {
+                hints.push(format!("{name}: {value}"));
+            }
+        }
+        if !hints.is_empty() {
+            out.push_str(&format!("The server says (unchecked): {}\n", hints.join(", ")));
+        }
+    }
+    out.push_str(&format!(
+        "Limits: timeout {}s, output {} bytes\n",
+        req.limits.timeout_seconds, req.limits.output_limit_bytes
+    ));
+    out.push_str(APPROVE_CHOICES_MCP);
+    out.push('\n');
+    out
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -1436,91 +1523,4 @@ format!(            "[Tool: edit_file]\nWarning: this file is OUTSIDE the sessio
         );
         assert_eq!(turn_end_line(TurnStatus::Failed, None).as_deref(), Some("[turn failed]"));
     }
-}
-
-/// The line an MCP server's state change prints: a `ready` server with its
-/// tool count, a `failed` or `exited` one with why and how to restart it;
-/// nothing for `starting`.
-pub fn mcp_status_line(status: &mino_protocol::McpServerStatus) -> Option<String> {
-    use mino_protocol::McpState;
-    let name = printable(&status.server);
-    let reason = status.reason.as_deref().map(printable).unwrap_or_default();
-    match status.state {
-        McpState::Starting => None,
-        McpState::Ready => {
-            let tools = status.tools.as_ref().map_or(0, Vec::len);
-            Some(format!("[MCP server `{name}` ready: {tools} tools]\n"))
-        }
-        McpState::Failed => Some(format!(
-            "MCP server `{name}` failed to start: {reason} — its tools are missing; /mcp restart {name}\n"
-        )),
-        McpState::Exited => {
-            Some(format!("MCP server `{name}` exited: {reason} — its tools are missing; /mcp restart {name}\n"))
-        }
-    }
-}
-
-/// One server in `/mcp`'s list.
-pub fn mcp_list_line(status: &mino_protocol::McpServerStatus) -> String {
-    let mut line = format!("  {}  {}", printable(&status.server), status.state.as_str());
-    if let Some(tools) = &status.tools {
-        line.push_str(&format!("  {} tools: {}", tools.len(), printable(&tools.join(", "))));
-    }
-    if let Some(reason) = &status.reason {
-        line.push_str(&format!("  ({})", printable(reason)));
-    }
-    line.push('\n');
-    line
-}
-
-/// `/mcp`: every MCP server of the session and its state.
-pub fn mcp_list(list: &mino_protocol::McpListResult) -> String {
-    if list.servers.is_empty() {
-        return "No MCP servers are configured ([mcp_servers.NAME] in config.toml).\n".to_string();
-    }
-    let mut text = String::from("MCP servers:\n");
-    for status in &list.servers {
-        text.push_str(&mcp_list_line(status));
-    }
-    text.push_str("/mcp restart NAME starts one again.\n");
-    text
-}
-
-/// The approval screen of an MCP tool call: the server, the tool, the
-/// arguments, and the tool's annotations as its server claims them.
-pub fn mcp_approval_screen(req: &ApprovalRequest) -> String {
-    let Some(mcp) = &req.mcp else { return approval_screen(req) };
-    let arguments = serde_json::from_str::<serde_json::Value>(&mcp.arguments)
-        .ok()
-        .and_then(|v| serde_json::to_string_pretty(&v).ok())
-        .unwrap_or_else(|| mcp.arguments.clone());
-    let mut out = format!(
-        "[Tool: MCP server `{}`, tool `{}`]\nArguments:\n{}\n",
-        printable(&mcp.server),
-        printable(&mcp.tool),
-        printable(&arguments)
-    );
-    if let Some(a) = &mcp.annotations {
-        let mut hints = Vec::new();
-        for (name, value) in [
-            ("read-only", a.read_only_hint),
-            ("destructive", a.destructive_hint),
-            ("idempotent", a.idempotent_hint),
-            ("open-world", a.open_world_hint),
-        ] {
-            if let Some(value) = value {
-                hints.push(format!("{name}: {value}"));
-            }
-        }
-        if !hints.is_empty() {
-            out.push_str(&format!("The server says (unchecked): {}\n", hints.join(", ")));
-        }
-    }
-    out.push_str(&format!(
-        "Limits: timeout {}s, output {} bytes\n",
-        req.limits.timeout_seconds, req.limits.output_limit_bytes
-    ));
-    out.push_str(APPROVE_CHOICES_MCP);
-    out.push('\n');
-    out
 }

@@ -120,7 +120,7 @@ async fn rewinding_one_turn_puts_the_file_back_and_the_model_hears_it_instead_of
     assert_eq!(read(&cwd.join("shopping.txt")).as_deref(), Some(EDITED));
 
     let shown = plan(&mut server, &turn).await;
-    assert_eq!(shown.turns, [turn.clone()]);
+    assert_eq!(shown.turns, std::slice::from_ref(&turn));
     assert_eq!(
         shown.files,
         [wire::RewindFile { path: real(&cwd, "shopping.txt"), action: wire::RewindAction::Restore }]

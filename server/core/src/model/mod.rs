@@ -222,6 +222,10 @@ impl ModelError {
     }
 }
 
+/// A built [`BodyFrame`] with the instructions and the tool list it was
+/// built for (the MCP servers' tools can change between requests).
+type CachedFrame = (String, Arc<Vec<Value>>, BodyFrame);
+
 /// A client for the model, through one [`Provider`]. Cheap to clone (the HTTP connection pool
 /// is shared).
 #[derive(Clone)]
@@ -236,7 +240,7 @@ pub struct ModelClient {
     /// configuration, which never change for a client (a chosen model is a
     /// new client, [`ModelClient::with_model`]). Shared by clones, so each
     /// request of a turn does not rebuild the tool schemas.
-    frame_cache: Arc<std::sync::Mutex<Option<(String, Arc<Vec<Value>>, BodyFrame)>>>,
+    frame_cache: Arc<std::sync::Mutex<Option<CachedFrame>>>,
     /// The context window the service's `GET /models` reports for this
     /// client's model, asked once ([`ModelClient::reported_context_window`]);
     /// shared by clones, so the background fetch and a turn share one answer.
