@@ -98,6 +98,10 @@ struct Slot {
 
 type Notifier = Arc<dyn Fn(McpStatus) + Send + Sync>;
 
+/// How much longer than the longest start-up limit a turn waits for
+/// servers still starting (a start that was never begun, say).
+const SETTLE_MARGIN: Duration = Duration::from_secs(1);
+
 struct State {
     slots: BTreeMap<String, Slot>,
     offered: Arc<Vec<OfferedTool>>,
@@ -114,6 +118,8 @@ pub struct McpManager {
     output_limit: usize,
     /// Where a stdio server without a `cwd` runs: the session's directory.
     workspace: Arc<Mutex<Option<PathBuf>>>,
+    /// Woken at every state change, for [`McpManager::settled`].
+    changed: Arc<tokio::sync::Notify>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -146,6 +152,33 @@ impl McpManager {
             notify: Arc::new(Mutex::new(None)),
             output_limit: crate::bash::DEFAULT_OUTPUT_LIMIT,
             workspace: Arc::new(Mutex::new(None)),
+            changed: Arc::new(tokio::sync::Notify::new()),
+        }
+    }
+
+    /// Resolves once no server is `starting`: each ends ready or failed
+    /// within its own start-up limit, so a turn's first request waits for
+    /// the slowest start and no longer (an editor that passes `mcpServers`
+    /// and prompts at once still offers their tools). Bounded by the
+    /// longest start-up limit and a margin, whatever a server does.
+    pub async fn settled(&self) {
+        let limit = {
+            let state = lock(&self.state);
+            state.slots.values().map(|s| s.config.startup_timeout).max().unwrap_or_default()
+        } + SETTLE_MARGIN;
+        let waiting = async {
+            loop {
+                let changed = self.changed.notified();
+                tokio::pin!(changed);
+                changed.as_mut().enable();
+                if !lock(&self.state).slots.values().any(|s| matches!(s.state, McpState::Starting)) {
+                    return;
+                }
+                changed.await;
+            }
+        };
+        if tokio::time::timeout(limit, waiting).await.is_err() {
+            tracing::warn!("MCP servers still starting after {} s; the turn goes on without them", limit.as_secs_f64());
         }
     }
 
@@ -164,6 +197,7 @@ impl McpManager {
     }
 
     fn report(&self, status: McpStatus) {
+        self.changed.notify_waiters();
         match &status.state {
             McpState::Failed { reason } | McpState::Exited { reason } => {
                 tracing::warn!(server = %status.server, state = status.state.as_str(), reason, "MCP server")
