@@ -54,7 +54,7 @@ enum Ack {
 
 /// Chat commands that switch sessions or list them.
 const SESSION_COMMANDS_HELP: &str =
-    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one (a unique start of its id will do), /compact summarises the conversation so far, /env shows the last command's full environment, /expand N shows the output of read #N (the last read without N), /image PATH attaches an image to your next question.";
+    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one (a unique start of its id will do), /compact summarises the conversation so far, /env shows the last command's full environment, /expand N shows the output of read #N (the last read without N), /image PATH attaches an image to your next question, /rewind [N] undoes Mino's edits of the last N turns (it shows what and asks first).";
 
 /// How often the running command's elapsed time is redrawn.
 const STATUS_TICK: Duration = Duration::from_secs(1);
@@ -995,6 +995,47 @@ impl App {
         }
     }
 
+    /// `/rewind [N]`: undoes what Mino's edits changed in the last N turns
+    /// (1 without N) that are not rewound yet. The plan is shown first
+    /// (files put back, conflicts left as they are, commands that cannot be
+    /// undone) and nothing is written unless the person says yes to it;
+    /// No is the default and typed-ahead input is dropped (`confirm`).
+    async fn rewind_command(&mut self, arg: &str) {
+        let back = match arg {
+            "" => 1,
+            n => match n.parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => return out("Usage: /rewind [N]: undo Mino's edits of the last N turns (1 without N).\n"),
+            },
+        };
+        let history = match self.server.history().await {
+            Ok(history) => history,
+            Err(e) => return out(&format!("Error: {e}\n")),
+        };
+        let live: Vec<&mino_protocol::HistoryTurn> = history.turns.iter().filter(|t| !t.rewound).collect();
+        let Some(first) = live.len().checked_sub(back).map(|i| live[i]) else {
+            return out(&format!("Nothing to rewind that far: this session has {} turn(s) not rewound.\n", live.len()));
+        };
+        let plan = match self.server.rewind_plan(&first.turn_id).await {
+            Ok(plan) => plan,
+            Err(e) => return out(&format!("Error: {e}\n")),
+        };
+        out(&ui::rewind_plan(&plan));
+        if plan.files.is_empty() {
+            return out("Nothing of Mino's to put back in those turns; nothing was changed.\n");
+        }
+        if !self.confirm("Rewind: put these files back?").await {
+            return out("Nothing was changed.\n");
+        }
+        match self.server.rewind(&plan.turn_id, &plan.digest).await {
+            Ok(done) => out(&ui::rewind_outcome(&done)),
+            Err(e) if e.code() == Some(error_code::REWIND_PLAN_CHANGED) => out(&format!(
+                "Nothing was changed: the files changed since the plan was shown ({e}). /rewind shows the new plan.\n"
+            )),
+            Err(e) => out(&format!("Error: {e}\n")),
+        }
+    }
+
     /// `/rules`, `/revoke ID`, `/mode MODE`, `/sandbox MODE`, `/model [NAME]`: `true` when
     /// `text` was one of them (and has been handled).
     async fn rules_command(&mut self, text: &str) -> bool {
@@ -1014,6 +1055,7 @@ impl App {
                 }
                 _ => out("Usage: /mcp (list the MCP servers) or /mcp restart NAME\n"),
             },
+            "/rewind" => self.rewind_command(arg).await,
             "/rules" => match self.server.rules_list().await {
                 Ok(list) => out(&ui::rules_list(&list)),
                 Err(e) => out(&format!("Error: {e}\n")),

@@ -200,6 +200,15 @@ impl Server {
         self.call(method::MCP_RESTART, mino_protocol::McpRestartParams { server: server.to_owned() }).await
     }
 
+    pub async fn rewind_plan(&self, turn_id: &str) -> Result<mino_protocol::RewindPlanResult, CallError> {
+        self.call(method::REWIND_PLAN, mino_protocol::RewindPlanParams { turn_id: turn_id.to_owned() }).await
+    }
+
+    pub async fn rewind(&self, turn_id: &str, digest: &str) -> Result<mino_protocol::RewindResult, CallError> {
+        let params = mino_protocol::RewindParams { turn_id: turn_id.to_owned(), digest: digest.to_owned() };
+        self.call(method::REWIND, params).await
+    }
+
     pub async fn models_list(&self) -> Result<ModelsListResult, CallError> {
         self.call(method::MODELS_LIST, ModelsListParams::default()).await
     }

@@ -1014,6 +1014,51 @@ pub fn mcp_approval_screen(req: &ApprovalRequest) -> String {
     out
 }
 
+/// A rewind's plan as the person confirms it: what is put back, what is
+/// left as it is and why, and the commands whose effects remain.
+pub fn rewind_plan(plan: &mino_protocol::RewindPlanResult) -> String {
+    let mut text = format!("Rewind {} turn(s):\n", plan.turns.len());
+    for file in &plan.files {
+        let verb = match file.action {
+            mino_protocol::RewindAction::Restore => "put back",
+            mino_protocol::RewindAction::Remove => "remove (Mino created it)",
+        };
+        text.push_str(&format!("  {verb}: {}\n", printable(&file.path)));
+    }
+    for conflict in &plan.conflicts {
+        text.push_str(&format!("  left as it is: {} ({})\n", printable(&conflict.path), printable(&conflict.why)));
+    }
+    for command in &plan.commands {
+        text.push_str(&format!("  not undone (a command ran): {}\n", printable(&command.command)));
+    }
+    text
+}
+
+/// What a rewind did, file by file.
+pub fn rewind_outcome(done: &mino_protocol::RewindResult) -> String {
+    use mino_protocol::RewindOutcome;
+    let mut text = String::new();
+    for file in &done.files {
+        let what = match file.outcome {
+            RewindOutcome::Restored => "put back",
+            RewindOutcome::Removed => "removed",
+            RewindOutcome::NotRestored => "NOT put back",
+            RewindOutcome::Conflict => "left as it is (it changed since the plan)",
+            RewindOutcome::Changed => "changed by something else",
+        };
+        text.push_str(&format!("  {what}: {}", printable(&file.path)));
+        if let Some(why) = &file.why {
+            text.push_str(&format!(" ({})", printable(why)));
+        }
+        text.push('\n');
+    }
+    for command in &done.commands {
+        text.push_str(&format!("  not undone (a command ran): {}\n", printable(&command.command)));
+    }
+    text.push_str(&format!("Rewound {} turn(s); the model is told what was undone.\n", done.turns.len()));
+    text
+}
+
 #[cfg(test)]
 mod tests {
 

@@ -1097,3 +1097,50 @@ fn a_read_leaving_the_workspace_asks_and_declined_reveals_nothing() {
 fn ui_outside_choices() -> &'static str {
     "y: approve once | n, or n: reason: deny (no rule covers a path outside the session's directory)"
 }
+
+#[test]
+fn rewind_shows_the_plan_declines_by_default_and_puts_the_file_back_on_yes() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            Reply::edit_file("call_1", "shopping.txt", "jam\n", "milk\n", false),
+            Reply::text("Swapped."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let list = scratch.work().join("shopping.txt");
+    std::fs::write(&list, "bread\njam\n").expect("write the list");
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Swap jam for milk.").expect("send question");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
+    p.send_line("y").expect("approve");
+    p.exp_string("Swapped.").expect("final text");
+    p.exp_string("You> ").expect("next prompt");
+    assert_eq!(read(&list), "bread\nmilk\n");
+
+    // The plan first; Enter alone declines and nothing is written.
+    p.send_line("/rewind").expect("rewind");
+    p.exp_string("Rewind 1 turn(s):").expect("the plan");
+    p.exp_regex(r"put back: \S*shopping\.txt").expect("the file it puts back");
+    p.exp_string("Rewind: put these files back? [y/N] ").expect("the question");
+    p.send_line("").expect("Enter");
+    p.exp_string("Nothing was changed.").expect("declined");
+    p.exp_string("You> ").expect("prompt");
+    assert_eq!(read(&list), "bread\nmilk\n", "declining wrote nothing");
+
+    p.send_line("/rewind").expect("rewind again");
+    p.exp_string("Rewind: put these files back? [y/N] ").expect("the question");
+    p.send_line("y").expect("yes");
+    p.exp_regex(r"put back: \S*shopping\.txt").expect("the outcome");
+    p.exp_string("Rewound 1 turn(s)").expect("done");
+    p.exp_string("You> ").expect("prompt");
+    assert_eq!(read(&list), "bread\njam\n", "the content from before the turn");
+
+    // Nothing is left to rewind.
+    p.send_line("/rewind").expect("rewind once more");
+    p.exp_string("Nothing to rewind that far").expect("nothing left");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+}
