@@ -391,7 +391,7 @@ impl Session {
         cwd: &str,
         sandbox: crate::sandbox::SandboxMode,
     ) -> Result<(), SessionError> {
-        self.append(&RecordBody::ToolStart {
+        self.append_tool_start(RecordBody::ToolStart {
             turn_id: turn_id.into(),
             call_id: call_id.into(),
             command: Some(command.into()),
@@ -399,11 +399,7 @@ impl Session {
             cwd: cwd.into(),
             sandbox: (sandbox != crate::sandbox::SandboxMode::Off).then_some(sandbox),
             mcp: None,
-        })?;
-        fail::fail_point!("journal::after_tool_start_append");
-        self.sync()?;
-        fail::fail_point!("journal::after_tool_start_sync");
-        Ok(())
+        })
     }
 
     /// The execution boundary of an MCP tool call: synced before
@@ -416,7 +412,7 @@ impl Session {
         cwd: &str,
         mcp: crate::journal::record::McpStartRecord,
     ) -> Result<(), SessionError> {
-        self.append(&RecordBody::ToolStart {
+        self.append_tool_start(RecordBody::ToolStart {
             turn_id: turn_id.into(),
             call_id: call_id.into(),
             command: Some(summary.into()),
@@ -424,16 +420,9 @@ impl Session {
             cwd: cwd.into(),
             sandbox: None,
             mcp: Some(mcp),
-        })?;
-        fail::fail_point!("journal::after_tool_start_append");
-        self.sync()?;
-        fail::fail_point!("journal::after_tool_start_sync");
-        Ok(())
+        })
     }
 
-    /// The execution boundary of an edit: the approval and this start (`v`
-    /// 3, the proposal's path and hashes) are on disk when this returns Ok,
-    /// and only then may the file be written.
     /// Keeps a file's content before an edit in the session's store
     /// (`blobs`), synced, for a rewind. Past a bound, or when it cannot be
     /// written, the edit still goes on: the rewind of that file will say its
@@ -447,6 +436,9 @@ impl Session {
         }
     }
 
+    /// The execution boundary of an edit: the approval and this start (`v`
+    /// 3, the proposal's path and hashes) are on disk when this returns Ok,
+    /// and only then may the file be written.
     pub fn record_edit_start(
         &mut self,
         turn_id: &str,
@@ -454,7 +446,7 @@ impl Session {
         edit: crate::edit::EditStartRecord,
         cwd: &str,
     ) -> Result<(), SessionError> {
-        self.append(&RecordBody::ToolStart {
+        self.append_tool_start(RecordBody::ToolStart {
             turn_id: turn_id.into(),
             call_id: call_id.into(),
             command: None,
@@ -463,7 +455,13 @@ impl Session {
             // An edit runs nothing: no sandbox.
             sandbox: None,
             mcp: None,
-        })?;
+        })
+    }
+
+    /// A call's `tool_start`, appended and synced: the point after which it
+    /// may act (commands, reads, MCP calls and edits alike).
+    fn append_tool_start(&mut self, start: RecordBody) -> Result<(), SessionError> {
+        self.append(&start)?;
         fail::fail_point!("journal::after_tool_start_append");
         self.sync()?;
         fail::fail_point!("journal::after_tool_start_sync");
