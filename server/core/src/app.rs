@@ -105,7 +105,8 @@ impl From<ConfigError> for OpenError {
             | ConfigError::File { .. }
             | ConfigError::Sandbox { .. }
             | ConfigError::ContextWindow { .. }
-            | ConfigError::CompactThreshold { .. }) => OpenError::Setting(e),
+            | ConfigError::CompactThreshold { .. }
+            | ConfigError::RewindLimit { .. }) => OpenError::Setting(e),
         }
     }
 }
@@ -137,7 +138,7 @@ pub fn open_with(config: Config, cwd: PathBuf, options: OpenOptions) -> Result<A
     let soul_path = home.soul_path();
     let instructions =
         soul::load_or_create(&soul_path).map_err(|source| OpenError::Instructions { path: soul_path, source })?;
-    let (store, session, recovery) = choose_session(&home, &cwd, &options)?;
+    let (store, session, recovery) = choose_session(&home, &cwd, &options, config.rewind_limits)?;
     let title = store.title(&session);
     let session_id = session.id().to_string();
     let journal_path = session.path().to_path_buf();
@@ -178,8 +179,10 @@ fn choose_session(
     home: &MinoHome,
     cwd: &Path,
     options: &OpenOptions,
+    rewind_limits: crate::blobs::Limits,
 ) -> Result<(SessionStore, Session, RecoveryReport), SessionError> {
     let mut store = SessionStore::new(home.clone(), cwd)?;
+    store.set_blob_limits(rewind_limits);
     let (session, recovery) = store.start(options.session.as_deref(), options.new_session)?;
     Ok((store, session, recovery))
 }

@@ -85,6 +85,9 @@ pub struct Config {
     pub configured_models: Vec<ListedModel>,
     /// The file's enabled `[mcp_servers.NAME]` tables, in name order.
     pub mcp_servers: Vec<crate::mcp::McpServerConfig>,
+    /// The bounds of each session's store of before-content, from
+    /// `MINO_REWIND_FILE_LIMIT_BYTES` / `MINO_REWIND_SESSION_LIMIT_BYTES`.
+    pub rewind_limits: crate::blobs::Limits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +104,8 @@ pub enum ConfigError {
     File { path: PathBuf, line: Option<usize>, message: String },
     #[error("{SANDBOX_ENV}={value:?} is not a sandbox mode: use off, read-only or workspace-write")]
     Sandbox { value: String },
+    #[error("{name}={value:?} is not a whole number of bytes (at least 1), e.g. 2097152 for 2 MiB")]
+    RewindLimit { name: &'static str, value: String },
     #[error("{CONTEXT_WINDOW_ENV}={value:?} is not a whole number of tokens (at least 1)")]
     ContextWindow { value: String },
     #[error("{COMPACT_THRESHOLD_ENV}={value:?} is not a fraction of the context window: use a number over 0 and at most 1, e.g. 0.8")]
@@ -417,7 +422,30 @@ impl Config {
         let config_path = home.root().join(CONFIG_FILE);
         let mcp_servers = crate::mcp::config::servers(&file.mcp_servers, |name| string(name))
             .map_err(|message| ConfigError::File { path: config_path.clone(), line: None, message })?;
-        Ok(Config { home, model, provider, command_limits, sandbox, compaction, configured_models, mcp_servers })
+        let mut rewind_limits = crate::blobs::Limits::default();
+        for (setting, bound) in [
+            (&settings::REWIND_FILE_LIMIT, &mut rewind_limits.file),
+            (&settings::REWIND_SESSION_LIMIT, &mut rewind_limits.session),
+        ] {
+            let Some(value) = set(setting.env) else { continue };
+            let value = value.to_string_lossy().into_owned();
+            match value.trim().parse::<u64>() {
+                Ok(bytes) if bytes >= 1 => *bound = bytes,
+                _ if value.trim().is_empty() => {}
+                _ => return Err(ConfigError::RewindLimit { name: setting.env, value }),
+            }
+        }
+        Ok(Config {
+            home,
+            model,
+            provider,
+            command_limits,
+            sandbox,
+            compaction,
+            configured_models,
+            mcp_servers,
+            rewind_limits,
+        })
     }
 }
 

@@ -75,4 +75,6 @@ pub use config::Config;
 pub use home::MinoHome;
 pub use journal::record::{ApprovalDecision, ToolStatus, TurnStatus};
 pub use session::{Session, SessionError};
-pub use session_store::{ListScope, SessionEntry, SessionInfo, SessionPage, SessionStore, StoreError};
+pub use session_store::{
+    ForkError, ForkPoint, Forked, ListScope, SessionEntry, SessionInfo, SessionPage, SessionStore, StoreError,
+};

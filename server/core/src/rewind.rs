@@ -52,6 +52,7 @@ pub fn plan(
     turn_id: &str,
     blobs_dir: &Path,
     workspace_root: &Path,
+    limits: crate::blobs::Limits,
 ) -> Result<RewindPlan, PlanError> {
     if transcript.open_rewind().is_some() {
         return Err(PlanError::RewindOpen);
@@ -161,7 +162,6 @@ pub fn plan(
         }
         let (Some(before), Some(size)) = (first.before_sha256.clone(), first.before_size) else { continue };
         if crate::blobs::read_checked(blobs_dir, &before).is_err() {
-            let limits = crate::blobs::Limits::default();
             let why = if size > limits.file {
                 crate::blobs::too_large_reason(size, limits)
             } else {

@@ -49,6 +49,8 @@ pub struct Session {
     transcript: Transcript,
     /// The ended turns' replay, serialised once (`context::RequestCache`).
     request_cache: context::RequestCache,
+    /// The bounds of the store of before-content (settings).
+    blob_limits: crate::blobs::Limits,
 }
 
 impl Session {
@@ -62,6 +64,7 @@ impl Session {
             created_at: home::now_rfc3339(),
             cwd: cwd.display().to_string(),
             mino_version: env!("CARGO_PKG_VERSION").to_string(),
+            forked_from: None,
         };
         let journal = Journal::create(&path, &header)?;
         let RecordBody::Session { session_id, created_at, cwd, .. } = header else {
@@ -69,7 +72,12 @@ impl Session {
         };
         let mut transcript = Transcript::new(SessionHeader { session_id, created_at, cwd });
         transcript.images_dir = Some(crate::images::dir_for(&path));
-        Ok(Session { journal, transcript, request_cache: context::RequestCache::default() })
+        Ok(Session {
+            journal,
+            transcript,
+            request_cache: context::RequestCache::default(),
+            blob_limits: crate::blobs::Limits::default(),
+        })
     }
 
     /// Opens a session, verifies it, and closes an interrupted turn by
@@ -103,8 +111,12 @@ impl Session {
             .into());
         };
         transcript.images_dir = Some(crate::images::dir_for(path));
-        let mut session =
-            Session { journal: opened.journal, transcript, request_cache: context::RequestCache::default() };
+        let mut session = Session {
+            journal: opened.journal,
+            transcript,
+            request_cache: context::RequestCache::default(),
+            blob_limits: crate::blobs::Limits::default(),
+        };
         let mut report = RecoveryReport { torn_tail: opened.torn_tail, ..Default::default() };
         let closing = recovery::closing_records(&session.transcript);
         if !closing.is_empty() {
@@ -137,6 +149,15 @@ impl Session {
 
     pub fn id(&self) -> &str {
         &self.transcript.header.session_id
+    }
+
+    /// The bounds the store of before-content keeps from now on.
+    pub fn set_blob_limits(&mut self, limits: crate::blobs::Limits) {
+        self.blob_limits = limits;
+    }
+
+    pub fn blob_limits(&self) -> crate::blobs::Limits {
+        self.blob_limits
     }
 
     /// The directory the session was created for, as its header records it:
@@ -429,7 +450,7 @@ impl Session {
     /// before-content was not kept (logged here).
     pub fn keep_before_content(&self, bytes: &[u8], sha256: &str) {
         let dir = crate::blobs::dir_for(self.path());
-        match crate::blobs::keep(&dir, bytes, sha256, crate::blobs::Limits::default()) {
+        match crate::blobs::keep(&dir, bytes, sha256, self.blob_limits) {
             Ok(crate::blobs::Kept::Kept) => {}
             Ok(crate::blobs::Kept::NotKept(why)) => tracing::info!("before-content not kept: {why}"),
             Err(e) => tracing::warn!("before-content not kept: {e}"),
@@ -551,7 +572,7 @@ impl Session {
     /// ([`crate::rewind::plan`]); writes nothing.
     pub fn rewind_plan(&self, turn_id: &str) -> Result<crate::rewind::RewindPlan, crate::rewind::PlanError> {
         let root = std::fs::canonicalize(self.cwd()).unwrap_or_else(|_| PathBuf::from(self.cwd()));
-        crate::rewind::plan(&self.transcript, turn_id, &crate::blobs::dir_for(self.path()), &root)
+        crate::rewind::plan(&self.transcript, turn_id, &crate::blobs::dir_for(self.path()), &root, self.blob_limits)
     }
 
     /// The `rewind` record: the confirmed plan, synced before any file is touched.

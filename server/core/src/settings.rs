@@ -20,14 +20,14 @@ pub struct Setting {
 }
 
 /// The largest file whose content before an edit Mino keeps for a rewind
-/// (`<session>.blobs/`): 2 MiB. A larger file is still edited; its rewind
-/// names it "before-content not kept: larger than 2 MiB". A fixed bound, not
-/// read from the environment.
+/// (`<session>.blobs/`) by default: 2 MiB. A larger file is still edited; its
+/// rewind names it "before-content not kept: larger than 2 MiB".
+/// [`REWIND_FILE_LIMIT`] sets another.
 pub const REWIND_FILE_LIMIT_BYTES: u64 = 2 * 1024 * 1024;
 
-/// The most before-content one session keeps for rewinds: 128 MiB. Past it
-/// edits still work and their rewinds name the files whose content was not
-/// kept. A fixed bound, not read from the environment.
+/// The most before-content one session keeps for rewinds by default:
+/// 128 MiB. Past it edits still work and their rewinds name the files whose
+/// content was not kept. [`REWIND_SESSION_LIMIT`] sets another.
 pub const REWIND_SESSION_LIMIT_BYTES: u64 = 128 * 1024 * 1024;
 
 pub const API_KEY: Setting = Setting {
@@ -89,6 +89,20 @@ pub const SANDBOX: Setting = Setting {
     default: "`off`",
 };
 
+pub const REWIND_FILE_LIMIT: Setting = Setting {
+    env: "MINO_REWIND_FILE_LIMIT_BYTES",
+    file_key: None,
+    meaning: "the largest file (in bytes) whose content before an edit is kept for a rewind; a larger file is still edited and its rewind names it as not kept",
+    default: "`2097152` (2 MiB)",
+};
+
+pub const REWIND_SESSION_LIMIT: Setting = Setting {
+    env: "MINO_REWIND_SESSION_LIMIT_BYTES",
+    file_key: None,
+    meaning: "the most before-content (in bytes) one session keeps for rewinds; past it edits still work and their rewinds name the files not kept; a fork copying more is refused",
+    default: "`134217728` (128 MiB)",
+};
+
 pub const LOG: Setting = Setting {
     env: "RUST_LOG",
     file_key: None,
@@ -97,8 +111,20 @@ pub const LOG: Setting = Setting {
 };
 
 /// Every setting, in the order the README and `--help` list them.
-pub const SETTINGS: &[Setting] =
-    &[API_KEY, BASE_URL, MODEL, PROVIDER, COMMAND_TIMEOUT, HOME, CONTEXT_WINDOW, COMPACT_THRESHOLD, SANDBOX, LOG];
+pub const SETTINGS: &[Setting] = &[
+    API_KEY,
+    BASE_URL,
+    MODEL,
+    PROVIDER,
+    COMMAND_TIMEOUT,
+    HOME,
+    CONTEXT_WINDOW,
+    COMPACT_THRESHOLD,
+    SANDBOX,
+    REWIND_FILE_LIMIT,
+    REWIND_SESSION_LIMIT,
+    LOG,
+];
 
 /// The keys `config.toml` takes, as [`SETTINGS`] lists them.
 pub fn file_keys() -> impl Iterator<Item = &'static str> {
@@ -158,6 +184,9 @@ mod tests {
         assert_eq!(COMMAND_TIMEOUT.default, format!("`{}`", crate::bash::Limits::default().timeout.as_secs()));
         assert!(CONTEXT_WINDOW.default.ends_with(&format!("`{}`", crate::config::DEFAULT_CONTEXT_WINDOW)));
         assert_eq!(COMPACT_THRESHOLD.default, format!("`{}`", crate::config::DEFAULT_COMPACT_THRESHOLD));
+        let rewind = crate::blobs::Limits::default();
+        assert!(REWIND_FILE_LIMIT.default.starts_with(&format!("`{}` ", rewind.file)));
+        assert!(REWIND_SESSION_LIMIT.default.starts_with(&format!("`{}` ", rewind.session)));
     }
 
     /// README.md's table is this one, so the docs list what the code reads.

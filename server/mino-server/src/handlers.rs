@@ -168,6 +168,7 @@ pub fn service() -> (LspService<Backend>, tower_lsp_server::ClientSocket, Handle
         .custom_method(wire::method::SESSIONS_OPEN, Backend::sessions_open)
         .custom_method(wire::method::SESSIONS_RENAME, Backend::sessions_rename)
         .custom_method(wire::method::SESSIONS_DELETE, Backend::sessions_delete)
+        .custom_method(wire::method::SESSIONS_FORK, Backend::sessions_fork)
         // Approval rules and settings.
         .custom_method(wire::method::RULES_LIST, Backend::rules_list)
         .custom_method(wire::method::RULES_REVOKE, Backend::rules_revoke)
@@ -368,7 +369,21 @@ fn store_error(e: StoreError) -> Error {
         StoreError::Session(e) => session_unavailable(format!("The session could not be opened: {e}")),
         e @ (StoreError::HeldElsewhere { .. } | StoreError::Current { .. }) => session_unavailable(e.to_string()),
         StoreError::InvalidInput(why) => invalid_params(why),
+        StoreError::Fork(e) => fork_error(e),
         e @ StoreError::Io { .. } => error(code::JOURNAL_FAILURE, e.to_string()),
+    }
+}
+
+/// A refused fork: an unknown turn is `-32014` and a running one `-32011`,
+/// as for other methods; a rewound turn or too much to copy, invalid params.
+fn fork_error(e: mino_core::ForkError) -> Error {
+    use mino_core::ForkError;
+    use wire::error_code as code;
+    let message = e.to_string();
+    match e {
+        ForkError::UnknownTurn { turn_id, .. } => error_with(code::UNKNOWN_TURN, message, json!({ "turnId": turn_id })),
+        ForkError::TurnOpen(turn_id) => error_with(code::TURN_IN_PROGRESS, message, json!({ "turnId": turn_id })),
+        ForkError::Rewound(_) | ForkError::TooLarge { .. } => invalid_params(message),
     }
 }
 
@@ -1086,6 +1101,28 @@ impl Backend {
     async fn sessions_delete(&self, params: wire::SessionsDeleteParams) -> Result<wire::SessionsDeleteResult> {
         let trashed = self.with_store(move |store| store.delete(&params.session_id)).await?;
         Ok(wire::SessionsDeleteResult { trashed_to: trashed.display().to_string() })
+    }
+
+    async fn sessions_fork(&self, params: wire::SessionsForkParams) -> Result<wire::SessionsForkResult> {
+        let store = self.store()?;
+        let point = mino_core::ForkPoint::Turn(params.turn_id);
+        let forked = self
+            .agent()?
+            .with_session_io(move |current| lock(&store).fork(current, &params.session_id, &point))
+            .await
+            .map_err(store_error)?;
+        tracing::info!(session_id = forked.info.session_id, from = forked.forked_from.session_id, "session forked");
+        Ok(wire::SessionsForkResult {
+            session_id: forked.info.session_id,
+            journal_path: forked.info.journal_path.display().to_string(),
+            cwd: forked.info.cwd,
+            title: forked.info.title,
+            forked_from: wire::ForkedFrom {
+                session_id: forked.forked_from.session_id,
+                turn_id: forked.forked_from.turn_id,
+            },
+            turns: forked.turns as u64,
+        })
     }
 
     /// Hands `mino/recovery` and the agent's events to [`Notifications`].

@@ -133,6 +133,8 @@ methods! {
         SessionsRename = SESSIONS_RENAME("mino/sessions/rename", SessionsRenameParams) -> EmptyResult;
         /// `mino/sessions/delete`: moves a session's files to the trash.
         SessionsDelete = SESSIONS_DELETE("mino/sessions/delete", SessionsDeleteParams) -> SessionsDeleteResult;
+        /// `mino/sessions/fork`: a new session whose history is a session's up to and including a turn.
+        SessionsFork = SESSIONS_FORK("mino/sessions/fork", SessionsForkParams) -> SessionsForkResult;
         // Approval rules and settings.
         /// `mino/rules/list`: the rules in force and the workspace rules file.
         RulesList = RULES_LIST("mino/rules/list", RulesListParams) -> RulesListResult;
@@ -1214,6 +1216,37 @@ pub struct SessionsDeleteParams {
 pub struct SessionsDeleteResult {
     /// The directory under `$MINO_HOME/trash/` now holding the session's files.
     pub trashed_to: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsForkParams {
+    /// The session to fork: the current one or any other not held by another process.
+    pub session_id: String,
+    /// The last turn the fork holds (an ended turn, not rewound).
+    pub turn_id: String,
+}
+
+/// The fork made: a session like any other, not made current (open it with
+/// `mino/sessions/open`). The forked session is unchanged.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsForkResult {
+    pub session_id: String,
+    pub journal_path: String,
+    pub cwd: String,
+    pub title: Option<String>,
+    /// The session and turn it was forked from.
+    pub forked_from: ForkedFrom,
+    /// How many turns the fork holds (those up to and including `turnId`).
+    pub turns: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkedFrom {
+    pub session_id: String,
+    pub turn_id: Option<String>,
 }
 
 // ---------------------------------------------------------------- shared vocabulary

@@ -43,6 +43,7 @@ pub fn write_session(path: &Path, records: usize) -> Result<u64> {
             created_at: "2026-11-29T00:00:00Z".into(),
             cwd: "/work".into(),
             mino_version: "bench".into(),
+            forked_from: None,
         },
         &mut out,
     )?;
@@ -162,6 +163,7 @@ pub fn rehome(path: &Path, session_id: &str, cwd: &str) -> Result<()> {
         created_at: "2026-11-29T00:00:00Z".into(),
         cwd: cwd.into(),
         mino_version: "bench".into(),
+        forked_from: None,
     };
     let mut out = encode_line(1, &header);
     out.extend_from_slice(&bytes[first_end + 1..]);

@@ -123,6 +123,7 @@ fn write_sessions(sessions: &Path, workspace: &Path) -> Result<()> {
             created_at: "2026-11-29T00:00:00Z".into(),
             cwd: workspace.display().to_string(),
             mino_version: "bench".into(),
+            forked_from: None,
         };
         let mut out = std::io::BufWriter::new(File::create(sessions.join(format!("{id}.jsonl")))?);
         out.write_all(&encode_line(1, &header))?;

@@ -271,6 +271,8 @@ summary: string, };
  */
 export type EvidenceOutcome = "exited" | "signalled" | "stopped_when_mino_stopped" | "timed_out";
 
+export type ForkedFrom = { sessionId: string, turnId: string | null, };
+
 export type HistoryCall = { callId: string, 
 /**
  * The command; for an edit call, the summary `<tool> <path>`.
@@ -870,6 +872,30 @@ export type SessionsDeleteResult = {
  */
 trashedTo: string, };
 
+export type SessionsForkParams = { 
+/**
+ * The session to fork: the current one or any other not held by another process.
+ */
+sessionId: string, 
+/**
+ * The last turn the fork holds (an ended turn, not rewound).
+ */
+turnId: string, };
+
+/**
+ * The fork made: a session like any other, not made current (open it with
+ * `mino/sessions/open`). The forked session is unchanged.
+ */
+export type SessionsForkResult = { sessionId: string, journalPath: string, cwd: string, title: string | null, 
+/**
+ * The session and turn it was forked from.
+ */
+forkedFrom: ForkedFrom, 
+/**
+ * How many turns the fork holds (those up to and including `turnId`).
+ */
+turns: number, };
+
 export type SessionsListParams = { 
 /**
  * Default `workspace`.
@@ -1056,6 +1082,7 @@ export const Method = {
   sessionsOpen: 'mino/sessions/open',
   sessionsRename: 'mino/sessions/rename',
   sessionsDelete: 'mino/sessions/delete',
+  sessionsFork: 'mino/sessions/fork',
   rulesList: 'mino/rules/list',
   rulesRevoke: 'mino/rules/revoke',
   settingsUpdate: 'mino/settings/update',
@@ -1101,6 +1128,7 @@ export interface RequestMap {
   'mino/sessions/open': { params: SessionsOpenParams; result: SessionInfo };
   'mino/sessions/rename': { params: SessionsRenameParams; result: EmptyResult };
   'mino/sessions/delete': { params: SessionsDeleteParams; result: SessionsDeleteResult };
+  'mino/sessions/fork': { params: SessionsForkParams; result: SessionsForkResult };
   'mino/rules/list': { params: RulesListParams; result: RulesListResult };
   'mino/rules/revoke': { params: RulesRevokeParams; result: EmptyResult };
   'mino/settings/update': { params: SettingsUpdateParams; result: SettingsResult };

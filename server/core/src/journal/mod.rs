@@ -473,6 +473,18 @@ pub fn visit_bytes(
     Ok((scan.records, scan.torn_tail))
 }
 
+/// [`visit_bytes`] over a reader of a file `len` bytes long (`path` names
+/// it in errors): memory is bounded by the longest record, not the file.
+pub fn visit_reader(
+    path: &Path,
+    reader: impl io::BufRead,
+    len: u64,
+    visit: impl FnMut(Record) -> Result<(), String>,
+) -> Result<(u64, Option<TornTail>), JournalError> {
+    let scan = scan(path, reader, len, visit)?;
+    Ok((scan.records, scan.torn_tail))
+}
+
 struct Scan {
     records: u64,
     good_len: u64,

@@ -178,13 +178,31 @@ pub struct McpStartRecord {
     pub arguments: String,
 }
 
+/// Where a fork's history came from: the header's `forked_from`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkedFrom {
+    pub session_id: String,
+    /// The last turn copied; `None` for a fork of a session with no turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+}
+
 /// What a record says. The `kind` tag and field names are the file format:
 /// renaming anything here breaks every existing session file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RecordBody {
-    /// First record of every file.
-    Session { session_id: String, created_at: String, cwd: String, mino_version: String },
+    /// First record of every file. `forked_from`: the session and turn a
+    /// fork (`mino/sessions/fork`) copied its history from; absent otherwise.
+    /// An older Mino ignores it and reads the fork as any session: `v` stays 2.
+    Session {
+        session_id: String,
+        created_at: String,
+        cwd: String,
+        mino_version: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forked_from: Option<ForkedFrom>,
+    },
     /// The user's input; opens a turn. `images`: the question's images, each
     /// kept in the session's image directory (synced before this record is
     /// written); a record with images is `v` 3, since a reader without them
@@ -422,6 +440,7 @@ struct Line {
     digest: Option<String>,
     plan: Option<super::rewind_record::RewindPlan>,
     outcomes: Option<Vec<super::rewind_record::FileOutcome>>,
+    forked_from: Option<ForkedFrom>,
 }
 
 impl Line {
@@ -470,6 +489,7 @@ impl Line {
                 created_at: self.created_at.clone().unwrap_or_default(),
                 cwd: self.cwd.clone().unwrap_or_default(),
                 mino_version: self.mino_version.clone().unwrap_or_default(),
+                forked_from: self.forked_from.clone(),
             },
             "user" => RecordBody::User {
                 turn_id: turn_id()?,

@@ -34,11 +34,13 @@ use crate::recovery::{self, RecoveredTurn, RecoveryReport};
 use crate::session::{Session, SessionError};
 
 mod ends;
+mod fork;
 mod listing;
 mod locks;
 
 use ends::read_head;
 pub use ends::PROBE_BYTES;
+pub use fork::{ForkError, ForkPoint, Forked};
 pub use listing::{ListScope, SessionEntry, SessionPage};
 use locks::{open_read, try_lock_exclusive};
 
@@ -57,6 +59,9 @@ pub enum StoreError {
     HeldElsewhere { id: String },
     #[error("session {id} is the current session; open or start another session first")]
     Current { id: String },
+    /// A fork refused (an unknown, open or rewound turn; too large).
+    #[error(transparent)]
+    Fork(#[from] ForkError),
     /// A title, cursor or limit the caller got wrong.
     #[error("{0}")]
     InvalidInput(String),
@@ -91,6 +96,9 @@ pub struct SessionStore {
     home: MinoHome,
     workspace: PathBuf,
     current: Option<String>,
+    /// The bounds of each session's store of before-content (settings),
+    /// given to every session this store opens or creates.
+    blob_limits: crate::blobs::Limits,
 }
 
 impl SessionStore {
@@ -98,7 +106,17 @@ impl SessionStore {
     /// workspace); it must be an existing directory.
     pub fn new(home: MinoHome, workspace: &Path) -> Result<SessionStore, SessionError> {
         let workspace = canonical_dir(workspace)?;
-        Ok(SessionStore { home, workspace, current: None })
+        Ok(SessionStore { home, workspace, current: None, blob_limits: crate::blobs::Limits::default() })
+    }
+
+    /// The bounds of the store of before-content for every session opened
+    /// or created from now on (`MINO_REWIND_*_LIMIT_BYTES`).
+    pub fn set_blob_limits(&mut self, limits: crate::blobs::Limits) {
+        self.blob_limits = limits;
+    }
+
+    pub fn blob_limits(&self) -> crate::blobs::Limits {
+        self.blob_limits
     }
 
     pub fn home(&self) -> &MinoHome {
@@ -131,8 +149,10 @@ impl SessionStore {
                 None => (Session::create(&self.home, &self.workspace)?, RecoveryReport::default()),
             },
         };
-        self.current = Some(opened.0.id().to_string());
-        Ok(opened)
+        let (mut session, report) = opened;
+        session.set_blob_limits(self.blob_limits);
+        self.current = Some(session.id().to_string());
+        Ok((session, report))
     }
 
     /// The newest session of the workspace this process can lock.
@@ -217,9 +237,10 @@ impl SessionStore {
     fn switch(
         &mut self,
         current: &mut Session,
-        next: Session,
+        mut next: Session,
         report: RecoveryReport,
     ) -> (SessionInfo, RecoveryReport) {
+        next.set_blob_limits(self.blob_limits);
         let previous = std::mem::replace(current, next);
         // Dropping it closes its journal and releases its lock, only now.
         drop(previous);
