@@ -28,6 +28,8 @@ pub enum Command {
     Mode(String),
     /// `/sandbox <sandbox-mode>`; empty when none was given.
     Sandbox(String),
+    /// `/rewind [N]`: what follows the name (empty: the last turn); see `crate::rewind`.
+    Rewind(String),
     /// A command that takes nothing, given something after it.
     ExtraText(&'static str),
 }
@@ -37,6 +39,7 @@ const RULES: &str = "rules";
 const REVOKE: &str = "revoke";
 const MODE: &str = "mode";
 const SANDBOX: &str = "sandbox";
+const REWIND: &str = "rewind";
 
 /// The command a prompt's text is, if it starts with one (leading blank
 /// space aside): `/compact`, `/rules`, `/revoke <rule-id>`. Any other text,
@@ -55,6 +58,7 @@ pub fn parse(text: &str) -> Option<Command> {
         REVOKE => Some(Command::Revoke(argument.to_string())),
         MODE => Some(Command::Mode(argument.to_string())),
         SANDBOX => Some(Command::Sandbox(argument.to_string())),
+        REWIND => Some(Command::Rewind(argument.to_string())),
         _ => None,
     }
 }
@@ -78,6 +82,11 @@ pub fn available(session_id: &str) -> SessionNotification {
                 &crate::modes::sandbox_modes().iter().map(|(id, _)| *id).collect::<Vec<_>>(),
             ))),
         ),
+        AvailableCommand::new(
+            REWIND,
+            "Undo Mino's edits of the last N turns (1 without N): shows what is put back and what cannot be, and asks first",
+        )
+        .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("number of turns, default 1"))),
     ];
     SessionNotification::new(
         session_id.to_string(),

@@ -20,6 +20,7 @@ mod decisions;
 mod images;
 mod lines;
 mod modes;
+mod rewind;
 mod translate;
 
 use std::collections::HashMap;
@@ -30,12 +31,13 @@ use std::time::{Duration, Instant};
 
 use agent_client_protocol::v1::schema::{
     CancelNotification, CloseSessionRequest, CloseSessionResponse, ConfigOptionUpdate, CreateTerminalRequest,
-    ElicitationAction, EnvVariable, InitializeRequest, KillTerminalRequest, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome, RequestPermissionRequest,
-    ResumeSessionRequest, ResumeSessionResponse, SessionConfigOption, SessionNotification, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
-    StopReason, WaitForTerminalExitRequest,
+    ElicitationAction, EnvVariable, ForkSessionRequest, ForkSessionResponse, InitializeRequest, KillTerminalRequest,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, ReadTextFileRequest, ReleaseTerminalRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest, ResumeSessionResponse,
+    SessionConfigOption, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    WaitForTerminalExitRequest,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, Responder, V1};
@@ -209,7 +211,7 @@ pub async fn serve(
     let server = Arc::new(Server { outbound, ..Server::default() });
     let (s1, s2, s3, s4) = (server.clone(), server.clone(), server.clone(), server.clone());
     let (s5, s6, s7) = (server.clone(), server.clone(), server.clone());
-    let (s8, s9, s10) = (server.clone(), server.clone(), server.clone());
+    let (s8, s9, s10, s11) = (server.clone(), server.clone(), server.clone(), server.clone());
     let served = agent_client_protocol::Agent
         .v1()
         .name(concat!("mino-server ", env!("CARGO_PKG_VERSION")))
@@ -346,6 +348,39 @@ pub async fn serve(
                     if let Some(pending) = pending {
                         pending.refresh_later(session.clone(), id, cx, server.outbound.clone());
                     }
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ForkSessionRequest,
+                        responder: Responder<ForkSessionResponse, V1>,
+                        cx: ConnectionTo<Client>| {
+                let server = s11.clone();
+                tokio::spawn(async move {
+                    let (id, session) = match server.fork(&request.session_id.0, request.cwd, cx.clone()).await {
+                        Ok(opened) => opened,
+                        Err(e) => return log_send(responder.respond_with_error(e)),
+                    };
+                    let (options, pending) = session.opening_config_options().await;
+                    log_send(
+                        responder.respond(
+                            ForkSessionResponse::new(id.clone())
+                                .config_options(options)
+                                .modes(modes::session_modes(session.agent.settings().0)),
+                        ),
+                    );
+                    log_send(server.outbound.send(&cx, commands::available(&id)));
+                    if let Some(pending) = pending {
+                        pending.refresh_later(session.clone(), id.clone(), cx.clone(), server.outbound.clone());
+                    }
+                    server.show_instructions(&session, &id, &cx);
+                    let (configs, refused) = translate::mcp_configs(&request.mcp_servers);
+                    for text in refused {
+                        log_send(server.outbound.send(&cx, translate::agent_message(&id, &text)));
+                    }
+                    session.agent.start_mcp(configs);
                 });
                 Ok(())
             },
@@ -529,6 +564,31 @@ impl Server {
         Ok((id, session))
     }
 
+    /// `session/fork`: forks session `id` (open here) as it stands, every
+    /// record of it (`mino_core::ForkPoint::Whole`: ACP names no turn),
+    /// then opens the fork as `session/load` would, without the replay (the
+    /// client shows the conversation it forked). The forked session stays
+    /// open and unchanged.
+    async fn fork(&self, id: &str, cwd: PathBuf, cx: ConnectionTo<Client>) -> Result<(String, Arc<AcpSession>), Error> {
+        let source = self.open_session(id)?;
+        let config = mino_core::Config::from_env().map_err(|e| internal(e.to_string()))?;
+        let forked = source
+            .agent
+            .with_session_io(move |session| -> Result<mino_core::Forked, mino_core::StoreError> {
+                let mut store = mino_core::SessionStore::new(config.home, std::path::Path::new(session.cwd()))?;
+                store.set_blob_limits(config.rewind_limits);
+                let last = session.transcript().turns.last().map(|t| t.id.clone());
+                store.fork(session, &session.id().to_string(), &mino_core::ForkPoint::Whole(last))
+            })
+            .await
+            .map_err(|e| match e {
+                e @ mino_core::StoreError::Fork(_) => invalid_params(e.to_string()),
+                e => internal(format!("the session could not be forked: {e}")),
+            })?;
+        tracing::info!(session_id = forked.info.session_id, from = id, "session forked");
+        self.open(cwd, Some(forked.info.session_id), cx).await
+    }
+
     /// `session/list`: the sessions of `$MINO_HOME`, newest (last active)
     /// first, [`LIST_PAGE`] a page; with `cwd`, only that workspace's (as
     /// `mino/sessions/list` with `scope: "workspace"`).
@@ -580,6 +640,9 @@ impl Server {
         let cancel = CancellationToken::new();
         *lock(&session.cancel) = cancel.clone();
         if let Some(command) = commands::parse(&text) {
+            if let Command::Rewind(arg) = &command {
+                return rewind::run(&session.agent, &id, arg, &cx, &self.outbound, &cancel).await;
+            }
             let reply = session.command(command, &cancel).await?;
             log_send(self.outbound.send(&cx, translate::agent_message(&id, &reply)));
             // ACP's rule: a cancelled prompt answers `cancelled`; the
@@ -806,6 +869,8 @@ impl AcpSession {
         let agent = &self.agent;
         match command {
             Command::ExtraText(name) => Ok(commands::extra_text(name)),
+            // Asks the client, so `prompt` runs it (`rewind::run`).
+            Command::Rewind(_) => Err(internal("/rewind is run by the prompt, not as a plain command")),
             Command::Rules => Ok(commands::rules_list(&agent.rules())),
             Command::Compact => match compact_until_cancelled(agent, cancel).await {
                 Ok(outcome) => Ok(translate::compaction_notice(&outcome).trim().to_string()),

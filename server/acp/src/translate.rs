@@ -66,7 +66,7 @@ pub fn initialize_response(_requested: ProtocolVersion) -> InitializeResponse {
         "protocolVersion": crate::PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": true,
-            "sessionCapabilities": { "list": {}, "resume": {}, "close": {} },
+            "sessionCapabilities": { "list": {}, "resume": {}, "close": {}, "fork": {} },
             "promptCapabilities": crate::images::prompt_capabilities(),
             "mcpCapabilities": { "http": false, "sse": false },
         },

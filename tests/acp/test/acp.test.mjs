@@ -647,7 +647,7 @@ test("/compact summarises the conversation on demand: a compaction record, and t
     const { sessionId } = await newSession(server, dirs.workspace);
     await server.waitFor((u) => u.some((n) => n.update.sessionUpdate === "available_commands_update"));
     const commands = server.updates.find((n) => n.update.sessionUpdate === "available_commands_update");
-    assert.deepEqual(commands.update.availableCommands.map((c) => c.name), ["compact", "rules", "revoke", "mode", "sandbox"]);
+    assert.deepEqual(commands.update.availableCommands.map((c) => c.name), ["compact", "rules", "revoke", "mode", "sandbox", "rewind"]);
 
     // On an empty session: nothing to compact, no model request.
     let from = server.updates.length;

@@ -5,6 +5,8 @@
 // (a response by the method of the request it answers).
 // The package's entry is dist/v1/stable/acp.js; the schemas are beside it.
 const z = await import(new URL("../schema/zod.gen.js", import.meta.resolve("@agentclientprotocol/sdk")).href);
+// `session/fork` is in the SDK's unstable v1 schema only (beside the stable one).
+const unstable = await import(new URL("../unstable/schema/zod.gen.js", import.meta.resolve("@agentclientprotocol/sdk")).href);
 
 /** The agent's requests and notifications, by method. */
 const AGENT_SENDS = {
@@ -33,6 +35,7 @@ const AGENT_ANSWERS = {
   "session/set_mode": z.zSetSessionModeResponse,
   "session/set_config_option": z.zSetSessionConfigOptionResponse,
   "session/prompt": z.zPromptResponse,
+  "session/fork": unstable.zForkSessionResponse,
 };
 
 /**

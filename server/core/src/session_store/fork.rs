@@ -47,12 +47,15 @@ pub enum ForkError {
     TooLarge { need: u64, limit: u64 },
 }
 
-/// Where a fork starts: after a turn, or (ACP, a session without turns) empty.
+/// Where a fork's copy ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ForkPoint {
+    /// After this turn's `turn_end` (then only its turns' acknowledgements).
     Turn(String),
-    /// No turn copied: only the header (the old session has none).
-    Empty,
+    /// Every record: the session as it stands (ACP's `session/fork`, which
+    /// names no turn), with its last turn's id for the header (`None`: no
+    /// turn yet). Refused while that turn runs.
+    Whole(Option<String>),
 }
 
 /// What a fork made.
@@ -157,13 +160,14 @@ fn write_fork(
         .create_new(true)
         .open(&staged.tmp)
         .map_err(|e| io_err(&staged.tmp, "create the fork's session file", e))?;
-    let turn_id = match point {
-        ForkPoint::Turn(turn) => Some(turn.clone()),
-        ForkPoint::Empty => None,
+    // `None`: copy every record (the cut is never reached).
+    let (turn_id, last_turn) = match point {
+        ForkPoint::Turn(turn) => (Some(turn.clone()), Some(turn.clone())),
+        ForkPoint::Whole(last) => (None, last.clone()),
     };
-    let forked_from = ForkedFrom { session_id: id.to_string(), turn_id: turn_id.clone() };
+    let forked_from = ForkedFrom { session_id: id.to_string(), turn_id: last_turn };
     let mut transcript: Option<Transcript> = None;
-    let mut cut = if turn_id.is_none() { Cut::After } else { Cut::Before };
+    let mut cut = Cut::Before;
     let mut seq = 1u64;
     let mut write_error: Option<io::Error> = None;
     let mut refused: Option<ForkError> = None;
@@ -245,8 +249,13 @@ fn write_fork(
             Some(turn) if turn.rewound => return Err(StoreError::Fork(ForkError::Rewound(turn_id.clone()))),
             Some(_) => {}
         }
-    } else if let Some(turn) = fork.open_turn() {
+    } else if let Some(turn) = fork.open_turn().or_else(|| fork.open_rewind().and(fork.turns.last())) {
         return Err(StoreError::Fork(ForkError::TurnOpen(turn.id.clone())));
+    }
+    if fork.turns.last().map(|t| &t.id) != forked_from.turn_id.as_ref() {
+        // The session moved on between the caller's look and this read.
+        let now = fork.turns.last().map_or_else(|| "none".to_string(), |t| t.id.clone());
+        return Err(StoreError::Fork(ForkError::UnknownTurn { session_id: id.to_string(), turn_id: now }));
     }
 
     link_side_files(source, &fork, limits, staged)?;
