@@ -97,6 +97,13 @@ end, {
   desc = "Undo Mino's edits of a turn and every later one (the plan is shown and confirmed first; without a turn, pick one)",
 })
 
+vim.api.nvim_create_user_command("MinoFork", function(cmd)
+  mino().fork(cmd.args ~= "" and cmd.args or nil)
+end, {
+  nargs = "?",
+  desc = "Continue in a new session holding this one up to a turn (the last without one); this one is kept",
+})
+
 vim.api.nvim_create_user_command("MinoDiff", function()
   mino().show_diff()
 end, { desc = "Show the diff of the edit waiting for approval, else of the last edit" })

@@ -435,7 +435,8 @@ end
 
 test("plugin/mino.lua defines the commands and guards against double loading", function()
   for _, c in ipairs({ "Mino", "MinoCancel", "MinoAcknowledge", "MinoRestart", "MinoNew", "MinoSessions", "MinoRename",
-    "MinoDelete", "MinoRules", "MinoDiff", "MinoCompact", "MinoModel", "MinoMode", "MinoSend", "MinoImage", "MinoMcp", "MinoRewind" }) do
+    "MinoDelete", "MinoRules", "MinoDiff", "MinoCompact", "MinoModel", "MinoMode", "MinoSend", "MinoImage", "MinoMcp", "MinoRewind",
+    "MinoFork" }) do
     if vim.fn.exists(":" .. c) ~= 2 then
       fail("command :" .. c .. " is missing")
     end
@@ -2775,6 +2776,41 @@ test(":MinoRewind shows the plan, asks No first (typed-ahead keys and No change 
     assert_eq(read_file(ctx.work .. "/shopping.txt"), "bread\nbutter\njam\n", "after Yes")
     wait_note("rewound 1 turn(s); every file put back")
   end)
+
+test(":MinoFork opens a new session holding the turns up to the one named, asks nothing, and the model hears only them", function()
+  fresh()
+  mock.script({
+    { type = "text", deltas = { "Paris." } },
+    { type = "text", deltas = { "Lyon." } },
+    { type = "text", deltas = { "Rome." } },
+  })
+  start_and_wait()
+  mino.send("Capital of France?")
+  wait_buffer(answer("Paris."))
+  wait_turn_end()
+  mino.send("Second city?")
+  wait_buffer(answer("Lyon."))
+  wait_for("the second turn's end", function()
+    return mino.state.ended["turn-2"] ~= nil
+  end)
+  local first = current_session()
+  local asked = #selects
+  vim.cmd("MinoFork turn-1")
+  wait_for("the fork opened", function()
+    return current_session() ~= nil and current_session() ~= first and mino.state.history_loaded
+  end)
+  assert_eq(#selects, asked, "a fork asks nothing")
+  wait_note("forked 1 turn(s) (through turn-1) of session " .. first)
+  assert_contains(chat.text(), "Capital of France?", "the forked turn is in the chat")
+  assert_not_contains(chat.text(), "Second city?", "the later turn is not")
+  mino.send("Capital of Italy?")
+  wait_buffer(answer("Rome."))
+  local reqs = mock.requests()
+  local body = vim.json.encode(reqs[#reqs].body.input)
+  assert_contains(body, "Capital of France?", "the fork's history reaches the model")
+  assert_contains(body, "Capital of Italy?", "and the new question")
+  assert_not_contains(body, "Second city?", "the old session's later turn does not")
+end)
 
 test("an edit's diff is drawn in a read-only diff split before its question, which names tool, path and new file; the split closes after Approve", function()
   fresh()

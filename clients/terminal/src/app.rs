@@ -54,7 +54,7 @@ enum Ack {
 
 /// Chat commands that switch sessions or list them.
 const SESSION_COMMANDS_HELP: &str =
-    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one (a unique start of its id will do), /compact summarises the conversation so far, /env shows the last command's full environment, /expand N shows the output of read #N (the last read without N), /image PATH attaches an image to your next question, /rewind [N] undoes Mino's edits of the last N turns (it shows what and asks first).";
+    "/new starts a new session, /sessions lists this directory's sessions, /open ID opens one (a unique start of its id will do), /compact summarises the conversation so far, /env shows the last command's full environment, /expand N shows the output of read #N (the last read without N), /image PATH attaches an image to your next question, /rewind [N] undoes Mino's edits of the last N turns (it shows what and asks first), /fork [N] continues in a new session holding this one up to the Nth-last turn (the last without N), this one kept as it is.";
 
 /// How often the running command's elapsed time is redrawn.
 const STATUS_TICK: Duration = Duration::from_secs(1);
@@ -268,6 +268,8 @@ impl App {
                     Ok(None) => Some(Ok(())),
                     Err(code) => Some(Err(code)),
                 },
+                ["/fork"] => Some(self.fork_command("").await),
+                ["/fork", n] => Some(self.fork_command(n).await),
                 ["/env"] => {
                     match &self.last_environment {
                         Some(env) => out(&ui::environment_full(env)),
@@ -285,7 +287,7 @@ impl App {
                     out("\n");
                     Some(Ok(()))
                 }
-                ["/open", ..] | ["/new", ..] | ["/sessions", ..] | ["/compact", ..] => {
+                ["/open", ..] | ["/new", ..] | ["/sessions", ..] | ["/compact", ..] | ["/fork", ..] => {
                     out(&format!("\n{SESSION_COMMANDS_HELP}\n\n"));
                     Some(Ok(()))
                 }
@@ -1034,6 +1036,51 @@ impl App {
             )),
             Err(e) => out(&format!("Error: {e}\n")),
         }
+    }
+
+    /// `/fork [N]`: a new session holding this one's history up to and
+    /// including the Nth-last turn not rewound (the last without N), which
+    /// becomes the current one; this session is kept as it is. It acts on no
+    /// file, so it asks nothing (and so no typed-ahead line can answer
+    /// anything). `Err(code)` means exit.
+    async fn fork_command(&mut self, arg: &str) -> Result<(), i32> {
+        let back = match arg {
+            "" => 1,
+            n => match n.parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    out("Usage: /fork [N]: continue in a new session holding this one up to the Nth-last turn (1 without N).\n");
+                    return Ok(());
+                }
+            },
+        };
+        let history = match self.server.history().await {
+            Ok(history) => history,
+            Err(CallError::Connection(_)) => return Err(self.server_gone()),
+            Err(e) => {
+                out(&format!("Error: {e}\n"));
+                return Ok(());
+            }
+        };
+        let live: Vec<&mino_protocol::HistoryTurn> = history.turns.iter().filter(|t| !t.rewound).collect();
+        let Some(last) = live.len().checked_sub(back).map(|i| live[i]) else {
+            out(&format!("Nothing to fork that far: this session has {} turn(s) not rewound.\n", live.len()));
+            return Ok(());
+        };
+        let forked = match self.server.fork_session(&history.session_id, &last.turn_id).await {
+            Ok(forked) => forked,
+            Err(CallError::Connection(_)) => return Err(self.server_gone()),
+            Err(e) => {
+                out(&format!("Error: {e}\n"));
+                return Ok(());
+            }
+        };
+        out(&format!(
+            "Forked {} turn(s) (through {}) of session {} into session {}; continuing there (/open {} goes back).\n",
+            forked.turns, last.turn_id, history.session_id, forked.session_id, history.session_id
+        ));
+        let opened = self.server.open_session(&forked.session_id).await;
+        self.switched(opened).await
     }
 
     /// `/rules`, `/revoke ID`, `/mode MODE`, `/sandbox MODE`, `/model [NAME]`: `true` when

@@ -247,6 +247,16 @@ impl Server {
 
     /// Opens session `id` and makes it current; its `mino/recovery` follows
     /// on the notification queue.
+    pub async fn fork_session(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+    ) -> Result<mino_protocol::SessionsForkResult, CallError> {
+        let params =
+            mino_protocol::SessionsForkParams { session_id: session_id.to_owned(), turn_id: turn_id.to_owned() };
+        self.call(method::SESSIONS_FORK, params).await
+    }
+
     pub async fn open_session(&self, id: &str) -> Result<SessionInfo, CallError> {
         self.call(method::SESSIONS_OPEN, SessionsOpenParams { session_id: id.to_owned() }).await
     }

@@ -1144,3 +1144,55 @@ fn rewind_shows_the_plan_declines_by_default_and_puts_the_file_back_on_yes() {
     p.send_line("/exit").expect("exit");
     p.exp_eof().expect("eof");
 }
+
+#[test]
+fn fork_continues_in_a_new_session_holding_the_turns_up_to_the_one_chosen_and_keeps_the_old_one() {
+    let rt = runtime();
+    let mock = rt
+        .block_on(MockModel::start(vec![Reply::text("Paris."), Reply::text("Lyon."), Reply::text("Rome.")]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Capital of France?").expect("first question");
+    p.exp_string("Paris.").expect("first answer");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Second city?").expect("second question");
+    p.exp_string("Lyon.").expect("second answer");
+    p.exp_string("You> ").expect("prompt");
+    let sessions = scratch.home().join("sessions");
+    let journals = || -> Vec<std::path::PathBuf> {
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&sessions)
+            .expect("sessions")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        files.sort();
+        files
+    };
+    let old = journals().pop().expect("the session");
+    let before = std::fs::read(&old).expect("read");
+
+    // Forks at the second-last turn and continues there: no question asked.
+    p.send_line("/fork 2").expect("fork");
+    p.exp_regex(r"Forked 1 turn\(s\) \(through turn-1\) of session \S+ into session \S+; continuing there")
+        .expect("said");
+    p.exp_string("You> ").expect("prompt");
+    assert_eq!(std::fs::read(&old).expect("read"), before, "the old session is unchanged");
+    assert_eq!(journals().len(), 2);
+    p.send_line("Capital of Italy?").expect("question in the fork");
+    p.exp_string("Rome.").expect("answer in the fork");
+    p.exp_string("You> ").expect("prompt");
+    let requests = mock.requests();
+    let last = requests.last().expect("a request");
+    let input = last.body["input"].to_string();
+    assert!(input.contains("Capital of France?") && input.contains("Capital of Italy?"), "{input}");
+    assert!(!input.contains("Second city?"), "the turn after the fork is not in it: {input}");
+
+    p.send_line("/fork 9").expect("too far");
+    p.exp_string("Nothing to fork that far").expect("refused");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+}

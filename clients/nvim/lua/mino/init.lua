@@ -1717,6 +1717,44 @@ function M.rewind(turn_id)
   end)
 end
 
+--- :MinoFork [turn]: a new session holding this one's history up to and
+--- including `turn` (without one, the last ended turn not rewound), opened
+--- at once; this session is kept as it is. It acts on no file, so nothing is
+--- asked (and no typed-ahead key can answer anything).
+function M.fork(turn_id)
+  if not M.start() then
+    return
+  end
+  M.request(method.history, vim.empty_dict(), function(err, history)
+    if err or type(history) ~= "table" then
+      notify("cannot read the history: " .. (err and format_error(err) or "no answer"), vim.log.levels.ERROR)
+      return
+    end
+    local at = type(turn_id) == "string" and turn_id ~= "" and turn_id or nil
+    if not at then
+      for _, t in ipairs(history.turns or {}) do
+        if t.rewound ~= true and type(t.status) == "string" then
+          at = t.turnId
+        end
+      end
+    end
+    if not at then
+      notify("no ended turn to fork from")
+      return
+    end
+    M.request(method.sessionsFork, { sessionId = history.sessionId, turnId = at }, function(ferr, forked)
+      if ferr or type(forked) ~= "table" or type(forked.sessionId) ~= "string" then
+        notify("cannot fork: " .. (ferr and format_error(ferr) or "no answer"), vim.log.levels.ERROR)
+        return
+      end
+      local said = ("forked %d turn(s) (through %s) of session %s into session %s; :MinoSessions goes back"):format(
+        forked.turns or 0, at, history.sessionId, forked.sessionId)
+      notify(said)
+      M.open_session(forked.sessionId)
+    end)
+  end)
+end
+
 --- :MinoCompact: has the model summarise the conversation so far (later
 --- questions send the summary; every turn stays in the history) and says
 --- in one message what happened.
