@@ -251,7 +251,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
   /**
    * An ended turn's "Rewind to here": the host asks for the plan and
-   * confirms it (Cancel is the default) before anything is written.
+   * confirms it (Cancel is the default) before anything is written. And
+   * "Fork from here": the host continues in a new session holding the turns
+   * up to this one; it writes no file, so it asks nothing, and only a click
+   * (or a key on the focused link) triggers it, never focus by default.
    */
   function addTurnActions(turn, turnId) {
     if (turn.el.querySelector('.turn-actions')) return;
@@ -259,6 +262,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     const rewind = linkButton('Rewind to here', { type: 'rewind', turnId }, 'rewind-turn');
     rewind.title = "Undo Mino's edits of this turn and every later one (you see the plan first)";
     actions.appendChild(rewind);
+    const fork = linkButton('Fork from here', { type: 'fork', turnId }, 'fork-turn');
+    fork.title = 'Continue in a new session holding the conversation up to this turn; this session is kept as it is';
+    actions.append(' ', fork);
     turn.el.querySelector('.msg.user')?.appendChild(actions);
   }
 

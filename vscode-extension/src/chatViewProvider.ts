@@ -8,7 +8,7 @@ import { mentions, readContext } from './editorContext';
 import type { EditReviews } from './editReview';
 import { isRpcError, Notification, type EditView, type HistoryResult, type RecoveryNotification } from './protocol';
 import { errorMessage, type MinoServer } from './server';
-import { rewindTurn } from './rewind';
+import { forkTurn, rewindTurn } from './rewind';
 import { renderChatHtml } from './webviewHtml';
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
@@ -176,6 +176,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return this.restartMcp(msg.server);
       case 'rewind':
         if (typeof msg.turnId === 'string' && (await rewindTurn(this.server, msg.turnId))) await this.sync();
+        return;
+      case 'fork':
+        if (typeof msg.turnId === 'string') await forkTurn(this.server, msg.turnId);
         return;
     }
     const conn = this.server.connection;

@@ -38,6 +38,8 @@ export type WebviewMessage =
   | { type: 'restart' }
   /** A turn's "Rewind to here": the plan, a confirmation (Cancel the default), then `mino/rewind`. */
   | { type: 'rewind'; turnId: string }
+  /** A turn's "Fork from here": `mino/sessions/fork` through it, then the fork opened. */
+  | { type: 'fork'; turnId: string }
   /** An MCP server notice's Restart: `mino/mcp/restart` for that server. */
   | { type: 'mcpRestart'; server: string }
   | { type: 'showLog' }

@@ -40,6 +40,7 @@ import type {
   RulesListResult,
   ServerCapabilities,
   SessionInfo,
+  SessionsForkResult,
   SessionsDeleteResult,
   SessionsListParams,
   SessionsListResult,
@@ -165,6 +166,11 @@ export class MinoConnection implements Disposable {
   }
 
   /** Makes `sessionId` current; a `mino/recovery` for it follows. */
+  /** A new session holding `sessionId`'s history up to and including `turnId`; not made current. */
+  forkSession(sessionId: string, turnId: string): Promise<SessionsForkResult> {
+    return this.request(Method.sessionsFork, { sessionId, turnId });
+  }
+
   openSession(sessionId: string): Promise<SessionInfo> {
     return this.request(Method.sessionsOpen, { sessionId });
   }

@@ -49,6 +49,29 @@ export function outcomeText(result: RewindResult): string {
   return text;
 }
 
+/**
+ * "Fork from here": `mino/sessions/fork` of the current session through
+ * `turnId`, then the fork becomes current (as opening a session does, so the
+ * view shows its history). Nothing on disk is acted on, so nothing is asked.
+ * Returns true when the fork is open.
+ */
+export async function forkTurn(server: MinoServer, turnId: string): Promise<boolean> {
+  const conn = await connectionOrSay(server);
+  const sessionId = server.session?.sessionId;
+  if (!conn || !sessionId) return false;
+  try {
+    const forked = await conn.forkSession(sessionId, turnId);
+    await server.switchSession({ sessionId: forked.sessionId });
+    void vscode.window.showInformationMessage(
+      `Mino: forked ${forked.turns} turn${forked.turns === 1 ? '' : 's'} (through ${turnId}) into a new session; the first one is kept in Mino: Sessions.`,
+    );
+    return true;
+  } catch (e) {
+    void vscode.window.showErrorMessage(`Mino: cannot fork from this turn: ${errorMessage(e)}`);
+    return false;
+  }
+}
+
 /** Returns true when a rewind was carried out (the view then reloads the history). */
 export async function rewindTurn(server: MinoServer, turnId: string): Promise<boolean> {
   const conn = await connectionOrSay(server);

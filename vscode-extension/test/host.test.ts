@@ -1625,6 +1625,38 @@ describe('rewind: Rewind to here', () => {
     expect(c.requests.filter((r) => r.method === 'mino/history').length).toBe(historyBefore + 1);
   });
 
+  it('Fork from here forks the current session through the turn and opens the fork, asking nothing; a refusal is said and opens nothing', async () => {
+    const c = client();
+    c.replies.set('mino/sessions/open', { sessionId: 's1', title: 'Add milk', cwd: '/tmp/mino-workspace', journalPath: '/tmp/j1' });
+    c.replies.set('mino/models/list', { models: [], current: 'm' });
+    await api.server.switchSession({ sessionId: 's1' });
+    c.replies.set('mino/sessions/open', { sessionId: 's2', title: 'Add milk', cwd: '/tmp/mino-workspace', journalPath: '/tmp/j2' });
+    c.replies.set('mino/sessions/fork', {
+      sessionId: 's2', journalPath: '/tmp/j2', cwd: '/tmp/mino-workspace', title: 'Add milk',
+      forkedFrom: { sessionId: 's1', turnId: 't1' }, turns: 1,
+    });
+    const asked = fake.mock.warningMessages.length;
+    const opened = c.requests.filter((r) => r.method === 'mino/sessions/open').length;
+    firstView.webview.receive({ type: 'fork', turnId: 't1' });
+    await settle();
+    expect(c.requests.filter((r) => r.method === 'mino/sessions/fork')).toEqual([
+      { method: 'mino/sessions/fork', params: { sessionId: 's1', turnId: 't1' } },
+    ]);
+    expect(c.requests.filter((r) => r.method === 'mino/sessions/open').slice(opened)).toEqual([
+      { method: 'mino/sessions/open', params: { sessionId: 's2' } },
+    ]);
+    expect(fake.mock.warningMessages.length).toBe(asked);
+    expect(fake.mock.infoMessages.at(-1)!.message).toContain('forked 1 turn (through t1) into a new session');
+    expect(api.server.session?.sessionId).toBe('s2');
+
+    c.replies.set('mino/sessions/fork', () => new RpcFailure(-32014, 'no turn t9 in session s2'));
+    const before = c.requests.filter((r) => r.method === 'mino/sessions/open').length;
+    firstView.webview.receive({ type: 'fork', turnId: 't9' });
+    await settle();
+    expect(fake.mock.errorMessages.at(-1)!.message).toContain('cannot fork from this turn: no turn t9 in session s2');
+    expect(c.requests.filter((r) => r.method === 'mino/sessions/open').length).toBe(before);
+  });
+
   it('a plan that changed since it was shown (-32016) is refused by the server and said so; nothing is claimed', async () => {
     const c = client();
     c.replies.set('mino/rewind/plan', plan);

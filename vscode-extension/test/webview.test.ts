@@ -266,7 +266,7 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     ]);
   });
 
-  it('an ended turn offers Rewind to here (posting rewind, nothing else); a rewound turn is marked and offers none', async () => {
+  it('an ended turn offers Rewind to here and Fork from here (each posting its message, never on Enter); a rewound turn is marked and offers neither', async () => {
     await host({ type: 'server', state: 'ready' });
     await host({ type: 'history', history: { sessionId: 's1', turns: [
       { turnId: 'r1', input: 'Write a.txt', status: 'completed', text: 'Done.', calls: [] },
@@ -279,6 +279,14 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     expect(await second.locator('.rewound-note').textContent()).toContain("no longer in the model's context");
     await first.getByRole('button', { name: 'Rewind to here' }).click();
     expect((await posted()).filter((m) => m.type === 'rewind')).toEqual([{ type: 'rewind', turnId: 'r1' }]);
+    // Beside it, Fork from here; Enter in the input never reaches it (it takes no default focus).
+    expect((await posted()).filter((m) => m.type === 'fork')).toEqual([]);
+    await page.locator('textarea').first().focus();
+    await page.keyboard.press('Enter');
+    expect((await posted()).filter((m) => m.type === 'fork')).toEqual([]);
+    await first.getByRole('button', { name: 'Fork from here' }).click();
+    expect((await posted()).filter((m) => m.type === 'fork')).toEqual([{ type: 'fork', turnId: 'r1' }]);
+    expect(await second.getByRole('button', { name: 'Fork from here' }).count()).toBe(0);
     // A live turn offers it once it has ended.
     await notify('mino/turnStarted', { turnId: 'r3', seq: 0, input: 'More' });
     expect(await page.locator('[data-turn-id="r3"] .rewind-turn').count()).toBe(0);
