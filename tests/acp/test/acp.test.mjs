@@ -401,7 +401,7 @@ test("session/list is advertised and lists Mino's sessions with titles, a cwd fi
   const server = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("no permission expected") });
   try {
     const init = await initialize(server.agent);
-    assert.deepEqual(init.agentCapabilities.sessionCapabilities, { list: {}, resume: {}, close: {} });
+    assert.deepEqual(init.agentCapabilities.sessionCapabilities, { list: {}, resume: {}, close: {}, fork: {} });
     const newSession = (cwd) => server.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
     const { sessionId: titled } = await newSession(dirs.workspace);
     assert.equal((await prompt(server.agent, titled, "Plan the garden\nwith details")).stopReason, "end_turn");
@@ -985,7 +985,7 @@ test("session/close lets the session go (another Mino can open it); session/resu
   const second = startServer({ ...dirs, baseUrl: mock.baseUrl, onPermission: () => assert.fail("nothing asks") });
   try {
     const init = await initialize(first.agent);
-    assert.deepEqual(init.agentCapabilities.sessionCapabilities, { list: {}, resume: {}, close: {} });
+    assert.deepEqual(init.agentCapabilities.sessionCapabilities, { list: {}, resume: {}, close: {}, fork: {} });
     await initialize(second.agent);
     const { sessionId } = await newSession(first, dirs.workspace);
     assert.equal((await prompt(first.agent, sessionId, "Remember the first question.")).stopReason, "end_turn");

@@ -114,10 +114,12 @@ fn hold(id: &str, journal: &Path) -> Result<Vec<File>, StoreError> {
     Ok(files)
 }
 
-/// The fork's files as they are made, removed again if it fails.
+/// The fork's files as they are made, removed again if it fails: only
+/// those this fork created (a directory that existed is never removed).
 struct Staged {
     tmp: PathBuf,
     dirs: [PathBuf; 3],
+    created: std::cell::RefCell<Vec<PathBuf>>,
 }
 
 impl Staged {
@@ -125,12 +127,14 @@ impl Staged {
         Staged {
             tmp: target.with_extension(format!("jsonl.fork-{}", std::process::id())),
             dirs: [blobs::dir_for(target), crate::images::dir_for(target), crate::supervisor::evidence_dir(target)],
+            created: std::cell::RefCell::new(Vec::new()),
         }
     }
 
+    /// After a failure: the temporary journal and the directories this fork made.
     fn remove(&self) {
         let _ = std::fs::remove_file(&self.tmp);
-        for dir in &self.dirs {
+        for dir in self.created.borrow().iter() {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
@@ -309,7 +313,9 @@ fn link_side_files(source: &Path, fork: &Transcript, limits: blobs::Limits, stag
             continue;
         }
         let io_err = |path: &Path, action, source| StoreError::Io { path: path.to_path_buf(), action, source };
+        // `create_dir` fails on a directory that exists: never another session's.
         std::fs::create_dir(dir).map_err(|e| io_err(dir, "create a directory of the fork", e))?;
+        staged.created.borrow_mut().push(dir.clone());
         for from in &files {
             let Some(name) = from.file_name() else { continue };
             let to = dir.join(name);
