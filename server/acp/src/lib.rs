@@ -578,7 +578,7 @@ impl Server {
                 let mut store = mino_core::SessionStore::new(config.home, std::path::Path::new(session.cwd()))?;
                 store.set_blob_limits(config.rewind_limits);
                 let last = session.transcript().turns.last().map(|t| t.id.clone());
-                store.fork(session, &session.id().to_string(), &mino_core::ForkPoint::Whole(last))
+                store.fork(session, session.id(), &mino_core::ForkPoint::Whole(last))
             })
             .await
             .map_err(|e| match e {
