@@ -1,5 +1,5 @@
-//! A read call's step of a turn (a child of `agent`, kept beside the read
-//! tools): from its arguments to its saved result.
+//! A read call's step of a turn (the read tools themselves are
+//! `crate::read`): from its arguments to its saved result.
 //!
 //! Inside the session's directory a read runs without asking, in every
 //! approval mode: the mode is never consulted, so no mode (present or

@@ -1,6 +1,6 @@
-//! An MCP tool call's step of a turn (a child of `agent`, kept beside the
-//! MCP client): from the model's call to its saved result, with the same
-//! save points as a command. The person approves every call (a tool's
+//! An MCP tool call's step of a turn (the client itself is `crate::mcp`):
+//! from the model's call to its saved result, with the same save points as
+//! a command. The person approves every call (a tool's
 //! annotations are shown, never trusted); the `approval` and the
 //! `tool_start` (server, tool, arguments) are synced before `tools/call`
 //! is sent, and the result before the next model request. A start without
