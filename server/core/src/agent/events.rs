@@ -1,5 +1,5 @@
-//! The events the agent emits ([`AgentEvent`]), numbered in one order
-//! across the session, and the one place that numbers and queues them.
+//! The events the agent emits ([`AgentEvent`]) and their place in the
+//! session's one order ([`Numbered`]): what a front door translates.
 
 use super::*;
 
@@ -158,36 +158,4 @@ pub struct Numbered {
     pub seq: u64,
     pub session_id: String,
     pub event: AgentEvent,
-}
-
-pub(super) struct Emitter {
-    pub(super) next_seq: u64,
-    /// The current session's id, stamped on every event.
-    pub(super) session_id: String,
-    pub(super) sender: crate::events::EventSender,
-}
-
-impl Agent {
-    pub(super) fn emit(&self, event: AgentEvent) {
-        let mut emitter = lock(&self.inner.emitter);
-        let seq = emitter.next_seq;
-        // `seq` numbers the turn events (a client sees it count up by one);
-        // a switch's `SessionOpened` is not one of them and takes none, nor
-        // does a delta merged into the one queued last (the client is behind).
-        let counts = !matches!(
-            event,
-            AgentEvent::SessionOpened { .. }
-                | AgentEvent::ResponseUsage { .. }
-                | AgentEvent::SettingsChanged { .. }
-                | AgentEvent::InstructionsChanged { .. }
-                | AgentEvent::ToolTerminal { .. }
-                | AgentEvent::McpStatus { .. }
-        );
-        // Nobody listening any more drops the event: the journal still
-        // records everything.
-        let sent = emitter.sender.send(seq, &emitter.session_id, event);
-        if counts && sent == crate::events::Sent::Queued {
-            emitter.next_seq += 1;
-        }
-    }
 }

@@ -13,7 +13,9 @@
 //! `edit_call`, `read_call` and `mcp_call` (one step per tool: they are the
 //! agent's, reaching its private state, so they live here rather than
 //! beside the tools they call), `results`, `compaction`, `rewind`,
-//! `models`, `settings`, `instructions`, `editor`, `switch` and `events`.
+//! `models`, `settings`, `instructions`, `editor`, `switch`, `events` (what
+//! is emitted) and `event_stream` (numbered and queued, bounded, for the
+//! front door).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -28,7 +30,6 @@ use crate::buffers::OpenBuffers;
 use crate::compaction::Trigger;
 use crate::config::{CompactionSettings, CompactionTable};
 use crate::edit::{self, EditArgs, EditProposal, EditTool, Workspace};
-pub use crate::events::Events;
 use crate::journal::record::{ApprovalDecision, ApprovalFacts, ApprovedBy, ToolStatus, TurnStatus};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest, CONTEXT_WINDOW_FULL};
 use crate::policy::{ApprovalMode, Policy, PolicyError, RuleDecision, Settings};
@@ -46,6 +47,7 @@ mod bash_call;
 mod compaction;
 mod edit_call;
 mod editor;
+mod event_stream;
 mod events;
 mod instructions;
 mod mcp_call;
@@ -64,6 +66,7 @@ pub use approvals::Decision;
 pub use bash_call::LIVE_OUTPUT_LIMIT;
 pub use compaction::{CompactionOutcome, COMPACTION_CANCELLED};
 pub use edit_call::EditApproval;
+pub use event_stream::Events;
 pub use events::{AgentEvent, Numbered};
 pub use models::MAX_MODEL_NAME;
 pub use rewind::RewindOutcome;
@@ -74,7 +77,7 @@ pub use turn::{
 
 // What the rooms share among themselves (each takes the lot with `use super::*`).
 use approvals::*;
-use events::*;
+use event_stream::*;
 use models::*;
 use results::*;
 use state::*;
@@ -164,7 +167,7 @@ impl Agent {
         limits: TurnLimits,
         policy: Policy,
     ) -> (Agent, Events) {
-        let (sender, receiver) = crate::events::channel();
+        let (sender, receiver) = event_stream::channel();
         let session_id = session.id().to_string();
         let session_model = session_model(&model, &session);
         let project = project_instructions::load(Path::new(session.cwd()));
