@@ -56,8 +56,9 @@ impl Agent {
     /// a denial, a rule to grant).
     pub fn decide(&self, turn_id: &str, call_id: &str, decision: Decision) -> Result<(), AgentError> {
         let refused = || AgentError::NoPendingApproval { turn_id: turn_id.to_string(), call_id: call_id.to_string() };
-        let mut running = lock(&self.inner.running);
-        let turn = running
+        let mut slot = lock(&self.state.slot);
+        let turn = slot
+            .running
             .as_mut()
             .filter(|turn| turn.turn_id == turn_id && !turn.compaction && !turn.cancel.is_cancelled())
             .ok_or_else(refused)?;
@@ -76,7 +77,7 @@ impl Agent {
             }
         }
         let pending = turn.approval.take().ok_or_else(refused)?;
-        drop(running);
+        drop(slot);
         pending.decision.send(decision).map_err(|_| refused())
     }
 
@@ -140,7 +141,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Option<Decision> {
         let (sender, receiver) = oneshot::channel();
-        if let Some(turn) = lock(&self.inner.running).as_mut() {
+        if let Some(turn) = lock(&self.state.slot).running.as_mut() {
             turn.approval = Some(PendingApproval { call_id: call_id.to_string(), edit_hunks, decision: sender });
         }
         debug_assert!(matches!(&request, AgentEvent::ApprovalRequest { turn_id: t, .. } if t == turn_id));
@@ -151,7 +152,7 @@ impl Agent {
             decision = receiver => decision.ok(),
         };
         let decision = decision.filter(|_| !cancel.is_cancelled());
-        if let Some(turn) = lock(&self.inner.running).as_mut() {
+        if let Some(turn) = lock(&self.state.slot).running.as_mut() {
             turn.approval = None;
         }
         decision

@@ -18,7 +18,7 @@ impl Agent {
         arguments: &str,
         cancel: &CancellationToken,
     ) -> Result<bool, SessionError> {
-        if lock(&self.inner.policy).approval_mode.refuses_unasked(name) {
+        if lock(&self.state.policy).approval_mode.refuses_unasked(name) {
             // Refused without asking and without a `tool_start`: recovery
             // can only ever find it not executed.
             tracing::info!(turn_id, call_id, "refused: plan mode");
@@ -55,7 +55,7 @@ impl Agent {
         // it stands now; the mode shown is the mode it runs in.
         let granted = self.with_session(|s| s.transcript().rules.clone());
         let (sandbox, approval_mode, by_rules, by_sandbox, deny_rules) = {
-            let policy = lock(&self.inner.policy);
+            let policy = lock(&self.state.policy);
             let by_rules = crate::policy::command_decision(&policy, &granted, &command);
             let deny_rules = crate::policy::deny_rules_in_reach(&policy, &granted, &command);
             (policy.sandbox, policy.approval_mode, by_rules, policy.sandbox_approves(), deny_rules)
@@ -74,7 +74,7 @@ impl Agent {
         }
 
         let (request, facts) = {
-            let bash = lock(&self.inner.bash);
+            let bash = lock(&self.state.bash);
             let facts = bash.approval_facts();
             (
                 AgentEvent::ApprovalRequest {
@@ -131,7 +131,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<bool, SessionError> {
         let approver = Approver::of(approved_by, &rules);
-        let bash = BashTool::clone(&lock(&self.inner.bash)).with_sandbox(sandbox);
+        let bash = BashTool::clone(&lock(&self.state.bash)).with_sandbox(sandbox);
         let directory = bash.cwd().display().to_string();
         let facts = bash.approval_facts();
         // Started now, it gets ready while the approval and start are
@@ -139,7 +139,7 @@ impl Agent {
         // exits unused if it is dropped (a failed save, a cancel). With the
         // editor's terminals, the editor starts it, and only once both are
         // synced: asking the editor is the first thing that leaves Mino.
-        let terminals = lock(&self.inner.command_terminals).clone();
+        let terminals = lock(&self.state.command_terminals).clone();
         let supervisor = terminals.is_none().then(|| bash.start_supervisor());
         let (t, c, cmd) = (turn_id.to_string(), call_id.to_string(), command.to_string());
         let evidence = self

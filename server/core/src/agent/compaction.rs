@@ -36,7 +36,7 @@ impl Agent {
     /// (`mino_core::open` passes the configuration's; one
     /// [`crate::config::CompactionSettings`] applies to every model).
     pub fn set_compaction(&self, table: impl Into<CompactionTable>) {
-        *lock(&self.inner.compaction) = table.into();
+        *lock(&self.state.compaction) = table.into();
     }
 
     /// Asks the model service in the background for the context window it
@@ -47,7 +47,7 @@ impl Agent {
     /// turn that needs the figure asks.
     pub fn fetch_context_window(&self) {
         let client = self.model_client();
-        let table = lock(&self.inner.compaction).clone();
+        let table = lock(&self.state.compaction).clone();
         if table.configured_window(&client.config().model).is_some() {
             return;
         }
@@ -81,7 +81,7 @@ impl Agent {
         model: &ModelClient,
         cancel: &CancellationToken,
     ) -> CompactionSettings {
-        let table = lock(&self.inner.compaction).clone();
+        let table = lock(&self.state.compaction).clone();
         let name = &model.config().model;
         let needed = table.configured_window(name).is_none()
             && self.with_session(|s| s.transcript().last_input_tokens.is_some());
@@ -111,7 +111,7 @@ impl Agent {
         let tokens = match reported {
             Some(tokens) => tokens,
             None => {
-                let body = self.with_session(|s| s.request_body(model, &self.inner.instructions));
+                let body = self.with_session(|s| s.request_body(model, &self.state.instructions));
                 let Ok(body) = body else { return false };
                 let counted = model.request_tokens(&body).await;
                 tracing::debug!(tokens = counted.tokens, by = counted.counted_by, "the next request's size");
@@ -129,46 +129,39 @@ impl Agent {
     /// it before anything acts on the conversation). Emits
     /// [`AgentEvent::CompactionStarted`] and [`AgentEvent::CompactionEnded`].
     pub async fn compact(&self) -> Result<CompactionOutcome, AgentError> {
-        use std::sync::atomic::Ordering::SeqCst;
         let cancel = {
-            let mut running = lock(&self.inner.running);
-            if self.inner.closed.load(SeqCst) {
-                return Err(AgentError::Closed);
+            let mut slot = lock(&self.state.slot);
+            if let Some(refused) = slot.refusal() {
+                return Err(refused);
             }
-            if let Some(turn) = running.as_ref() {
-                return Err(turn.busy_error());
-            }
-            if self.inner.switching.load(SeqCst) {
-                return Err(AgentError::Switching);
-            }
-            if !lock(&self.inner.session).pending_acknowledgement().is_empty() {
+            if !lock(&self.state.session).pending_acknowledgement().is_empty() {
                 return Err(SessionError::AcknowledgementRequired.into());
             }
             let cancel = CancellationToken::new();
-            *running =
+            slot.running =
                 Some(RunningTurn { turn_id: String::new(), cancel: cancel.clone(), approval: None, compaction: true });
-            self.inner.busy.send_replace(true);
+            self.state.busy.send_replace(true);
             cancel
         };
         // Freed however this ends (a failed save, a panic), as a turn is.
-        struct ClearCompaction<'a>(&'a Inner);
+        struct ClearCompaction<'a>(&'a SessionState);
         impl Drop for ClearCompaction<'_> {
             fn drop(&mut self) {
-                let mut running = lock(&self.0.running);
-                if running.as_ref().is_some_and(|t| t.compaction) {
-                    running.take();
+                let mut slot = lock(&self.0.slot);
+                if slot.running.as_ref().is_some_and(|t| t.compaction) {
+                    slot.running.take();
                     self.0.busy.send_replace(false);
                 }
             }
         }
-        let _clear = ClearCompaction(&self.inner);
+        let _clear = ClearCompaction(&self.state);
         let outcome = self.run_compaction(Trigger::Manual, None, &cancel).await?;
         // Announced and freed in one step, as a turn's end is: a chat sent
         // on hearing the end is never refused as busy.
-        let mut running = lock(&self.inner.running);
+        let mut slot = lock(&self.state.slot);
         self.emit(AgentEvent::CompactionEnded { trigger: Trigger::Manual, turn_id: None, outcome: outcome.clone() });
-        running.take();
-        self.inner.busy.send_replace(false);
+        slot.running.take();
+        self.state.busy.send_replace(false);
         Ok(outcome)
     }
 
@@ -202,14 +195,14 @@ impl Agent {
         // A summary of at most an eighth of a window the configuration or
         // the service gave (not the default's guess).
         let output_limit = {
-            let table = lock(&self.inner.compaction).clone();
+            let table = lock(&self.state.compaction).clone();
             let (settings, source) = table.resolve(&model.config().model, model.known_context_window());
             (source != crate::config::WindowSource::Default).then_some(settings.context_window / 8)
         };
         let mut shortened = false;
         let response = loop {
             let mut streamed = 0usize;
-            let request = ModelRequest { instructions: &self.inner.instructions, input: &input };
+            let request = ModelRequest { instructions: &self.state.instructions, input: &input };
             let mut on_event = |event: ModelEvent<'_>| match event {
                 ModelEvent::TextDelta(delta) => {
                     streamed += delta.len();
@@ -296,7 +289,7 @@ impl Agent {
     /// with the compaction the disk holds. `false` when no compaction runs.
     /// (A compaction inside a turn is cancelled with the turn, [`Agent::cancel`].)
     pub fn cancel_compaction(&self) -> bool {
-        match lock(&self.inner.running).as_ref() {
+        match lock(&self.state.slot).running.as_ref() {
             Some(running) if running.compaction => {
                 running.cancel.cancel();
                 true

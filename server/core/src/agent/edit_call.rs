@@ -63,7 +63,7 @@ impl Agent {
             return Ok(true);
         }
         let summary = edit::summary(tool, args.path());
-        let directory = lock(&self.inner.bash).cwd().to_path_buf();
+        let directory = lock(&self.state.bash).cwd().to_path_buf();
         let editor_text = self.editor_text(&directory, args.path(), cancel).await;
         // Reading and hashing up to 4 MiB (and diffing) is blocking work.
         let proposed = blocking(move || -> Result<(Workspace, EditProposal), (String, Option<PathBuf>)> {
@@ -89,15 +89,15 @@ impl Agent {
                 return Ok(false);
             }
         };
-        let directory = lock(&self.inner.bash).cwd().display().to_string();
+        let directory = lock(&self.state.bash).cwd().display().to_string();
         let relative = workspace.display_path(&proposal.path);
         let granted = self.with_session(|s| s.transcript().rules.clone());
         let protected = {
-            let home = lock(&self.inner.bash).home().map(Path::to_path_buf);
+            let home = lock(&self.state.bash).home().map(Path::to_path_buf);
             crate::protect::why_protected(Path::new(&directory), home.as_deref(), &proposal.path)
         };
         let (approval_mode, by_rules) = {
-            let policy = lock(&self.inner.policy);
+            let policy = lock(&self.state.policy);
             let by_rules = crate::policy::edit_decision(
                 &policy,
                 &granted,
@@ -261,8 +261,8 @@ impl Agent {
         outside: PathBuf,
         cancel: &CancellationToken,
     ) -> Result<bool, SessionError> {
-        let directory = lock(&self.inner.bash).cwd().display().to_string();
-        let approval_mode = lock(&self.inner.policy).approval_mode;
+        let directory = lock(&self.state.bash).cwd().display().to_string();
+        let approval_mode = lock(&self.state.policy).approval_mode;
         let shown = outside.display().to_string();
         let request = AgentEvent::ApprovalRequest {
             turn_id: turn_id.to_string(),

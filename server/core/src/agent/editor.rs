@@ -8,19 +8,19 @@ impl Agent {
     /// holds the file open ([`OpenBuffers`]); set by a front door whose
     /// client can say.
     pub fn set_open_buffers(&self, buffers: Arc<dyn OpenBuffers>) {
-        *lock(&self.inner.open_buffers) = Some(buffers);
+        *lock(&self.state.open_buffers) = Some(buffers);
     }
 
     /// Runs approved commands in the person's editor's own terminals
     /// ([`crate::terminal::CommandTerminals`]), under Mino's supervisor
     /// all the same; set by a front door whose client offers them.
     pub fn set_command_terminals(&self, terminals: Arc<dyn crate::terminal::CommandTerminals>) {
-        *lock(&self.inner.command_terminals) = Some(terminals);
+        *lock(&self.state.command_terminals) = Some(terminals);
     }
 
     /// The editor's text of open files, when a front door gave one.
     pub fn open_buffers(&self) -> Option<Arc<dyn OpenBuffers>> {
-        lock(&self.inner.open_buffers).clone()
+        lock(&self.state.open_buffers).clone()
     }
 
     /// The editor's text of the file an edit names, when a front door gave

@@ -224,7 +224,7 @@ pub(super) struct Emitter {
 
 impl Agent {
     pub(super) fn emit(&self, event: AgentEvent) {
-        let mut emitter = lock(&self.inner.emitter);
+        let mut emitter = lock(&self.state.emitter);
         let seq = emitter.next_seq;
         // `seq` numbers the turn events (a client sees it count up by one);
         // a switch's `SessionOpened` is not one of them and takes none, nor

@@ -9,10 +9,10 @@ impl Agent {
     /// Emits [`AgentEvent::InstructionsChanged`] when they differ from the
     /// files read last.
     pub fn project_instructions(&self) -> ProjectInstructions {
-        let cwd = lock(&self.inner.bash).cwd().to_path_buf();
+        let cwd = lock(&self.state.bash).cwd().to_path_buf();
         let project = project_instructions::load(&cwd);
         let changed = {
-            let mut last = lock(&self.inner.project);
+            let mut last = lock(&self.state.project);
             let changed = last.files != project.files;
             *last = project.clone();
             changed

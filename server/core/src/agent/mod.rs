@@ -120,7 +120,7 @@ pub enum AgentError {
 /// One session's agent. Cheap to clone; all clones drive the same session.
 #[derive(Clone)]
 pub struct Agent {
-    inner: Arc<Inner>,
+    state: Arc<SessionState>,
 }
 
 /// Runs blocking file work (the journal's writes and syncs, reading,
@@ -172,7 +172,7 @@ impl Agent {
         let session_model = session_model(&model, &session);
         let project = project_instructions::load(Path::new(session.cwd()));
         let supervisor = bash.supervisor().to_path_buf();
-        let inner = Inner {
+        let state = SessionState {
             session: Mutex::new(session),
             model: Mutex::new(session_model),
             configured_model: model,
@@ -183,34 +183,32 @@ impl Agent {
             policy: Mutex::new(policy),
             compaction: Mutex::new(CompactionTable::default()),
             emitter: Mutex::new(Emitter { next_seq: 1, session_id, sender }),
-            running: Mutex::new(None),
+            slot: Mutex::new(TurnSlot::default()),
             busy: watch::Sender::new(false),
-            closed: std::sync::atomic::AtomicBool::new(false),
-            switching: std::sync::atomic::AtomicBool::new(false),
             open_buffers: Mutex::new(None),
             command_terminals: Mutex::new(None),
             mcp: crate::mcp::McpManager::new(Vec::new(), supervisor),
         };
-        (Agent { inner: Arc::new(inner) }, receiver)
+        (Agent { state: Arc::new(state) }, receiver)
     }
 
     /// Runs `f` with the session locked (never across an await).
     pub fn with_session<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
-        f(&mut lock(&self.inner.session))
+        f(&mut lock(&self.state.session))
     }
 
     /// The running turn, if any (a compaction is not a turn).
     pub fn running_turn(&self) -> Option<String> {
-        lock(&self.inner.running).as_ref().filter(|t| !t.compaction).map(|t| t.turn_id.clone())
+        lock(&self.state.slot).running.as_ref().filter(|t| !t.compaction).map(|t| t.turn_id.clone())
     }
 
     /// Runs `f` with the session locked, off the async workers (see
     /// [`blocking`]): every save point (a journal sync) goes through here,
     /// so no async worker waits on the disk (and `approve`/`cancel`, which
-    /// only need the running-turn lock, never wait behind a sync).
+    /// only need the turn slot's lock, never wait behind a sync).
     pub async fn with_session_io<R: Send + 'static>(&self, f: impl FnOnce(&mut Session) -> R + Send + 'static) -> R {
-        let inner = self.inner.clone();
-        blocking(move || f(&mut lock(&inner.session))).await
+        let state = self.state.clone();
+        blocking(move || f(&mut lock(&state.session))).await
     }
 
     /// The client is gone: refuses every later turn, cancels the running
@@ -218,12 +216,12 @@ impl Agent {
     /// and said so): at once when no turn runs.
     pub async fn close(&self) {
         let mut busy = {
-            let running = lock(&self.inner.running);
-            self.inner.closed.store(true, std::sync::atomic::Ordering::SeqCst);
-            if let Some(turn) = running.as_ref() {
+            let mut slot = lock(&self.state.slot);
+            slot.closed = true;
+            if let Some(turn) = slot.running.as_ref() {
                 turn.cancel.cancel();
             }
-            self.inner.busy.subscribe()
+            self.state.busy.subscribe()
         };
         // An error means the agent is gone, and its turn with it.
         let _ = busy.wait_for(|busy| !busy).await;

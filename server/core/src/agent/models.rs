@@ -18,13 +18,13 @@ pub(super) fn session_model(configured: &ModelClient, session: &Session) -> Mode
 impl Agent {
     /// The client for the current session's model.
     pub fn model_client(&self) -> ModelClient {
-        lock(&self.inner.model).clone()
+        lock(&self.state.model).clone()
     }
 
     /// The models to choose from: the service's list, else `configured`
     /// (see [`crate::model::model_list`]); never an error.
     pub async fn models(&self, configured: &[crate::model::ListedModel]) -> crate::model::ModelList {
-        let service = self.inner.configured_model.service_models().await;
+        let service = self.state.configured_model.service_models().await;
         // Read after the service answers: a model chosen meanwhile is the current one.
         let current = self.model_client().config().model.clone();
         crate::model::model_list(service, configured, &current)
@@ -59,7 +59,7 @@ impl Agent {
         let _claim = self.claim_between_turns()?;
         let owned = model.clone();
         self.with_session_io(move |s| s.record_model(&owned)).await?;
-        *lock(&self.inner.model) = self.inner.configured_model.with_model(&model);
+        *lock(&self.state.model) = self.state.configured_model.with_model(&model);
         tracing::info!(model, "model chosen");
         self.fetch_context_window();
         Ok(model)

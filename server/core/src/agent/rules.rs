@@ -15,7 +15,7 @@ impl Agent {
     /// The rules in force (this session's and the workspace file's).
     pub fn rules(&self) -> RulesInForce {
         let granted = self.with_session(|s| s.transcript().rules.clone());
-        let policy = lock(&self.inner.policy);
+        let policy = lock(&self.state.policy);
         RulesInForce {
             rules: policy.rules_in_force(&granted),
             workspace_file: policy.workspace_file.clone(),
@@ -29,7 +29,7 @@ impl Agent {
     pub async fn revoke_rule(&self, id: &str) -> Result<(), AgentError> {
         let granted = self.with_session(|s| s.transcript().rules.iter().find(|r| r.id() == id).cloned());
         let (in_file, path) = {
-            let policy = lock(&self.inner.policy);
+            let policy = lock(&self.state.policy);
             (policy.workspace_rules.iter().find(|r| r.id() == id).cloned(), policy.workspace_file.clone())
         };
         if granted.is_none() && in_file.is_none() {
@@ -41,7 +41,7 @@ impl Agent {
         }
         let workspace_rule = in_file.is_some() || granted.is_some_and(|r| r.scope() == RuleScope::Workspace);
         if workspace_rule {
-            lock(&self.inner.policy).workspace_rules.retain(|r| r.id() != id);
+            lock(&self.state.policy).workspace_rules.retain(|r| r.id() != id);
             if let Some(path) = path {
                 let owned = id.to_owned();
                 let removed = tokio::task::spawn_blocking(move || crate::rules::file::remove(&path, &owned)).await;
@@ -88,8 +88,8 @@ impl Agent {
     /// record says so) and is missing from the file for later ones.
     pub(super) async fn write_workspace_rule(&self, rule: &Rule) {
         let (path, workspace) = {
-            let policy = lock(&self.inner.policy);
-            (policy.workspace_file.clone(), lock(&self.inner.bash).cwd().to_path_buf())
+            let policy = lock(&self.state.policy);
+            (policy.workspace_file.clone(), lock(&self.state.bash).cwd().to_path_buf())
         };
         let Some(path) = path else {
             tracing::warn!(
@@ -102,7 +102,7 @@ impl Agent {
         let written = tokio::task::spawn_blocking(move || crate::rules::file::append(&path, &workspace, &owned)).await;
         match written {
             Ok(Ok(_)) => {
-                let mut policy = lock(&self.inner.policy);
+                let mut policy = lock(&self.state.policy);
                 if policy.workspace_file_error.is_none() && !policy.workspace_rules.iter().any(|r| r.id() == rule.id())
                 {
                     policy.workspace_rules.push(rule.clone());

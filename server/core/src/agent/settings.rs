@@ -5,7 +5,7 @@ use super::*;
 impl Agent {
     /// The session's settings and what the machine's sandbox enforces.
     pub fn settings(&self) -> (Settings, String) {
-        let policy = lock(&self.inner.policy);
+        let policy = lock(&self.state.policy);
         (policy.settings(), policy.support_line())
     }
 
@@ -17,7 +17,7 @@ impl Agent {
         approval_mode: Option<ApprovalMode>,
         sandbox: Option<SandboxMode>,
     ) -> Result<Settings, PolicyError> {
-        let settings = lock(&self.inner.policy).update(approval_mode, sandbox)?;
+        let settings = lock(&self.state.policy).update(approval_mode, sandbox)?;
         tracing::info!(approval_mode = %settings.approval_mode, sandbox = %settings.sandbox, "settings changed");
         self.emit(AgentEvent::SettingsChanged { settings });
         Ok(settings)

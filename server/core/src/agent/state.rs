@@ -25,6 +25,36 @@ impl RunningTurn {
     }
 }
 
+/// Who holds the session, behind one lock, so that starting a turn, a
+/// compaction or a claim between turns, and closing, each decide on all of
+/// it at once: none can slip in between another's check and its claim.
+#[derive(Default)]
+pub(super) struct TurnSlot {
+    /// The running turn or compaction.
+    pub(super) running: Option<RunningTurn>,
+    /// The client is gone: no new turn may start, so none can slip in after
+    /// the running one was cancelled.
+    pub(super) closed: bool,
+    /// Set, only while nothing runs, while [`Agent::switch`] replaces the
+    /// session or a model choice or a rewind is saved
+    /// ([`Agent::claim_between_turns`]): nothing may start meanwhile.
+    pub(super) switching: bool,
+}
+
+impl TurnSlot {
+    /// Why nothing may start now (the client gone, a turn or compaction
+    /// running, a claim between turns), or `None` when the session is free.
+    pub(super) fn refusal(&self) -> Option<AgentError> {
+        if self.closed {
+            return Some(AgentError::Closed);
+        }
+        if let Some(turn) = self.running.as_ref() {
+            return Some(turn.busy_error());
+        }
+        self.switching.then_some(AgentError::Switching)
+    }
+}
+
 pub(super) struct PendingApproval {
     pub(super) call_id: String,
     /// An edit's proposal: how many hunks its diff has (a decision may
@@ -33,7 +63,13 @@ pub(super) struct PendingApproval {
     pub(super) decision: oneshot::Sender<Decision>,
 }
 
-pub(super) struct Inner {
+/// What one session's agent holds, shared by every clone of the [`Agent`]:
+/// one lock per part, none held across an await or a journal sync.
+///
+/// Lock order, where two are held at once: `slot` before `session` and
+/// before `emitter` (a turn is claimed, and its end announced, under the
+/// slot); `policy` before `bash`. No other lock is taken while one is held.
+pub(super) struct SessionState {
     pub(super) session: Mutex<Session>,
     /// The client for the current session's model: the configured one, or
     /// the one its `model` record names. Replaced only between turns (a
@@ -56,17 +92,12 @@ pub(super) struct Inner {
     /// resolved for the session's current model at each check.
     pub(super) compaction: Mutex<CompactionTable>,
     pub(super) emitter: Mutex<Emitter>,
-    pub(super) running: Mutex<Option<RunningTurn>>,
-    /// Whether a turn runs, published (under the `running` lock) whenever
-    /// `running` changes, so [`Agent::close`] can wait for a turn's end to
-    /// be recorded without polling.
+    /// Who holds the session now (see [`TurnSlot`]).
+    pub(super) slot: Mutex<TurnSlot>,
+    /// Whether a turn runs, published (under the `slot` lock) whenever
+    /// `slot.running` changes, so [`Agent::close`] can wait for a turn's
+    /// end to be recorded without polling.
     pub(super) busy: watch::Sender<bool>,
-    /// Set (under the `running` lock) when the client is gone: no new turn
-    /// may start, so none can slip in after the running one was cancelled.
-    pub(super) closed: std::sync::atomic::AtomicBool,
-    /// Set (under the `running` lock, only while no turn runs) while
-    /// [`Agent::switch`] replaces the session: no turn may start meanwhile.
-    pub(super) switching: std::sync::atomic::AtomicBool,
     /// The editor's text of open files, when the front door can ask for it.
     pub(super) open_buffers: Mutex<Option<Arc<dyn OpenBuffers>>>,
     pub(super) command_terminals: Mutex<Option<Arc<dyn crate::terminal::CommandTerminals>>>,
@@ -76,11 +107,11 @@ pub(super) struct Inner {
 
 /// Held while the session is claimed between turns
 /// ([`Agent::claim_between_turns`]); lets turns start again when dropped.
-pub(super) struct BetweenTurns<'a>(&'a Inner);
+pub(super) struct BetweenTurns<'a>(&'a SessionState);
 
 impl Drop for BetweenTurns<'_> {
     fn drop(&mut self) {
-        self.0.switching.store(false, std::sync::atomic::Ordering::SeqCst);
+        lock(&self.0.slot).switching = false;
     }
 }
 
@@ -95,17 +126,11 @@ impl Agent {
     /// refused while a turn runs, the client is gone or another claim
     /// holds; no turn can start until the returned guard is dropped.
     pub(super) fn claim_between_turns(&self) -> Result<BetweenTurns<'_>, AgentError> {
-        use std::sync::atomic::Ordering::SeqCst;
-        let running = lock(&self.inner.running);
-        if self.inner.closed.load(SeqCst) {
-            return Err(AgentError::Closed);
+        let mut slot = lock(&self.state.slot);
+        if let Some(refused) = slot.refusal() {
+            return Err(refused);
         }
-        if let Some(turn) = running.as_ref() {
-            return Err(turn.busy_error());
-        }
-        if self.inner.switching.swap(true, SeqCst) {
-            return Err(AgentError::Switching);
-        }
-        Ok(BetweenTurns(&self.inner))
+        slot.switching = true;
+        Ok(BetweenTurns(&self.state))
     }
 }

@@ -26,18 +26,18 @@ impl Agent {
         };
         {
             // The new session's workspace rules replace the old one's.
-            let mut policy = lock(&self.inner.policy);
+            let mut policy = lock(&self.state.policy);
             *policy = policy.for_workspace(&cwd);
         }
         {
-            let mut bash = lock(&self.inner.bash);
+            let mut bash = lock(&self.state.bash);
             *bash = Arc::new(bash.in_dir(cwd));
         }
         // The new session's model: the one it chose, else the configured one.
-        let chosen = self.with_session(|s| session_model(&self.inner.configured_model, s));
-        *lock(&self.inner.model) = chosen;
+        let chosen = self.with_session(|s| session_model(&self.state.configured_model, s));
+        *lock(&self.state.model) = chosen;
         self.fetch_context_window();
-        lock(&self.inner.emitter).session_id = session_id;
+        lock(&self.state.emitter).session_id = session_id;
         self.emit(AgentEvent::SessionOpened { recovery });
         // The new session's directory may have other instruction files.
         self.project_instructions();

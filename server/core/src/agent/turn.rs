@@ -65,7 +65,7 @@ impl Agent {
     /// Starts a turn: the user's record is synced when this returns its id;
     /// the rest happens in a spawned task and is reported through events.
     ///
-    /// The turn is claimed under the running-turn lock, and the lock is let
+    /// The turn is claimed under the turn slot's lock, and the lock is let
     /// go before the user's record is synced: a concurrent `chat` is refused
     /// at once, and `approve`/`cancel` never wait behind the disk.
     pub async fn chat(&self, text: &str) -> Result<String, AgentError> {
@@ -80,20 +80,14 @@ impl Agent {
         images: Vec<crate::images::ImageInput>,
     ) -> Result<String, AgentError> {
         let turn_id = {
-            let mut running = lock(&self.inner.running);
-            if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
-                return Err(AgentError::Closed);
+            let mut slot = lock(&self.state.slot);
+            if let Some(refused) = slot.refusal() {
+                return Err(refused);
             }
-            if let Some(turn) = running.as_ref() {
-                return Err(turn.busy_error());
-            }
-            if self.inner.switching.load(std::sync::atomic::Ordering::SeqCst) {
-                return Err(AgentError::Switching);
-            }
-            let turn_id = lock(&self.inner.session).next_turn_id();
+            let turn_id = lock(&self.state.session).next_turn_id();
             let cancel = CancellationToken::new();
-            *running = Some(RunningTurn { turn_id: turn_id.clone(), cancel, approval: None, compaction: false });
-            self.inner.busy.send_replace(true);
+            slot.running = Some(RunningTurn { turn_id: turn_id.clone(), cancel, approval: None, compaction: false });
+            self.state.busy.send_replace(true);
             turn_id
         };
         let owned = text.to_string();
@@ -106,18 +100,18 @@ impl Agent {
             }
         });
         let cancel = {
-            let mut running = lock(&self.inner.running);
+            let mut slot = lock(&self.state.slot);
             if let Err(e) = begun {
                 // Nothing was started: free the claim for the next chat.
-                if running.as_ref().is_some_and(|t| t.turn_id == turn_id) {
-                    running.take();
-                    self.inner.busy.send_replace(false);
+                if slot.running.as_ref().is_some_and(|t| t.turn_id == turn_id) {
+                    slot.running.take();
+                    self.state.busy.send_replace(false);
                 }
                 return Err(e);
             }
             // A close while the record was being synced cancelled this token:
             // the turn then ends `cancelled` on file like any other.
-            running.as_ref().map(|t| t.cancel.clone()).unwrap_or_default()
+            slot.running.as_ref().map(|t| t.cancel.clone()).unwrap_or_default()
         };
         self.emit(AgentEvent::TurnStarted { turn_id: turn_id.clone(), input: text.to_string() });
         let agent = self.clone();
@@ -128,7 +122,7 @@ impl Agent {
 
     /// Cancels the running turn; it ends `cancelled` through its own events.
     pub fn cancel(&self, turn_id: &str) -> Result<(), AgentError> {
-        match lock(&self.inner.running).as_ref() {
+        match lock(&self.state.slot).running.as_ref() {
             Some(turn) if turn.turn_id == turn_id && !turn.compaction => {
                 turn.cancel.cancel();
                 Ok(())
@@ -138,7 +132,7 @@ impl Agent {
     }
 
     pub(super) fn cancel_reason(&self) -> String {
-        if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
+        if lock(&self.state.slot).closed {
             "cancelled: the client is gone".into()
         } else {
             "cancelled by the user".into()
@@ -151,17 +145,17 @@ impl Agent {
         // which the next open recovers.
         // Only this turn's entry: once it has ended, the client may already
         // have started the next turn, whose entry must stay.
-        struct ClearRunning<'a>(&'a Inner, String);
+        struct ClearRunning<'a>(&'a SessionState, String);
         impl Drop for ClearRunning<'_> {
             fn drop(&mut self) {
-                let mut running = lock(&self.0.running);
-                if running.as_ref().is_some_and(|t| t.turn_id == self.1) {
-                    running.take();
+                let mut slot = lock(&self.0.slot);
+                if slot.running.as_ref().is_some_and(|t| t.turn_id == self.1) {
+                    slot.running.take();
                     self.0.busy.send_replace(false);
                 }
             }
         }
-        let _clear = ClearRunning(&self.inner, turn_id.clone());
+        let _clear = ClearRunning(&self.state, turn_id.clone());
         // What was streamed of a response that has not finished: kept in
         // the turn's end when the turn stops mid-response (shown in history,
         // never replayed).
@@ -207,10 +201,10 @@ impl Agent {
         // Read first, so that neither lock is held while the other is taken.
         let (usage, session_usage) =
             self.with_session(|s| (s.transcript().turn(&turn_id).and_then(|t| t.usage), s.transcript().usage));
-        let mut running = lock(&self.inner.running);
+        let mut slot = lock(&self.state.slot);
         self.emit(AgentEvent::TurnEnded { turn_id, status, reason, text, usage, session_usage });
-        running.take();
-        self.inner.busy.send_replace(false);
+        slot.running.take();
+        self.state.busy.send_replace(false);
     }
 
     /// The turn's steps; returns how it ends, or the save that failed.
@@ -220,7 +214,7 @@ impl Agent {
         cancel: &CancellationToken,
         partial_text: &mut String,
     ) -> Result<(TurnStatus, Option<String>), SessionError> {
-        let limits = self.inner.limits;
+        let limits = self.state.limits;
         // Fixed for the turn: the model is chosen only between turns.
         let model = self.model_client();
         let mut requests = 0u32;
@@ -259,18 +253,18 @@ impl Agent {
             // Read and composed for each request: a file or the mode may
             // change between them.
             let project = self.project_instructions();
-            let plan_mode = lock(&self.inner.policy).approval_mode == ApprovalMode::Plan;
-            let (instructions, used) = project_instructions::compose(&self.inner.instructions, &project, plan_mode);
+            let plan_mode = lock(&self.state.policy).approval_mode == ApprovalMode::Plan;
+            let (instructions, used) = project_instructions::compose(&self.state.instructions, &project, plan_mode);
             if requests == 1 {
                 // The session's MCP servers may still be starting (an
                 // editor's `mcpServers` start with the session): the turn's
                 // first request offers what they end up with.
                 tokio::select! {
-                    _ = self.inner.mcp.settled() => {}
+                    _ = self.state.mcp.settled() => {}
                     _ = cancel.cancelled() => return Ok((TurnStatus::Cancelled, Some(self.cancel_reason()))),
                 }
             }
-            let mcp_tools = self.inner.mcp.tool_definitions();
+            let mcp_tools = self.state.mcp.tool_definitions();
             let body = self.with_session(|s| s.request_body_with_tools(&model, &instructions, &mcp_tools));
             fail::fail_point!("agent::before_model_request");
             // Stops this response's stream (and only it) once the turn's text
