@@ -228,7 +228,9 @@ async fn a_401_is_reported_and_the_bearer_token_from_the_environment_is_sent_but
         let status = &states[name];
         assert_eq!(status.state, wire::McpState::Failed, "{status:?}");
         let reason = status.reason.clone().unwrap_or_default();
-        assert!(reason.contains("401"), "the reason names the HTTP status: {reason}");
+        assert!(reason.contains(&format!("MCP server `{name}` at {}", remote.url)), "{reason}");
+        assert!(reason.contains("HTTP 401 Unauthorized"), "the reason names the HTTP status: {reason}");
+        assert!(!reason.contains("rmcp::"), "{reason}");
         assert!(!reason.contains("not-the-token-77"), "{reason}");
     }
     assert_eq!(states["authed"].state, wire::McpState::Ready, "{:?}", states["authed"]);
@@ -261,7 +263,7 @@ async fn a_server_that_is_not_there_is_reported_failed_naming_it() {
     let status = settled(&mut server, "gone").await;
     assert_eq!(status.state, wire::McpState::Failed, "{status:?}");
     let reason = status.reason.unwrap_or_default();
-    assert!(reason.contains("could not connect"), "{reason}");
+    assert!(reason.contains("MCP server `gone`") && reason.contains("could not connect"), "{reason}");
     let turn = chat(&mut server, "hello").await;
     assert_eq!(end_of(&mut server, &turn).await.status, wire::TurnStatus::Completed);
     assert!(!offered(&mock.requests()[0].body).iter().any(|t| t.starts_with("mcp__")));
@@ -275,7 +277,8 @@ async fn a_wrong_path_is_reported_with_its_http_status() {
     let (mut server, _home) = server_with(&table("lost", &url, ""), &mock, &[]).await;
     let status = settled(&mut server, "lost").await;
     assert_eq!(status.state, wire::McpState::Failed, "{status:?}");
-    assert!(status.reason.as_deref().unwrap_or_default().contains("404"), "{status:?}");
+    let reason = status.reason.unwrap_or_default();
+    assert!(reason.contains("MCP server `lost`") && reason.contains("HTTP 404 Not Found"), "{reason}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -297,6 +300,14 @@ async fn a_server_that_dies_mid_call_fails_the_call_and_can_be_restarted_once_it
     assert_eq!(result.status, wire::ToolStatus::Failed, "{result:?}");
     let output = output_of(&mock.requests()[1].body, "c1").expect("c1's output");
     assert!(output.contains("did not answer") && output.contains("`web`"), "{output}");
+    // Its end is told: exited, its tools missing.
+    let exited = match notes.iter().find(|n| n.method == wire::method::MCP_STATUS) {
+        Some(note) => note.parse::<wire::McpStatusNotification>().status,
+        None => settled(&mut server, "web").await,
+    };
+    assert_eq!(exited.state, wire::McpState::Exited, "{exited:?}");
+    let reason = exited.reason.unwrap_or_default();
+    assert!(reason.contains("MCP server `web` at") && reason.contains("broke during a call"), "{reason}");
     remote.kill().await;
 
     // Down: a restart says why it failed; the person sees its tools are missing.
@@ -304,6 +315,15 @@ async fn a_server_that_dies_mid_call_fails_the_call_and_can_be_restarted_once_it
         server.call(wire::method::MCP_RESTART, &json!({"server": "web"})).await.expect("restart");
     assert_eq!(restarted.state, wire::McpState::Failed, "{restarted:?}");
     assert!(restarted.reason.as_deref().unwrap_or_default().contains("could not connect"), "{restarted:?}");
+
+    // Back on the same port: a restart makes it ready again.
+    let port = remote.url.trim_end_matches("/mcp").rsplit(':').next().expect("a port").to_string();
+    let Some(back) = HttpServer::python(&["--port", &port]).await else { return };
+    assert_eq!(back.url, remote.url);
+    let restarted: wire::McpServerStatus =
+        server.call(wire::method::MCP_RESTART, &json!({"server": "web"})).await.expect("restart");
+    assert_eq!(restarted.state, wire::McpState::Ready, "{restarted:?}");
+    assert!(restarted.tools.as_deref().unwrap_or_default().contains(&"mcp__web__echo".to_string()));
 }
 
 #[tokio::test(flavor = "multi_thread")]

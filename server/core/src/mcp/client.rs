@@ -27,6 +27,9 @@ pub enum ConnectError {
     ListTools(String),
     #[error("{0}")]
     Unsupported(String),
+    /// An HTTP server's failure, its name and URL in front.
+    #[error("{0}")]
+    Http(String),
 }
 
 /// What Mino does with what a server sends unasked: a changed tool list
@@ -168,6 +171,7 @@ impl Connection {
         T: rmcp::transport::IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
+        // `serve` is rmcp's client start: `initialize`, then `initialized`.
         let list_changed = Arc::new(Notify::new());
         let mut info = ClientConfig::default();
         info.client_info = Implementation::new("mino", env!("CARGO_PKG_VERSION"));
@@ -217,20 +221,16 @@ const HTTP_RESUMES: usize = 2;
 /// The wait before each resumption.
 const HTTP_RESUME_WAIT: Duration = Duration::from_millis(500);
 
-/// Why `initialize` failed, with every cause (the HTTP status is in the
-/// innermost one).
-fn initialize_error(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
+/// Why `initialize` failed, in the transport's own words (an HTTP
+/// server's status is there) without rmcp's type names.
+fn initialize_error(e: &rmcp::service::ClientInitializeError) -> String {
+    match e {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+            let text = error.error.to_string();
+            text.strip_prefix("Client error: ").unwrap_or(&text).to_string()
         }
-        source = cause.source();
+        other => other.to_string(),
     }
-    text
 }
 
 fn quit_reason(reason: &rmcp::service::QuitReason) -> String {

@@ -350,7 +350,11 @@ impl McpManager {
                 (connection, Box::pin(ended) as futures::future::BoxFuture<'static, String>)
             }
             McpTransport::Http { url, headers } => {
-                let (connection, ended) = client::Connection::over_http(url, headers).await?;
+                // Named with where it is (a query may hold a key: left out).
+                let at = url.split(['?', '#']).next().unwrap_or_default();
+                let (connection, ended) = client::Connection::over_http(url, headers)
+                    .await
+                    .map_err(|e| client::ConnectError::Http(format!("MCP server `{}` at {at}: {e}", config.name)))?;
                 (connection, Box::pin(ended) as futures::future::BoxFuture<'static, String>)
             }
             McpTransport::Unsupported { why } => return Err(client::ConnectError::Unsupported(why.clone())),
@@ -489,6 +493,36 @@ impl McpManager {
         lock(&self.state).slots.get(server).map_or(config::DEFAULT_TOOL_TIMEOUT, |s| s.config.tool_timeout)
     }
 
+    /// An HTTP server whose connection broke during a call is reported
+    /// `exited` (a remote server's going away ends no process Mino
+    /// watches, and its connection would look alive until the next
+    /// request); its tools are missing until it is restarted. A stdio
+    /// server's end is seen by its connection's watch.
+    fn lost(&self, server: &str, connection: &Arc<client::Connection>, why: &str) {
+        let exited = {
+            let mut state = lock(&self.state);
+            let Some(slot) = state.slots.get_mut(server) else { return };
+            let current = slot.connection.as_ref().is_some_and(|c| Arc::ptr_eq(c, connection));
+            let McpTransport::Http { url, .. } = &slot.config.transport else { return };
+            if !current {
+                return;
+            }
+            let at = url.split(['?', '#']).next().unwrap_or_default().to_string();
+            // What the old connection's watch reports from now on is ignored.
+            slot.generation += 1;
+            slot.connection = None;
+            slot.tools.clear();
+            let exited = McpState::Exited {
+                reason: format!("MCP server `{server}` at {at}: its connection broke during a call ({why})"),
+            };
+            slot.state = exited.clone();
+            Self::rebuild(&mut state);
+            exited
+        };
+        connection.stop();
+        self.report(McpStatus { server: server.to_string(), state: exited });
+    }
+
     /// Makes one call. The caller has approved it and synced its start.
     /// Cancelling `cancel` drops the request, which sends
     /// `notifications/cancelled`.
@@ -525,16 +559,34 @@ impl McpManager {
                     limit.as_secs_f64()
                 ),
             },
-            Ok(Err(e)) => failed(format!(
-                "The MCP server `{}` did not answer the call: {e}. The tool may have acted before it stopped.",
-                tool.server
-            )),
+            Ok(Err(e)) => {
+                let why = service_error_text(&e);
+                if matches!(e, rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)) {
+                    self.lost(&tool.server, &connection, &why);
+                }
+                failed(format!(
+                    "The MCP server `{}` did not answer the call: {why}. The tool may have acted before it stopped.",
+                    tool.server
+                ))
+            }
             Ok(Ok(result)) => {
                 let is_error = result.is_error == Some(true);
                 let text = bound(&result_text(&result), self.output_limit);
                 CallOutcome { status: if is_error { ToolStatus::Failed } else { ToolStatus::Success }, output: text }
             }
         }
+    }
+}
+
+/// A call's failure in the transport's words, without rmcp's type names.
+fn service_error_text(e: &rmcp::ServiceError) -> String {
+    match e {
+        rmcp::ServiceError::TransportSend(error) => {
+            let text = error.error.to_string();
+            text.strip_prefix("Client error: ").unwrap_or(&text).to_string()
+        }
+        rmcp::ServiceError::TransportClosed => "its connection closed".to_string(),
+        other => other.to_string(),
     }
 }
 
