@@ -10,7 +10,8 @@
 //! Bounded: a JSON body and one SSE event at most [`MAX_MESSAGE_BYTES`], an
 //! error body's diagnostic at most [`MAX_ERROR_BYTES`], the connection's
 //! set-up by [`CONNECT_TIMEOUT`]; the start-up and call limits of the
-//! server's table bound the rest, as for stdio. The configured headers may
+//! server's table bound the rest, as for stdio; rmcp's transport holds at
+//! most 16 messages in its channel and 16 POSTs in flight (its defaults). The configured headers may
 //! hold secrets: they are sent and never put into an error, the log or
 //! the journal.
 
