@@ -255,14 +255,12 @@ impl Agent {
             let project = self.project_instructions();
             let plan_mode = lock(&self.state.policy).approval_mode == ApprovalMode::Plan;
             let (instructions, used) = project_instructions::compose(&self.state.instructions, &project, plan_mode);
-            if requests == 1 {
-                // The session's MCP servers may still be starting (an
-                // editor's `mcpServers` start with the session): the turn's
-                // first request offers what they end up with.
-                tokio::select! {
-                    _ = self.state.mcp.settled() => {}
-                    _ = cancel.cancelled() => return Ok((TurnStatus::Cancelled, Some(self.cancel_reason()))),
-                }
+            // The session's MCP servers may still be starting (an editor's
+            // `mcpServers` start with the session), or relisting tools a call
+            // just changed: each request offers what they end up with.
+            tokio::select! {
+                _ = self.state.mcp.settled() => {}
+                _ = cancel.cancelled() => return Ok((TurnStatus::Cancelled, Some(self.cancel_reason()))),
             }
             let mcp_tools = self.state.mcp.tool_definitions();
             let body = self.with_session(|s| s.request_body_with_tools(&model, &instructions, &mcp_tools));
