@@ -325,17 +325,23 @@ fn rule_kind(kind: RuleKind) -> wire::RuleKind {
         RuleKind::Exact => wire::RuleKind::Exact,
         RuleKind::Prefix => wire::RuleKind::Prefix,
         RuleKind::Path => wire::RuleKind::Path,
+        RuleKind::Mcp => wire::RuleKind::Mcp,
     }
 }
 
 fn rule_view(rule: &Rule) -> wire::RuleView {
     let text = Some(rule.command().to_owned());
-    let (command, pattern) = if rule.is_path_rule() { (None, text) } else { (text, None) };
+    let (command, pattern, tool) = match rule.kind() {
+        RuleKind::Path => (None, text, None),
+        RuleKind::Mcp => (None, None, text),
+        _ => (text, None, None),
+    };
     wire::RuleView {
         id: rule.id().to_owned(),
         kind: rule_kind(rule.kind()),
         command,
         pattern,
+        tool,
         scope: match rule.scope() {
             RuleScope::Session => wire::RuleScope::Session,
             RuleScope::Workspace => wire::RuleScope::Workspace,
@@ -407,7 +413,7 @@ fn decision(params: &wire::ApprovalParams) -> Result<Decision> {
     };
     let Some(spec) = &params.rule else {
         return Err(invalid_params(format!(
-            "decision {:?} needs `rule`: {{\"kind\": \"exact\" | \"prefix\", \"command\": \"...\"}} or {{\"kind\": \"path\", \"pattern\": \"...\"}}",
+            "decision {:?} needs `rule`: {{\"kind\": \"exact\" | \"prefix\", \"command\": \"...\"}}, {{\"kind\": \"path\", \"pattern\": \"...\"}} or {{\"kind\": \"mcp\", \"tool\": \"server/tool\" | \"server/*\"}}",
             params.decision.as_str()
         )));
     };
@@ -415,6 +421,7 @@ fn decision(params: &wire::ApprovalParams) -> Result<Decision> {
         wire::RuleKind::Exact => (RuleKind::Exact, &spec.command, "command"),
         wire::RuleKind::Prefix => (RuleKind::Prefix, &spec.command, "command"),
         wire::RuleKind::Path => (RuleKind::Path, &spec.pattern, "pattern"),
+        wire::RuleKind::Mcp => (RuleKind::Mcp, &spec.tool, "tool"),
     };
     let Some(text) = text else {
         return Err(invalid_params(format!("a {:?} rule needs `{field}`", spec.kind.as_str())));
@@ -816,6 +823,7 @@ fn notification(Numbered { seq, session_id, event }: Numbered) -> Option<String>
                 approval_mode: approval_mode(mode),
                 suggested_rule: suggested_rule.map(|rule| match rule.kind {
                     RuleKind::Path => wire::RuleSpec::path(rule.text),
+                    RuleKind::Mcp => wire::RuleSpec::mcp(rule.text),
                     kind => wire::RuleSpec::command(rule_kind(kind), rule.text),
                 }),
                 deny_rules: deny_rules.iter().map(rule_view).collect(),
