@@ -56,6 +56,9 @@ pub struct Connection {
     pub pid: Option<u32>,
     /// Woken when the server says its tools changed.
     pub list_changed: Arc<Notify>,
+    /// Tells a stdio server's supervisor which calls are in flight (for
+    /// their evidence); does nothing for a server without one.
+    pub tracker: super::process::CallTracker,
 }
 
 /// The child's pipes as one duplex stream for rmcp's transport. The child
@@ -98,6 +101,7 @@ impl Connection {
         child: McpChild,
     ) -> Result<(Connection, impl std::future::Future<Output = String> + Send + 'static), ConnectError> {
         let pid = child.pid();
+        let tracker = child.guard().call_tracker();
         let list_changed = Arc::new(Notify::new());
         let mut info = ClientConfig::default();
         info.client_info = Implementation::new("mino", env!("CARGO_PKG_VERSION"));
@@ -115,7 +119,7 @@ impl Connection {
                 Err(e) => format!("its connection's task ended: {e}"),
             }
         };
-        Ok((Connection { peer, cancel: std::sync::Mutex::new(Some(cancel)), pid, list_changed }, ended))
+        Ok((Connection { peer, cancel: std::sync::Mutex::new(Some(cancel)), pid, list_changed, tracker }, ended))
     }
 
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ConnectError> {

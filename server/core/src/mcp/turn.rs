@@ -96,11 +96,41 @@ impl Agent {
             McpStartRecord { server: tool.server.clone(), tool: tool.tool.clone(), arguments: arguments.to_string() };
         let approver = Approver::of(approved_by.0, &approved_by.1);
         let (t, c, cmd, dir) = (turn_id.to_string(), call_id.to_string(), summary.clone(), directory);
-        self.with_session_io(move |s| {
-            s.record_approval_of(&t, &c, ApprovalDecision::Approved, approved_by, ApprovalFacts::default())?;
-            s.record_mcp_start(&t, &c, &cmd, &dir, start)
-        })
-        .await?;
+        let target = self
+            .with_session_io(move |s| {
+                s.record_approval_of(&t, &c, ApprovalDecision::Approved, approved_by, ApprovalFacts::default())?;
+                s.record_mcp_start(&t, &c, &cmd, &dir, start)?;
+                Ok::<_, SessionError>(s.evidence_target(&t, &c))
+            })
+            .await?;
+        // The server's supervisor hears of the call before it is sent and
+        // of its end once its result is saved: were Mino to stop between
+        // the two, it leaves evidence of what became of the server.
+        let tracker = self.inner.mcp.call_tracker(&tool.server);
+        let tracked = target.map(|target| {
+            let told =
+                tracker.begin(&crate::mcp::process::InFlightCall { target: target.clone(), tool: tool.tool.clone() });
+            (target, told)
+        });
+        let result = self.send_mcp_call(turn_id, call_id, &tool, arguments, summary, approver, cancel).await;
+        if let Some((target, true)) = &tracked {
+            tracker.end(target);
+        }
+        result
+    }
+
+    /// Sends the approved, started call and saves its result.
+    #[allow(clippy::too_many_arguments)]
+    async fn send_mcp_call(
+        &self,
+        turn_id: &str,
+        call_id: &str,
+        tool: &crate::mcp::OfferedTool,
+        arguments: &str,
+        summary: String,
+        approver: Approver,
+        cancel: &CancellationToken,
+    ) -> Result<bool, SessionError> {
         if cancel.is_cancelled() {
             self.save_result(turn_id, call_id, ToolStatus::Cancelled, MCP_CANCELLED_BEFORE_SEND, None).await?;
             return Ok(true);
@@ -116,7 +146,7 @@ impl Agent {
             read: None,
         });
         fail::fail_point!("agent::before_mcp_call");
-        let outcome = self.inner.mcp.call(&tool, arguments, cancel).await;
+        let outcome = self.inner.mcp.call(tool, arguments, cancel).await;
         fail::fail_point!("agent::before_tool_result");
         self.save_result(turn_id, call_id, outcome.status, &outcome.output, None).await?;
         Ok(outcome.status == ToolStatus::Cancelled)
