@@ -2,14 +2,17 @@
 (PyPI `mcp`, 1.x, FastMCP).
 
 Tools: echo(text), slow(seconds) (cancellable), crash() (the process exits
-in the middle of the call, no answer), big(bytes).
+in the middle of the call, no answer), big(bytes), grow() (adds the tool
+`grown` and sends notifications/tools/list_changed).
 
     python3 mino_test_server.py --transport stdio
-    python3 mino_test_server.py --transport http --port 0
+    python3 mino_test_server.py --transport http --port 0 [--bearer-token T]
 
 Over HTTP it binds 127.0.0.1 (port 0: a free port), prints its URL
 (streamable HTTP, path /mcp) as the first line on stdout, flushed, and
-serves until it is stopped.
+serves until it is stopped. With --bearer-token, a request without
+`Authorization: Bearer T` is answered 401 (and logged to stderr without
+the header's value).
 """
 
 import argparse
@@ -18,7 +21,7 @@ import os
 import socket
 import sys
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 
 server = FastMCP("mino-test-server")
 
@@ -53,7 +56,39 @@ def big(bytes: int) -> str:
     return "x" * max(0, bytes)
 
 
-def serve_http(port: int) -> None:
+def grown() -> str:
+    """A tool that exists once grow() was called."""
+    return "grown answers"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool `grown`, then tells the client its tools changed."""
+    server.add_tool(grown, name="grown")
+    await ctx.session.send_tool_list_changed()
+    print("grow: added the tool grown", file=sys.stderr, flush=True)
+    return "added the tool grown"
+
+
+def require_bearer(app, token: str):
+    """The app behind a check of `Authorization: Bearer <token>`."""
+    expected = f"Bearer {token}".encode()
+
+    async def checked(scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization") != expected:
+                print("auth: refused a request without the expected bearer token", file=sys.stderr, flush=True)
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": b"a bearer token is required"})
+                return
+        await app(scope, receive, send)
+
+    return checked
+
+
+def serve_http(port: int, bearer_token: str | None) -> None:
     import uvicorn
 
     # Bound here, not by uvicorn, so that port 0's real port is known
@@ -64,6 +99,8 @@ def serve_http(port: int) -> None:
     sock.listen(128)
     bound = sock.getsockname()[1]
     app = server.streamable_http_app()
+    if bearer_token:
+        app = require_bearer(app, bearer_token)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     print(f"http://127.0.0.1:{bound}{server.settings.streamable_http_path}", flush=True)
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
@@ -73,11 +110,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="An MCP server for Mino's tests.")
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--port", type=int, default=0, help="with --transport http; 0 picks a free port")
+    parser.add_argument("--bearer-token", default=None, help="with --transport http; the token every request must carry")
     args = parser.parse_args()
     if args.transport == "stdio":
         server.run("stdio")
     else:
-        serve_http(args.port)
+        serve_http(args.port, args.bearer_token)
 
 
 if __name__ == "__main__":

@@ -72,7 +72,9 @@ pub fn initialize_response(_requested: ProtocolVersion) -> InitializeResponse {
             "loadSession": true,
             "sessionCapabilities": { "list": {}, "resume": {}, "close": {} },
             "promptCapabilities": crate::images::prompt_capabilities(),
-            "mcpCapabilities": { "http": false, "sse": false },
+            // Streamable HTTP servers are connected to; the older
+            // HTTP+SSE transport is not (such an entry is listed failed).
+            "mcpCapabilities": { "http": true, "sse": false },
         },
         "agentInfo": { "name": "mino-server", "title": "Mino", "version": env!("CARGO_PKG_VERSION") },
         "authMethods": [],
@@ -80,8 +82,10 @@ pub fn initialize_response(_requested: ProtocolVersion) -> InitializeResponse {
 }
 
 /// The MCP servers a client passes in `session/new`/`session/load`, as
-/// Mino's configuration of them: stdio servers are started; for the others
-/// (HTTP, SSE), a sentence saying why each is not.
+/// Mino's configuration of them: stdio and streamable HTTP servers are
+/// started; an `sse` one is listed failed, saying why (its status reaches
+/// the person like any failed server's); an entry that names nothing to
+/// start gets a sentence saying so.
 pub fn mcp_configs(servers: &[McpServer]) -> (Vec<mino_core::mcp::McpServerConfig>, Vec<String>) {
     let mut configs = Vec::new();
     let mut refused = Vec::new();
@@ -101,26 +105,38 @@ pub fn mcp_configs(servers: &[McpServer]) -> (Vec<mino_core::mcp::McpServerConfi
                     .and_then(Value::as_array)
                     .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
                     .unwrap_or_default();
-                let env = value
-                    .get("env")
-                    .and_then(Value::as_array)
-                    .map(|vars| {
-                        vars.iter()
-                            .filter_map(|v| {
-                                Some((v.get("name")?.as_str()?.to_string(), v.get("value")?.as_str()?.to_string()))
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let env = pairs(value.get("env"));
                 configs.push(mino_core::mcp::McpServerConfig::stdio(&name, command, args, env));
             }
-            (Some(kind), _) => refused.push(format!(
-                "MCP server `{raw_name}` ({kind}) was not started: this Mino connects to stdio MCP servers only."
+            (Some("http"), _) => match value.get("url").and_then(Value::as_str) {
+                Some(url) => {
+                    let headers = pairs(value.get("headers"));
+                    configs.push(mino_core::mcp::McpServerConfig::http(&name, url, headers));
+                }
+                None => refused.push(format!("MCP server `{raw_name}` (http) was not started: it names no url.")),
+            },
+            (Some(kind), _) => configs.push(mino_core::mcp::McpServerConfig::unsupported(
+                &name,
+                format!(
+                    "its transport `{kind}` is not supported by Mino (stdio and streamable HTTP are); if the server also serves streamable HTTP, pass it as `http`"
+                ),
             )),
             (None, None) => refused.push(format!("MCP server `{raw_name}` was not started: it names no command.")),
         }
     }
     (configs, refused)
+}
+
+/// ACP's `[{name, value}]` lists (`env`, `headers`) as a map.
+fn pairs(list: Option<&Value>) -> std::collections::BTreeMap<String, String> {
+    list.and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|v| Some((v.get("name")?.as_str()?.to_string(), v.get("value")?.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn notification(session_id: &str, update: Value) -> SessionNotification {
@@ -1270,17 +1286,28 @@ mod tests {
     }
 
     #[test]
-    fn stdio_servers_are_started_and_the_others_named() {
+    fn stdio_and_http_servers_are_started_and_sse_is_listed_failed() {
         let servers: Vec<McpServer> = serde_json::from_value(json!([
             {"name": "my files", "command": "/bin/fs", "args": ["-x"], "env": [{"name": "A", "value": "1"}]},
-            {"type": "http", "name": "web", "url": "https://example.invalid/mcp", "headers": []},
+            {"type": "http", "name": "web", "url": "https://example.invalid/mcp", "headers": [{"name": "X-Key", "value": "k1"}]},
+            {"type": "sse", "name": "old", "url": "https://example.invalid/sse", "headers": []},
         ]))
         .unwrap();
         let (configs, refused) = mcp_configs(&servers);
-        assert_eq!(configs.len(), 1);
+        assert!(refused.is_empty(), "{refused:?}");
+        assert_eq!(configs.len(), 3);
         assert_eq!(configs[0].name, "my_files");
-        assert_eq!(refused.len(), 1);
-        assert!(refused[0].contains("`web` (http)"), "{refused:?}");
+        match &configs[1].transport {
+            mino_core::mcp::McpTransport::Http { url, headers } => {
+                assert_eq!(url, "https://example.invalid/mcp");
+                assert_eq!(headers["X-Key"], "k1");
+            }
+            other => panic!("{other:?}"),
+        }
+        match &configs[2].transport {
+            mino_core::mcp::McpTransport::Unsupported { why } => assert!(why.contains("`sse`"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     fn approval(call_id: &str, command: &str) -> AgentEvent {

@@ -22,7 +22,7 @@
 //! - [`hardening`]: keeping the API key out of reach of approved commands.
 //! - [`policy`]: a session's approval mode, sandbox mode and workspace rules.
 //! - [`agent`]: the turn loop tying them together, emitting [`agent::AgentEvent`]s
-//!   on [`events::Events`] (bounded: deltas merge while the reader is behind).
+//!   on [`agent::Events`] (bounded: deltas merge while the reader is behind).
 //! - [`config`]: the configuration, read from the environment in one place.
 //! - [`settings`]: the one table of environment variables and `config.toml` keys.
 //! - [`app`]: [`open`] builds all of the above for a transport.
@@ -43,7 +43,6 @@ pub mod context;
 pub mod durable;
 pub mod edit;
 /// The agent's event stream, coalescing deltas while its reader is behind.
-pub mod events;
 pub mod files;
 pub mod hardening;
 pub mod home;

@@ -112,8 +112,7 @@ fn main() -> anyhow::Result<()> {
         if acp {
             return mino_acp::serve_stdio().await;
         }
-        let (service, socket, handle) = handlers::service();
-        transport::serve(tokio::io::stdin(), std::io::stdout(), service, socket, handle).await;
+        transport::serve(tokio::io::stdin(), std::io::stdout(), handlers::service()).await;
     });
     // A blocking stdin read may still be pending (after `exit`); do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));

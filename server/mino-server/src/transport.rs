@@ -9,6 +9,11 @@
 //! already resynchronised: a bad frame or bad JSON gets a JSON-RPC error
 //! response and the next frame is read as usual.
 //!
+//! The transport knows no method: which message may leave out its params,
+//! which acts while requests wait, which cancels another, which is answered
+//! alone and which ends the service all come from the front door's
+//! [`Routes`] (`crate::dispatch`), looked up by the message's method.
+//!
 //! Each request is handled in a task of its own, at most [`MAX_IN_FLIGHT`] at
 //! once (handlers return quickly; a turn runs in the agent's task). One
 //! writer thread owns stdout and drains the outbox, every frame in the order
@@ -36,11 +41,11 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 use tower_lsp_server::jsonrpc::Request;
-use tower_lsp_server::{ClientSocket, LspService};
+use tower_lsp_server::{LanguageServer, LspService};
 
 use futures::StreamExt;
 
-use crate::handlers::{Backend, Handle, OPTIONAL_PARAMS};
+use crate::dispatch::{FrontDoor, Outgoing, Routes, Schedule, Session};
 
 /// Frames already queued are written together, up to about this many bytes.
 const WRITE_BATCH: usize = 256 * 1024;
@@ -63,8 +68,9 @@ pub enum Incoming {
 }
 
 /// Decides what a frame's body is: a request (or notification) for the
-/// service, an error to answer, or nothing to do.
-pub fn classify(body: &[u8]) -> Incoming {
+/// service, an error to answer, or nothing to do. `routes` says whose
+/// params may be left out.
+pub fn classify(body: &[u8], routes: &Routes) -> Incoming {
     let value: Value = match serde_json::from_slice(body) {
         Ok(value) => value,
         Err(e) => return Incoming::Reject(error_response(Value::Null, PARSE_ERROR, format!("Parse error: {e}"))),
@@ -129,7 +135,7 @@ pub fn classify(body: &[u8]) -> Incoming {
             .to_string(),
         );
     }
-    if OPTIONAL_PARAMS.contains(&method) && matches!(map.get("params"), None | Some(Value::Null)) {
+    if routes.get(method).params_optional && matches!(map.get("params"), None | Some(Value::Null)) {
         map.insert("params".into(), json!({}));
     }
     match serde_json::from_value::<Request>(Value::Object(map)) {
@@ -198,7 +204,7 @@ const FRAME_ENVELOPE: usize = 64;
 pub const MAX_IN_FLIGHT: usize = 4;
 /// While reading is paused, frames are still read ahead up to this many
 /// bytes (each counted with [`LOOKAHEAD_FRAME_COST`] on top), so that
-/// `exit`, `$/cancelRequest` and `mino/cancel` are acted on at once.
+/// what acts while paused (an exit, a cancel) is acted on at once.
 const LOOKAHEAD_BYTES: usize = 1024 * 1024;
 /// What a frame read ahead costs besides its body (the parsed request).
 const LOOKAHEAD_FRAME_COST: usize = 256;
@@ -328,7 +334,7 @@ impl Outbox {
 
 /// A message read while requests were paused, kept in input order.
 enum Pending {
-    Request(Request),
+    Request(Request, Schedule),
     /// An error answer to bad input.
     Reply(String),
 }
@@ -338,13 +344,16 @@ enum Pending {
 /// Backpressure: while more than [`OUTBOX_LIMIT`] bytes wait for the client,
 /// or a notification waits for room, or [`MAX_IN_FLIGHT`] requests are being
 /// handled, no new request is handled. Frames are still read ahead (up to
-/// 1 MiB): `exit`, `$/cancelRequest` and `mino/cancel` among
-/// them are acted on at once; everything else waits, in order.
-pub async fn serve<R, W>(input: R, output: W, mut service: LspService<Backend>, socket: ClientSocket, handle: Handle)
+/// 1 MiB): those whose [`Schedule`] acts while paused (exit, cancels) are
+/// acted on at once; everything else waits, in order.
+pub async fn serve<R, W, S, H>(input: R, output: W, door: FrontDoor<S, H>)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: std::io::Write + Send + 'static,
+    S: LanguageServer,
+    H: Session,
 {
+    let FrontDoor { mut service, socket, routes, session } = door;
     let outbox = Arc::new(Outbox::default());
     // The writer is a thread of its own doing plain blocking writes: tokio's
     // stdout would hand every write to its blocking pool and wake this task
@@ -380,7 +389,7 @@ where
     // come straight from its stream (no task or channel in between); the
     // service's own socket carries nothing else Mino sends.
     let (mut requests, _responses) = socket.split();
-    let mut notifications = handle.notifications();
+    let mut notifications = session.notifications();
     let pump_outbox = outbox.clone();
     let drain = CancellationToken::new();
     let drain_now = drain.clone();
@@ -457,7 +466,7 @@ where
                 lookahead_bytes -= size;
                 controls_while_paused = 0;
                 let permit = in_flight.clone().try_acquire_owned().ok();
-                match dispatch(pending, permit, &mut service, &handle, &outbox).await {
+                match dispatch(pending, permit, &mut service, &session, &outbox).await {
                     Dispatched::Continue => continue,
                     Dispatched::Stop => break,
                 }
@@ -513,8 +522,11 @@ where
         let (pending, size) = match frame {
             Frame::Body(body) => {
                 tracing::trace!(message = %String::from_utf8_lossy(&body), "<-");
-                let pending = match classify(&body) {
-                    Incoming::Request(request) => Pending::Request(request),
+                let pending = match classify(&body, &routes) {
+                    Incoming::Request(request) => {
+                        let schedule = routes.get(request.method()).schedule;
+                        Pending::Request(request, schedule)
+                    }
                     Incoming::Reject(response) => Pending::Reply(response),
                     Incoming::Ignore => continue,
                 };
@@ -529,22 +541,22 @@ where
         if lookahead.is_empty() && ready(&outbox) {
             controls_while_paused = 0;
             let permit = in_flight.clone().try_acquire_owned().ok();
-            match dispatch(pending, permit, &mut service, &handle, &outbox).await {
+            match dispatch(pending, permit, &mut service, &session, &outbox).await {
                 Dispatched::Continue => continue,
                 Dispatched::Stop => break,
             }
         }
         // Paused: cancels and exit act now; everything else waits its turn.
-        if matches!(&pending, Pending::Request(r) if acts_while_paused(r.method())) {
+        if matches!(&pending, Pending::Request(_, schedule) if schedule.acts_while_paused()) {
             controls_while_paused += 1;
         }
         match pending {
-            Pending::Request(request) if request.method() == "$/cancelRequest" => {
+            Pending::Request(request, Schedule::CancelsRequest) => {
                 let target = request.params().and_then(|p| p.get("id")).cloned();
                 let queued = target.as_ref().and_then(|target| {
                     lookahead
                         .iter()
-                        .position(|(p, _)| matches!(p, Pending::Request(r) if id_value(r).as_ref() == Some(target)))
+                        .position(|(p, _)| matches!(p, Pending::Request(r, _) if id_value(r).as_ref() == Some(target)))
                 });
                 if let Some(index) = queued {
                     if let Some((_, size)) = lookahead.remove(index) {
@@ -553,13 +565,14 @@ where
                     let id = target.unwrap_or(Value::Null);
                     outbox.push(error_response(id, REQUEST_CANCELLED, "Request cancelled before it was handled"));
                 } else if let Dispatched::Stop =
-                    dispatch(Pending::Request(request), None, &mut service, &handle, &outbox).await
+                    dispatch(Pending::Request(request, Schedule::CancelsRequest), None, &mut service, &session, &outbox)
+                        .await
                 {
                     break;
                 }
             }
-            Pending::Request(request) if matches!(request.method(), "exit" | mino_protocol::method::CANCEL) => {
-                if request.method() == "exit" && !lookahead.is_empty() {
+            Pending::Request(request, schedule @ (Schedule::Exit | Schedule::Urgent)) => {
+                if schedule == Schedule::Exit && !lookahead.is_empty() {
                     tracing::warn!(
                         pending = lookahead.len(),
                         "exit: requests waiting for the client to read are dropped"
@@ -567,7 +580,7 @@ where
                     lookahead.clear();
                 }
                 if let Dispatched::Stop =
-                    dispatch(Pending::Request(request), None, &mut service, &handle, &outbox).await
+                    dispatch(Pending::Request(request, schedule), None, &mut service, &session, &outbox).await
                 {
                     break;
                 }
@@ -580,7 +593,7 @@ where
     }
 
     // Resolves once the running turn's end is recorded and sent to the stream.
-    handle.shutdown().await;
+    session.shutdown().await;
     // Let the last notifications reach the writer (without waiting for
     // room: the server is stopping), then let it drain.
     outbox.unlimited.store(true, Ordering::SeqCst);
@@ -593,14 +606,9 @@ where
     let _ = tokio::time::timeout(DRAIN_GRACE, written).await;
 }
 
-/// A request's id as it appears in JSON (`$/cancelRequest` names it so).
+/// A request's id as it appears in JSON (a cancel names it so).
 fn id_value(request: &Request) -> Option<Value> {
     request.id().and_then(|id| serde_json::to_value(id).ok())
-}
-
-/// Messages acted on even while requests wait for the client to read.
-fn acts_while_paused(method: &str) -> bool {
-    matches!(method, "exit" | "$/cancelRequest" | mino_protocol::method::CANCEL)
 }
 
 enum Dispatched {
@@ -612,15 +620,15 @@ enum Dispatched {
 /// Hands one message to the service (or queues its error answer). A
 /// request's answer is queued by a task of its own, which holds `permit`
 /// (one of [`MAX_IN_FLIGHT`]) until then.
-async fn dispatch(
+async fn dispatch<S: LanguageServer, H: Session>(
     pending: Pending,
     permit: Option<OwnedSemaphorePermit>,
-    service: &mut LspService<Backend>,
-    handle: &Handle,
+    service: &mut LspService<S>,
+    session: &H,
     outbox: &Arc<Outbox>,
 ) -> Dispatched {
-    let request = match pending {
-        Pending::Request(request) => request,
+    let (request, schedule) = match pending {
+        Pending::Request(request, schedule) => (request, schedule),
         Pending::Reply(reply) => {
             outbox.push(reply);
             return Dispatched::Continue;
@@ -629,17 +637,13 @@ async fn dispatch(
     if poll_fn(|cx| service.poll_ready(cx)).await.is_err() {
         return Dispatched::Stop;
     }
-    let is_exit = request.method() == "exit";
+    let is_exit = schedule == Schedule::Exit;
     if is_exit {
         // Stop the running turn while notifications can still be sent:
         // once the service has seen `exit` it sends nothing more, and the
         // client should still learn how its turn ended.
-        handle.shutdown().await;
+        session.shutdown().await;
     }
-    // `initialize` is answered before the next message is read: two at
-    // once would both run, and the loser's error would reset the
-    // service's lifecycle state under the winner.
-    let is_initialize = request.method() == "initialize";
     let call = service.call(request);
     let outbox = outbox.clone();
     let answer = async move {
@@ -652,7 +656,7 @@ async fn dispatch(
         drop(permit);
         outbox.progress.notify_one();
     };
-    if is_initialize {
+    if schedule == Schedule::Alone {
         answer.await;
     } else {
         tokio::spawn(answer);
@@ -667,6 +671,15 @@ async fn dispatch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The routes the server runs with.
+    fn routes() -> Routes {
+        crate::handlers::service().routes
+    }
+
+    fn classify(body: &[u8]) -> Incoming {
+        super::classify(body, &routes())
+    }
 
     #[test]
     fn a_request_with_a_null_id_is_refused() {

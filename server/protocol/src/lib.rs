@@ -42,10 +42,11 @@ impl<T: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static> 
 
 /// Defines the methods and notifications once: their names (in [`method`]),
 /// their marker types (in [`request`] and [`notification`]) bound to their
-/// params and result types, and [`visit`], which walks them all in order.
+/// params and result types (`optional` after the params type: they may be
+/// left out), and [`visit`], which walks them all in order.
 macro_rules! methods {
     (
-        requests { $( $(#[$rdoc:meta])* $rname:ident = $rconst:ident($rmethod:literal, $rparams:ty) -> $rresult:ty; )+ }
+        requests { $( $(#[$rdoc:meta])* $rname:ident = $rconst:ident($rmethod:literal, $rparams:ty $(, $roptional:ident)?) -> $rresult:ty; )+ }
         notifications { $( $(#[$ndoc:meta])* $nname:ident = $nconst:ident($nmethod:literal, $nparams:ty); )+ }
     ) => {
         mod method_names {
@@ -59,12 +60,15 @@ macro_rules! methods {
 
         /// One marker type per request method, bound to its params and result.
         pub mod request {
-            /// A client-to-server request: its method name and the types of its
-            /// params and result.
+            /// A client-to-server request: its method name, the types of its
+            /// params and result, and whether its params may be left out.
             pub trait Request {
                 const METHOD: &'static str;
                 type Params: crate::WireType;
                 type Result: crate::WireType;
+                /// Every field of [`Self::Params`] is optional, so a request
+                /// with no `params` member (or `"params": null`) means `{}`.
+                const PARAMS_OPTIONAL: bool;
             }
             $( $(#[$rdoc])* pub enum $rname {} )+
         }
@@ -73,6 +77,7 @@ macro_rules! methods {
                 const METHOD: &'static str = method_names::$rconst;
                 type Params = $rparams;
                 type Result = $rresult;
+                const PARAMS_OPTIONAL: bool = params_optional!($($roptional)?);
             }
         )+
 
@@ -102,6 +107,17 @@ macro_rules! methods {
     };
 }
 
+/// `optional` after a request's params type in [`methods!`] says they may be
+/// left out; any other word there does not compile.
+macro_rules! params_optional {
+    () => {
+        false
+    };
+    (optional) => {
+        true
+    };
+}
+
 /// What [`visit`] calls for each method: code that needs every method with
 /// its types (the generators, tests) implements it.
 pub trait Visitor {
@@ -116,17 +132,17 @@ methods! {
         /// `mino/approval`: the person's decision on a pending call.
         Approval = APPROVAL("mino/approval", ApprovalParams) -> EmptyResult;
         /// `mino/acknowledge`: acknowledges unknown tool results.
-        Acknowledge = ACKNOWLEDGE("mino/acknowledge", AcknowledgeParams) -> AcknowledgeResult;
+        Acknowledge = ACKNOWLEDGE("mino/acknowledge", AcknowledgeParams, optional) -> AcknowledgeResult;
         /// `mino/cancel`: cancels the running turn.
         Cancel = CANCEL("mino/cancel", CancelParams) -> EmptyResult;
         /// `mino/history`: the session's turns, whole or in pages.
-        History = HISTORY("mino/history", HistoryParams) -> HistoryResult;
+        History = HISTORY("mino/history", HistoryParams, optional) -> HistoryResult;
         /// `mino/image`: the bytes of an image a question of the session carried.
         Image = IMAGE("mino/image", ImageParams) -> ImageResult;
         /// `mino/sessions/list`: this workspace's sessions (or every one), newest first.
-        SessionsList = SESSIONS_LIST("mino/sessions/list", SessionsListParams) -> SessionsListResult;
+        SessionsList = SESSIONS_LIST("mino/sessions/list", SessionsListParams, optional) -> SessionsListResult;
         /// `mino/sessions/new`: starts a new session and makes it current.
-        SessionsNew = SESSIONS_NEW("mino/sessions/new", SessionsNewParams) -> SessionInfo;
+        SessionsNew = SESSIONS_NEW("mino/sessions/new", SessionsNewParams, optional) -> SessionInfo;
         /// `mino/sessions/open`: opens a session by id and makes it current.
         SessionsOpen = SESSIONS_OPEN("mino/sessions/open", SessionsOpenParams) -> SessionInfo;
         /// `mino/sessions/rename`: sets a session's title.
@@ -135,21 +151,21 @@ methods! {
         SessionsDelete = SESSIONS_DELETE("mino/sessions/delete", SessionsDeleteParams) -> SessionsDeleteResult;
         // Approval rules and settings.
         /// `mino/rules/list`: the rules in force and the workspace rules file.
-        RulesList = RULES_LIST("mino/rules/list", RulesListParams) -> RulesListResult;
+        RulesList = RULES_LIST("mino/rules/list", RulesListParams, optional) -> RulesListResult;
         /// `mino/rules/revoke`: removes a rule (session or workspace).
         RulesRevoke = RULES_REVOKE("mino/rules/revoke", RulesRevokeParams) -> EmptyResult;
         /// `mino/settings/update`: the session's approval mode and sandbox mode.
-        SettingsUpdate = SETTINGS_UPDATE("mino/settings/update", SettingsUpdateParams) -> SettingsResult;
+        SettingsUpdate = SETTINGS_UPDATE("mino/settings/update", SettingsUpdateParams, optional) -> SettingsResult;
         /// `mino/compact`: summarises the conversation so far; later requests replay the summary.
-        Compact = COMPACT("mino/compact", CompactParams) -> CompactResult;
+        Compact = COMPACT("mino/compact", CompactParams, optional) -> CompactResult;
         // Models.
         /// `mino/models/list`: the models to choose from and the session's current one.
-        ModelsList = MODELS_LIST("mino/models/list", ModelsListParams) -> ModelsListResult;
+        ModelsList = MODELS_LIST("mino/models/list", ModelsListParams, optional) -> ModelsListResult;
         /// `mino/models/select`: the current session's model from its next turn on.
         ModelsSelect = MODELS_SELECT("mino/models/select", ModelsSelectParams) -> ModelsSelectResult;
         // MCP servers.
         /// `mino/mcp/list`: the session's MCP servers and their states.
-        McpList = MCP_LIST("mino/mcp/list", McpListParams) -> McpListResult;
+        McpList = MCP_LIST("mino/mcp/list", McpListParams, optional) -> McpListResult;
         /// `mino/mcp/restart`: stops an MCP server (if it runs) and starts it again.
         McpRestart = MCP_RESTART("mino/mcp/restart", McpRestartParams) -> McpServerStatus;
         // Rewinds.
@@ -1832,6 +1848,31 @@ impl TurnNotification {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A request marked `optional` in [`methods!`] has params that read
+    /// `{}`, and one not marked does not: the mark and the type agree, so a
+    /// server that fills in `{}` for a missing `params` never turns a
+    /// request that lacks what it needs into one that runs.
+    #[test]
+    fn params_optional_is_exactly_the_params_that_read_an_empty_object() {
+        struct Check(Vec<String>);
+        impl Visitor for Check {
+            fn request<R: request::Request>(&mut self) {
+                let reads_empty = serde_json::from_value::<R::Params>(json!({})).is_ok();
+                if reads_empty != R::PARAMS_OPTIONAL {
+                    self.0.push(format!(
+                        "{}: PARAMS_OPTIONAL {} but {{}} reads: {reads_empty}",
+                        R::METHOD,
+                        R::PARAMS_OPTIONAL
+                    ));
+                }
+            }
+            fn notification<N: notification::Notification>(&mut self) {}
+        }
+        let mut check = Check(Vec::new());
+        visit(&mut check);
+        assert!(check.0.is_empty(), "{:#?}", check.0);
+    }
 
     #[test]
     fn approval_request_is_camel_case_on_the_wire() {

@@ -135,6 +135,35 @@ fn docs_protocol_md_documents_exactly_the_crate() {
     );
 }
 
+/// The methods whose params may be left out, as the doc's "Requests"
+/// section lists them (the parenthesis after "Methods whose params are all
+/// optional") and as the crate marks them (`Request::PARAMS_OPTIONAL`).
+#[test]
+fn docs_protocol_md_lists_the_methods_whose_params_may_be_left_out() {
+    struct Optional(Vec<&'static str>);
+    impl mino_protocol::Visitor for Optional {
+        fn request<R: mino_protocol::request::Request>(&mut self) {
+            if R::PARAMS_OPTIONAL {
+                self.0.push(R::METHOD);
+            }
+        }
+        fn notification<N: mino_protocol::notification::Notification>(&mut self) {}
+    }
+    let mut crate_list = Optional(Vec::new());
+    mino_protocol::visit(&mut crate_list);
+    let mut crate_list = crate_list.0;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/protocol.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let requests = section(&doc, "## Requests").join("\n");
+    let marker = "Methods whose params are all optional (";
+    let start = requests.find(marker).map(|i| i + marker.len()).expect("the sentence naming them in ## Requests");
+    let end = requests[start..].find(')').map(|i| start + i).expect("its closing parenthesis");
+    let mut documented: Vec<&str> = backticked(&requests[start..end]).collect();
+    crate_list.sort_unstable();
+    documented.sort_unstable();
+    assert_eq!(documented, crate_list, "docs/protocol.md's list and the crate's `optional` marks disagree");
+}
+
 // ---------------------------------------------------------------- the checker itself
 
 const SMALL_DOC: &str = "# Protocol

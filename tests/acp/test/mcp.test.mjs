@@ -3,6 +3,8 @@
 // with a real MCP server written with the official Python SDK
 // (tests/mcp-servers/mino_test_server.py; scripts/test installs it and sets
 // MINO_TEST_MCP_PYTHON and MINO_TEST_MCP_SERVER_PY).
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
 import { acp, agentText, freshDirs, initialize, prompt, startMockModel, startServer } from "./harness.mjs";
@@ -36,7 +38,7 @@ test("an editor's stdio MCP server passed in session/new gives the model its too
   });
   try {
     const init = await initialize(server.agent);
-    assert.deepEqual(init.agentCapabilities.mcpCapabilities, { http: false, sse: false });
+    assert.deepEqual(init.agentCapabilities.mcpCapabilities, { http: true, sse: false });
     const { sessionId } = await server.agent.request(acp.methods.agent.session.new, {
       cwd: dirs.workspace,
       mcpServers: [{ name: "py", command: python, args: [script, "--transport", "stdio"], env: [] }],
@@ -111,5 +113,58 @@ test("an MCP call's options list the decline first; allow-always-server grants e
   } finally {
     await server.stop();
     mock.stop();
+  }
+});
+
+// The Python SDK's server over streamable HTTP on a free loopback port: it
+// prints its URL as its first line on stdout.
+async function startHttpServer() {
+  const child = spawn(python, [script, "--transport", "http", "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+  let log = "";
+  child.stderr.on("data", (chunk) => (log += chunk));
+  const lines = createInterface({ input: child.stdout });
+  const url = await new Promise((resolve, reject) => {
+    lines.once("line", (line) => resolve(line.trim()));
+    child.once("exit", (code) => reject(new Error(`the MCP server exited (${code}) before printing its URL:\n${log}`)));
+  });
+  return { url, log: () => log, stop: () => child.kill("SIGKILL") };
+}
+
+test("an editor's http MCP server passed in session/new gives its tools and an sse one is reported not started", { skip }, async () => {
+  assert.ok(python && script, "CI is set but the MCP test server is not: run through scripts/test");
+  const remote = await startHttpServer();
+  const dirs = freshDirs();
+  const mock = await startMockModel([
+    { type: "named_call", call_id: "call_1", name: "mcp__web__echo", arguments: JSON.stringify({ text: "over http" }) },
+    { type: "text", deltas: ["Done."] },
+  ]);
+  const server = startServer({
+    ...dirs,
+    baseUrl: mock.baseUrl,
+    onPermission: (params) => selected(option(params, "allow_once")),
+  });
+  try {
+    const init = await initialize(server.agent);
+    assert.equal(init.agentCapabilities.mcpCapabilities.http, true);
+    const { sessionId } = await server.agent.request(acp.methods.agent.session.new, {
+      cwd: dirs.workspace,
+      mcpServers: [
+        { type: "http", name: "web", url: remote.url, headers: [{ name: "X-Mino-Test", value: "1" }] },
+        { type: "sse", name: "old", url: remote.url, headers: [] },
+      ],
+    });
+    const answer = await prompt(server.agent, sessionId, "Ask the server to echo.");
+    assert.equal(answer.stopReason, "end_turn");
+    const requests = await mock.requests();
+    const offered = (requests[0].body.tools ?? []).map((t) => t.name ?? t.function?.name);
+    assert.ok(offered.includes("mcp__web__echo"), `the first request offers the HTTP server's tools: ${offered}`);
+    assert.match(JSON.stringify(requests[1].body.input ?? requests[1].body.messages), /over http/);
+    assert.match(remote.log(), /CallToolRequest/);
+    // The sse entry is not started, and the person is told which and why.
+    assert.match(agentText(server.updates), /`old` failed to start: its transport `sse` is not supported/);
+  } finally {
+    await server.stop();
+    mock.stop();
+    remote.stop();
   }
 });

@@ -31,9 +31,6 @@ const ALLOWED: &[(&str, &str, &[&str])] = &[
     // its diff bound from `bash`. A leaf module for the tool vocabulary
     // takes both sides (issue 27, §2).
     ("server/core", "", &["bash", "edit", "journal", "supervisor"]),
-    // `events` queues `agent::AgentEvent`s, and the agent owns an `Events`:
-    // the event types move with the split of `agent.rs` (issue 27, §2).
-    ("server/core", "", &["agent", "events"]),
     // The model room's providers, retries and server families name each
     // other through `model/mod.rs`'s re-exports (`Provider`,
     // `names_the_context`).

@@ -178,7 +178,7 @@ async fn the_python_sdk_server_over_stdio_answers_echo_and_big() {
     session.initialize().await;
     let mut tools = session.tool_names().await;
     tools.sort();
-    assert_eq!(tools, ["big", "crash", "echo", "slow"]);
+    assert_eq!(tools, ["big", "crash", "echo", "grow", "slow"]);
     let echoed = session.request("tools/call", json!({"name": "echo", "arguments": {"text": "über ☃"}})).await;
     assert_eq!(text_of(&echoed), "über ☃");
     // Larger than a pipe's buffer many times over: passed through whole.

@@ -13,6 +13,7 @@ use futures::StreamExt;
 use libfuzzer_sys::fuzz_target;
 use mino_framing::{Frame, FrameCodec, MAX_BODY};
 use mino_protocol as wire;
+use mino_server::dispatch::Schedule;
 use mino_server::transport::{classify, Incoming};
 use serde_json::Value;
 use tokio_util::codec::FramedRead;
@@ -50,7 +51,7 @@ fn typed_params(method: &str, params: Value) {
 
 fuzz_target!(|data: &[u8]| {
     runtime().block_on(async {
-        let (mut service, _socket, _handle) = mino_server::handlers::service();
+        let mino_server::dispatch::FrontDoor { mut service, routes, .. } = mino_server::handlers::service();
         // Read as the server reads its stdin.
         let mut reader = FramedRead::new(data, FrameCodec::new());
         let mut frames = 0usize;
@@ -66,7 +67,7 @@ fuzz_target!(|data: &[u8]| {
                 }
             };
             assert!(body.len() <= MAX_BODY);
-            let request = match classify(&body) {
+            let request = match classify(&body, &routes) {
                 Incoming::Reject(text) => {
                     check_error_response(&text);
                     continue;
@@ -79,7 +80,7 @@ fuzz_target!(|data: &[u8]| {
             // `initialize` would open a session on disk, `exit` ends the
             // service; every other method is answered by the real router
             // (uninitialized: -32002) or ignored as a notification.
-            if method == "initialize" || method == "exit" {
+            if matches!(routes.get(&method).schedule, Schedule::Alone | Schedule::Exit) {
                 continue;
             }
             let has_id = request.id().is_some();

@@ -5,8 +5,10 @@
 //! `call_tool` does so), which is how a cancelled turn stops a call.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, Tool};
 use rmcp::service::{NotificationContext, Peer, RunningServiceCancellationToken};
@@ -25,13 +27,44 @@ pub enum ConnectError {
     ListTools(String),
     #[error("{0}")]
     Unsupported(String),
+    /// An HTTP server's failure, its name and URL in front.
+    #[error("{0}")]
+    Http(String),
 }
 
 /// What Mino does with what a server sends unasked: a changed tool list
-/// wakes [`Connection::list_changed`].
+/// counts in [`ToolListChanges`] and wakes [`Connection::list_changed`].
 struct Handler {
     info: ClientConfig,
     list_changed: Arc<Notify>,
+    changes: Arc<ToolListChanges>,
+}
+
+/// How many times a server said its tools changed, and up to which of
+/// those its tools were listed again: the model's next request waits while
+/// the list is behind (the server says so during the call that changed
+/// it, before its answer; the answer's next request offers the new set).
+#[derive(Default)]
+pub struct ToolListChanges {
+    said: AtomicU64,
+    listed: AtomicU64,
+}
+
+impl ToolListChanges {
+    /// The changes said so far: pass it to [`ToolListChanges::listed_up_to`]
+    /// once the list fetched after this is offered.
+    pub fn said(&self) -> u64 {
+        self.said.load(Ordering::SeqCst)
+    }
+
+    pub fn listed_up_to(&self, said: u64) {
+        self.listed.fetch_max(said, Ordering::SeqCst);
+    }
+
+    /// Whether a change was said that is not listed yet.
+    pub fn behind(&self) -> bool {
+        self.listed.load(Ordering::SeqCst) < self.said.load(Ordering::SeqCst)
+    }
 }
 
 impl ClientHandler for Handler {
@@ -44,6 +77,7 @@ impl ClientHandler for Handler {
         &self,
         _context: NotificationContext<RoleClient>,
     ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.changes.said.fetch_add(1, Ordering::SeqCst);
         self.list_changed.notify_one();
         std::future::ready(())
     }
@@ -56,8 +90,9 @@ pub struct Connection {
     pub pid: Option<u32>,
     /// Woken when the server says its tools changed.
     pub list_changed: Arc<Notify>,
+    pub changes: Arc<ToolListChanges>,
     /// Tells a stdio server's supervisor which calls are in flight (for
-    /// their evidence); does nothing for a server without one.
+    /// their evidence); does nothing for a server without one (HTTP).
     pub tracker: super::process::CallTracker,
 }
 
@@ -102,15 +137,52 @@ impl Connection {
     ) -> Result<(Connection, impl std::future::Future<Output = String> + Send + 'static), ConnectError> {
         let pid = child.pid();
         let tracker = child.guard().call_tracker();
+        let (stdin, stdout, guard) = child.into_parts();
+        Self::serve(ChildIo { stdin, stdout, _guard: guard }, pid, tracker).await
+    }
+
+    /// Connects to a streamable HTTP server at `url`, sending `headers`
+    /// with every request. Nothing is retried that could act twice: a
+    /// session the server forgets is not silently re-initialised (a call
+    /// in it would be sent again), and the server going away ends the
+    /// connection.
+    pub async fn over_http(
+        url: &str,
+        headers: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(Connection, impl std::future::Future<Output = String> + Send + 'static), ConnectError> {
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let client = super::http::MinoHttpClient::new(headers).map_err(|e| ConnectError::Unsupported(e.to_string()))?;
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
+            .reinit_on_expired_session(false)
+            .max_sse_event_size(super::http::MAX_MESSAGE_BYTES)
+            .max_json_response_size(super::http::MAX_MESSAGE_BYTES)
+            .max_error_response_size(super::http::MAX_ERROR_BYTES);
+        // The GET stream and a call's SSE stream are resumed a few times at
+        // most, then the connection is reported ended.
+        let mut retry = rmcp::transport::common::client_side_sse::FixedInterval::default();
+        retry.max_times = Some(HTTP_RESUMES);
+        retry.duration = HTTP_RESUME_WAIT;
+        config.retry_config = Arc::new(retry);
+        let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
+        Self::serve(transport, None, super::process::CallTracker::default()).await
+    }
+
+    async fn serve<T, E, A>(
+        transport: T,
+        pid: Option<u32>,
+        tracker: super::process::CallTracker,
+    ) -> Result<(Connection, impl std::future::Future<Output = String> + Send + 'static), ConnectError>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        // `serve` is rmcp's client start: `initialize`, then `initialized`.
         let list_changed = Arc::new(Notify::new());
         let mut info = ClientConfig::default();
         info.client_info = Implementation::new("mino", env!("CARGO_PKG_VERSION"));
-        let handler = Handler { info, list_changed: list_changed.clone() };
-        let (stdin, stdout, guard) = child.into_parts();
-        let service = handler
-            .serve(ChildIo { stdin, stdout, _guard: guard })
-            .await
-            .map_err(|e| ConnectError::Initialize(e.to_string()))?;
+        let changes = Arc::new(ToolListChanges::default());
+        let handler = Handler { info, list_changed: list_changed.clone(), changes: changes.clone() };
+        let service = handler.serve(transport).await.map_err(|e| ConnectError::Initialize(initialize_error(&e)))?;
         let peer = service.peer().clone();
         let cancel = service.cancellation_token();
         let ended = async move {
@@ -119,7 +191,10 @@ impl Connection {
                 Err(e) => format!("its connection's task ended: {e}"),
             }
         };
-        Ok((Connection { peer, cancel: std::sync::Mutex::new(Some(cancel)), pid, list_changed, tracker }, ended))
+        Ok((
+            Connection { peer, cancel: std::sync::Mutex::new(Some(cancel)), pid, list_changed, changes, tracker },
+            ended,
+        ))
     }
 
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ConnectError> {
@@ -146,6 +221,23 @@ impl Connection {
         if let Some(cancel) = cancel {
             cancel.cancel();
         }
+    }
+}
+
+/// How many times a broken SSE stream of an HTTP server is resumed.
+const HTTP_RESUMES: usize = 2;
+/// The wait before each resumption.
+const HTTP_RESUME_WAIT: Duration = Duration::from_millis(500);
+
+/// Why `initialize` failed, in the transport's own words (an HTTP
+/// server's status is there) without rmcp's type names.
+fn initialize_error(e: &rmcp::service::ClientInitializeError) -> String {
+    match e {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+            let text = error.error.to_string();
+            text.strip_prefix("Client error: ").unwrap_or(&text).to_string()
+        }
+        other => other.to_string(),
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod config;
+pub mod http;
 pub mod process;
 
 use std::collections::BTreeMap;
@@ -102,6 +103,10 @@ type Notifier = Arc<dyn Fn(McpStatus) + Send + Sync>;
 /// servers still starting (a start that was never begun, say).
 const SETTLE_MARGIN: Duration = Duration::from_secs(1);
 
+/// How long after `notifications/tools/list_changed` the tools are listed
+/// again.
+const LIST_CHANGED_DEBOUNCE: Duration = Duration::from_millis(100);
+
 struct State {
     slots: BTreeMap<String, Slot>,
     offered: Arc<Vec<OfferedTool>>,
@@ -156,11 +161,13 @@ impl McpManager {
         }
     }
 
-    /// Resolves once no server is `starting`: each ends ready or failed
+    /// Resolves once no server is `starting` and none said its tools
+    /// changed without their being listed again: each ends ready or failed
     /// within its own start-up limit, so a turn's first request waits for
     /// the slowest start and no longer (an editor that passes `mcpServers`
-    /// and prompts at once still offers their tools). Bounded by the
-    /// longest start-up limit and a margin, whatever a server does.
+    /// and prompts at once still offers their tools), and a request after
+    /// a call that changed a server's tools offers the new set. Bounded by
+    /// the longest start-up limit and a margin, whatever a server does.
     pub async fn settled(&self) {
         let limit = {
             let state = lock(&self.state);
@@ -171,7 +178,10 @@ impl McpManager {
                 let changed = self.changed.notified();
                 tokio::pin!(changed);
                 changed.as_mut().enable();
-                if !lock(&self.state).slots.values().any(|s| matches!(s.state, McpState::Starting)) {
+                let busy = lock(&self.state).slots.values().any(|s| {
+                    matches!(s.state, McpState::Starting) || s.connection.as_ref().is_some_and(|c| c.changes.behind())
+                });
+                if !busy {
                     return;
                 }
                 changed.await;
@@ -338,21 +348,27 @@ impl McpManager {
         (client::Connection, Vec<rmcp::model::Tool>, futures::future::BoxFuture<'static, String>),
         client::ConnectError,
     > {
-        let spec = match &config.transport {
-            McpTransport::Stdio(spec) => spec,
-            McpTransport::Http { .. } => {
-                return Err(client::ConnectError::Unsupported(
-                    "streamable HTTP servers are not supported by this Mino yet; run the server over stdio".into(),
-                ))
+        let (connection, ended) = match &config.transport {
+            McpTransport::Stdio(spec) => {
+                let mut spec = spec.clone();
+                if spec.cwd.is_none() {
+                    spec.cwd = lock(&self.workspace).clone();
+                }
+                let child = process::spawn_stdio(&spec, &self.supervisor).await?;
+                *lock(tail) = Some(child.guard().stderr_tail_handle());
+                let (connection, ended) = client::Connection::over_stdio(child).await?;
+                (connection, Box::pin(ended) as futures::future::BoxFuture<'static, String>)
             }
+            McpTransport::Http { url, headers } => {
+                // Named with where it is (a query may hold a key: left out).
+                let at = url.split(['?', '#']).next().unwrap_or_default();
+                let (connection, ended) = client::Connection::over_http(url, headers)
+                    .await
+                    .map_err(|e| client::ConnectError::Http(format!("MCP server `{}` at {at}: {e}", config.name)))?;
+                (connection, Box::pin(ended) as futures::future::BoxFuture<'static, String>)
+            }
+            McpTransport::Unsupported { why } => return Err(client::ConnectError::Unsupported(why.clone())),
         };
-        let mut spec = spec.clone();
-        if spec.cwd.is_none() {
-            spec.cwd = lock(&self.workspace).clone();
-        }
-        let child = process::spawn_stdio(&spec, &self.supervisor).await?;
-        *lock(tail) = Some(child.guard().stderr_tail_handle());
-        let (connection, ended) = client::Connection::over_stdio(child).await?;
         let tools = match connection.list_tools().await {
             Ok(tools) => tools,
             Err(e) => {
@@ -360,7 +376,7 @@ impl McpManager {
                 return Err(e);
             }
         };
-        Ok((connection, tools, Box::pin(ended)))
+        Ok((connection, tools, ended))
     }
 
     /// Reports the connection's end, and lists the tools again whenever
@@ -391,7 +407,27 @@ impl McpManager {
                         return;
                     }
                     _ = connection.list_changed.notified() => {
-                        let Ok(tools) = connection.list_tools().await else { continue };
+                        // A server adding several tools says so for each:
+                        // one listing once they settle. Notifications during
+                        // it leave one permit, so at most one more follows.
+                        tokio::time::sleep(LIST_CHANGED_DEBOUNCE).await;
+                        let said = connection.changes.said();
+                        let limit = manager.startup_timeout(&name);
+                        let tools = match tokio::time::timeout(limit, connection.list_tools()).await {
+                            Ok(Ok(tools)) => tools,
+                            Ok(Err(e)) => {
+                                tracing::warn!(server = %name, "MCP server said its tools changed; listing them failed: {e}; the tools offered stay as they were");
+                                connection.changes.listed_up_to(said);
+                                manager.changed.notify_waiters();
+                                continue;
+                            }
+                            Err(_) => {
+                                tracing::warn!(server = %name, "MCP server said its tools changed; listing them took over {} s; the tools offered stay as they were", limit.as_secs_f64());
+                                connection.changes.listed_up_to(said);
+                                manager.changed.notify_waiters();
+                                continue;
+                            }
+                        };
                         let ready = {
                             let mut state = lock(&manager.state);
                             let Some(slot) = state.slots.get_mut(&name).filter(|s| s.generation == generation) else { return };
@@ -399,6 +435,7 @@ impl McpManager {
                             Self::rebuild(&mut state);
                             Self::ready_state(&state, &name)
                         };
+                        connection.changes.listed_up_to(said);
                         manager.report(McpStatus { server: name.clone(), state: ready });
                     }
                 }
@@ -464,9 +501,43 @@ impl McpManager {
         state.slots.get(server).and_then(|s| s.connection.as_ref()).map(|c| c.tracker.clone()).unwrap_or_default()
     }
 
+    fn startup_timeout(&self, server: &str) -> Duration {
+        lock(&self.state).slots.get(server).map_or(config::DEFAULT_STARTUP_TIMEOUT, |s| s.config.startup_timeout)
+    }
+
     /// The time limit of `server`'s calls.
     pub fn tool_timeout(&self, server: &str) -> Duration {
         lock(&self.state).slots.get(server).map_or(config::DEFAULT_TOOL_TIMEOUT, |s| s.config.tool_timeout)
+    }
+
+    /// An HTTP server whose connection broke during a call is reported
+    /// `exited` (a remote server's going away ends no process Mino
+    /// watches, and its connection would look alive until the next
+    /// request); its tools are missing until it is restarted. A stdio
+    /// server's end is seen by its connection's watch.
+    fn lost(&self, server: &str, connection: &Arc<client::Connection>, why: &str) {
+        let exited = {
+            let mut state = lock(&self.state);
+            let Some(slot) = state.slots.get_mut(server) else { return };
+            let current = slot.connection.as_ref().is_some_and(|c| Arc::ptr_eq(c, connection));
+            let McpTransport::Http { url, .. } = &slot.config.transport else { return };
+            if !current {
+                return;
+            }
+            let at = url.split(['?', '#']).next().unwrap_or_default().to_string();
+            // What the old connection's watch reports from now on is ignored.
+            slot.generation += 1;
+            slot.connection = None;
+            slot.tools.clear();
+            let exited = McpState::Exited {
+                reason: format!("MCP server `{server}` at {at}: its connection broke during a call ({why})"),
+            };
+            slot.state = exited.clone();
+            Self::rebuild(&mut state);
+            exited
+        };
+        connection.stop();
+        self.report(McpStatus { server: server.to_string(), state: exited });
     }
 
     /// Makes one call. The caller has approved it and synced its start.
@@ -505,10 +576,16 @@ impl McpManager {
                     limit.as_secs_f64()
                 ),
             },
-            Ok(Err(e)) => failed(format!(
-                "The MCP server `{}` did not answer the call: {e}. The tool may have acted before it stopped.",
-                tool.server
-            )),
+            Ok(Err(e)) => {
+                let why = service_error_text(&e);
+                if matches!(e, rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)) {
+                    self.lost(&tool.server, &connection, &why);
+                }
+                failed(format!(
+                    "The MCP server `{}` did not answer the call: {why}. The tool may have acted before it stopped.",
+                    tool.server
+                ))
+            }
             Ok(Ok(result)) => {
                 let is_error = result.is_error == Some(true);
                 let text = bound(&result_text(&result), self.output_limit);
@@ -543,6 +620,18 @@ pub fn with_stderr_tail(reason: String, lines: &[String]) -> String {
     }
     kept.reverse();
     format!("{reason}; its last stderr lines:\n{}", kept.join("\n"))
+}
+
+/// A call's failure in the transport's words, without rmcp's type names.
+fn service_error_text(e: &rmcp::ServiceError) -> String {
+    match e {
+        rmcp::ServiceError::TransportSend(error) => {
+            let text = error.error.to_string();
+            text.strip_prefix("Client error: ").unwrap_or(&text).to_string()
+        }
+        rmcp::ServiceError::TransportClosed => "its connection closed".to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// What the model reads when a server is not running.

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use crate::agent::{AgentEvent, Numbered};
+use super::{lock, Agent, AgentEvent, Numbered};
 
 /// Bytes waiting (envelopes included) past which deltas are merged into the
 /// one queued last: a client reading along never sees a merge.
@@ -211,6 +211,39 @@ impl Drop for Events {
         state.receiver_gone = true;
         state.queue.clear();
         state.bytes = 0;
+    }
+}
+
+/// Numbers the events and queues them: the one way out of the agent.
+pub(super) struct Emitter {
+    pub(super) next_seq: u64,
+    /// The current session's id, stamped on every event.
+    pub(super) session_id: String,
+    pub(super) sender: EventSender,
+}
+
+impl Agent {
+    pub(super) fn emit(&self, event: AgentEvent) {
+        let mut emitter = lock(&self.state.emitter);
+        let seq = emitter.next_seq;
+        // `seq` numbers the turn events (a client sees it count up by one);
+        // a switch's `SessionOpened` is not one of them and takes none, nor
+        // does a delta merged into the one queued last (the client is behind).
+        let counts = !matches!(
+            event,
+            AgentEvent::SessionOpened { .. }
+                | AgentEvent::ResponseUsage { .. }
+                | AgentEvent::SettingsChanged { .. }
+                | AgentEvent::InstructionsChanged { .. }
+                | AgentEvent::ToolTerminal { .. }
+                | AgentEvent::McpStatus { .. }
+        );
+        // Nobody listening any more drops the event: the journal still
+        // records everything.
+        let sent = emitter.sender.send(seq, &emitter.session_id, event);
+        if counts && sent == Sent::Queued {
+            emitter.next_seq += 1;
+        }
     }
 }
 

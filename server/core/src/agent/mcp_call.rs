@@ -1,6 +1,6 @@
-//! An MCP tool call's step of a turn (a child of `agent`, kept beside the
-//! MCP client): from the model's call to its saved result, with the same
-//! save points as a command. The person approves every call unless an MCP
+//! An MCP tool call's step of a turn (the client itself is `crate::mcp`):
+//! from the model's call to its saved result, with the same save points as
+//! a command. The person approves every call unless an MCP
 //! rule decides it (`rules` and `sandboxed-auto` modes; deny wins; a tool's
 //! annotations are shown, never trusted); a rule granted while answering is
 //! synced before anything is sent, and the `approval` and the
@@ -21,25 +21,25 @@ const MCP_CANCELLED_BEFORE_SEND: &str =
 impl Agent {
     /// The session's MCP servers.
     pub fn mcp(&self) -> &McpManager {
-        &self.inner.mcp
+        &self.state.mcp
     }
 
     /// Adds `servers` to the session's and starts them all in the
     /// background (concurrently, each within its start-up limit); their
     /// states arrive as [`AgentEvent::McpStatus`].
     pub fn start_mcp(&self, servers: Vec<crate::mcp::McpServerConfig>) -> Option<tokio::task::JoinHandle<()>> {
-        if servers.is_empty() && self.inner.mcp.is_empty() {
+        if servers.is_empty() && self.state.mcp.is_empty() {
             return None;
         }
-        let weak = Arc::downgrade(&self.inner);
-        self.inner.mcp.set_notifier(move |status| {
-            if let Some(inner) = weak.upgrade() {
-                Agent { inner }.emit(AgentEvent::McpStatus { status });
+        let weak = Arc::downgrade(&self.state);
+        self.state.mcp.set_notifier(move |status| {
+            if let Some(state) = weak.upgrade() {
+                Agent { state }.emit(AgentEvent::McpStatus { status });
             }
         });
-        self.inner.mcp.add(servers);
-        self.inner.mcp.set_workspace(lock(&self.inner.bash).cwd().to_path_buf());
-        let manager = self.inner.mcp.clone();
+        self.state.mcp.add(servers);
+        self.state.mcp.set_workspace(lock(&self.state.bash).cwd().to_path_buf());
+        let manager = self.state.mcp.clone();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!("no runtime to start the MCP servers on");
             return None;
@@ -57,9 +57,9 @@ impl Agent {
         arguments: &str,
         cancel: &CancellationToken,
     ) -> Result<bool, SessionError> {
-        let Some(tool) = self.inner.mcp.resolve(name) else {
+        let Some(tool) = self.state.mcp.resolve(name) else {
             let states: Vec<String> =
-                self.inner.mcp.statuses().iter().map(|s| format!("`{}` {}", s.server, s.state.as_str())).collect();
+                self.state.mcp.statuses().iter().map(|s| format!("`{}` {}", s.server, s.state.as_str())).collect();
             let output = format!(
                 "No MCP server offers the tool `{name}` now (servers: {}); nothing was called.",
                 if states.is_empty() { "none".to_string() } else { states.join(", ") }
@@ -72,10 +72,10 @@ impl Agent {
             return Ok(true);
         }
         let summary = crate::mcp::summary(&tool.server, &tool.tool, arguments);
-        let directory = lock(&self.inner.bash).cwd().display().to_string();
+        let directory = lock(&self.state.bash).cwd().display().to_string();
         let granted = self.with_session(|s| s.transcript().rules.clone());
         let (approval_mode, by_rules) = {
-            let policy = lock(&self.inner.policy);
+            let policy = lock(&self.state.policy);
             (policy.approval_mode, crate::policy::mcp_decision(&policy, &granted, &tool.server, &tool.tool))
         };
         let approved_by = match by_rules {
@@ -106,7 +106,7 @@ impl Agent {
         // The server's supervisor hears of the call before it is sent and
         // of its end once its result is saved: were Mino to stop between
         // the two, it leaves evidence of what became of the server.
-        let tracker = self.inner.mcp.call_tracker(&tool.server);
+        let tracker = self.state.mcp.call_tracker(&tool.server);
         let tracked = target.map(|target| {
             let told =
                 tracker.begin(&crate::mcp::process::InFlightCall { target: target.clone(), tool: tool.tool.clone() });
@@ -146,7 +146,7 @@ impl Agent {
             read: None,
         });
         fail::fail_point!("agent::before_mcp_call");
-        let outcome = self.inner.mcp.call(tool, arguments, cancel).await;
+        let outcome = self.state.mcp.call(tool, arguments, cancel).await;
         fail::fail_point!("agent::before_tool_result");
         self.save_result(turn_id, call_id, outcome.status, &outcome.output, None).await?;
         Ok(outcome.status == ToolStatus::Cancelled)
@@ -171,7 +171,7 @@ impl Agent {
         arguments: &str,
         cancel: &CancellationToken,
     ) -> Result<Option<(Option<ApprovedBy>, Vec<Rule>)>, SessionError> {
-        let timeout = self.inner.mcp.tool_timeout(&tool.server);
+        let timeout = self.state.mcp.tool_timeout(&tool.server);
         let request = AgentEvent::ApprovalRequest {
             turn_id: turn_id.to_string(),
             call_id: call_id.to_string(),

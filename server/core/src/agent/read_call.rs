@@ -1,5 +1,5 @@
-//! A read call's step of a turn (a child of `agent`, kept beside the read
-//! tools): from its arguments to its saved result.
+//! A read call's step of a turn (the read tools themselves are
+//! `crate::read`): from its arguments to its saved result.
 //!
 //! Inside the session's directory a read runs without asking, in every
 //! approval mode: the mode is never consulted, so no mode (present or
@@ -44,7 +44,7 @@ impl Agent {
             return Ok(true);
         }
         let summary = args.summary();
-        let directory = lock(&self.inner.bash).cwd().to_path_buf();
+        let directory = lock(&self.state.bash).cwd().to_path_buf();
         let located = blocking({
             let args = args.clone();
             move || -> Result<(Workspace, Place), String> {
@@ -66,12 +66,12 @@ impl Agent {
                 return Ok(false);
             }
         };
-        let directory_path = lock(&self.inner.bash).cwd().to_path_buf();
+        let directory_path = lock(&self.state.bash).cwd().to_path_buf();
         let directory = directory_path.display().to_string();
         let (target, approved_by, info) = match place {
             Place::Inside(target) => (Ok(target), Some(ApprovedBy::Workspace), args.info(None, false)),
             Place::Outside { shown, target } => {
-                let approval_mode = lock(&self.inner.policy).approval_mode;
+                let approval_mode = lock(&self.state.policy).approval_mode;
                 let request = AgentEvent::ApprovalRequest {
                     turn_id: turn_id.to_string(),
                     call_id: call_id.to_string(),
