@@ -668,17 +668,27 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     // that is not one plain command, or an edit outside the workspace, has no
     // suggested rule: no rule can cover it. An edit's rule is a path rule.
     const rulesOffered = typeof p.approvalMode === 'string';
-    const suggested = p.suggestedRule && (p.suggestedRule.kind === 'path' ? p.suggestedRule.pattern : p.suggestedRule.command);
+    const suggested = p.suggestedRule && (p.suggestedRule.kind === 'path' ? p.suggestedRule.pattern : p.suggestedRule.kind === 'mcp' ? p.suggestedRule.tool : p.suggestedRule.command);
     const ruleable = rulesOffered && typeof suggested === 'string';
     // The rule choices, allow and deny alike, are offered only where a rule
     // can cover the call (the same suggestion prefills both).
-    for (const [choice, label] of [
-      ['allowSession', 'Allow for session…'],
-      ['allowWorkspace', 'Always allow in workspace…'],
-      ['denySession', 'Deny for session…'],
-      ['denyWorkspace', 'Deny for workspace…'],
-      ['denyReason', 'Deny with reason…'],
-    ]) {
+    // An MCP call's rule is for this tool or every tool of its server (chosen in the form).
+    const choices = mcp
+      ? [
+          ['allowSession', 'Allow this tool or its server for session…'],
+          ['allowWorkspace', 'Always allow this tool or its server in workspace…'],
+          ['denySession', 'Deny for session…'],
+          ['denyWorkspace', 'Deny for workspace…'],
+          ['denyReason', 'Deny with reason…'],
+        ]
+      : [
+          ['allowSession', 'Allow for session…'],
+          ['allowWorkspace', 'Always allow in workspace…'],
+          ['denySession', 'Deny for session…'],
+          ['denyWorkspace', 'Deny for workspace…'],
+          ['denyReason', 'Deny with reason…'],
+        ];
+    for (const [choice, label] of choices) {
       const isRule = choice !== 'denyReason';
       if (isRule && !rulesOffered) continue;
       const b = deliberateButton('secondary open-form ' + choice, label, () => openAnswerForm(card, p, choice));
@@ -693,7 +703,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     }
     if (rulesOffered && !ruleable) {
       more.appendChild(h('span', 'no-rule-note', mcp
-        ? 'No rule can be made from this card: every MCP tool call is asked about.'
+        ? 'No rule can name this MCP tool: its call is asked about.'
         : read
         ? 'No rule can cover this read: its path is outside the workspace.'
         : p.edit
@@ -798,6 +808,38 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       answer = () => {
         const reason = field.value.trim();
         return reason ? { reason } : {};
+      };
+    } else if (p.suggestedRule.kind === 'mcp') {
+      // An MCP rule: this tool (`server/tool`, the narrower and the default) or every tool of its server (`server/*`).
+      const tool = String(p.suggestedRule.tool);
+      const server = tool.split('/')[0];
+      const kinds = h('div', 'rule-kinds mcp-rule-kinds');
+      kinds.setAttribute('role', 'radiogroup');
+      kinds.setAttribute('aria-label', 'What the rule ' + ruleForm.verb);
+      const group = 'mino-rule-kind-' + nextElementId++;
+      /** @type {HTMLInputElement[]} */
+      const radios = [];
+      for (const [value, label] of [[tool, 'this tool (' + tool + ')'], [server + '/*', 'every tool of the MCP server ' + server]]) {
+        const lab = h('label', 'rule-kind');
+        const radio = /** @type {HTMLInputElement} */ (h('input', 'mcp-rule-tool'));
+        radio.type = 'radio';
+        radio.name = group;
+        radio.value = value;
+        radio.checked = value === tool;
+        radios.push(radio);
+        lab.append(radio, ' ' + label);
+        kinds.appendChild(lab);
+      }
+      formEl.appendChild(kinds);
+      field = radios[0];
+      if (p.approvalMode === 'ask') {
+        formEl.appendChild(h('div', 'answer-form-note', 'The approval mode is ask: this call ' +
+          (denies ? 'is denied' : 'is made') + ' now and the rule is kept, but later calls use it only once the mode is rules.'));
+        formEl.appendChild(linkButton('Change the approval mode…', { type: 'setApprovalMode' }, 'answer-form-mode'));
+      }
+      answer = () => {
+        const picked = radios.find((r) => r.checked);
+        return { rule: { kind: 'mcp', tool: picked ? picked.value : tool } };
       };
     } else if (p.suggestedRule.kind === 'path') {
       // A path rule: a glob relative to the session's directory, no kinds to choose.

@@ -254,8 +254,8 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     expect(await card.locator('details.env').count()).toBe(0);
     expect(await card.locator('.question').textContent()).toBe('Call this MCP tool?');
     expect(await card.getAttribute('aria-label')).toBe('Mino asks to call the tool read_text_file of the MCP server fs');
-    // No rule can be made from it, and nothing in the card has the focus.
-    expect(await card.getByRole('button', { name: 'Allow for session…' }).isDisabled()).toBe(true);
+    // Without a suggested rule no rule can be made from it, and nothing in the card has the focus.
+    expect(await card.getByRole('button', { name: 'Allow this tool or its server for session…' }).isDisabled()).toBe(true);
     expect(await page.evaluate(() => document.activeElement?.closest('.tool-card') ?? null)).toBeNull();
     await page.keyboard.press('Enter');
     await page.keyboard.press('Space');
@@ -263,6 +263,40 @@ describe.skipIf(skip)('chat webview in chromium', () => {
     await card.getByRole('button', { name: 'Deny', exact: true }).click();
     expect((await posted()).filter((m) => m.type === 'approval')).toEqual([
       { type: 'approval', turnId: 'm1', callId: 'call_1', decision: 'deny' },
+    ]);
+  });
+
+  it("an MCP call's rule is this tool or every tool of its server: this tool is the default, keys typed before answer nothing, and the server's rule is posted as `server/*`", async () => {
+    await ready();
+    await notify('mino/turnStarted', { turnId: 'm2', seq: 0, input: 'Read the notes.' });
+    const args = JSON.stringify({ path: 'notes.txt' });
+    await notify('mino/approvalRequest', {
+      turnId: 'm2', seq: 1, callId: 'call_1', command: 'mcp fs/read_text_file ' + args, directory: '/home/me/project',
+      environment: {}, limits: { timeoutSeconds: 120, outputLimitBytes: 65536 }, approvalMode: 'rules', sandbox: 'off',
+      suggestedRule: { kind: 'mcp', tool: 'fs/read_text_file' },
+      mcp: { server: 'fs', tool: 'read_text_file', arguments: args, annotations: { readOnlyHint: true } },
+    });
+    const card = page.locator('.tool-card[data-call-id="call_1"]');
+    const open = card.getByRole('button', { name: 'Allow this tool or its server for session…' });
+    await expect.poll(() => open.isDisabled()).toBe(false);
+    expect(await card.getByRole('button', { name: 'Always allow this tool or its server in workspace…' }).isDisabled()).toBe(false);
+    expect(await page.evaluate(() => document.activeElement?.closest('.tool-card') ?? null)).toBeNull();
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Space');
+    expect((await posted()).filter((m) => m.type === 'approval')).toEqual([]);
+    await open.click();
+    const form = card.locator('.answer-form.allowSession');
+    const radios = form.locator('input.mcp-rule-tool');
+    expect(await radios.count()).toBe(2);
+    expect(await radios.nth(0).isChecked()).toBe(true);
+    expect(await form.textContent()).toContain('every tool of the MCP server fs');
+    // Enter in the form confirms nothing: only its confirm button does.
+    await page.keyboard.press('Enter');
+    expect((await posted()).filter((m) => m.type === 'approval')).toEqual([]);
+    await radios.nth(1).check();
+    await form.getByRole('button', { name: 'Allow for session' }).click();
+    expect((await posted()).filter((m) => m.type === 'approval')).toEqual([
+      { type: 'approval', turnId: 'm2', callId: 'call_1', decision: 'allowSession', rule: { kind: 'mcp', tool: 'fs/*' } },
     ]);
   });
 

@@ -1551,6 +1551,49 @@ test("an MCP call's approval shows server, tool, indented arguments and the anno
     wait_buffer("_Denied `mcp fs/read_text_file")
   end)
 
+test("an MCP call's rule is for this tool or every tool of its server: Deny stays first, the server's rule is sent as `server/*`",
+  function()
+    fresh()
+    start_and_wait()
+    local args = '{"path":"notes.txt"}'
+    mino._on["mino/approvalRequest"]({
+      sessionId = mino.state.session and mino.state.session.sessionId, turnId = "turn-mcp2", seq = 1, callId = "call_1",
+      command = "mcp fs/read_text_file " .. args, directory = ctx.work, environment = {},
+      limits = { timeoutSeconds = 120, outputLimitBytes = 65536 }, approvalMode = "rules", sandbox = "off",
+      suggestedRule = { kind = "mcp", tool = "fs/read_text_file" },
+      mcp = { server = "fs", tool = "read_text_file", arguments = args },
+    })
+    wait_for("the approval question", function()
+      return #pending_selects == 1
+    end)
+    local s = selects[#selects]
+    local c = mino.APPROVAL_CHOICES
+    assert_eq(s.items[1], "Deny", "the first (default) answer")
+    for _, choice in ipairs({ c.mcp_tool_session, c.mcp_server_session, c.mcp_tool_workspace, c.mcp_server_workspace,
+      c.mcp_deny_session, c.mcp_deny_workspace }) do
+      assert_eq(vim.tbl_contains(s.items, choice), true, "offered: " .. choice)
+    end
+    assert_eq(vim.tbl_contains(s.items, c.allow_session), false, "no command rule for an MCP call")
+    local decision, rule = mino.mcp_choice_rule({ suggestedRule = { kind = "mcp", tool = "fs/read_text_file" } },
+      c.mcp_tool_workspace)
+    assert_eq({ decision, rule }, { "allowWorkspace", { kind = "mcp", tool = "fs/read_text_file" } }, "this tool")
+    -- What the plugin sends (the server refuses it: no turn of its own waits for this made-up call).
+    local params
+    local request = mino.request
+    mino.request = function(m, p, cb)
+      if m == "mino/approval" then
+        params = p
+      end
+      return request(m, p, cb)
+    end
+    answer_pending("mino.approval", c.mcp_server_session)
+    wait_for("mino/approval sent", function()
+      return params ~= nil
+    end)
+    mino.request = request
+    assert_eq({ params.decision, params.rule }, { "allowSession", { kind = "mcp", tool = "fs/*" } }, "the server's rule")
+  end)
+
 test("the recovery question is asked over a redrawn chat showing the recovered turns; MinoRecovery fires", function()
   fresh()
   start_and_wait()

@@ -8,7 +8,7 @@ use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use mino_protocol::{
     error_code, ApprovalMode, ApprovalParams, ApprovalRequest, Decision, InitializationOptions, ModelSource,
-    RecoveryNotification, RuleScope, SandboxMode, ServerCapabilities, SessionInfo, SettingsUpdateParams,
+    RecoveryNotification, RuleKind, RuleScope, SandboxMode, ServerCapabilities, SessionInfo, SettingsUpdateParams,
     TurnNotification as Turn,
 };
 use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -916,15 +916,41 @@ impl App {
             // Answered above by showing it and asking again.
             ui::ApprovalAnswer::ShowEnvironment => return Some(params),
         };
+        let deny = matches!(decision, Decision::DenySession | Decision::DenyWorkspace);
         if req.mcp.is_some() {
-            out("[no rule covers an MCP tool call: denied]\n");
+            let Some(suggested) = req.suggested_rule.as_ref().filter(|r| r.kind == RuleKind::Mcp) else {
+                out("[no rule can name this MCP tool: denied]\n");
+                return Some(params);
+            };
+            // The rule question lets something act: nothing typed before it counts.
+            self.input.discard_typed_ahead();
+            out(&ui::mcp_rule_question(scope, deny, suggested));
+            let rule = match self.read_answer().await {
+                Answer::Line(a) => ui::mcp_rule_answer(&a, suggested),
+                Answer::Eof => None,
+                Answer::Interrupt => {
+                    view.at_line_start = false;
+                    self.interrupted(view);
+                    return None;
+                }
+            };
+            match rule {
+                Some(rule) => {
+                    if let Some(note) = ui::granted_note(req.approval_mode) {
+                        out(&format!("{note}\n"));
+                    }
+                    params.decision = decision;
+                    params.rule = Some(rule);
+                }
+                None => out("[no rule given: denied]\n"),
+            }
             return Some(params);
         }
         if req.edit.as_ref().is_some_and(|e| e.leaves_workspace) || req.read.is_some() {
             out("[no rule covers a path outside the session's directory: denied]\n");
             return Some(params);
         }
-        let (deny, edit) = (matches!(decision, Decision::DenySession | Decision::DenyWorkspace), req.edit.is_some());
+        let edit = req.edit.is_some();
         self.input.discard_typed_ahead();
         out(&ui::rule_question(scope, deny, edit, req.suggested_rule.as_ref()));
         let rule = match self.read_answer().await {
@@ -954,7 +980,15 @@ impl App {
     async fn approval_menu(&mut self, req: &ApprovalRequest) -> Option<ui::ApprovalAnswer> {
         let mut choices = vec![Choice { key: "n", label: "Deny" }, Choice { key: "y", label: "Approve once" }];
         // A read asks only when it leaves the session's directory, which no rule covers.
-        if !req.edit.as_ref().is_some_and(|e| e.leaves_workspace) && req.read.is_none() {
+        if req.mcp.is_some() {
+            // Each asks next: this tool (Enter) or every tool of its server (`*`).
+            choices.extend([
+                Choice { key: "a", label: "Always allow, this session: this tool or every tool of its server" },
+                Choice { key: "w", label: "Always allow, this workspace: this tool or every tool of its server" },
+                Choice { key: "d", label: "Always deny, this session (a rule)" },
+                Choice { key: "D", label: "Always deny, this workspace (a rule)" },
+            ]);
+        } else if !req.edit.as_ref().is_some_and(|e| e.leaves_workspace) && req.read.is_none() {
             choices.extend([
                 Choice { key: "a", label: "Allow for this session (a rule)" },
                 Choice { key: "w", label: "Allow in this workspace (a rule)" },

@@ -50,8 +50,8 @@ pub const APPROVE_CHOICES: &str = "y: approve once | n, or n: reason: deny | a: 
 pub const APPROVE_CHOICES_OUTSIDE: &str =
     "y: approve once | n, or n: reason: deny (no rule covers a path outside the session's directory)";
 
-/// The answers for an MCP tool call: no rule covers one.
-pub const APPROVE_CHOICES_MCP: &str = "y: approve once | n, or n: reason: deny (no rule covers an MCP tool call)";
+/// The answers for an MCP tool call: a rule is for this tool or every tool of its server.
+pub const APPROVE_CHOICES_MCP: &str = "y: approve once | a/w: always allow this tool or every tool of its server, for the session/workspace | d/D: always deny (session/workspace) | n, or n: reason: deny";
 
 /// An answer to the approval question. Anything not recognised denies.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +121,36 @@ pub fn rule_question(scope: RuleScope, deny: bool, edit: bool, suggested: Option
             )
         }
         None => format!("{verb} in {place} {what}: (type {how}; Enter or - to {fallback}) "),
+    }
+}
+
+/// The question for the MCP rule of `a`/`w`/`d`/`D`: the suggested rule is
+/// the call's tool (`server/tool`); `*` takes every tool of the server.
+pub fn mcp_rule_question(scope: RuleScope, deny: bool, suggested: &RuleSpec) -> String {
+    let place = match scope {
+        RuleScope::Session => "this session",
+        RuleScope::Workspace => "this workspace",
+    };
+    let verb = if deny { "Deny" } else { "Allow" };
+    let tool = suggested.text();
+    let server = tool.split_once('/').map_or(tool, |(server, _)| server);
+    let fallback = if deny { "deny once without a rule" } else { "deny" };
+    format!(
+        "{verb} in {place} the MCP tool [{tool}] (Enter), or * for every tool of the server `{server}`; - to {fallback}: "
+    )
+}
+
+/// The MCP rule an answer to [`mcp_rule_question`] asks for: empty is the
+/// call's tool, `*` (or `server/*`) every tool of its server; anything else
+/// is no rule (the call is denied): a rule here only ever names this server.
+pub fn mcp_rule_answer(answer: &str, suggested: &RuleSpec) -> Option<RuleSpec> {
+    let tool = suggested.text();
+    let server = tool.split_once('/')?.0;
+    match answer.trim() {
+        "" => Some(suggested.clone()),
+        a if a == "*" || a == format!("{server}/*") => Some(RuleSpec::mcp(format!("{server}/*"))),
+        a if a == tool => Some(suggested.clone()),
+        _ => None,
     }
 }
 
@@ -215,7 +245,8 @@ pub fn compacted(result: Result<mino_protocol::CompactResult, impl std::fmt::Dis
 
 /// A rule's command, or its pattern for a path rule.
 fn rule_text(rule: &RuleView) -> String {
-    printable(rule.command.as_deref().or(rule.pattern.as_deref()).unwrap_or_default()).into_owned()
+    printable(rule.command.as_deref().or(rule.pattern.as_deref()).or(rule.tool.as_deref()).unwrap_or_default())
+        .into_owned()
 }
 
 /// `/model`: the models to choose from, the session's current one marked.
@@ -399,6 +430,7 @@ fn rule_kind(kind: mino_protocol::RuleKind) -> &'static str {
         mino_protocol::RuleKind::Exact => "exact",
         mino_protocol::RuleKind::Prefix => "prefix",
         mino_protocol::RuleKind::Path => "path",
+        mino_protocol::RuleKind::Mcp => "mcp",
     }
 }
 
@@ -1380,6 +1412,13 @@ mod tests {
     fn approval_answers_and_rules() {
         assert_eq!(approval_answer(" y "), ApprovalAnswer::Approve);
         assert_eq!(approval_answer("a"), ApprovalAnswer::AllowSession);
+        let tool = RuleSpec::mcp("fs/read_file");
+        assert_eq!(mcp_rule_answer("", &tool), Some(tool.clone()));
+        assert_eq!(mcp_rule_answer(" * ", &tool), Some(RuleSpec::mcp("fs/*")));
+        assert_eq!(mcp_rule_answer("fs/*", &tool), Some(RuleSpec::mcp("fs/*")));
+        assert_eq!(mcp_rule_answer("git/*", &tool), None, "another server's rule is never granted here");
+        assert_eq!(mcp_rule_answer("-", &tool), None);
+        assert!(mcp_rule_question(RuleScope::Session, false, &tool).contains("every tool of the server `fs`"));
         assert_eq!(approval_answer("W"), ApprovalAnswer::AllowWorkspace);
         assert_eq!(
             approval_answer("n: use the test database"),
@@ -1433,6 +1472,7 @@ mod tests {
             kind: mino_protocol::RuleKind::Prefix,
             command: Some("rm".into()),
             pattern: None,
+            tool: None,
             scope: mino_protocol::RuleScope::Session,
             effect: Some(mino_protocol::RuleEffect::Deny),
         };
@@ -1497,6 +1537,7 @@ mod tests {
                 kind: RuleKind::Prefix,
                 command: Some("echo milk".into()),
                 pattern: None,
+                tool: None,
                 scope: RuleScope::Workspace,
                 effect: None,
             }),

@@ -1196,3 +1196,66 @@ fn fork_continues_in_a_new_session_holding_the_turns_up_to_the_one_chosen_and_ke
     p.send_line("/exit").expect("exit");
     p.exp_eof().expect("eof");
 }
+
+/// An MCP call's `a` asks which rule: Enter for this tool, `*` for every
+/// tool of its server (the server's rule is taken here). Under `/mode rules` the
+/// rule then approves another tool of the server without asking, and
+/// `/rules` lists it. Needs the Python SDK's MCP server (`eval "$(scripts/test
+/// mcp-env)"`); skipped without it outside CI.
+#[test]
+fn an_mcp_call_grants_a_rule_for_every_tool_of_its_server() {
+    let (Ok(python), Ok(script)) = (std::env::var("MINO_TEST_MCP_PYTHON"), std::env::var("MINO_TEST_MCP_SERVER_PY"))
+    else {
+        assert!(std::env::var_os("CI").is_none(), "scripts/test sets the MCP servers' variables in CI");
+        eprintln!("skipped: MINO_TEST_MCP_PYTHON is not set (eval \"$(scripts/test mcp-env)\" sets it)");
+        return;
+    };
+    let rt = runtime();
+    let call = |id: &str, name: &str, arguments: &str| Reply::NamedCall {
+        call_id: id.into(),
+        name: name.into(),
+        arguments: arguments.into(),
+    };
+    let mock = rt
+        .block_on(MockModel::start(vec![
+            call("c1", "mcp__py__echo", r#"{"text":"from the first"}"#),
+            Reply::text("First done."),
+            call("c2", "mcp__py__big", r#"{"bytes":7}"#),
+            Reply::text("Second done."),
+        ]))
+        .expect("mock model");
+    let scratch = Scratch::new();
+    let table = format!(
+        "[mcp_servers.py]\ncommand = {python:?}\nargs = [{script:?}, \"--transport\", \"stdio\"]\nstartup_timeout_sec = 60\n"
+    );
+    std::fs::write(scratch.home().join("config.toml"), table).expect("config.toml");
+    let mut p = spawn(scratch.command(&mock.base_url()));
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("First.").expect("send");
+    p.exp_string("[Tool: MCP server `py`, tool `echo`]").expect("the MCP approval screen");
+    p.exp_string("a/w: always allow this tool or every tool of its server").expect("the rule choices");
+    p.exp_string("Approve this operation? [y/N] ").expect("approval question");
+    p.send_line("a").expect("allow for the session");
+    p.exp_string("Allow in this session the MCP tool [py/echo] (Enter), or * for every tool of the server `py`")
+        .expect("which rule");
+    p.send_line("*").expect("every tool of the server");
+    p.exp_string("rules approve nothing until you switch with /mode rules").expect("ask says so");
+    p.exp_string("First done.").expect("answer");
+
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/mode rules").expect("switch the mode");
+    p.exp_string("Approval mode rules, sandbox off").expect("settings");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("Second.").expect("send");
+    p.exp_string("[approved by rule `py/*` (session)]").expect("approved by the server's rule");
+    p.exp_string("Second done.").expect("answer");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/rules").expect("list the rules");
+    p.exp_string("session mcp `py/*`").expect("the MCP rule");
+    p.exp_string("You> ").expect("prompt");
+    p.send_line("/exit").expect("exit");
+    p.exp_eof().expect("eof");
+    assert_eq!(exit_code(&p), Some(0));
+    let requests = rt.block_on(mock.wait_for_requests(4, Duration::from_secs(10)));
+    assert!(requests[3].body.to_string().contains("xxxxxxx"), "the second call ran: {}", requests[3].body);
+}

@@ -1166,10 +1166,14 @@ async fn ask_permission(
             return;
         }
     };
-    let rule = |effect: RuleEffect| {
-        let always = always.as_ref()?;
+    let rule_of = |always: Option<&SuggestedRule>, effect: RuleEffect| {
+        let always = always?;
         Rule::new(Rule::new_id(), always.kind, &always.text, RuleScope::Session).ok().map(|r| r.with_effect(effect))
     };
+    let rule = |effect: RuleEffect| rule_of(always.as_ref(), effect);
+    // An MCP call's `-server` options: every tool of the call's server.
+    let server_rule =
+        |effect: RuleEffect| rule_of(always.as_ref().and_then(SuggestedRule::mcp_server_of).as_ref(), effect);
     let decision = match answer.outcome {
         RequestPermissionOutcome::Selected(selected) if !offered.iter().any(|o| **o == *selected.option_id.0) => {
             let why = translate::not_offered(&selected.option_id.0, &offered);
@@ -1181,6 +1185,12 @@ async fn ask_permission(
             translate::ALLOW_ALWAYS_OPTION => rule(RuleEffect::Allow).map_or(Decision::Approve, Decision::Allow),
             translate::REJECT_ALWAYS_OPTION => {
                 rule(RuleEffect::Deny).map_or(Decision::Deny { reason: None }, Decision::DenyWithRule)
+            }
+            translate::ALLOW_ALWAYS_SERVER_OPTION => {
+                server_rule(RuleEffect::Allow).map_or(Decision::Approve, Decision::Allow)
+            }
+            translate::REJECT_ALWAYS_SERVER_OPTION => {
+                server_rule(RuleEffect::Deny).map_or(Decision::Deny { reason: None }, Decision::DenyWithRule)
             }
             _ => Decision::Deny { reason: None },
         },

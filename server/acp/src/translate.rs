@@ -33,6 +33,10 @@ pub const REJECT_OPTION: &str = "reject";
 pub const ALLOW_ALWAYS_OPTION: &str = "allow-always";
 /// `reject_always`: deny, and deny the call's rule for the session.
 pub const REJECT_ALWAYS_OPTION: &str = "reject-always";
+/// For an MCP call, `allow_always` for every tool of its server (the plain
+/// `allow-always` is for the one tool), and its `reject_always` counterpart.
+pub const ALLOW_ALWAYS_SERVER_OPTION: &str = "allow-always-server";
+pub const REJECT_ALWAYS_SERVER_OPTION: &str = "reject-always-server";
 /// The option ids of the acknowledgement gate.
 pub const ACKNOWLEDGE_OPTION: &str = "acknowledge";
 pub const NOT_NOW_OPTION: &str = "not-now";
@@ -890,9 +894,13 @@ impl LiveCalls {
                 suggested_rule,
                 deny_rules,
                 read,
+                mcp,
                 ..
             } => {
-                out.always = always_rule(&command, edit.is_some(), suggested_rule);
+                let mcp_call = mcp.is_some();
+                // An MCP call's rule is the server's suggestion (an MCP rule) or none.
+                out.always =
+                    if mcp_call { suggested_rule } else { always_rule(&command, edit.is_some(), suggested_rule) };
                 let (view, raw_input) = match (&edit, &read) {
                     // A read leaving the workspace: its path (absolute) and what it would read.
                     (None, Some(info)) => {
@@ -942,7 +950,11 @@ impl LiveCalls {
                 let question = typed(json!({
                     "sessionId": session_id,
                     "toolCall": tool_call,
-                    "options": permission_options(edit.is_some(), out.always.as_ref()),
+                    "options": if mcp_call {
+                        mcp_permission_options(out.always.as_ref())
+                    } else {
+                        permission_options(edit.is_some(), out.always.as_ref())
+                    },
                 }));
                 out.permission = Some((turn_id, call_id, question));
             }
@@ -1088,12 +1100,35 @@ fn permission_options(edit: bool, always: Option<&SuggestedRule>) -> Value {
         RuleKind::Prefix => format!("commands starting with `{}`", rule.text),
         RuleKind::Exact => format!("`{}`", rule.text),
         RuleKind::Path => format!("edits of `{}`", rule.text),
+        RuleKind::Mcp => format!("the MCP tool `{}`", rule.text),
     });
     if let Some(what) = &what {
         let name = format!("Always allow {what} in this session");
         options.push(json!({ "optionId": ALLOW_ALWAYS_OPTION, "name": name, "kind": "allow_always" }));
         let name = format!("Always refuse {what} in this session");
         options.push(json!({ "optionId": REJECT_ALWAYS_OPTION, "name": name, "kind": "reject_always" }));
+    }
+    Value::Array(options)
+}
+
+/// An MCP call's permission options. The decline comes first (a client
+/// that preselects the first option declines), then once, then the
+/// standing rules for the session: this tool (`allow-always`, the MCP rule
+/// `server/tool`), every tool of its server (`allow-always-server`,
+/// `server/*`), and their refusals.
+fn mcp_permission_options(always: Option<&SuggestedRule>) -> Value {
+    let mut options = vec![
+        json!({ "optionId": REJECT_OPTION, "name": "Do not call this tool", "kind": "reject_once" }),
+        json!({ "optionId": ALLOW_OPTION, "name": "Call this tool once", "kind": "allow_once" }),
+    ];
+    if let (Some(tool), Some(server)) = (always, always.and_then(SuggestedRule::mcp_server_of)) {
+        let name = server.text.trim_end_matches("/*");
+        options.extend([
+            json!({ "optionId": ALLOW_ALWAYS_OPTION, "name": format!("Always allow the MCP tool `{}` in this session", tool.text), "kind": "allow_always" }),
+            json!({ "optionId": ALLOW_ALWAYS_SERVER_OPTION, "name": format!("Always allow every tool of the MCP server `{name}` in this session"), "kind": "allow_always" }),
+            json!({ "optionId": REJECT_ALWAYS_OPTION, "name": format!("Always refuse the MCP tool `{}` in this session", tool.text), "kind": "reject_always" }),
+            json!({ "optionId": REJECT_ALWAYS_SERVER_OPTION, "name": format!("Always refuse every tool of the MCP server `{name}` in this session"), "kind": "reject_always" }),
+        ]);
     }
     Value::Array(options)
 }
@@ -1214,6 +1249,27 @@ mod tests {
             "Always refuse edits of `src/a.rs` in this session"
         );
         assert_eq!(kinds(permission_options(false, None)).len(), 2);
+    }
+
+    #[test]
+    fn an_mcp_call_offers_the_decline_first_then_rules_for_the_tool_and_for_its_server() {
+        let tool = SuggestedRule::for_mcp("fs", "read_file").expect("rule");
+        let kinds = |options: Value| -> Vec<(String, String)> {
+            let options = options.as_array().cloned().unwrap_or_default();
+            options
+                .iter()
+                .map(|o| (o["optionId"].as_str().unwrap_or("").to_owned(), o["kind"].as_str().unwrap_or("").to_owned()))
+                .collect()
+        };
+        let offered = kinds(mcp_permission_options(Some(&tool)));
+        assert_eq!(
+            offered.iter().map(|(_, k)| k.as_str()).collect::<Vec<_>>(),
+            ["reject_once", "allow_once", "allow_always", "allow_always", "reject_always", "reject_always"]
+        );
+        assert_eq!(offered[0].0, REJECT_OPTION);
+        assert_eq!(offered[2].0, ALLOW_ALWAYS_OPTION);
+        assert_eq!(offered[3].0, ALLOW_ALWAYS_SERVER_OPTION);
+        assert_eq!(kinds(mcp_permission_options(None)).len(), 2);
     }
 
     #[test]

@@ -306,6 +306,21 @@ impl SuggestedRule {
         rules::compile_pattern(&text).ok()?;
         Some(SuggestedRule { kind: RuleKind::Path, text })
     }
+
+    /// The MCP rule for one tool of a server (`server/tool`); `None` when
+    /// the names are not ones a rule takes. Every tool of the server is
+    /// `server/*` ([`SuggestedRule::mcp_server_of`]).
+    pub fn for_mcp(server: &str, tool: &str) -> Option<SuggestedRule> {
+        let text = format!("{server}/{tool}");
+        rules::mcp_target(&text).ok()?;
+        Some(SuggestedRule { kind: RuleKind::Mcp, text })
+    }
+
+    /// For an MCP tool's rule, the rule for every tool of its server.
+    pub fn mcp_server_of(&self) -> Option<SuggestedRule> {
+        let (server, _) = self.text.split_once('/').filter(|_| self.kind == RuleKind::Mcp)?;
+        Some(SuggestedRule { kind: RuleKind::Mcp, text: format!("{server}/*") })
+    }
 }
 
 /// What standing rules decide about a call without asking the person.
@@ -367,6 +382,16 @@ pub fn edit_decision(
     }
 }
 
+/// What the rules decide about a call of the MCP tool `tool` of the server
+/// named `server`; `None` when the person must be asked (always under
+/// `ask`). Deny wins; a tool's annotations play no part.
+pub fn mcp_decision(policy: &Policy, granted: &[Rule], server: &str, tool: &str) -> Option<RuleDecision> {
+    if !policy.approval_mode.applies_rules() {
+        return None;
+    }
+    RuleDecision::of(rules::evaluate_mcp(&policy.rules_in_force(granted), server, tool))
+}
+
 /// The deny command rules in force that `command` might reach although no
 /// deny rule matches it: the matcher cannot see what it runs (it is not
 /// plain: a redirection, a substitution, an expansion), a part runs other
@@ -380,7 +405,7 @@ pub fn edit_decision(
 pub fn deny_rules_in_reach(policy: &Policy, granted: &[Rule], command: &str) -> Vec<Rule> {
     let in_force = policy.rules_in_force(granted);
     let deny: Vec<&Rule> =
-        in_force.iter().filter(|r| r.effect() == rules::RuleEffect::Deny && !r.is_path_rule()).collect();
+        in_force.iter().filter(|r| r.effect() == rules::RuleEffect::Deny && r.is_command_rule()).collect();
     if deny.is_empty() {
         return Vec::new();
     }
@@ -519,6 +544,24 @@ mod tests {
         assert_eq!(command_decision(&policy, &granted, "src/a.rs"), None, "a path rule covers no command");
         assert_eq!(SuggestedRule::for_path("src/a[1].rs", false).map(|s| s.text).as_deref(), Some("src/a[[]1[]].rs"));
         assert_eq!(SuggestedRule::for_path("/etc/passwd", true), None);
+    }
+
+    #[test]
+    fn mcp_rules_apply_outside_ask_and_deny_wins() {
+        let mcp = |t: &str| Rule::new(Rule::new_id(), RuleKind::Mcp, t, RuleScope::Session).expect("rule");
+        let (all, deny) = (mcp("fs/*"), mcp("fs/write_file").with_effect(crate::rules::RuleEffect::Deny));
+        let granted = [all.clone(), deny.clone()];
+        let mut policy = Policy::ask_only();
+        assert_eq!(mcp_decision(&policy, &granted, "fs", "read_file"), None, "ask applies no rule");
+        policy.approval_mode = ApprovalMode::Rules;
+        assert_eq!(mcp_decision(&policy, &granted, "fs", "read_file"), Some(RuleDecision::Allowed(vec![all])));
+        assert_eq!(mcp_decision(&policy, &granted, "fs", "write_file"), Some(RuleDecision::Denied(vec![deny])));
+        assert_eq!(mcp_decision(&policy, &granted, "fs-renamed", "read_file"), None);
+        assert_eq!(command_decision(&policy, &granted, "fs x"), None, "an MCP rule covers no command");
+        assert!(deny_rules_in_reach(&policy, &granted, "env fs write_file").is_empty());
+        let tool = SuggestedRule::for_mcp("fs", "read_file").expect("suggested");
+        assert_eq!(tool.text, "fs/read_file");
+        assert_eq!(tool.mcp_server_of().map(|s| s.text).as_deref(), Some("fs/*"));
     }
 
     #[test]

@@ -621,6 +621,9 @@ wire_enum! {
         /// A glob relative to the session's directory (`*` and `?` never
         /// cross `/`, `**` does), covering `edit_file`/`write_file` calls.
         Path = "path",
+        /// An MCP server's tool, `tool: "server/tool"`, or every tool of
+        /// the server, `tool: "server/*"` (the server by its configured name).
+        Mcp = "mcp",
     }
 }
 
@@ -653,7 +656,8 @@ wire_enum! {
 }
 
 /// A rule as a client asks for it (and as the server suggests it):
-/// `{kind: "exact" | "prefix", command}` or `{kind: "path", pattern}`.
+/// `{kind: "exact" | "prefix", command}`, `{kind: "path", pattern}` or
+/// `{kind: "mcp", tool}`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RuleSpec {
@@ -666,28 +670,41 @@ pub struct RuleSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub pattern: Option<String>,
+    /// `server/tool`, or `server/*` for every tool of the server (`mcp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub tool: Option<String>,
 }
 
 impl RuleSpec {
     /// A command rule (`exact` or `prefix`).
     pub fn command(kind: RuleKind, command: impl Into<String>) -> Self {
-        Self { kind, command: Some(command.into()), pattern: None }
+        Self { kind, command: Some(command.into()), pattern: None, tool: None }
     }
 
     /// A path rule.
     pub fn path(pattern: impl Into<String>) -> Self {
-        Self { kind: RuleKind::Path, command: None, pattern: Some(pattern.into()) }
+        Self { kind: RuleKind::Path, command: None, pattern: Some(pattern.into()), tool: None }
     }
 
-    /// The command or the pattern, whichever the kind has (empty if missing).
+    /// An MCP rule: `server/tool`, or `server/*` for every tool of the server.
+    pub fn mcp(tool: impl Into<String>) -> Self {
+        Self { kind: RuleKind::Mcp, command: None, pattern: None, tool: Some(tool.into()) }
+    }
+
+    /// The command, the pattern or the tool, whichever the kind has (empty if missing).
     pub fn text(&self) -> &str {
-        let text = if self.kind == RuleKind::Path { &self.pattern } else { &self.command };
+        let text = match self.kind {
+            RuleKind::Path => &self.pattern,
+            RuleKind::Mcp => &self.tool,
+            _ => &self.command,
+        };
         text.as_deref().unwrap_or_default()
     }
 }
 
 /// A rule in force: `command` for a command rule, `pattern` for a path
-/// rule, `effect` only on a deny rule.
+/// rule, `tool` for an MCP rule, `effect` only on a deny rule.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RuleView {
@@ -699,6 +716,9 @@ pub struct RuleView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub pattern: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub tool: Option<String>,
     pub scope: RuleScope,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]

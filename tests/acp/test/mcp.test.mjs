@@ -67,6 +67,55 @@ test("an editor's stdio MCP server passed in session/new gives the model its too
   }
 });
 
+test("an MCP call's options list the decline first; allow-always-server grants every tool of the server for the session, so the next call of another tool asks nothing", { skip }, async () => {
+  assert.ok(python && script, "CI is set but the MCP test server is not: run through scripts/test");
+  const dirs = freshDirs();
+  const mock = await startMockModel([
+    { type: "named_call", call_id: "call_1", name: "mcp__py__echo", arguments: JSON.stringify({ text: "first" }) },
+    { type: "named_call", call_id: "call_2", name: "mcp__py__big", arguments: JSON.stringify({ bytes: 5 }) },
+    { type: "text", deltas: ["Both ran."] },
+  ]);
+  const asked = [];
+  const server = startServer({
+    ...dirs,
+    baseUrl: mock.baseUrl,
+    onPermission: (params) => {
+      asked.push(params);
+      return selected("allow-always-server");
+    },
+  });
+  try {
+    await initialize(server.agent);
+    const { sessionId } = await server.agent.request(acp.methods.agent.session.new, {
+      cwd: dirs.workspace,
+      mcpServers: [{ name: "py", command: python, args: [script, "--transport", "stdio"], env: [] }],
+    });
+    const answer = await prompt(server.agent, sessionId, "Use the server twice.");
+    assert.equal(answer.stopReason, "end_turn");
+    assert.equal(asked.length, 1, "only the first call asked: the server's rule covered the second");
+    const kinds = asked[0].options.map((o) => [o.optionId, o.kind]);
+    assert.deepEqual(kinds, [
+      ["reject", "reject_once"],
+      ["allow", "allow_once"],
+      ["allow-always", "allow_always"],
+      ["allow-always-server", "allow_always"],
+      ["reject-always", "reject_always"],
+      ["reject-always-server", "reject_always"],
+    ]);
+    assert.match(asked[0].options[2].name, /py\/echo/);
+    assert.match(asked[0].options[3].name, /every tool of the MCP server `py`/);
+    const completed = server.updates
+      .map((u) => u.update)
+      .filter((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed");
+    assert.equal(completed.length, 2, "both calls ran");
+    const requests = await mock.requests();
+    assert.match(JSON.stringify(requests[2].body.input), /xxxxx/, "the second call's answer reached the model");
+  } finally {
+    await server.stop();
+    mock.stop();
+  }
+});
+
 // The Python SDK's server over streamable HTTP on a free loopback port: it
 // prints its URL as its first line on stdout.
 async function startHttpServer() {

@@ -35,6 +35,10 @@ pub fn server_bin() -> Result<PathBuf> {
     Ok(bin)
 }
 
+/// The member the reader adds to every message other than a text delta:
+/// [`monotonic_nanos`] when its frame was read.
+pub const READ_AT: &str = "_readAtNanos";
+
 /// What the reader thread saw of the text deltas.
 #[derive(Default)]
 pub struct DeltaLog {
@@ -125,7 +129,14 @@ fn handle_frame(body: &[u8], needle: &[u8], log: &mut DeltaLog, messages: &mpsc:
         }
     }
     match serde_json::from_slice::<Value>(body) {
-        Ok(value) => messages.send(value).is_ok(),
+        Ok(mut value) => {
+            // When the frame was read, for intervals between messages that
+            // leave out the channel to the reading thread.
+            if let Some(object) = value.as_object_mut() {
+                object.insert(READ_AT.into(), read_at.into());
+            }
+            messages.send(value).is_ok()
+        }
         Err(_) => true,
     }
 }

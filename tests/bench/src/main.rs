@@ -11,6 +11,7 @@ mod comparison;
 mod context;
 mod crash;
 mod journal_gen;
+mod mcp;
 mod open;
 mod peers;
 mod reads;
@@ -53,6 +54,8 @@ enum Cli {
     Sessions(Quick),
     /// The read tools beside ripgrep, and a read of a 50 MB file
     Reads(Quick),
+    /// MCP: the time Mino adds to a tool call, and start-up with 5 stdio servers
+    Mcp(Quick),
     /// Mino beside the Codex app-server: timing table and crash comparison
     Peers {
         #[command(flatten)]
@@ -97,6 +100,7 @@ fn main() -> Result<()> {
         Cli::Sse(q) => run_all(q.quick, Some("sse")),
         Cli::Sessions(q) => run_all(q.quick, Some("sessions")),
         Cli::Reads(q) => run_all(q.quick, Some("reads")),
+        Cli::Mcp(q) => run_all(q.quick, Some("mcp")),
         Cli::Peers { quick, doc } => run_peers(quick.quick, doc.as_deref()),
         // `--quick` changes nothing here: the crash comparison is one run of each.
         Cli::PeersCrash(_) => {
@@ -141,7 +145,7 @@ fn run_all(quick: bool, only: Option<&str>) -> Result<()> {
     let mut load = LoadWatch::new();
     println!("load average at start: {}", load_average());
     let mut goals = Vec::new();
-    let parts: [(&str, Part); 8] = [
+    let parts: [(&str, Part); 9] = [
         ("open", open::run),
         ("context", context::run),
         ("turn", turn::run),
@@ -150,6 +154,7 @@ fn run_all(quick: bool, only: Option<&str>) -> Result<()> {
         ("sse", sse::run),
         ("sessions", sessions::run),
         ("reads", reads::run),
+        ("mcp", mcp::run),
     ];
     for (part, run) in parts {
         if only.is_none_or(|o| o == part) {

@@ -3,9 +3,10 @@
 //! started from `config.toml`'s `[mcp_servers.NAME]`, and only the model
 //! mocked: a call approved and answered, denied, a server that never
 //! starts (a bad command, one that hangs at start), a server that crashes
-//! mid-call (then restarted), a cancel during a slow call, and a SIGKILL of
-//! the server during a slow call (after restart: `unknown`, the gate, and
-//! no MCP process left).
+//! mid-call (then restarted), a cancel during a slow call, a SIGKILL of
+//! the server during a slow call (after restart: `unknown` with the MCP
+//! supervisor's evidence, the gate, and no MCP process left), and a server
+//! that exits at start (failed with its last stderr lines, redacted).
 //!
 //! Skipped (saying so) when the rig's variables are unset outside CI
 //! (`eval "$(scripts/test mcp-env)"` sets them); in CI a missing one fails.
@@ -281,7 +282,37 @@ async fn a_sigkill_during_a_slow_call_leaves_unknown_the_gate_and_no_server_proc
     assert!(recovery.acknowledgement_required, "{recovery:?}");
     let call = &recovery.turns[0].calls[0];
     assert_eq!(call.result.status, wire::ToolStatus::Unknown, "{call:?}");
+    // The server's supervisor saw Mino go and stopped the server: its
+    // evidence, beside the unknown, says so and when.
+    let evidence = call.evidence.as_ref().expect("the MCP supervisor's evidence beside the unknown");
+    assert_eq!(evidence.outcome, wire::EvidenceOutcome::StoppedWhenMinoStopped, "{evidence:?}");
+    let ended_at = evidence.ended_at.clone().expect("when it was stopped");
+    assert!(evidence.summary.contains("the MCP server `py`") && evidence.summary.contains("stopped when Mino stopped"));
+    assert!(evidence.summary.contains(&ended_at), "{}", evidence.summary);
+    let history: Value = second.call(wire::method::HISTORY, &json!({})).await.expect("mino/history");
+    assert!(history.to_string().contains("stopped when Mino stopped"), "mino/history shows the evidence: {history}");
     let params = wire::ChatParams { text: "again".into(), ..Default::default() };
     let refused = second.call::<_, wire::ChatResult>(wire::method::CHAT, &params).await;
     assert!(refused.is_err(), "chat is gated until the unknown result is acknowledged");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_exits_at_start_is_failed_with_its_last_stderr_lines_and_no_secret() {
+    let Some(filesystem) = rig("MINO_TEST_MCP_FILESYSTEM") else { return };
+    // server-filesystem refuses a directory that does not exist, says so on
+    // stderr and exits 1; the secret in its env must not reach the reason.
+    let table = format!(
+        "[mcp_servers.files]\ncommand = \"node\"\nargs = [{filesystem:?}, \"/nonexistent/mino-e2e-dir\"]\n\
+         startup_timeout_sec = 60\nenv = {{ MINO_E2E_TOKEN = \"/nonexistent/mino-e2e-dir\" }}\n"
+    );
+    let mock = MockModel::start(vec![]).await.expect("mock");
+    let (mut server, _home) = server_with(&table, &mock).await;
+    let failed = settled(&mut server, "files").await;
+    assert_eq!(failed.status.state, wire::McpState::Failed, "{failed:?}");
+    let reason = failed.status.reason.clone().unwrap_or_default();
+    assert!(reason.contains("its last stderr lines"), "{reason}");
+    assert!(reason.contains("None of the specified directories are accessible"), "{reason}");
+    assert!(!reason.contains("/nonexistent/mino-e2e-dir") && reason.contains("[redacted]"), "{reason}");
+    let list: wire::McpListResult = server.call(wire::method::MCP_LIST, &json!({})).await.expect("list");
+    assert_eq!(list.servers[0].reason.as_deref(), Some(reason.as_str()), "mino/mcp/list says the same");
 }

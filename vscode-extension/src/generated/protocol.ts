@@ -752,7 +752,7 @@ export type RuleEffect = "allow" | "deny";
 /**
  * How a rule compares a command's words, or (`path`) an edit's path.
  */
-export type RuleKind = "exact" | "prefix" | "path";
+export type RuleKind = "exact" | "prefix" | "path" | "mcp";
 
 /**
  * Where a rule holds.
@@ -761,7 +761,8 @@ export type RuleScope = "session" | "workspace";
 
 /**
  * A rule as a client asks for it (and as the server suggests it):
- * `{kind: "exact" | "prefix", command}` or `{kind: "path", pattern}`.
+ * `{kind: "exact" | "prefix", command}`, `{kind: "path", pattern}` or
+ * `{kind: "mcp", tool}`.
  */
 export type RuleSpec = { kind: RuleKind, 
 /**
@@ -771,13 +772,17 @@ command?: string,
 /**
  * The glob (`path`).
  */
-pattern?: string, };
+pattern?: string, 
+/**
+ * `server/tool`, or `server/*` for every tool of the server (`mcp`).
+ */
+tool?: string, };
 
 /**
  * A rule in force: `command` for a command rule, `pattern` for a path
- * rule, `effect` only on a deny rule.
+ * rule, `tool` for an MCP rule, `effect` only on a deny rule.
  */
-export type RuleView = { id: string, kind: RuleKind, command?: string, pattern?: string, scope: RuleScope, effect?: RuleEffect, };
+export type RuleView = { id: string, kind: RuleKind, command?: string, pattern?: string, tool?: string, scope: RuleScope, effect?: RuleEffect, };
 
 export type RulesListParams = Record<symbol, never>;
 

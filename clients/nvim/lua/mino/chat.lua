@@ -1425,13 +1425,15 @@ function M.approval_decided(req, answer)
     local scope = (answer.decision == d.allowSession or answer.decision == d.denySession) and "this session"
       or "this workspace"
     local rule = answer.rule or {}
-    local what = rule.kind == "path" and "every edit of a file matching" or "every command starting with"
+    local what = rule.kind == "path" and "every edit of a file matching"
+      or rule.kind == "mcp" and "every call of the MCP tool (`server/*`: every tool of the server)"
+      or "every command starting with"
+    local text = rule.command or rule.pattern or rule.tool or "?"
     if denies then
       line = ("_Denied %s, and from now on in %s %s %s is refused without asking._"):format(call, scope, what,
-        code_span(rule.command or rule.pattern or "?"))
+        code_span(text))
     else
-      line = ("_Approved %s, and from now on in %s %s %s._"):format(call, scope, what,
-        code_span(rule.command or rule.pattern or "?"))
+      line = ("_Approved %s, and from now on in %s %s %s._"):format(call, scope, what, code_span(text))
     end
     if req.approvalMode == "ask" then
       -- The server records the rule but applies none in `ask` mode.
@@ -1449,7 +1451,7 @@ function M.approved_by_line(approved_by, sandbox)
   end
   if approved_by.kind == "rule" then
     local r = type(approved_by.rule) == "table" and approved_by.rule or {}
-    return ("_Approved by rule %s (%s, %s)._"):format(code_span(r.command or r.pattern or "?"), r.kind or "?",
+    return ("_Approved by rule %s (%s, %s)._"):format(code_span(r.command or r.pattern or r.tool or "?"), r.kind or "?",
       SCOPES[r.scope] or tostring(r.scope or "?"))
   elseif approved_by.kind == "sandbox" then
     return ("_Approved automatically in the sandbox (%s)._"):format(type(sandbox) == "string" and sandbox or "?")

@@ -594,6 +594,13 @@ M.APPROVAL_CHOICES = {
   allow_workspace = "Always allow in this workspace…",
   deny_session = "Deny for this session…",
   deny_workspace = "Always deny in this workspace…",
+  -- An MCP call's: its rule is for this tool or every tool of its server.
+  mcp_tool_session = "Always allow this tool, this session",
+  mcp_server_session = "Always allow every tool of its MCP server, this session",
+  mcp_tool_workspace = "Always allow this tool in this workspace",
+  mcp_server_workspace = "Always allow every tool of its MCP server in this workspace",
+  mcp_deny_session = "Always deny this tool, this session",
+  mcp_deny_workspace = "Always deny this tool in this workspace",
 }
 
 --- The rule the server suggests for a request ({kind, command}, or for an
@@ -601,7 +608,7 @@ M.APPROVAL_CHOICES = {
 --- not plain enough for one (or the edit leaves the workspace).
 local function suggested_rule(req)
   local r = req.suggestedRule
-  local text = type(r) == "table" and (r.kind == "path" and r.pattern or r.command)
+  local text = type(r) == "table" and (r.kind == "path" and r.pattern or r.kind == "mcp" and r.tool or r.command)
   if type(text) == "string" and text ~= "" then
     return r, text
   end
@@ -613,7 +620,11 @@ end
 function M.approval_items(req)
   local c = M.APPROVAL_CHOICES
   local items = { c.deny, c.deny_with_reason, c.approve }
-  if suggested_rule(req) then
+  local suggested = suggested_rule(req)
+  if suggested and suggested.kind == "mcp" then
+    vim.list_extend(items, { c.mcp_tool_session, c.mcp_server_session, c.mcp_tool_workspace, c.mcp_server_workspace,
+      c.mcp_deny_session, c.mcp_deny_workspace })
+  elseif suggested then
     vim.list_extend(items, { c.allow_session, c.allow_workspace, c.deny_session, c.deny_workspace })
   end
   return items
@@ -698,6 +709,31 @@ local RULE_CHOICES = {
   [M.APPROVAL_CHOICES.deny_workspace] = protocol.decision.denyWorkspace,
 }
 
+--- An MCP call's rule choices: the decision, and whether the rule is for every
+--- tool of the server (`server/*`) rather than this tool (`server/tool`).
+local MCP_CHOICES = {
+  [M.APPROVAL_CHOICES.mcp_tool_session] = { protocol.decision.allowSession, false },
+  [M.APPROVAL_CHOICES.mcp_server_session] = { protocol.decision.allowSession, true },
+  [M.APPROVAL_CHOICES.mcp_tool_workspace] = { protocol.decision.allowWorkspace, false },
+  [M.APPROVAL_CHOICES.mcp_server_workspace] = { protocol.decision.allowWorkspace, true },
+  [M.APPROVAL_CHOICES.mcp_deny_session] = { protocol.decision.denySession, false },
+  [M.APPROVAL_CHOICES.mcp_deny_workspace] = { protocol.decision.denyWorkspace, false },
+}
+
+--- The rule an MCP choice grants for `req`, or nil when it is not one.
+function M.mcp_choice_rule(req, choice)
+  local how = MCP_CHOICES[choice]
+  local suggested, text = suggested_rule(req)
+  if not how or not suggested or suggested.kind ~= "mcp" then
+    return nil
+  end
+  local server = text:match("^([^/]+)/")
+  if not server then
+    return nil
+  end
+  return how[1], { kind = "mcp", tool = how[2] and (server .. "/*") or text }
+end
+
 --- Acts on the menu's choice about `asked`: Deny, dismissal and anything
 --- unknown deny; the "…" choices ask for a reason or a rule first, and an
 --- empty or dismissed answer there goes back to the question.
@@ -725,6 +761,10 @@ local function on_approval_choice(asked, choice)
       end
       decide(asked, { decision = d.deny, reason = reason })
     end)
+  elseif MCP_CHOICES[choice] then
+    -- The menu named the rule: nothing more to ask. No rule: denied.
+    local decision, rule = M.mcp_choice_rule(asked.req, choice)
+    decide(asked, decision and { decision = decision, rule = rule } or { decision = d.deny })
   elseif RULE_CHOICES[choice] and suggested_rule(asked.req) then
     local decision = RULE_CHOICES[choice]
     local suggested, text = suggested_rule(asked.req)

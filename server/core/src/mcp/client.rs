@@ -91,6 +91,9 @@ pub struct Connection {
     /// Woken when the server says its tools changed.
     pub list_changed: Arc<Notify>,
     pub changes: Arc<ToolListChanges>,
+    /// Tells a stdio server's supervisor which calls are in flight (for
+    /// their evidence); does nothing for a server without one (HTTP).
+    pub tracker: super::process::CallTracker,
 }
 
 /// The child's pipes as one duplex stream for rmcp's transport. The child
@@ -133,8 +136,9 @@ impl Connection {
         child: McpChild,
     ) -> Result<(Connection, impl std::future::Future<Output = String> + Send + 'static), ConnectError> {
         let pid = child.pid();
+        let tracker = child.guard().call_tracker();
         let (stdin, stdout, guard) = child.into_parts();
-        Self::serve(ChildIo { stdin, stdout, _guard: guard }, pid).await
+        Self::serve(ChildIo { stdin, stdout, _guard: guard }, pid, tracker).await
     }
 
     /// Connects to a streamable HTTP server at `url`, sending `headers`
@@ -160,12 +164,13 @@ impl Connection {
         retry.duration = HTTP_RESUME_WAIT;
         config.retry_config = Arc::new(retry);
         let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
-        Self::serve(transport, None).await
+        Self::serve(transport, None, super::process::CallTracker::default()).await
     }
 
     async fn serve<T, E, A>(
         transport: T,
         pid: Option<u32>,
+        tracker: super::process::CallTracker,
     ) -> Result<(Connection, impl std::future::Future<Output = String> + Send + 'static), ConnectError>
     where
         T: rmcp::transport::IntoTransport<RoleClient, E, A>,
@@ -186,7 +191,10 @@ impl Connection {
                 Err(e) => format!("its connection's task ended: {e}"),
             }
         };
-        Ok((Connection { peer, cancel: std::sync::Mutex::new(Some(cancel)), pid, list_changed, changes }, ended))
+        Ok((
+            Connection { peer, cancel: std::sync::Mutex::new(Some(cancel)), pid, list_changed, changes, tracker },
+            ended,
+        ))
     }
 
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ConnectError> {

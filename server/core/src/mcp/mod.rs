@@ -293,7 +293,8 @@ impl McpManager {
         };
         self.report(McpStatus { server: name.to_string(), state: McpState::Starting });
         let limit = config.startup_timeout;
-        let connected = tokio::time::timeout(limit, self.connect(&config)).await;
+        let tail = Arc::new(Mutex::new(None));
+        let connected = tokio::time::timeout(limit, self.connect(&config, &tail)).await;
         let result = match connected {
             Ok(Ok(connected)) => Ok(connected),
             Ok(Err(e)) => Err(e.to_string()),
@@ -301,6 +302,11 @@ impl McpManager {
                 "it did not answer `initialize` and `tools/list` within {} s (startup_timeout_sec)",
                 limit.as_secs_f64()
             )),
+        };
+        let tail = lock(&tail).take();
+        let result = match (result, tail) {
+            (Err(reason), Some(tail)) => Err(with_stderr_tail(reason, &tail.settled(STDERR_SETTLE).await)),
+            (result, _) => result,
         };
         match result {
             Ok((connection, tools, ended)) => {
@@ -332,9 +338,12 @@ impl McpManager {
     }
 
     #[allow(clippy::type_complexity)]
+    /// Connects to the server of `config`; a stdio server's stderr tail is
+    /// put in `tail` as soon as it runs, for the reason it failed.
     async fn connect(
         &self,
         config: &McpServerConfig,
+        tail: &Mutex<Option<process::StderrTail>>,
     ) -> Result<
         (client::Connection, Vec<rmcp::model::Tool>, futures::future::BoxFuture<'static, String>),
         client::ConnectError,
@@ -346,6 +355,7 @@ impl McpManager {
                     spec.cwd = lock(&self.workspace).clone();
                 }
                 let child = process::spawn_stdio(&spec, &self.supervisor).await?;
+                *lock(tail) = Some(child.guard().stderr_tail_handle());
                 let (connection, ended) = client::Connection::over_stdio(child).await?;
                 (connection, Box::pin(ended) as futures::future::BoxFuture<'static, String>)
             }
@@ -484,6 +494,13 @@ impl McpManager {
         name.starts_with(TOOL_PREFIX)
     }
 
+    /// The tracker of `server`'s calls in flight, for their evidence
+    /// ([`process::CallTracker`]); one that does nothing if it is not running.
+    pub fn call_tracker(&self, server: &str) -> process::CallTracker {
+        let state = lock(&self.state);
+        state.slots.get(server).and_then(|s| s.connection.as_ref()).map(|c| c.tracker.clone()).unwrap_or_default()
+    }
+
     fn startup_timeout(&self, server: &str) -> Duration {
         lock(&self.state).slots.get(server).map_or(config::DEFAULT_STARTUP_TIMEOUT, |s| s.config.startup_timeout)
     }
@@ -578,6 +595,33 @@ impl McpManager {
     }
 }
 
+/// How long a failed server's stderr may take to close before its reason is
+/// given with the lines read so far (a server that exited closes it at once).
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
+/// The most of a server's stderr a failure's reason carries: its last lines.
+pub const REASON_STDERR_LINES: usize = 10;
+pub const REASON_STDERR_BYTES: usize = 4096;
+
+/// `reason` with the server's last stderr lines (already redacted of its
+/// `env` values), bounded by [`REASON_STDERR_LINES`] and
+/// [`REASON_STDERR_BYTES`]: why a server that exits at start did.
+pub fn with_stderr_tail(reason: String, lines: &[String]) -> String {
+    let mut kept: Vec<&str> = Vec::new();
+    let mut bytes = 0;
+    for line in lines.iter().rev().filter(|l| !l.trim().is_empty()).take(REASON_STDERR_LINES) {
+        if bytes + line.len() > REASON_STDERR_BYTES {
+            break;
+        }
+        bytes += line.len() + 1;
+        kept.push(line);
+    }
+    if kept.is_empty() {
+        return format!("{reason}; it wrote nothing on stderr");
+    }
+    kept.reverse();
+    format!("{reason}; its last stderr lines:\n{}", kept.join("\n"))
+}
+
 /// A call's failure in the transport's words, without rmcp's type names.
 fn service_error_text(e: &rmcp::ServiceError) -> String {
     match e {
@@ -593,6 +637,21 @@ fn service_error_text(e: &rmcp::ServiceError) -> String {
 /// What the model reads when a server is not running.
 pub fn not_running(server: &str) -> String {
     format!("The MCP server `{server}` is not running, so its tools are missing; the person can restart it (/mcp restart {server}). Nothing was called.")
+}
+
+#[cfg(test)]
+mod stderr_tail_tests {
+    #[test]
+    fn a_reason_carries_the_last_lines_bounded() {
+        let lines: Vec<String> = (0..30).map(|i| format!("line {i}")).collect();
+        let reason = super::with_stderr_tail("it exited".into(), &lines);
+        assert!(reason.starts_with("it exited; its last stderr lines:\nline 20\n"), "{reason}");
+        assert!(reason.ends_with("line 29") && !reason.contains("line 19"), "{reason}");
+        let long = vec!["x".repeat(3000), "y".repeat(3000)];
+        let reason = super::with_stderr_tail("r".into(), &long);
+        assert!(reason.len() < super::REASON_STDERR_BYTES + 100 && reason.ends_with('y'), "{}", reason.len());
+        assert_eq!(super::with_stderr_tail("r".into(), &[]), "r; it wrote nothing on stderr");
+    }
 }
 
 fn parse_arguments(arguments: &str) -> Result<Option<serde_json::Map<String, Value>>, String> {

@@ -177,10 +177,55 @@ impl McpChild {
 pub struct McpGuard {
     name: String,
     pid: u32,
-    control: Option<tokio::net::UnixStream>,
+    /// Shared with the [`CallTracker`]s (weakly: the supervisor sees end of
+    /// file once the guard lets go of it).
+    control: Option<Arc<tokio::net::UnixStream>>,
     supervisor: Option<tokio::process::Child>,
     stderr_task: Option<tokio::task::JoinHandle<()>>,
-    tail: Arc<Mutex<VecDeque<String>>>,
+    tail: StderrTail,
+}
+
+/// The last lines a server wrote on stderr (secrets redacted), shared with
+/// whoever reports why it failed, and whether its stderr has closed.
+#[derive(Clone, Default)]
+pub struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    closed: Arc<tokio::sync::Notify>,
+    done: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl StderrTail {
+    /// The lines kept (at most [`STDERR_TAIL`]), oldest first.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().map(|tail| tail.iter().cloned().collect()).unwrap_or_default()
+    }
+
+    fn push(&self, line: String) {
+        if let Ok(mut tail) = self.lines.lock() {
+            if tail.len() == STDERR_TAIL {
+                tail.pop_front();
+            }
+            tail.push_back(line);
+        }
+    }
+
+    fn close(&self) {
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.closed.notify_waiters();
+    }
+
+    /// The lines once the server's stderr has closed (every line of a
+    /// server that exited is read), or after `limit` (a server still
+    /// running keeps it open): a bound, never a fixed wait.
+    pub async fn settled(&self, limit: Duration) -> Vec<String> {
+        let closed = self.closed.notified();
+        tokio::pin!(closed);
+        closed.as_mut().enable();
+        if !self.done.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = tokio::time::timeout(limit, closed).await;
+        }
+        self.lines()
+    }
 }
 
 impl McpGuard {
@@ -196,7 +241,12 @@ impl McpGuard {
     /// The last lines the server wrote on stderr (at most [`STDERR_TAIL`],
     /// secrets redacted), oldest first: what to show when it failed.
     pub fn stderr_tail(&self) -> Vec<String> {
-        self.tail.lock().map(|tail| tail.iter().cloned().collect()).unwrap_or_default()
+        self.tail.lines()
+    }
+
+    /// The tail itself, which outlives the guard (see [`StderrTail`]).
+    pub fn stderr_tail_handle(&self) -> StderrTail {
+        self.tail.clone()
     }
 
     /// Asks the supervisor to stop the server and waits until it has (or,
@@ -223,10 +273,16 @@ impl McpGuard {
 
     fn ask_stop(&mut self) {
         if let Some(control) = self.control.take() {
-            // One byte into an empty socket buffer does not block; if it
+            // A short line into the socket's buffer does not block; if it
             // fails, the close just below says the same (end of file).
-            let _ = control.try_write(&[CONTROL_STOP]);
+            let _ = control.try_write(&[CONTROL_STOP, b'\n']);
         }
+    }
+
+    /// Tells the supervisor which calls are in flight, so that it can leave
+    /// evidence for them should Mino stop before their results are saved.
+    pub fn call_tracker(&self) -> CallTracker {
+        CallTracker { control: self.control.as_ref().map(Arc::downgrade).unwrap_or_default() }
     }
 }
 
@@ -235,6 +291,66 @@ impl Drop for McpGuard {
         // The supervisor stops the group on `s` or end of file; tokio reaps
         // the supervisor's process once it exits.
         self.ask_stop();
+    }
+}
+
+/// One MCP call in flight, as its server's supervisor is told it: where
+/// its evidence record goes, should Mino stop before its result is saved.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct InFlightCall {
+    pub target: crate::supervisor::EvidenceTarget,
+    pub tool: String,
+}
+
+/// The most calls of one server a supervisor keeps evidence targets for;
+/// more are not tracked (and logged).
+pub const MAX_TRACKED_CALLS: usize = 64;
+/// The longest control line the supervisor reads (a call's target is a
+/// path and a few ids); a longer one is dropped.
+const MAX_CONTROL_LINE: usize = 16 * 1024;
+/// After its server ended by itself with calls in flight, how long the
+/// supervisor waits for Mino to save their results (it says so) before it
+/// exits; were Mino gone meanwhile, it leaves their evidence.
+const RESULTS_WAIT: Duration = Duration::from_secs(5);
+const CONTROL_BEGIN: u8 = b'b';
+const CONTROL_END: u8 = b'e';
+
+/// Tells one server's supervisor about the calls in flight (see
+/// [`InFlightCall`]). Each message is one line on the control socket; one
+/// lost (the socket full, the server gone) only means no evidence.
+#[derive(Clone, Default)]
+pub struct CallTracker {
+    control: std::sync::Weak<tokio::net::UnixStream>,
+}
+
+impl CallTracker {
+    /// Before the call is sent. Returns whether the supervisor was told.
+    pub fn begin(&self, call: &InFlightCall) -> bool {
+        self.send(CONTROL_BEGIN, serde_json::to_vec(call).unwrap_or_default())
+    }
+
+    /// Once the call's result is saved (or it was never sent): no evidence is needed.
+    pub fn end(&self, target: &crate::supervisor::EvidenceTarget) {
+        self.send(CONTROL_END, serde_json::to_vec(&target.path).unwrap_or_default());
+    }
+
+    fn send(&self, kind: u8, json: Vec<u8>) -> bool {
+        let Some(control) = self.control.upgrade() else { return false };
+        let mut line = Vec::with_capacity(json.len() + 2);
+        line.push(kind);
+        line.extend_from_slice(&json);
+        line.push(b'\n');
+        match control.try_write(&line) {
+            Ok(n) if n == line.len() => true,
+            Ok(n) => {
+                tracing::warn!(written = n, "an MCP supervisor's control line was cut; its calls may lack evidence");
+                false
+            }
+            Err(e) => {
+                tracing::debug!("an MCP supervisor was not told about a call: {e}");
+                false
+            }
+        }
     }
 }
 
@@ -366,7 +482,7 @@ pub async fn spawn_stdio(spec: &StdioServerSpec, supervisor_exe: &Path) -> Resul
         let _ = supervisor.start_kill();
         return Err(supervisor_error(std::io::Error::other("its pipes were not set up")));
     };
-    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    let tail = StderrTail::default();
     let stderr_task = tokio::spawn(log_stderr(spec.name.clone(), stderr, redactions(&spec.env), tail.clone()));
     let fail =
         |reason: String| McpSpawnError::Start { server: spec.name.clone(), command: spec.command.clone(), reason };
@@ -402,7 +518,7 @@ pub async fn spawn_stdio(spec: &StdioServerSpec, supervisor_exe: &Path) -> Resul
         guard: McpGuard {
             name: spec.name.clone(),
             pid,
-            control: Some(control),
+            control: Some(Arc::new(control)),
             supervisor: Some(supervisor),
             stderr_task: Some(stderr_task),
             tail,
@@ -492,12 +608,7 @@ impl Rate {
 }
 
 /// Logs the server's stderr (see the module docs) until it closes.
-async fn log_stderr(
-    server: String,
-    stderr: tokio::process::ChildStderr,
-    secrets: Vec<String>,
-    tail: Arc<Mutex<VecDeque<String>>>,
-) {
+async fn log_stderr(server: String, stderr: tokio::process::ChildStderr, secrets: Vec<String>, tail: StderrTail) {
     // A secret that starts within the kept part of a line is kept whole,
     // so that it is redacted before the line is cut.
     let keep = MAX_STDERR_LINE + secrets.first().map_or(0, String::len);
@@ -537,17 +648,13 @@ async fn log_stderr(
                 }
                 tracing::info!(target: STDERR_TARGET, server = %server, "{text}");
             }
-            if let Ok(mut tail) = tail.lock() {
-                if tail.len() == STDERR_TAIL {
-                    tail.pop_front();
-                }
-                tail.push_back(text);
-            }
+            tail.push(text);
         }
         if ended {
             break;
         }
     }
+    tail.close();
     if rate.dropped > 0 {
         tracing::info!(target: STDERR_TARGET, server = %server, "[{} lines of stderr not logged: more than {STDERR_LINES_PER_SECOND} a second]", rate.dropped);
     }
@@ -683,27 +790,158 @@ async fn supervise(spec: SupervisedSpec, mut control: std::os::unix::net::UnixSt
             return stop(&mut child, pgid).await;
         }
     };
-    let mut buf = [0u8; 64];
+    let mut buf = [0u8; 4096];
+    let mut lines = ControlLines::default();
     loop {
         tokio::select! {
             status = child.wait() => {
                 // What the server left in its group does not outlive it.
                 crate::supervisor::kill_group(pgid, libc::SIGKILL);
-                return exit_code(status.ok());
+                let status = status.ok();
+                let ended_at = crate::home::now_rfc3339();
+                if !lines.in_flight.is_empty() && mino_gone_before_results(&control, &mut lines).await {
+                    leave_mcp_evidence(&spec.name, pid, &lines.in_flight, status, false, &ended_at);
+                }
+                return exit_code(status);
             }
             read = control.readable() => {
                 if read.is_err() {
-                    return stop(&mut child, pgid).await;
+                    return stop_after_mino(&spec.name, &mut child, pid, &lines).await;
                 }
                 match control.try_read(&mut buf) {
-                    // End of file (mino-server gone), or a stop.
-                    Ok(0) => return stop(&mut child, pgid).await,
-                    Ok(n) if buf[..n].contains(&CONTROL_STOP) => return stop(&mut child, pgid).await,
-                    Ok(_) => {}
+                    // End of file: mino-server is gone.
+                    Ok(0) => return stop_after_mino(&spec.name, &mut child, pid, &lines).await,
+                    Ok(n) => {
+                        if lines.take(&buf[..n]) {
+                            // A stop: mino-server saves what its calls became.
+                            return stop(&mut child, pgid).await;
+                        }
+                    }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(_) => return stop(&mut child, pgid).await,
+                    Err(_) => return stop_after_mino(&spec.name, &mut child, pid, &lines).await,
                 }
             }
+        }
+    }
+}
+
+/// The control lines read so far, and the calls in flight they named.
+#[derive(Default)]
+struct ControlLines {
+    partial: Vec<u8>,
+    /// Each with when the supervisor heard of it.
+    in_flight: Vec<(InFlightCall, String)>,
+}
+
+impl ControlLines {
+    /// Takes `bytes`; true when they held a stop.
+    fn take(&mut self, bytes: &[u8]) -> bool {
+        let mut stop = false;
+        for &byte in bytes {
+            if byte != b'\n' {
+                if self.partial.len() < MAX_CONTROL_LINE {
+                    self.partial.push(byte);
+                }
+                continue;
+            }
+            let line = std::mem::take(&mut self.partial);
+            match line.split_first() {
+                Some((&CONTROL_STOP, _)) => stop = true,
+                Some((&CONTROL_BEGIN, json)) => match serde_json::from_slice::<InFlightCall>(json) {
+                    Ok(call) if self.in_flight.len() < MAX_TRACKED_CALLS => {
+                        self.in_flight.push((call, crate::home::now_rfc3339()))
+                    }
+                    Ok(_) => eprintln!(
+                        "mino MCP supervisor: more than {MAX_TRACKED_CALLS} calls in flight; one is not tracked"
+                    ),
+                    Err(e) => eprintln!("mino MCP supervisor: a call's target is not valid: {e}"),
+                },
+                Some((&CONTROL_END, json)) => {
+                    if let Ok(path) = serde_json::from_slice::<PathBuf>(json) {
+                        self.in_flight.retain(|(call, _)| call.target.path != path);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stop
+    }
+}
+
+/// The server ended by itself with calls in flight: waits (bounded) for
+/// mino-server to say their results are saved. True when it went away
+/// first, leaving some unsaved.
+async fn mino_gone_before_results(control: &tokio::net::UnixStream, lines: &mut ControlLines) -> bool {
+    let mut buf = [0u8; 4096];
+    let waiting = async {
+        while !lines.in_flight.is_empty() {
+            if control.readable().await.is_err() {
+                return true;
+            }
+            match control.try_read(&mut buf) {
+                Ok(0) => return true,
+                Ok(n) => {
+                    if lines.take(&buf[..n]) {
+                        return false;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return true,
+            }
+        }
+        false
+    };
+    tokio::time::timeout(RESULTS_WAIT, waiting).await.unwrap_or(false)
+}
+
+/// mino-server is gone: the server is stopped, and each call in flight
+/// gets its evidence record (the server was stopped, when, its status).
+async fn stop_after_mino(name: &str, child: &mut tokio::process::Child, pid: u32, lines: &ControlLines) -> i32 {
+    let code = stop(child, Some(pid as i32)).await;
+    if !lines.in_flight.is_empty() {
+        let status = child.try_wait().ok().flatten();
+        leave_mcp_evidence(name, pid, &lines.in_flight, status, true, &crate::home::now_rfc3339());
+    }
+    code
+}
+
+fn leave_mcp_evidence(
+    server: &str,
+    pid: u32,
+    calls: &[(InFlightCall, String)],
+    status: Option<std::process::ExitStatus>,
+    mino_stopped: bool,
+    ended_at: &str,
+) {
+    use crate::supervisor::{write_evidence, Evidence, EvidenceOutcome, McpEvidence, EVIDENCE_VERSION};
+    let (exit_code, signal) = match status {
+        Some(status) => (status.code(), status.signal()),
+        None => (None, None),
+    };
+    let outcome = match (mino_stopped, exit_code) {
+        (true, _) => EvidenceOutcome::StoppedWhenMinoStopped,
+        (false, Some(_)) => EvidenceOutcome::Exited,
+        (false, None) => EvidenceOutcome::Signalled,
+    };
+    for (call, started_at) in calls {
+        let evidence = Evidence {
+            v: EVIDENCE_VERSION,
+            turn_id: call.target.turn_id.clone(),
+            call_id: call.target.call_id.clone(),
+            call_index: call.target.call_index,
+            pid,
+            started_at: started_at.clone(),
+            ended_at: Some(ended_at.to_string()),
+            outcome,
+            exit_code,
+            signal,
+            after_mino_stopped: mino_stopped,
+            cancelled: false,
+            output_tail: String::new(),
+            mcp: Some(McpEvidence { server: server.to_string(), tool: call.tool.clone() }),
+        };
+        if let Err(e) = write_evidence(&call.target.path, &evidence) {
+            eprintln!("mino MCP supervisor: could not write {}: {e}", call.target.path.display());
         }
     }
 }

@@ -25,6 +25,11 @@
 //! kind = "prefix"
 //! command = "git push"
 //! effect = "deny"          # refused without asking; absent = "allow"
+//!
+//! [[rule]]
+//! id = "rule-1a2b3c4d5e6f7081"
+//! kind = "mcp"             # a call of an MCP server's tool
+//! tool = "fs/read_file"    # server (its name in config.toml) / tool; "fs/*" = every tool of `fs`
 //! ```
 //!
 //! Reading ([`load`]) is all or nothing: a file that is not valid TOML, has
@@ -71,7 +76,7 @@ struct FileRules {
 }
 
 /// One `[[rule]]` table: `command` for a command rule, `pattern` for a
-/// path rule, `effect` only on a deny rule.
+/// path rule, `tool` for an MCP rule, `effect` only on a deny rule.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileRule {
@@ -82,20 +87,27 @@ struct FileRule {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pattern: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     effect: Option<RuleEffect>,
 }
 
 impl FileRule {
     fn of(rule: &Rule) -> Self {
         let text = Some(rule.command().to_owned());
-        let (command, pattern) = if rule.is_path_rule() { (None, text) } else { (text, None) };
+        let (command, pattern, tool) = match rule.kind() {
+            RuleKind::Path => (None, text, None),
+            RuleKind::Mcp => (None, None, text),
+            _ => (text, None, None),
+        };
         let effect = (rule.effect() == RuleEffect::Deny).then_some(RuleEffect::Deny);
-        Self { id: rule.id().to_owned(), kind: rule.kind(), command, pattern, effect }
+        Self { id: rule.id().to_owned(), kind: rule.kind(), command, pattern, tool, effect }
     }
 
     fn into_rule(self) -> Result<Rule, RuleError> {
         let text = match self.kind {
             RuleKind::Path => self.pattern.ok_or(RuleError::Missing("path", "pattern"))?,
+            RuleKind::Mcp => self.tool.ok_or(RuleError::Missing("mcp", "tool"))?,
             _ => self.command.ok_or(RuleError::Missing("command", "command"))?,
         };
         Ok(Rule::new(self.id, self.kind, &text, RuleScope::Workspace)?.with_effect(self.effect.unwrap_or_default()))
@@ -173,7 +185,12 @@ fn parse(path: &Path, text: &str) -> Result<Vec<Rule>, RulesFileError> {
     for spanned in file.rule {
         let line = line_of(text, spanned.span().start);
         let entry = spanned.into_inner();
-        let shown = entry.command.clone().or_else(|| entry.pattern.clone()).unwrap_or_else(|| entry.id.clone());
+        let shown = entry
+            .command
+            .clone()
+            .or_else(|| entry.pattern.clone())
+            .or_else(|| entry.tool.clone())
+            .unwrap_or_else(|| entry.id.clone());
         let rule = entry.into_rule().map_err(|e: RuleError| malformed(line, format!("rule `{shown}`: {e}")))?;
         if rules.iter().any(|r| r.id() == rule.id()) {
             return Err(malformed(line, format!("the rule id {} is used twice", rule.id())));
@@ -206,7 +223,8 @@ pub fn append(path: &Path, workspace: &Path, rule: &Rule) -> Result<bool, RulesF
         format!(
             "# Mino approval rules for the workspace {}\n\
              # A command matching a rule runs without asking. `exact`: the whole command;\n\
-             # `prefix`: its first words; `path`: an edit of a file matching `pattern`.\n\
+             # `prefix`: its first words; `path`: an edit of a file matching `pattern`;\n\
+             # `mcp`: a call of the MCP tool `tool` (\"server/tool\", or \"server/*\" for all its tools).\n\
              # `effect = \"deny\"` refuses instead. Edit freely; a malformed file is ignored as a whole.\n",
             workspace.display()
         )

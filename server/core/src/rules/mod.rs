@@ -31,6 +31,16 @@
 //! inside the session's directory and matches; never a path that leaves the
 //! workspace, never a command. A command rule never covers an edit.
 //!
+//! An MCP rule ([`RuleKind::Mcp`]) covers calls of MCP tools, by the
+//! server's name as configured and the tool's name as the server lists
+//! it: `fs/read_file` covers the tool `read_file` of the server `fs`, and
+//! `fs/*` every tool of `fs`. The server is named, not identified: a
+//! server renamed in the configuration is another server (its old rules
+//! no longer apply), and a different program configured under the same
+//! name is covered by them. An MCP rule never covers a command or an
+//! edit, and a command or path rule never covers an MCP call. A tool's
+//! annotations (`readOnlyHint`…) never make or stand in for a rule.
+//!
 //! - [`file`]: the workspace rules file (read at session open, appended to
 //!   atomically).
 //!
@@ -52,6 +62,8 @@ pub enum RuleKind {
     Prefix,
     /// A glob over an edit's path relative to the session's directory.
     Path,
+    /// An MCP server's tool (`server/tool`) or all its tools (`server/*`).
+    Mcp,
 }
 
 impl RuleKind {
@@ -60,6 +72,7 @@ impl RuleKind {
             RuleKind::Exact => "exact",
             RuleKind::Prefix => "prefix",
             RuleKind::Path => "path",
+            RuleKind::Mcp => "mcp",
         }
     }
 }
@@ -101,7 +114,8 @@ pub struct Rule {
     text: String,
     scope: RuleScope,
     effect: RuleEffect,
-    /// The command's words (command rules; empty for a path rule).
+    /// The command's words (command rules; empty for a path rule; the
+    /// server and the tool, `*` for all, for an MCP rule).
     words: Words,
     /// The compiled glob (path rules only).
     glob: Option<PathGlob>,
@@ -120,7 +134,8 @@ impl Eq for PathGlob {}
 
 /// The serialised form (the journal's `rule` record body, the rules file's
 /// `[[rule]]` table): `{id, kind, command, scope}` for a command rule,
-/// `{id, kind: "path", pattern, scope}` for a path rule, and `effect:
+/// `{id, kind: "path", pattern, scope}` for a path rule, `{id, kind:
+/// "mcp", tool: "server/tool" | "server/*", scope}` for an MCP rule, and `effect:
 /// "deny"` on a deny rule (absent = allow); the words are derived.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -131,6 +146,8 @@ pub struct RuleFields {
     pub command: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
     pub scope: RuleScope,
     #[serde(default, skip_serializing_if = "RuleEffect::is_allow")]
     pub effect: RuleEffect,
@@ -160,6 +177,31 @@ pub enum RuleError {
     BadPattern(String, String),
     #[error("a {0} rule needs `{1}`")]
     Missing(&'static str, &'static str),
+    #[error("an MCP rule names `server/tool` or `server/*` (every tool of the server), where the server is its name in the configuration (letters, digits, `_`, `-`); got {0:?} {1}")]
+    BadMcpTool(String, &'static str),
+}
+
+/// The longest tool name an MCP rule takes (MCP suggests at most 128).
+pub const MAX_MCP_TOOL_NAME: usize = 256;
+
+/// Splits an MCP rule's `server/tool` (tool `*`: every tool) and checks it.
+pub fn mcp_target(text: &str) -> Result<(String, String), RuleError> {
+    let bad = |why| RuleError::BadMcpTool(text.to_owned(), why);
+    let trimmed = text.trim();
+    let (server, tool) = trimmed.split_once('/').ok_or_else(|| bad("(it has no `/`)"))?;
+    if !crate::mcp::config::valid_server_name(server) {
+        return Err(bad("(the server's name is not one a server can have)"));
+    }
+    if tool.is_empty() || tool.len() > MAX_MCP_TOOL_NAME {
+        return Err(bad("(the tool's name is empty or too long)"));
+    }
+    if tool.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(bad("(the tool's name has a space or a control character)"));
+    }
+    if tool.contains('*') && tool != "*" {
+        return Err(bad("(`*` stands alone, for every tool of the server)"));
+    }
+    Ok((server.to_owned(), tool.to_owned()))
 }
 
 impl Rule {
@@ -173,6 +215,19 @@ impl Rule {
             !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !valid_id {
             return Err(RuleError::BadId(id));
+        }
+        if kind == RuleKind::Mcp {
+            let (server, tool) = mcp_target(text)?;
+            let text = format!("{server}/{tool}");
+            return Ok(Self {
+                id,
+                kind,
+                text,
+                scope,
+                effect: RuleEffect::Allow,
+                words: vec![server, tool],
+                glob: None,
+            });
         }
         if kind == RuleKind::Path {
             let glob = compile_pattern(text)?;
@@ -218,7 +273,7 @@ impl Rule {
         self.kind
     }
     /// The command as the person wrote or approved it (trimmed); for a
-    /// path rule, its pattern.
+    /// path rule, its pattern; for an MCP rule, `server/tool` or `server/*`.
     pub fn command(&self) -> &str {
         &self.text
     }
@@ -235,8 +290,19 @@ impl Rule {
     pub fn is_path_rule(&self) -> bool {
         self.kind == RuleKind::Path
     }
+    pub fn is_mcp_rule(&self) -> bool {
+        self.kind == RuleKind::Mcp
+    }
+    /// Whether it covers commands (`exact`, `prefix`).
+    pub fn is_command_rule(&self) -> bool {
+        matches!(self.kind, RuleKind::Exact | RuleKind::Prefix)
+    }
+    /// The MCP tool (`server/tool`) or server (`server/*`) an MCP rule names.
+    pub fn mcp_tool(&self) -> Option<&str> {
+        self.is_mcp_rule().then_some(self.text.as_str())
+    }
     /// What the rule is, for a person or the model: `prefix "npm test"`,
-    /// `path "src/**/*.rs"`.
+    /// `path "src/**/*.rs"`, `mcp "fs/read_file"`.
     pub fn describe(&self) -> String {
         format!("{} {:?}", self.kind.as_str(), self.text)
     }
@@ -250,7 +316,7 @@ impl Rule {
     pub fn says_the_same_as(&self, other: &Rule) -> bool {
         self.kind == other.kind
             && self.effect == other.effect
-            && if self.is_path_rule() { self.text == other.text } else { self.words == other.words }
+            && if self.is_command_rule() { self.words == other.words } else { self.text == other.text }
     }
 
     /// Whether this rule covers one plain simple command (a path rule never does).
@@ -258,8 +324,14 @@ impl Rule {
         match self.kind {
             RuleKind::Exact => words == self.words.as_slice(),
             RuleKind::Prefix => words.len() >= self.words.len() && words[..self.words.len()] == self.words[..],
-            RuleKind::Path => false,
+            RuleKind::Path | RuleKind::Mcp => false,
         }
+    }
+
+    /// Whether this MCP rule covers the tool `tool` of the server named
+    /// `server` (any other rule never does).
+    pub fn matches_mcp(&self, server: &str, tool: &str) -> bool {
+        self.is_mcp_rule() && self.words[0] == server && (self.words[1] == "*" || self.words[1] == tool)
     }
 
     /// Whether this rule covers an edit of `relative`, a path relative to
@@ -299,6 +371,7 @@ impl TryFrom<RuleFields> for Rule {
     fn try_from(fields: RuleFields) -> Result<Self, RuleError> {
         let text = match fields.kind {
             RuleKind::Path => fields.pattern.ok_or(RuleError::Missing("path", "pattern"))?,
+            RuleKind::Mcp => fields.tool.ok_or(RuleError::Missing("mcp", "tool"))?,
             _ => fields.command.ok_or(RuleError::Missing("command", "command"))?,
         };
         Ok(Rule::new(fields.id, fields.kind, &text, fields.scope)?.with_effect(fields.effect))
@@ -307,11 +380,12 @@ impl TryFrom<RuleFields> for Rule {
 
 impl From<Rule> for RuleFields {
     fn from(rule: Rule) -> Self {
-        let (command, pattern) = match rule.kind {
-            RuleKind::Path => (None, Some(rule.text)),
-            _ => (Some(rule.text), None),
+        let (command, pattern, tool) = match rule.kind {
+            RuleKind::Path => (None, Some(rule.text), None),
+            RuleKind::Mcp => (None, None, Some(rule.text)),
+            _ => (Some(rule.text), None, None),
         };
-        Self { id: rule.id, kind: rule.kind, command, pattern, scope: rule.scope, effect: rule.effect }
+        Self { id: rule.id, kind: rule.kind, command, pattern, tool, scope: rule.scope, effect: rule.effect }
     }
 }
 
@@ -390,6 +464,22 @@ pub fn evaluate_path<'a>(rules: &'a [Rule], relative: &str) -> Verdict<'a> {
     }
 }
 
+/// Checks a call of the MCP tool `tool` of the server named `server`
+/// against `rules`: denied when a deny MCP rule covers it (the tool's or the
+/// server's), allowed (by the first covering allow rule) when an allow MCP
+/// rule does. `NoRule` carries `server/tool` as its one word.
+pub fn evaluate_mcp<'a>(rules: &'a [Rule], server: &str, tool: &str) -> Verdict<'a> {
+    let denying =
+        distinct(rules.iter().filter(|rule| rule.effect == RuleEffect::Deny && rule.matches_mcp(server, tool)));
+    if !denying.is_empty() {
+        return Verdict::Denied { rules: denying };
+    }
+    match rules.iter().find(|rule| rule.effect == RuleEffect::Allow && rule.matches_mcp(server, tool)) {
+        Some(rule) => Verdict::Allowed { rules: vec![rule] },
+        None => Verdict::NoRule { part: vec![format!("{server}/{tool}")] },
+    }
+}
+
 fn distinct<'a>(rules: impl Iterator<Item = &'a Rule>) -> Vec<&'a Rule> {
     let mut out: Vec<&Rule> = Vec::new();
     for rule in rules {
@@ -403,6 +493,51 @@ fn distinct<'a>(rules: impl Iterator<Item = &'a Rule>) -> Vec<&'a Rule> {
 #[cfg(test)]
 mod path_and_deny_tests {
     use super::*;
+
+    fn mcp(target: &str) -> Rule {
+        Rule::new(Rule::new_id(), RuleKind::Mcp, target, RuleScope::Session).expect("mcp rule")
+    }
+
+    #[test]
+    fn an_mcp_rule_covers_its_tool_or_every_tool_of_its_server_and_nothing_else() {
+        let read = mcp("fs/read_file");
+        assert!(read.matches_mcp("fs", "read_file"));
+        assert!(!read.matches_mcp("fs", "write_file"));
+        assert!(!read.matches_mcp("fs2", "read_file"), "a renamed server is another server");
+        let all = mcp("fs/*");
+        assert!(all.matches_mcp("fs", "write_file") && !all.matches_mcp("git", "status"));
+        assert!(!all.matches_words(&["fs".to_owned(), "*".to_owned()]), "never a command");
+        assert!(!all.matches_path("fs/x"), "never an edit");
+        let prefix = Rule::new("p", RuleKind::Prefix, "fs", RuleScope::Session).expect("rule");
+        assert!(!prefix.matches_mcp("fs", "read_file"), "a command rule never covers an MCP call");
+        assert_eq!(read.describe(), "mcp \"fs/read_file\"");
+    }
+
+    #[test]
+    fn an_mcp_deny_rule_wins_over_an_allow_rule_of_the_tool_or_the_server() {
+        let rules = [mcp("fs/*"), mcp("fs/write_file").with_effect(RuleEffect::Deny)];
+        assert!(evaluate_mcp(&rules, "fs", "read_file").is_allowed());
+        assert!(matches!(evaluate_mcp(&rules, "fs", "write_file"), Verdict::Denied { .. }));
+        let rules = [mcp("fs/read_file"), mcp("fs/*").with_effect(RuleEffect::Deny)];
+        assert!(matches!(evaluate_mcp(&rules, "fs", "read_file"), Verdict::Denied { .. }));
+        assert!(matches!(evaluate_mcp(&rules, "git", "log"), Verdict::NoRule { .. }));
+    }
+
+    #[test]
+    fn an_mcp_rule_that_names_no_server_or_tool_is_refused() {
+        for bad in ["", "fs", "/read_file", "fs/", "a b/x", "fs/read file", "fs/re*", "fs.x/y"] {
+            assert!(
+                matches!(Rule::new("r", RuleKind::Mcp, bad, RuleScope::Session), Err(RuleError::BadMcpTool(..))),
+                "{bad:?} must be refused"
+            );
+        }
+        let json = serde_json::to_value(mcp(" fs/read_file ")).expect("json");
+        assert_eq!(json["kind"], "mcp");
+        assert_eq!(json["tool"], "fs/read_file");
+        assert!(json.get("command").is_none() && json.get("pattern").is_none());
+        let back: Rule = serde_json::from_value(json).expect("back");
+        assert!(back.matches_mcp("fs", "read_file"));
+    }
 
     fn path(pattern: &str) -> Rule {
         Rule::new(Rule::new_id(), RuleKind::Path, pattern, RuleScope::Session).expect("pattern")

@@ -52,14 +52,29 @@ pub struct Evidence {
     /// Whether the server had asked to cancel the command.
     #[serde(default)]
     pub cancelled: bool,
-    /// The last bytes of the command's output, at most the output limit.
+    /// The last bytes of the command's output, at most the output limit
+    /// (empty for an MCP call: its server's stderr goes to Mino's log).
     pub output_tail: String,
+    /// For an MCP call: its server and tool (the supervisor watched the
+    /// server's process, which `pid` names, not the call itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpEvidence>,
+}
+
+/// Which MCP call an evidence record is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpEvidence {
+    pub server: String,
+    pub tool: String,
 }
 
 impl Evidence {
     /// One sentence for people, e.g. "the command exited 0 after Mino
     /// stopped; last output: done".
     pub fn summary(&self) -> String {
+        if let Some(mcp) = &self.mcp {
+            return self.mcp_summary(mcp);
+        }
         let what = match self.outcome {
             EvidenceOutcome::Exited => format!("the command exited {}", self.exit_code.unwrap_or(-1)),
             EvidenceOutcome::Signalled => {
@@ -77,6 +92,29 @@ impl Evidence {
         match last_line(&self.output_tail) {
             Some(line) => format!("{what}{when}; last output: {line}"),
             None => format!("{what}{when}; it printed nothing"),
+        }
+    }
+}
+
+impl Evidence {
+    /// E.g. "the MCP server `py` (called for `slow`) was stopped when Mino
+    /// stopped, at 2026-01-01T00:00:01Z; its answer was never received".
+    fn mcp_summary(&self, mcp: &McpEvidence) -> String {
+        let server = format!("the MCP server `{}` (called for `{}`)", mcp.server, mcp.tool);
+        let at = self.ended_at.as_deref().map(|t| format!(", at {t}")).unwrap_or_default();
+        let status = match (self.exit_code, self.signal) {
+            (Some(code), _) => format!("exit status {code}"),
+            (None, Some(signal)) => format!("signal {signal}"),
+            (None, None) => "status unknown".to_string(),
+        };
+        match self.outcome {
+            EvidenceOutcome::StoppedWhenMinoStopped => {
+                format!("{server} was stopped when Mino stopped{at} ({status}); the call's answer was never received")
+            }
+            EvidenceOutcome::TimedOut => format!("{server} was stopped by its time limit{at} ({status})"),
+            EvidenceOutcome::Exited | EvidenceOutcome::Signalled => format!(
+                "{server} ended by itself during the call{at} ({status}), before Mino stopped; Mino stopped before saving the call's result"
+            ),
         }
     }
 }
@@ -209,7 +247,23 @@ mod tests {
             after_mino_stopped: after,
             cancelled: false,
             output_tail: tail.into(),
+            mcp: None,
         }
+    }
+
+    #[test]
+    fn an_mcp_calls_summary_names_its_server_and_when_it_was_stopped() {
+        let mut stopped = evidence(EvidenceOutcome::StoppedWhenMinoStopped, true, "");
+        stopped.exit_code = Some(143);
+        stopped.mcp = Some(McpEvidence { server: "py".into(), tool: "slow".into() });
+        assert_eq!(
+            stopped.summary(),
+            "the MCP server `py` (called for `slow`) was stopped when Mino stopped, at 2026-01-01T00:00:01Z \
+             (exit status 143); the call's answer was never received"
+        );
+        let json = serde_json::to_value(&stopped).unwrap();
+        assert_eq!(json["mcp"]["server"], "py");
+        assert!(serde_json::to_value(evidence(EvidenceOutcome::Exited, true, "")).unwrap().get("mcp").is_none());
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub mod wire;
 
 pub(crate) use capture::push_note;
 pub use evidence::{
-    evidence_dir, evidence_path, load_evidence, write_evidence, Evidence, EvidenceOutcome, EvidenceTarget,
+    evidence_dir, evidence_path, load_evidence, write_evidence, Evidence, EvidenceOutcome, EvidenceTarget, McpEvidence,
     EVIDENCE_VERSION,
 };
 pub(crate) use run::{kill_group, too_long};

@@ -738,6 +738,7 @@ fn leave_evidence(
         after_mino_stopped: watch.ended_after_mino_stopped,
         cancelled: watch.cancel_requested,
         output_tail,
+        mcp: None,
     };
     match write_evidence(&target.path, &evidence) {
         Ok(()) => 0,

@@ -71,17 +71,23 @@ pub(crate) fn rule_kind(kind: RuleKind) -> wire::RuleKind {
         RuleKind::Exact => wire::RuleKind::Exact,
         RuleKind::Prefix => wire::RuleKind::Prefix,
         RuleKind::Path => wire::RuleKind::Path,
+        RuleKind::Mcp => wire::RuleKind::Mcp,
     }
 }
 
 pub(crate) fn rule_view(rule: &Rule) -> wire::RuleView {
     let text = Some(rule.command().to_owned());
-    let (command, pattern) = if rule.is_path_rule() { (None, text) } else { (text, None) };
+    let (command, pattern, tool) = match rule.kind() {
+        RuleKind::Path => (None, text, None),
+        RuleKind::Mcp => (None, None, text),
+        _ => (text, None, None),
+    };
     wire::RuleView {
         id: rule.id().to_owned(),
         kind: rule_kind(rule.kind()),
         command,
         pattern,
+        tool,
         scope: match rule.scope() {
             RuleScope::Session => wire::RuleScope::Session,
             RuleScope::Workspace => wire::RuleScope::Workspace,
@@ -134,7 +140,7 @@ pub(crate) fn decision(params: &wire::ApprovalParams) -> Result<Decision> {
     };
     let Some(spec) = &params.rule else {
         return Err(invalid_params(format!(
-            "decision {:?} needs `rule`: {{\"kind\": \"exact\" | \"prefix\", \"command\": \"...\"}} or {{\"kind\": \"path\", \"pattern\": \"...\"}}",
+            "decision {:?} needs `rule`: {{\"kind\": \"exact\" | \"prefix\", \"command\": \"...\"}}, {{\"kind\": \"path\", \"pattern\": \"...\"}} or {{\"kind\": \"mcp\", \"tool\": \"server/tool\" | \"server/*\"}}",
             params.decision.as_str()
         )));
     };
@@ -142,6 +148,7 @@ pub(crate) fn decision(params: &wire::ApprovalParams) -> Result<Decision> {
         wire::RuleKind::Exact => (RuleKind::Exact, &spec.command, "command"),
         wire::RuleKind::Prefix => (RuleKind::Prefix, &spec.command, "command"),
         wire::RuleKind::Path => (RuleKind::Path, &spec.pattern, "pattern"),
+        wire::RuleKind::Mcp => (RuleKind::Mcp, &spec.tool, "tool"),
     };
     let Some(text) = text else {
         return Err(invalid_params(format!("a {:?} rule needs `{field}`", spec.kind.as_str())));

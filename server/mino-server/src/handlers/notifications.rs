@@ -131,6 +131,7 @@ pub(crate) fn notification(Numbered { seq, session_id, event }: Numbered) -> Opt
                 approval_mode: approval_mode(mode),
                 suggested_rule: suggested_rule.map(|rule| match rule.kind {
                     RuleKind::Path => wire::RuleSpec::path(rule.text),
+                    RuleKind::Mcp => wire::RuleSpec::mcp(rule.text),
                     kind => wire::RuleSpec::command(rule_kind(kind), rule.text),
                 }),
                 deny_rules: deny_rules.iter().map(rule_view).collect(),
