@@ -50,6 +50,8 @@ pub mod home;
 pub mod images;
 pub mod journal;
 pub mod mcp;
+/// What can name an MCP server (a leaf the rules and the MCP room share).
+pub mod mcp_name;
 pub mod model;
 pub mod policy;
 pub mod project_instructions;

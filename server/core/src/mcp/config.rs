@@ -162,16 +162,7 @@ fn seconds(key: &str, value: Option<f64>, default: Duration) -> Result<Duration,
     }
 }
 
-/// The longest name a server may have: its tools are offered as
-/// `mcp__<server>__<tool>` within 64 characters.
-pub const MAX_SERVER_NAME: usize = 32;
-
-/// Whether `name` can name a server: letters, digits, `_` and `-`.
-pub fn valid_server_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_SERVER_NAME
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
+pub use crate::mcp_name::{valid_server_name, MAX_SERVER_NAME};
 
 /// The enabled servers of the file's tables, in name order; an error says
 /// which table and what is wrong with it. `env` reads the environment (for

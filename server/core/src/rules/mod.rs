@@ -189,7 +189,7 @@ pub fn mcp_target(text: &str) -> Result<(String, String), RuleError> {
     let bad = |why| RuleError::BadMcpTool(text.to_owned(), why);
     let trimmed = text.trim();
     let (server, tool) = trimmed.split_once('/').ok_or_else(|| bad("(it has no `/`)"))?;
-    if !crate::mcp::config::valid_server_name(server) {
+    if !crate::mcp_name::valid_server_name(server) {
         return Err(bad("(the server's name is not one a server can have)"));
     }
     if tool.is_empty() || tool.len() > MAX_MCP_TOOL_NAME {
