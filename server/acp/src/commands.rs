@@ -280,7 +280,7 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().expect("name"))
             .collect();
-        assert_eq!(names, ["compact", "rules", "revoke", "mode", "sandbox"]);
+        assert_eq!(names, ["compact", "rules", "revoke", "mode", "sandbox", "rewind"]);
         assert_eq!(update["update"]["sessionUpdate"], "available_commands_update");
         assert_eq!(update["update"]["availableCommands"][2]["input"]["hint"], "rule id, as /rules lists it");
         let list = ModelList {

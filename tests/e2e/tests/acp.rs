@@ -723,7 +723,7 @@ async fn acp_modes_decide_the_next_call_and_a_closed_session_resumes_elsewhere()
     let (result, _) = with_server(&home, &workspace, &mock, seen.clone(), async move |cx| {
         let init = cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
         let caps = serde_json::to_value(&init.agent_capabilities.session_capabilities).expect("json");
-        assert_eq!(caps, serde_json::json!({ "list": {}, "resume": {}, "close": {} }));
+        assert_eq!(caps, serde_json::json!({ "list": {}, "fork": {}, "resume": {}, "close": {} }));
         let created = cx.send_request(NewSessionRequest::new(ws.clone())).block_task().await?;
         let session = created.session_id.0.to_string();
         let unknown = cx.send_request(SetSessionModeRequest::new(session.clone(), "yolo")).block_task().await;
