@@ -128,7 +128,18 @@ impl Agent {
     /// an unknown result awaits acknowledgement (the person must have seen
     /// it before anything acts on the conversation). Emits
     /// [`AgentEvent::CompactionStarted`] and [`AgentEvent::CompactionEnded`].
-    pub async fn compact(&self) -> Result<CompactionOutcome, AgentError> {
+    ///
+    /// A boxed future from a function kept out of line, so the compaction
+    /// (the model request and the journal's writes) is compiled once, here,
+    /// and not again in each front door that awaits it: an `async fn`'s body
+    /// is inlinable across crates, and each crate that polled it compiled its
+    /// own copy (docs/performance.md, "Build time").
+    #[inline(never)]
+    pub fn compact(&self) -> futures::future::BoxFuture<'_, Result<CompactionOutcome, AgentError>> {
+        Box::pin(self.compact_now())
+    }
+
+    async fn compact_now(&self) -> Result<CompactionOutcome, AgentError> {
         let cancel = {
             let mut slot = lock(&self.state.slot);
             if let Some(refused) = slot.refusal() {

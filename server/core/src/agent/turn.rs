@@ -114,10 +114,20 @@ impl Agent {
             slot.running.as_ref().map(|t| t.cancel.clone()).unwrap_or_default()
         };
         self.emit(AgentEvent::TurnStarted { turn_id: turn_id.clone(), input: text.to_string() });
-        let agent = self.clone();
-        let id = turn_id.clone();
-        tokio::spawn(async move { agent.run_turn(id, cancel).await });
+        self.spawn_turn(turn_id.clone(), cancel);
         Ok(turn_id)
+    }
+
+    /// Runs the turn in a task of its own. Kept out of line so the turn loop
+    /// (`run_turn` and everything it awaits: model requests, tools,
+    /// approvals, the journal) is compiled once, in this crate: `chat`'s body
+    /// is an `async fn`'s, inlinable across crates, and with the spawn in it
+    /// each front door compiled its own copy of the whole loop
+    /// (docs/performance.md, "Build time").
+    #[inline(never)]
+    fn spawn_turn(&self, turn_id: String, cancel: CancellationToken) {
+        let agent = self.clone();
+        tokio::spawn(async move { agent.run_turn(turn_id, cancel).await });
     }
 
     /// Cancels the running turn; it ends `cancelled` through its own events.
