@@ -457,3 +457,55 @@ async fn a_setsid_escapee_of_a_sandboxed_command_does_not_outlive_it() {
     assert!(!alive(pid), "the setsid'd sleep {pid} outlived its command");
     assert!(!d.workspace.join(".envrc").exists(), "a placeholder was left behind");
 }
+
+/// A process in a mount namespace of its own (`unshare` makes it, as the
+/// supervisor's child does), once that namespace is in place.
+fn in_own_mount_namespace() -> Option<std::process::Child> {
+    let child = Command::new("unshare")
+        .args(["-Urm", "sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let own = std::fs::read_link("/proc/self/ns/mnt").ok()?;
+    for _ in 0..400 {
+        match std::fs::read_link(format!("/proc/{}/ns/mnt", child.id())) {
+            Ok(ns) if ns != own => return Some(child),
+            Ok(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+#[test]
+fn clearing_a_commands_namespace_never_touches_another_commands() {
+    assert!(
+        sandbox::MountNamespace::of(std::process::id()).is_none(),
+        "the supervisor's own namespace is never a command's to clear"
+    );
+    let Some(support) = supported(SandboxMode::WorkspaceWrite) else { return };
+    if !support.mount_namespace {
+        eprintln!("SKIPPED: no unprivileged mount namespaces here");
+        return;
+    }
+    let Some(mut first) = in_own_mount_namespace() else {
+        eprintln!("SKIPPED: unshare -Urm is not available");
+        return;
+    };
+    let held = sandbox::MountNamespace::of(first.id()).expect("the first command's namespace");
+    assert!(sandbox::kill_namespace(&held, 50) >= 1, "the command in the namespace was not killed");
+    let status = first.wait().expect("wait");
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL));
+    // The first namespace is empty but still held; commands started now get
+    // namespaces of their own, and clearing the first leaves them alone
+    // (with a freed namespace's identity reused, this killed them).
+    let mut others: Vec<_> = (0..8).filter_map(|_| in_own_mount_namespace()).collect();
+    assert!(!others.is_empty(), "no second namespace could be made");
+    assert_eq!(sandbox::kill_namespace(&held, 3), 0, "an empty namespace's clearing found processes");
+    for other in &mut others {
+        assert!(other.try_wait().expect("try_wait").is_none(), "another command's process was killed");
+        let _ = other.kill();
+        let _ = other.wait();
+    }
+}

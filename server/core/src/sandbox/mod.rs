@@ -366,6 +366,8 @@ impl std::fmt::Debug for PreparedSandbox {
 /// is still the empty file or directory made (same device and inode).
 /// Remove them only once nothing is left in the command's mount namespace
 /// ([`kill_namespace`]): the read-only bind lives as long as it does.
+/// (An unlink from outside the namespace detaches a bind there, so a
+/// placeholder goes even while the namespace is still held open.)
 #[derive(Debug, Default)]
 pub struct Placeholders {
     made: Vec<(PathBuf, bool, u64, u64)>,
@@ -413,25 +415,55 @@ impl Drop for Placeholders {
     }
 }
 
-/// The mount namespace of process `pid` (`mnt:[…]`), to find what is left
-/// in it later with [`kill_namespace`].
-pub fn mount_namespace_of(pid: u32) -> Option<std::ffi::OsString> {
-    std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok().map(PathBuf::into_os_string)
+/// A command's own mount namespace, held open. The open descriptor keeps
+/// the namespace alive, so its identity (the nsfs device and inode) cannot
+/// be given to another namespace while [`kill_namespace`] looks for what is
+/// left in it: a freed namespace's inode number is reused, and without the
+/// hold a supervisor scanning for "its" namespace could find (and kill) the
+/// processes of another command started meanwhile, in a parallel session.
+#[derive(Debug)]
+pub struct MountNamespace {
+    _held: std::fs::File,
+    dev: u64,
+    ino: u64,
+}
+
+impl MountNamespace {
+    /// The mount namespace of process `pid`, held; `None` when it cannot be
+    /// read (the process is gone) or it is the caller's own, which is never
+    /// a command's to clear.
+    pub fn of(pid: u32) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let held = std::fs::File::open(format!("/proc/{pid}/ns/mnt")).ok()?;
+        let meta = held.metadata().ok()?;
+        let (dev, ino) = (meta.dev(), meta.ino());
+        let own = std::fs::metadata("/proc/self/ns/mnt").ok()?;
+        if (own.dev(), own.ino()) == (dev, ino) {
+            return None;
+        }
+        Some(Self { _held: held, dev, ino })
+    }
+
+    /// Whether process `pid` (a `/proc` entry) is in this namespace.
+    fn holds(&self, proc_entry: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(proc_entry.join("ns/mnt")).is_ok_and(|m| (m.dev(), m.ino()) == (self.dev, self.ino))
+    }
 }
 
 /// SIGKILLs every process in mount namespace `namespace` (a command's own,
-/// from [`mount_namespace_of`]) until none is left or `rounds` scans of
+/// from [`MountNamespace::of`]) until none is left or `rounds` scans of
 /// `/proc` found some each time; returns how many processes were killed.
 /// The supervisor calls this after the command's group is gone: nothing a
 /// sandboxed command started outlives it, not even past `setsid`.
-pub fn kill_namespace(namespace: &std::ffi::OsStr, rounds: u32) -> usize {
+pub fn kill_namespace(namespace: &MountNamespace, rounds: u32) -> usize {
     let mut killed = 0;
     for _ in 0..rounds {
         let Ok(entries) = std::fs::read_dir("/proc") else { return killed };
         let mut found = 0;
         for entry in entries.flatten() {
             let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-            if std::fs::read_link(entry.path().join("ns/mnt")).is_ok_and(|ns| ns.as_os_str() == namespace) {
+            if namespace.holds(&entry.path()) {
                 // SAFETY: kill(2) only sends a signal.
                 unsafe {
                     libc::kill(pid, libc::SIGKILL);

@@ -409,7 +409,9 @@ struct Running {
     stderr: tokio::process::ChildStderr,
     /// The command's own mount namespace (never this process's): whatever
     /// is still in it when the command ends escaped its group, and is killed.
-    namespace: Option<std::ffi::OsString>,
+    /// The command's own mount namespace, held open until its
+    /// placeholders are gone (see [`crate::sandbox::MountNamespace`]).
+    namespace: Option<crate::sandbox::MountNamespace>,
     /// Placeholders for missing protected paths, removed once nothing of
     /// the command is left.
     placeholders: crate::sandbox::Placeholders,
@@ -463,10 +465,7 @@ fn start(spec: &Spec, to_server: &mut ToServer) -> Result<Running, Outcome> {
     })?;
     let pid = child.id().unwrap_or(0);
     let pgid = Some(pid as i32);
-    let namespace = own_mount_namespace
-        .then(|| crate::sandbox::mount_namespace_of(pid))
-        .flatten()
-        .filter(|ns| Some(ns) != crate::sandbox::mount_namespace_of(std::process::id()).as_ref());
+    let namespace = own_mount_namespace.then(|| crate::sandbox::MountNamespace::of(pid)).flatten();
     to_server.push(Frame::Pid(pid.to_string().as_bytes()));
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         kill_group(pgid, libc::SIGKILL);
