@@ -5,7 +5,7 @@
 //!
 //! This front door only translates: sessions are opened with
 //! [`mino_core::open`], prompts go to [`Agent::chat`], permission answers to
-//! [`Agent::approve`], `session/cancel` to [`Agent::cancel`], the
+//! [`Agent::decide`], `session/cancel` to [`Agent::cancel`], the
 //! acknowledgement gate to [`Agent::acknowledge`], the model option to
 //! [`Agent::models`] and [`Agent::select_model`], the slash commands to
 //! [`Agent::compact`], [`Agent::rules`] and [`Agent::revoke_rule`], and the

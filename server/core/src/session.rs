@@ -290,14 +290,17 @@ impl Session {
         Ok(turn_id)
     }
 
-    /// A finished model response, written through but not synced: if it is
-    /// lost, its calls were never started and the turn recovers honestly.
-    pub fn record_response(&mut self, turn_id: &str, items: Vec<Value>) -> Result<(), SessionError> {
-        self.record_response_with_usage(turn_id, items, None, None)
+    /// A test's shortcut: [`Session::record_response`] without the tokens
+    /// or the instructions used.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn record_response_without_usage(&mut self, turn_id: &str, items: Vec<Value>) -> Result<(), SessionError> {
+        self.record_response(turn_id, items, None, None)
     }
 
-    /// [`Session::record_response`], with the tokens the service reported.
-    pub fn record_response_with_usage(
+    /// A finished model response, with the tokens the service reported and
+    /// the instructions in force, written through but not synced: if it is
+    /// lost, its calls were never started and the turn recovers honestly.
+    pub fn record_response(
         &mut self,
         turn_id: &str,
         items: Vec<Value>,
@@ -390,21 +393,23 @@ impl Session {
         self.sync()
     }
 
-    /// The execution boundary: the approval and this start are on disk when
-    /// this returns Ok, and only then may the command be spawned.
-    pub fn record_tool_start(
+    /// A test's shortcut: [`Session::record_tool_start`] for a command run
+    /// without the sandbox.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn record_unsandboxed_tool_start(
         &mut self,
         turn_id: &str,
         call_id: &str,
         command: &str,
         cwd: &str,
     ) -> Result<(), SessionError> {
-        self.record_tool_start_in(turn_id, call_id, command, cwd, crate::sandbox::SandboxMode::Off)
+        self.record_tool_start(turn_id, call_id, command, cwd, crate::sandbox::SandboxMode::Off)
     }
 
-    /// [`Self::record_tool_start`] for a command that runs in `sandbox`
-    /// (recorded unless `off`).
-    pub fn record_tool_start_in(
+    /// The execution boundary of a command that runs in `sandbox` (recorded
+    /// unless `off`): the approval and this start are on disk when this
+    /// returns Ok, and only then may the command be spawned.
+    pub fn record_tool_start(
         &mut self,
         turn_id: &str,
         call_id: &str,
@@ -600,16 +605,22 @@ impl Session {
         self.sync()
     }
 
-    /// Ends the turn, synced.
-    pub fn end_turn(&mut self, turn_id: &str, status: TurnStatus, reason: Option<String>) -> Result<(), SessionError> {
-        self.end_turn_with(turn_id, status, reason, None)
+    /// A test's shortcut: [`Session::end_turn`] with no partial text.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn end_turn_without_partial_text(
+        &mut self,
+        turn_id: &str,
+        status: TurnStatus,
+        reason: Option<String>,
+    ) -> Result<(), SessionError> {
+        self.end_turn(turn_id, status, reason, None)
     }
 
-    /// [`Self::end_turn`], keeping the text streamed of a response that
+    /// Ends the turn, synced, keeping the text streamed of a response that
     /// never finished (`partial_text`, cut at [`PARTIAL_TEXT_LIMIT`]): shown
     /// in history, never replayed. The record also carries the session's
     /// tokens so far, for the session list.
-    pub fn end_turn_with(
+    pub fn end_turn(
         &mut self,
         turn_id: &str,
         status: TurnStatus,

@@ -350,16 +350,16 @@ async fn record_turn(
     let turn = session.begin_turn(text).expect("begin turn");
     let (result, _) = ask(client, &session.context(), &CancellationToken::new()).await;
     let first = result.expect("response with calls").items;
-    session.record_response(&turn, first.clone()).expect("record response");
+    session.record_response_without_usage(&turn, first.clone()).expect("record response");
     for (call_id, _, arguments) in calls_of(&first) {
         session.record_decision(&turn, &call_id, ApprovalDecision::Approved).expect("approval");
-        session.record_tool_start(&turn, &call_id, &arguments, "/work").expect("start");
+        session.record_unsandboxed_tool_start(&turn, &call_id, &arguments, "/work").expect("start");
         session.record_tool_result(&turn, &call_id, ToolStatus::Success, "ran", Some(0)).expect("result");
     }
     let (result, _) = ask(client, &session.context(), &CancellationToken::new()).await;
     let second = result.expect("answer").items;
-    session.record_response(&turn, second.clone()).expect("record answer");
-    session.end_turn(&turn, status, None).expect("end turn");
+    session.record_response_without_usage(&turn, second.clone()).expect("record answer");
+    session.end_turn_without_partial_text(&turn, status, None).expect("end turn");
     (first, second)
 }
 

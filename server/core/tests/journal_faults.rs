@@ -22,21 +22,21 @@ fn message(text: &str) -> Value {
 fn sample(home: &MinoHome) -> (String, PathBuf) {
     let mut s = Session::create(home, Path::new("/work")).expect("create");
     let t = s.begin_turn("Hello").expect("t1");
-    s.record_response(&t, vec![message("Hi there!")]).expect("r");
-    s.end_turn(&t, TurnStatus::Completed, None).expect("e");
+    s.record_response_without_usage(&t, vec![message("Hi there!")]).expect("r");
+    s.end_turn_without_partial_text(&t, TurnStatus::Completed, None).expect("e");
     let t = s.begin_turn("List and remove").expect("t2");
-    s.record_response(&t, vec![function_call("a", "ls"), function_call("b", "rm -rf x")]).expect("r");
+    s.record_response_without_usage(&t, vec![function_call("a", "ls"), function_call("b", "rm -rf x")]).expect("r");
     s.record_decision(&t, "a", ApprovalDecision::Approved).expect("d");
-    s.record_tool_start(&t, "a", "ls", "/work").expect("s");
+    s.record_unsandboxed_tool_start(&t, "a", "ls", "/work").expect("s");
     s.record_tool_result(&t, "a", ToolStatus::Success, "file\n", Some(0)).expect("res");
     s.record_decision(&t, "b", ApprovalDecision::Denied).expect("d");
     s.record_tool_result(&t, "b", ToolStatus::Refused, "denied", None).expect("res");
-    s.record_response(&t, vec![message("Done.")]).expect("r");
-    s.end_turn(&t, TurnStatus::Completed, None).expect("e");
+    s.record_response_without_usage(&t, vec![message("Done.")]).expect("r");
+    s.end_turn_without_partial_text(&t, TurnStatus::Completed, None).expect("e");
     let t = s.begin_turn("Add milk").expect("t3");
-    s.record_response(&t, vec![function_call("c", "echo milk >> shopping.txt")]).expect("r");
+    s.record_response_without_usage(&t, vec![function_call("c", "echo milk >> shopping.txt")]).expect("r");
     s.record_decision(&t, "c", ApprovalDecision::Approved).expect("d");
-    s.record_tool_start(&t, "c", "echo milk >> shopping.txt", "/work").expect("s");
+    s.record_unsandboxed_tool_start(&t, "c", "echo milk >> shopping.txt", "/work").expect("s");
     (s.id().to_string(), s.path().to_path_buf())
 }
 
@@ -204,7 +204,7 @@ fn random_operations_with_crashes_keep_every_promise() {
                             let approve = rng.u8(..4) != 0;
                             if approve {
                                 session.record_decision(&turn_id, &cid, ApprovalDecision::Approved).expect("d");
-                                session.record_tool_start(&turn_id, &cid, "true", "/work").expect("start");
+                                session.record_unsandboxed_tool_start(&turn_id, &cid, "true", "/work").expect("start");
                                 synced_starts.push(cid);
                             } else {
                                 session.record_decision(&turn_id, &cid, ApprovalDecision::Denied).expect("d");
@@ -216,7 +216,7 @@ fn random_operations_with_crashes_keep_every_promise() {
                             synced_results.push((cid, ToolStatus::Success));
                         }
                     } else if rng.u8(..3) == 0 {
-                        session.end_turn(&turn_id, TurnStatus::Completed, None).expect("end");
+                        session.end_turn_without_partial_text(&turn_id, TurnStatus::Completed, None).expect("end");
                     } else {
                         let n = 1 + rng.usize(..3);
                         let items = (0..n)
@@ -225,7 +225,7 @@ fn random_operations_with_crashes_keep_every_promise() {
                                 function_call(&format!("c{call_counter}"), "true")
                             })
                             .collect();
-                        session.record_response(&turn_id, items).expect("response");
+                        session.record_response_without_usage(&turn_id, items).expect("response");
                     }
                 }
             }

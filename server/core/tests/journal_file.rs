@@ -25,8 +25,8 @@ fn message(text: &str) -> Value {
 fn one_turn(home: &MinoHome) -> (Session, PathBuf) {
     let mut s = Session::create(home, Path::new("/work")).expect("create");
     let t = s.begin_turn("Hello").expect("begin");
-    s.record_response(&t, vec![message("Hi")]).expect("response");
-    s.end_turn(&t, TurnStatus::Completed, None).expect("end");
+    s.record_response_without_usage(&t, vec![message("Hi")]).expect("response");
+    s.end_turn_without_partial_text(&t, TurnStatus::Completed, None).expect("end");
     let path = s.path().to_path_buf();
     (s, path)
 }
@@ -185,11 +185,11 @@ fn a_record_longer_than_the_maximum_is_not_written_and_the_turn_can_still_end() 
     let mut s = Session::create(&home, Path::new("/work")).expect("create");
     let t = s.begin_turn("Write a novel").expect("begin");
     let before = std::fs::read(s.path()).expect("read");
-    let err = s.record_response(&t, vec![message(&"x".repeat(MAX_RECORD_BYTES))]).expect_err("too large");
+    let err = s.record_response_without_usage(&t, vec![message(&"x".repeat(MAX_RECORD_BYTES))]).expect_err("too large");
     assert!(err.to_string().contains("longer than the longest record"), "{err}");
     assert_eq!(std::fs::read(s.path()).expect("read"), before, "not a byte written");
     assert!(s.journal().is_broken().is_none(), "not a failed save");
-    s.end_turn(&t, TurnStatus::Failed, Some(err.to_string())).expect("the turn ends on file");
+    s.end_turn_without_partial_text(&t, TurnStatus::Failed, Some(err.to_string())).expect("the turn ends on file");
     let id = s.id().to_string();
     drop(s);
     Session::open(&home, &id).expect("the file reopens");

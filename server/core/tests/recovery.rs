@@ -57,7 +57,7 @@ enum Stop {
 fn two_call_turn(home: &MinoHome, stop: Stop) -> String {
     let mut s = Session::create(home, Path::new("/work")).expect("create");
     let t = s.begin_turn("Add milk and eggs to shopping.txt.").expect("begin");
-    s.record_response(
+    s.record_response_without_usage(
         &t,
         vec![
             function_call("call_1", "echo milk >> shopping.txt"),
@@ -67,7 +67,7 @@ fn two_call_turn(home: &MinoHome, stop: Stop) -> String {
     .expect("response");
     if stop != Stop::Response {
         s.record_decision(&t, "call_1", ApprovalDecision::Approved).expect("approve");
-        s.record_tool_start(&t, "call_1", "echo milk >> shopping.txt", "/work").expect("start");
+        s.record_unsandboxed_tool_start(&t, "call_1", "echo milk >> shopping.txt", "/work").expect("start");
     }
     if stop == Stop::FirstResult {
         s.record_tool_result(&t, "call_1", ToolStatus::Success, "", Some(0)).expect("result");
@@ -144,9 +144,9 @@ fn unknown_result_gates_chat_until_acknowledged() {
     let id = {
         let mut s = Session::create(&home, Path::new("/work")).expect("create");
         let t = s.begin_turn("Add milk to shopping.txt.").expect("begin");
-        s.record_response(&t, vec![function_call("call_1", "echo milk >> shopping.txt")]).expect("response");
+        s.record_response_without_usage(&t, vec![function_call("call_1", "echo milk >> shopping.txt")]).expect("response");
         s.record_decision(&t, "call_1", ApprovalDecision::Approved).expect("approve");
-        s.record_tool_start(&t, "call_1", "echo milk >> shopping.txt", "/work").expect("start");
+        s.record_unsandboxed_tool_start(&t, "call_1", "echo milk >> shopping.txt", "/work").expect("start");
         s.id().to_string()
     };
 
@@ -207,16 +207,16 @@ fn completed_turns_replay_and_early_ends_without_calls_are_left_out() {
     let (_dir, home) = home();
     let mut s = Session::create(&home, Path::new("/work")).expect("create");
     let t1 = s.begin_turn("Hello").expect("t1");
-    s.record_response(&t1, vec![message("Hi there!")]).expect("r1");
-    s.end_turn(&t1, TurnStatus::Completed, None).expect("end1");
+    s.record_response_without_usage(&t1, vec![message("Hi there!")]).expect("r1");
+    s.end_turn_without_partial_text(&t1, TurnStatus::Completed, None).expect("end1");
     let t2 = s.begin_turn("Tell me a long story").expect("t2");
-    s.record_response(&t2, vec![message("Once upon")]).expect("r2");
-    s.end_turn(&t2, TurnStatus::Cancelled, Some("cancelled by the user".into())).expect("end2");
+    s.record_response_without_usage(&t2, vec![message("Once upon")]).expect("r2");
+    s.end_turn_without_partial_text(&t2, TurnStatus::Cancelled, Some("cancelled by the user".into())).expect("end2");
     let t3 = s.begin_turn("List files").expect("t3");
-    s.record_response(&t3, vec![function_call("c1", "ls")]).expect("r3");
+    s.record_response_without_usage(&t3, vec![function_call("c1", "ls")]).expect("r3");
     s.record_decision(&t3, "c1", ApprovalDecision::Denied).expect("deny");
     s.record_tool_result(&t3, "c1", ToolStatus::Refused, "denied", None).expect("refused");
-    s.end_turn(&t3, TurnStatus::Failed, Some("limit reached".into())).expect("end3");
+    s.end_turn_without_partial_text(&t3, TurnStatus::Failed, Some("limit reached".into())).expect("end3");
 
     let input = s.context();
     let texts: Vec<String> = input.iter().map(|i| i.to_string()).collect();
@@ -236,8 +236,8 @@ fn completed_turns_replay_and_early_ends_without_calls_are_left_out() {
 fn write_session(home: &MinoHome) -> (String, PathBuf) {
     let mut s = Session::create(home, Path::new("/work")).expect("create");
     let t = s.begin_turn("Hello").expect("begin");
-    s.record_response(&t, vec![message("Hi")]).expect("response");
-    s.end_turn(&t, TurnStatus::Completed, None).expect("end");
+    s.record_response_without_usage(&t, vec![message("Hi")]).expect("response");
+    s.end_turn_without_partial_text(&t, TurnStatus::Completed, None).expect("end");
     (s.id().to_string(), s.path().to_path_buf())
 }
 
@@ -345,15 +345,15 @@ fn session_ids_and_symlinks_cannot_escape_the_sessions_directory() {
 /// writes them. Stops at the first failed save, as the turn loop does.
 fn run_turn(session: &mut Session) -> Result<(), SessionError> {
     let t = session.begin_turn("Add milk and eggs.")?;
-    session.record_response(&t, vec![function_call("call_1", "echo milk"), function_call("call_2", "echo eggs")])?;
+    session.record_response_without_usage(&t, vec![function_call("call_1", "echo milk"), function_call("call_2", "echo eggs")])?;
     session.record_decision(&t, "call_1", ApprovalDecision::Approved)?;
-    session.record_tool_start(&t, "call_1", "echo milk", "/work")?;
+    session.record_unsandboxed_tool_start(&t, "call_1", "echo milk", "/work")?;
     session.record_tool_result(&t, "call_1", ToolStatus::Success, "", Some(0))?;
     session.record_decision(&t, "call_2", ApprovalDecision::Approved)?;
-    session.record_tool_start(&t, "call_2", "echo eggs", "/work")?;
+    session.record_unsandboxed_tool_start(&t, "call_2", "echo eggs", "/work")?;
     session.record_tool_result(&t, "call_2", ToolStatus::Success, "", Some(0))?;
-    session.record_response(&t, vec![message("Done.")])?;
-    session.end_turn(&t, TurnStatus::Completed, None)?;
+    session.record_response_without_usage(&t, vec![message("Done.")])?;
+    session.end_turn_without_partial_text(&t, TurnStatus::Completed, None)?;
     Ok(())
 }
 
@@ -448,7 +448,7 @@ fn odd_function_call_items_are_read_once_everywhere() {
     let object_arguments =
         json!({"type": "function_call", "call_id": "c1", "name": "bash", "arguments": {"command": "ls"}});
     let no_call_id = json!({"type": "function_call", "name": "bash", "arguments": "{}"});
-    s.record_response(&t, vec![object_arguments, no_call_id, function_call("c2", "pwd")]).expect("response");
+    s.record_response_without_usage(&t, vec![object_arguments, no_call_id, function_call("c2", "pwd")]).expect("response");
     let calls: Vec<String> = s.transcript().turn(&t).expect("turn").calls.iter().map(|c| c.call_id.clone()).collect();
     assert_eq!(calls, ["c1", "c2"], "a call without call_id cannot be answered and is not a call");
     let id = s.id().to_string();
@@ -469,9 +469,9 @@ fn a_failed_save_leaves_nothing_unsaved_in_the_transcript() {
     let (_dir, home) = home();
     let mut s = Session::create(&home, Path::new("/work")).expect("create");
     let t = s.begin_turn("Add milk").expect("begin");
-    s.record_response(&t, vec![function_call("c1", "echo milk >> shopping.txt")]).expect("response");
+    s.record_response_without_usage(&t, vec![function_call("c1", "echo milk >> shopping.txt")]).expect("response");
     s.record_decision(&t, "c1", ApprovalDecision::Approved).expect("approve");
-    s.record_tool_start(&t, "c1", "echo milk >> shopping.txt", "/work").expect("start");
+    s.record_unsandboxed_tool_start(&t, "c1", "echo milk >> shopping.txt", "/work").expect("start");
     s.journal_mut().wrap_file(|f| Box::new(FaultyFile::new(f, FaultPlan::Sync { nth: 1, fault: Fault::Io }).0));
     assert!(s.record_tool_result(&t, "c1", ToolStatus::Success, "", Some(0)).is_err());
     let call = s.transcript().turn(&t).expect("turn").calls[0].clone();
@@ -527,16 +527,16 @@ fn a_call_id_repeated_across_turns_pairs_each_call_with_its_own_result() {
     let (_dir, home) = home();
     let mut s = Session::create(&home, Path::new("/work")).expect("create");
     let t1 = s.begin_turn("Say something harmless").expect("t1");
-    s.record_response(&t1, vec![function_call("call_1", "echo harmless")]).expect("r1");
+    s.record_response_without_usage(&t1, vec![function_call("call_1", "echo harmless")]).expect("r1");
     s.record_tool_result(&t1, "call_1", ToolStatus::NotExecuted, "cancelled", None).expect("closed");
-    s.end_turn(&t1, TurnStatus::Cancelled, Some("cancelled by the user".into())).expect("end1");
+    s.end_turn_without_partial_text(&t1, TurnStatus::Cancelled, Some("cancelled by the user".into())).expect("end1");
     let t2 = s.begin_turn("Now something else").expect("t2");
-    s.record_response(&t2, vec![function_call("call_1", "echo second")]).expect("r2");
+    s.record_response_without_usage(&t2, vec![function_call("call_1", "echo second")]).expect("r2");
     s.record_decision(&t2, "call_1", ApprovalDecision::Approved).expect("approve");
-    s.record_tool_start(&t2, "call_1", "echo second", "/work").expect("start");
+    s.record_unsandboxed_tool_start(&t2, "call_1", "echo second", "/work").expect("start");
     s.record_tool_result(&t2, "call_1", ToolStatus::Success, "second\n", Some(0)).expect("result");
-    s.record_response(&t2, vec![message("Done.")]).expect("r3");
-    s.end_turn(&t2, TurnStatus::Completed, None).expect("end2");
+    s.record_response_without_usage(&t2, vec![message("Done.")]).expect("r3");
+    s.end_turn_without_partial_text(&t2, TurnStatus::Completed, None).expect("end2");
 
     let expected = vec![
         item("function_call", "call_1", "echo harmless"),
@@ -562,13 +562,13 @@ fn a_call_id_repeated_across_responses_of_one_turn_recovers_each_call_after_a_cr
     let id = {
         let mut s = Session::create(&home, Path::new("/work")).expect("create");
         let t = s.begin_turn("Two steps").expect("begin");
-        s.record_response(&t, vec![function_call("call_0", "echo one")]).expect("r1");
+        s.record_response_without_usage(&t, vec![function_call("call_0", "echo one")]).expect("r1");
         s.record_decision(&t, "call_0", ApprovalDecision::Approved).expect("approve 1");
-        s.record_tool_start(&t, "call_0", "echo one", "/work").expect("start 1");
+        s.record_unsandboxed_tool_start(&t, "call_0", "echo one", "/work").expect("start 1");
         s.record_tool_result(&t, "call_0", ToolStatus::Success, "one\n", Some(0)).expect("result 1");
-        s.record_response(&t, vec![function_call("call_0", "echo two >> list.txt")]).expect("r2 repeats call_0");
+        s.record_response_without_usage(&t, vec![function_call("call_0", "echo two >> list.txt")]).expect("r2 repeats call_0");
         s.record_decision(&t, "call_0", ApprovalDecision::Approved).expect("approve 2");
-        s.record_tool_start(&t, "call_0", "echo two >> list.txt", "/work").expect("start 2");
+        s.record_unsandboxed_tool_start(&t, "call_0", "echo two >> list.txt", "/work").expect("start 2");
         let calls = &s.transcript().turn(&t).expect("turn").calls;
         assert_eq!(calls.len(), 2);
         assert_eq!(calls[0].result.as_ref().map(|r| r.output.as_str()), Some("one\n"), "the first keeps its result");
@@ -606,8 +606,8 @@ fn a_response_may_not_repeat_the_id_of_a_call_still_waiting_for_its_result() {
     let (_dir, home) = home();
     let mut s = Session::create(&home, Path::new("/work")).expect("create");
     let t = s.begin_turn("Two steps").expect("begin");
-    s.record_response(&t, vec![function_call("call_0", "echo one")]).expect("r1");
-    let refused = s.record_response(&t, vec![function_call("call_0", "echo two")]);
+    s.record_response_without_usage(&t, vec![function_call("call_0", "echo one")]).expect("r1");
+    let refused = s.record_response_without_usage(&t, vec![function_call("call_0", "echo two")]);
     assert!(refused.is_err(), "the earlier call_0 has no result yet: {refused:?}");
 }
 
@@ -620,10 +620,10 @@ fn duplicate_ids_in_one_response_are_resolved_and_replayed_in_order() {
     let id = {
         let mut s = Session::create(&home, Path::new("/work")).expect("create");
         let t = s.begin_turn("Two at once").expect("begin");
-        s.record_response(&t, vec![function_call("call_0", "echo a"), function_call("call_0", "echo b")])
+        s.record_response_without_usage(&t, vec![function_call("call_0", "echo a"), function_call("call_0", "echo b")])
             .expect("a response with a repeated id is recorded as received");
         s.record_decision(&t, "call_0", ApprovalDecision::Approved).expect("approve a");
-        s.record_tool_start(&t, "call_0", "echo a", "/work").expect("start a");
+        s.record_unsandboxed_tool_start(&t, "call_0", "echo a", "/work").expect("start a");
         s.id().to_string()
     };
     let (session, report) = Session::open(&home, &id).expect("reopen");
@@ -651,14 +651,14 @@ fn the_cut_text_of_a_cancelled_turn_is_shown_but_never_replayed() {
     let (_dir, home) = home();
     let mut s = Session::create(&home, Path::new("/work")).expect("create");
     let t = s.begin_turn("List the files.").expect("begin");
-    s.record_response(&t, vec![message("Looking."), function_call("call_1", "ls")]).expect("response");
+    s.record_response_without_usage(&t, vec![message("Looking."), function_call("call_1", "ls")]).expect("response");
     s.record_decision(&t, "call_1", ApprovalDecision::Approved).expect("approve");
-    s.record_tool_start(&t, "call_1", "ls", "/work").expect("start");
+    s.record_unsandboxed_tool_start(&t, "call_1", "ls", "/work").expect("start");
     s.record_tool_result(&t, "call_1", ToolStatus::Success, "a.txt\nb.txt\n", Some(0)).expect("result");
-    s.end_turn_with(&t, TurnStatus::Cancelled, Some("cancelled by the user".into()), Some("Two files: a.t".into()))
+    s.end_turn(&t, TurnStatus::Cancelled, Some("cancelled by the user".into()), Some("Two files: a.t".into()))
         .expect("end");
     let t2 = s.begin_turn("And a poem?").expect("begin");
-    s.end_turn_with(&t2, TurnStatus::Failed, Some("the stream broke".into()), Some("Roses are".into())).expect("end");
+    s.end_turn(&t2, TurnStatus::Failed, Some("the stream broke".into()), Some("Roses are".into())).expect("end");
     let id = s.id().to_string();
 
     let check = |s: &Session| {

@@ -125,7 +125,7 @@ fn run(ops: &[(u8, u8)]) {
             }
             (1, Some(turn)) if pending.is_empty() => {
                 let turns = session.transcript().turns.len();
-                session.record_response(&turn, response_items(param, turns, step)).expect("response");
+                session.record_response_without_usage(&turn, response_items(param, turns, step)).expect("response");
                 "a response"
             }
             (2, Some(turn)) if !pending.is_empty() => {
@@ -143,11 +143,11 @@ fn run(ops: &[(u8, u8)]) {
                     1 => {
                         // Started, no result: a crash now leaves it unknown.
                         session.record_decision(&turn, call, ApprovalDecision::Approved).expect("approve");
-                        session.record_tool_start(&turn, call, "echo", "/w").expect("start");
+                        session.record_unsandboxed_tool_start(&turn, call, "echo", "/w").expect("start");
                     }
                     _ => {
                         session.record_decision(&turn, call, ApprovalDecision::Approved).expect("approve");
-                        session.record_tool_start(&turn, call, "echo", "/w").expect("start");
+                        session.record_unsandboxed_tool_start(&turn, call, "echo", "/w").expect("start");
                         let status = if param % 4 == 2 { ToolStatus::Success } else { ToolStatus::Failed };
                         let output = format!("line \"{step}\"\n\u{7}tab\t✓");
                         session.record_tool_result(&turn, call, status, &output, Some(0)).expect("result");
@@ -163,7 +163,7 @@ fn run(ops: &[(u8, u8)]) {
                     _ => TurnStatus::Cancelled,
                 };
                 session.close_unresolved_calls(&turn).expect("close");
-                session.end_turn(&turn, status, None).expect("end");
+                session.end_turn_without_partial_text(&turn, status, None).expect("end");
                 "a turn's end"
             }
             (4, _) => {
@@ -257,8 +257,8 @@ fn a_compaction_and_recovery_change_the_next_body() {
     let mut cache = RequestCache::default();
 
     let turn = session.begin_turn("the old question").expect("begin");
-    session.record_response(&turn, response_items(4, 1, 1)).expect("response");
-    session.end_turn(&turn, TurnStatus::Completed, None).expect("end");
+    session.record_response_without_usage(&turn, response_items(4, 1, 1)).expect("response");
+    session.end_turn_without_partial_text(&turn, TurnStatus::Completed, None).expect("end");
     let before = cache.body(session.transcript(), &frame).expect("body");
     assert!(String::from_utf8_lossy(&before).contains("the old question"));
 
@@ -272,10 +272,10 @@ fn a_compaction_and_recovery_change_the_next_body() {
     // A call started, then a crash: recovery closes it `unknown` on open,
     // and the next body carries the turn with that result and its notice.
     let turn = session.begin_turn("run it").expect("begin");
-    session.record_response(&turn, response_items(0b0000_1000, 2, 1)).expect("response");
+    session.record_response_without_usage(&turn, response_items(0b0000_1000, 2, 1)).expect("response");
     let call = session.transcript().turns[1].calls[0].call_id.clone();
     session.record_decision(&turn, &call, ApprovalDecision::Approved).expect("approve");
-    session.record_tool_start(&turn, &call, "echo", "/w").expect("start");
+    session.record_unsandboxed_tool_start(&turn, &call, "echo", "/w").expect("start");
     let open = String::from_utf8_lossy(&cache.body(session.transcript(), &frame).expect("body")).into_owned();
     assert!(!open.contains("function_call_output"), "a call without a result is not sent: {open}");
     drop(session);

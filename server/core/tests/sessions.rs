@@ -53,17 +53,17 @@ fn function_call(call_id: &str, command: &str) -> Value {
 
 fn completed_turn(s: &mut Session, question: &str) {
     let t = s.begin_turn(question).expect("begin");
-    s.record_response(&t, vec![message("Done.")]).expect("response");
-    s.end_turn(&t, TurnStatus::Completed, None).expect("end");
+    s.record_response_without_usage(&t, vec![message("Done.")]).expect("response");
+    s.end_turn_without_partial_text(&t, TurnStatus::Completed, None).expect("end");
 }
 
 /// A turn whose approved command was started and whose process then died:
 /// the session is dropped with the call started and no result.
 fn interrupted_after_start(mut s: Session) -> String {
     let t = s.begin_turn("Append milk").expect("begin");
-    s.record_response(&t, vec![function_call("call_1", "echo milk >> list")]).expect("response");
+    s.record_response_without_usage(&t, vec![function_call("call_1", "echo milk >> list")]).expect("response");
     s.record_decision(&t, "call_1", ApprovalDecision::Approved).expect("approve");
-    s.record_tool_start(&t, "call_1", "echo milk >> list", "/w").expect("start");
+    s.record_unsandboxed_tool_start(&t, "call_1", "echo milk >> list", "/w").expect("start");
     s.id().to_string()
 }
 
@@ -263,13 +263,13 @@ fn a_crash_after_a_long_output_is_found_by_growing_the_tail_read() {
     let mut s = Session::create(&f.home, &f.a).expect("create");
     completed_turn(&mut s, "first");
     let t = s.begin_turn("Run both").expect("begin");
-    s.record_response(&t, vec![function_call("call_1", "true"), function_call("call_2", "true")]).expect("resp");
+    s.record_response_without_usage(&t, vec![function_call("call_1", "true"), function_call("call_2", "true")]).expect("resp");
     s.record_decision(&t, "call_1", ApprovalDecision::Approved).expect("approve");
-    s.record_tool_start(&t, "call_1", "true", "/w").expect("start");
+    s.record_unsandboxed_tool_start(&t, "call_1", "true", "/w").expect("start");
     // Far more than the first 4 KiB read, between the turn's start and its end.
     s.record_tool_result(&t, "call_1", ToolStatus::Success, &"o".repeat(60_000), Some(0)).expect("result");
     s.record_decision(&t, "call_2", ApprovalDecision::Approved).expect("approve 2");
-    s.record_tool_start(&t, "call_2", "true", "/w").expect("start 2");
+    s.record_unsandboxed_tool_start(&t, "call_2", "true", "/w").expect("start 2");
     let id = s.id().to_string();
     // Held: the turn is running, nothing waits.
     let e = entry(&list_all(&store(&f, &f.b), ListScope::All), &id).clone();
@@ -497,7 +497,7 @@ fn switching_locks_the_new_session_before_releasing_the_old() {
     current.acknowledge(None).expect("ack");
     let t = current.begin_turn("running").expect("begin");
     assert!(matches!(st.new_session(&mut current, None), Err(StoreError::Session(SessionError::TurnInProgress(_)))));
-    current.end_turn(&t, TurnStatus::Completed, None).expect("end");
+    current.end_turn_without_partial_text(&t, TurnStatus::Completed, None).expect("end");
 
     let (info, _) = st.new_session(&mut current, Some(&f.b)).expect("new");
     assert_eq!(info.cwd, f.b.display().to_string());
@@ -549,8 +549,8 @@ fn usage(input: u64, output: u64) -> mino_core::usage::Usage {
 /// A turn whose one response used `tokens`, ended `completed`.
 fn turn_with_usage(s: &mut Session, question: &str, tokens: mino_core::usage::Usage) {
     let t = s.begin_turn(question).expect("begin");
-    s.record_response_with_usage(&t, vec![message("Done.")], Some(tokens), None).expect("response");
-    s.end_turn(&t, TurnStatus::Completed, None).expect("end");
+    s.record_response(&t, vec![message("Done.")], Some(tokens), None).expect("response");
+    s.end_turn_without_partial_text(&t, TurnStatus::Completed, None).expect("end");
 }
 
 #[test]
@@ -568,7 +568,7 @@ fn the_list_shows_each_sessions_tokens_summed_over_all_its_turns() {
 
     // A turn still running adds its responses to the last turn's sum.
     let t = s.begin_turn("One more").expect("begin");
-    s.record_response_with_usage(&t, vec![function_call("call_1", "true")], Some(usage(7, 3)), None).expect("response");
+    s.record_response(&t, vec![function_call("call_1", "true")], Some(usage(7, 3)), None).expect("response");
     let listed = entry(&list_all(&store(&f, &f.a), ListScope::Workspace), &id).usage;
     assert_eq!(listed, Some(usage(4007, 403)));
 }
@@ -620,7 +620,7 @@ fn the_last_chosen_model_is_read_back_and_none_is_chosen_mid_turn() {
     let t = s.begin_turn("Second").expect("begin");
     let refused = s.record_model("other").expect_err("mid-turn");
     assert!(refused.to_string().contains("has not ended"), "{refused}");
-    s.end_turn(&t, TurnStatus::Completed, None).expect("end");
+    s.end_turn_without_partial_text(&t, TurnStatus::Completed, None).expect("end");
     s.record_model("large-2").expect("choose after the turn");
     let id = s.id().to_string();
     let path = s.path().to_path_buf();

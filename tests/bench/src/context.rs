@@ -65,7 +65,7 @@ pub fn measure(args: &[String]) -> Result<()> {
             Some(_) => times.push(secs),
         }
         let call_id = format!("bench_call_{n}");
-        session.record_response(
+        session.record_response_without_usage(
             &turn,
             vec![
                 json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Looking."}]}),
@@ -73,16 +73,16 @@ pub fn measure(args: &[String]) -> Result<()> {
             ],
         )?;
         session.record_decision(&turn, &call_id, ApprovalDecision::Approved)?;
-        session.record_tool_start(&turn, &call_id, "cat list", "/work")?;
+        session.record_unsandboxed_tool_start(&turn, &call_id, "cat list", "/work")?;
         session.record_tool_result(&turn, &call_id, ToolStatus::Success, "milk\neggs\nbread\n", Some(0))?;
         let (secs, bytes) = body(&mut session)?;
         times.push(secs);
         body_bytes = bytes;
-        session.record_response(
+        session.record_response_without_usage(
             &turn,
             vec![json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Milk, eggs, bread."}]})],
         )?;
-        session.end_turn(&turn, TurnStatus::Completed, None)?;
+        session.end_turn_without_partial_text(&turn, TurnStatus::Completed, None)?;
     }
     let peak_kib = crate::open::peak_kib();
     println!(

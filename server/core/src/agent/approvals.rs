@@ -45,15 +45,16 @@ impl From<ApprovalDecision> for Decision {
 }
 
 impl Agent {
-    /// Delivers the person's decision on the call waiting for it, which
-    /// `turn_id` and `call_id` must both name; anything else is refused and
-    /// decides nothing.
+    /// A test's shortcut: [`Agent::decide`] with a plain approve or deny.
+    #[cfg(any(test, feature = "testing"))]
     pub fn approve(&self, turn_id: &str, call_id: &str, decision: ApprovalDecision) -> Result<(), AgentError> {
         self.decide(turn_id, call_id, decision.into())
     }
 
-    /// [`Agent::approve`] with every answer a person can give (a reason for
-    /// a denial, a rule to grant).
+    /// Delivers the person's decision on the call waiting for it (any answer
+    /// a person can give: a reason for a denial, a rule to grant, the hunks
+    /// of an edit), which `turn_id` and `call_id` must both name; anything
+    /// else is refused and decides nothing.
     pub fn decide(&self, turn_id: &str, call_id: &str, decision: Decision) -> Result<(), AgentError> {
         let refused = || AgentError::NoPendingApproval { turn_id: turn_id.to_string(), call_id: call_id.to_string() };
         let mut slot = lock(&self.state.slot);

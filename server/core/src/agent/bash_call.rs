@@ -145,7 +145,7 @@ impl Agent {
         let evidence = self
             .with_session_io(move |s| {
                 s.record_approval_of(&t, &c, ApprovalDecision::Approved, (approved_by, rules), facts)?;
-                s.record_tool_start_in(&t, &c, &cmd, &directory, sandbox)?;
+                s.record_tool_start(&t, &c, &cmd, &directory, sandbox)?;
                 Ok::<_, SessionError>(s.evidence_target(&t, &c))
             })
             .await?;

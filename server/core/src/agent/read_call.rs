@@ -119,7 +119,7 @@ impl Agent {
                 ApprovalFacts::default(),
             )?;
             // Reads run in-process, outside any sandbox: they change nothing.
-            s.record_tool_start_in(&t, &c, &cmd, &dir, SandboxMode::Off)
+            s.record_tool_start(&t, &c, &cmd, &dir, SandboxMode::Off)
         })
         .await?;
         if cancel.is_cancelled() {

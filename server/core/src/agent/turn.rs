@@ -190,7 +190,7 @@ impl Agent {
             let (turn_id, reason) = (turn_id.clone(), reason.clone());
             self.with_session_io(move |s| {
                 s.close_unresolved_calls(&turn_id)?;
-                s.end_turn_with(&turn_id, status, reason, Some(partial_text))
+                s.end_turn(&turn_id, status, reason, Some(partial_text))
             })
             .await
         };
@@ -376,7 +376,7 @@ impl Agent {
             // (docs/performance.md, "The turn step's own time").
             let usage = response.usage;
             let calls = self.with_session(|s| -> Result<Vec<(String, String, String)>, SessionError> {
-                s.record_response_with_usage(turn_id, response.items, response.usage, Some(used))?;
+                s.record_response(turn_id, response.items, response.usage, Some(used))?;
                 Ok(s.transcript()
                     .turn(turn_id)
                     .map(|turn| {
