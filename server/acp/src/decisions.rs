@@ -14,7 +14,7 @@
 use mino_protocol::strict;
 use serde_json::{json, Value};
 
-use crate::lines::INVALID_REQUEST;
+use mino_protocol::jsonrpc_code::INVALID_REQUEST;
 
 /// What becomes of an incoming line.
 #[derive(Debug, PartialEq, Eq)]

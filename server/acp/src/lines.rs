@@ -44,8 +44,8 @@ pub const UPDATES_IN_FLIGHT: u64 = 16;
 /// `tests/e2e/tests/backpressure.rs` streams thousands over ACP and fails.)
 const UPDATE_LINE_START: &str = r#"{"jsonrpc":"2.0","method":"session/update","#;
 
-/// The JSON-RPC error code for a dropped line: its id was never read.
-pub const INVALID_REQUEST: i64 = -32600;
+// The JSON-RPC error code for a dropped line: its id was never read.
+use mino_protocol::jsonrpc_code::INVALID_REQUEST;
 
 /// One line as read.
 #[derive(Debug, PartialEq, Eq)]

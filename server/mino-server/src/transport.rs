@@ -50,9 +50,7 @@ use crate::dispatch::{FrontDoor, Outgoing, Routes, Schedule, Session};
 /// Frames already queued are written together, up to about this many bytes.
 const WRITE_BATCH: usize = 256 * 1024;
 
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
-const METHOD_NOT_FOUND: i64 = -32601;
+use mino_protocol::jsonrpc_code::{INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, REQUEST_CANCELLED};
 
 fn error_response(id: Value, code: i64, message: impl Into<String>) -> String {
     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message.into() } }).to_string()
@@ -215,8 +213,6 @@ const MAX_CONTROLS_WHILE_PAUSED: usize = 1024;
 const DRAIN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 const PAUSE_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
-
-const REQUEST_CANCELLED: i64 = -32800;
 
 #[derive(Default)]
 struct OutboxState {

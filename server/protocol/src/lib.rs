@@ -207,6 +207,27 @@ pub mod method {
         [TURN_STARTED, TEXT_DELTA, RETRYING, APPROVAL_REQUEST, TOOL_STARTED, TOOL_OUTPUT, TOOL_RESULT, TURN_ENDED];
 }
 
+/// JSON-RPC's own error codes (JSON-RPC 2.0 §5.1) and the two the
+/// language-server lifecycle adds, which both front doors and the terminal
+/// client answer and read: written here once, beside Mino's own
+/// ([`error_code`]).
+pub mod jsonrpc_code {
+    /// The body is not JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// The JSON is not a valid request (a bad `jsonrpc` or `id`, a key named twice).
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// No such method.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// The params do not fit the method.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// The server failed inside.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// A request other than `initialize` before `initialize`.
+    pub const SERVER_NOT_INITIALIZED: i64 = -32002;
+    /// A request cancelled by `$/cancelRequest`.
+    pub const REQUEST_CANCELLED: i64 = -32800;
+}
+
 /// Defines Mino's error codes once: the [`ErrorCode`] enum and the
 /// constants of [`error_code`].
 macro_rules! error_codes {
