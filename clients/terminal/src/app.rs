@@ -443,7 +443,7 @@ impl App {
             n => {
                 out(&format!(
                     "\n{n} sessions start with {}; type more of the id:\n{}\n",
-                    ui::printable(prefix),
+                    crate::term::printable(prefix),
                     ui::sessions(&matching, "current")
                 ));
                 Ok(None)
@@ -1128,7 +1128,7 @@ impl App {
             },
             "/mcp" => match arg.split_whitespace().collect::<Vec<_>>()[..] {
                 ["restart", name] => {
-                    out(&format!("Restarting MCP server `{}`…\n", ui::printable(name)));
+                    out(&format!("Restarting MCP server `{}`…\n", crate::term::printable(name)));
                     match self.server.mcp_restart(name).await {
                         Ok(status) => out(&ui::mcp_status_line(&status).unwrap_or_else(|| ui::mcp_list_line(&status))),
                         Err(e) => out(&format!("Error: {e}\n")),
@@ -1156,7 +1156,7 @@ impl App {
                     Ok(list) if list.source == ModelSource::Service && !list.models.iter().any(|m| m.id == arg) => {
                         let question = format!(
                             "The service does not list a model named {}; /model shows those it does. Use it anyway?",
-                            ui::printable(arg)
+                            crate::term::printable(arg)
                         );
                         if !self.confirm(&question).await {
                             out(&format!("This session keeps {}.\n\n", list.current));
@@ -1240,8 +1240,8 @@ enum Sent {
     Cancel,
 }
 
-/// JSON-RPC's "invalid params": a rule the server refused.
-const INVALID_PARAMS: i64 = -32602;
+// JSON-RPC's "invalid params": a rule the server refused.
+use mino_protocol::jsonrpc_code::INVALID_PARAMS;
 
 /// A call's answer, tagged with what was sent.
 fn sent<T>(

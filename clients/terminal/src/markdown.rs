@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use pulldown_cmark::{Event, HeadingLevel, Parser, Tag, TagEnd};
 use syntect::parsing::{ParseState, ScopeStack, SyntaxSet};
 
-use crate::ui::printable;
+use crate::term::printable;
 
 /// Longer lines are not highlighted (a grammar's regexes on a huge line can be slow).
 const MAX_HIGHLIGHTED_LINE: usize = 4096;

@@ -195,7 +195,7 @@ impl Menu<'_> {
         lines.push(if self.typed.is_empty() {
             "↑/↓ then Enter, or type an answer".to_owned()
         } else {
-            format!("answer: {}", crate::ui::printable(&self.typed))
+            format!("answer: {}", crate::term::printable(&self.typed))
         });
         lines
     }
@@ -256,7 +256,7 @@ pub fn pick(question: &str, choices: &[Choice], default: usize, colour: bool) ->
     // The menu gives way to one line: the question and what was chosen.
     let answer = match &picked {
         Picked::Choice(i) => choices[*i].label.to_owned(),
-        Picked::Typed(t) => crate::ui::printable(t).into_owned(),
+        Picked::Typed(t) => crate::term::printable(t).into_owned(),
         Picked::Interrupt => "^C".to_owned(),
         Picked::Eof => String::new(),
     };

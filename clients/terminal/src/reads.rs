@@ -84,7 +84,7 @@ impl ReadLog {
                 Err(_) => {
                     return format!(
                         "/expand takes a read's number (the #N its line starts with), not {:?}.\n",
-                        crate::ui::printable(a)
+                        crate::term::printable(a)
                     )
                 }
             },

@@ -147,18 +147,41 @@ pub fn read_some(timeout_ms: i32) -> std::io::Result<Vec<u8>> {
 /// shown as visible escapes, so nothing printed can hide or restyle the
 /// approval screen.
 pub fn out(text: &str) {
-    let text = crate::ui::printable(text);
+    let text = printable(text);
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
 }
 
 /// Writes text that is already safe to show (built by `ui` from
-/// [`crate::ui::printable`] pieces and Mino's own colour codes) and flushes.
+/// [`printable`] pieces and Mino's own colour codes) and flushes.
 pub fn out_shown(text: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
+}
+
+/// `text` with control characters other than newline and tab made visible
+/// (`^[` for ESC, `^?` for DEL, U+FFFD for C1 controls).
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let needs = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(needs) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' => shown.push(c),
+            '\u{7f}' => shown.push_str("^?"),
+            c if (c as u32) < 0x20 => {
+                shown.push('^');
+                shown.push(char::from(b'@' + c as u8));
+            }
+            c if c.is_control() => shown.push('\u{FFFD}'),
+            c => shown.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(shown)
 }
 
 #[cfg(test)]

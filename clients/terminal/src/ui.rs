@@ -2,6 +2,7 @@
 //! tested without a terminal.
 
 use crate::reads::ReadLog;
+use crate::term::printable;
 use mino_protocol::{
     ApprovalMode, ApprovalRequest, ApprovedBy, ApproverKind, EditView, HistoryCall, HistoryItem, HistoryResult,
     HistoryTurn, ModelSource, ModelsListResult, ReadToolName, ReadView, RecoveredCallView, RecoveryNotification,
@@ -914,9 +915,9 @@ pub fn error_sentence(code: i64, message: &str) -> String {
             }
         }
         c::JOURNAL_FAILURE => without_methods(message),
-        -32601 => "This mino-server cannot do that: it is older than mino. Install the two from one release.".to_owned(),
-        -32602 => without_methods(message),
-        -32002 => "The session is not open yet; try again in a moment.".to_owned(),
+        mino_protocol::jsonrpc_code::METHOD_NOT_FOUND => "This mino-server cannot do that: it is older than mino. Install the two from one release.".to_owned(),
+        mino_protocol::jsonrpc_code::INVALID_PARAMS => without_methods(message),
+        mino_protocol::jsonrpc_code::SERVER_NOT_INITIALIZED => "The session is not open yet; try again in a moment.".to_owned(),
         _ => format!("mino-server failed: {}", without_methods(message)),
     }
 }
@@ -934,29 +935,6 @@ fn without_methods(message: &str) -> String {
         out.push_str(word);
     }
     out
-}
-
-/// `text` with control characters other than newline and tab made visible
-/// (`^[` for ESC, `^?` for DEL, U+FFFD for C1 controls).
-pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let needs = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if !text.chars().any(needs) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut shown = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' | '\t' => shown.push(c),
-            '\u{7f}' => shown.push_str("^?"),
-            c if (c as u32) < 0x20 => {
-                shown.push('^');
-                shown.push(char::from(b'@' + c as u8));
-            }
-            c if c.is_control() => shown.push('\u{FFFD}'),
-            c => shown.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(shown)
 }
 
 /// The line an MCP server's state change prints: a `ready` server with its
