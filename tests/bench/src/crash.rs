@@ -16,8 +16,8 @@ use mino_mock_model::Reply;
 use mino_protocol::method;
 use serde_json::{json, Value};
 
+use crate::mock_stream::MockHost;
 use crate::peers::{call_reply, start, Agent, Dirs};
-use crate::relay::MockHost;
 
 pub const CRASH_COMMAND: &str = "echo ran >> side; sleep 5; echo late >> side";
 const CALL_ID: &str = "call_crash";

@@ -12,6 +12,7 @@ mod context;
 mod crash;
 mod journal_gen;
 mod mcp;
+mod mock_stream;
 mod open;
 mod peers;
 mod reads;
@@ -256,7 +257,7 @@ fn run_peers(quick: bool, doc: Option<&str>) -> Result<()> {
 }
 
 fn crash_both() -> Result<Vec<crash::CrashReport>> {
-    let host = relay::MockHost::start()?;
+    let host = mock_stream::MockHost::start()?;
     [peers::Agent::Mino, peers::Agent::Peer].into_iter().map(|agent| crash::crash_one(agent, &host)).collect()
 }
 

@@ -32,7 +32,7 @@ use mino_mock_model::Reply;
 use serde_json::{json, Value};
 
 use crate::client::{Server, READ_AT};
-use crate::relay::MockHost;
+use crate::mock_stream::MockHost;
 use crate::{best, median, Goal};
 
 const WAIT: Duration = Duration::from_secs(120);

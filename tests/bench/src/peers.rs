@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 
 use crate::client::{DeltaLog, Server, Wire};
 use crate::median;
-use crate::relay::{direct_once, latencies_ms, percentile, MockHost};
+use crate::mock_stream::{direct_once, latencies_ms, percentile, MockHost};
 
 pub const PEER_PACKAGE: &str = "@openai/codex";
 pub const PEER_VERSION: &str = "0.169.0";

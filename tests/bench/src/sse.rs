@@ -23,7 +23,7 @@ use mino_mock_model::Reply;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::relay::MockHost;
+use crate::mock_stream::MockHost;
 use crate::{best, median, Goal};
 
 /// The parse of a 4 MB event may take at most this many times the line split.

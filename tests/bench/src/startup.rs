@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use crate::client::{server_bin, Server};
-use crate::relay::MockHost;
+use crate::mock_stream::MockHost;
 use crate::{best, child, Goal};
 
 fn start_once(home: &std::path::Path, base_url: &str, options: serde_json::Value) -> Result<f64> {
