@@ -288,7 +288,7 @@ impl CallView {
     /// `tool_start` recorded, else the model's, against `cwd`.
     pub fn recorded(call: &Call, cwd: &Path) -> CallView {
         let command = call.command();
-        if let Some(info) = ReadInfo::of_call(call) {
+        if let Some(info) = call.read_info() {
             return CallView::read(&command, &info, cwd);
         }
         let Some(tool) = EditTool::from_name(&call.name) else { return CallView::command(&command) };

@@ -22,10 +22,10 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::journal::record::ToolStatus;
 use crate::supervisor::wire::{self, Frame};
 pub use crate::supervisor::wire::{Outcome, Stream};
 use crate::supervisor::{self, EvidenceTarget, Spec};
+use crate::tool_facts::ToolStatus;
 
 /// Variables passed through from Mino's environment when set.
 pub const ENV_ALLOWLIST: [&str; 10] =
@@ -55,8 +55,8 @@ pub struct Limits {
 
 impl Limits {
     /// The limits as an `approval` record journals them.
-    pub fn recorded(&self) -> crate::journal::record::RecordedLimits {
-        crate::journal::record::RecordedLimits {
+    pub fn recorded(&self) -> crate::tool_facts::RecordedLimits {
+        crate::tool_facts::RecordedLimits {
             timeout_seconds: self.timeout.as_secs(),
             output_limit_bytes: self.output_limit as u64,
         }
@@ -177,8 +177,8 @@ impl BashTool {
 
     /// What the approval of a command run by this tool shows (directory,
     /// environment, limits), as the `approval` record journals it.
-    pub fn approval_facts(&self) -> crate::journal::record::ApprovalFacts {
-        crate::journal::record::ApprovalFacts {
+    pub fn approval_facts(&self) -> crate::tool_facts::ApprovalFacts {
+        crate::tool_facts::ApprovalFacts {
             cwd: Some(self.cwd().display().to_string()),
             environment: Some(self.environment().clone()),
             limits: Some(self.limits().recorded()),

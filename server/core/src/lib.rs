@@ -67,6 +67,7 @@ pub mod settings;
 pub mod soul;
 pub mod supervisor;
 pub mod terminal;
+pub mod tool_facts;
 pub mod transcript;
 /// Tokens the model service reported, per response, turn and session.
 pub mod usage;

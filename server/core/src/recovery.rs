@@ -97,7 +97,7 @@ impl RecoveredTurn {
                         evidence: evidence_for(journal, turn, index),
                         diff: call.applied_diff(),
                         edit_tool: crate::edit::EditTool::from_name(&call.name),
-                        read: crate::read::ReadInfo::of_call(call),
+                        read: call.read_info(),
                         approver: call.approver(),
                         sandbox: call.sandbox,
                     })
@@ -191,9 +191,7 @@ pub fn unresolved_call_result(call: &Call) -> (ToolStatus, String) {
             (status, recovered.output(edit))
         }
         // A read cannot have had effects: its lost result is unavailable, not unknown.
-        (None, true) if crate::read::is_read_call(call) => {
-            (ToolStatus::Unavailable, crate::read::UNAVAILABLE_OUTPUT.to_string())
-        }
+        (None, true) if call.is_read() => (ToolStatus::Unavailable, crate::read::UNAVAILABLE_OUTPUT.to_string()),
         _ => {
             let (status, output) = unresolved_result(call.started);
             (status, output.to_string())

@@ -97,7 +97,7 @@ pub fn plan(
                         after_sha256: edit.after_sha256.clone(),
                     });
                 }
-                None if call.started && !crate::read::is_read_call(call) => plan.commands.push(PlannedCommand {
+                None if call.started && !call.is_read() => plan.commands.push(PlannedCommand {
                     turn_id: turn.id.clone(),
                     call_id: call.call_id.clone(),
                     command: call.command(),

@@ -112,6 +112,27 @@ impl Call {
         calls::command_of(&self.arguments).unwrap_or_else(|_| self.arguments.clone())
     }
 
+    /// Whether the call is one of the read tools' (recovery closes a started
+    /// read as `unavailable`: a read has no effects to acknowledge).
+    pub fn is_read(&self) -> bool {
+        crate::read::ReadTool::from_name(&self.name).is_some()
+    }
+
+    /// A journaled read call as clients see it: whether it left the
+    /// workspace is what its approval says (a person decided it, or no one
+    /// had to), the summary what its saved result says. `None` for a call
+    /// that is not a read or whose arguments could not be read.
+    pub fn read_info(&self) -> Option<crate::read::ReadInfo> {
+        let tool = crate::read::ReadTool::from_name(&self.name)?;
+        let args = crate::read::ReadArgs::parse(tool, &self.arguments).ok()?;
+        let asked = self.decision.is_some() && self.approved_by != Some(ApprovedBy::Workspace);
+        let info = args.info(None, asked);
+        Some(match &self.result {
+            Some(r) => info.with_result(r.status, &r.output),
+            None => info,
+        })
+    }
+
     /// The diff an edit call wrote, as its saved `success` result holds it
     /// (cut at the result's limit); `None` for anything else.
     pub fn applied_diff(&self) -> Option<String> {

@@ -144,7 +144,8 @@ fn unknown_result_gates_chat_until_acknowledged() {
     let id = {
         let mut s = Session::create(&home, Path::new("/work")).expect("create");
         let t = s.begin_turn("Add milk to shopping.txt.").expect("begin");
-        s.record_response_without_usage(&t, vec![function_call("call_1", "echo milk >> shopping.txt")]).expect("response");
+        s.record_response_without_usage(&t, vec![function_call("call_1", "echo milk >> shopping.txt")])
+            .expect("response");
         s.record_decision(&t, "call_1", ApprovalDecision::Approved).expect("approve");
         s.record_unsandboxed_tool_start(&t, "call_1", "echo milk >> shopping.txt", "/work").expect("start");
         s.id().to_string()
@@ -345,7 +346,10 @@ fn session_ids_and_symlinks_cannot_escape_the_sessions_directory() {
 /// writes them. Stops at the first failed save, as the turn loop does.
 fn run_turn(session: &mut Session) -> Result<(), SessionError> {
     let t = session.begin_turn("Add milk and eggs.")?;
-    session.record_response_without_usage(&t, vec![function_call("call_1", "echo milk"), function_call("call_2", "echo eggs")])?;
+    session.record_response_without_usage(
+        &t,
+        vec![function_call("call_1", "echo milk"), function_call("call_2", "echo eggs")],
+    )?;
     session.record_decision(&t, "call_1", ApprovalDecision::Approved)?;
     session.record_unsandboxed_tool_start(&t, "call_1", "echo milk", "/work")?;
     session.record_tool_result(&t, "call_1", ToolStatus::Success, "", Some(0))?;
@@ -448,7 +452,8 @@ fn odd_function_call_items_are_read_once_everywhere() {
     let object_arguments =
         json!({"type": "function_call", "call_id": "c1", "name": "bash", "arguments": {"command": "ls"}});
     let no_call_id = json!({"type": "function_call", "name": "bash", "arguments": "{}"});
-    s.record_response_without_usage(&t, vec![object_arguments, no_call_id, function_call("c2", "pwd")]).expect("response");
+    s.record_response_without_usage(&t, vec![object_arguments, no_call_id, function_call("c2", "pwd")])
+        .expect("response");
     let calls: Vec<String> = s.transcript().turn(&t).expect("turn").calls.iter().map(|c| c.call_id.clone()).collect();
     assert_eq!(calls, ["c1", "c2"], "a call without call_id cannot be answered and is not a call");
     let id = s.id().to_string();
@@ -566,7 +571,8 @@ fn a_call_id_repeated_across_responses_of_one_turn_recovers_each_call_after_a_cr
         s.record_decision(&t, "call_0", ApprovalDecision::Approved).expect("approve 1");
         s.record_unsandboxed_tool_start(&t, "call_0", "echo one", "/work").expect("start 1");
         s.record_tool_result(&t, "call_0", ToolStatus::Success, "one\n", Some(0)).expect("result 1");
-        s.record_response_without_usage(&t, vec![function_call("call_0", "echo two >> list.txt")]).expect("r2 repeats call_0");
+        s.record_response_without_usage(&t, vec![function_call("call_0", "echo two >> list.txt")])
+            .expect("r2 repeats call_0");
         s.record_decision(&t, "call_0", ApprovalDecision::Approved).expect("approve 2");
         s.record_unsandboxed_tool_start(&t, "call_0", "echo two >> list.txt", "/work").expect("start 2");
         let calls = &s.transcript().turn(&t).expect("turn").calls;

@@ -263,7 +263,8 @@ fn a_crash_after_a_long_output_is_found_by_growing_the_tail_read() {
     let mut s = Session::create(&f.home, &f.a).expect("create");
     completed_turn(&mut s, "first");
     let t = s.begin_turn("Run both").expect("begin");
-    s.record_response_without_usage(&t, vec![function_call("call_1", "true"), function_call("call_2", "true")]).expect("resp");
+    s.record_response_without_usage(&t, vec![function_call("call_1", "true"), function_call("call_2", "true")])
+        .expect("resp");
     s.record_decision(&t, "call_1", ApprovalDecision::Approved).expect("approve");
     s.record_unsandboxed_tool_start(&t, "call_1", "true", "/w").expect("start");
     // Far more than the first 4 KiB read, between the turn's start and its end.

@@ -10,7 +10,7 @@ pub(super) fn pending_call_command(session: &Session, call_id: &str) -> CallShow
     CallShown {
         command: call.map(crate::transcript::Call::command),
         tool: call.and_then(|c| CallTool::of_name(&c.name)),
-        read: call.and_then(ReadInfo::of_call),
+        read: call.and_then(crate::transcript::Call::read_info),
     }
 }
 

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::edit::{EditStartRecord, EditTool};
+pub use crate::tool_facts::{ApprovalFacts, RecordedLimits, ToolStatus};
 
 /// The highest format version this build reads and writes; files with a
 /// higher `v` were written by a newer Mino and are refused untouched. A
@@ -72,47 +73,6 @@ impl TurnStatus {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    Success,
-    Failed,
-    Refused,
-    TimedOut,
-    Cancelled,
-    NotExecuted,
-    Unknown,
-    /// Recovery only (`v` 3): the file proves an edit was written.
-    Applied,
-    /// Recovery only (`v` 3): the file proves an edit was not written.
-    NotApplied,
-    /// Recovery only (`v` 3): a read-only call started and its result was
-    /// not saved. What it read is not on record; it cannot have had effects.
-    Unavailable,
-}
-
-impl ToolStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Success => "success",
-            Self::Failed => "failed",
-            Self::Refused => "refused",
-            Self::TimedOut => "timed_out",
-            Self::Cancelled => "cancelled",
-            Self::NotExecuted => "not_executed",
-            Self::Unknown => "unknown",
-            Self::Applied => "applied",
-            Self::NotApplied => "not_applied",
-            Self::Unavailable => "unavailable",
-        }
-    }
-
-    /// Written only with `v` 3 (and only by recovery).
-    pub fn is_edit_recovery(self) -> bool {
-        matches!(self, Self::Applied | Self::NotApplied | Self::Unavailable)
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalDecision {
@@ -138,36 +98,6 @@ pub enum ApprovedBy {
 /// (`partial_text`): far below the record size limit, and more than a
 /// reader scrolls back through.
 pub const PARTIAL_TEXT_LIMIT: usize = 256 * 1024;
-
-/// The limits a command was approved with, as the approval showed them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecordedLimits {
-    pub timeout_seconds: u64,
-    pub output_limit_bytes: u64,
-}
-
-/// What an `approval` record says the decision was about. Every field is
-/// optional: edits have none, and files written before they were journaled
-/// lack them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApprovalFacts {
-    /// The directory the command runs in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    /// The environment the command gets (already scrubbed of Mino's own
-    /// secrets: exactly what the approval showed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub environment: Option<std::collections::BTreeMap<String, String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limits: Option<RecordedLimits>,
-    /// An edit approved in part: the 0-based indices (ascending) of the
-    /// hunks of the proposed diff the person accepted. What was written is
-    /// those hunks alone, applied to the content the proposal was made from
-    /// (the `tool_start`'s `after_sha256`/`after_size` are of that content).
-    /// Absent: the whole proposal (or a command).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub accepted_hunks: Option<Vec<u32>>,
-}
 
 /// The MCP fields of a `tool_start` (`v` 3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -37,10 +37,10 @@ pub use catalog::{
 pub use chat::{chat_bash_tool, chat_messages, chat_tools, CONTEXT_WINDOW_FULL};
 pub use provider::{Provider, UnknownProvider};
 pub use request::{bash_tool, tools};
-pub use retry::{parse_retry_hint, CONTEXT_LENGTH_EXCEEDED};
+pub use retry::{names_the_context, parse_retry_hint, CONTEXT_LENGTH_EXCEEDED};
 pub use servers::{
-    byte_estimate, names_the_context, window_in_message, RequestTokens, TokenCount, TokenizeEndpoint, PROPS_WINDOW,
-    REQUEST_FIELDS, TOKENIZE_ENDPOINTS, TOKENS_PER_MESSAGE,
+    byte_estimate, window_in_message, RequestTokens, TokenCount, TokenizeEndpoint, PROPS_WINDOW, REQUEST_FIELDS,
+    TOKENIZE_ENDPOINTS, TOKENS_PER_MESSAGE,
 };
 pub use sse::{parse_sse_body, parse_sse_events, SseEvent, MAX_EVENT_BYTES};
 
@@ -787,7 +787,7 @@ impl ModelClient {
         let stated = error.and_then(|e| e.get("n_ctx")).and_then(Value::as_u64).filter(|w| *w > 0);
         if status.as_u16() == 400 || code.as_deref() == Some(CONTEXT_LENGTH_EXCEEDED) {
             if let Some(window) = stated.or_else(|| servers::window_in_message(&message)) {
-                if code.as_deref() == Some(CONTEXT_LENGTH_EXCEEDED) || servers::names_the_context(&message) {
+                if code.as_deref() == Some(CONTEXT_LENGTH_EXCEEDED) || names_the_context(&message) {
                     self.learn_window(window);
                 }
             }

@@ -29,7 +29,7 @@ impl AttemptError {
 /// The service's code for a request longer than the model's context window
 /// (the Responses API's HTTP 400 body or `response.failed`, Chat
 /// Completions' error object); also given to a refusal a server words
-/// without it ([`super::servers::names_the_context`]).
+/// without it ([`names_the_context`]).
 pub const CONTEXT_LENGTH_EXCEEDED: &str = "context_length_exceeded";
 
 /// The wait before retry number `retry` (0 for the first retry): the server's hint when it
@@ -118,7 +118,7 @@ pub(crate) fn classify(
     // vLLM, Ollama, LM Studio) is refusing it all the same.
     let code = match (status, code) {
         (Some(400 | 413) | None, code)
-            if code.as_deref() != Some(CONTEXT_LENGTH_EXCEEDED) && super::servers::names_the_context(message) =>
+            if code.as_deref() != Some(CONTEXT_LENGTH_EXCEEDED) && names_the_context(message) =>
         {
             Some(CONTEXT_LENGTH_EXCEEDED.to_string())
         }
@@ -178,6 +178,30 @@ pub(crate) fn classify(
         None => format!("The model failed to respond ({label}): {message}"),
     };
     AttemptError::Fatal(ModelError::Fatal { reason, code, status })
+}
+
+/// Whether an error message says the prompt is too long for the context
+/// window, as the servers word it when they send no
+/// `context_length_exceeded` code: llama.cpp's `llama-server` ("the request
+/// exceeds the available context size", `exceed_context_size_error`),
+/// vLLM ("This model's maximum context length is N tokens"), Ollama
+/// ("input length exceeds the context length"), LM Studio ("context
+/// length"/"context overflow").
+pub fn names_the_context(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    [
+        "context length",
+        "context size",
+        "context window",
+        "context_length",
+        "exceed_context_size",
+        "maximum context",
+        "context overflow",
+        "n_ctx",
+        "prompt is too long",
+    ]
+    .iter()
+    .any(|needle| lower.contains(needle))
 }
 
 #[cfg(test)]

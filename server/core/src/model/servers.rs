@@ -2,8 +2,9 @@
 //! request carries ([`REQUEST_FIELDS`]), how each server counts a prompt's
 //! tokens ([`TOKENIZE_ENDPOINTS`]), where it says its context window
 //! ([`PROPS_WINDOW`], and `catalog::WINDOW_FIELDS` for `GET /models`), and
-//! how it says a prompt is too long ([`names_the_context`],
-//! [`window_in_message`]). The rest of the model client follows these
+//! how it says a prompt is too long ([`window_in_message`]; whether an
+//! error says so at all, in each server's words, is
+//! [`super::names_the_context`], beside the error's classification). The rest of the model client follows these
 //! tables instead of testing for a server.
 //!
 //! Each entry says what it was checked against: a server run here
@@ -113,30 +114,6 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// where the service neither reports usage nor counts tokens.
 pub fn byte_estimate(bytes: usize) -> u64 {
     (bytes as u64).div_ceil(3)
-}
-
-/// Whether an error message says the prompt is too long for the context
-/// window, as the servers word it when they send no
-/// `context_length_exceeded` code: llama.cpp's `llama-server` ("the request
-/// exceeds the available context size", `exceed_context_size_error`),
-/// vLLM ("This model's maximum context length is N tokens"), Ollama
-/// ("input length exceeds the context length"), LM Studio ("context
-/// length"/"context overflow").
-pub fn names_the_context(message: &str) -> bool {
-    let lower = message.to_ascii_lowercase();
-    [
-        "context length",
-        "context size",
-        "context window",
-        "context_length",
-        "exceed_context_size",
-        "maximum context",
-        "context overflow",
-        "n_ctx",
-        "prompt is too long",
-    ]
-    .iter()
-    .any(|needle| lower.contains(needle))
 }
 
 /// The window a "too long" message states: "maximum context length is 1024
@@ -334,7 +311,7 @@ pub(crate) fn diagnostic_body(body: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ModelConfig, ModelRequest};
+    use crate::model::{names_the_context, ModelConfig, ModelRequest};
 
     #[test]
     fn a_chat_request_carries_exactly_the_fields_of_the_table() {

@@ -22,8 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::edit::{EditError, ResolvedPath, Workspace};
-use crate::journal::record::{ApprovalDecision, ApprovedBy, ToolStatus};
-use crate::transcript::Call;
+use crate::journal::record::ToolStatus;
 
 /// The most lines `read_file` returns at once.
 pub const MAX_LINES: u64 = 2_000;
@@ -275,21 +274,6 @@ impl ReadInfo {
         }
         self
     }
-
-    /// A journaled read call as clients see it: whether it left the
-    /// workspace is what its approval says (a person decided it, or no one
-    /// had to), the summary what its saved result says. `None` for a call
-    /// that is not a read or whose arguments could not be read.
-    pub fn of_call(call: &Call) -> Option<ReadInfo> {
-        let tool = ReadTool::from_name(&call.name)?;
-        let args = ReadArgs::parse(tool, &call.arguments).ok()?;
-        let asked = call.decision.is_some() && call.approved_by != Some(ApprovedBy::Workspace);
-        let info = args.info(None, asked && call.decision.is_some());
-        Some(match &call.result {
-            Some(r) => info.with_result(r.status, &r.output),
-            None => info,
-        })
-    }
 }
 
 /// The summary line a read tool's `success` output starts with, and whether
@@ -470,19 +454,6 @@ const MAX_EDITOR_COMPARE: usize = 4 * 1024 * 1024;
 /// The output of a read call recovery closes: it started and its result was
 /// not saved. A read has no effects, so this needs no acknowledgement.
 pub const UNAVAILABLE_OUTPUT: &str = "The read was started but its result was not saved; what it read is not on record. A read changes nothing: read again if you need it.";
-
-/// Whether the call is a read that was not decided by a person refusing it:
-/// used by recovery to close a started read as `unavailable`.
-pub fn is_read_call(call: &Call) -> bool {
-    ReadTool::from_name(&call.name).is_some()
-}
-
-/// Whether a journaled approval of a read was the person's (it left the
-/// workspace).
-pub fn was_asked(call: &Call) -> bool {
-    call.decision == Some(ApprovalDecision::Denied)
-        || (call.decision == Some(ApprovalDecision::Approved) && call.approved_by != Some(ApprovedBy::Workspace))
-}
 
 /// Cuts `text` at `max` characters, saying so.
 fn cut_line(text: &str, max: usize) -> std::borrow::Cow<'_, str> {

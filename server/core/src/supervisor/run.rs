@@ -12,7 +12,7 @@ use super::capture::{push_note, Capture, Tail, Utf8Carry};
 use super::evidence::{write_evidence, Evidence, EvidenceOutcome, EvidenceTarget, EVIDENCE_VERSION};
 use super::wire::{self, Frame, Outcome, Spec, Stream, CONTROL_CANCEL, CONTROL_SAVED};
 use super::{FLAG, ORPHAN_GRACE, ORPHAN_KILL_GRACE};
-use crate::journal::record::ToolStatus;
+use crate::tool_facts::ToolStatus;
 
 /// Frames waiting for the server beyond this stop the reading of the
 /// command's output (its pipes fill and it waits), never the timers.

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::evidence::EvidenceTarget;
-use crate::journal::record::ToolStatus;
+use crate::tool_facts::ToolStatus;
 
 /// Control bytes the server writes to the supervisor's stdin.
 pub(crate) const CONTROL_CANCEL: u8 = b'c';

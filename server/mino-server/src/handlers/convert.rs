@@ -340,7 +340,7 @@ pub(crate) fn history_call(session: &Session, turn: &Turn, index: usize, c: &Cal
         call_id: c.call_id.clone(),
         command: c.command(),
         tool: CallTool::of_name(&c.name).map(call_tool),
-        read: ReadInfo::of_call(c).map(read_view),
+        read: c.read_info().map(read_view),
         result: c.result.as_ref().map(|r| wire::ToolResultView {
             status: tool_status(r.status),
             output: r.output.clone(),
