@@ -24,32 +24,7 @@ use std::path::{Path, PathBuf};
 
 /// The circles still left: (crate or package, the module whose children
 /// they are, the children in the circle, sorted).
-const ALLOWED: &[(&str, &str, &[&str])] = &[
-    // The journal's record types embed the tools' own types (an edit's
-    // proposal), and the tools name the file format's `ToolStatus` and
-    // `ApprovalFacts` (bash, and the supervisor's `Outcome`); `edit` takes
-    // its diff bound from `bash`. A leaf module for the tool vocabulary
-    // takes both sides (issue 27, §2).
-    ("server/core", "", &["bash", "edit", "journal", "supervisor"]),
-    // The model room's providers, retries and server families name each
-    // other through `model/mod.rs`'s re-exports (`Provider`,
-    // `names_the_context`).
-    ("server/core", "model", &["chat", "provider", "retry", "servers", "sse"]),
-    // The ACP line reader screens each line through `decisions`, which
-    // answers with the reader's `INVALID_REQUEST`.
-    ("server/acp", "", &["decisions", "lines"]),
-    // The read tools take their arguments from a transcript `Call`, and the
-    // transcript words a read call's summary with the read tools' parser:
-    // the call vocabulary belongs in the leaf module for the tools' words
-    // (issue 27, §2).
-    ("server/core", "", &["read", "transcript"]),
-    // The terminal's read log shows its lines through `ui::printable`, and
-    // `ui` renders history into that log: `printable` belongs in `term`.
-    ("clients/terminal", "", &["reads", "ui"]),
-    // The benchmarks' relay figure runs the peers' relay, and the peers
-    // reuse the relay's mock host and percentiles.
-    ("tests/bench", "", &["peers", "relay"]),
-];
+const ALLOWED: &[(&str, &str, &[&str])] = &[];
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
