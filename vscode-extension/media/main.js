@@ -3,6 +3,7 @@
 // (see src/messages.ts for the message shapes). Builds the DOM with
 // textContent, except the model's answers: those are markdown rendered by
 // markdown.js (raw HTML off, then sanitised). Bundled by scripts/build.mjs.
+import { Notification } from '../src/generated/protocol';
 import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
 (function () {
@@ -1818,9 +1819,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     // from before a switch) must not touch this transcript.
     if (p && typeof p.sessionId === 'string' && state.sessionId !== null && p.sessionId !== state.sessionId) return;
     switch (method) {
-      case 'mino/recovery':
+      case Notification.recovery:
         return onRecovery(p);
-      case 'mino/turnStarted': {
+      case Notification.turnStarted: {
         const existing = turns.get(p.turnId);
         if (existing) {
           const userText = existing.el.querySelector('.msg.user .text');
@@ -1836,32 +1837,32 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         // A new question: shown and followed, wherever the person had scrolled to.
         return scrollToEnd(true);
       }
-      case 'mino/textDelta':
+      case Notification.textDelta:
         appendText(getTurn(p.turnId), p.delta);
         if (progress.kind !== 'streaming') setProgress('streaming');
         return;
-      case 'mino/retrying':
+      case Notification.retrying:
         setProgress('retrying');
         return retrying(p);
       // Only a compaction inside a turn is shown here; "Compact Conversation"
       // reports its own outcome.
-      case 'mino/compactionStarted':
+      case Notification.compactionStarted:
         if (!p.turnId) return;
         setProgress('compacting');
         return compactionNotice(p, false);
-      case 'mino/compactionEnded':
+      case Notification.compactionEnded:
         if (!p.turnId) return;
         // The turn's request follows.
         setProgress('thinking');
         return compactionNotice(p, true);
-      case 'mino/instructionsChanged':
+      case Notification.instructionsChanged:
         return showInstructions(p.files);
-      case 'mino/mcp/status':
+      case Notification.mcpStatus:
         return onMcpStatus(p);
-      case 'mino/approvalRequest':
+      case Notification.approvalRequest:
         setProgress('approval', p.command);
         return showApproval(p);
-      case 'mino/toolStarted':
+      case Notification.toolStarted:
         // A read that asked nothing is a row; one that asked has its card.
         if (readOf(p) && !openCard(p.turnId, p.callId)) {
           setProgress('running', readWhat(readOf(p)));
@@ -1869,9 +1870,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         }
         setProgress('running', p.command);
         return toolStarted(p);
-      case 'mino/toolOutput':
+      case Notification.toolOutput:
         return toolOutput(p);
-      case 'mino/toolResult':
+      case Notification.toolResult:
         if (readOf(p) && !openCard(p.turnId, p.callId)) {
           startResponse(getTurn(p.turnId));
           setProgress('thinking');
@@ -1884,7 +1885,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
         setProgress('thinking');
         announce('Command ' + toolResult(p).command.textContent + ': ' + (STATUS_LABELS[p.status] || p.status) + '.');
         return;
-      case 'mino/turnEnded': {
+      case Notification.turnEnded: {
         const turn = getTurn(p.turnId);
         // The final text is authoritative if the deltas missed anything.
         if (typeof p.text === 'string' && p.text !== turn.text && p.text.startsWith(turn.text)) {
