@@ -3,7 +3,7 @@
 // (see src/messages.ts for the message shapes). Builds the DOM with
 // textContent, except the model's answers: those are markdown rendered by
 // markdown.js (raw HTML off, then sanitised). Bundled by scripts/build.mjs.
-import { Notification } from '../src/generated/protocol';
+import { ErrorCode, Notification } from '../src/generated/protocol';
 import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
 (function () {
@@ -2030,7 +2030,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       state.pendingQuestion = null;
       setProgress('idle');
       showComposerError(msg.message);
-      if (msg.code === -32010 && state.gateTurnIds === null) {
+      if (msg.code === ErrorCode.acknowledgementRequired && state.gateTurnIds === null) {
         // The server still requires an acknowledgement the view did not know of.
         openGate({ turns: [], unacknowledgedTurnIds: [] });
       }
@@ -2053,7 +2053,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       // decision and never offers Approve again.
       const code = msg.code;
       const answeredByServer = typeof code === 'number' && !(code >= -32099 && code <= -32096);
-      if (card && answeredByServer && code !== -32012 && card.el.dataset.status !== 'unfinished') {
+      if (card && answeredByServer && code !== ErrorCode.noPendingApproval && card.el.dataset.status !== 'unfinished') {
         // Nothing ran and the request is still pending (e.g. -32602, a rule the
         // server refuses): the card says why and stays answerable.
         setCardControlsDisabled(card, false);

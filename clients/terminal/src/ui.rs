@@ -907,8 +907,8 @@ pub fn error_sentence(code: i64, message: &str) -> String {
             // The server's sentence says what happened; its hints name
             // protocol methods, which the chat's commands stand for here.
             let plain = message.split("; mino/").next().unwrap_or(message).trim_end_matches('.');
-            let plain = plain.replace("mino/sessions/list", "/sessions");
-            if message.contains("mino/sessions/list") {
+            let plain = plain.replace(mino_protocol::method::SESSIONS_LIST, "/sessions");
+            if message.contains(mino_protocol::method::SESSIONS_LIST) {
                 format!("{plain}; /sessions lists this directory's sessions, and /open takes a unique start of an id.")
             } else {
                 format!("{plain}.")

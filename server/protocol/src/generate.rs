@@ -17,8 +17,8 @@ use ts_rs::{Config, TypeVisitor, TS};
 use crate::notification::Notification;
 use crate::request::Request;
 use crate::{
-    message, method, ApprovalMode, Decision, ErrorCode, EvidenceOutcome, InitializationOptions, OutputStream,
-    SandboxMode, ServerCapabilities, ToolName, ToolStatus, TurnNotification, TurnStatus, Visitor,
+    jsonrpc_code, message, method, ApprovalMode, Decision, ErrorCode, EvidenceOutcome, InitializationOptions,
+    OutputStream, SandboxMode, ServerCapabilities, ToolName, ToolStatus, TurnNotification, TurnStatus, Visitor,
 };
 
 /// The command that rewrites the generated files.
@@ -229,6 +229,11 @@ pub fn typescript() -> String {
         let _ = writeln!(out, "  {}: {},", lower_camel(code.name()), code.code());
     }
     out.push_str("} as const;\n\n");
+    out.push_str("/** JSON-RPC's own error codes, and the two of the language-server lifecycle. */\nexport const JsonRpcCode = {\n");
+    for (name, code) in jsonrpc_code::ALL {
+        let _ = writeln!(out, "  {}: {},", lower_camel(name), code);
+    }
+    out.push_str("} as const;\n\n");
     for (name, text) in message::ALL {
         let _ = writeln!(out, "export const {name}{} = {};", ts_message_suffix(name), quoted(text));
     }
@@ -333,6 +338,12 @@ pub fn lua() -> String {
         "Mino's own JSON-RPC error codes.",
         "errors",
         ErrorCode::ALL.iter().map(|c| (c.name().to_string(), c.code().to_string())),
+    );
+    lua_table(
+        &mut out,
+        "JSON-RPC's own error codes, and the two of the language-server lifecycle.",
+        "jsonrpc_errors",
+        jsonrpc_code::ALL.iter().map(|(name, code)| (name.to_string(), code.to_string())),
     );
     lua_table(
         &mut out,

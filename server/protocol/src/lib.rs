@@ -226,6 +226,17 @@ pub mod jsonrpc_code {
     pub const SERVER_NOT_INITIALIZED: i64 = -32002;
     /// A request cancelled by `$/cancelRequest`.
     pub const REQUEST_CANCELLED: i64 = -32800;
+
+    /// Every code with its name, for the generators.
+    pub const ALL: &[(&str, i64)] = &[
+        ("PARSE_ERROR", PARSE_ERROR),
+        ("INVALID_REQUEST", INVALID_REQUEST),
+        ("METHOD_NOT_FOUND", METHOD_NOT_FOUND),
+        ("INVALID_PARAMS", INVALID_PARAMS),
+        ("INTERNAL_ERROR", INTERNAL_ERROR),
+        ("SERVER_NOT_INITIALIZED", SERVER_NOT_INITIALIZED),
+        ("REQUEST_CANCELLED", REQUEST_CANCELLED),
+    ];
 }
 
 /// Defines Mino's error codes once: the [`ErrorCode`] enum and the

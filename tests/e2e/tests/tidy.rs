@@ -1,6 +1,8 @@
 //! The tidy check over the sources (run by `scripts/test tidy`, and by
 //! `cargo test` like any test): every Rust module says what it is in a `//!`
-//! line, and ARCHITECTURE.md names only files and Rust items that exist.
+//! line, ARCHITECTURE.md names only files and Rust items that exist, and no
+//! method name or error code is written outside the protocol crate and the
+//! files generated from it.
 //!
 //! Names are checked by reading the sources, not by compiling against them:
 //! a `Type::member` must find `member` in a definition or `impl` block of a
@@ -367,4 +369,116 @@ fn the_checks_catch_what_they_are_for() {
     assert!(missing_path(&root, &sources.all, "server/core/src/config.rs").is_none());
     assert!(missing_path(&root, &sources.all, "no_such_module.rs").is_some());
     assert!(missing_path(&root, &sources.all, "mino/chat").is_none(), "a method name is no path");
+}
+
+/// Where the clients and the servers keep their production code; the
+/// protocol crate and the files generated from it are where the wire's facts
+/// are written, and tests may spell the wire out to check it.
+const PRODUCTION_SOURCES: &[&str] = &[
+    "server/core/src",
+    "server/mino-server/src",
+    "server/acp/src",
+    "server/framing/src",
+    "clients/terminal/src",
+    "clients/nvim/lua",
+    "clients/nvim/plugin",
+    "vscode-extension/src",
+    "vscode-extension/media",
+];
+
+/// Generated from the protocol crate (`mino-protocol-gen`).
+fn generated(path: &Path) -> bool {
+    path.starts_with("vscode-extension/src/generated") || path == Path::new("clients/nvim/lua/mino/protocol.lua")
+}
+
+/// A source's code without its comments' lines and, in Rust, without the
+/// `#[cfg(test)] mod` that closes a file.
+fn production_code(path: &Path, text: &str) -> Vec<(usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut end = lines.len();
+    if path.extension().is_some_and(|e| e == "rs") {
+        for (i, line) in lines.iter().enumerate() {
+            let next = lines[i + 1..].iter().find(|l| !l.trim().is_empty()).map(|l| l.trim_start());
+            if line.trim() == "#[cfg(test)]" && next.is_some_and(|n| n.starts_with("mod ")) {
+                end = i;
+                break;
+            }
+        }
+    }
+    lines[..end]
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| {
+            let t = l.trim_start();
+            !(t.starts_with("//") || t.starts_with("/*") || t.starts_with('*') || t.starts_with("--"))
+        })
+        .map(|(i, l)| (i + 1, l.to_string()))
+        .collect()
+}
+
+/// What in `line` writes a wire fact again: a method name as a string, or
+/// an error code (Mino's or JSON-RPC's) as a number.
+fn copied_facts(line: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for name in mino_protocol::method::REQUESTS.iter().chain(mino_protocol::method::NOTIFICATIONS) {
+        if line.contains(&format!("\"{name}\"")) || line.contains(&format!("'{name}'")) {
+            found.push(format!("the method name {name}"));
+        }
+    }
+    let codes = mino_protocol::ErrorCode::ALL
+        .iter()
+        .map(|c| (c.name(), c.code()))
+        .chain(mino_protocol::jsonrpc_code::ALL.iter().copied());
+    for (name, code) in codes {
+        let literal = code.to_string();
+        let mut rest = line;
+        while let Some(at) = rest.find(&literal) {
+            let before = rest[..at].chars().next_back();
+            let after = rest[at + literal.len()..].chars().next();
+            if !before.is_some_and(|c| c.is_alphanumeric() || c == '_') && !after.is_some_and(|c| c.is_ascii_digit()) {
+                found.push(format!("the error code {literal} ({name})"));
+                break;
+            }
+            rest = &rest[at + literal.len()..];
+        }
+    }
+    found
+}
+
+#[test]
+fn wire_facts_are_written_only_in_the_protocol() {
+    let root = root();
+    let mut copies = Vec::new();
+    for path in files(&root) {
+        let source = path.extension().is_some_and(|e| ["rs", "ts", "js", "mjs", "lua", "vim"].iter().any(|x| e == *x));
+        if !source || generated(&path) || !PRODUCTION_SOURCES.iter().any(|dir| path.starts_with(dir)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(root.join(&path)).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+        for (number, line) in production_code(&path, &text) {
+            for fact in copied_facts(&line) {
+                copies.push(format!("{}:{number}: {fact}", path.display()));
+            }
+        }
+    }
+    assert!(
+        copies.is_empty(),
+        "wire facts written outside server/protocol and its generated files; use the protocol's constants \
+         (mino_protocol::method, error_code, jsonrpc_code; Notification, Request, ErrorCode and JsonRpcCode in \
+         vscode-extension/src/generated/protocol.ts; protocol.lua's tables in Neovim):\n{}",
+        copies.join("\n")
+    );
+}
+
+#[test]
+fn the_wire_facts_check_sees_a_copy() {
+    assert_eq!(copied_facts(r#"case 'mino/textDelta':"#), ["the method name mino/textDelta"]);
+    assert_eq!(copied_facts(r#"request("mino/chat", params)"#), ["the method name mino/chat"]);
+    assert_eq!(copied_facts("if (code === -32010) {"), ["the error code -32010 (ACKNOWLEDGEMENT_REQUIRED)"]);
+    assert_eq!(copied_facts("M.INVALID_PARAMS = -32602"), ["the error code -32602 (INVALID_PARAMS)"]);
+    assert!(copied_facts("code >= -32099 && code <= -32096").is_empty(), "not a code of the protocol");
+    assert!(copied_facts("let x = 320100;").is_empty());
+    assert!(copied_facts(r#""see mino/chat's docs""#).is_empty(), "prose naming a method");
+    let rust = "fn a() {}\n// \"mino/chat\"\n#[cfg(test)]\nmod tests {\n    const X: &str = \"mino/chat\";\n}\n";
+    assert!(production_code(Path::new("a.rs"), rust).iter().all(|(_, l)| copied_facts(l).is_empty()));
 }

@@ -1186,5 +1186,16 @@ export const ErrorCode = {
   rewindPlanChanged: -32016,
 } as const;
 
+/** JSON-RPC's own error codes, and the two of the language-server lifecycle. */
+export const JsonRpcCode = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603,
+  serverNotInitialized: -32002,
+  requestCancelled: -32800,
+} as const;
+
 export const ACKNOWLEDGEMENT_REQUIRED_MESSAGE = "Acknowledge unknown tool results before continuing";
 export const ACKNOWLEDGEMENT_QUESTION = "Do you understand that these commands may already have run?";

@@ -24,8 +24,8 @@ M.ACK_QUESTION = protocol.messages.ACKNOWLEDGEMENT_QUESTION
 
 --- JSON-RPC's own codes the plugin tells apart: an unknown method (a server
 --- older than a command) and invalid params (e.g. a rule the server refuses).
-M.METHOD_NOT_FOUND = -32601
-M.INVALID_PARAMS = -32602
+M.METHOD_NOT_FOUND = protocol.jsonrpc_errors.METHOD_NOT_FOUND
+M.INVALID_PARAMS = protocol.jsonrpc_errors.INVALID_PARAMS
 
 local defaults = {
   --- Path or name (looked up on $PATH) of the server binary.

@@ -47,6 +47,9 @@ M.sandbox_mode = values { "off", "read-only", "workspace-write" }
 --- Mino's own JSON-RPC error codes.
 M.errors = { ACKNOWLEDGEMENT_REQUIRED = -32010, TURN_IN_PROGRESS = -32011, NO_PENDING_APPROVAL = -32012, JOURNAL_FAILURE = -32013, UNKNOWN_TURN = -32014, SESSION_UNAVAILABLE = -32015, REWIND_PLAN_CHANGED = -32016 }
 
+--- JSON-RPC's own error codes, and the two of the language-server lifecycle.
+M.jsonrpc_errors = { PARSE_ERROR = -32700, INVALID_REQUEST = -32600, METHOD_NOT_FOUND = -32601, INVALID_PARAMS = -32602, INTERNAL_ERROR = -32603, SERVER_NOT_INITIALIZED = -32002, REQUEST_CANCELLED = -32800 }
+
 --- Fixed sentences shown exactly as written.
 M.messages = { ACKNOWLEDGEMENT_REQUIRED = "Acknowledge unknown tool results before continuing", ACKNOWLEDGEMENT_QUESTION = "Do you understand that these commands may already have run?" }
 
