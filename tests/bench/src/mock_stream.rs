@@ -28,22 +28,26 @@ impl MockHost {
     }
 }
 
+/// Asks the mock for its next reply as a streamed response, straight over
+/// loopback HTTP by this process (no Mino in between).
+pub async fn request_stream(mock: &MockModel) -> Result<reqwest::Response> {
+    Ok(reqwest::Client::new()
+        .post(format!("{}/responses", mock.base_url()))
+        .header("content-type", "application/json")
+        .body(r#"{"model":"bench","input":[],"stream":true}"#)
+        .send()
+        .await?)
+}
+
 /// The floor of the latency: the same paced stream read straight from the
 /// mock over loopback HTTP by this process (no Mino in between), each event
 /// timed as its chunk arrives.
 pub fn direct_once(mock: &MockModel, count: usize, delay_ms: u64) -> Result<DeltaLog> {
     use futures::StreamExt;
     mock.push(Reply::StampedText { count, delay_ms });
-    let url = format!("{}/responses", mock.base_url());
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
-        let response = reqwest::Client::new()
-            .post(url)
-            .header("content-type", "application/json")
-            .body(r#"{"model":"bench","input":[],"stream":true}"#)
-            .send()
-            .await?;
-        let mut body = response.bytes_stream();
+        let mut body = request_stream(mock).await?.bytes_stream();
         let mut log = DeltaLog::default();
         let mut pending = Vec::new();
         while let Some(chunk) = body.next().await {

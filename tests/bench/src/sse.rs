@@ -141,16 +141,9 @@ fn respond_once(host: &MockHost, text: &str) -> Result<(f64, f64)> {
 fn loopback_chunks(host: &MockHost, text: &str) -> Result<(usize, usize)> {
     use futures::StreamExt;
     host.mock.push(Reply::Text { deltas: vec![text.to_string()], delay_ms: 0 });
-    let url = format!("{}/responses", host.mock.base_url());
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
-        let response = reqwest::Client::new()
-            .post(url)
-            .header("content-type", "application/json")
-            .body(r#"{"model":"bench","input":[],"stream":true}"#)
-            .send()
-            .await?;
-        let mut body = response.bytes_stream();
+        let mut body = crate::mock_stream::request_stream(&host.mock).await?.bytes_stream();
         let mut sizes = Vec::new();
         while let Some(chunk) = body.next().await {
             sizes.push(chunk?.len() as f64);
