@@ -173,7 +173,7 @@ pub fn run(quick: bool) -> Result<Vec<Goal>> {
 async fn run_async(quick: bool) -> Result<Vec<Goal>> {
     // Measured turns come in batches; Mino's own time is the best batch's
     // median, so a burst of the machine's other work costs one batch.
-    let (warmup, turns, batch) = if quick { (3, 24, 8) } else { (5, 40, 10) };
+    let (warmup, turns, batch) = if quick { (3, 48, 8) } else { (5, 60, 10) };
     let dir = tempfile::tempdir()?;
     let cwd = dir.path().join("work");
     std::fs::create_dir_all(&cwd)?;
