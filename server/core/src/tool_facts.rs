@@ -1,9 +1,9 @@
 //! What a tool call's own code says about it and the journal records: its
 //! status, the limits and the facts its approval showed. A leaf, so the
-//! tools (the command runner, its supervisor, the edit tools) name these
-//! without importing the journal's file format, and the file format
-//! (`journal::record`, which re-exports them) embeds the tools' types
-//! without the tools importing it back.
+//! command runner and its supervisor name these without importing the
+//! journal's file format, and the file format (`journal::record`, which
+//! re-exports them) embeds the tools' types (an edit's start) without a
+//! tool importing it back.
 
 use serde::{Deserialize, Serialize};
 
