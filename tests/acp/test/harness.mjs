@@ -127,33 +127,7 @@ export function startServer({ home, workspace, baseUrl, onPermission, onElicitat
         controller.enqueue(message);
       },
     });
-  const raw = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
-  const toServer = record("client→agent");
-  toServer.readable.pipeTo(raw.writable).catch(() => {});
-  const stream = { writable: toServer.writable, readable: raw.readable.pipeThrough(record("agent→client")) };
-  const app = acp
-    .client({ name: "mino-acp-tests" })
-    .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => onPermission(params))
-    .onRequest(acp.methods.client.elicitation.create, async ({ params }) => {
-      if (!onElicitation) throw new Error("this client did not expect elicitation/create");
-      return onElicitation(params);
-    })
-    .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
-      if (!onReadTextFile) throw new Error("this client did not offer fs/read_text_file");
-      return onReadTextFile(params);
-    })
-    .onRequest(acp.methods.client.terminal.create, async ({ params }) => offered(terminals).create(params))
-    .onRequest(acp.methods.client.terminal.output, async ({ params }) => offered(terminals).output(params))
-    .onRequest(acp.methods.client.terminal.waitForExit, async ({ params }) => offered(terminals).waitForExit(params))
-    .onRequest(acp.methods.client.terminal.kill, async ({ params }) => offered(terminals).kill(params))
-    .onRequest(acp.methods.client.terminal.release, async ({ params }) => offered(terminals).release(params))
-    .onNotification(acp.methods.client.session.update, async ({ params }) => {
-      updates.push(params);
-      for (const w of [...waiters]) w();
-    });
-  const connection = app.connect(stream);
-  const agent = connection.agent;
-  const request = agent.request.bind(agent);
+  // Resolves once `count` updates have reached the handler below.
   const dispatched = (count) =>
     new Promise((ok) => {
       const check = () => {
@@ -165,6 +139,47 @@ export function startServer({ home, workspace, baseUrl, onPermission, onElicitat
       waiters.push(check);
       check();
     });
+  // The same holds for the agent's requests: the SDK can run a request's
+  // handler before the handler of an update the agent wrote before it (each
+  // message is validated and dispatched on its own), so a permission
+  // handler looking for the call the agent just announced could miss it.
+  // Each request handler first waits for the updates read before it.
+  const inOrder =
+    (handler) =>
+    async (...args) => {
+      await dispatched(seenUpdates);
+      return handler(...args);
+    };
+  const raw = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const toServer = record("client→agent");
+  toServer.readable.pipeTo(raw.writable).catch(() => {});
+  const stream = { writable: toServer.writable, readable: raw.readable.pipeThrough(record("agent→client")) };
+  const app = acp
+    .client({ name: "mino-acp-tests" })
+    .onRequest(
+      acp.methods.client.session.requestPermission,
+      inOrder(async ({ params }) => onPermission(params)),
+    )
+    .onRequest(acp.methods.client.elicitation.create, inOrder(async ({ params }) => {
+      if (!onElicitation) throw new Error("this client did not expect elicitation/create");
+      return onElicitation(params);
+    }))
+    .onRequest(acp.methods.client.fs.readTextFile, inOrder(async ({ params }) => {
+      if (!onReadTextFile) throw new Error("this client did not offer fs/read_text_file");
+      return onReadTextFile(params);
+    }))
+    .onRequest(acp.methods.client.terminal.create, inOrder(async ({ params }) => offered(terminals).create(params)))
+    .onRequest(acp.methods.client.terminal.output, inOrder(async ({ params }) => offered(terminals).output(params)))
+    .onRequest(acp.methods.client.terminal.waitForExit, inOrder(async ({ params }) => offered(terminals).waitForExit(params)))
+    .onRequest(acp.methods.client.terminal.kill, inOrder(async ({ params }) => offered(terminals).kill(params)))
+    .onRequest(acp.methods.client.terminal.release, inOrder(async ({ params }) => offered(terminals).release(params)))
+    .onNotification(acp.methods.client.session.update, async ({ params }) => {
+      updates.push(params);
+      for (const w of [...waiters]) w();
+    });
+  const connection = app.connect(stream);
+  const agent = connection.agent;
+  const request = agent.request.bind(agent);
   agent.request = async (...args) => {
     try {
       return await request(...args);
