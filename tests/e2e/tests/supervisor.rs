@@ -199,7 +199,7 @@ async fn sighup_cancels_the_turn_and_records_its_end() {
 /// The figure in docs/reliability.md: time from SIGKILL of the server to the
 /// last process of the command's group gone, over `MINO_MEASURE_RUNS` runs
 /// (default 20). Prints, asserts nothing about speed:
-/// `cargo test -p mino-e2e --test supervisor -- --ignored --nocapture`.
+/// `cargo test -p mino-e2e --test e2e supervisor:: -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "a measurement; run it by name for the figure"]
 async fn measure_sigkill_to_group_gone() {
