@@ -194,3 +194,42 @@ fn a_record_longer_than_the_maximum_is_not_written_and_the_turn_can_still_end() 
     drop(s);
     Session::open(&home, &id).expect("the file reopens");
 }
+
+// ------------------------------------------------------------------ a lock held by a forked child
+
+/// A command started while a session is open forks, and the child holds a
+/// copy of the lock file's descriptor until its `exec` closes it: closed and
+/// opened again in that instant, the session is this process's, not
+/// "open in another Mino process". The child here holds its copy for 30 ms
+/// (a `pre_exec` hook), long past the microseconds a fork usually takes.
+#[test]
+fn a_session_closed_and_reopened_while_a_child_is_forked_opens() {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+
+    let (_dir, home) = home();
+    let (s, _path) = one_turn(&home);
+    let id = s.id().to_string();
+    let (mut forked, child_end) = std::io::pipe().expect("pipe");
+    let child_fd = std::os::fd::AsRawFd::as_raw_fd(&child_end);
+    let mut command = std::process::Command::new("true");
+    // SAFETY: the hook calls only write(2) and nanosleep(2), which are
+    // async-signal-safe, on a descriptor the parent keeps open.
+    unsafe {
+        command.pre_exec(move || {
+            libc::write(child_fd, b"f".as_ptr().cast(), 1);
+            let pause = libc::timespec { tv_sec: 0, tv_nsec: 30_000_000 };
+            libc::nanosleep(&pause, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    let spawned = std::thread::spawn(move || command.status().expect("spawn true"));
+    let mut byte = [0u8; 1];
+    forked.read_exact(&mut byte).expect("the child was forked");
+    // The child holds the lock's descriptor now; this process lets go.
+    drop(s);
+    let (reopened, _) = Session::open(&home, &id).expect("reopens: the lock is this process's own");
+    assert_eq!(reopened.transcript().turns.len(), 1);
+    assert!(spawned.join().expect("join").success());
+    drop(child_end);
+}

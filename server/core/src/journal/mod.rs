@@ -431,12 +431,29 @@ impl Journal {
     }
 }
 
+/// How long a held lock is retried before it is reported held. Two holders
+/// hold a lock only for an instant: a child this process forked before it
+/// released the lock (the fork copies every descriptor, the lock file's
+/// too, and only the child's `exec` closes it, `O_CLOEXEC`), so closing a
+/// session and opening it again while a command or MCP server is being
+/// started would report the session open in another process; and a listing
+/// in another process, which tests each lock by holding it shared for a few
+/// microseconds. A lock another Mino process holds is held for far longer,
+/// so the wait only delays that error.
+const LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
 fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
-    match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(TryLockError::WouldBlock) => Err(JournalError::Locked { path: path.to_path_buf() }),
-        Err(TryLockError::Error(source)) => {
-            Err(JournalError::Io { path: path.to_path_buf(), action: "lock the session file", source })
+    let deadline = std::time::Instant::now() + LOCK_GRACE;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            Err(TryLockError::WouldBlock) => return Err(JournalError::Locked { path: path.to_path_buf() }),
+            Err(TryLockError::Error(source)) => {
+                return Err(JournalError::Io { path: path.to_path_buf(), action: "lock the session file", source });
+            }
         }
     }
 }

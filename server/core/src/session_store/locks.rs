@@ -73,7 +73,7 @@ impl LockTable {
 /// Whether some process holds the session's lock file. Tested by taking a
 /// shared lock on a read-only descriptor and closing it at once: a holder
 /// (exclusive) is never disturbed; an opener racing this instant finds it
-/// busy, which is why openers try again (`open_retrying`).
+/// busy, which is why opening tries a held lock again for a moment (`journal::LOCK_GRACE`).
 pub(super) fn lock_held(lock: &Path) -> bool {
     match open_read(lock) {
         // The shared lock taken here goes with the descriptor, at once.

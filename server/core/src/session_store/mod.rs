@@ -25,7 +25,6 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::durable;
 use crate::home::{HomeError, MinoHome};
@@ -142,7 +141,7 @@ impl SessionStore {
         new_session: bool,
     ) -> Result<(Session, RecoveryReport), SessionError> {
         let opened = match (session, new_session) {
-            (Some(id), _) => open_retrying(&self.home, id)?,
+            (Some(id), _) => Session::open(&self.home, id)?,
             (None, true) => (Session::create(&self.home, &self.workspace)?, RecoveryReport::default()),
             (None, false) => match self.resume_in_workspace()? {
                 Some(opened) => opened,
@@ -165,7 +164,7 @@ impl SessionStore {
                 continue;
             }
             drop(file);
-            match open_retrying(&self.home, &candidate.id) {
+            match Session::open(&self.home, &candidate.id) {
                 Ok(opened) => return Ok(Some(opened)),
                 // Held by another process, or replaced or deleted meanwhile:
                 // not this process's to resume.
@@ -230,7 +229,7 @@ impl SessionStore {
             self.current = Some(id.to_string());
             return Ok((self.info(current), report));
         }
-        let (session, report) = open_retrying(&self.home, id)?;
+        let (session, report) = Session::open(&self.home, id)?;
         Ok(self.switch(current, session, report))
     }
 
@@ -411,22 +410,6 @@ fn canonical_dir(dir: &Path) -> Result<PathBuf, SessionError> {
         )));
     }
     Ok(canonical)
-}
-
-/// Opens a session; a lock found held is tried again twice, a millisecond
-/// apart, because a listing in another process tests each lock by holding
-/// it shared for a few microseconds.
-fn open_retrying(home: &MinoHome, id: &str) -> Result<(Session, RecoveryReport), SessionError> {
-    let mut tries = 0;
-    loop {
-        match Session::open(home, id) {
-            Err(SessionError::Journal(JournalError::Locked { .. })) if tries < 2 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            other => return other,
-        }
-    }
 }
 
 /// `trash/<id>`, or `trash/<id>.2`, `.3`, … when a session of that id was
