@@ -15,8 +15,7 @@ use mino_mock_model::{MockModel, Reply, ScriptedCall};
 use serde_json::{json, value::RawValue, Value};
 use tokio_util::sync::CancellationToken;
 
-mod support;
-use support::{ask, mock, model_config, Heard};
+use crate::support::{ask, mock, model_config, Heard};
 
 const KEY: &str = "sk-test-chat-secret";
 

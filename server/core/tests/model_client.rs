@@ -10,8 +10,7 @@ use mino_mock_model::{MockModel, Reply};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-mod support;
-use support::{ask, mock, model_config, Heard};
+use crate::support::{ask, mock, model_config, Heard};
 
 const KEY: &str = "sk-test-very-secret";
 
