@@ -289,13 +289,19 @@ async fn cancellation_mid_stream() {
 #[tokio::test]
 async fn an_event_over_the_size_bound_fails_without_a_retry() {
     let text = "x".repeat(mino_core::model::MAX_EVENT_BYTES + 1024);
-    let mock = mock(vec![Reply::Text { deltas: vec![text], delay_ms: 0 }, Reply::text("Not asked for")]).await;
-    let (result, heard) = run(&mock).await;
+    // Only the oversized event, and a patient stall timeout: the mock
+    // renders 64 MiB before its first byte, which on a loaded machine took
+    // longer than the 300 ms the other tests allow, and the retry that
+    // followed hid what this test is about.
+    let mock = mock(vec![Reply::EndWithoutTerminal { deltas: vec![text] }, Reply::text("Not asked for")]).await;
+    let config = ModelConfig { stall_timeout: Duration::from_secs(300), ..config(&mock.base_url()) };
+    let client = ModelClient::with_provider(Provider::ChatCompletions, config).expect("client");
+    let (result, heard) = ask(&client, &[user("Hello")], &CancellationToken::new()).await;
     match result {
         Err(ModelError::Fatal { reason, .. }) => {
             assert!(reason.contains("more than 64 MiB without completing an event"), "{reason}")
         }
-        other => panic!("expected a fatal error, got {other:?}"),
+        other => panic!("expected a fatal error, got {other:?} after the retries {:?}", heard.retries),
     }
     assert!(heard.deltas.is_empty() && heard.retries.is_empty());
     assert_eq!(mock.requests().len(), 1);
