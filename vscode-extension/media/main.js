@@ -3,7 +3,7 @@
 // (see src/messages.ts for the message shapes). Builds the DOM with
 // textContent, except the model's answers: those are markdown rendered by
 // markdown.js (raw HTML off, then sanitised). Bundled by scripts/build.mjs.
-import { ErrorCode, Notification } from '../src/generated/protocol';
+import { DECISION, ErrorCode, Notification, TOOL_STATUS, TURN_STATUS } from '../src/generated/protocol';
 import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
 (function () {
@@ -17,7 +17,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   const RETRYING_NOTICE = 'Connection to the model failed; retrying…';
   const COMPACTING_NOTICE = 'Compacting the conversation…';
 
-  const STATUS_LABELS = {
+  // Typed by the protocol's vocabulary, so a status it adds is a type error
+  // here until it has a label.
+  /** @type {Record<import('../src/generated/protocol').ToolStatus, string>} */
+  const RESULT_LABELS = {
     success: 'succeeded',
     failed: 'failed',
     refused: 'denied',
@@ -25,13 +28,21 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     cancelled: 'cancelled',
     not_executed: 'not executed',
     unknown: 'result unknown',
+    applied: 'applied',
+    not_applied: 'not applied',
     unavailable: 'result unavailable',
+  };
+  /** A card's badge: its result's label, or where the call is before it has one. */
+  /** @type {Record<string, string>} */
+  const STATUS_LABELS = {
+    ...RESULT_LABELS,
     waiting: 'waiting for approval',
     approved: 'approved',
     denied: 'denying…',
     running: 'running',
     unfinished: 'did not finish',
   };
+  /** @type {Record<import('../src/generated/protocol').TurnStatus, string>} */
   const TURN_LABELS = {
     completed: 'completed',
     failed: 'failed',
@@ -98,7 +109,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   /**
    * @typedef {{ el: HTMLElement, body: HTMLElement, segment: Segment | null,
    *   statusEl: HTMLElement, text: string, response: ResponseText | null,
-   *   retryNotice: HTMLElement | null }} Turn
+   *   retryNotice: HTMLElement | null, compactionNotice?: HTMLElement }} Turn
    * The text of the model's current response (since mino/turnStarted or the
    * turn's last mino/toolResult): where it starts in `text` and in each
    * segment it was written to, so that mino/retrying can take it back.
@@ -166,6 +177,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   const progressEl = $('progress');
   const progressText = $('progress-text');
   /** @type {{ kind: string, command: string, since: number, timer: number | undefined }} */
+  /** @type {{ kind: string, command: string, since: number, timer: ReturnType<typeof setInterval> | undefined }} */
   const progress = { kind: 'idle', command: '', since: 0, timer: undefined };
 
   function formatElapsed(ms) {
@@ -222,7 +234,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       .map((el) => (el.textContent || '').trim())
       .filter(Boolean)
       .join('\n');
-    if (status === 'completed') announce(answer ? 'Mino answered: ' + answer : 'Mino finished.');
+    if (status === TURN_STATUS.completed) announce(answer ? 'Mino answered: ' + answer : 'Mino finished.');
     else announce('Turn ' + (TURN_LABELS[status] || status) + (reason ? ': ' + reason : '.') + (answer ? ' ' + answer : ''));
   }
 
@@ -499,7 +511,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     turn.el.dataset.status = status || 'running';
     turn.statusEl.textContent = '';
     if (!status) return;
-    if (status !== 'completed' || reason) {
+    if (status !== TURN_STATUS.completed || reason) {
       const label = TURN_LABELS[status] || status;
       turn.statusEl.textContent = 'Turn ' + label + (reason ? ': ' + reason : '');
       turn.statusEl.className = 'turn-status ' + status;
@@ -659,9 +671,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     question.id = 'mino-el-' + nextElementId++;
     const approve = deliberateButton('primary approve', 'Approve', () => {
       const kept = keptHunks(card);
-      decide(card, p.turnId, p.callId, 'approve', kept ? { acceptedHunks: kept } : undefined);
+      decide(card, p.turnId, p.callId, DECISION.approve, kept ? { acceptedHunks: kept } : undefined);
     });
-    const deny = deliberateButton('secondary deny', 'Deny', () => decide(card, p.turnId, p.callId, 'deny'));
+    const deny = deliberateButton('secondary deny', 'Deny', () => decide(card, p.turnId, p.callId, DECISION.deny));
     // The choices that open a form come before Approve and Deny in the DOM
     // (shown below them), so Shift+Tab from the input still reaches Deny first.
     const more = h('div', 'more-actions');
@@ -676,17 +688,17 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     // An MCP call's rule is for this tool or every tool of its server (chosen in the form).
     const choices = mcp
       ? [
-          ['allowSession', 'Allow this tool or its server for session…'],
-          ['allowWorkspace', 'Always allow this tool or its server in workspace…'],
-          ['denySession', 'Deny for session…'],
-          ['denyWorkspace', 'Deny for workspace…'],
+          [DECISION.allowSession, 'Allow this tool or its server for session…'],
+          [DECISION.allowWorkspace, 'Always allow this tool or its server in workspace…'],
+          [DECISION.denySession, 'Deny for session…'],
+          [DECISION.denyWorkspace, 'Deny for workspace…'],
           ['denyReason', 'Deny with reason…'],
         ]
       : [
-          ['allowSession', 'Allow for session…'],
-          ['allowWorkspace', 'Always allow in workspace…'],
-          ['denySession', 'Deny for session…'],
-          ['denyWorkspace', 'Deny for workspace…'],
+          [DECISION.allowSession, 'Allow for session…'],
+          [DECISION.allowWorkspace, 'Always allow in workspace…'],
+          [DECISION.denySession, 'Deny for session…'],
+          [DECISION.denyWorkspace, 'Deny for workspace…'],
           ['denyReason', 'Deny with reason…'],
         ];
     for (const [choice, label] of choices) {
@@ -730,7 +742,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   }
 
   /** The decisions that refuse the call (with or without a rule). */
-  const DENYING = new Set(['deny', 'denySession', 'denyWorkspace']);
+  const DENYING = new Set([DECISION.deny, DECISION.denySession, DECISION.denyWorkspace]);
 
   /** `extra`: the `reason` of a deny, the `rule` of allowSession/allowWorkspace/denySession/denyWorkspace. */
   function decide(card, turnId, callId, decision, extra) {
@@ -913,7 +925,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     const confirm = deliberateButton((denies ? 'secondary' : 'primary') + ' confirm-answer', confirmLabel, () => {
       const extra = answer();
       if (extra === null) return;
-      decide(card, p.turnId, p.callId, isDeny ? 'deny' : choice, extra);
+      decide(card, p.turnId, p.callId, isDeny ? DECISION.deny : choice, extra);
     });
     confirm.setAttribute('aria-describedby', titleId + ' ' + card.command.id);
     const back = /** @type {HTMLButtonElement} */ (h('button', 'secondary close-form', 'Back'));
@@ -1062,7 +1074,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     }
     card.result.hidden = false;
     card.result.textContent =
-      'Result: ' + (p.status === 'unknown' ? 'unknown, the command may have run' : STATUS_LABELS[p.status] || p.status) +
+      'Result: ' + (p.status === TOOL_STATUS.unknown ? 'unknown, the command may have run' : STATUS_LABELS[p.status] || p.status) +
       (typeof p.exitCode === 'number' ? ' (exit code ' + p.exitCode + ')' : '');
     card.result.className = 'tool-result ' + p.status;
     showEvidence(card, p.status, p.evidence);
@@ -1074,7 +1086,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
    * (mino/recovery, mino/history). Shown beside the result, which stays unknown.
    */
   function showEvidence(card, status, evidence) {
-    if (status !== 'unknown' || !evidence || typeof evidence.summary !== 'string' || !evidence.summary) return;
+    if (status !== TOOL_STATUS.unknown || !evidence || typeof evidence.summary !== 'string' || !evidence.summary) return;
     card.evidence.textContent = 'Evidence: ' + evidence.summary;
     card.evidence.hidden = false;
   }
@@ -1105,7 +1117,9 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
    * as a note line.
    */
   function parseHunks(diff) {
+    /** @type {{ header: string, lines: { kind: string, text: string, oldNo?: number, newNo?: number }[] }[]} */
     const hunks = [];
+    /** @type {{ header: string, lines: { kind: string, text: string, oldNo?: number, newNo?: number }[] } | null} */
     let hunk = null;
     let oldNo = 0;
     let newNo = 0;
@@ -1199,11 +1213,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
   /** The card's edit section (created on first use), before its actions. */
   function editSection(card) {
-    let section = /** @type {HTMLElement | null} */ (card.el.querySelector('.edit-view'));
-    if (!section) {
-      section = h('div', 'edit-view');
-      card.el.insertBefore(section, card.actions);
-    }
+    const found = /** @type {HTMLElement | null} */ (card.el.querySelector('.edit-view'));
+    if (found) return found;
+    const section = h('div', 'edit-view');
+    card.el.insertBefore(section, card.actions);
     return section;
   }
 
@@ -1271,11 +1284,12 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   function onHunks(msg) {
     const card = openCard(msg.turnId, msg.callId);
     if (!card || !card.hunks || !card.edit || card.el.dataset.status !== 'waiting') return;
-    const kept = Array.isArray(msg.kept) ? msg.kept : Array.from({ length: card.hunks.count }, (_, i) => i);
-    card.hunks.kept = new Set(kept.filter((i) => Number.isInteger(i) && i >= 0 && i < card.hunks.count));
+    const hunks = card.hunks;
+    const kept = Array.isArray(msg.kept) ? msg.kept : Array.from({ length: hunks.count }, (_, i) => i);
+    hunks.kept = new Set(kept.filter((i) => Number.isInteger(i) && i >= 0 && i < hunks.count));
     for (const b of card.el.querySelectorAll('.hunk-keep-box')) {
       const box = /** @type {HTMLInputElement} */ (b);
-      box.checked = card.hunks.kept.has(Number(box.dataset.hunk));
+      box.checked = hunks.kept.has(Number(box.dataset.hunk));
     }
     showHunkChoice(card, card.edit);
   }
@@ -1321,7 +1335,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     // A rule approves whole edits: offered only while the whole edit is kept.
     for (const b of rulesOffered) {
       const button = /** @type {HTMLButtonElement} */ (b);
-      if (!button.classList.contains('allowSession') && !button.classList.contains('allowWorkspace')) continue;
+      if (!button.classList.contains(DECISION.allowSession) && !button.classList.contains(DECISION.allowWorkspace)) continue;
       if (button.dataset.ruleless === 'true') continue;
       button.disabled = kept.size !== count || card.el.dataset.status !== 'waiting';
       button.dataset.keepDisabled = kept.size !== count ? 'true' : '';
@@ -1400,8 +1414,8 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
   function readOutcome(read, status, output) {
     const first = oneLine((typeof output === 'string' ? output.split('\n')[0] : '').trim(), 120);
     if (status === undefined || status === null) return 'reading…';
-    if (status === 'success') return typeof read.summary === 'string' ? oneLine(read.summary, 120) : first;
-    if (status === 'unavailable') return 'result unavailable: Mino stopped before it was saved';
+    if (status === TOOL_STATUS.success) return typeof read.summary === 'string' ? oneLine(read.summary, 120) : first;
+    if (status === TOOL_STATUS.unavailable) return 'result unavailable: Mino stopped before it was saved';
     const label = STATUS_LABELS[status] || status;
     return first ? label + ': ' + first : label;
   }
@@ -1763,7 +1777,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       // The k-th call with an id is that id's k-th card in the turn.
       const seen = new Map();
       for (const c of t.calls) {
-        if (c.result.status === 'not_executed') {
+        if (c.result.status === TOOL_STATUS.not_executed) {
           addNotice('Not executed (never started): ' + c.command, 'info');
         }
         const k = seen.get(c.callId) || 0;
@@ -1783,7 +1797,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     for (const t of r.turns || []) {
       if (pending.size && !pending.has(t.turnId)) continue;
       for (const c of t.calls) {
-        if (c.result.status !== 'unknown') continue;
+        if (c.result.status !== TOOL_STATUS.unknown) continue;
         const li = h('li', 'ack-call');
         li.appendChild(h('code', null, c.command));
         li.appendChild(h('span', 'badge unknown', 'result unknown'));
@@ -2382,7 +2396,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       const fig = h('figure', 'question-image');
       fig.title = name + (size ? ' (' + size + ')' : '');
       if (typeof image.unavailable === 'string') {
-        fig.classList.add('unavailable');
+        fig.classList.add('image-unavailable');
         fig.appendChild(h('span', 'image-missing', 'Image unavailable: ' + image.unavailable));
       } else {
         const img = /** @type {HTMLImageElement} */ (h('img', 'image-thumb'));
@@ -2413,7 +2427,7 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
 
   function showImageError(fig, message) {
     if (!fig || fig.querySelector('.image-missing')) return;
-    fig.classList.add('unavailable');
+    fig.classList.add('image-unavailable');
     const img = fig.querySelector('img');
     if (img) img.remove();
     fig.prepend(h('span', 'image-missing', 'Image unavailable: ' + message));
@@ -2519,11 +2533,12 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
       input.removeAttribute('aria-activedescendant');
       return;
     }
+    const active = mention.active;
     mention.items.forEach((item, i) => {
       const li = h('li', 'mention ' + item.kind, item.label);
       li.id = 'mention-' + i;
       li.setAttribute('role', 'option');
-      li.setAttribute('aria-selected', String(i === mention.active));
+      li.setAttribute('aria-selected', String(i === active));
       li.title = item.kind === 'file' ? 'Add ' + item.path + ' to the question' : item.label;
       // Keeps focus in the input.
       li.addEventListener('mousedown', (e) => e.preventDefault());

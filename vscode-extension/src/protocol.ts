@@ -53,7 +53,7 @@ import type {
   TurnEnded,
   TurnStarted,
 } from './generated/protocol';
-import { Method, Notification } from './generated/protocol';
+import { DECISION, Method, Notification } from './generated/protocol';
 
 /** What the server reports under `capabilities.experimental.mino`. */
 export type MinoServerCapabilities = ServerCapabilities;
@@ -69,7 +69,7 @@ export type NotificationMethod = keyof NotificationMap;
 /** What goes with a decision: `reason` only with deny, `rule` with allowSession/allowWorkspace/denySession/denyWorkspace. */
 export type DecisionDetails = Pick<ApprovalParams, 'reason' | 'rule' | 'acceptedHunks'>;
 /** The decisions that grant a rule (allow or deny) and so carry one. */
-export const RULE_DECISIONS: ReadonlySet<Decision> = new Set<Decision>(['allowSession', 'allowWorkspace', 'denySession', 'denyWorkspace']);
+export const RULE_DECISIONS: ReadonlySet<Decision> = new Set<Decision>([DECISION.allowSession, DECISION.allowWorkspace, DECISION.denySession, DECISION.denyWorkspace]);
 export const ALL_NOTIFICATIONS = Object.values(Notification) as NotificationMethod[];
 
 // ---------------------------------------------------------------- connection
@@ -135,11 +135,11 @@ export class MinoConnection implements Disposable {
   }
 
   approve(turnId: string, callId: string): Promise<EmptyResult> {
-    return this.decide(turnId, callId, 'approve');
+    return this.decide(turnId, callId, DECISION.approve);
   }
 
   deny(turnId: string, callId: string): Promise<EmptyResult> {
-    return this.decide(turnId, callId, 'deny');
+    return this.decide(turnId, callId, DECISION.deny);
   }
 
   /**
@@ -148,10 +148,10 @@ export class MinoConnection implements Disposable {
    */
   decide(turnId: string, callId: string, decision: Decision, details: DecisionDetails = {}): Promise<EmptyResult> {
     const params: ApprovalParams = { turnId, callId, decision };
-    if (decision === 'deny' && details.reason) params.reason = details.reason;
+    if (decision === DECISION.deny && details.reason) params.reason = details.reason;
     if (RULE_DECISIONS.has(decision) && details.rule) params.rule = details.rule;
     // An edit approved in part: the hunks of its diff kept (the server writes those alone).
-    if (decision === 'approve' && details.acceptedHunks) params.acceptedHunks = details.acceptedHunks;
+    if (decision === DECISION.approve && details.acceptedHunks) params.acceptedHunks = details.acceptedHunks;
     return this.request(Method.approval, params);
   }
 

@@ -271,30 +271,6 @@ pub fn is_yes(answer: &str) -> bool {
     a.eq_ignore_ascii_case("y") || a.eq_ignore_ascii_case("yes")
 }
 
-pub fn tool_status(status: ToolStatus) -> &'static str {
-    match status {
-        ToolStatus::Success => "success",
-        ToolStatus::Failed => "failed",
-        ToolStatus::Refused => "refused",
-        ToolStatus::TimedOut => "timed_out",
-        ToolStatus::Cancelled => "cancelled",
-        ToolStatus::NotExecuted => "not_executed",
-        ToolStatus::Unknown => "unknown",
-        ToolStatus::Applied => "applied",
-        ToolStatus::NotApplied => "not_applied",
-        ToolStatus::Unavailable => "unavailable",
-    }
-}
-
-pub fn turn_status(status: TurnStatus) -> &'static str {
-    match status {
-        TurnStatus::Completed => "completed",
-        TurnStatus::Failed => "failed",
-        TurnStatus::Cancelled => "cancelled",
-        TurnStatus::Interrupted => "interrupted",
-    }
-}
-
 /// `Command: "echo milk >> shopping.txt"`: debug-quoted, as in the book.
 pub fn command_line(command: &str) -> String {
     format!("Command: {command:?}")
@@ -489,8 +465,8 @@ pub fn read_line(number: u64, read: &ReadView, result: Option<(ToolStatus, &str)
         },
         Some((ToolStatus::Unavailable, _)) => "result unavailable: Mino stopped before it was saved".to_owned(),
         Some((status, output)) => match first_line(output) {
-            line if line.is_empty() => tool_status(status).to_owned(),
-            line => format!("{}: {line}", tool_status(status)),
+            line if line.is_empty() => status.as_str().to_owned(),
+            line => format!("{}: {line}", status.as_str()),
         },
     };
     let outside = if read.leaves_workspace { " · outside the session's directory" } else { "" };
@@ -537,8 +513,8 @@ pub fn read_approval_screen(req: &ApprovalRequest, read: &ReadView, colour: bool
 /// `[Result: success, exit code 0]`.
 pub fn result_line(status: ToolStatus, exit_code: Option<i32>) -> String {
     match exit_code {
-        Some(code) => format!("[Result: {}, exit code {code}]", tool_status(status)),
-        None => format!("[Result: {}]", tool_status(status)),
+        Some(code) => format!("[Result: {}, exit code {code}]", status.as_str()),
+        None => format!("[Result: {}]", status.as_str()),
     }
 }
 
@@ -548,8 +524,8 @@ pub fn turn_end_line(status: TurnStatus, reason: Option<&str>) -> Option<String>
         return None;
     }
     Some(match reason.filter(|r| !r.is_empty()) {
-        Some(reason) => format!("[turn {}: {reason}]", turn_status(status)),
-        None => format!("[turn {}]", turn_status(status)),
+        Some(reason) => format!("[turn {}: {reason}]", status.as_str()),
+        None => format!("[turn {}]", status.as_str()),
     })
 }
 

@@ -29,7 +29,6 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use crate::edit::EditRecovery;
 use crate::journal::record::{RecordBody, ToolStatus, TurnStatus};
 use crate::journal::TornTail;
 use crate::supervisor::Evidence;
@@ -183,12 +182,7 @@ pub fn unresolved_call_result(call: &Call) -> (ToolStatus, String) {
     match (&call.edit, call.started) {
         (Some(edit), true) => {
             let recovered = crate::edit::recover(edit);
-            let status = match recovered {
-                EditRecovery::Applied => ToolStatus::Applied,
-                EditRecovery::NotApplied => ToolStatus::NotApplied,
-                EditRecovery::Unknown { .. } => ToolStatus::Unknown,
-            };
-            (status, recovered.output(edit))
+            (recovered.status(), recovered.output(edit))
         }
         // A read cannot have had effects: its lost result is unavailable, not unknown.
         (None, true) if call.is_read() => (ToolStatus::Unavailable, crate::read::UNAVAILABLE_OUTPUT.to_string()),

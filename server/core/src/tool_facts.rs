@@ -7,41 +7,55 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    Success,
-    Failed,
-    Refused,
-    TimedOut,
-    Cancelled,
-    NotExecuted,
-    Unknown,
-    /// Recovery only (`v` 3): the file proves an edit was written.
-    Applied,
-    /// Recovery only (`v` 3): the file proves an edit was not written.
-    NotApplied,
-    /// Recovery only (`v` 3): a read-only call started and its result was
-    /// not saved. What it read is not on record; it cannot have had effects.
-    Unavailable,
+/// Defines one of the journal's string enums once: each variant's serde
+/// name is its literal, listed in `ALL`, returned by `as_str` and read back
+/// by `parse`, so the file format's words are written in one place.
+macro_rules! journal_words {
+    ($(#[$meta:meta])* pub enum $name:ident { $( $(#[$vmeta:meta])* $variant:ident = $word:literal, )+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $( $(#[$vmeta])* #[serde(rename = $word)] $variant, )+
+        }
+
+        impl $name {
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The word the journal writes.
+            pub const fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $word),+ }
+            }
+
+            /// The value a journal word names, if it names one.
+            pub fn parse(word: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == word)
+            }
+        }
+    };
+}
+pub(crate) use journal_words;
+
+journal_words! {
+    /// How a tool call ended, as its `tool_result` record says.
+    pub enum ToolStatus {
+        Success = "success",
+        Failed = "failed",
+        Refused = "refused",
+        TimedOut = "timed_out",
+        Cancelled = "cancelled",
+        NotExecuted = "not_executed",
+        Unknown = "unknown",
+        /// Recovery only (`v` 3): the file proves an edit was written.
+        Applied = "applied",
+        /// Recovery only (`v` 3): the file proves an edit was not written.
+        NotApplied = "not_applied",
+        /// Recovery only (`v` 3): a read-only call started and its result was
+        /// not saved. What it read is not on record; it cannot have had effects.
+        Unavailable = "unavailable",
+    }
 }
 
 impl ToolStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Success => "success",
-            Self::Failed => "failed",
-            Self::Refused => "refused",
-            Self::TimedOut => "timed_out",
-            Self::Cancelled => "cancelled",
-            Self::NotExecuted => "not_executed",
-            Self::Unknown => "unknown",
-            Self::Applied => "applied",
-            Self::NotApplied => "not_applied",
-            Self::Unavailable => "unavailable",
-        }
-    }
-
     /// Written only with `v` 3 (and only by recovery).
     pub fn is_edit_recovery(self) -> bool {
         matches!(self, Self::Applied | Self::NotApplied | Self::Unavailable)

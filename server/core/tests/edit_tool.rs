@@ -400,7 +400,7 @@ fn recovery_says_applied_not_applied_or_unknown_from_the_file() {
     // Not applied: the file holds its content from before.
     let outcome = recover(&record);
     assert_eq!(outcome, EditRecovery::NotApplied);
-    assert_eq!(outcome.status(), "not_applied");
+    assert_eq!(outcome.status().as_str(), "not_applied");
     let output = outcome.output(&record);
     assert!(output.contains("held exactly its content from before the edit"), "{output}");
     assert!(output.contains("nothing was changed"), "{output}");
@@ -409,7 +409,7 @@ fn recovery_says_applied_not_applied_or_unknown_from_the_file() {
     apply(&f.ws, &proposal).unwrap();
     let outcome = recover(&record);
     assert_eq!(outcome, EditRecovery::Applied);
-    assert_eq!(outcome.status(), "applied");
+    assert_eq!(outcome.status().as_str(), "applied");
     assert!(outcome.output(&record).starts_with(&format!(
         "Mino stopped while applying this edit; on reopening, {} held exactly the edited content",
         file.display()
@@ -419,7 +419,7 @@ fn recovery_says_applied_not_applied_or_unknown_from_the_file() {
     std::fs::write(&file, "oat milk\neggs\n").unwrap();
     let outcome = recover(&record);
     assert!(matches!(outcome, EditRecovery::Unknown { .. }), "{outcome:?}");
-    assert_eq!(outcome.status(), "unknown");
+    assert_eq!(outcome.status().as_str(), "unknown");
     let output = outcome.output(&record);
     assert!(output.contains("held other content") && output.contains("Do not automatically retry it."), "{output}");
 

@@ -156,6 +156,14 @@ fn ts_union_list(name: &str, ty: &str, values: impl IntoIterator<Item = &'static
     format!("export const {name}: readonly {ty}[] = [{}] as const;\n", values.join(", "))
 }
 
+/// A vocabulary as an object whose keys are its values (as the Lua module's
+/// `values` tables), so a client names one as `TOOL_STATUS.unknown` and the
+/// type check catches a misspelt or withdrawn word.
+fn ts_value_table(name: &str, ty: &str, values: impl IntoIterator<Item = &'static str>) -> String {
+    let values: Vec<String> = values.into_iter().map(|v| format!("{v}: '{v}'")).collect();
+    format!("export const {name} = {{ {} }} as const satisfies Record<string, {ty}>;\n", values.join(", "))
+}
+
 /// The TypeScript module: every wire type, and the names, statuses, error
 /// codes and messages as constants.
 pub fn typescript() -> String {
@@ -223,6 +231,9 @@ pub fn typescript() -> String {
     // Least permissive first, as a client lists them.
     out.push_str(&ts_union_list("APPROVAL_MODES", "ApprovalMode", ApprovalMode::ALL.iter().map(|s| s.as_str())));
     out.push_str(&ts_union_list("SANDBOX_MODES", "SandboxMode", SandboxMode::ALL.iter().map(|s| s.as_str())));
+    out.push_str(&ts_value_table("TURN_STATUS", "TurnStatus", TurnStatus::ALL.iter().map(|s| s.as_str())));
+    out.push_str(&ts_value_table("TOOL_STATUS", "ToolStatus", ToolStatus::ALL.iter().map(|s| s.as_str())));
+    out.push_str(&ts_value_table("DECISION", "Decision", Decision::ALL.iter().map(|s| s.as_str())));
 
     out.push_str("\n/** Mino's own JSON-RPC error codes. */\nexport const ErrorCode = {\n");
     for code in ErrorCode::ALL {

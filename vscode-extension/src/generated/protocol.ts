@@ -1174,6 +1174,9 @@ export const EVIDENCE_OUTCOMES: readonly EvidenceOutcome[] = ['exited', 'signall
 export const OUTPUT_STREAMS: readonly OutputStream[] = ['stdout', 'stderr'] as const;
 export const APPROVAL_MODES: readonly ApprovalMode[] = ['ask', 'rules', 'sandboxed-auto', 'plan'] as const;
 export const SANDBOX_MODES: readonly SandboxMode[] = ['off', 'read-only', 'workspace-write'] as const;
+export const TURN_STATUS = { completed: 'completed', failed: 'failed', cancelled: 'cancelled', interrupted: 'interrupted' } as const satisfies Record<string, TurnStatus>;
+export const TOOL_STATUS = { success: 'success', failed: 'failed', refused: 'refused', timed_out: 'timed_out', cancelled: 'cancelled', not_executed: 'not_executed', unknown: 'unknown', applied: 'applied', not_applied: 'not_applied', unavailable: 'unavailable' } as const satisfies Record<string, ToolStatus>;
+export const DECISION = { approve: 'approve', deny: 'deny', allowSession: 'allowSession', allowWorkspace: 'allowWorkspace', denySession: 'denySession', denyWorkspace: 'denyWorkspace' } as const satisfies Record<string, Decision>;
 
 /** Mino's own JSON-RPC error codes. */
 export const ErrorCode = {

@@ -224,7 +224,7 @@ function M.reopen()
   if not last then
     return false
   end
-  show(last.edit, M.lines(last.edit, last.diff, last.applied and "applied" or "proposed (not applied)"))
+  show(last.edit, M.lines(last.edit, last.diff, last.applied and "applied to the file" or "proposed (not applied)"))
   return true
 end
 

@@ -3,6 +3,7 @@
 --- it. The fold is closed at first, so a read takes one line of the window;
 --- zo opens it, zc closes it again.
 local M = {}
+local P = require("mino.protocol")
 
 --- The longest path or pattern a read's line shows whole.
 local PART_SHOWN = 80
@@ -73,9 +74,9 @@ function M.outcome(read, result)
   end
   local first = vim.trim((vim.split(result.output or "", "\n", { plain = true })[1] or ""))
   first = one_line(first, OUTCOME_SHOWN)
-  if result.status == "success" then
+  if result.status == P.tool_status.success then
     return type(read.summary) == "string" and one_line(read.summary, OUTCOME_SHOWN) or first
-  elseif result.status == "unavailable" then
+  elseif result.status == P.tool_status.unavailable then
     return "result unavailable: Mino stopped before it was saved"
   end
   return first ~= "" and (tostring(result.status) .. ": " .. first) or tostring(result.status)

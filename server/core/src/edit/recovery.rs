@@ -7,6 +7,7 @@
 //! it writes nothing.
 
 use super::{read_bounded, sha256_hex, EditStartRecord, ReadError};
+use crate::tool_facts::ToolStatus;
 
 /// The recovered outcome of an edit call started but without a result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,11 +25,11 @@ pub enum EditRecovery {
 impl EditRecovery {
     /// The `tool_result` status: `applied`, `not_applied` (both verified
     /// from the file) or `unknown` (which the acknowledgement gate applies to).
-    pub fn status(&self) -> &'static str {
+    pub fn status(&self) -> ToolStatus {
         match self {
-            EditRecovery::Applied => "applied",
-            EditRecovery::NotApplied => "not_applied",
-            EditRecovery::Unknown { .. } => "unknown",
+            EditRecovery::Applied => ToolStatus::Applied,
+            EditRecovery::NotApplied => ToolStatus::NotApplied,
+            EditRecovery::Unknown { .. } => ToolStatus::Unknown,
         }
     }
 

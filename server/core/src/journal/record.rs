@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::edit::{EditStartRecord, EditTool};
+use crate::tool_facts::journal_words;
 pub use crate::tool_facts::{ApprovalFacts, RecordedLimits, ToolStatus};
 
 /// The highest format version this build reads and writes; files with a
@@ -53,23 +54,13 @@ const CRC_PREFIX: &[u8] = b",\"crc\":\"";
 /// `,"crc":"` + 8 hex digits + `"}`
 const CRC_SUFFIX_LEN: usize = CRC_PREFIX.len() + 8 + 2;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TurnStatus {
-    Completed,
-    Failed,
-    Cancelled,
-    Interrupted,
-}
-
-impl TurnStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-            Self::Interrupted => "interrupted",
-        }
+journal_words! {
+    /// How a turn ended, as its `turn_end` record says.
+    pub enum TurnStatus {
+        Completed = "completed",
+        Failed = "failed",
+        Cancelled = "cancelled",
+        Interrupted = "interrupted",
     }
 }
 
@@ -469,7 +460,7 @@ impl Line {
             "tool_result" => RecordBody::ToolResult {
                 turn_id: turn_id()?,
                 call_id: call_id()?,
-                status: tool_status(status("tool_result")?)
+                status: ToolStatus::parse(status("tool_result")?)
                     .filter(|s| !s.is_edit_recovery() || (self.v >= EDIT_FORMAT_VERSION && self.recovered))
                     .ok_or_else(|| LineError::Garbled("unknown tool_result status".into()))?,
                 output: self.output.clone().unwrap_or_default(),
@@ -478,7 +469,7 @@ impl Line {
             },
             "turn_end" => RecordBody::TurnEnd {
                 turn_id: turn_id()?,
-                status: turn_status(status("turn_end")?)
+                status: TurnStatus::parse(status("turn_end")?)
                     .ok_or_else(|| LineError::Garbled("unknown turn_end status".into()))?,
                 reason: self.reason.clone(),
                 partial_text: self.partial_text.clone(),
@@ -511,32 +502,6 @@ impl Line {
         };
         Ok(Record { v: self.v, seq: self.seq, body })
     }
-}
-
-fn tool_status(s: &str) -> Option<ToolStatus> {
-    Some(match s {
-        "success" => ToolStatus::Success,
-        "failed" => ToolStatus::Failed,
-        "refused" => ToolStatus::Refused,
-        "timed_out" => ToolStatus::TimedOut,
-        "cancelled" => ToolStatus::Cancelled,
-        "not_executed" => ToolStatus::NotExecuted,
-        "unknown" => ToolStatus::Unknown,
-        "applied" => ToolStatus::Applied,
-        "not_applied" => ToolStatus::NotApplied,
-        "unavailable" => ToolStatus::Unavailable,
-        _ => return None,
-    })
-}
-
-fn turn_status(s: &str) -> Option<TurnStatus> {
-    Some(match s {
-        "completed" => TurnStatus::Completed,
-        "failed" => TurnStatus::Failed,
-        "cancelled" => TurnStatus::Cancelled,
-        "interrupted" => TurnStatus::Interrupted,
-        _ => return None,
-    })
 }
 
 /// Why one line could not be read.

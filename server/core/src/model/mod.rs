@@ -204,7 +204,7 @@ pub struct ModelResponse {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    #[error("cancelled")]
+    #[error("the model request was cancelled")]
     Cancelled,
     #[error("OPENAI_API_KEY is not set: export it, or point OPENAI_BASE_URL at a compatible server")]
     MissingApiKey,

@@ -211,7 +211,7 @@ impl ResponseAccumulator {
                 let reason = json
                     .pointer("/response/incomplete_details/reason")
                     .and_then(Value::as_str)
-                    .unwrap_or("unknown")
+                    .unwrap_or("no reason given")
                     .to_string();
                 Ok(Step::Done(self.finish(&json, Some(reason))))
             }
