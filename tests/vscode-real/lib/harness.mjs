@@ -199,14 +199,21 @@ export class Editor {
     await this.page.screenshot({ path: path.join(OUT, `${name}.png`) });
   }
 
-  /** The mino-server processes this code-server's extension host started. */
+  /**
+   * The mino-server processes this code-server's extension host started,
+   * not their command supervisors (`mino-server --supervise`, the same binary
+   * with the same MINO_HOME): process ids are not in the order processes
+   * were started once they wrap around, as they do in a test run that
+   * starts tens of thousands of processes.
+   */
   serverPids() {
     const pids = [];
     for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
       try {
         const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
         const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-        if (cmd[0] === SERVER_BIN && env.includes(`MINO_HOME=${this.dirs.home}`)) pids.push(Number(pid));
+        const supervisor = cmd.includes('--supervise');
+        if (cmd[0] === SERVER_BIN && !supervisor && env.includes(`MINO_HOME=${this.dirs.home}`)) pids.push(Number(pid));
       } catch {
         // Gone meanwhile, or not ours to read.
       }
