@@ -32,8 +32,10 @@ import { advanceSplitScan, newSplitScan, renderMarkdown } from './markdown.js';
     not_applied: 'not applied',
     unavailable: 'result unavailable',
   };
-  /** A card's badge: its result's label, or where the call is before it has one. */
-  /** @type {Record<string, string>} */
+  /**
+   * A card's badge: its result's label, or where the call is before it has one.
+   * @type {Record<string, string>}
+   */
   const STATUS_LABELS = {
     ...RESULT_LABELS,
     waiting: 'waiting for approval',
