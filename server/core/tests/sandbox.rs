@@ -427,8 +427,11 @@ async fn a_sandbox_that_cannot_be_prepared_stops_the_command() {
 
 /// A sandboxed command's process that escaped its group with `setsid` does
 /// not outlive the command: it is in the command's mount namespace, and is
-/// killed when the command ends (so the placeholders can go safely).
-#[tokio::test]
+/// killed when the command ends (so the placeholders can go safely). The
+/// command ends at once, and eight run side by side: a supervisor that
+/// looked its command's namespace up by pid after the spawn found it gone
+/// already, now and then (once in a CI run), and the escapee lived on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_setsid_escapee_of_a_sandboxed_command_does_not_outlive_it() {
     use mino_core::bash::{BashTool, Limits};
     use tokio_util::sync::CancellationToken;
@@ -439,23 +442,39 @@ async fn a_setsid_escapee_of_a_sandboxed_command_does_not_outlive_it() {
         eprintln!("SKIPPED: no mount namespace here");
         return;
     }
-    let d = dirs();
-    let tool = BashTool::new(d.workspace.clone(), Limits::default(), SUPERVISOR.into())
-        .with_sandbox(SandboxMode::WorkspaceWrite);
-    let outcome = tool
-        .run("setsid sleep 313 > /dev/null 2>&1 < /dev/null & echo $!", &mut |_, _| {}, &CancellationToken::new())
-        .await;
-    let pid: i32 = outcome.output.trim().parse().unwrap_or_else(|_| panic!("no pid: {}", outcome.output));
     let alive = |pid: i32| {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while alive(pid) && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let runs = (0..8).map(|_| {
+        tokio::spawn(async move {
+            let d = dirs();
+            let tool = BashTool::new(d.workspace.clone(), Limits::default(), SUPERVISOR.into())
+                .with_sandbox(SandboxMode::WorkspaceWrite);
+            let outcome = tool
+                .run(
+                    "setsid sleep 313 > /dev/null 2>&1 < /dev/null & echo $!",
+                    &mut |_, _| {},
+                    &CancellationToken::new(),
+                )
+                .await;
+            (d, outcome.output)
+        })
+    });
+    for run in runs.collect::<Vec<_>>() {
+        let (d, output) = run.await.expect("the command's task");
+        let pid: i32 = output.trim().parse().unwrap_or_else(|_| panic!("no pid: {output}"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while alive(pid) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        if alive(pid) {
+            // SAFETY: kill(2) only sends a signal; the test's own leftover.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("the setsid'd sleep {pid} outlived its command");
+        }
+        assert!(!d.workspace.join(".envrc").exists(), "a placeholder was left behind");
     }
-    assert!(!alive(pid), "the setsid'd sleep {pid} outlived its command");
-    assert!(!d.workspace.join(".envrc").exists(), "a placeholder was left behind");
 }
 
 /// A process in a mount namespace of its own (`unshare` makes it, as the
@@ -494,7 +513,8 @@ fn clearing_a_commands_namespace_never_touches_another_commands() {
         return;
     };
     let held = sandbox::MountNamespace::of(first.id()).expect("the first command's namespace");
-    assert!(sandbox::kill_namespace(&held, 50) >= 1, "the command in the namespace was not killed");
+    let cleared = sandbox::kill_namespace(&held, std::time::Duration::from_secs(10));
+    assert!(cleared.killed >= 1 && cleared.left == 0, "the command in the namespace was not killed: {cleared:?}");
     let status = first.wait().expect("wait");
     assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL));
     // The first namespace is empty but still held; commands started now get
@@ -502,7 +522,8 @@ fn clearing_a_commands_namespace_never_touches_another_commands() {
     // (with a freed namespace's identity reused, this killed them).
     let mut others: Vec<_> = (0..8).filter_map(|_| in_own_mount_namespace()).collect();
     assert!(!others.is_empty(), "no second namespace could be made");
-    assert_eq!(sandbox::kill_namespace(&held, 3), 0, "an empty namespace's clearing found processes");
+    let cleared = sandbox::kill_namespace(&held, std::time::Duration::from_millis(50));
+    assert_eq!(cleared, sandbox::Cleared { killed: 0, left: 0 }, "an empty namespace's clearing found processes");
     for other in &mut others {
         assert!(other.try_wait().expect("try_wait").is_none(), "another command's process was killed");
         let _ = other.kill();

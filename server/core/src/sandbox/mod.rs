@@ -331,6 +331,10 @@ pub struct PreparedSandbox {
     ruleset: Option<RulesetCreated>,
     namespaces: Option<Namespaces>,
     placeholders: Placeholders,
+    /// The child's end of [`NamespaceReceiver`]'s socket, when the parent
+    /// wants to hold the mount namespace: a descriptor number, open across
+    /// the fork (the parent keeps it open until the spawn has returned).
+    report_mount_namespace: Option<std::os::fd::RawFd>,
 }
 
 /// The namespaces a command enters: always a user namespace (own ids),
@@ -433,8 +437,13 @@ impl MountNamespace {
     /// read (the process is gone) or it is the caller's own, which is never
     /// a command's to clear.
     pub fn of(pid: u32) -> Option<Self> {
+        Self::held(std::fs::File::open(format!("/proc/{pid}/ns/mnt")).ok()?)
+    }
+
+    /// The mount namespace `held` (an open `ns/mnt` file) stands for;
+    /// `None` when it is the caller's own.
+    fn held(held: std::fs::File) -> Option<Self> {
         use std::os::unix::fs::MetadataExt;
-        let held = std::fs::File::open(format!("/proc/{pid}/ns/mnt")).ok()?;
         let meta = held.metadata().ok()?;
         let (dev, ino) = (meta.dev(), meta.ino());
         let own = std::fs::metadata("/proc/self/ns/mnt").ok()?;
@@ -451,15 +460,32 @@ impl MountNamespace {
     }
 }
 
+/// What [`kill_namespace`] did: how many SIGKILLs it sent (a process that
+/// is slow to go is counted once per scan), and how many processes were
+/// still in the namespace at its last scan (0: it is empty).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cleared {
+    pub killed: usize,
+    pub left: usize,
+}
+
 /// SIGKILLs every process in mount namespace `namespace` (a command's own,
-/// from [`MountNamespace::of`]) until none is left or `rounds` scans of
-/// `/proc` found some each time; returns how many processes were killed.
+/// from [`MountNamespace::of`]) until a scan of `/proc` finds none, or
+/// `within` has passed. A killed process stays in the namespace until the
+/// kernel has run its exit, which on a loaded machine takes a while: the
+/// limit is time, not a number of scans (a fixed 50 scans 5 ms apart was
+/// too short under load, and left placeholders behind).
 /// The supervisor calls this after the command's group is gone: nothing a
 /// sandboxed command started outlives it, not even past `setsid`.
-pub fn kill_namespace(namespace: &MountNamespace, rounds: u32) -> usize {
+pub fn kill_namespace(namespace: &MountNamespace, within: std::time::Duration) -> Cleared {
+    let deadline = std::time::Instant::now() + within;
     let mut killed = 0;
-    for _ in 0..rounds {
-        let Ok(entries) = std::fs::read_dir("/proc") else { return killed };
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            // Nothing can be seen, so nothing can be said to be gone.
+            return Cleared { killed, left: usize::MAX };
+        };
         let mut found = 0;
         for entry in entries.flatten() {
             let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
@@ -471,13 +497,13 @@ pub fn kill_namespace(namespace: &MountNamespace, rounds: u32) -> usize {
                 found += 1;
             }
         }
-        if found == 0 {
-            break;
-        }
         killed += found;
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        if found == 0 || std::time::Instant::now() >= deadline {
+            return Cleared { killed, left: found };
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(20));
     }
-    killed
 }
 
 impl PreparedSandbox {
@@ -492,6 +518,74 @@ impl PreparedSandbox {
     pub fn mount_namespace(&self) -> bool {
         self.namespaces.as_ref().is_some_and(|n| n.flags & libc::CLONE_NEWNS != 0)
     }
+
+    /// Makes [`Self::enter`] hand the child's new mount namespace to the
+    /// parent, which takes it with [`NamespaceReceiver::receive`] once the
+    /// spawn has returned. Looking it up by pid after the spawn is a race:
+    /// a command that ends at once (`setsid sleep 99 &`) has let go of its
+    /// namespace before the parent looks, and a `setsid` escapee left in it
+    /// would then be neither found nor killed, and the placeholders would
+    /// go from under it. `None` without a mount namespace.
+    pub fn report_mount_namespace(&mut self) -> std::io::Result<Option<NamespaceReceiver>> {
+        use rustix::net::{socketpair, AddressFamily, SocketFlags, SocketType};
+        use std::os::fd::AsRawFd;
+        if !self.mount_namespace() {
+            return Ok(None);
+        }
+        let (parent, child) = socketpair(AddressFamily::UNIX, SocketType::DGRAM, SocketFlags::CLOEXEC, None)?;
+        self.report_mount_namespace = Some(child.as_raw_fd());
+        Ok(Some(NamespaceReceiver { parent, child: Some(child) }))
+    }
+}
+
+/// The parent's end of the socket on which a sandboxed child sends its
+/// mount namespace (see [`PreparedSandbox::report_mount_namespace`]).
+#[derive(Debug)]
+pub struct NamespaceReceiver {
+    parent: std::os::fd::OwnedFd,
+    child: Option<std::os::fd::OwnedFd>,
+}
+
+impl NamespaceReceiver {
+    /// The namespace the child sent, held; call it after the spawn has
+    /// returned (the child sent it before its exec). `None` if nothing
+    /// came, which a spawn that returned `Ok` never leaves.
+    pub fn receive(mut self) -> Option<MountNamespace> {
+        use rustix::net::{recvmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+        use std::mem::MaybeUninit;
+        self.child = None;
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut ancillary = RecvAncillaryBuffer::new(&mut space);
+        let mut byte = [0u8; 1];
+        let flags = RecvFlags::DONTWAIT | RecvFlags::CMSG_CLOEXEC;
+        recvmsg(&self.parent, &mut [std::io::IoSliceMut::new(&mut byte)], &mut ancillary, flags).ok()?;
+        let held = ancillary.drain().find_map(|message| match message {
+            RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+            _ => None,
+        })?;
+        MountNamespace::held(std::fs::File::from(held))
+    }
+}
+
+/// Sends this process's mount namespace on socket `to` (the child's end
+/// of a [`NamespaceReceiver`]). System calls only, on the stack.
+fn send_own_mount_namespace(to: std::os::fd::RawFd) -> std::io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+    use std::mem::MaybeUninit;
+    use std::os::fd::{AsFd, BorrowedFd};
+    let own = rustix::fs::open(c"/proc/self/ns/mnt", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut ancillary = SendAncillaryBuffer::new(&mut space);
+    let fds = [own.as_fd()];
+    if !ancillary.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(std::io::Error::from_raw_os_error(libc::ENOBUFS));
+    }
+    // SAFETY: `to` is the socket the parent made and keeps open until the
+    // spawn has returned; this runs in the child before that.
+    let to = unsafe { BorrowedFd::borrow_raw(to) };
+    sendmsg(to, &[std::io::IoSlice::new(b"n")], &mut ancillary, SendFlags::empty())?;
+    Ok(())
 }
 
 /// The mount flags of `statvfs` that a bind's read-only remount must
@@ -635,7 +729,7 @@ pub fn prepare(policy: &SandboxPolicy, support: &SandboxSupport) -> Result<Optio
     } else {
         None
     };
-    Ok(Some(PreparedSandbox { ruleset: Some(created), namespaces, placeholders }))
+    Ok(Some(PreparedSandbox { ruleset: Some(created), namespaces, placeholders, report_mount_namespace: None }))
 }
 
 impl PreparedSandbox {
@@ -652,6 +746,9 @@ impl PreparedSandbox {
         if let Some(namespaces) = &self.namespaces {
             enter_namespaces(&namespaces.maps, namespaces.flags)?;
             bind_read_only(&namespaces.binds)?;
+            if let Some(to) = self.report_mount_namespace {
+                send_own_mount_namespace(to)?;
+            }
         }
         let Some(ruleset) = self.ruleset.take() else {
             return Err(std::io::Error::from_raw_os_error(libc::EINVAL));

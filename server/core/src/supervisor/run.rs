@@ -434,14 +434,16 @@ fn start(spec: &Spec, to_server: &mut ToServer) -> Result<Running, Outcome> {
     }
     // Dropped on every early return, which removes them.
     let mut placeholders = crate::sandbox::Placeholders::default();
-    let mut own_mount_namespace = false;
+    let mut namespace_receiver = None;
     if let Some(policy) = &spec.sandbox {
         // Prepared here, before the fork; the child only enters it. A
         // sandbox that cannot be had means the command does not run.
         match crate::sandbox::prepare(policy, &crate::sandbox::detect()) {
             Ok(Some(mut prepared)) => {
                 placeholders = prepared.take_placeholders();
-                own_mount_namespace = prepared.mount_namespace();
+                namespace_receiver = prepared
+                    .report_mount_namespace()
+                    .map_err(|e| failed(format!("The command did not run: its sandbox could not be set up: {e}")))?;
                 // SAFETY: `enter` makes system calls only, as required
                 // between fork and exec.
                 unsafe {
@@ -465,7 +467,18 @@ fn start(spec: &Spec, to_server: &mut ToServer) -> Result<Running, Outcome> {
     })?;
     let pid = child.id().unwrap_or(0);
     let pgid = Some(pid as i32);
-    let namespace = own_mount_namespace.then(|| crate::sandbox::MountNamespace::of(pid)).flatten();
+    let namespace = match namespace_receiver {
+        None => None,
+        Some(receiver) => match receiver.receive() {
+            Some(namespace) => Some(namespace),
+            None => {
+                // Never seen: the child sends it before its exec. Without it
+                // nothing it leaves could be found, so it does not go on.
+                kill_group(pgid, libc::SIGKILL);
+                return Err(failed("The command was stopped as it started: its sandbox's mount namespace could not be held, so what it left running could not be stopped.".into()));
+            }
+        },
+    };
     to_server.push(Frame::Pid(pid.to_string().as_bytes()));
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         kill_group(pgid, libc::SIGKILL);
@@ -599,7 +612,7 @@ impl Watch {
                     // not outlive the command.
                     kill_group(self.pgid, libc::SIGKILL);
                     if let Some(namespace) = &command.namespace {
-                        crate::sandbox::kill_namespace(namespace, 50);
+                        crate::sandbox::kill_namespace(namespace, NAMESPACE_KILL_EARLY);
                     }
                     drain.as_mut().reset(tokio::time::Instant::now() + kill_grace);
                 }
@@ -669,12 +682,19 @@ fn far() -> tokio::time::Instant {
     tokio::time::Instant::now() + Duration::from_secs(u64::from(u32::MAX))
 }
 
+/// How long the processes left in a command's namespace get to die once it
+/// has exited, before the output is drained: enough to let go of the pipes.
+const NAMESPACE_KILL_EARLY: Duration = Duration::from_millis(250);
+/// How long they get before its placeholders go. A SIGKILLed process takes
+/// its time to leave on a loaded machine; one stuck past this (in an
+/// uninterruptible wait) keeps the placeholders where they are.
+const NAMESPACE_KILL_LIMIT: Duration = Duration::from_secs(10);
+
 /// Step 4: nothing of the command may be left before its placeholders go:
 /// the read-only binds over them live as long as its mount namespace does.
 fn clear_namespace(command: &mut Running) {
     if let Some(namespace) = &command.namespace {
-        crate::sandbox::kill_namespace(namespace, 50);
-        if crate::sandbox::kill_namespace(namespace, 1) == 0 {
+        if crate::sandbox::kill_namespace(namespace, NAMESPACE_KILL_LIMIT).left == 0 {
             std::mem::take(&mut command.placeholders).remove();
         } else {
             // Kept (never removed under a live bind) rather than uncovered.
