@@ -475,6 +475,8 @@ fn start(spec: &Spec, to_server: &mut ToServer) -> Result<Running, Outcome> {
                 // Never seen: the child sends it before its exec. Without it
                 // nothing it leaves could be found, so it does not go on.
                 kill_group(pgid, libc::SIGKILL);
+                // Kept (never removed under a bind that may still live).
+                std::mem::forget(placeholders);
                 return Err(failed("The command was stopped as it started: its sandbox's mount namespace could not be held, so what it left running could not be stopped.".into()));
             }
         },
