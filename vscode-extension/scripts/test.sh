@@ -4,7 +4,9 @@
 #   2. the webview in Debian's chromium (installed here when missing)
 #   3. the extension host glue against a mocked `vscode` module
 # Env: MINO_SERVER_BIN, MINO_MOCK_BIN (default ../target/debug/...), CHROMIUM_BIN,
-#      MINO_SKIP_BUILD=1 (do not run cargo for missing binaries).
+#      MINO_SKIP_BUILD=1 (do not run cargo for missing binaries),
+#      MINO_TYPECHECKED=1 (the caller ran tsc over tsconfig.test.json already:
+#      scripts/test's tidy suite does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p test-output
@@ -29,7 +31,9 @@ if [ "${MINO_SKIP_WEBVIEW:-0}" != "1" ]; then
   fi
 fi
 
-npx tsc -p tsconfig.test.json
+if [ "${MINO_TYPECHECKED:-0}" != "1" ]; then
+  npx tsc -p tsconfig.test.json
+fi
 set +e
 npx vitest run --reporter=default --reporter=json --outputFile.json=test-output/vitest.json "$@"
 rc=$?

@@ -4,7 +4,8 @@
 //! core, tokio and the HTTP stack are linked once rather than once per file.
 //! Two files stay binaries of their own (Cargo.toml): `turn_loop` sets the
 //! process's environment, which no other test may share, and `edit_tool`,
-//! which `scripts/test` also builds with the failpoints compiled in.
+//! whose crash tests need the failpoints compiled in (`scripts/test`'s one
+//! build of the workspace has them).
 
 mod support;
 
