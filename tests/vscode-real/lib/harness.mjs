@@ -100,6 +100,14 @@ export class Editor {
         'extensions.autoCheckUpdates': false,
         'extensions.autoUpdate': false,
         'telemetry.telemetryLevel': 'off',
+        // VS Code's port forwarding finds ports by scanning processes; when
+        // a scan is slow (a busy machine: the Rust tests beside this suite)
+        // it switches itself to "hybrid" by writing this file, and from that
+        // write on the extension host read mino.serverPath as unset, so the
+        // restart after the crash test's SIGKILL looked for mino-server on
+        // PATH. Every failed run had that write; no passing run had it.
+        'remote.autoForwardPorts': false,
+        'remote.autoForwardPortsSource': 'hybrid',
         ...settings,
       }, null, 2),
     );

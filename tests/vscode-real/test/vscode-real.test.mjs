@@ -171,7 +171,13 @@ describe('the packaged extension in real VS Code', { concurrency: false }, () =>
 
     await view.locator('.status.crashed').getByRole('button', { name: 'Restart' }).click();
     const gate = view.locator('#ack-gate:not([hidden])');
-    await gate.waitFor();
+    await gate.waitFor().catch(async (e) => {
+      // What the person would have seen instead, and what the disk holds.
+      await editor.shot('11-no-gate');
+      const shown = await view.locator('body').innerText().catch(() => '(the view could not be read)');
+      const journals = editor.journals().map((f) => `${path.basename(f)}: ${records(f).map((r) => r.kind).join(' ')}`);
+      throw new Error(`${e.message}\nthe view shows:\n${shown}\njournals:\n${journals.join('\n')}\nservers: ${editor.serverPids().join(' ') || 'none'}`);
+    });
     // The gate never takes focus, and keys typed into the input do not answer it.
     assert.notEqual(await view.evaluate(() => document.activeElement?.id), 'ack-yes');
     await view.locator('#input').press('Enter');
