@@ -3,7 +3,7 @@
 //! core checks and keeps like any other question's (`mino_core::images`).
 //! Only translation: the bounds and the journal are the core's.
 
-use agent_client_protocol::v1::schema::ContentBlock;
+use agent_client_protocol::v1::schema::{ContentBlock, PromptCapabilities};
 use agent_client_protocol::Error;
 use mino_core::images::{self, ImageError, ImageInput};
 use serde_json::Value;
@@ -46,8 +46,8 @@ pub fn split_images(blocks: &[ContentBlock]) -> Result<(Vec<ContentBlock>, Vec<I
 
 /// What Mino accepts in a prompt (`promptCapabilities`): images (PNG, JPEG,
 /// GIF, WebP) and embedded text context; no audio.
-pub fn prompt_capabilities() -> Value {
-    serde_json::json!({ "image": true, "audio": false, "embeddedContext": true })
+pub fn prompt_capabilities() -> PromptCapabilities {
+    PromptCapabilities::new().image(true).audio(false).embedded_context(true)
 }
 
 #[cfg(test)]

@@ -1,16 +1,23 @@
 //! Mino's values as ACP messages, and ACP's as Mino's: no I/O and no turn
 //! logic here, only the mapping docs/acp.md describes.
 //!
-//! ACP messages are built from JSON and read back through the crate's own
-//! types, so every message is checked against the crate's schema.
+//! ACP messages are built from the crate's own types, so the compiler checks
+//! them against the crate's schema; only the free-form parts (`rawInput`,
+//! `rawOutput`, `_meta`, an error's `data`) are JSON. The permission
+//! requests and the gate's form are still built from JSON and read back
+//! through the crate's types.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, CreateElicitationRequest, ElicitationAcceptAction, ElicitationContentValue, InitializeResponse,
-    ListSessionsResponse, McpServer, RequestPermissionRequest, SessionNotification, StopReason,
+    AgentCapabilities, Content, ContentBlock, ContentChunk, CreateElicitationRequest, Diff, ElicitationAcceptAction,
+    ElicitationContentValue, ImageContent, Implementation, InitializeResponse, ListSessionsResponse, McpCapabilities,
+    McpServer, Meta, RequestPermissionRequest, SessionCapabilities, SessionCloseCapabilities, SessionForkCapabilities,
+    SessionId, SessionInfo, SessionListCapabilities, SessionNotification, SessionResumeCapabilities, SessionUpdate,
+    StopReason, Terminal, TerminalId, TextContent, ToolCall, ToolCallContent, ToolCallId, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use mino_core::agent::{AgentEvent, CompactionOutcome, EditApproval};
 use mino_core::edit::{EditArgs, EditTool};
@@ -66,19 +73,21 @@ fn typed<T: DeserializeOwned>(value: Value) -> T {
 pub fn initialize_response(_requested: ProtocolVersion) -> InitializeResponse {
     // Mino speaks version 1 only; a client asking for a later one reads 1
     // here and decides (ACP's version negotiation).
-    typed(json!({
-        "protocolVersion": crate::PROTOCOL_VERSION,
-        "agentCapabilities": {
-            "loadSession": true,
-            "sessionCapabilities": { "list": {}, "resume": {}, "close": {}, "fork": {} },
-            "promptCapabilities": crate::images::prompt_capabilities(),
-            // Streamable HTTP servers are connected to; the older
-            // HTTP+SSE transport is not (such an entry is listed failed).
-            "mcpCapabilities": { "http": true, "sse": false },
-        },
-        "agentInfo": { "name": "mino-server", "title": "Mino", "version": env!("CARGO_PKG_VERSION") },
-        "authMethods": [],
-    }))
+    let sessions = SessionCapabilities::new()
+        .list(SessionListCapabilities::new())
+        .resume(SessionResumeCapabilities::new())
+        .close(SessionCloseCapabilities::new())
+        .fork(SessionForkCapabilities::new());
+    let capabilities = AgentCapabilities::new()
+        .load_session(true)
+        .session_capabilities(sessions)
+        .prompt_capabilities(crate::images::prompt_capabilities())
+        // Streamable HTTP servers are connected to; the older
+        // HTTP+SSE transport is not (such an entry is listed failed).
+        .mcp_capabilities(McpCapabilities::new().http(true).sse(false));
+    InitializeResponse::new(ProtocolVersion::from(crate::PROTOCOL_VERSION))
+        .agent_capabilities(capabilities)
+        .agent_info(Implementation::new("mino-server", env!("CARGO_PKG_VERSION")).title("Mino"))
 }
 
 /// The MCP servers a client passes in `session/new`/`session/load`, as
@@ -139,8 +148,12 @@ fn pairs(list: Option<&Value>) -> std::collections::BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-fn notification(session_id: &str, update: Value) -> SessionNotification {
-    typed(json!({ "sessionId": session_id, "update": update }))
+fn notification(session_id: &str, update: SessionUpdate) -> SessionNotification {
+    SessionNotification::new(SessionId::new(session_id), update)
+}
+
+fn text_block(text: impl Into<String>) -> ContentBlock {
+    ContentBlock::Text(TextContent::new(text))
 }
 
 /// What the person reads about an MCP server that failed to start or
@@ -161,10 +174,7 @@ pub fn mcp_status_notice(status: &mino_core::mcp::McpStatus) -> Option<String> {
 }
 
 pub fn agent_message(session_id: &str, text: &str) -> SessionNotification {
-    notification(
-        session_id,
-        json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": text } }),
-    )
+    notification(session_id, SessionUpdate::AgentMessageChunk(ContentChunk::new(text_block(text))))
 }
 
 /// A question's image as the person sent it (an `image` block, its bytes
@@ -175,17 +185,16 @@ fn replayed_image(session_id: &str, dir: Option<&Path>, image: &mino_core::image
         .ok_or_else(|| "the session keeps no images".to_string())
         .and_then(|dir| mino_core::images::read_checked(&mino_core::images::path_in(dir, image), image));
     let content = match read {
-        Ok(bytes) => json!({ "type": "image", "data": mino_core::images::base64(&bytes), "mimeType": image.mime_type }),
-        Err(why) => json!({ "type": "text", "text": format!("[Mino: {} cannot be shown: {why}]", image.label()) }),
+        Ok(bytes) => {
+            ContentBlock::Image(ImageContent::new(mino_core::images::base64(&bytes), image.mime_type.as_str()))
+        }
+        Err(why) => text_block(format!("[Mino: {} cannot be shown: {why}]", image.label())),
     };
-    notification(session_id, json!({ "sessionUpdate": "user_message_chunk", "content": content }))
+    notification(session_id, SessionUpdate::UserMessageChunk(ContentChunk::new(content)))
 }
 
 fn user_message(session_id: &str, text: &str) -> SessionNotification {
-    notification(
-        session_id,
-        json!({ "sessionUpdate": "user_message_chunk", "content": { "type": "text", "text": text } }),
-    )
+    notification(session_id, SessionUpdate::UserMessageChunk(ContentChunk::new(text_block(text))))
 }
 
 /// The ACP tool call id of the `index`th call of a turn: model call ids
@@ -234,7 +243,7 @@ pub struct CallView {
 /// `list_files`) or `search`, and the absolute path in `locations`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReadLocation {
-    pub kind: &'static str,
+    pub kind: ToolKind,
     pub path: String,
     /// `read_file`'s first line, when it asked for one.
     pub line: Option<u64>,
@@ -242,7 +251,7 @@ pub struct ReadLocation {
 
 impl ReadLocation {
     fn of(info: &ReadInfo, cwd: &Path) -> ReadLocation {
-        let kind = if info.tool == ReadTool::Search { "search" } else { "read" };
+        let kind = if info.tool == ReadTool::Search { ToolKind::Search } else { ToolKind::Read };
         let path = cwd.join(&info.path).display().to_string();
         ReadLocation { kind, path, line: info.start_line }
     }
@@ -251,8 +260,8 @@ impl ReadLocation {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EditView {
     pub path: String,
-    /// ACP `diff` content (`{type, path, oldText, newText}`), when known.
-    pub diff: Option<Value>,
+    /// ACP `diff` content, when known.
+    pub diff: Option<Diff>,
 }
 
 impl CallView {
@@ -270,12 +279,7 @@ impl CallView {
     /// core's proposal computed them.
     pub fn proposed_edit(command: &str, edit: &EditApproval) -> CallView {
         let path = edit.absolute_path.display().to_string();
-        let diff = json!({
-            "type": "diff",
-            "path": path,
-            "oldText": edit.old_text.as_deref(),
-            "newText": &*edit.new_text,
-        });
+        let diff = Diff::new(&path, &*edit.new_text).old_text(edit.old_text.as_deref().map(str::to_string));
         CallView { command: command.to_string(), edit: Some(EditView { path, diff: Some(diff) }), read: None }
     }
 
@@ -300,45 +304,55 @@ impl CallView {
         };
         let diff = match (&args, &call.edit) {
             (Some(EditArgs::Edit { old_text, new_text, .. }), _) => {
-                Some(json!({ "type": "diff", "path": path, "oldText": old_text, "newText": new_text }))
+                Some(Diff::new(&path, new_text.as_str()).old_text(old_text.as_str()))
             }
             (Some(EditArgs::Write { content, .. }), Some(start)) if start.new_file => {
-                Some(json!({ "type": "diff", "path": path, "oldText": null, "newText": content }))
+                Some(Diff::new(&path, content.as_str()))
             }
             _ => None,
         };
         CallView { command, edit: Some(EditView { path, diff }), read: None }
     }
 
-    /// The fields every message about this call carries: title, kind, and
-    /// for an edit its location and diff.
-    fn fields(&self, status: Option<ToolStatus>) -> Value {
-        let kind = match (&self.edit, &self.read) {
-            (Some(_), _) => "edit",
+    fn kind(&self) -> ToolKind {
+        match (&self.edit, &self.read) {
+            (Some(_), _) => ToolKind::Edit,
             (None, Some(read)) => read.kind,
-            (None, None) => "execute",
-        };
-        let mut fields = json!({
-            "title": title(&self.command, status),
-            "kind": kind,
-        });
-        if let Some(read) = &self.read {
-            let mut location = json!({ "path": read.path });
-            if let Some(line) = read.line {
-                location["line"] = json!(line);
+            (None, None) => ToolKind::Execute,
+        }
+    }
+
+    /// The file a read or an edit is about; `None` for a command.
+    fn locations(&self) -> Option<Vec<ToolCallLocation>> {
+        match (&self.edit, &self.read) {
+            (Some(edit), _) => Some(vec![ToolCallLocation::new(&edit.path)]),
+            // A line past ACP's range is left out rather than shown wrong.
+            (None, Some(read)) => {
+                Some(vec![ToolCallLocation::new(&read.path).line(read.line.and_then(|line| u32::try_from(line).ok()))])
             }
-            fields["locations"] = json!([location]);
+            (None, None) => None,
         }
-        if let Some(edit) = &self.edit {
-            fields["locations"] = json!([{ "path": edit.path }]);
-            fields["content"] = json!(edit.diff.iter().collect::<Vec<_>>());
-        }
-        fields
+    }
+
+    /// An edit's diff, when known (an empty list when not); `None` for any
+    /// other call.
+    fn content(&self) -> Option<Vec<ToolCallContent>> {
+        self.edit.as_ref().map(|edit| edit.diff.iter().cloned().map(ToolCallContent::Diff).collect())
+    }
+
+    /// The fields every message about this call carries: title, kind, and
+    /// for a read its location, for an edit its location and diff.
+    fn fields(&self, status: Option<ToolStatus>) -> ToolCallUpdateFields {
+        ToolCallUpdateFields::new()
+            .title(title(&self.command, status))
+            .kind(self.kind())
+            .locations(self.locations())
+            .content(self.content())
     }
 }
 
-fn text_content(text: &str) -> Value {
-    json!({ "type": "content", "content": { "type": "text", "text": text } })
+fn text_content(text: &str) -> ToolCallContent {
+    ToolCallContent::Content(Content::new(text_block(text)))
 }
 
 /// The fields of a call that has its result: `completed` only for a
@@ -346,48 +360,53 @@ fn text_content(text: &str) -> Value {
 /// or `applied` as recovery proved); every other outcome is `failed`, with
 /// Mino's status in `rawOutput.minoResult` and `_meta.minoStatus`. An
 /// edit's diff comes before the output.
-fn result_fields(view: &CallView, status: ToolStatus, output: &str, exit_code: Option<i32>) -> Value {
-    let acp_status = if matches!(status, ToolStatus::Success | ToolStatus::Applied) { "completed" } else { "failed" };
+fn result_fields(view: &CallView, status: ToolStatus, output: &str, exit_code: Option<i32>) -> CallResult {
+    let acp_status = if matches!(status, ToolStatus::Success | ToolStatus::Applied) {
+        ToolCallStatus::Completed
+    } else {
+        ToolCallStatus::Failed
+    };
     let mut raw_output = json!({ "minoResult": status.as_str() });
     if let Some(code) = exit_code {
         raw_output["exitCode"] = json!(code);
     }
-    let mut fields = view.fields(Some(status));
-    let mut content = fields["content"].as_array().cloned().unwrap_or_default();
+    let fields = view.fields(Some(status));
+    let mut content = fields.content.clone().unwrap_or_default();
     content.push(text_content(output));
-    merge(
-        &mut fields,
-        json!({
-            "status": acp_status,
-            "content": content,
-            "rawOutput": raw_output,
-            "_meta": { "minoStatus": status.as_str() },
-        }),
-    );
-    fields
-}
-
-fn tool_call(session_id: &str, id: &str, view: &CallView, fields: Value) -> SessionNotification {
-    let mut update = json!({
-        "sessionUpdate": "tool_call",
-        "toolCallId": id,
-        "rawInput": { "command": view.command },
-    });
-    merge(&mut update, view.fields(None));
-    merge(&mut update, fields);
-    notification(session_id, update)
-}
-
-fn tool_call_update(session_id: &str, id: &str, fields: Value) -> SessionNotification {
-    let mut update = json!({ "sessionUpdate": "tool_call_update", "toolCallId": id });
-    merge(&mut update, fields);
-    notification(session_id, update)
-}
-
-fn merge(into: &mut Value, fields: Value) {
-    if let (Some(into), Value::Object(fields)) = (into.as_object_mut(), fields) {
-        into.extend(fields);
+    CallResult {
+        fields: fields.status(acp_status).content(content).raw_output(raw_output),
+        meta: Meta::from_iter([("minoStatus".to_string(), json!(status.as_str()))]),
     }
+}
+
+/// A call's fields once it has its result, and Mino's own status of it (the
+/// message's `_meta`).
+struct CallResult {
+    fields: ToolCallUpdateFields,
+    meta: Meta,
+}
+
+/// The `tool_call` announcing a call: the view's fields (the command as
+/// `rawInput`), then `fields` over them.
+fn tool_call(
+    session_id: &str,
+    id: &str,
+    view: &CallView,
+    fields: ToolCallUpdateFields,
+    meta: Option<Meta>,
+) -> SessionNotification {
+    let mut call = ToolCall::new(ToolCallId::new(id), title(&view.command, None))
+        .kind(view.kind())
+        .locations(view.locations().unwrap_or_default())
+        .content(view.content().unwrap_or_default())
+        .raw_input(json!({ "command": view.command }))
+        .meta(meta);
+    call.update(fields);
+    notification(session_id, SessionUpdate::ToolCall(call))
+}
+
+fn tool_call_update(session_id: &str, id: &str, fields: ToolCallUpdateFields) -> SessionNotification {
+    notification(session_id, SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(ToolCallId::new(id), fields)))
 }
 
 /// The supervisor's evidence as a line for people (the recorded result
@@ -419,21 +438,21 @@ fn recorded_call(
     evidence: Option<&Evidence>,
 ) -> SessionNotification {
     let view = CallView::recorded(call, cwd);
-    let fields = match &call.result {
+    let (fields, meta) = match &call.result {
         Some(r) => {
-            let mut fields = result_fields(&view, r.status, &r.output, r.exit_code);
+            let CallResult { mut fields, meta } = result_fields(&view, r.status, &r.output, r.exit_code);
             if let Some(evidence) = evidence {
-                if let Some(content) = fields["content"].as_array_mut() {
-                    content.push(text_content(&evidence_text(evidence)));
+                fields.content.get_or_insert_with(Vec::new).push(text_content(&evidence_text(evidence)));
+                if let Some(Value::Object(raw_output)) = &mut fields.raw_output {
+                    raw_output.insert("supervisor".to_string(), evidence_json(evidence));
                 }
-                fields["rawOutput"]["supervisor"] = evidence_json(evidence);
             }
-            fields
+            (fields, Some(meta))
         }
-        None if call.started => json!({ "status": "in_progress" }),
-        None => json!({ "status": "pending" }),
+        None if call.started => (ToolCallUpdateFields::new().status(ToolCallStatus::InProgress), None),
+        None => (ToolCallUpdateFields::new().status(ToolCallStatus::Pending), None),
     };
-    tool_call(session_id, id, &view, fields)
+    tool_call(session_id, id, &view, fields, meta)
 }
 
 /// The whole conversation as `session/update`s, for `session/load`: each
@@ -480,24 +499,22 @@ pub fn replay(
 /// and `updatedAt` (the last activity) as ACP has them, the rest of Mino's
 /// entry under `_meta.mino`.
 pub fn session_list(page: mino_core::SessionPage) -> ListSessionsResponse {
-    let sessions: Vec<Value> = page
+    let sessions = page
         .sessions
         .into_iter()
         .map(|e| {
-            json!({
-                "sessionId": e.session_id,
-                "cwd": e.cwd,
-                "title": e.title,
-                "updatedAt": e.last_active_at,
-                "_meta": { "mino": {
-                    "createdAt": e.created_at,
-                    "turns": e.turns,
-                    "acknowledgementRequired": e.acknowledgement_required,
-                } },
-            })
+            let mino = json!({
+                "createdAt": e.created_at,
+                "turns": e.turns,
+                "acknowledgementRequired": e.acknowledgement_required,
+            });
+            SessionInfo::new(SessionId::new(e.session_id), e.cwd)
+                .title(e.title)
+                .updated_at(e.last_active_at)
+                .meta(Meta::from_iter([("mino".to_string(), mino)]))
         })
         .collect();
-    typed(json!({ "sessions": sessions, "nextCursor": page.next_cursor }))
+    ListSessionsResponse::new(sessions).next_cursor(page.next_cursor)
 }
 
 /// The options of the acknowledgement gate; never an `allow_always`. The
@@ -546,11 +563,11 @@ impl GateQuestion {
     /// `failed` with a title saying the conversation waits.
     pub fn answered(&self, session_id: &str, acknowledged: bool) -> SessionNotification {
         let (status, title) = if acknowledged {
-            ("completed", format!("Acknowledged: the result of {} is unknown", self.commands))
+            (ToolCallStatus::Completed, format!("Acknowledged: the result of {} is unknown", self.commands))
         } else {
-            ("failed", format!("Not acknowledged yet: the result of {} is unknown", self.commands))
+            (ToolCallStatus::Failed, format!("Not acknowledged yet: the result of {} is unknown", self.commands))
         };
-        tool_call_update(session_id, &self.tool_call_id, json!({ "status": status, "title": title }))
+        tool_call_update(session_id, &self.tool_call_id, ToolCallUpdateFields::new().status(status).title(title))
     }
 
     /// The gate's call once the prompt was cancelled while it asked:
@@ -558,7 +575,8 @@ impl GateQuestion {
     /// nothing was acknowledged.
     pub fn cancelled(&self, session_id: &str) -> SessionNotification {
         let title = format!("Cancelled, not acknowledged: the result of {} is unknown", self.commands);
-        tool_call_update(session_id, &self.tool_call_id, json!({ "status": "failed", "title": title }))
+        let fields = ToolCallUpdateFields::new().status(ToolCallStatus::Failed).title(title);
+        tool_call_update(session_id, &self.tool_call_id, fields)
     }
 }
 
@@ -572,22 +590,17 @@ pub fn usage_update(
     usage: mino_core::usage::Usage,
     context_window: u64,
 ) -> SessionNotification {
-    typed(json!({
-        "sessionId": session_id,
-        "update": {
-            "sessionUpdate": "usage_update",
-            "used": usage.input_tokens.saturating_add(usage.output_tokens),
-            "size": context_window,
-            "_meta": { "mino": {
-                "turnId": turn_id,
-                "inputTokens": usage.input_tokens,
-                "outputTokens": usage.output_tokens,
-                "totalTokens": usage.total_tokens,
-                "cachedInputTokens": usage.cached_input_tokens,
-                "reasoningTokens": usage.reasoning_tokens,
-            } },
-        },
-    }))
+    let mino = json!({
+        "turnId": turn_id,
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "totalTokens": usage.total_tokens,
+        "cachedInputTokens": usage.cached_input_tokens,
+        "reasoningTokens": usage.reasoning_tokens,
+    });
+    let update = UsageUpdate::new(usage.input_tokens.saturating_add(usage.output_tokens), context_window)
+        .meta(Meta::from_iter([("mino".to_string(), mino)]));
+    notification(session_id, SessionUpdate::UsageUpdate(update))
 }
 
 /// The gate form's only field: a required single choice with no default,
@@ -637,18 +650,18 @@ fn gate_question(
     );
     let commands = unknown.iter().map(|(_, c)| format!("`{}`", c.command())).collect::<Vec<_>>().join(", ");
     let call_id = gate_call_id(&turn.id);
-    let fields = json!({
-        "title": format!("{GATE_TITLE}: the result of {commands} is unknown"),
-        "kind": "other",
-        "status": "pending",
-        "content": [text_content(&text)],
-        "rawInput": { "acknowledge": unknown.iter().map(|(n, _)| tool_call_id(&turn.id, *n)).collect::<Vec<_>>() },
-    });
-    let mut announce = json!({ "sessionUpdate": "tool_call", "toolCallId": call_id });
-    merge(&mut announce, fields.clone());
-    let announce = notification(session_id, announce);
-    let mut tool_call = json!({ "toolCallId": call_id });
-    merge(&mut tool_call, fields);
+    let gate_title = format!("{GATE_TITLE}: the result of {commands} is unknown");
+    let acknowledged: Vec<String> = unknown.iter().map(|(n, _)| tool_call_id(&turn.id, *n)).collect();
+    let fields = ToolCallUpdateFields::new()
+        .title(gate_title.as_str())
+        .kind(ToolKind::Other)
+        .status(ToolCallStatus::Pending)
+        .content(vec![text_content(&text)])
+        .raw_input(json!({ "acknowledge": acknowledged }));
+    let mut announce = ToolCall::new(ToolCallId::new(call_id.as_str()), gate_title);
+    announce.update(fields.clone());
+    let announce = notification(session_id, SessionUpdate::ToolCall(announce));
+    let tool_call = ToolCallUpdate::new(ToolCallId::new(call_id.as_str()), fields);
     let permission = typed(json!({ "sessionId": session_id, "toolCall": tool_call, "options": gate_options() }));
     let form = typed(json!({
         "mode": "form",
@@ -800,14 +813,15 @@ impl OpenCall {
         let text = if self.cut { format!("{LIVE_OUTPUT_CUT}{}", self.output) } else { self.output.clone() };
         let mut content = self.lead_content();
         content.push(text_content(&text));
-        tool_call_update(session_id, &self.id, json!({ "content": content }))
+        tool_call_update(session_id, &self.id, ToolCallUpdateFields::new().content(content))
     }
 
     /// What comes first in each of its contents: the editor's terminal
     /// (ACP's `terminal` content, which editors embed live), or the note
     /// saying why there is none.
-    fn lead_content(&self) -> Vec<Value> {
-        let terminal = self.terminal.iter().map(|id| json!({ "type": "terminal", "terminalId": id }));
+    fn lead_content(&self) -> Vec<ToolCallContent> {
+        let terminal =
+            self.terminal.iter().map(|id| ToolCallContent::Terminal(Terminal::new(TerminalId::new(id.as_str()))));
         terminal.chain(self.note.iter().map(|note| text_content(note))).collect()
     }
 
@@ -942,31 +956,30 @@ impl LiveCalls {
                     ),
                 };
                 let id = self.open_call(&call_id, view.clone());
-                let fields = json!({ "status": "pending", "rawInput": raw_input });
-                out.updates.push(tool_call(session_id, &id, &view, fields.clone()));
-                let mut tool_call = json!({ "toolCallId": id });
-                merge(&mut tool_call, view.fields(None));
-                merge(&mut tool_call, fields);
-                let question = typed(json!({
-                    "sessionId": session_id,
-                    "toolCall": tool_call,
-                    "options": if mcp_call {
-                        mcp_permission_options(out.always.as_ref())
-                    } else {
-                        permission_options(edit.is_some(), out.always.as_ref())
-                    },
-                }));
+                let pending = ToolCallUpdateFields::new().status(ToolCallStatus::Pending).raw_input(raw_input.clone());
+                out.updates.push(tool_call(session_id, &id, &view, pending, None));
+                let fields = view.fields(None).status(ToolCallStatus::Pending).raw_input(raw_input);
+                let options = if mcp_call {
+                    mcp_permission_options(out.always.as_ref())
+                } else {
+                    permission_options(edit.is_some(), out.always.as_ref())
+                };
+                let tool_call = ToolCallUpdate::new(ToolCallId::new(id), fields);
+                let question =
+                    typed(json!({ "sessionId": session_id, "toolCall": tool_call, "options": options }));
                 out.permission = Some((turn_id, call_id, question));
             }
             AgentEvent::ToolStarted { turn_id, call_id, .. } => match self.open.iter().find(|c| c.call_id == call_id) {
                 Some(call) => {
-                    out.updates.push(tool_call_update(session_id, &call.id, json!({ "status": "in_progress" })))
+                    let running = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
+                    out.updates.push(tool_call_update(session_id, &call.id, running))
                 }
                 // Approved by a rule without asking: announced running.
                 None => {
                     let view = view_of(&turn_id, &call_id);
                     let id = self.open_call(&call_id, view.clone());
-                    out.updates.push(tool_call(session_id, &id, &view, json!({ "status": "in_progress" })));
+                    let running = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
+                    out.updates.push(tool_call(session_id, &id, &view, running, None));
                 }
             },
             // ACP's `content` replaces the previous content: each update
@@ -976,8 +989,8 @@ impl LiveCalls {
                 if let Some(call) = self.open.iter_mut().find(|c| c.call_id == call_id) {
                     call.terminal = terminal_id;
                     call.note = note;
-                    let content = call.lead_content();
-                    out.updates.push(tool_call_update(session_id, &call.id, json!({ "content": content })));
+                    let content = ToolCallUpdateFields::new().content(call.lead_content());
+                    out.updates.push(tool_call_update(session_id, &call.id, content));
                 }
             }
             AgentEvent::ToolOutput { call_id, chunk, .. } => {
@@ -993,18 +1006,18 @@ impl LiveCalls {
                 match self.open.iter().position(|c| c.call_id == call_id) {
                     Some(at) => {
                         let call = self.open.remove(at);
-                        let mut fields = result_fields(&call.view, status, &output, exit_code);
+                        let CallResult { mut fields, meta } = result_fields(&call.view, status, &output, exit_code);
                         let mut content = call.lead_content();
-                        content.extend(fields["content"].as_array().cloned().unwrap_or_default());
-                        fields["content"] = json!(content);
-                        out.updates.push(tool_call_update(session_id, &call.id, fields));
+                        content.extend(fields.content.take().unwrap_or_default());
+                        let update = ToolCallUpdate::new(ToolCallId::new(call.id), fields.content(content)).meta(meta);
+                        out.updates.push(notification(session_id, SessionUpdate::ToolCallUpdate(update)));
                     }
                     None => {
                         let id = tool_call_id(&self.turn_id, self.next);
                         self.next += 1;
                         let view = view_of(&turn_id, &call_id);
-                        let fields = result_fields(&view, status, &output, exit_code);
-                        out.updates.push(tool_call(session_id, &id, &view, fields));
+                        let CallResult { fields, meta } = result_fields(&view, status, &output, exit_code);
+                        out.updates.push(tool_call(session_id, &id, &view, fields, Some(meta)));
                     }
                 }
             }
@@ -1148,7 +1161,11 @@ mod tests {
     use super::*;
 
     fn text(t: &str) -> ContentBlock {
-        typed(json!({ "type": "text", "text": t }))
+        text_block(t)
+    }
+
+    fn block(value: Value) -> ContentBlock {
+        serde_json::from_value(value).expect("a content block")
     }
 
     #[test]
@@ -1173,19 +1190,18 @@ mod tests {
 
     #[test]
     fn prompts_keep_text_and_embedded_context_and_refuse_images_by_name() {
-        let context: ContentBlock = typed(json!({
+        let context = block(json!({
             "type": "resource",
             "resource": { "uri": "file:///w/list.txt", "text": "milk\n", "mimeType": "text/plain" },
         }));
         let prompt = prompt_text(&[text("Is it on "), text("the list?"), context]).expect("text prompt");
         assert!(prompt.starts_with("Is it on the list?"));
         assert!(prompt.contains("<context uri=\"file:///w/list.txt\">\nmilk\n\n</context>"));
-        let image: ContentBlock = typed(json!({ "type": "image", "data": "AAAA", "mimeType": "image/png" }));
+        let image = block(json!({ "type": "image", "data": "AAAA", "mimeType": "image/png" }));
         let refused = prompt_text(&[text("look"), image]).expect_err("images are not offered");
         assert!(refused.message.contains("\"image\""), "{}", refused.message);
         assert!(prompt_text(&[text("  ")]).is_err(), "an empty prompt is refused");
-        let link: ContentBlock =
-            typed(json!({ "type": "resource_link", "name": "notes.md", "uri": "file:///tmp/notes.md" }));
+        let link = block(json!({ "type": "resource_link", "name": "notes.md", "uri": "file:///tmp/notes.md" }));
         assert_eq!(
             prompt_text(&[text("Read these"), link.clone(), text("and say why")]).expect("text"),
             "Read these [notes.md](file:///tmp/notes.md) and say why"
@@ -1199,24 +1215,27 @@ mod tests {
 
     #[test]
     fn results_other_than_success_are_failed_with_minos_status_named() {
+        let fields = |result: CallResult| serde_json::to_value(result.fields).expect("json");
         let unknown = result_fields(&CallView::command("rm -rf build"), ToolStatus::Unknown, UNKNOWN_OUTPUT, None);
+        assert_eq!(Value::Object(unknown.meta.clone()), json!({ "minoStatus": "unknown" }));
+        let unknown = fields(unknown);
         assert_eq!(unknown["status"], "failed");
         assert_eq!(unknown["title"], "Result unknown: rm -rf build");
         assert_eq!(unknown["rawOutput"], json!({ "minoResult": "unknown" }));
-        assert_eq!(unknown["_meta"], json!({ "minoStatus": "unknown" }));
         assert_eq!(unknown["content"][0]["content"]["text"], UNKNOWN_OUTPUT);
-        let not_run = result_fields(
+        let not_run = fields(result_fields(
             &CallView::command("ls"),
             ToolStatus::NotExecuted,
             mino_core::recovery::NOT_EXECUTED_OUTPUT,
             None,
-        );
+        ));
         assert_eq!(not_run["title"], "Not executed: ls");
         assert_eq!(not_run["status"], "failed");
-        let ran = result_fields(&CallView::command("false"), ToolStatus::Failed, "", Some(1));
+        let ran = fields(result_fields(&CallView::command("false"), ToolStatus::Failed, "", Some(1)));
         assert_eq!((ran["status"].as_str(), ran["title"].as_str()), (Some("failed"), Some("false")));
         assert_eq!(ran["rawOutput"], json!({ "minoResult": "failed", "exitCode": 1 }));
-        assert_eq!(result_fields(&CallView::command("true"), ToolStatus::Success, "", Some(0))["status"], "completed");
+        let ok = fields(result_fields(&CallView::command("true"), ToolStatus::Success, "", Some(0)));
+        assert_eq!(ok["status"], "completed");
     }
 
     #[test]
