@@ -2,10 +2,8 @@
 //! logic here, only the mapping docs/acp.md describes.
 //!
 //! ACP messages are built from the crate's own types, so the compiler checks
-//! them against the crate's schema; only the free-form parts (`rawInput`,
-//! `rawOutput`, `_meta`, an error's `data`) are JSON. The permission
-//! requests and the gate's form are still built from JSON and read back
-//! through the crate's types.
+//! every message against the crate's schema; only the free-form parts
+//! (`rawInput`, `rawOutput`, `_meta`, an error's `data`) are JSON.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -13,11 +11,13 @@ use std::time::{Duration, Instant};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, Content, ContentBlock, ContentChunk, CreateElicitationRequest, Diff, ElicitationAcceptAction,
-    ElicitationContentValue, ImageContent, Implementation, InitializeResponse, ListSessionsResponse, McpCapabilities,
-    McpServer, Meta, RequestPermissionRequest, SessionCapabilities, SessionCloseCapabilities, SessionForkCapabilities,
-    SessionId, SessionInfo, SessionListCapabilities, SessionNotification, SessionResumeCapabilities, SessionUpdate,
-    StopReason, Terminal, TerminalId, TextContent, ToolCall, ToolCallContent, ToolCallId, ToolCallLocation,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    ElicitationContentValue, ElicitationFormMode, ElicitationSchema, ElicitationSessionScope, EnumOption, ImageContent,
+    Implementation, InitializeResponse, ListSessionsResponse, McpCapabilities, McpServer, Meta, PermissionOption,
+    PermissionOptionKind, RequestPermissionRequest, SessionCapabilities, SessionCloseCapabilities,
+    SessionForkCapabilities, SessionId, SessionInfo, SessionListCapabilities, SessionNotification,
+    SessionResumeCapabilities, SessionUpdate, StopReason, StringPropertySchema, Terminal, TerminalId, TextContent,
+    ToolCall, ToolCallContent, ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind, UsageUpdate,
 };
 use mino_core::agent::{AgentEvent, CompactionOutcome, EditApproval};
 use mino_core::edit::{EditArgs, EditTool};
@@ -28,7 +28,6 @@ use mino_core::rules::{Rule, RuleKind, RuleScope};
 use mino_core::supervisor::Evidence;
 use mino_core::transcript::{message_text, Call, Transcript, Turn};
 use mino_core::{ToolStatus, TurnStatus};
-use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use crate::Error;
@@ -61,14 +60,6 @@ pub const GATE_TITLE: &str = "Acknowledge before Mino goes on";
 pub const GATE_DECLINED: &str = "Nothing was sent to the model: the conversation waits until you acknowledge that \
      the commands shown may already have run. Check what they did, then send your message again and choose \
      \"I understand these commands may already have run\".";
-
-/// A message built here that does not fit the crate's type is a bug here.
-fn typed<T: DeserializeOwned>(value: Value) -> T {
-    match serde_json::from_value(value.clone()) {
-        Ok(typed) => typed,
-        Err(e) => panic!("mino-acp built an ACP message its schema rejects ({e}): {value}"),
-    }
-}
 
 pub fn initialize_response(_requested: ProtocolVersion) -> InitializeResponse {
     // Mino speaks version 1 only; a client asking for a later one reads 1
@@ -521,12 +512,12 @@ pub fn session_list(page: mino_core::SessionPage) -> ListSessionsResponse {
 /// two ways to decline come first: Toad preselects the first option and
 /// CodeCompanion's confirm dialog the second, so neither makes the
 /// acknowledgement the default.
-pub fn gate_options() -> Value {
-    json!([
-        { "optionId": NOT_NOW_OPTION, "name": NOT_NOW_NAME, "kind": "reject_once" },
-        { "optionId": CHECK_FIRST_OPTION, "name": CHECK_FIRST_NAME, "kind": "reject_once" },
-        { "optionId": ACKNOWLEDGE_OPTION, "name": ACKNOWLEDGE_NAME, "kind": "allow_once" },
-    ])
+pub fn gate_options() -> Vec<PermissionOption> {
+    vec![
+        PermissionOption::new(NOT_NOW_OPTION, NOT_NOW_NAME, PermissionOptionKind::RejectOnce),
+        PermissionOption::new(CHECK_FIRST_OPTION, CHECK_FIRST_NAME, PermissionOptionKind::RejectOnce),
+        PermissionOption::new(ACKNOWLEDGE_OPTION, ACKNOWLEDGE_NAME, PermissionOptionKind::AllowOnce),
+    ]
 }
 
 /// One question per turn whose `unknown` result awaits acknowledgement,
@@ -662,26 +653,15 @@ fn gate_question(
     announce.update(fields.clone());
     let announce = notification(session_id, SessionUpdate::ToolCall(announce));
     let tool_call = ToolCallUpdate::new(ToolCallId::new(call_id.as_str()), fields);
-    let permission = typed(json!({ "sessionId": session_id, "toolCall": tool_call, "options": gate_options() }));
-    let form = typed(json!({
-        "mode": "form",
-        "sessionId": session_id,
-        "toolCallId": call_id,
-        "message": text,
-        "requestedSchema": {
-            "type": "object",
-            "title": GATE_TITLE,
-            "properties": { GATE_FORM_FIELD: {
-                "type": "string",
-                "title": "Before Mino goes on",
-                "oneOf": [
-                    { "const": ACKNOWLEDGE_OPTION, "title": ACKNOWLEDGE_NAME },
-                    { "const": NOT_NOW_OPTION, "title": NOT_NOW_NAME },
-                ],
-            } },
-            "required": [GATE_FORM_FIELD],
-        },
-    }));
+    let permission = RequestPermissionRequest::new(SessionId::new(session_id), tool_call, gate_options());
+    let answer = StringPropertySchema::new().title("Before Mino goes on").one_of(vec![
+        EnumOption::new(ACKNOWLEDGE_OPTION, ACKNOWLEDGE_NAME),
+        EnumOption::new(NOT_NOW_OPTION, NOT_NOW_NAME),
+    ]);
+    let schema = ElicitationSchema::new().title(GATE_TITLE).property(GATE_FORM_FIELD, answer, true);
+    let scope =
+        ElicitationSessionScope::new(SessionId::new(session_id)).tool_call_id(ToolCallId::new(call_id.as_str()));
+    let form = CreateElicitationRequest::new(ElicitationFormMode::new(scope, schema), text);
     Some(GateQuestion { turn_id: turn.id.clone(), announce, permission, form, tool_call_id: call_id, commands })
 }
 
@@ -965,8 +945,7 @@ impl LiveCalls {
                     permission_options(edit.is_some(), out.always.as_ref())
                 };
                 let tool_call = ToolCallUpdate::new(ToolCallId::new(id), fields);
-                let question =
-                    typed(json!({ "sessionId": session_id, "toolCall": tool_call, "options": options }));
+                let question = RequestPermissionRequest::new(SessionId::new(session_id), tool_call, options);
                 out.permission = Some((turn_id, call_id, question));
             }
             AgentEvent::ToolStarted { turn_id, call_id, .. } => match self.open.iter().find(|c| c.call_id == call_id) {
@@ -1102,12 +1081,12 @@ pub fn always_rule(command: &str, edit: bool, suggested: Option<SuggestedRule>) 
 /// session. The declining "once" comes second: CodeCompanion's dialog
 /// defaults to the second option and Toad preselects the first, so an Enter
 /// there never grants a standing rule.
-fn permission_options(edit: bool, always: Option<&SuggestedRule>) -> Value {
+fn permission_options(edit: bool, always: Option<&SuggestedRule>) -> Vec<PermissionOption> {
     let (allow_name, reject_name) =
         if edit { ("Apply this edit", "Do not apply it") } else { ("Run this command", "Do not run it") };
     let mut options = vec![
-        json!({ "optionId": ALLOW_OPTION, "name": allow_name, "kind": "allow_once" }),
-        json!({ "optionId": REJECT_OPTION, "name": reject_name, "kind": "reject_once" }),
+        PermissionOption::new(ALLOW_OPTION, allow_name, PermissionOptionKind::AllowOnce),
+        PermissionOption::new(REJECT_OPTION, reject_name, PermissionOptionKind::RejectOnce),
     ];
     let what = always.map(|rule| match rule.kind {
         RuleKind::Prefix => format!("commands starting with `{}`", rule.text),
@@ -1117,11 +1096,11 @@ fn permission_options(edit: bool, always: Option<&SuggestedRule>) -> Value {
     });
     if let Some(what) = &what {
         let name = format!("Always allow {what} in this session");
-        options.push(json!({ "optionId": ALLOW_ALWAYS_OPTION, "name": name, "kind": "allow_always" }));
+        options.push(PermissionOption::new(ALLOW_ALWAYS_OPTION, name, PermissionOptionKind::AllowAlways));
         let name = format!("Always refuse {what} in this session");
-        options.push(json!({ "optionId": REJECT_ALWAYS_OPTION, "name": name, "kind": "reject_always" }));
+        options.push(PermissionOption::new(REJECT_ALWAYS_OPTION, name, PermissionOptionKind::RejectAlways));
     }
-    Value::Array(options)
+    options
 }
 
 /// An MCP call's permission options. The decline comes first (a client
@@ -1129,21 +1108,39 @@ fn permission_options(edit: bool, always: Option<&SuggestedRule>) -> Value {
 /// standing rules for the session: this tool (`allow-always`, the MCP rule
 /// `server/tool`), every tool of its server (`allow-always-server`,
 /// `server/*`), and their refusals.
-fn mcp_permission_options(always: Option<&SuggestedRule>) -> Value {
+fn mcp_permission_options(always: Option<&SuggestedRule>) -> Vec<PermissionOption> {
+    use PermissionOptionKind::{AllowAlways, AllowOnce, RejectAlways, RejectOnce};
     let mut options = vec![
-        json!({ "optionId": REJECT_OPTION, "name": "Do not call this tool", "kind": "reject_once" }),
-        json!({ "optionId": ALLOW_OPTION, "name": "Call this tool once", "kind": "allow_once" }),
+        PermissionOption::new(REJECT_OPTION, "Do not call this tool", RejectOnce),
+        PermissionOption::new(ALLOW_OPTION, "Call this tool once", AllowOnce),
     ];
     if let (Some(tool), Some(server)) = (always, always.and_then(SuggestedRule::mcp_server_of)) {
         let name = server.text.trim_end_matches("/*");
+        let tool = &tool.text;
         options.extend([
-            json!({ "optionId": ALLOW_ALWAYS_OPTION, "name": format!("Always allow the MCP tool `{}` in this session", tool.text), "kind": "allow_always" }),
-            json!({ "optionId": ALLOW_ALWAYS_SERVER_OPTION, "name": format!("Always allow every tool of the MCP server `{name}` in this session"), "kind": "allow_always" }),
-            json!({ "optionId": REJECT_ALWAYS_OPTION, "name": format!("Always refuse the MCP tool `{}` in this session", tool.text), "kind": "reject_always" }),
-            json!({ "optionId": REJECT_ALWAYS_SERVER_OPTION, "name": format!("Always refuse every tool of the MCP server `{name}` in this session"), "kind": "reject_always" }),
+            PermissionOption::new(
+                ALLOW_ALWAYS_OPTION,
+                format!("Always allow the MCP tool `{tool}` in this session"),
+                AllowAlways,
+            ),
+            PermissionOption::new(
+                ALLOW_ALWAYS_SERVER_OPTION,
+                format!("Always allow every tool of the MCP server `{name}` in this session"),
+                AllowAlways,
+            ),
+            PermissionOption::new(
+                REJECT_ALWAYS_OPTION,
+                format!("Always refuse the MCP tool `{tool}` in this session"),
+                RejectAlways,
+            ),
+            PermissionOption::new(
+                REJECT_ALWAYS_SERVER_OPTION,
+                format!("Always refuse every tool of the MCP server `{name}` in this session"),
+                RejectAlways,
+            ),
         ]);
     }
-    Value::Array(options)
+    options
 }
 
 /// Why a permission answer naming an option the request did not offer
@@ -1249,7 +1246,8 @@ mod tests {
         let path = SuggestedRule { kind: RuleKind::Path, text: "src/a.rs".into() };
         assert_eq!(always_rule("edit_file src/a.rs", true, Some(path.clone())), Some(path.clone()));
 
-        let kinds = |options: Value| -> Vec<(String, String)> {
+        let kinds = |options: Vec<PermissionOption>| -> Vec<(String, String)> {
+            let options = serde_json::to_value(options).expect("json");
             options
                 .as_array()
                 .expect("options")
@@ -1273,8 +1271,8 @@ mod tests {
     #[test]
     fn an_mcp_call_offers_the_decline_first_then_rules_for_the_tool_and_for_its_server() {
         let tool = SuggestedRule::for_mcp("fs", "read_file").expect("rule");
-        let kinds = |options: Value| -> Vec<(String, String)> {
-            let options = options.as_array().cloned().unwrap_or_default();
+        let kinds = |options: Vec<PermissionOption>| -> Vec<(String, String)> {
+            let options = serde_json::to_value(options).expect("json").as_array().cloned().unwrap_or_default();
             options
                 .iter()
                 .map(|o| (o["optionId"].as_str().unwrap_or("").to_owned(), o["kind"].as_str().unwrap_or("").to_owned()))
@@ -1293,7 +1291,7 @@ mod tests {
 
     #[test]
     fn the_gate_offers_two_declines_first_then_the_acknowledgement_and_never_allow_always() {
-        let options = gate_options();
+        let options = serde_json::to_value(gate_options()).expect("json");
         assert_eq!(
             options,
             json!([
