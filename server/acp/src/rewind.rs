@@ -7,13 +7,14 @@
 //! rejection, any other answer, or a cancel writes nothing.
 
 use agent_client_protocol::v1::schema::{
-    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, StopReason,
+    Content, ContentBlock, PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
+    SessionId, SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent, ToolCallId,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, Error};
 use mino_core::agent::{Agent, AgentError, RewindOutcome};
 use mino_core::rewind::{FileAction, Outcome, RewindPlan};
-use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::lines::Outbound;
@@ -81,25 +82,44 @@ pub fn outcome_text(done: &RewindOutcome) -> String {
     text
 }
 
-fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, Error> {
-    serde_json::from_value(value.clone())
-        .map_err(|e| crate::internal(format!("mino-acp built a message its schema rejects ({e}): {value}")))
+fn call_title(plan: &RewindPlan) -> String {
+    format!("Rewind {} turn(s): put {} file(s) back", plan.turns.len(), plan.files.len())
 }
 
-fn call_fields(plan: &RewindPlan, text: &str) -> Value {
-    json!({
-        "title": format!("Rewind {} turn(s): put {} file(s) back", plan.turns.len(), plan.files.len()),
-        "kind": "edit",
-        "status": "pending",
-        "content": [{ "type": "content", "content": { "type": "text", "text": text } }],
-        "locations": plan.files.iter().map(|f| json!({ "path": f.path })).collect::<Vec<_>>(),
-    })
+fn call_fields(plan: &RewindPlan, text: &str) -> ToolCallUpdateFields {
+    ToolCallUpdateFields::new()
+        .title(call_title(plan))
+        .kind(ToolKind::Edit)
+        .status(ToolCallStatus::Pending)
+        .content(vec![ToolCallContent::Content(Content::new(ContentBlock::Text(TextContent::new(text))))])
+        .locations(plan.files.iter().map(|f| ToolCallLocation::new(&f.path)).collect::<Vec<_>>())
 }
 
-fn update(session_id: &str, call_id: &str, status: &str, title: &str) -> Result<SessionNotification, Error> {
-    typed(json!({ "sessionId": session_id, "update": {
-        "sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status, "title": title,
-    } }))
+/// The `tool_call` announcing the rewind of `plan`, and the question asking
+/// about it: declining first, so that the option an editor preselects, or a
+/// hurried Enter picks, leaves the files alone.
+fn rewind_question(
+    session_id: &str,
+    call_id: &str,
+    plan: &RewindPlan,
+    text: &str,
+) -> (SessionNotification, RequestPermissionRequest) {
+    let fields = call_fields(plan, text);
+    let mut announce = ToolCall::new(ToolCallId::new(call_id), call_title(plan));
+    announce.update(fields.clone());
+    let announce = SessionNotification::new(SessionId::new(session_id), SessionUpdate::ToolCall(announce));
+    let options = vec![
+        PermissionOption::new(KEEP_OPTION, KEEP_NAME, PermissionOptionKind::RejectOnce),
+        PermissionOption::new(REWIND_OPTION, REWIND_NAME, PermissionOptionKind::AllowOnce),
+    ];
+    let tool_call = ToolCallUpdate::new(ToolCallId::new(call_id), fields);
+    (announce, RequestPermissionRequest::new(SessionId::new(session_id), tool_call, options))
+}
+
+fn update(session_id: &str, call_id: &str, status: ToolCallStatus, title: &str) -> SessionNotification {
+    let fields = ToolCallUpdateFields::new().status(status).title(title);
+    let update = ToolCallUpdate::new(ToolCallId::new(call_id), fields);
+    SessionNotification::new(SessionId::new(session_id), SessionUpdate::ToolCallUpdate(update))
 }
 
 /// Runs `/rewind <arg>` in session `id`; every answer is the agent's message.
@@ -142,25 +162,8 @@ pub async fn run(
         return Ok(StopReason::EndTurn);
     }
     let call_id = format!("mino-rewind-{first}");
-    let mut announce = json!({ "sessionUpdate": "tool_call", "toolCallId": call_id });
-    let mut tool_call = json!({ "toolCallId": call_id });
-    if let (Some(a), Some(t), Value::Object(fields)) =
-        (announce.as_object_mut(), tool_call.as_object_mut(), call_fields(&plan, &text))
-    {
-        a.extend(fields.clone());
-        t.extend(fields);
-    }
-    crate::log_send(outbound.send(cx, typed::<SessionNotification>(json!({ "sessionId": id, "update": announce }))?));
-    // Declining first: the option an editor preselects, or a hurried
-    // Enter picks, leaves the files alone.
-    let question: RequestPermissionRequest = typed(json!({
-        "sessionId": id,
-        "toolCall": tool_call,
-        "options": [
-            { "optionId": KEEP_OPTION, "name": KEEP_NAME, "kind": "reject_once" },
-            { "optionId": REWIND_OPTION, "name": REWIND_NAME, "kind": "allow_once" },
-        ],
-    }))?;
+    let (announce, question) = rewind_question(id, &call_id, &plan, &text);
+    crate::log_send(outbound.send(cx, announce));
     let answer = crate::unless_cancelled(cancel, cx.send_request(question).block_task()).await?;
     let allowed = matches!(
         &answer.as_ref().map(|a| &a.outcome),
@@ -169,25 +172,26 @@ pub async fn run(
     if !allowed {
         let cancelled =
             answer.is_none() || matches!(answer.map(|a| a.outcome), Some(RequestPermissionOutcome::Cancelled));
-        crate::log_send(
-            outbound.send(cx, update(id, &call_id, "failed", "Not rewound: the files were left as they are")?),
-        );
+        let kept = update(id, &call_id, ToolCallStatus::Failed, "Not rewound: the files were left as they are");
+        crate::log_send(outbound.send(cx, kept));
         say("Nothing was changed.");
         return Ok(if cancelled && cancel.is_cancelled() { StopReason::Cancelled } else { StopReason::EndTurn });
     }
     match agent.rewind(&first, &digest).await {
         Ok(done) => {
-            crate::log_send(outbound.send(cx, update(id, &call_id, "completed", "Rewound")?));
+            crate::log_send(outbound.send(cx, update(id, &call_id, ToolCallStatus::Completed, "Rewound")));
             say(&outcome_text(&done));
             Ok(StopReason::EndTurn)
         }
         Err(AgentError::StalePlan) => {
-            crate::log_send(outbound.send(cx, update(id, &call_id, "failed", "Not rewound: the plan changed")?));
+            crate::log_send(
+                outbound.send(cx, update(id, &call_id, ToolCallStatus::Failed, "Not rewound: the plan changed")),
+            );
             say("[Mino: nothing was changed: the files changed since the plan was shown. Send /rewind again for the new plan.]");
             Ok(StopReason::EndTurn)
         }
         Err(e) => {
-            crate::log_send(outbound.send(cx, update(id, &call_id, "failed", "Not rewound")?));
+            crate::log_send(outbound.send(cx, update(id, &call_id, ToolCallStatus::Failed, "Not rewound")));
             Err(crate::agent_error(e))
         }
     }
