@@ -1,6 +1,6 @@
 // Bundles the extension with esbuild:
 //   src/extension.ts -> dist/extension.js  (the host, CommonJS; `vscode` stays external)
-//   media/main.js    -> dist/webview.js    (the webview, with markdown-it, DOMPurify, highlight.js)
+//   webview/main.ts  -> dist/webview.js    (the webview's modules, with markdown-it, DOMPurify, highlight.js)
 //   media/main.css   -> dist/webview.css
 // `--production` minifies and drops source maps (what `npm run package` ships).
 import { build } from 'esbuild';
@@ -30,7 +30,8 @@ await Promise.all([
   }),
   build({
     ...common,
-    entryPoints: { webview: 'media/main.js' },
+    entryPoints: { webview: 'webview/main.ts' },
+    tsconfig: 'tsconfig.webview.json',
     outdir: 'dist',
     platform: 'browser',
     format: 'iife',

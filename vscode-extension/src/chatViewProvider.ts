@@ -1,5 +1,5 @@
 /**
- * The `mino.chat` webview view: renders media/main.js and turns its messages
+ * The `mino.chat` webview view: renders the webview (webview/main.ts) and turns its messages
  * into Mino requests.
  */
 import * as vscode from 'vscode';
@@ -56,7 +56,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
    */
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
-    // The webview bundle (scripts/build.mjs): media/main.js with its libraries, media/main.css.
+    // The webview bundle (scripts/build.mjs): webview/main.ts with its modules and libraries, media/main.css.
     const dist = vscode.Uri.joinPath(this.extensionUri, 'dist');
     view.webview.options = { enableScripts: true, localResourceRoots: [dist] };
     view.webview.html = renderChatHtml({

@@ -1,6 +1,7 @@
 /**
- * Messages between the chat webview (media/main.js) and the extension host.
- * Types only; media/main.js follows the same shapes.
+ * Messages between the chat webview (webview/) and the extension host.
+ * Types only; the webview's modules and the host both import them, so the
+ * compiler holds each side to the same shapes.
  */
 import type { ApprovalMode, ChatImage, Decision, HistoryResult, NotificationMethod, RuleSpec, SandboxMode } from './protocol';
 

@@ -8,7 +8,7 @@ import { ACKNOWLEDGEMENT_QUESTION } from './generated/protocol';
 export interface WebviewHtmlOptions {
   /** `webview.cspSource`: the origin local resources are served from. */
   cspSource: string;
-  /** URI of dist/webview.js (media/main.js bundled) as the webview sees it. */
+  /** URI of dist/webview.js (webview/main.ts bundled) as the webview sees it. */
   scriptUri: string;
   /** URI of dist/webview.css (media/main.css bundled) as the webview sees it. */
   styleUri: string;

@@ -1,5 +1,5 @@
 /**
- * The chat webview (media/main.js, media/main.css, the HTML from
+ * The chat webview (webview/*.ts bundled, media/main.css, the HTML from
  * src/webviewHtml.ts) in Debian's chromium through playwright-core, with a
  * stubbed `acquireVsCodeApi` that records what the view posts.
  */

@@ -384,6 +384,7 @@ const PRODUCTION_SOURCES: &[&str] = &[
     "clients/nvim/plugin",
     "vscode-extension/src",
     "vscode-extension/media",
+    "vscode-extension/webview",
 ];
 
 /// Generated from the protocol crate (`mino-protocol-gen`).

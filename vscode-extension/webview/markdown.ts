@@ -1,9 +1,8 @@
-// @ts-check
 // Markdown for the chat webview: markdown-it (raw HTML off, so model text
 // never becomes markup), highlight.js for fenced code, and DOMPurify over the
 // result as a second line of defence. Bundled into dist/webview.js by
 // scripts/build.mjs; nothing is loaded from the network.
-import MarkdownIt from 'markdown-it';
+import MarkdownIt, { type Token } from 'markdown-it';
 import DOMPurify from 'dompurify';
 import hljs from 'highlight.js/lib/common';
 
@@ -17,7 +16,7 @@ const md = new MarkdownIt({
 md.disable('image');
 
 /** Highlighted HTML of `code` in `lang`, or '' when the language is not known. */
-function highlight(code, lang) {
+function highlight(code: string, lang: string): string {
   if (!lang || !hljs.getLanguage(lang)) return '';
   try {
     return hljs.highlight(code, { language: lang, ignoreIllegals: true }).value;
@@ -27,7 +26,7 @@ function highlight(code, lang) {
 }
 
 // A fenced block with its language and the Copy / Insert buttons (handled by
-// delegation in main.js, which reads the code's text back from the DOM).
+// delegation in codeBlocks.ts, which reads the code's text back from the DOM).
 md.renderer.rules.fence = (tokens, idx) => {
   const token = tokens[idx];
   const info = token.info ? md.utils.unescapeAll(token.info).trim() : '';
@@ -53,10 +52,10 @@ md.renderer.rules.table_close = () => '</table></div>\n';
 
 // Column alignment as a class: the CSP refuses inline style attributes.
 md.core.ruler.push('mino_align_classes', (state) => {
-  const visit = (tokens) => {
+  const visit = (tokens: Token[]) => {
     for (const t of tokens) {
       if ((t.type === 'th_open' || t.type === 'td_open') && t.attrs) {
-        const style = t.attrGet('style') || '';
+        const style = String(t.attrGet('style') || '');
         t.attrs = t.attrs.filter((a) => a[0] !== 'style');
         const m = /text-align:\s*(left|right|center)/.exec(style);
         if (m) t.attrJoin('class', 'align-' + m[1]);
@@ -72,10 +71,10 @@ const PURIFY_CONFIG = {
   FORBID_ATTR: ['style'],
 };
 
-const PURIFY_TO_FRAGMENT = { ...PURIFY_CONFIG, RETURN_DOM_FRAGMENT: true };
+const PURIFY_TO_FRAGMENT = { ...PURIFY_CONFIG, RETURN_DOM_FRAGMENT: true as const };
 
 /** `source` rendered and sanitised, as nodes ready to insert (parsed once). */
-export function renderMarkdown(source) {
+export function renderMarkdown(source: string): DocumentFragment {
   // Trimmed: the newline after the last block would be text of its own.
   return DOMPurify.sanitize(md.render(source).trim(), PURIFY_TO_FRAGMENT);
 }
@@ -85,10 +84,15 @@ export function renderMarkdown(source) {
  * the same on its own: the start of a line that follows a blank line, outside
  * a code fence, and that does not continue a list or an indented block.
  * Scans whole lines from `scan.pos`; `scan` carries the state between calls.
- * @typedef {{ pos: number, inFence: string | null, prevBlank: boolean, safe: number }} SplitScan
- * @returns {SplitScan}
  */
-export function newSplitScan() {
+export interface SplitScan {
+  pos: number;
+  inFence: string | null;
+  prevBlank: boolean;
+  safe: number;
+}
+
+export function newSplitScan(): SplitScan {
   return { pos: 0, inFence: null, prevBlank: false, safe: 0 };
 }
 
@@ -96,7 +100,7 @@ const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 const CONTINUES = /^(\s|[-*+] |\d+[.)] |>)/;
 
 /** Advances `scan` over the complete lines of `source`; returns the last safe cut. */
-export function advanceSplitScan(scan, source) {
+export function advanceSplitScan(scan: SplitScan, source: string): number {
   for (;;) {
     const end = source.indexOf('\n', scan.pos);
     if (end < 0) break;
